@@ -1,0 +1,31 @@
+//! The one error enum of the core. The bindings map each variant to one Python exception.
+
+use thiserror::Error;
+
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum CoreError {
+    /// A configuration value is out of range; the message names the field and the value.
+    #[error("{0}")]
+    InvalidConfig(String),
+    /// A lane id that the scheduler does not have.
+    #[error("unknown lane: {0:?}")]
+    UnknownLane(String),
+    /// The scheduler no longer accepts work.
+    #[error("the queue manager is shut down")]
+    Shutdown,
+    /// A command id that the scheduler does not know (already finished or never submitted).
+    #[error("unknown command: {0}")]
+    UnknownCommand(u64),
+    /// A command exists but is not in the state the operation needs.
+    #[error("command {id} is {state}, not {expected}")]
+    CommandState {
+        id: u64,
+        state: &'static str,
+        expected: &'static str,
+    },
+    /// Reading or writing durable storage failed.
+    #[error("storage error: {0}")]
+    Storage(String),
+}
+
+pub type CoreResult<T> = Result<T, CoreError>;

@@ -1,0 +1,11 @@
+//! lanemq's pure-Rust core. Nothing here knows Python: the bindings crate wraps these types.
+//!
+//! - [`lanes`]: the in-process lane scheduler (priorities, capacity, rate limits, retries,
+//!   dead letters, metrics) that `QueueManager` drives.
+//! - [`journal`]: the append-only, fsynced file that makes named lane commands durable.
+
+pub mod error;
+pub mod journal;
+pub mod lanes;
+
+pub use error::{CoreError, CoreResult};

@@ -1,0 +1,313 @@
+//! Lane configuration classes. Each validates on construction, so a bad value raises
+//! `ConfigError` (a `ValueError`) naming it, before any manager exists.
+
+use lanemq_core::lanes as core;
+use pyo3::prelude::*;
+
+use crate::bridge::{count, micros_to_seconds, positive_seconds, seconds_to_micros};
+use crate::errors::{invalid, to_py};
+
+/// How a failed lane command is retried: `max_retries` retries after the first run.
+#[pyclass(frozen, from_py_object, module = "lanemq._core")]
+#[derive(Clone)]
+pub struct RetryPolicy {
+    pub inner: core::RetryPolicy,
+}
+
+#[pymethods]
+impl RetryPolicy {
+    #[new]
+    #[pyo3(signature = (max_retries, initial_delay, multiplier=1.0, max_delay=None))]
+    fn new(max_retries: i64, initial_delay: f64, multiplier: f64, max_delay: Option<f64>) -> PyResult<Self> {
+        let initial = seconds_to_micros("initial_delay", initial_delay)?;
+        let inner = core::RetryPolicy {
+            max_retries: count("max_retries", max_retries, 0)?,
+            initial_delay: initial,
+            multiplier,
+            max_delay: match max_delay {
+                Some(seconds) => seconds_to_micros("max_delay", seconds)?,
+                None => initial.max(30_000_000),
+            },
+        };
+        if !multiplier.is_finite() || multiplier < 1.0 {
+            return Err(invalid("multiplier", multiplier, "must be a finite number >= 1"));
+        }
+        if inner.max_delay < inner.initial_delay {
+            return Err(invalid("max_delay", max_delay.unwrap_or_default(), "must be >= initial_delay"));
+        }
+        Ok(Self { inner })
+    }
+
+    /// No retry: the first failure is final.
+    #[staticmethod]
+    fn none() -> Self {
+        Self { inner: core::RetryPolicy::none() }
+    }
+
+    /// Waits 100 ms, 200 ms, 400 ms, ... (capped at 30 s) between `max_retries` retries.
+    #[staticmethod]
+    fn exponential(max_retries: i64) -> PyResult<Self> {
+        Ok(Self { inner: core::RetryPolicy::exponential(count("max_retries", max_retries, 0)?) })
+    }
+
+    /// Waits `delay` seconds between `max_retries` retries.
+    #[staticmethod]
+    #[pyo3(signature = (max_retries, delay=1.0))]
+    fn fixed(max_retries: i64, delay: f64) -> PyResult<Self> {
+        let max_retries = count("max_retries", max_retries, 0)?;
+        Ok(Self { inner: core::RetryPolicy::fixed(max_retries, seconds_to_micros("delay", delay)?) })
+    }
+
+    #[getter]
+    fn max_retries(&self) -> u32 {
+        self.inner.max_retries
+    }
+    #[getter]
+    fn initial_delay(&self) -> f64 {
+        micros_to_seconds(self.inner.initial_delay)
+    }
+    #[getter]
+    fn multiplier(&self) -> f64 {
+        self.inner.multiplier
+    }
+    #[getter]
+    fn max_delay(&self) -> f64 {
+        micros_to_seconds(self.inner.max_delay)
+    }
+
+    /// Seconds to wait before retry number `retry` (1-based).
+    fn delay_for(&self, retry: i64) -> PyResult<f64> {
+        Ok(micros_to_seconds(self.inner.delay_for(count("retry", retry, 1)?)))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "RetryPolicy(max_retries={}, initial_delay={}, multiplier={}, max_delay={})",
+            self.inner.max_retries,
+            micros_to_seconds(self.inner.initial_delay),
+            self.inner.multiplier,
+            micros_to_seconds(self.inner.max_delay)
+        )
+    }
+}
+
+/// At most `permits` command starts per `per` seconds (a token bucket; bursts up to `permits`).
+#[pyclass(frozen, from_py_object, module = "lanemq._core")]
+#[derive(Clone)]
+pub struct RateLimit {
+    pub inner: core::RateLimit,
+}
+
+impl RateLimit {
+    fn build(permits: i64, per: core::Micros) -> PyResult<Self> {
+        Ok(Self { inner: core::RateLimit { permits: count("permits", permits, 1)?, per } })
+    }
+}
+
+#[pymethods]
+impl RateLimit {
+    #[new]
+    fn new(permits: i64, per: f64) -> PyResult<Self> {
+        Self::build(permits, positive_seconds("per", per)?)
+    }
+    #[staticmethod]
+    fn per_second(permits: i64) -> PyResult<Self> {
+        Self::build(permits, 1_000_000)
+    }
+    #[staticmethod]
+    fn per_minute(permits: i64) -> PyResult<Self> {
+        Self::build(permits, 60_000_000)
+    }
+    #[staticmethod]
+    fn per_hour(permits: i64) -> PyResult<Self> {
+        Self::build(permits, 3_600_000_000)
+    }
+    #[getter]
+    fn permits(&self) -> u32 {
+        self.inner.permits
+    }
+    #[getter]
+    fn per(&self) -> f64 {
+        micros_to_seconds(self.inner.per)
+    }
+    fn __repr__(&self) -> String {
+        format!("RateLimit(permits={}, per={})", self.inner.permits, micros_to_seconds(self.inner.per))
+    }
+}
+
+/// Lowers a lane's priority number while its oldest pending command nears `deadline` seconds
+/// of waiting, so old low-priority work eventually overtakes newer high-priority work.
+#[pyclass(frozen, from_py_object, module = "lanemq._core")]
+#[derive(Clone)]
+pub struct PriorityBoost {
+    pub inner: Option<core::PriorityBoost>,
+}
+
+#[pymethods]
+impl PriorityBoost {
+    /// Boosts by 1, 2, 3 when 75 %, 50 %, 25 % of the deadline remains.
+    #[staticmethod]
+    fn standard(deadline: f64) -> PyResult<Self> {
+        let deadline = positive_seconds("deadline", deadline)?;
+        Ok(Self { inner: Some(core::PriorityBoost::standard(deadline)) })
+    }
+    /// Boosts by 1, 2, 3, 5 when 90 %, 75 %, 50 %, 25 % of the deadline remains.
+    #[staticmethod]
+    fn aggressive(deadline: f64) -> PyResult<Self> {
+        let deadline = positive_seconds("deadline", deadline)?;
+        Ok(Self { inner: Some(core::PriorityBoost::aggressive(deadline)) })
+    }
+    #[staticmethod]
+    fn disabled() -> Self {
+        Self { inner: None }
+    }
+    #[getter]
+    fn deadline(&self) -> Option<f64> {
+        self.inner.as_ref().map(|b| micros_to_seconds(b.deadline))
+    }
+    /// The boost applied after waiting `waited` seconds.
+    fn boost_for(&self, waited: f64) -> PyResult<u32> {
+        let waited = seconds_to_micros("waited", waited)?;
+        Ok(self.inner.as_ref().map_or(0, |b| b.boost_for(waited)))
+    }
+    fn __repr__(&self) -> String {
+        match &self.inner {
+            Some(b) => format!("PriorityBoost(deadline={}, steps={:?})", micros_to_seconds(b.deadline), b.steps),
+            None => "PriorityBoost.disabled()".into(),
+        }
+    }
+}
+
+/// One lane: its id, priority (lower runs first), concurrency window and policies.
+#[pyclass(frozen, from_py_object, module = "lanemq._core")]
+#[derive(Clone)]
+pub struct LaneConfig {
+    pub inner: core::LaneConfig,
+    retry: RetryPolicy,
+    rate_limit: Option<RateLimit>,
+    priority_boost: Option<PriorityBoost>,
+}
+
+#[pymethods]
+impl LaneConfig {
+    #[new]
+    #[pyo3(signature = (lane_id, priority, min_concurrency=1, max_concurrency=1, timeout=None,
+        retry=None, rate_limit=None, priority_boost=None, pressure_threshold=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        lane_id: String,
+        priority: i64,
+        min_concurrency: i64,
+        max_concurrency: i64,
+        timeout: Option<f64>,
+        retry: Option<RetryPolicy>,
+        rate_limit: Option<RateLimit>,
+        priority_boost: Option<PriorityBoost>,
+        pressure_threshold: Option<i64>,
+    ) -> PyResult<Self> {
+        let retry = retry.unwrap_or_else(RetryPolicy::none);
+        let inner = core::LaneConfig {
+            lane_id,
+            priority: count("priority", priority, 0)?,
+            min_concurrency: count("min_concurrency", min_concurrency, 0)?,
+            max_concurrency: count("max_concurrency", max_concurrency, 1)?,
+            timeout: timeout.map(|t| positive_seconds("timeout", t)).transpose()?,
+            retry: retry.inner.clone(),
+            rate_limit: rate_limit.as_ref().map(|r| r.inner.clone()),
+            priority_boost: priority_boost.as_ref().and_then(|b| b.inner.clone()),
+            pressure_threshold: pressure_threshold
+                .map(|p| count("pressure_threshold", p, 1))
+                .transpose()?,
+        };
+        inner.validate().map_err(to_py)?;
+        Ok(Self { inner, retry, rate_limit, priority_boost })
+    }
+
+    #[getter]
+    fn lane_id(&self) -> &str {
+        &self.inner.lane_id
+    }
+    #[getter]
+    fn priority(&self) -> u32 {
+        self.inner.priority
+    }
+    #[getter]
+    fn min_concurrency(&self) -> u32 {
+        self.inner.min_concurrency
+    }
+    #[getter]
+    fn max_concurrency(&self) -> u32 {
+        self.inner.max_concurrency
+    }
+    #[getter]
+    fn timeout(&self) -> Option<f64> {
+        self.inner.timeout.map(micros_to_seconds)
+    }
+    #[getter]
+    fn retry(&self) -> RetryPolicy {
+        self.retry.clone()
+    }
+    #[getter]
+    fn rate_limit(&self) -> Option<RateLimit> {
+        self.rate_limit.clone()
+    }
+    #[getter]
+    fn priority_boost(&self) -> Option<PriorityBoost> {
+        self.priority_boost.clone()
+    }
+    #[getter]
+    fn pressure_threshold(&self) -> Option<u32> {
+        self.inner.pressure_threshold
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "LaneConfig({:?}, priority={}, min_concurrency={}, max_concurrency={})",
+            self.inner.lane_id, self.inner.priority, self.inner.min_concurrency, self.inner.max_concurrency
+        )
+    }
+}
+
+/// Alert thresholds over every lane: pending depth (commands) and run latency (seconds).
+#[pyclass(frozen, from_py_object, module = "lanemq._core")]
+#[derive(Clone)]
+pub struct AlertConfig {
+    pub inner: core::AlertThresholds,
+}
+
+#[pymethods]
+impl AlertConfig {
+    #[new]
+    #[pyo3(signature = (queue_depth_warning=None, queue_depth_critical=None,
+        latency_warning=None, latency_critical=None))]
+    fn new(
+        queue_depth_warning: Option<i64>,
+        queue_depth_critical: Option<i64>,
+        latency_warning: Option<f64>,
+        latency_critical: Option<f64>,
+    ) -> PyResult<Self> {
+        let inner = core::AlertThresholds {
+            queue_depth_warning: queue_depth_warning.map(|v| count("queue_depth_warning", v, 1)).transpose()?,
+            queue_depth_critical: queue_depth_critical.map(|v| count("queue_depth_critical", v, 1)).transpose()?,
+            latency_warning: latency_warning.map(|v| positive_seconds("latency_warning", v)).transpose()?,
+            latency_critical: latency_critical.map(|v| positive_seconds("latency_critical", v)).transpose()?,
+        };
+        inner.validate().map_err(to_py)?;
+        Ok(Self { inner })
+    }
+    #[getter]
+    fn queue_depth_warning(&self) -> Option<u32> {
+        self.inner.queue_depth_warning
+    }
+    #[getter]
+    fn queue_depth_critical(&self) -> Option<u32> {
+        self.inner.queue_depth_critical
+    }
+    #[getter]
+    fn latency_warning(&self) -> Option<f64> {
+        self.inner.latency_warning.map(micros_to_seconds)
+    }
+    #[getter]
+    fn latency_critical(&self) -> Option<f64> {
+        self.inner.latency_critical.map(micros_to_seconds)
+    }
+}

@@ -1,0 +1,24 @@
+//! `lanemq._core`: the Python face of the Rust core. Each exposed class lives in its own file;
+//! the typed public API in `python/lanemq/` wraps these.
+
+use pyo3::prelude::*;
+
+mod bridge;
+mod dead_letter;
+mod errors;
+mod lane_config;
+mod lane_scheduler;
+mod durable_journal;
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<lane_config::RetryPolicy>()?;
+    m.add_class::<lane_config::RateLimit>()?;
+    m.add_class::<lane_config::PriorityBoost>()?;
+    m.add_class::<lane_config::LaneConfig>()?;
+    m.add_class::<lane_config::AlertConfig>()?;
+    m.add_class::<dead_letter::DeadLetter>()?;
+    m.add_class::<lane_scheduler::LaneScheduler>()?;
+    m.add_class::<durable_journal::DurableJournal>()?;
+    Ok(())
+}

@@ -1,0 +1,136 @@
+"""The manager's event stream: an in-process broadcast to any number of async subscribers.
+
+Each subscriber has its own bounded buffer. A subscriber that falls behind does not slow the
+manager down and does not lose events silently: the events that did not fit are counted, and it
+receives a `queue.events.lagged` event carrying `missed` before the events that follow."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+LAGGED = "queue.events.lagged"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One event: its key (e.g. ``queue.command.completed``), its payload and wall time (s)."""
+
+    key: str
+    payload: dict[str, Any] = field(default_factory=dict)
+    timestamp: float = 0.0
+
+
+class _Gap:
+    __slots__ = ("missed",)
+
+    def __init__(self) -> None:
+        self.missed = 1
+
+
+class Subscription(AsyncIterator[Event]):
+    """An async iterator over the events whose key matches one of the filters (all when none).
+    A filter is an exact key or a prefix ending in ``*`` (``queue.command.*``)."""
+
+    def __init__(self, bus: EventBus, keys: tuple[str, ...], buffer: int) -> None:
+        self._bus = bus
+        self._exact = frozenset(k for k in keys if not k.endswith("*"))
+        self._prefixes = tuple(k[:-1] for k in keys if k.endswith("*"))
+        self._match_all = not keys
+        # A `_Gap` in the buffer stands where events were dropped, so the subscriber learns of
+        # the loss in order: after the events that fit, before those that came later.
+        self._buffer: collections.deque[Event | _Gap] = collections.deque()
+        self._limit = buffer
+        self._closed = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    def matches(self, key: str) -> bool:
+        return self._match_all or key in self._exact or key.startswith(self._prefixes)
+
+    def _push(self, event: Event) -> None:
+        buffer = self._buffer
+        last = buffer[-1] if buffer else None
+        if isinstance(last, _Gap):
+            if len(buffer) > self._limit:
+                last.missed += 1
+            else:
+                buffer.append(event)
+        elif len(buffer) >= self._limit:
+            buffer.append(_Gap())
+        else:
+            buffer.append(event)
+        self._notify()
+
+    def _notify(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def close(self) -> None:
+        """Stops the subscription; iteration ends once the buffered events are read."""
+        if not self._closed:
+            self._closed = True
+            self._bus._unsubscribe(self)
+            self._notify()
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> Event:
+        while True:
+            if self._buffer:
+                item = self._buffer.popleft()
+                if isinstance(item, _Gap):
+                    return Event(LAGGED, {"missed": item.missed}, time.time())
+                return item
+            if self._closed:
+                raise StopAsyncIteration
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+
+    async def __aenter__(self) -> Subscription:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+
+class EventBus:
+    """Fans events out to subscriptions. `active` is False when nobody listens, so the manager
+    skips building events at all on its hot path."""
+
+    def __init__(self) -> None:
+        self._subscriptions: list[Subscription] = []
+        self.active = False
+
+    def subscribe(self, keys: tuple[str, ...], buffer: int = 10_000) -> Subscription:
+        if buffer < 1:
+            raise ValueError(f"invalid buffer: {buffer} (must be at least 1)")
+        subscription = Subscription(self, keys, buffer)
+        self._subscriptions.append(subscription)
+        self.active = True
+        return subscription
+
+    def _unsubscribe(self, subscription: Subscription) -> None:
+        if subscription in self._subscriptions:
+            self._subscriptions.remove(subscription)
+        self.active = bool(self._subscriptions)
+
+    def emit(self, key: str, **payload: Any) -> None:
+        event: Event | None = None
+        for subscription in self._subscriptions:
+            if subscription.matches(key):
+                if event is None:
+                    event = Event(key, payload, time.time())
+                subscription._push(event)
+
+    def close(self) -> None:
+        for subscription in list(self._subscriptions):
+            subscription.close()

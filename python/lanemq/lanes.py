@@ -1,0 +1,553 @@
+"""`QueueManager`: named lanes of asyncio work, dispatched by priority by the Rust scheduler.
+
+How it runs: the manager keeps a pool of runner tasks, as many as commands may run at once.
+A runner asks the scheduler for the next command (one call that also reports the previous
+command's completion), awaits it in its own task, and repeats; it parks on a future when nothing
+may start, and a submit, a freed slot or a timer (retry backoff, rate-limit token) wakes it.
+Commands therefore run on the caller's event loop as ordinary awaits: no task per command, no
+polling tick, and `asyncio.current_task()`, `asyncio.timeout()` and cancellation behave inside
+commands as they do anywhere else."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import inspect
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ._core import AlertConfig, DeadLetter, LaneConfig, LaneScheduler
+from ._handle import (
+    DONE,
+    INTERRUPT_CANCEL,
+    INTERRUPT_TIMEOUT,
+    PENDING,
+    RUNNING,
+    CommandHandle,
+)
+from .events import EventBus, Subscription
+from .exceptions import (
+    CommandTimeoutError,
+    DrainTimeoutError,
+    ShutdownError,
+    UnknownLaneError,
+    UnrecoverableError,
+)
+from .storage import LocalStorage
+
+T = TypeVar("T")
+
+DEFAULT_LANES = (
+    ("system", 0, 5),
+    ("control", 1, 3),
+    ("query", 2, 10),
+    ("session", 3, 5),
+    ("skill", 4, 3),
+    ("prompt", 5, 2),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    """A threshold crossed: ``kind`` is ``queue_depth`` (value: pending commands) or ``latency``
+    (value: seconds a command ran); ``level`` is ``warning`` or ``critical``."""
+
+    lane_id: str
+    kind: str
+    level: str
+    value: float
+
+
+def _is_async_callable(fn: Any) -> bool:
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(type(fn), "__call__", None)  # noqa: B004 - we want the class's __call__
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+class QueueManager:
+    """Runs async callables in named lanes. The lane with the lowest priority number that has
+    pending work, a free slot and a rate-limit token always starts next; FIFO within a lane;
+    running commands are never preempted.
+
+    ``max_concurrency`` caps all lanes together. Under such a cap each lane's
+    ``min_concurrency`` is a reservation other lanes cannot take, so a flood in a high lane never
+    starves a lower one; without a global cap ``min_concurrency`` changes nothing, since every
+    lane can always use its own ``max_concurrency``.
+
+    The manager starts on the first submit (or `start()` / ``async with``); with
+    ``autostart=False`` submitted work waits until `start()`.
+    """
+
+    def __init__(
+        self,
+        lanes: Iterable[LaneConfig],
+        max_concurrency: int | None = None,
+        *,
+        dead_letter_capacity: int = 1000,
+        alerts: AlertConfig | None = None,
+        storage: LocalStorage | None = None,
+        autostart: bool = True,
+    ) -> None:
+        lane_list = list(lanes)
+        self._core = LaneScheduler(lane_list, max_concurrency, dead_letter_capacity, alerts)
+        self._lane_index = {lane_id: i for i, lane_id in enumerate(self._core.lane_ids())}
+        self._lane_ids = self._core.lane_ids()
+        self._timeouts = [self._core.lane_timeout(i) for i in range(len(self._lane_ids))]
+        self._watch_signals = alerts is not None or any(
+            lane.pressure_threshold is not None for lane in lane_list
+        )
+        self._handles: dict[int, CommandHandle[Any]] = {}
+        self._async_cache: dict[Any, bool] = {}
+        self._bus = EventBus()
+        self._alert_callbacks: list[Callable[[Alert], Any]] = []
+        self._storage = storage
+        self._registry: dict[str, Callable[[Any], Awaitable[Any]]] = {}
+        self._autostart = autostart
+        self._event_loop: asyncio.AbstractEventLoop | None = None
+        self._runners: list[asyncio.Task[None]] = []
+        self._idle: list[asyncio.Future[None]] = []
+        self._wake_timer: asyncio.TimerHandle | None = None
+        self._wake_at = 0.0
+        self._drained: list[asyncio.Future[None]] = []
+        self._background: set[asyncio.Task[Any]] = set()
+        self._started = False
+        self._shutting_down = False
+        self._stopping = False
+
+    @classmethod
+    def with_default_lanes(cls, max_concurrency: int | None = None, **options: Any) -> QueueManager:
+        """Six lanes, all with ``min_concurrency=1``: system (priority 0, max 5), control (1, 3),
+        query (2, 10), session (3, 5), skill (4, 3) and prompt (5, 2)."""
+        lanes = [LaneConfig(lane_id, priority, 1, cap) for lane_id, priority, cap in DEFAULT_LANES]
+        return cls(lanes, max_concurrency, **options)
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def _loop(self) -> asyncio.AbstractEventLoop:
+        if self._event_loop is None:
+            self._event_loop = asyncio.get_running_loop()
+        return self._event_loop
+
+    async def start(self) -> None:
+        """Starts dispatching (replaying stored named commands first, if there is storage)."""
+        if self._started:
+            return
+        if self._storage is not None:
+            await self._storage.open()
+            for letter in self._storage.dead_letters():
+                self._core.add_dead_letter(letter)
+            for key, lane_id, name, payload in self._storage.pending_commands():
+                self._submit_named_handle(lane_id, name, payload, key)
+        self._start_runners()
+
+    def _start_runners(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        loop = self._loop()
+        self._runners = [loop.create_task(self._run()) for _ in range(self._core.capacity)]
+
+    async def shutdown(self) -> None:
+        """Stops accepting work: later submits raise `ShutdownError`. Work already submitted
+        goes on; `drain()` waits for it."""
+        if self._shutting_down:
+            return
+        self._shutting_down = True
+        self._core.shutdown()
+        self._emit("queue.shutdown.started", in_flight=len(self._handles))
+        if not self._started and self._handles:
+            self._start_runners()
+
+    async def drain(self, timeout: float | None = None) -> None:
+        """Waits until no command is pending, running or waiting to retry; raises
+        `DrainTimeoutError` (a `TimeoutError`) if that takes longer than ``timeout`` seconds."""
+        if not self._handles:
+            return
+        if not self._started:
+            self._start_runners()
+        waiter = self._loop().create_future()
+        self._drained.append(waiter)
+        try:
+            await asyncio.wait_for(asyncio.shield(waiter), timeout)
+        except asyncio.TimeoutError:
+            raise DrainTimeoutError(
+                f"drain timed out after {timeout}s with {len(self._handles)} commands in flight"
+            ) from None
+        finally:
+            if waiter in self._drained:
+                self._drained.remove(waiter)
+
+    async def close(self) -> None:
+        """Shuts down, cancels whatever is still in flight, and stops the runners."""
+        await self.shutdown()
+        self._stopping = True
+        for handle in list(self._handles.values()):
+            if handle._state != RUNNING:
+                handle.cancel()
+        for runner in self._runners:
+            runner.cancel()
+        if self._runners:
+            await asyncio.gather(*self._runners, return_exceptions=True)
+        self._runners = []
+        if self._wake_timer is not None:
+            self._wake_timer.cancel()
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
+        if self._storage is not None:
+            self._storage.close()
+        self._bus.close()
+
+    async def __aenter__(self) -> QueueManager:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        try:
+            await self.shutdown()
+            await self.drain()
+        finally:
+            await self.close()
+
+    # ---------------------------------------------------------------- submitting
+
+    def submit_nowait(
+        self, lane_id: str, command: Callable[..., Any] | Any, /, *args: Any, **kwargs: Any
+    ) -> CommandHandle[Any]:
+        """Queues ``command(*args, **kwargs)`` in ``lane_id`` and returns its handle at once.
+        ``command`` is an async callable, a plain callable (run in a worker thread), or an
+        object with ``async def execute(self)`` and a ``command_type`` attribute."""
+        lane = self._lane_index.get(lane_id)
+        if lane is None:
+            raise UnknownLaneError(f"unknown lane: {lane_id!r} (lanes: {', '.join(self._lane_ids)})")
+        if self._shutting_down:
+            raise ShutdownError(f"the queue manager is shut down; cannot submit to {lane_id!r}")
+        is_async = self._async_cache.get(command)
+        if is_async is None:
+            command, is_async = self._resolve(command)
+        command_id = self._core.push(lane)
+        handle: CommandHandle[Any] = CommandHandle(
+            self, command_id, lane, lane_id, command, args, kwargs, is_async
+        )
+        self._handles[command_id] = handle
+        if self._bus.active:
+            self._emit_for("queue.command.submitted", handle)
+        if self._watch_signals:
+            self._process_signals()
+        idle = self._idle
+        if idle:
+            self._wake_one()
+        elif not self._started and self._autostart:
+            self._loop()
+            self._start_runners()
+        return handle
+
+    async def submit(
+        self, lane_id: str, command: Callable[..., Awaitable[T]] | Any, /, *args: Any, **kwargs: Any
+    ) -> Any:
+        """Runs ``command(*args, **kwargs)`` in ``lane_id`` and returns its result (or raises
+        its error, `CommandTimeoutError` on the lane's timeout)."""
+        return await self.submit_nowait(lane_id, command, *args, **kwargs)
+
+    def _resolve(self, command: Any) -> tuple[Callable[..., Any], bool]:
+        original = command
+        if not callable(command):
+            execute = getattr(command, "execute", None)
+            if execute is None or not callable(execute):
+                raise TypeError(
+                    f"command must be callable or have an execute() method, got {command!r}"
+                )
+            command = execute
+        is_async = _is_async_callable(command)
+        if callable(original):
+            if len(self._async_cache) > 4096:
+                self._async_cache.clear()
+            with contextlib.suppress(TypeError):  # unhashable callables are just not cached
+                self._async_cache[original] = is_async
+        return command, is_async
+
+    # ---------------------------------------------------------- named (durable)
+
+    def register(self, name: str, handler: Callable[[Any], Awaitable[Any]]) -> None:
+        """Registers a handler for `submit_named` (and for replaying stored commands)."""
+        if not name:
+            raise ValueError(f"invalid command name: {name!r}")
+        if not callable(handler):
+            raise TypeError(f"handler for {name!r} must be callable, got {handler!r}")
+        self._registry[name] = handler
+
+    async def submit_named(self, lane_id: str, name: str, payload: Any = None) -> CommandHandle[Any]:
+        """Submits the registered command ``name`` with a JSON ``payload``. With storage, the
+        command is on disk before this returns and runs again after a restart if it did not
+        finish; the handle is returned once it is stored."""
+        if name not in self._registry:
+            raise LookupError(f"no command registered as {name!r}")
+        if lane_id not in self._lane_index:
+            raise UnknownLaneError(f"unknown lane: {lane_id!r} (lanes: {', '.join(self._lane_ids)})")
+        if self._shutting_down:
+            raise ShutdownError(f"the queue manager is shut down; cannot submit to {lane_id!r}")
+        key = None
+        if self._storage is not None:
+            await self._storage.open()
+            key = await self._storage.store_command(lane_id, name, payload)
+        return self._submit_named_handle(lane_id, name, payload, key)
+
+    def _submit_named_handle(
+        self, lane_id: str, name: str, payload: Any, key: str | None
+    ) -> CommandHandle[Any]:
+        handler = self._registry.get(name)
+        if handler is None:
+            raise LookupError(f"stored command {key!r} names {name!r}, which is not registered")
+        handle = self.submit_nowait(lane_id, handler, payload)
+        handle.durable_key = key
+        return handle
+
+    # ------------------------------------------------------------------ running
+
+    async def _run(self) -> None:
+        core = self._core
+        handles = self._handles
+        timeouts = self._timeouts
+        loop = self._loop()
+        task = asyncio.current_task()
+        assert task is not None
+        next_id = core.pop()
+        while True:
+            if next_id is None:
+                if self._stopping:
+                    return
+                self._arm_wake()
+                parked = loop.create_future()
+                self._idle.append(parked)
+                try:
+                    await parked
+                finally:
+                    if not parked.done():
+                        self._idle.remove(parked)
+                next_id = core.pop()
+                if next_id is not None and self._idle:
+                    self._wake_one()  # more may be startable: let another runner look
+                continue
+            handle = handles[next_id]
+            handle._state = RUNNING
+            handle._runner = task
+            if self._bus.active:
+                self._emit_for("queue.command.started", handle, attempt=core.attempt(next_id))
+            timeout = timeouts[handle.lane]
+            timer = None
+            if timeout is not None:
+                timer = loop.call_later(timeout, self._interrupt, handle, INTERRUPT_TIMEOUT)
+            try:
+                if handle.is_async:
+                    result = await handle._call()
+                else:
+                    result = await loop.run_in_executor(None, handle._call)
+                    if inspect.isawaitable(result):
+                        result = await result
+            except asyncio.CancelledError:
+                reason = self._clear_interrupt(handle, task)
+                if reason is None:  # the runner itself is being cancelled (close)
+                    self._settle_cancelled(handle)
+                    raise
+                if reason == INTERRUPT_TIMEOUT:
+                    error = CommandTimeoutError(
+                        f"command {handle.id} in lane {handle.lane_id!r} timed out after {timeout}s"
+                    )
+                    next_id = self._failed(handle, error, timed_out=True)
+                else:
+                    self._settle_cancelled(handle)
+                    next_id = core.pop()
+            except Exception as error:
+                self._clear_interrupt(handle, task)
+                next_id = self._failed(handle, error, timed_out=False)
+            else:
+                self._clear_interrupt(handle, task)
+                del handles[next_id]
+                durable_key = handle.durable_key
+                if self._bus.active:
+                    self._emit_for("queue.command.completed", handle)
+                handle._finish(result, None)
+                next_id = core.complete_and_pop(handle.id)
+                if durable_key is not None:
+                    self._forget_stored(durable_key)
+                if not handles and self._drained:
+                    self._notify_drained()
+            finally:
+                if timer is not None:
+                    timer.cancel()
+            if self._watch_signals:
+                self._process_signals()
+
+    def _failed(self, handle: CommandHandle[Any], error: BaseException, timed_out: bool) -> int | None:
+        """Records a failed attempt; returns the next command for the runner to start."""
+        core = self._core
+        retryable = not isinstance(error, UnrecoverableError)
+        text = f"{type(error).__name__}: {error}"
+        command_type = handle.command_type
+        delay, attempt = core.fail(handle.id, timed_out, retryable, text, command_type)
+        if timed_out:
+            self._emit_for("queue.command.timeout", handle, attempt=attempt, error=text)
+        if delay is not None:
+            handle._state = PENDING
+            handle._runner = None
+            self._emit_for("queue.command.retry", handle, attempt=attempt, error=text, delay=delay)
+            self._arm_wake()
+        else:
+            del self._handles[handle.id]
+            self._emit_for("queue.command.dead_lettered", handle, attempt=attempt, error=text)
+            self._emit_for("queue.command.failed", handle, attempt=attempt, error=text)
+            key = handle.durable_key
+            handle._finish(None, error)
+            if key is not None and self._storage is not None:
+                letter = core.dead_letters()[-1] if core.dead_letters() else None
+                self._spawn(self._storage.bury(key, letter))
+            if not self._handles and self._drained:
+                self._notify_drained()
+        return core.pop()
+
+    def _settle_cancelled(self, handle: CommandHandle[Any]) -> None:
+        if handle._state == DONE:
+            return
+        self._core.cancel(handle.id)
+        self._handles.pop(handle.id, None)
+        key = handle.durable_key
+        self._emit_for("queue.command.cancelled", handle)
+        handle._finish_cancelled()
+        if key is not None:
+            self._forget_stored(key)
+        if not self._handles and self._drained:
+            self._notify_drained()
+
+    def _cancel(self, handle: CommandHandle[Any]) -> bool:
+        if handle._state == RUNNING:
+            self._interrupt(handle, INTERRUPT_CANCEL)
+            return True
+        self._settle_cancelled(handle)
+        return True
+
+    def _interrupt(self, handle: CommandHandle[Any], reason: str) -> None:
+        runner = handle._runner
+        if handle._state == RUNNING and handle._interrupt is None and runner is not None:
+            handle._interrupt = reason
+            runner.cancel()
+
+    @staticmethod
+    def _clear_interrupt(handle: CommandHandle[Any], task: asyncio.Task[None]) -> str | None:
+        reason = handle._interrupt
+        if reason is not None:
+            handle._interrupt = None
+            uncancel = getattr(task, "uncancel", None)  # Python >= 3.11 counts cancellations
+            if uncancel is not None and task.cancelling():
+                uncancel()
+        return reason
+
+    def _wake_one(self) -> None:
+        idle = self._idle
+        while idle:
+            parked = idle.pop()
+            if not parked.done():
+                parked.set_result(None)
+                return
+
+    def _arm_wake(self) -> None:
+        """Sets a timer for the next retry or rate-limit token, if one is due sooner than the
+        timer already set."""
+        delay = self._core.next_wake()
+        if delay is None:
+            return
+        loop = self._loop()
+        at = loop.time() + delay
+        if self._wake_timer is not None:
+            if self._wake_at <= at:
+                return
+            self._wake_timer.cancel()
+        self._wake_at = at
+        self._wake_timer = loop.call_at(at, self._on_wake)
+
+    def _on_wake(self) -> None:
+        self._wake_timer = None
+        self._wake_one()
+
+    def _notify_drained(self) -> None:
+        for waiter in self._drained:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._drained.clear()
+
+    def _forget_stored(self, key: str) -> None:
+        if self._storage is not None:
+            self._spawn(self._storage.forget(key))
+
+    def _spawn(self, work: Awaitable[Any]) -> None:
+        task = self._loop().create_task(work)  # type: ignore[arg-type]
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # ------------------------------------------------------------- observation
+
+    def events(self, *keys: str, buffer: int = 10_000) -> Subscription:
+        """Subscribes to events (all, or those whose key is given; ``prefix.*`` matches a
+        prefix). The subscription starts now; iterate it with ``async for``."""
+        return self._bus.subscribe(keys, buffer)
+
+    def on_alert(self, callback: Callable[[Alert], Any]) -> None:
+        """Calls ``callback(alert)`` when a lane's depth or a command's latency crosses the
+        manager's `AlertConfig` thresholds (async callbacks are scheduled as tasks)."""
+        self._alert_callbacks.append(callback)
+
+    def stats(self) -> dict[str, dict[str, int]]:
+        """Per lane: priority, pending, active, retrying, min_concurrency, max_concurrency."""
+        return self._core.stats()
+
+    def metrics(self) -> dict[str, dict[str, Any]]:
+        """Per lane: submitted, started, completed, failed, timed_out, retried, dead_lettered,
+        cancelled, and ``latency`` / ``queue_wait`` percentiles (p50, p90, p95, p99, seconds)."""
+        return self._core.metrics()
+
+    def dead_letters(self) -> list[DeadLetter]:
+        """Commands that failed for good, oldest first (the newest are kept)."""
+        return self._core.dead_letters()
+
+    @property
+    def lane_ids(self) -> list[str]:
+        return list(self._lane_ids)
+
+    @property
+    def in_flight(self) -> int:
+        """Commands pending, running or waiting to retry."""
+        return len(self._handles)
+
+    def _emit_for(self, key: str, handle: CommandHandle[Any], **extra: Any) -> None:
+        if self._bus.active:
+            self._bus.emit(
+                key,
+                lane_id=handle.lane_id,
+                command_id=handle.id,
+                command_type=handle.command_type,
+                **extra,
+            )
+
+    def _emit(self, key: str, **payload: Any) -> None:
+        if self._bus.active:
+            self._bus.emit(key, **payload)
+
+    def _process_signals(self) -> None:
+        for kind, lane_id, level, value in self._core.take_signals():
+            if kind == "pressure":
+                self._emit("queue.lane.pressure", lane_id=lane_id, pending=int(value))
+            elif kind == "idle":
+                self._emit("queue.lane.idle", lane_id=lane_id)
+            else:
+                alert = Alert(lane_id, kind, level, value)
+                self._emit("queue.alert", lane_id=lane_id, kind=kind, level=level, value=value)
+                for callback in self._alert_callbacks:
+                    outcome = callback(alert)
+                    if inspect.isawaitable(outcome):
+                        self._spawn(outcome)
+
+
+__all__ = ["DEFAULT_LANES", "Alert", "QueueManager"]

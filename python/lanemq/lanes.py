@@ -20,11 +20,12 @@ from typing import Any, TypeVar
 
 from ._core import AlertConfig, DeadLetter, LaneConfig, LaneScheduler
 from ._handle import (
+    CANCELLING,
     DONE,
-    INTERRUPT_CANCEL,
-    INTERRUPT_TIMEOUT,
+    FAILED,
     PENDING,
     RUNNING,
+    TIMING_OUT,
     CommandHandle,
 )
 from .events import EventBus, Subscription
@@ -107,6 +108,7 @@ class QueueManager:
         self._alert_callbacks: list[Callable[[Alert], Any]] = []
         self._storage = storage
         self._registry: dict[str, Callable[[Any], Awaitable[Any]]] = {}
+        self._durable: dict[int, str] = {}  # command id -> its key in storage
         self._autostart = autostart
         self._event_loop: asyncio.AbstractEventLoop | None = None
         self._runners: list[asyncio.Task[None]] = []
@@ -187,7 +189,7 @@ class QueueManager:
         await self.shutdown()
         self._stopping = True
         for handle in list(self._handles.values()):
-            if handle._state != RUNNING:
+            if handle._state == PENDING:
                 handle.cancel()
         for runner in self._runners:
             runner.cancel()
@@ -231,7 +233,7 @@ class QueueManager:
             command, is_async = self._resolve(command)
         command_id = self._core.push(lane)
         handle: CommandHandle[Any] = CommandHandle(
-            self, command_id, lane, lane_id, command, args, kwargs, is_async
+            self, command_id, lane, command, args, kwargs, is_async
         )
         self._handles[command_id] = handle
         if self._bus.active:
@@ -303,7 +305,8 @@ class QueueManager:
         if handler is None:
             raise LookupError(f"stored command {key!r} names {name!r}, which is not registered")
         handle = self.submit_nowait(lane_id, handler, payload)
-        handle.durable_key = key
+        if key is not None:
+            self._durable[handle.id] = key
         return handle
 
     # ------------------------------------------------------------------ running
@@ -312,6 +315,7 @@ class QueueManager:
         core = self._core
         handles = self._handles
         timeouts = self._timeouts
+        bus = self._bus
         loop = self._loop()
         task = asyncio.current_task()
         assert task is not None
@@ -335,25 +339,23 @@ class QueueManager:
             handle = handles[next_id]
             handle._state = RUNNING
             handle._runner = task
-            if self._bus.active:
+            if bus.active:
                 self._emit_for("queue.command.started", handle, attempt=core.attempt(next_id))
             timeout = timeouts[handle.lane]
             timer = None
             if timeout is not None:
-                timer = loop.call_later(timeout, self._interrupt, handle, INTERRUPT_TIMEOUT)
+                timer = loop.call_later(timeout, self._interrupt, handle, TIMING_OUT)
             try:
                 if handle.is_async:
-                    result = await handle._call()
+                    result = await handle._fn(*handle._args, **handle._kwargs)
                 else:
-                    result = await loop.run_in_executor(None, handle._call)
-                    if inspect.isawaitable(result):
-                        result = await result
+                    result = await self._run_in_thread(handle)
             except asyncio.CancelledError:
-                reason = self._clear_interrupt(handle, task)
-                if reason is None:  # the runner itself is being cancelled (close)
+                state = self._clear_interrupt(handle, task)
+                if state == RUNNING:  # the runner itself is being cancelled (close)
                     self._settle_cancelled(handle)
                     raise
-                if reason == INTERRUPT_TIMEOUT:
+                if state == TIMING_OUT:
                     error = CommandTimeoutError(
                         f"command {handle.id} in lane {handle.lane_id!r} timed out after {timeout}s"
                     )
@@ -365,15 +367,15 @@ class QueueManager:
                 self._clear_interrupt(handle, task)
                 next_id = self._failed(handle, error, timed_out=False)
             else:
-                self._clear_interrupt(handle, task)
+                if handle._state != RUNNING:  # it swallowed its cancellation
+                    self._clear_interrupt(handle, task)
                 del handles[next_id]
-                durable_key = handle.durable_key
-                if self._bus.active:
+                if bus.active:
                     self._emit_for("queue.command.completed", handle)
-                handle._finish(result, None)
-                next_id = core.complete_and_pop(handle.id)
-                if durable_key is not None:
-                    self._forget_stored(durable_key)
+                handle._finish(DONE, result)
+                next_id = core.complete_and_pop(next_id)
+                if self._durable:
+                    self._forget_stored(handle.id)
                 if not handles and self._drained:
                     self._notify_drained()
             finally:
@@ -382,68 +384,73 @@ class QueueManager:
             if self._watch_signals:
                 self._process_signals()
 
+    async def _run_in_thread(self, handle: CommandHandle[Any]) -> Any:
+        call = functools.partial(handle._fn, *handle._args, **handle._kwargs)
+        result = await self._loop().run_in_executor(None, call)
+        if inspect.isawaitable(result):  # a plain callable that returned an awaitable
+            result = await result
+        return result
+
     def _failed(self, handle: CommandHandle[Any], error: BaseException, timed_out: bool) -> int | None:
         """Records a failed attempt; returns the next command for the runner to start."""
         core = self._core
         retryable = not isinstance(error, UnrecoverableError)
         text = f"{type(error).__name__}: {error}"
-        command_type = handle.command_type
-        delay, attempt = core.fail(handle.id, timed_out, retryable, text, command_type)
+        delay, attempt = core.fail(handle.id, timed_out, retryable, text, handle.command_type)
         if timed_out:
             self._emit_for("queue.command.timeout", handle, attempt=attempt, error=text)
         if delay is not None:
             handle._state = PENDING
-            handle._runner = None
             self._emit_for("queue.command.retry", handle, attempt=attempt, error=text, delay=delay)
             self._arm_wake()
         else:
             del self._handles[handle.id]
             self._emit_for("queue.command.dead_lettered", handle, attempt=attempt, error=text)
             self._emit_for("queue.command.failed", handle, attempt=attempt, error=text)
-            key = handle.durable_key
-            handle._finish(None, error)
+            handle._finish(FAILED, error)
+            key = self._durable.pop(handle.id, None)
             if key is not None and self._storage is not None:
-                letter = core.dead_letters()[-1] if core.dead_letters() else None
-                self._spawn(self._storage.bury(key, letter))
+                self._spawn(self._storage.bury(key, core.dead_letters()[-1]))
             if not self._handles and self._drained:
                 self._notify_drained()
         return core.pop()
 
     def _settle_cancelled(self, handle: CommandHandle[Any]) -> None:
-        if handle._state == DONE:
+        if handle._state >= DONE:
             return
         self._core.cancel(handle.id)
         self._handles.pop(handle.id, None)
-        key = handle.durable_key
         self._emit_for("queue.command.cancelled", handle)
-        handle._finish_cancelled()
-        if key is not None:
-            self._forget_stored(key)
+        handle._finish(FAILED, asyncio.CancelledError(f"command {handle.id} was cancelled"))
+        self._forget_stored(handle.id)
         if not self._handles and self._drained:
             self._notify_drained()
 
     def _cancel(self, handle: CommandHandle[Any]) -> bool:
-        if handle._state == RUNNING:
-            self._interrupt(handle, INTERRUPT_CANCEL)
-            return True
-        self._settle_cancelled(handle)
+        if handle._state == PENDING:
+            self._settle_cancelled(handle)
+        else:
+            self._interrupt(handle, CANCELLING)
         return True
 
-    def _interrupt(self, handle: CommandHandle[Any], reason: str) -> None:
-        runner = handle._runner
-        if handle._state == RUNNING and handle._interrupt is None and runner is not None:
-            handle._interrupt = reason
-            runner.cancel()
+    @staticmethod
+    def _interrupt(handle: CommandHandle[Any], why: int) -> None:
+        """Cancels the task running ``handle``, recording why in its state."""
+        if handle._state == RUNNING:
+            handle._state = why
+            handle._runner.cancel()
 
     @staticmethod
-    def _clear_interrupt(handle: CommandHandle[Any], task: asyncio.Task[None]) -> str | None:
-        reason = handle._interrupt
-        if reason is not None:
-            handle._interrupt = None
+    def _clear_interrupt(handle: CommandHandle[Any], task: asyncio.Task[None]) -> int:
+        """Returns the running state (RUNNING, or why it was interrupted) and undoes the
+        interruption's cancel request, so the runner task itself goes on."""
+        state = handle._state
+        if state != RUNNING:
+            handle._state = RUNNING
             uncancel = getattr(task, "uncancel", None)  # Python >= 3.11 counts cancellations
             if uncancel is not None and task.cancelling():
                 uncancel()
-        return reason
+        return state
 
     def _wake_one(self) -> None:
         idle = self._idle
@@ -478,8 +485,9 @@ class QueueManager:
                 waiter.set_result(None)
         self._drained.clear()
 
-    def _forget_stored(self, key: str) -> None:
-        if self._storage is not None:
+    def _forget_stored(self, command_id: int) -> None:
+        key = self._durable.pop(command_id, None)
+        if key is not None and self._storage is not None:
             self._spawn(self._storage.forget(key))
 
     def _spawn(self, work: Awaitable[Any]) -> None:

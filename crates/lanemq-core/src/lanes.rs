@@ -9,8 +9,11 @@ mod metrics;
 mod rate;
 mod scheduler;
 mod signals;
+mod slab;
 
-pub use config::{AlertThresholds, LaneConfig, PriorityBoost, RateLimit, RetryPolicy, DEFAULT_LANES};
+pub use config::{
+    AlertThresholds, LaneConfig, PriorityBoost, RateLimit, RetryPolicy, DEFAULT_LANES,
+};
 pub use metrics::{LaneMetrics, Percentiles};
 pub use scheduler::{
     DeadLetter, FailKind, FailOutcome, LaneStats, Scheduler, SchedulerConfig, Started,

@@ -11,7 +11,11 @@ use crate::errors::invalid;
 /// Seconds (finite, >= 0) to microseconds; the error names `field`.
 pub fn seconds_to_micros(field: &str, seconds: f64) -> PyResult<Micros> {
     if !seconds.is_finite() || seconds < 0.0 {
-        return Err(invalid(field, seconds, "must be a finite number of seconds >= 0"));
+        return Err(invalid(
+            field,
+            seconds,
+            "must be a finite number of seconds >= 0",
+        ));
     }
     Ok((seconds * 1e6).round() as Micros)
 }
@@ -32,11 +36,17 @@ pub fn micros_to_seconds(micros: Micros) -> f64 {
 /// A count that must fit `u32` and be at least `min`; the error names `field`.
 pub fn count(field: &str, value: i64, min: i64) -> PyResult<u32> {
     if value < min || value > i64::from(u32::MAX) {
-        return Err(invalid(field, value, &format!("must be an integer from {min} to {}", u32::MAX)));
+        return Err(invalid(
+            field,
+            value,
+            &format!("must be an integer from {min} to {}", u32::MAX),
+        ));
     }
     Ok(value as u32)
 }
 
 pub fn wall_clock_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }

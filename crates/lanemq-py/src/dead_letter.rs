@@ -12,9 +12,23 @@ pub struct DeadLetter {
 #[pymethods]
 impl DeadLetter {
     #[new]
-    fn new(command_id: u64, command_type: String, lane_id: String, error: String, attempts: u32, failed_at: u64) -> Self {
+    fn new(
+        command_id: u64,
+        command_type: String,
+        lane_id: String,
+        error: String,
+        attempts: u32,
+        failed_at: u64,
+    ) -> Self {
         Self {
-            inner: core::DeadLetter { command_id, command_type, lane_id, error, attempts, failed_at_ms: failed_at },
+            inner: core::DeadLetter {
+                command_id,
+                command_type,
+                lane_id,
+                error,
+                attempts,
+                failed_at_ms: failed_at,
+            },
         }
     }
     #[getter]
@@ -45,7 +59,11 @@ impl DeadLetter {
     fn __repr__(&self) -> String {
         format!(
             "DeadLetter(command_id={}, command_type={:?}, lane_id={:?}, error={:?}, attempts={})",
-            self.inner.command_id, self.inner.command_type, self.inner.lane_id, self.inner.error, self.inner.attempts
+            self.inner.command_id,
+            self.inner.command_type,
+            self.inner.lane_id,
+            self.inner.error,
+            self.inner.attempts
         )
     }
 }

@@ -32,14 +32,22 @@ impl DurableJournal {
     /// `namespace` must match the one the file was created with.
     #[new]
     fn new(py: Python<'_>, path: PathBuf, namespace: &str) -> PyResult<Self> {
-        let (journal, entries) = py.detach(|| Journal::open(&path, namespace)).map_err(to_py)?;
-        Ok(Self { journal: Arc::new(journal), entries: std::sync::Mutex::new(Some(entries)) })
+        let (journal, entries) = py
+            .detach(|| Journal::open(&path, namespace))
+            .map_err(to_py)?;
+        Ok(Self {
+            journal: Arc::new(journal),
+            entries: std::sync::Mutex::new(Some(entries)),
+        })
     }
 
     /// The live entries found when the journal was opened, in the order they were first put.
     /// Returned once; later calls return an empty list.
     fn take_entries(&self) -> Vec<(String, String)> {
-        self.entries.lock().map(|mut e| e.take().unwrap_or_default()).unwrap_or_default()
+        self.entries
+            .lock()
+            .map(|mut e| e.take().unwrap_or_default())
+            .unwrap_or_default()
     }
 
     /// Stores `value` under `key`; the returned awaitable completes once it is on disk.

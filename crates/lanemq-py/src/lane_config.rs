@@ -18,7 +18,12 @@ pub struct RetryPolicy {
 impl RetryPolicy {
     #[new]
     #[pyo3(signature = (max_retries, initial_delay, multiplier=1.0, max_delay=None))]
-    fn new(max_retries: i64, initial_delay: f64, multiplier: f64, max_delay: Option<f64>) -> PyResult<Self> {
+    fn new(
+        max_retries: i64,
+        initial_delay: f64,
+        multiplier: f64,
+        max_delay: Option<f64>,
+    ) -> PyResult<Self> {
         let initial = seconds_to_micros("initial_delay", initial_delay)?;
         let inner = core::RetryPolicy {
             max_retries: count("max_retries", max_retries, 0)?,
@@ -30,10 +35,18 @@ impl RetryPolicy {
             },
         };
         if !multiplier.is_finite() || multiplier < 1.0 {
-            return Err(invalid("multiplier", multiplier, "must be a finite number >= 1"));
+            return Err(invalid(
+                "multiplier",
+                multiplier,
+                "must be a finite number >= 1",
+            ));
         }
         if inner.max_delay < inner.initial_delay {
-            return Err(invalid("max_delay", max_delay.unwrap_or_default(), "must be >= initial_delay"));
+            return Err(invalid(
+                "max_delay",
+                max_delay.unwrap_or_default(),
+                "must be >= initial_delay",
+            ));
         }
         Ok(Self { inner })
     }
@@ -41,13 +54,17 @@ impl RetryPolicy {
     /// No retry: the first failure is final.
     #[staticmethod]
     fn none() -> Self {
-        Self { inner: core::RetryPolicy::none() }
+        Self {
+            inner: core::RetryPolicy::none(),
+        }
     }
 
     /// Waits 100 ms, 200 ms, 400 ms, ... (capped at 30 s) between `max_retries` retries.
     #[staticmethod]
     fn exponential(max_retries: i64) -> PyResult<Self> {
-        Ok(Self { inner: core::RetryPolicy::exponential(count("max_retries", max_retries, 0)?) })
+        Ok(Self {
+            inner: core::RetryPolicy::exponential(count("max_retries", max_retries, 0)?),
+        })
     }
 
     /// Waits `delay` seconds between `max_retries` retries.
@@ -55,7 +72,9 @@ impl RetryPolicy {
     #[pyo3(signature = (max_retries, delay=1.0))]
     fn fixed(max_retries: i64, delay: f64) -> PyResult<Self> {
         let max_retries = count("max_retries", max_retries, 0)?;
-        Ok(Self { inner: core::RetryPolicy::fixed(max_retries, seconds_to_micros("delay", delay)?) })
+        Ok(Self {
+            inner: core::RetryPolicy::fixed(max_retries, seconds_to_micros("delay", delay)?),
+        })
     }
 
     #[getter]
@@ -77,7 +96,9 @@ impl RetryPolicy {
 
     /// Seconds to wait before retry number `retry` (1-based).
     fn delay_for(&self, retry: i64) -> PyResult<f64> {
-        Ok(micros_to_seconds(self.inner.delay_for(count("retry", retry, 1)?)))
+        Ok(micros_to_seconds(
+            self.inner.delay_for(count("retry", retry, 1)?),
+        ))
     }
 
     fn __repr__(&self) -> String {
@@ -100,7 +121,12 @@ pub struct RateLimit {
 
 impl RateLimit {
     fn build(permits: i64, per: core::Micros) -> PyResult<Self> {
-        Ok(Self { inner: core::RateLimit { permits: count("permits", permits, 1)?, per } })
+        Ok(Self {
+            inner: core::RateLimit {
+                permits: count("permits", permits, 1)?,
+                per,
+            },
+        })
     }
 }
 
@@ -131,7 +157,11 @@ impl RateLimit {
         micros_to_seconds(self.inner.per)
     }
     fn __repr__(&self) -> String {
-        format!("RateLimit(permits={}, per={})", self.inner.permits, micros_to_seconds(self.inner.per))
+        format!(
+            "RateLimit(permits={}, per={})",
+            self.inner.permits,
+            micros_to_seconds(self.inner.per)
+        )
     }
 }
 
@@ -149,13 +179,17 @@ impl PriorityBoost {
     #[staticmethod]
     fn standard(deadline: f64) -> PyResult<Self> {
         let deadline = positive_seconds("deadline", deadline)?;
-        Ok(Self { inner: Some(core::PriorityBoost::standard(deadline)) })
+        Ok(Self {
+            inner: Some(core::PriorityBoost::standard(deadline)),
+        })
     }
     /// Boosts by 1, 2, 3, 5 when 90 %, 75 %, 50 %, 25 % of the deadline remains.
     #[staticmethod]
     fn aggressive(deadline: f64) -> PyResult<Self> {
         let deadline = positive_seconds("deadline", deadline)?;
-        Ok(Self { inner: Some(core::PriorityBoost::aggressive(deadline)) })
+        Ok(Self {
+            inner: Some(core::PriorityBoost::aggressive(deadline)),
+        })
     }
     #[staticmethod]
     fn disabled() -> Self {
@@ -172,7 +206,11 @@ impl PriorityBoost {
     }
     fn __repr__(&self) -> String {
         match &self.inner {
-            Some(b) => format!("PriorityBoost(deadline={}, steps={:?})", micros_to_seconds(b.deadline), b.steps),
+            Some(b) => format!(
+                "PriorityBoost(deadline={}, steps={:?})",
+                micros_to_seconds(b.deadline),
+                b.steps
+            ),
             None => "PriorityBoost.disabled()".into(),
         }
     }
@@ -211,7 +249,9 @@ impl LaneConfig {
             priority: count("priority", priority, 0)?,
             min_concurrency: count("min_concurrency", min_concurrency, 0)?,
             max_concurrency: count("max_concurrency", max_concurrency, 1)?,
-            timeout: timeout.map(|t| positive_seconds("timeout", t)).transpose()?,
+            timeout: timeout
+                .map(|t| positive_seconds("timeout", t))
+                .transpose()?,
             retry: retry.inner.clone(),
             rate_limit: rate_limit.as_ref().map(|r| r.inner.clone()),
             priority_boost: priority_boost.as_ref().and_then(|b| b.inner.clone()),
@@ -220,7 +260,12 @@ impl LaneConfig {
                 .transpose()?,
         };
         inner.validate().map_err(to_py)?;
-        Ok(Self { inner, retry, rate_limit, priority_boost })
+        Ok(Self {
+            inner,
+            retry,
+            rate_limit,
+            priority_boost,
+        })
     }
 
     #[getter]
@@ -262,7 +307,10 @@ impl LaneConfig {
     fn __repr__(&self) -> String {
         format!(
             "LaneConfig({:?}, priority={}, min_concurrency={}, max_concurrency={})",
-            self.inner.lane_id, self.inner.priority, self.inner.min_concurrency, self.inner.max_concurrency
+            self.inner.lane_id,
+            self.inner.priority,
+            self.inner.min_concurrency,
+            self.inner.max_concurrency
         )
     }
 }
@@ -286,10 +334,18 @@ impl AlertConfig {
         latency_critical: Option<f64>,
     ) -> PyResult<Self> {
         let inner = core::AlertThresholds {
-            queue_depth_warning: queue_depth_warning.map(|v| count("queue_depth_warning", v, 1)).transpose()?,
-            queue_depth_critical: queue_depth_critical.map(|v| count("queue_depth_critical", v, 1)).transpose()?,
-            latency_warning: latency_warning.map(|v| positive_seconds("latency_warning", v)).transpose()?,
-            latency_critical: latency_critical.map(|v| positive_seconds("latency_critical", v)).transpose()?,
+            queue_depth_warning: queue_depth_warning
+                .map(|v| count("queue_depth_warning", v, 1))
+                .transpose()?,
+            queue_depth_critical: queue_depth_critical
+                .map(|v| count("queue_depth_critical", v, 1))
+                .transpose()?,
+            latency_warning: latency_warning
+                .map(|v| positive_seconds("latency_warning", v))
+                .transpose()?,
+            latency_critical: latency_critical
+                .map(|v| positive_seconds("latency_critical", v))
+                .transpose()?,
         };
         inner.validate().map_err(to_py)?;
         Ok(Self { inner })

@@ -37,17 +37,24 @@ impl LaneScheduler {
     ) -> PyResult<Self> {
         let config = core::SchedulerConfig {
             lanes: lanes.into_iter().map(|l| l.inner).collect(),
-            max_concurrency: max_concurrency.map(|m| count("max_concurrency", m, 1)).transpose()?,
+            max_concurrency: max_concurrency
+                .map(|m| count("max_concurrency", m, 1))
+                .transpose()?,
             dead_letter_capacity: count("dead_letter_capacity", dead_letter_capacity, 0)? as usize,
             alerts: alerts.map(|a| a.inner).unwrap_or_default(),
         };
         let origin = Instant::now();
-        Ok(Self { core: core::Scheduler::new(config, 0).map_err(to_py)?, origin })
+        Ok(Self {
+            core: core::Scheduler::new(config, 0).map_err(to_py)?,
+            origin,
+        })
     }
 
     /// Lane ids in configuration order; a lane's index is its position here.
     fn lane_ids(&self) -> Vec<String> {
-        (0..self.core.lane_count()).map(|i| self.core.lane_config(i).lane_id.clone()).collect()
+        (0..self.core.lane_count())
+            .map(|i| self.core.lane_config(i).lane_id.clone())
+            .collect()
     }
 
     /// The lane's index, or `UnknownLaneError`.
@@ -108,10 +115,22 @@ impl LaneScheduler {
     ) -> PyResult<(Option<f64>, u32)> {
         let now = self.now();
         let attempt = self.core.attempt(id).unwrap_or(0);
-        let kind = if timed_out { FailKind::Timeout } else { FailKind::Error };
+        let kind = if timed_out {
+            FailKind::Timeout
+        } else {
+            FailKind::Error
+        };
         let outcome = self
             .core
-            .fail(id, now, kind, retryable, error, command_type, wall_clock_ms())
+            .fail(
+                id,
+                now,
+                kind,
+                retryable,
+                error,
+                command_type,
+                wall_clock_ms(),
+            )
             .map_err(to_py)?;
         Ok(match outcome {
             FailOutcome::Retry { delay, .. } => (Some(micros_to_seconds(delay)), attempt),
@@ -178,7 +197,10 @@ impl LaneScheduler {
 
     /// Dead letters, oldest first.
     fn dead_letters(&self) -> Vec<DeadLetter> {
-        self.core.dead_letters().map(|l| DeadLetter { inner: l.clone() }).collect()
+        self.core
+            .dead_letters()
+            .map(|l| DeadLetter { inner: l.clone() })
+            .collect()
     }
 
     /// Puts a letter in the queue (used to restore stored letters); the oldest drop past capacity.
@@ -197,14 +219,23 @@ impl LaneScheduler {
                 let (kind, lane, level, value) = match signal {
                     Signal::Pressure { lane, pending } => ("pressure", lane, "", pending as f64),
                     Signal::Idle { lane } => ("idle", lane, "", 0.0),
-                    Signal::DepthAlert { lane, level, pending } => {
-                        ("queue_depth", lane, level.as_str(), pending as f64)
-                    }
-                    Signal::LatencyAlert { lane, level, latency } => {
-                        ("latency", lane, level.as_str(), micros_to_seconds(latency))
-                    }
+                    Signal::DepthAlert {
+                        lane,
+                        level,
+                        pending,
+                    } => ("queue_depth", lane, level.as_str(), pending as f64),
+                    Signal::LatencyAlert {
+                        lane,
+                        level,
+                        latency,
+                    } => ("latency", lane, level.as_str(), micros_to_seconds(latency)),
                 };
-                (kind, self.core.lane_config(lane).lane_id.clone(), level, value)
+                (
+                    kind,
+                    self.core.lane_config(lane).lane_id.clone(),
+                    level,
+                    value,
+                )
             })
             .collect()
     }

@@ -5,10 +5,10 @@ use pyo3::prelude::*;
 
 mod bridge;
 mod dead_letter;
+mod durable_journal;
 mod errors;
 mod lane_config;
 mod lane_scheduler;
-mod durable_journal;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {

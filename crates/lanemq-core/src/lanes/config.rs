@@ -16,21 +16,38 @@ pub struct RetryPolicy {
 
 impl RetryPolicy {
     pub fn none() -> Self {
-        Self { max_retries: 0, initial_delay: 0, multiplier: 1.0, max_delay: 0 }
+        Self {
+            max_retries: 0,
+            initial_delay: 0,
+            multiplier: 1.0,
+            max_delay: 0,
+        }
     }
 
     /// 100 ms, then doubling, capped at 30 s.
     pub fn exponential(max_retries: u32) -> Self {
-        Self { max_retries, initial_delay: 100_000, multiplier: 2.0, max_delay: 30_000_000 }
+        Self {
+            max_retries,
+            initial_delay: 100_000,
+            multiplier: 2.0,
+            max_delay: 30_000_000,
+        }
     }
 
     pub fn fixed(max_retries: u32, delay: Micros) -> Self {
-        Self { max_retries, initial_delay: delay, multiplier: 1.0, max_delay: delay }
+        Self {
+            max_retries,
+            initial_delay: delay,
+            multiplier: 1.0,
+            max_delay: delay,
+        }
     }
 
     /// The wait before retry number `retry` (1-based).
     pub fn delay_for(&self, retry: u32) -> Micros {
-        let factor = self.multiplier.powi(retry.saturating_sub(1).min(1_000) as i32);
+        let factor = self
+            .multiplier
+            .powi(retry.saturating_sub(1).min(1_000) as i32);
         let delay = (self.initial_delay as f64 * factor).min(self.max_delay as f64);
         delay as Micros
     }
@@ -80,12 +97,18 @@ pub struct PriorityBoost {
 impl PriorityBoost {
     /// Boost by 1, 2, 3 when 75 %, 50 %, 25 % of the deadline remains.
     pub fn standard(deadline: Micros) -> Self {
-        Self { deadline, steps: vec![(0.75, 1), (0.50, 2), (0.25, 3)] }
+        Self {
+            deadline,
+            steps: vec![(0.75, 1), (0.50, 2), (0.25, 3)],
+        }
     }
 
     /// Boost earlier and harder: by 1, 2, 3, 5 at 90 %, 75 %, 50 %, 25 % remaining.
     pub fn aggressive(deadline: Micros) -> Self {
-        Self { deadline, steps: vec![(0.90, 1), (0.75, 2), (0.50, 3), (0.25, 5)] }
+        Self {
+            deadline,
+            steps: vec![(0.90, 1), (0.75, 2), (0.50, 3), (0.25, 5)],
+        }
     }
 
     /// The boost for a command that has waited `waited`.
@@ -211,7 +234,11 @@ mod tests {
         let err = config.validate().unwrap_err().to_string();
         assert!(err.contains("max_concurrency (1)") && err.contains("min_concurrency (2)"));
         assert!(LaneConfig::new("", 0, 1).validate().is_err());
-        assert!(LaneConfig::new("a", 0, 0).validate().unwrap_err().to_string().contains("max_concurrency"));
+        assert!(LaneConfig::new("a", 0, 0)
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("max_concurrency"));
     }
 }
 

@@ -15,7 +15,12 @@ pub struct TokenBucket {
 impl TokenBucket {
     pub fn new(limit: &RateLimit, now: Micros) -> Self {
         let capacity = f64::from(limit.permits);
-        Self { capacity, refill: capacity / limit.per as f64, tokens: capacity, updated: now }
+        Self {
+            capacity,
+            refill: capacity / limit.per as f64,
+            tokens: capacity,
+            updated: now,
+        }
     }
 
     fn refresh(&mut self, now: Micros) {
@@ -53,7 +58,13 @@ mod tests {
 
     #[test]
     fn one_per_second_spaces_starts() {
-        let mut bucket = TokenBucket::new(&RateLimit { permits: 1, per: 1_000_000 }, 0);
+        let mut bucket = TokenBucket::new(
+            &RateLimit {
+                permits: 1,
+                per: 1_000_000,
+            },
+            0,
+        );
         assert!(bucket.available(0));
         bucket.take(0);
         assert!(!bucket.available(10));

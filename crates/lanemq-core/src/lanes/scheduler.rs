@@ -4,7 +4,7 @@
 //! Retries wait in a timer heap without holding a slot.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 
 use crate::error::{CoreError, CoreResult};
 
@@ -12,6 +12,7 @@ use super::config::{AlertThresholds, LaneConfig};
 use super::metrics::LaneMetrics;
 use super::rate::TokenBucket;
 use super::signals::{AlertLevel, AlertWatch, Signal};
+use super::slab::Slab;
 use super::Micros;
 
 #[derive(Debug, Clone, Default)]
@@ -26,11 +27,16 @@ pub struct SchedulerConfig {
 impl SchedulerConfig {
     fn validate(&self) -> CoreResult<()> {
         if self.lanes.is_empty() {
-            return Err(CoreError::InvalidConfig("lanes: at least one lane is needed".into()));
+            return Err(CoreError::InvalidConfig(
+                "lanes: at least one lane is needed".into(),
+            ));
         }
         for (i, lane) in self.lanes.iter().enumerate() {
             lane.validate()?;
-            if self.lanes[..i].iter().any(|other| other.lane_id == lane.lane_id) {
+            if self.lanes[..i]
+                .iter()
+                .any(|other| other.lane_id == lane.lane_id)
+            {
                 return Err(CoreError::InvalidConfig(format!(
                     "duplicate lane_id: {:?}",
                     lane.lane_id
@@ -38,7 +44,11 @@ impl SchedulerConfig {
             }
         }
         if let Some(cap) = self.max_concurrency {
-            let reserved: u64 = self.lanes.iter().map(|l| u64::from(l.min_concurrency)).sum();
+            let reserved: u64 = self
+                .lanes
+                .iter()
+                .map(|l| u64::from(l.min_concurrency))
+                .sum();
             if cap < 1 || u64::from(cap) < reserved {
                 return Err(CoreError::InvalidConfig(format!(
                     "max_concurrency ({cap}) must be at least 1 and at least the sum of the \
@@ -134,11 +144,10 @@ pub struct Started {
 #[derive(Debug)]
 pub struct Scheduler {
     lanes: Vec<Lane>,
-    commands: HashMap<u64, Command>,
+    commands: Slab<Command>,
     retries: BinaryHeap<Reverse<(Micros, u64)>>,
     global_cap: Option<u32>,
     total_active: u32,
-    next_id: u64,
     accepting: bool,
     dead_letters: VecDeque<DeadLetter>,
     dead_letter_capacity: usize,
@@ -166,11 +175,10 @@ impl Scheduler {
             .collect();
         Ok(Self {
             lanes,
-            commands: HashMap::new(),
+            commands: Slab::new(1),
             retries: BinaryHeap::new(),
             global_cap: config.max_concurrency,
             total_active: 0,
-            next_id: 1,
             accepting: true,
             dead_letters: VecDeque::new(),
             dead_letter_capacity: config.dead_letter_capacity,
@@ -209,14 +217,15 @@ impl Scheduler {
         let Some(state) = self.lanes.get_mut(lane) else {
             return Err(CoreError::UnknownLane(format!("#{lane} of {lane_count}")));
         };
-        let id = self.next_id;
-        self.next_id += 1;
+        let id = self.commands.push(Command {
+            lane,
+            state: State::Pending,
+            attempt: 0,
+            ready_at: now,
+            started_at: 0,
+        });
         state.pending.push_back(id);
         state.metrics.submitted += 1;
-        self.commands.insert(
-            id,
-            Command { lane, state: State::Pending, attempt: 0, ready_at: now, started_at: 0 },
-        );
         self.after_depth_change(lane);
         Ok(id)
     }
@@ -226,19 +235,32 @@ impl Scheduler {
         self.promote_due_retries(now);
         let lane = self.pick_lane(now)?;
         let state = &mut self.lanes[lane];
-        let id = state.pending.pop_front().expect("picked lane has pending work");
+        let id = state
+            .pending
+            .pop_front()
+            .expect("picked lane has pending work");
         state.active += 1;
         if let Some(bucket) = state.bucket.as_mut() {
             bucket.take(now);
         }
         self.total_active += 1;
-        let command = self.commands.get_mut(&id).expect("pending command is registered");
+        let command = self
+            .commands
+            .get_mut(id)
+            .expect("pending command is registered");
         command.state = State::Active;
         command.attempt += 1;
         command.started_at = now;
         state.metrics.started += 1;
-        state.metrics.queue_wait.record(now.saturating_sub(command.ready_at));
-        let started = Started { id, lane, attempt: command.attempt };
+        state
+            .metrics
+            .queue_wait
+            .record(now.saturating_sub(command.ready_at));
+        let started = Started {
+            id,
+            lane,
+            attempt: command.attempt,
+        };
         self.after_depth_change(lane);
         Some(started)
     }
@@ -247,7 +269,9 @@ impl Scheduler {
         let unfilled_total: u32 = self.lanes.iter().map(Lane::unfilled_reservation).sum();
         let mut best: Option<(u32, u32, usize)> = None;
         for (index, lane) in self.lanes.iter_mut().enumerate() {
-            let Some(&oldest) = lane.pending.front() else { continue };
+            let Some(&oldest) = lane.pending.front() else {
+                continue;
+            };
             if lane.active >= lane.config.max_concurrency {
                 continue;
             }
@@ -265,12 +289,17 @@ impl Scheduler {
             }
             let boost = match &lane.config.priority_boost {
                 Some(boost) => {
-                    let waited = now.saturating_sub(self.commands[&oldest].ready_at);
+                    let waited =
+                        now.saturating_sub(self.commands.get(oldest).map_or(now, |c| c.ready_at));
                     boost.boost_for(waited)
                 }
                 None => 0,
             };
-            let key = (lane.config.priority.saturating_sub(boost), lane.config.priority, index);
+            let key = (
+                lane.config.priority.saturating_sub(boost),
+                lane.config.priority,
+                index,
+            );
             if best.is_none_or(|b| key < b) {
                 best = Some(key);
             }
@@ -285,7 +314,9 @@ impl Scheduler {
             }
             self.retries.pop();
             // A command cancelled while it waited is no longer registered: skip it.
-            let Some(command) = self.commands.get_mut(&id) else { continue };
+            let Some(command) = self.commands.get_mut(id) else {
+                continue;
+            };
             if command.state != State::Retrying {
                 continue;
             }
@@ -297,8 +328,9 @@ impl Scheduler {
         }
     }
 
-    fn take_active(&mut self, id: u64) -> CoreResult<Command> {
-        let command = self.commands.get(&id).ok_or(CoreError::UnknownCommand(id))?;
+    /// Frees the slot of an active command, leaving its record for the caller to settle.
+    fn release_slot(&mut self, id: u64) -> CoreResult<Command> {
+        let command = self.commands.get(id).ok_or(CoreError::UnknownCommand(id))?;
         if command.state != State::Active {
             return Err(CoreError::CommandState {
                 id,
@@ -306,7 +338,7 @@ impl Scheduler {
                 expected: "active",
             });
         }
-        let command = self.commands.remove(&id).expect("checked above");
+        let command = command.clone();
         self.lanes[command.lane].active -= 1;
         self.total_active -= 1;
         Ok(command)
@@ -314,7 +346,8 @@ impl Scheduler {
 
     /// Marks an active command done and returns how long it ran.
     pub fn complete(&mut self, id: u64, now: Micros) -> CoreResult<Micros> {
-        let command = self.take_active(id)?;
+        let command = self.release_slot(id)?;
+        self.commands.remove(id);
         let ran = now.saturating_sub(command.started_at);
         let lane = &mut self.lanes[command.lane];
         lane.metrics.completed += 1;
@@ -336,7 +369,7 @@ impl Scheduler {
         command_type: &str,
         wall_ms: u64,
     ) -> CoreResult<FailOutcome> {
-        let mut command = self.take_active(id)?;
+        let command = self.release_slot(id)?;
         let ran = now.saturating_sub(command.started_at);
         let lane_index = command.lane;
         let lane = &mut self.lanes[lane_index];
@@ -349,14 +382,21 @@ impl Scheduler {
             let delay = retry.delay_for(command.attempt);
             lane.metrics.retried += 1;
             lane.retrying += 1;
-            command.state = State::Retrying;
-            command.ready_at = now + delay;
-            self.retries.push(Reverse((command.ready_at, id)));
+            let record = self
+                .commands
+                .get_mut(id)
+                .expect("released command is registered");
+            record.state = State::Retrying;
+            record.ready_at = now + delay;
+            self.retries.push(Reverse((now + delay, id)));
             let next_attempt = command.attempt + 1;
-            self.commands.insert(id, command);
             self.after_latency(lane_index, ran);
-            return Ok(FailOutcome::Retry { next_attempt, delay });
+            return Ok(FailOutcome::Retry {
+                next_attempt,
+                delay,
+            });
         }
+        self.commands.remove(id);
         lane.metrics.failed += 1;
         lane.metrics.dead_lettered += 1;
         let letter = DeadLetter {
@@ -369,13 +409,18 @@ impl Scheduler {
         };
         self.add_dead_letter(letter);
         self.after_latency(lane_index, ran);
-        Ok(FailOutcome::DeadLettered { attempts: command.attempt })
+        Ok(FailOutcome::DeadLettered {
+            attempts: command.attempt,
+        })
     }
 
     /// Withdraws a command in any state. An active one frees its slot: call this only once its
     /// code has stopped running.
     pub fn cancel(&mut self, id: u64) -> CoreResult<()> {
-        let command = self.commands.remove(&id).ok_or(CoreError::UnknownCommand(id))?;
+        let command = self
+            .commands
+            .remove(id)
+            .ok_or(CoreError::UnknownCommand(id))?;
         let lane = &mut self.lanes[command.lane];
         lane.metrics.cancelled += 1;
         match command.state {
@@ -398,7 +443,10 @@ impl Scheduler {
     /// How long until something time-gated (a retry backoff, a rate-limit token) may start,
     /// if nothing can start now. `None` when no such wait exists.
     pub fn next_wake(&mut self, now: Micros) -> Option<Micros> {
-        let mut wake = self.retries.peek().map(|Reverse((due, _))| due.saturating_sub(now));
+        let mut wake = self
+            .retries
+            .peek()
+            .map(|Reverse((due, _))| due.saturating_sub(now));
         for lane in &mut self.lanes {
             if lane.pending.is_empty() || lane.active >= lane.config.max_concurrency {
                 continue;
@@ -417,7 +465,7 @@ impl Scheduler {
     }
 
     pub fn attempt(&self, id: u64) -> Option<u32> {
-        self.commands.get(&id).map(|c| c.attempt)
+        self.commands.get(id).map(|c| c.attempt)
     }
 
     pub fn shutdown(&mut self) {
@@ -444,7 +492,10 @@ impl Scheduler {
     }
 
     pub fn metrics(&self) -> Vec<(&str, &LaneMetrics)> {
-        self.lanes.iter().map(|l| (l.config.lane_id.as_str(), &l.metrics)).collect()
+        self.lanes
+            .iter()
+            .map(|l| (l.config.lane_id.as_str(), &l.metrics))
+            .collect()
     }
 
     pub fn dead_letters(&self) -> impl Iterator<Item = &DeadLetter> {
@@ -473,7 +524,10 @@ impl Scheduler {
         if let Some(threshold) = lane.config.pressure_threshold {
             if !lane.pressured && pending >= threshold as usize {
                 lane.pressured = true;
-                self.signals.push(Signal::Pressure { lane: lane_index, pending });
+                self.signals.push(Signal::Pressure {
+                    lane: lane_index,
+                    pending,
+                });
             } else if lane.pressured && pending == 0 {
                 lane.pressured = false;
                 self.signals.push(Signal::Idle { lane: lane_index });
@@ -485,7 +539,11 @@ impl Scheduler {
             self.alerts.queue_depth_critical.map(u64::from),
         );
         if let Some(raised) = lane.depth_alert.update(level) {
-            self.signals.push(Signal::DepthAlert { lane: lane_index, level: raised, pending });
+            self.signals.push(Signal::DepthAlert {
+                lane: lane_index,
+                level: raised,
+                pending,
+            });
         }
     }
 
@@ -496,7 +554,11 @@ impl Scheduler {
             self.alerts.latency_critical,
         );
         if let Some(raised) = self.lanes[lane_index].latency_alert.update(level) {
-            self.signals.push(Signal::LatencyAlert { lane: lane_index, level: raised, latency: ran });
+            self.signals.push(Signal::LatencyAlert {
+                lane: lane_index,
+                level: raised,
+                latency: ran,
+            });
         }
     }
 }

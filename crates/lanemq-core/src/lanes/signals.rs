@@ -58,6 +58,14 @@ pub enum Signal {
     Pressure { lane: usize, pending: usize },
     /// The lane's pending count went back to 0 after pressure.
     Idle { lane: usize },
-    DepthAlert { lane: usize, level: AlertLevel, pending: usize },
-    LatencyAlert { lane: usize, level: AlertLevel, latency: Micros },
+    DepthAlert {
+        lane: usize,
+        level: AlertLevel,
+        pending: usize,
+    },
+    LatencyAlert {
+        lane: usize,
+        level: AlertLevel,
+        latency: Micros,
+    },
 }

@@ -28,8 +28,19 @@ class CommandHandle(Generic[T]):
 
     # Few slots, and only those the hot path reads are set at construction: creating a handle
     # is part of every submit. `_runner` is set when the command starts, `_outcome` when it ends.
-    __slots__ = ("_args", "_fn", "_kwargs", "_manager", "_outcome", "_runner", "_state",
-                 "_waiter", "id", "is_async", "lane")
+    __slots__ = (
+        "_args",
+        "_fn",
+        "_kwargs",
+        "_manager",
+        "_outcome",
+        "_runner",
+        "_state",
+        "_waiter",
+        "id",
+        "is_async",
+        "lane",
+    )
 
     def __init__(
         self,
@@ -89,7 +100,7 @@ class CommandHandle(Generic[T]):
     def exception(self) -> BaseException | None:
         if self._state < DONE:
             raise asyncio.InvalidStateError(f"command {self.id} has not finished")
-        return self._outcome if self._state == FAILED else None  # type: ignore[no-any-return]
+        return self._outcome if self._state == FAILED else None
 
     def cancel(self) -> bool:
         """Withdraws a pending (or retry-waiting) command at once, or cancels a running one's

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -225,7 +225,7 @@ class QueueManager:
         object with ``async def execute(self)`` and a ``command_type`` attribute."""
         lane = self._lane_index.get(lane_id)
         if lane is None:
-            raise UnknownLaneError(f"unknown lane: {lane_id!r} (lanes: {', '.join(self._lane_ids)})")
+            raise self._unknown_lane(lane_id)
         if self._shutting_down:
             raise ShutdownError(f"the queue manager is shut down; cannot submit to {lane_id!r}")
         is_async = self._async_cache.get(command)
@@ -255,6 +255,9 @@ class QueueManager:
         its error, `CommandTimeoutError` on the lane's timeout)."""
         return await self.submit_nowait(lane_id, command, *args, **kwargs)
 
+    def _unknown_lane(self, lane_id: str) -> UnknownLaneError:
+        return UnknownLaneError(f"unknown lane: {lane_id!r} (lanes: {', '.join(self._lane_ids)})")
+
     def _resolve(self, command: Any) -> tuple[Callable[..., Any], bool]:
         original = command
         if not callable(command):
@@ -282,14 +285,16 @@ class QueueManager:
             raise TypeError(f"handler for {name!r} must be callable, got {handler!r}")
         self._registry[name] = handler
 
-    async def submit_named(self, lane_id: str, name: str, payload: Any = None) -> CommandHandle[Any]:
+    async def submit_named(
+        self, lane_id: str, name: str, payload: Any = None
+    ) -> CommandHandle[Any]:
         """Submits the registered command ``name`` with a JSON ``payload``. With storage, the
         command is on disk before this returns and runs again after a restart if it did not
         finish; the handle is returned once it is stored."""
         if name not in self._registry:
             raise LookupError(f"no command registered as {name!r}")
         if lane_id not in self._lane_index:
-            raise UnknownLaneError(f"unknown lane: {lane_id!r} (lanes: {', '.join(self._lane_ids)})")
+            raise self._unknown_lane(lane_id)
         if self._shutting_down:
             raise ShutdownError(f"the queue manager is shut down; cannot submit to {lane_id!r}")
         key = None
@@ -391,7 +396,9 @@ class QueueManager:
             result = await result
         return result
 
-    def _failed(self, handle: CommandHandle[Any], error: BaseException, timed_out: bool) -> int | None:
+    def _failed(
+        self, handle: CommandHandle[Any], error: BaseException, timed_out: bool
+    ) -> int | None:
         """Records a failed attempt; returns the next command for the runner to start."""
         core = self._core
         retryable = not isinstance(error, UnrecoverableError)
@@ -447,8 +454,10 @@ class QueueManager:
         state = handle._state
         if state != RUNNING:
             handle._state = RUNNING
-            uncancel = getattr(task, "uncancel", None)  # Python >= 3.11 counts cancellations
-            if uncancel is not None and task.cancelling():
+            # Python >= 3.11 counts cancellation requests; take ours back so the runner (and
+            # any asyncio.timeout() around it) does not see the task as still being cancelled.
+            uncancel = getattr(task, "uncancel", None)
+            if uncancel is not None and task.cancelling():  # type: ignore[attr-defined]
                 uncancel()
         return state
 
@@ -490,8 +499,8 @@ class QueueManager:
         if key is not None and self._storage is not None:
             self._spawn(self._storage.forget(key))
 
-    def _spawn(self, work: Awaitable[Any]) -> None:
-        task = self._loop().create_task(work)  # type: ignore[arg-type]
+    def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:
+        task = self._loop().create_task(work)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
@@ -554,7 +563,7 @@ class QueueManager:
                 self._emit("queue.alert", lane_id=lane_id, kind=kind, level=level, value=value)
                 for callback in self._alert_callbacks:
                     outcome = callback(alert)
-                    if inspect.isawaitable(outcome):
+                    if inspect.iscoroutine(outcome):
                         self._spawn(outcome)
 
 

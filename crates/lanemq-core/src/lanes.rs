@@ -10,6 +10,8 @@ mod rate;
 mod scheduler;
 mod signals;
 mod slab;
+#[cfg(test)]
+mod tests;
 
 pub use config::{
     AlertThresholds, LaneConfig, PriorityBoost, RateLimit, RetryPolicy, DEFAULT_LANES,

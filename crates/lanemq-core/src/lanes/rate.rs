@@ -1,54 +1,56 @@
 //! A token bucket per lane. Tokens are taken only when a command actually starts, so a lane with
 //! no work or no free slot never wastes its budget.
+//!
+//! Integer arithmetic, so spacing is exact: the bucket counts in units where one microsecond
+//! refills `permits` units and one start costs `per` units (a full bucket holds `permits` starts).
 
 use super::{Micros, RateLimit};
 
 #[derive(Debug, Clone)]
 pub struct TokenBucket {
-    capacity: f64,
-    /// Tokens per microsecond.
-    refill: f64,
-    tokens: f64,
+    permits: u128,
+    cost: u128,
+    capacity: u128,
+    units: u128,
     updated: Micros,
 }
 
 impl TokenBucket {
     pub fn new(limit: &RateLimit, now: Micros) -> Self {
-        let capacity = f64::from(limit.permits);
+        let permits = u128::from(limit.permits);
+        let cost = u128::from(limit.per);
         Self {
-            capacity,
-            refill: capacity / limit.per as f64,
-            tokens: capacity,
+            permits,
+            cost,
+            capacity: permits * cost,
+            units: permits * cost,
             updated: now,
         }
     }
 
     fn refresh(&mut self, now: Micros) {
         if now > self.updated {
-            let gained = (now - self.updated) as f64 * self.refill;
-            self.tokens = (self.tokens + gained).min(self.capacity);
+            let gained = u128::from(now - self.updated) * self.permits;
+            self.units = (self.units + gained).min(self.capacity);
             self.updated = now;
         }
     }
 
     pub fn available(&mut self, now: Micros) -> bool {
         self.refresh(now);
-        self.tokens >= 1.0 - 1e-9
+        self.units >= self.cost
     }
 
     pub fn take(&mut self, now: Micros) {
         self.refresh(now);
-        self.tokens -= 1.0;
+        self.units = self.units.saturating_sub(self.cost);
     }
 
     /// Microseconds until one token is available (0 if one is).
     pub fn wait_time(&mut self, now: Micros) -> Micros {
         self.refresh(now);
-        if self.tokens >= 1.0 - 1e-9 {
-            0
-        } else {
-            ((1.0 - self.tokens) / self.refill).ceil() as Micros
-        }
+        let missing = self.cost.saturating_sub(self.units);
+        missing.div_ceil(self.permits) as Micros
     }
 }
 
@@ -58,17 +60,31 @@ mod tests {
 
     #[test]
     fn one_per_second_spaces_starts() {
-        let mut bucket = TokenBucket::new(
-            &RateLimit {
-                permits: 1,
-                per: 1_000_000,
-            },
-            0,
-        );
+        let limit = RateLimit {
+            permits: 1,
+            per: 1_000_000,
+        };
+        let mut bucket = TokenBucket::new(&limit, 0);
         assert!(bucket.available(0));
         bucket.take(0);
         assert!(!bucket.available(10));
-        assert_eq!(bucket.wait_time(0), 1_000_000);
+        assert_eq!(bucket.wait_time(10), 999_990);
+        assert!(!bucket.available(999_999));
         assert!(bucket.available(1_000_000));
+    }
+
+    #[test]
+    fn bursts_up_to_permits() {
+        let limit = RateLimit {
+            permits: 3,
+            per: 1_000_000,
+        };
+        let mut bucket = TokenBucket::new(&limit, 0);
+        for _ in 0..3 {
+            assert!(bucket.available(0));
+            bucket.take(0);
+        }
+        assert!(!bucket.available(0));
+        assert_eq!(bucket.wait_time(0), 333_334);
     }
 }

@@ -1,0 +1,519 @@
+"""Lane scheduler benchmark: lanemq's `QueueManager` against a pure-asyncio lane scheduler.
+
+Run it (the package must be built and installed, e.g. in /work/venv)::
+
+    python benches/lanes.py [--commands 100000] [--backlog 10000] [--repeat 3]
+
+It is a report, not a test: it always exits 0.
+
+Measurements
+------------
+1. Throughput. ``--commands`` no-op commands (``async def noop(): return None``) are submitted
+   round-robin over the six default lanes (system P0 max 5, control P1 max 3, query P2 max 10,
+   session P3 max 5, skill P4 max 3, prompt P5 max 2) with ``submit_nowait``, then
+   ``await drain()``. The clock runs from the first submit to the end of ``drain()``; the
+   scheduler is built before the clock starts and closed after it stops. Result: commands/s.
+   Before any timing, one untimed run per system checks that every command completed exactly
+   once with the right result, that every handle/future is done, and that no lane ever ran more
+   commands at once than its ``max_concurrency``.
+2. Latency. ``--backlog`` ``prompt`` commands (each awaits ``asyncio.sleep(0)`` once, so they
+   stay briefly in flight) are submitted first; then ``--probes`` ``control`` commands are
+   submitted one at a time, one every ``--probe-every`` event-loop iterations (the submitting
+   task awaits ``asyncio.sleep(0)`` that many times between probes) while the prompt backlog
+   drains. Each probe records ``time.perf_counter()`` at the first line of its body; the latency
+   is that minus the ``perf_counter()`` taken just before its ``submit_nowait`` call. Reported:
+   p50, p99 and max, plus how many prompt commands were still queued when the last probe was
+   submitted (to show that the probes really ran behind a backlog).
+3. Each measurement is run ``--repeat`` times, alternating the systems, each run with a fresh
+   scheduler on a fresh event loop and ``gc.collect()`` between runs. Throughput reports the best
+   and the median run; latency reports the run with the best p99, and the median p99.
+
+The baseline: ``AsyncioLanes``
+------------------------------
+A lane scheduler written the way asyncio code (and a3s-lane-like schedulers) usually runs work:
+a task per command. It has the same API shape as the manager (``submit_nowait(lane_id, fn,
+*args)`` returning an awaitable, ``await drain()``) and the same dispatch rule: the lane with the
+lowest priority number that has pending work and a free slot starts first, FIFO within a lane,
+running commands are never preempted, dispatch is event-driven (no polling, no timer ticks).
+
+How it works:
+
+* Lanes are ``_Lane`` objects (``__slots__``: priority, max_concurrency, active count and a
+  ``collections.deque`` of pending commands), kept in a list pre-sorted by priority once, at
+  construction, so dispatch never sorts.
+* ``submit_nowait`` creates one ``asyncio.Future`` for the command (the awaitable it returns).
+  If the lane has a free slot and nothing queued ahead, the command starts at once; otherwise
+  ``(future, fn, args)`` is appended to the lane's deque.
+* Starting a command takes a slot and calls ``loop.create_task`` on a small wrapper coroutine
+  that awaits ``fn(*args)``, copies the outcome into the future, releases the slot, and then
+  dispatches: it starts the next commands of its own lane while that lane has pending work and a
+  free slot. With an optional global ``max_concurrency`` cap it instead walks the pre-sorted lanes
+  and starts from the first ones with pending work and free capacity (a freed global slot may go
+  to any lane); the benchmark uses no global cap, exactly like the manager's defaults.
+* Tasks are kept alive by a set (added on create, discarded in the wrapper's ``finally``), as
+  the asyncio documentation requires for fire-and-forget tasks; this is cheaper than
+  ``add_done_callback(set.discard)``.
+* ``drain()`` awaits a future that the last completing command resolves when nothing is pending
+  or running. No locks: everything runs on the event loop thread.
+
+Why it is a fair peer: it does exactly the work the dispatch rule needs and nothing else: no
+retries, timeouts, metrics, events, cancellation bookkeeping or dead letters, all of which
+lanemq still carries on its hot path (in Rust or behind cheap flags). Per command it costs one
+future, one task and one wrapper coroutine: that is what running a coroutine concurrently costs
+in idiomatic asyncio, and what a3s-lane-style schedulers do. lanemq instead keeps one long-lived
+runner task per slot, each awaiting commands in turn (no task per command), and makes the
+queueing and dispatch decisions in Rust; this benchmark measures what that design buys.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import lanemq
+from lanemq import DEFAULT_LANES, QueueManager
+
+LANE_IDS: tuple[str, ...] = tuple(lane_id for lane_id, _, _ in DEFAULT_LANES)
+
+
+# --------------------------------------------------------------------------- baseline
+
+
+class _Lane:
+    __slots__ = ("active", "lane_id", "max_concurrency", "pending", "priority")
+
+    def __init__(self, lane_id: str, priority: int, max_concurrency: int) -> None:
+        self.lane_id = lane_id
+        self.priority = priority
+        self.max_concurrency = max_concurrency
+        self.active = 0
+        self.pending: deque[tuple[asyncio.Future[Any], Callable[..., Awaitable[Any]], tuple[Any, ...]]]
+        self.pending = deque()
+
+
+class AsyncioLanes:
+    """Pure-asyncio lane scheduler: a future per command, a task per started command (see the
+    module docstring)."""
+
+    def __init__(
+        self,
+        lanes: Sequence[tuple[str, int, int]] = DEFAULT_LANES,
+        max_concurrency: int | None = None,
+    ) -> None:
+        ordered = sorted(lanes, key=lambda lane: lane[1])  # sorted once, never at dispatch
+        self._lanes = [_Lane(lane_id, prio, cap) for lane_id, prio, cap in ordered]
+        self._by_id = {lane.lane_id: lane for lane in self._lanes}
+        self._global_cap = max_concurrency
+        self._running = 0
+        self._in_flight = 0
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._drained: list[asyncio.Future[None]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @classmethod
+    def with_default_lanes(cls, max_concurrency: int | None = None) -> AsyncioLanes:
+        return cls(DEFAULT_LANES, max_concurrency)
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    def submit_nowait(
+        self, lane_id: str, fn: Callable[..., Awaitable[Any]], /, *args: Any
+    ) -> asyncio.Future[Any]:
+        lane = self._by_id[lane_id]
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self._in_flight += 1
+        if (
+            not lane.pending
+            and lane.active < lane.max_concurrency
+            and (self._global_cap is None or self._running < self._global_cap)
+        ):
+            self._start(lane, future, fn, args)
+        else:
+            lane.pending.append((future, fn, args))
+        return future
+
+    def _start(
+        self,
+        lane: _Lane,
+        future: asyncio.Future[Any],
+        fn: Callable[..., Awaitable[Any]],
+        args: tuple[Any, ...],
+    ) -> None:
+        lane.active += 1
+        self._running += 1
+        assert self._loop is not None
+        task = self._loop.create_task(self._execute(lane, future, fn, args))
+        self._tasks.add(task)
+
+    async def _execute(
+        self,
+        lane: _Lane,
+        future: asyncio.Future[Any],
+        fn: Callable[..., Awaitable[Any]],
+        args: tuple[Any, ...],
+    ) -> None:
+        try:
+            result = await fn(*args)
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except BaseException as error:  # handed to whoever awaits the future
+            if not future.done():
+                future.set_exception(error)
+        else:
+            if not future.done():
+                future.set_result(result)
+        finally:
+            self._tasks.discard(asyncio.current_task())  # type: ignore[arg-type]
+            lane.active -= 1
+            self._running -= 1
+            self._in_flight -= 1
+            if self._global_cap is None:
+                # Lanes are independent: only this lane gained a slot.
+                pending = lane.pending
+                while pending and lane.active < lane.max_concurrency:
+                    self._start(lane, *pending.popleft())
+            else:
+                self._dispatch()
+            if not self._in_flight and self._drained:
+                for waiter in self._drained:
+                    if not waiter.done():
+                        waiter.set_result(None)
+                self._drained.clear()
+
+    def _dispatch(self) -> None:
+        """Starts pending commands, lowest priority number first (global cap only)."""
+        cap = self._global_cap
+        for lane in self._lanes:  # pre-sorted by priority
+            pending = lane.pending
+            while pending and lane.active < lane.max_concurrency:
+                if cap is not None and self._running >= cap:
+                    return
+                self._start(lane, *pending.popleft())
+
+    async def drain(self) -> None:
+        if not self._in_flight:
+            return
+        assert self._loop is not None
+        waiter: asyncio.Future[None] = self._loop.create_future()
+        self._drained.append(waiter)
+        await waiter
+
+    async def close(self) -> None:
+        for lane in self._lanes:  # withdraw what has not started, then cancel what runs
+            while lane.pending:
+                lane.pending.popleft()[0].cancel()
+                self._in_flight -= 1
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+# --------------------------------------------------------------------------- harness
+
+
+class Scheduler(Protocol):
+    def submit_nowait(self, lane_id: str, fn: Callable[..., Any], /, *args: Any) -> Awaitable[Any]:
+        ...
+
+    async def drain(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+def make_lanemq() -> Scheduler:
+    return QueueManager.with_default_lanes()
+
+
+def make_baseline() -> Scheduler:
+    return AsyncioLanes.with_default_lanes()
+
+
+SYSTEMS: dict[str, Callable[[], Scheduler]] = {
+    "lanemq": make_lanemq,
+    "asyncio baseline": make_baseline,
+}
+
+
+async def noop() -> None:
+    return None
+
+
+def fresh_run(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Runs ``coro`` on a fresh event loop, after a full collection."""
+    gc.collect()
+    return asyncio.run(coro)
+
+
+async def verify(make: Callable[[], Scheduler], n: int) -> list[str]:
+    """Untimed correctness run; returns a list of problems (empty when all is well)."""
+    caps = {lane_id: cap for lane_id, _, cap in DEFAULT_LANES}
+    active = dict.fromkeys(LANE_IDS, 0)
+    peak = dict.fromkeys(LANE_IDS, 0)
+    runs = [0] * n
+
+    async def counted(index: int, lane_id: str) -> int:
+        active[lane_id] += 1
+        peak[lane_id] = max(peak[lane_id], active[lane_id])
+        runs[index] += 1
+        await asyncio.sleep(0)
+        active[lane_id] -= 1
+        return index
+
+    problems: list[str] = []
+    sched = make()
+    try:
+        handles = [sched.submit_nowait(LANE_IDS[i % 6], counted, i, LANE_IDS[i % 6]) for i in range(n)]
+        try:
+            await asyncio.wait_for(sched.drain(), timeout=120)
+        except asyncio.TimeoutError:
+            problems.append("drain() did not finish within 120 s")
+        completed = sum(1 for r in runs if r == 1)
+        if completed != n:
+            problems.append(f"completed {completed} of {n} commands exactly once")
+        extra = sum(1 for r in runs if r > 1)
+        if extra:
+            problems.append(f"{extra} commands ran more than once")
+        wrong = 0
+        not_done = 0
+        for i, handle in enumerate(handles):
+            if not handle.done():  # type: ignore[attr-defined]
+                not_done += 1
+            elif handle.result() != i:  # type: ignore[attr-defined]
+                wrong += 1
+        if not_done:
+            problems.append(f"{not_done} handles not done after drain()")
+        if wrong:
+            problems.append(f"{wrong} handles hold a wrong result")
+        for lane_id in LANE_IDS:
+            if peak[lane_id] > caps[lane_id]:
+                problems.append(f"lane {lane_id}: {peak[lane_id]} ran at once, max {caps[lane_id]}")
+        if isinstance(sched, QueueManager):
+            metrics = sched.metrics()
+            done = sum(m["completed"] for m in metrics.values())
+            if done != n:
+                problems.append(f"metrics() report {done} completed, expected {n}")
+            if sched.in_flight:
+                problems.append(f"in_flight is {sched.in_flight} after drain()")
+    finally:
+        await sched.close()
+    return problems
+
+
+async def throughput_run(make: Callable[[], Scheduler], n: int) -> float:
+    sched = make()
+    lanes = LANE_IDS
+    submit = sched.submit_nowait
+    start = time.perf_counter()
+    for i in range(n):
+        submit(lanes[i % 6], noop)
+    await sched.drain()
+    elapsed = time.perf_counter() - start
+    await sched.close()
+    return n / elapsed
+
+
+@dataclass
+class LatencyResult:
+    p50: float
+    p99: float
+    max: float
+    backlog_left: int  # prompt commands not yet finished when the last probe was submitted
+    missing: int  # probes that never started
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile of an ascending sequence."""
+    if not sorted_values:
+        return float("nan")
+    rank = max(1, min(len(sorted_values), int(-(-q * len(sorted_values) // 100))))
+    return sorted_values[rank - 1]
+
+
+async def latency_run(
+    make: Callable[[], Scheduler], backlog: int, probes: int, every: int
+) -> LatencyResult:
+    sched = make()
+    nan = float("nan")
+    waits = [nan] * probes
+    prompts_done = 0
+    perf_counter = time.perf_counter
+
+    async def prompt() -> None:
+        nonlocal prompts_done
+        await asyncio.sleep(0)
+        prompts_done += 1
+
+    async def probe(index: int, submitted: float) -> None:
+        waits[index] = perf_counter() - submitted
+
+    for _ in range(backlog):
+        sched.submit_nowait("prompt", prompt)
+    backlog_left = backlog
+    for index in range(probes):
+        for _ in range(every):
+            await asyncio.sleep(0)
+        sched.submit_nowait("control", probe, index, perf_counter())
+        backlog_left = backlog - prompts_done
+    await sched.drain()
+    await sched.close()
+    started = sorted(w for w in waits if w == w)
+    return LatencyResult(
+        p50=percentile(started, 50),
+        p99=percentile(started, 99),
+        max=started[-1] if started else nan,
+        backlog_left=backlog_left,
+        missing=probes - len(started),
+    )
+
+
+# --------------------------------------------------------------------------- report
+
+
+def core_build() -> str | None:
+    """Best guess whether lanemq._core is a release build: rustc's overflow-check panic messages
+    and DWARF sections are only in dev-profile builds. None if it cannot tell."""
+    path = getattr(lanemq._core, "__file__", None)
+    if not path:
+        return None
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return None
+    overflow_checks = b"attempt to add with overflow" in data
+    debug_info = False
+    try:
+        out = subprocess.run(
+            ["readelf", "-S", "-W", path], capture_output=True, text=True, timeout=10, check=True
+        ).stdout
+        debug_info = ".debug_info" in out
+    except (OSError, subprocess.SubprocessError):
+        pass
+    if overflow_checks:
+        return "debug (overflow checks compiled in)"
+    if debug_info:
+        return "release with debug info (no overflow checks)"
+    return "release (no overflow checks, no DWARF sections)"
+
+
+def fmt_ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--commands", type=int, default=100_000, help="commands per throughput run")
+    parser.add_argument("--backlog", type=int, default=10_000, help="prompt commands queued first")
+    parser.add_argument("--probes", type=int, default=1_000, help="control commands timed")
+    parser.add_argument(
+        "--probe-every", type=int, default=4, help="event-loop iterations between probes"
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement")
+    args = parser.parse_args(argv)
+
+    print(f"Python {platform.python_version()} ({platform.python_implementation()}) on {sys.platform}")
+    print(f"lanemq {getattr(lanemq, '__version__', None) or _dist_version()}")
+    print(f"CPUs: {os.cpu_count()}")
+    build = core_build()
+    if build is not None:
+        print(f"lanemq._core: {build}")
+    print(
+        f"commands={args.commands} backlog={args.backlog} probes={args.probes} "
+        f"probe-every={args.probe_every} repeat={args.repeat}"
+    )
+    print()
+
+    anomalies: list[str] = []
+    for name, make in SYSTEMS.items():
+        t = time.perf_counter()
+        problems = fresh_run(verify(make, args.commands))
+        status = "ok" if not problems else "; ".join(problems)
+        print(f"check {name}: {status} ({time.perf_counter() - t:.2f} s)")
+        anomalies += [f"{name}: {p}" for p in problems]
+
+    rates: dict[str, list[float]] = {name: [] for name in SYSTEMS}
+    latencies: dict[str, list[LatencyResult]] = {name: [] for name in SYSTEMS}
+    names = list(SYSTEMS)
+    for round_ in range(args.repeat):
+        order = names if round_ % 2 == 0 else names[::-1]  # alternate who goes first
+        for name in order:
+            rates[name].append(fresh_run(throughput_run(SYSTEMS[name], args.commands)))
+        for name in order:
+            result = fresh_run(
+                latency_run(SYSTEMS[name], args.backlog, args.probes, args.probe_every)
+            )
+            latencies[name].append(result)
+            if result.missing:
+                anomalies.append(f"{name}: {result.missing} latency probes never started")
+        print(
+            f"round {round_ + 1}: "
+            + ", ".join(f"{n} {rates[n][-1]:,.0f}/s p99 {fmt_ms(latencies[n][-1].p99)} ms" for n in order)
+        )
+    print()
+
+    base = "asyncio baseline"
+    base_best = max(rates[base])
+    base_median = statistics.median(rates[base])
+    header = (
+        f"{'system':<17} | {'cmd/s best':>11} | {'cmd/s median':>12} | {'ratio best (median)':>19} | "
+        f"{'p50 ms':>7} | {'p99 ms':>7} | {'max ms':>7} | {'p99 med ms':>10} | {'backlog left':>12}"
+    )
+    print(header)
+    print("-" * len(header))
+    for name in SYSTEMS:
+        best = max(rates[name])
+        median = statistics.median(rates[name])
+        ratio = f"{best / base_best:.2f}x ({median / base_median:.2f}x)"
+        lat = min(latencies[name], key=lambda r: r.p99)
+        p99_median = statistics.median(r.p99 for r in latencies[name])
+        print(
+            f"{name:<17} | {best:>11,.0f} | {median:>12,.0f} | {ratio:>19} | "
+            f"{fmt_ms(lat.p50):>7} | {fmt_ms(lat.p99):>7} | {fmt_ms(lat.max):>7} | "
+            f"{fmt_ms(p99_median):>10} | {lat.backlog_left:>12}"
+        )
+    print()
+    print("latency: control submit -> start of body; best run by p99; 'backlog left' = prompt")
+    print("commands unfinished when the last probe was submitted (> 0: probes ran behind a backlog)")
+    print()
+
+    ratio = max(rates["lanemq"]) / base_best
+    print(f"lanemq >= 2x baseline: {'PASS' if ratio >= 2 else 'FAIL'} (ratio {ratio:.2f})")
+    p99 = min(r.p99 for r in latencies["lanemq"])
+    print(f"control p99 < 1 ms: {'PASS' if p99 < 1e-3 else 'FAIL'} (p99 {fmt_ms(p99)} ms)")
+    if anomalies:
+        print()
+        print("anomalies:")
+        for anomaly in anomalies:
+            print(f"  {anomaly}")
+    return 0
+
+
+def _dist_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("lanemq")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

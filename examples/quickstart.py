@@ -53,9 +53,7 @@ async def main() -> None:
         except RuntimeError as error:
             print("broken:   ", error)
         for letter in manager.dead_letters():
-            print(
-                f"dead letter: {letter.command_type} after {letter.attempts} attempts: {letter.error}"
-            )
+            print(f"dead letter: {letter.command_type}, {letter.attempts} attempts: {letter.error}")
         completed = manager.metrics()["jobs"]["completed"]
         print("metrics:   jobs lane completed", completed)
 

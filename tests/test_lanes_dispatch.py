@@ -10,7 +10,6 @@ import time
 from collections.abc import Callable
 
 import pytest
-
 from lanemq import (
     ConfigError,
     Event,
@@ -300,9 +299,22 @@ async def test_unknown_lane_raises_and_changes_nothing() -> None:
             lambda: QueueManager([LaneConfig("dup", 0), LaneConfig("dup", 1)]),
             "lane_id",
         ),
+        (
+            lambda: QueueManager(
+                [LaneConfig("a", 0, min_concurrency=2, max_concurrency=2)], max_concurrency=1
+            ),
+            "max_concurrency",
+        ),
     ],
-    ids=["max_below_min", "max_below_one", "empty_id", "negative_timeout", "negative_priority",
-         "duplicate_ids"],
+    ids=[
+        "max_below_min",
+        "max_below_one",
+        "empty_id",
+        "negative_timeout",
+        "negative_priority",
+        "duplicate_ids",
+        "global_cap_below_reserved",
+    ],
 )
 def test_invalid_config_raises_config_error_naming_field(
     make: Callable[[], object], field: str
@@ -325,9 +337,7 @@ def test_max_below_min_message_names_both_fields() -> None:
 
 
 async def test_rate_limit_spaces_starts() -> None:
-    m = QueueManager(
-        [LaneConfig("r", 0, max_concurrency=2, rate_limit=RateLimit.per_second(1))]
-    )
+    m = QueueManager([LaneConfig("r", 0, max_concurrency=2, rate_limit=RateLimit.per_second(1))])
     starts: list[float] = []
 
     async def work(i: int) -> int:

@@ -45,14 +45,13 @@ class CommandHandle(Generic[T]):
     def __init__(
         self,
         manager: QueueManager,
-        command_id: int,
         lane: int,
         fn: Callable[..., Any],
         args: tuple[Any, ...],
-        kwargs: dict[str, Any],
+        kwargs: dict[str, Any] | None,
         is_async: bool,
     ) -> None:
-        self.id = command_id
+        self.id = 0  # set once the scheduler has it
         self.lane = lane
         self.is_async = is_async
         self._manager = manager

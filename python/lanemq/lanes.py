@@ -102,7 +102,6 @@ class QueueManager:
         self._watch_signals = alerts is not None or any(
             lane.pressure_threshold is not None for lane in lane_list
         )
-        self._handles: dict[int, CommandHandle[Any]] = {}
         self._async_cache: dict[Any, bool] = {}
         self._bus = EventBus()
         self._alert_callbacks: list[Callable[[Alert], Any]] = []
@@ -161,14 +160,14 @@ class QueueManager:
             return
         self._shutting_down = True
         self._core.shutdown()
-        self._emit("queue.shutdown.started", in_flight=len(self._handles))
-        if not self._started and self._handles:
+        self._emit("queue.shutdown.started", in_flight=self._core.in_flight)
+        if not self._started and self._core.in_flight:
             self._start_runners()
 
     async def drain(self, timeout: float | None = None) -> None:
         """Waits until no command is pending, running or waiting to retry; raises
         `DrainTimeoutError` (a `TimeoutError`) if that takes longer than ``timeout`` seconds."""
-        if not self._handles:
+        if not self._core.in_flight:
             return
         if not self._started:
             self._start_runners()
@@ -178,7 +177,7 @@ class QueueManager:
             await asyncio.wait_for(asyncio.shield(waiter), timeout)
         except asyncio.TimeoutError:
             raise DrainTimeoutError(
-                f"drain timed out after {timeout}s with {len(self._handles)} commands in flight"
+                f"drain timed out after {timeout}s with {self._core.in_flight} commands in flight"
             ) from None
         finally:
             if waiter in self._drained:
@@ -188,9 +187,10 @@ class QueueManager:
         """Shuts down, cancels whatever is still in flight, and stops the runners."""
         await self.shutdown()
         self._stopping = True
-        for handle in list(self._handles.values()):
+        for handle in self._core.waiting():
             if handle._state == PENDING:
-                handle.cancel()
+                # Not finished, so a stored (named) command stays stored and runs again.
+                self._settle_cancelled(handle, forget=False)
         for runner in self._runners:
             runner.cancel()
         if self._runners:
@@ -231,11 +231,12 @@ class QueueManager:
         is_async = self._async_cache.get(command)
         if is_async is None:
             command, is_async = self._resolve(command)
-        command_id = self._core.push(lane)
+        # An empty kwargs dict is dropped at once: a pending command then keeps one object
+        # alive (its handle), which keeps the garbage collector's work down under a backlog.
         handle: CommandHandle[Any] = CommandHandle(
-            self, command_id, lane, command, args, kwargs, is_async
+            self, lane, command, args, kwargs or None, is_async
         )
-        self._handles[command_id] = handle
+        handle.id = self._core.push(lane, handle)
         if self._bus.active:
             self._emit_for("queue.command.submitted", handle)
         if self._watch_signals:
@@ -318,15 +319,14 @@ class QueueManager:
 
     async def _run(self) -> None:
         core = self._core
-        handles = self._handles
         timeouts = self._timeouts
         bus = self._bus
         loop = self._loop()
         task = asyncio.current_task()
         assert task is not None
-        next_id = core.pop()
+        handle: CommandHandle[Any] | None = core.pop()
         while True:
-            if next_id is None:
+            if handle is None:
                 if self._stopping:
                     return
                 self._arm_wake()
@@ -337,51 +337,52 @@ class QueueManager:
                 finally:
                     if not parked.done():
                         self._idle.remove(parked)
-                next_id = core.pop()
-                if next_id is not None and self._idle:
+                handle = core.pop()
+                if handle is not None and self._idle:
                     self._wake_one()  # more may be startable: let another runner look
                 continue
-            handle = handles[next_id]
             handle._state = RUNNING
             handle._runner = task
             if bus.active:
-                self._emit_for("queue.command.started", handle, attempt=core.attempt(next_id))
+                self._emit_for("queue.command.started", handle, attempt=core.attempt(handle.id))
             timeout = timeouts[handle.lane]
             timer = None
             if timeout is not None:
                 timer = loop.call_later(timeout, self._interrupt, handle, TIMING_OUT)
             try:
-                if handle.is_async:
-                    result = await handle._fn(*handle._args, **handle._kwargs)
-                else:
+                if not handle.is_async:
                     result = await self._run_in_thread(handle)
+                elif handle._kwargs is None:
+                    result = await handle._fn(*handle._args)
+                else:
+                    result = await handle._fn(*handle._args, **handle._kwargs)
             except asyncio.CancelledError:
                 state = self._clear_interrupt(handle, task)
                 if state == RUNNING:  # the runner itself is being cancelled (close)
-                    self._settle_cancelled(handle)
+                    self._settle_cancelled(handle, forget=False)
                     raise
                 if state == TIMING_OUT:
                     error = CommandTimeoutError(
                         f"command {handle.id} in lane {handle.lane_id!r} timed out after {timeout}s"
                     )
-                    next_id = self._failed(handle, error, timed_out=True)
+                    handle = self._failed(handle, error, timed_out=True)
                 else:
                     self._settle_cancelled(handle)
-                    next_id = core.pop()
+                    handle = core.pop()
             except Exception as error:
                 self._clear_interrupt(handle, task)
-                next_id = self._failed(handle, error, timed_out=False)
+                handle = self._failed(handle, error, timed_out=False)
             else:
                 if handle._state != RUNNING:  # it swallowed its cancellation
                     self._clear_interrupt(handle, task)
-                del handles[next_id]
                 if bus.active:
                     self._emit_for("queue.command.completed", handle)
                 handle._finish(DONE, result)
-                next_id = core.complete_and_pop(next_id)
+                finished = handle.id
+                handle = core.complete_and_pop(finished)
                 if self._durable:
-                    self._forget_stored(handle.id)
-                if not handles and self._drained:
+                    self._forget_stored(finished)
+                if self._drained and not core.in_flight:
                     self._notify_drained()
             finally:
                 if timer is not None:
@@ -390,7 +391,7 @@ class QueueManager:
                 self._process_signals()
 
     async def _run_in_thread(self, handle: CommandHandle[Any]) -> Any:
-        call = functools.partial(handle._fn, *handle._args, **handle._kwargs)
+        call = functools.partial(handle._fn, *handle._args, **(handle._kwargs or {}))
         result = await self._loop().run_in_executor(None, call)
         if inspect.isawaitable(result):  # a plain callable that returned an awaitable
             result = await result
@@ -398,7 +399,7 @@ class QueueManager:
 
     def _failed(
         self, handle: CommandHandle[Any], error: BaseException, timed_out: bool
-    ) -> int | None:
+    ) -> CommandHandle[Any] | None:
         """Records a failed attempt; returns the next command for the runner to start."""
         core = self._core
         retryable = not isinstance(error, UnrecoverableError)
@@ -411,26 +412,28 @@ class QueueManager:
             self._emit_for("queue.command.retry", handle, attempt=attempt, error=text, delay=delay)
             self._arm_wake()
         else:
-            del self._handles[handle.id]
             self._emit_for("queue.command.dead_lettered", handle, attempt=attempt, error=text)
             self._emit_for("queue.command.failed", handle, attempt=attempt, error=text)
             handle._finish(FAILED, error)
             key = self._durable.pop(handle.id, None)
             if key is not None and self._storage is not None:
                 self._spawn(self._storage.bury(key, core.dead_letters()[-1]))
-            if not self._handles and self._drained:
+            if self._drained and not core.in_flight:
                 self._notify_drained()
         return core.pop()
 
-    def _settle_cancelled(self, handle: CommandHandle[Any]) -> None:
+    def _settle_cancelled(self, handle: CommandHandle[Any], forget: bool = True) -> None:
+        """Finishes a cancelled command. ``forget=False`` keeps a stored command for replay."""
         if handle._state >= DONE:
             return
         self._core.cancel(handle.id)
-        self._handles.pop(handle.id, None)
         self._emit_for("queue.command.cancelled", handle)
         handle._finish(FAILED, asyncio.CancelledError(f"command {handle.id} was cancelled"))
-        self._forget_stored(handle.id)
-        if not self._handles and self._drained:
+        if forget:
+            self._forget_stored(handle.id)
+        else:
+            self._durable.pop(handle.id, None)
+        if self._drained and not self._core.in_flight:
             self._notify_drained()
 
     def _cancel(self, handle: CommandHandle[Any]) -> bool:
@@ -536,7 +539,7 @@ class QueueManager:
     @property
     def in_flight(self) -> int:
         """Commands pending, running or waiting to retry."""
-        return len(self._handles)
+        return self._core.in_flight
 
     def _emit_for(self, key: str, handle: CommandHandle[Any], **extra: Any) -> None:
         if self._bus.active:

@@ -1,9 +1,10 @@
 """`LocalStorage`: makes named lane commands and dead letters durable in a local file.
 
 A named command is written (and fsynced) before `submit_named` returns, and removed once it
-completes, fails for good or is cancelled; whatever is still stored when the manager next starts
-runs again. Dead letters are stored too and come back into `dead_letters()`. The file is an
-append-only journal written by the Rust core, compacted as it grows."""
+completes or fails for good (or is cancelled with `handle.cancel()`). Whatever is still stored
+when the manager next starts runs again, including commands that were pending or running when
+the manager closed. Dead letters are stored too and come back into `dead_letters()`. The file
+is an append-only journal written by the Rust core, compacted as it grows."""
 
 from __future__ import annotations
 
@@ -74,7 +75,7 @@ class LocalStorage:
     async def store_command(self, lane_id: str, name: str, payload: Any) -> str:
         """Writes a command and returns its key once it is on disk."""
         try:
-            body = json.dumps({"lane": lane_id, "name": name, "payload": payload})
+            body = json.dumps({"lane": lane_id, "name": name, "payload": payload}, allow_nan=False)
         except (TypeError, ValueError) as error:
             raise TypeError(f"payload of {name!r} is not JSON-serialisable: {error}") from None
         key = f"{COMMAND}{uuid.uuid4().hex}"
@@ -105,5 +106,7 @@ class LocalStorage:
         await self._require().apply(ops)
 
     def close(self) -> None:
-        """Releases the file (its lock goes once pending writes finish)."""
-        self._journal = None
+        """Releases the file and its lock."""
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None

@@ -13,7 +13,9 @@ use crate::errors::to_py;
 
 #[pyclass(frozen, module = "lanemq._core")]
 pub struct DurableJournal {
-    journal: Arc<Journal>,
+    /// `None` once closed. Writes in flight hold their own clone, so the file lock goes when
+    /// the last of them finishes.
+    journal: std::sync::Mutex<Option<Arc<Journal>>>,
     entries: std::sync::Mutex<Option<Vec<(String, String)>>>,
 }
 
@@ -26,6 +28,15 @@ async fn blocking<T: Send + 'static>(
         .map_err(to_py)
 }
 
+impl DurableJournal {
+    fn journal(&self) -> PyResult<Arc<Journal>> {
+        let guard = self.journal.lock().unwrap_or_else(|e| e.into_inner());
+        guard
+            .clone()
+            .ok_or_else(|| to_py(CoreError::Storage("the journal is closed".into())))
+    }
+}
+
 #[pymethods]
 impl DurableJournal {
     /// Opens (creating it if needed) the journal file at `path`, locked for this process.
@@ -36,7 +47,7 @@ impl DurableJournal {
             .detach(|| Journal::open(&path, namespace))
             .map_err(to_py)?;
         Ok(Self {
-            journal: Arc::new(journal),
+            journal: std::sync::Mutex::new(Some(Arc::new(journal))),
             entries: std::sync::Mutex::new(Some(entries)),
         })
     }
@@ -52,13 +63,13 @@ impl DurableJournal {
 
     /// Stores `value` under `key`; the returned awaitable completes once it is on disk.
     fn put<'py>(&self, py: Python<'py>, key: String, value: String) -> PyResult<Bound<'py, PyAny>> {
-        let journal = Arc::clone(&self.journal);
+        let journal = self.journal()?;
         pyo3_async_runtimes::tokio::future_into_py(py, blocking(move || journal.put(&key, &value)))
     }
 
     /// Removes `key` (a missing key is fine); completes once the removal is on disk.
     fn delete<'py>(&self, py: Python<'py>, key: String) -> PyResult<Bound<'py, PyAny>> {
-        let journal = Arc::clone(&self.journal);
+        let journal = self.journal()?;
         pyo3_async_runtimes::tokio::future_into_py(py, blocking(move || journal.delete(&key)))
     }
 
@@ -76,17 +87,25 @@ impl DurableJournal {
                 None => JournalOp::Delete { key },
             })
             .collect();
-        let journal = Arc::clone(&self.journal);
+        let journal = self.journal()?;
         pyo3_async_runtimes::tokio::future_into_py(py, blocking(move || journal.apply(ops)))
     }
 
+    /// Releases the file and its lock (at once, unless writes are still in flight).
+    fn close(&self) {
+        self.journal
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+    }
+
     /// Live keys.
-    fn __len__(&self) -> usize {
-        self.journal.len()
+    fn __len__(&self) -> PyResult<usize> {
+        Ok(self.journal()?.len())
     }
 
     #[getter]
-    fn path(&self) -> PathBuf {
-        self.journal.path().to_path_buf()
+    fn path(&self) -> PyResult<PathBuf> {
+        Ok(self.journal()?.path().to_path_buf())
     }
 }

@@ -1,10 +1,12 @@
-//! `LaneScheduler`: the Rust lane scheduler as the Python `QueueManager` drives it. It holds no
-//! Python objects: commands are integer ids, and the manager keeps the callables. Time is a
-//! monotonic clock read here, so Python never passes timestamps on the hot path.
+//! `LaneScheduler`: the Rust lane scheduler as the Python `QueueManager` drives it. Each command
+//! carries the manager's handle object, so `pop` hands the runner the handle itself and Python
+//! keeps no id-to-handle map. Time is a monotonic clock read here, so Python never passes
+//! timestamps on the hot path.
 
 use std::time::Instant;
 
 use lanemq_core::lanes::{self as core, FailKind, FailOutcome, Micros, Signal};
+use pyo3::gc::{PyTraverseError, PyVisit};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -15,13 +17,20 @@ use crate::lane_config::{AlertConfig, LaneConfig};
 
 #[pyclass(module = "lanemq._core")]
 pub struct LaneScheduler {
-    core: core::Scheduler,
+    /// `None` only after the garbage collector cleared a dropped manager's handles.
+    core: core::Scheduler<Option<Py<PyAny>>>,
     origin: Instant,
 }
 
 impl LaneScheduler {
     fn now(&self) -> Micros {
         self.origin.elapsed().as_micros() as Micros
+    }
+
+    fn handle(&self, py: Python<'_>, id: u64) -> Option<Py<PyAny>> {
+        self.core
+            .payload(id)
+            .and_then(|h| h.as_ref().map(|h| h.clone_ref(py)))
     }
 }
 
@@ -84,23 +93,46 @@ impl LaneScheduler {
         self.core.is_accepting()
     }
 
-    /// Queues a command at the back of lane number `lane`; returns its id.
-    fn push(&mut self, lane: usize) -> PyResult<u64> {
+    /// Queues a command, with its handle, at the back of lane number `lane`; returns its id.
+    fn push(&mut self, lane: usize, handle: Py<PyAny>) -> PyResult<u64> {
         let now = self.now();
-        self.core.push(lane, now).map_err(to_py)
+        self.core.push(lane, now, Some(handle)).map_err(to_py)
     }
 
-    /// The id of the next command to start now, if any may start.
-    fn pop(&mut self) -> Option<u64> {
+    /// The handle of the next command to start now, if any may start.
+    fn pop(&mut self, py: Python<'_>) -> Option<Py<PyAny>> {
         let now = self.now();
-        self.core.pop(now).map(|s| s.id)
+        let started = self.core.pop(now)?;
+        self.handle(py, started.id)
     }
 
-    /// Marks a running command done and, in the same call, starts the next one if any may start.
-    fn complete_and_pop(&mut self, id: u64) -> PyResult<Option<u64>> {
+    /// Marks a running command done and, in the same call, starts the next one if any may
+    /// start, returning its handle.
+    fn complete_and_pop(&mut self, py: Python<'_>, id: u64) -> PyResult<Option<Py<PyAny>>> {
         let now = self.now();
         self.core.complete(id, now).map_err(to_py)?;
-        Ok(self.core.pop(now).map(|s| s.id))
+        Ok(self.core.pop(now).and_then(|s| self.handle(py, s.id)))
+    }
+
+    /// Handles of the commands waiting to start (pending or waiting to retry), oldest first.
+    fn waiting(&self, py: Python<'_>) -> Vec<Py<PyAny>> {
+        self.core
+            .waiting_payloads()
+            .filter_map(|(_, h)| h.as_ref().map(|h| h.clone_ref(py)))
+            .collect()
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        for handle in self.core.payloads() {
+            visit.call(handle)?;
+        }
+        Ok(())
+    }
+
+    fn __clear__(&mut self) {
+        for handle in self.core.payloads_mut() {
+            *handle = None;
+        }
     }
 
     /// Records a failed attempt. Returns `(retry_delay, attempt)`: the seconds until the retry,

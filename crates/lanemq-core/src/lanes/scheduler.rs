@@ -77,6 +77,14 @@ struct Command {
     started_at: Micros,
 }
 
+/// A command's record and the caller's payload for it (the bindings keep the Python handle
+/// here, so finding the next command to run needs no lookup on the Python side).
+#[derive(Debug)]
+struct Entry<T> {
+    command: Command,
+    payload: T,
+}
+
 #[derive(Debug)]
 struct Lane {
     config: LaneConfig,
@@ -142,9 +150,9 @@ pub struct Started {
 }
 
 #[derive(Debug)]
-pub struct Scheduler {
+pub struct Scheduler<T = ()> {
     lanes: Vec<Lane>,
-    commands: Slab<Command>,
+    commands: Slab<Entry<T>>,
     retries: BinaryHeap<Reverse<(Micros, u64)>>,
     global_cap: Option<u32>,
     total_active: u32,
@@ -155,7 +163,7 @@ pub struct Scheduler {
     signals: Vec<Signal>,
 }
 
-impl Scheduler {
+impl<T> Scheduler<T> {
     pub fn new(config: SchedulerConfig, now: Micros) -> CoreResult<Self> {
         config.validate()?;
         let lanes = config
@@ -209,7 +217,7 @@ impl Scheduler {
     }
 
     /// Queues a command at the back of its lane and returns its id.
-    pub fn push(&mut self, lane: usize, now: Micros) -> CoreResult<u64> {
+    pub fn push(&mut self, lane: usize, now: Micros, payload: T) -> CoreResult<u64> {
         if !self.accepting {
             return Err(CoreError::Shutdown);
         }
@@ -217,13 +225,14 @@ impl Scheduler {
         let Some(state) = self.lanes.get_mut(lane) else {
             return Err(CoreError::UnknownLane(format!("#{lane} of {lane_count}")));
         };
-        let id = self.commands.push(Command {
+        let command = Command {
             lane,
             state: State::Pending,
             attempt: 0,
             ready_at: now,
             started_at: 0,
-        });
+        };
+        let id = self.commands.push(Entry { command, payload });
         state.pending.push_back(id);
         state.metrics.submitted += 1;
         self.after_depth_change(lane);
@@ -247,6 +256,7 @@ impl Scheduler {
         let command = self
             .commands
             .get_mut(id)
+            .map(|e| &mut e.command)
             .expect("pending command is registered");
         command.state = State::Active;
         command.attempt += 1;
@@ -289,8 +299,11 @@ impl Scheduler {
             }
             let boost = match &lane.config.priority_boost {
                 Some(boost) => {
-                    let waited =
-                        now.saturating_sub(self.commands.get(oldest).map_or(now, |c| c.ready_at));
+                    let waited = now.saturating_sub(
+                        self.commands
+                            .get(oldest)
+                            .map_or(now, |e| e.command.ready_at),
+                    );
                     boost.boost_for(waited)
                 }
                 None => 0,
@@ -314,7 +327,7 @@ impl Scheduler {
             }
             self.retries.pop();
             // A command cancelled while it waited is no longer registered: skip it.
-            let Some(command) = self.commands.get_mut(id) else {
+            let Some(command) = self.commands.get_mut(id).map(|e| &mut e.command) else {
                 continue;
             };
             if command.state != State::Retrying {
@@ -330,7 +343,7 @@ impl Scheduler {
 
     /// Frees the slot of an active command, leaving its record for the caller to settle.
     fn release_slot(&mut self, id: u64) -> CoreResult<Command> {
-        let command = self.commands.get(id).ok_or(CoreError::UnknownCommand(id))?;
+        let command = self.command(id).ok_or(CoreError::UnknownCommand(id))?;
         if command.state != State::Active {
             return Err(CoreError::CommandState {
                 id,
@@ -385,6 +398,7 @@ impl Scheduler {
             let record = self
                 .commands
                 .get_mut(id)
+                .map(|e| &mut e.command)
                 .expect("released command is registered");
             record.state = State::Retrying;
             record.ready_at = now + delay;
@@ -420,7 +434,8 @@ impl Scheduler {
         let command = self
             .commands
             .remove(id)
-            .ok_or(CoreError::UnknownCommand(id))?;
+            .ok_or(CoreError::UnknownCommand(id))?
+            .command;
         let lane = &mut self.lanes[command.lane];
         lane.metrics.cancelled += 1;
         match command.state {
@@ -459,13 +474,39 @@ impl Scheduler {
         wake
     }
 
+    fn command(&self, id: u64) -> Option<&Command> {
+        self.commands.get(id).map(|e| &e.command)
+    }
+
+    /// The payload pushed with a command that has not finished.
+    pub fn payload(&self, id: u64) -> Option<&T> {
+        self.commands.get(id).map(|e| &e.payload)
+    }
+
+    /// Every payload, for a caller that must visit or clear them (a garbage collector).
+    pub fn payloads(&self) -> impl Iterator<Item = &T> {
+        self.commands.iter().map(|(_, e)| &e.payload)
+    }
+
+    pub fn payloads_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        self.commands.iter_mut().map(|e| &mut e.payload)
+    }
+
+    /// Payloads of the commands that wait to start (pending or waiting to retry), oldest first.
+    pub fn waiting_payloads(&self) -> impl Iterator<Item = (u64, &T)> {
+        self.commands
+            .iter()
+            .filter(|(_, e)| e.command.state != State::Active)
+            .map(|(id, e)| (id, &e.payload))
+    }
+
     /// Commands not yet finished: pending, active or waiting to retry.
     pub fn in_flight(&self) -> usize {
         self.commands.len()
     }
 
     pub fn attempt(&self, id: u64) -> Option<u32> {
-        self.commands.get(id).map(|c| c.attempt)
+        self.command(id).map(|c| c.attempt)
     }
 
     pub fn shutdown(&mut self) {

@@ -61,6 +61,19 @@ impl<T> Slab<T> {
     pub fn len(&self) -> usize {
         self.live
     }
+
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        self.slots.iter_mut().filter_map(Option::as_mut)
+    }
+
+    /// Live records with their ids, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &T)> {
+        let base = self.base;
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(move |(i, slot)| slot.as_ref().map(|v| (base + i as u64, v)))
+    }
 }
 
 #[cfg(test)]

@@ -14,15 +14,15 @@ fn scheduler(lanes: Vec<LaneConfig>, cap: Option<u32>) -> Scheduler {
         dead_letter_capacity: 2,
         alerts: AlertThresholds::default(),
     };
-    Scheduler::new(config, 0).unwrap()
+    Scheduler::<()>::new(config, 0).unwrap()
 }
 
 #[test]
 fn lowest_priority_number_starts_first_and_fifo_within_lane() {
     let mut s = scheduler(vec![lane("prompt", 5, 2), lane("control", 1, 3)], None);
-    let p1 = s.push(0, 0).unwrap();
-    let c1 = s.push(1, 0).unwrap();
-    let c2 = s.push(1, 0).unwrap();
+    let p1 = s.push(0, 0, ()).unwrap();
+    let c1 = s.push(1, 0, ()).unwrap();
+    let c2 = s.push(1, 0, ()).unwrap();
     assert_eq!(s.pop(0).unwrap().id, c1);
     assert_eq!(s.pop(0).unwrap().id, c2);
     assert_eq!(s.pop(0).unwrap().id, p1);
@@ -32,9 +32,9 @@ fn lowest_priority_number_starts_first_and_fifo_within_lane() {
 #[test]
 fn full_lane_does_not_block_lower_lane() {
     let mut s = scheduler(vec![lane("hi", 0, 1), lane("lo", 1, 1)], None);
-    s.push(0, 0).unwrap();
-    s.push(0, 0).unwrap();
-    let lo = s.push(1, 0).unwrap();
+    s.push(0, 0, ()).unwrap();
+    s.push(0, 0, ()).unwrap();
+    let lo = s.push(1, 0, ()).unwrap();
     s.pop(0).unwrap();
     assert_eq!(s.pop(0).unwrap().id, lo);
     assert_eq!(s.pop(0), None);
@@ -44,13 +44,13 @@ fn full_lane_does_not_block_lower_lane() {
 fn min_concurrency_is_reserved_under_a_global_cap() {
     let mut s = scheduler(vec![lane("hi", 0, 10), lane("lo", 1, 10)], Some(3));
     for _ in 0..5 {
-        s.push(0, 0).unwrap();
+        s.push(0, 0, ()).unwrap();
     }
     assert!(s.pop(0).is_some());
     assert!(s.pop(0).is_some());
     // The third slot is lo's reservation, even with lo idle.
     assert_eq!(s.pop(0), None);
-    let lo = s.push(1, 0).unwrap();
+    let lo = s.push(1, 0, ()).unwrap();
     assert_eq!(s.pop(0).unwrap().id, lo);
 }
 
@@ -61,7 +61,7 @@ fn global_cap_below_reservations_is_refused() {
         max_concurrency: Some(1),
         ..Default::default()
     };
-    let err = Scheduler::new(config, 0).unwrap_err().to_string();
+    let err = Scheduler::<()>::new(config, 0).unwrap_err().to_string();
     assert!(err.contains("max_concurrency (1)"), "{err}");
 }
 
@@ -71,7 +71,7 @@ fn duplicate_lane_ids_are_refused() {
         lanes: vec![lane("a", 0, 2), lane("a", 1, 2)],
         ..Default::default()
     };
-    assert!(Scheduler::new(config, 0)
+    assert!(Scheduler::<()>::new(config, 0)
         .unwrap_err()
         .to_string()
         .contains("duplicate lane_id"));
@@ -86,8 +86,8 @@ fn rate_limit_spends_tokens_only_on_starts() {
     });
     let mut s = scheduler(vec![limited], None);
     // Idle time does not waste the token.
-    let a = s.push(0, 5_000_000).unwrap();
-    let b = s.push(0, 5_000_000).unwrap();
+    let a = s.push(0, 5_000_000, ()).unwrap();
+    let b = s.push(0, 5_000_000, ()).unwrap();
     assert_eq!(s.pop(5_000_000).unwrap().id, a);
     assert_eq!(s.pop(5_000_001), None);
     assert_eq!(s.next_wake(5_000_001), Some(999_999));
@@ -99,8 +99,8 @@ fn retry_waits_without_a_slot_then_dead_letters() {
     let mut config = lane("work", 0, 1);
     config.retry = RetryPolicy::fixed(1, 2_000);
     let mut s = scheduler(vec![config], None);
-    let id = s.push(0, 0).unwrap();
-    let other = s.push(0, 0).unwrap();
+    let id = s.push(0, 0, ()).unwrap();
+    let other = s.push(0, 0, ()).unwrap();
     assert_eq!(s.pop(0).unwrap().attempt, 1);
     let outcome = s
         .fail(id, 10, FailKind::Error, true, "boom", "work", 0)
@@ -138,7 +138,7 @@ fn unretryable_failure_dead_letters_at_once_and_dlq_keeps_newest() {
     let mut config = lane("work", 0, 3);
     config.retry = RetryPolicy::fixed(5, 1);
     let mut s = scheduler(vec![config], None);
-    let ids: Vec<u64> = (0..3).map(|_| s.push(0, 0).unwrap()).collect();
+    let ids: Vec<u64> = (0..3).map(|_| s.push(0, 0, ()).unwrap()).collect();
     for &id in &ids {
         s.pop(0).unwrap();
         let outcome = s
@@ -155,8 +155,8 @@ fn boost_lets_an_old_low_lane_command_overtake() {
     let mut low = lane("low", 3, 1);
     low.priority_boost = Some(PriorityBoost::standard(1_000));
     let mut s = scheduler(vec![lane("high", 1, 1), low], Some(2));
-    let old = s.push(1, 0).unwrap();
-    let fresh = s.push(0, 900).unwrap();
+    let old = s.push(1, 0, ()).unwrap();
+    let fresh = s.push(0, 900, ()).unwrap();
     // At 900 us the old command has 10 % of its deadline left: boost 3, priority 0 < 1.
     let first = s.pop(900).unwrap();
     assert_eq!(first.id, old);
@@ -166,14 +166,14 @@ fn boost_lets_an_old_low_lane_command_overtake() {
 #[test]
 fn cancel_pending_and_stale_completion_is_refused() {
     let mut s = scheduler(vec![lane("a", 0, 1)], None);
-    let a = s.push(0, 0).unwrap();
-    let b = s.push(0, 0).unwrap();
+    let a = s.push(0, 0, ()).unwrap();
+    let b = s.push(0, 0, ()).unwrap();
     s.cancel(b).unwrap();
     assert_eq!(s.pop(0).unwrap().id, a);
     assert_eq!(s.pop(0), None);
     s.complete(a, 1).unwrap();
     assert_eq!(s.complete(a, 2), Err(CoreError::UnknownCommand(a)));
-    let c = s.push(0, 3).unwrap();
+    let c = s.push(0, 3, ()).unwrap();
     assert!(matches!(
         s.complete(c, 4),
         Err(CoreError::CommandState { .. })
@@ -185,7 +185,7 @@ fn pressure_then_idle_are_signalled_once() {
     let mut config = lane("a", 0, 1);
     config.pressure_threshold = Some(2);
     let mut s = scheduler(vec![config], None);
-    let ids: Vec<u64> = (0..3).map(|_| s.push(0, 0).unwrap()).collect();
+    let ids: Vec<u64> = (0..3).map(|_| s.push(0, 0, ()).unwrap()).collect();
     assert_eq!(
         s.take_signals(),
         vec![Signal::Pressure {
@@ -204,5 +204,5 @@ fn pressure_then_idle_are_signalled_once() {
 fn shutdown_refuses_pushes() {
     let mut s = scheduler(vec![lane("a", 0, 1)], None);
     s.shutdown();
-    assert_eq!(s.push(0, 0), Err(CoreError::Shutdown));
+    assert_eq!(s.push(0, 0, ()), Err(CoreError::Shutdown));
 }

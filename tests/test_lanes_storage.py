@@ -38,31 +38,13 @@ class Recorder:
         self.payloads.append(payload)
 
 
-async def start_after_restart(m: QueueManager) -> None:
-    """Starts ``m`` on storage a closed manager just released.
-
-    The lock of a closed manager's journal may outlive ``close()`` for a moment (see
-    `test_storage_can_be_reopened_right_after_close`, which checks that on its own), so this
-    retries, for a bounded time, while the storage reports that it is still in use."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + WAIT
-    while True:
-        try:
-            await m.start()
-            return
-        except StorageError:
-            if loop.time() > deadline:
-                raise
-            await asyncio.sleep(0.01)
-
-
 async def replayed(directory: Path, name: str = "fetch") -> list[Any]:
     """Starts a fresh manager on ``directory`` and returns the payloads it replayed."""
     recorder = Recorder()
     m = make_manager(directory)
     m.register(name, recorder)
     try:
-        await start_after_restart(m)
+        await m.start()
         await m.drain(WAIT)
     finally:
         await m.close()
@@ -174,7 +156,7 @@ async def test_dead_letters_of_named_commands_survive_a_restart(tmp_path: Path) 
     recorder = Recorder()
     b.register("fetch", recorder)
     try:
-        await start_after_restart(b)
+        await b.start()
         await b.drain(WAIT)
         letters = b.dead_letters()
     finally:
@@ -296,7 +278,7 @@ async def test_second_manager_on_the_same_storage_fails(tmp_path: Path) -> None:
     c.register("fetch", recorder)
     c.register("fail", recorder)
     try:
-        await start_after_restart(c)
+        await c.start()
         await c.drain(WAIT)
         letters = c.dead_letters()
     finally:

@@ -13,18 +13,13 @@ from lanemq import (
     RetryPolicy,
     Subscription,
 )
+from support import collect
 
 WAIT = 5.0  # upper bound for anything awaited in a test; never reached when things work
 
 
 async def ping() -> str:
     return "pong"
-
-
-async def collect(sub: Subscription) -> list[Event]:
-    """Closes ``sub`` and returns every event still buffered in it."""
-    sub.close()
-    return [event async for event in sub]
 
 
 async def next_event(sub: Subscription) -> Event:

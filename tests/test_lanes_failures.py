@@ -6,38 +6,20 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import Callable
 
 import pytest
 from lanemq import (
     CommandTimeoutError,
     DrainTimeoutError,
-    Event,
     LaneConfig,
     QueueManager,
     RetryPolicy,
     ShutdownError,
-    Subscription,
     UnrecoverableError,
 )
+from support import collect, wait_until
 
 # --------------------------------------------------------------------------- helpers
-
-
-async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    """Polls ``predicate`` until it holds; fails the test after ``timeout`` seconds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"condition not reached within {timeout}s")
-        await asyncio.sleep(0.005)
-
-
-async def collect(sub: Subscription) -> list[Event]:
-    """Closes ``sub`` and returns the events it buffered."""
-    sub.close()
-    return [event async for event in sub]
 
 
 def one_lane(timeout: float | None = None, retry: RetryPolicy | None = None) -> LaneConfig:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -16,6 +15,7 @@ from lanemq import (
     RetryPolicy,
     UnrecoverableError,
 )
+from support import wait_until
 
 WAIT = 5.0  # upper bound for anything awaited in a test; never reached when things work
 
@@ -29,15 +29,6 @@ COUNTERS = (
     "dead_lettered",
     "cancelled",
 )
-
-
-async def wait_until(condition: Callable[[], bool], what: str) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + WAIT
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.002)
 
 
 def counters(metrics: dict[str, Any]) -> dict[str, int]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from lanemq import (
     RetryPolicy,
     StorageError,
 )
+from support import wait_until
 
 WAIT = 5.0  # upper bound for anything awaited in a test; never reached when things work
 
@@ -49,15 +49,6 @@ async def replayed(directory: Path, name: str = "fetch") -> list[Any]:
     finally:
         await m.close()
     return recorder.payloads
-
-
-async def wait_until(condition: Callable[[], bool]) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + WAIT
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError("timed out waiting for a condition")
-        await asyncio.sleep(0.002)
 
 
 async def never_finishes(payload: Any) -> None:

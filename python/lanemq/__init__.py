@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from ._core import AlertConfig, DeadLetter, LaneConfig, PriorityBoost, RateLimit, RetryPolicy
+from ._core import (
+    AlertConfig,
+    Backoff,
+    DeadLetter,
+    JobOptions,
+    KeepJobs,
+    LaneConfig,
+    PriorityBoost,
+    RateLimit,
+    RetryPolicy,
+)
 from ._handle import CommandHandle
 from .events import Event, Subscription
 from .exceptions import (
@@ -10,34 +20,61 @@ from .exceptions import (
     CommandStateError,
     CommandTimeoutError,
     ConfigError,
+    DelayedError,
     DrainTimeoutError,
+    JobError,
+    JobFailedError,
+    JobNotFoundError,
+    JobStateError,
     LaneError,
+    LockMismatchError,
+    RateLimitError,
     ShutdownError,
     StorageError,
     UnknownLaneError,
     UnrecoverableError,
 )
+from .job import Job
 from .lanes import DEFAULT_LANES, Alert, QueueManager
+from .queue import InMemoryJobQueue, JobQueue, JobResult, QueueEvent
 from .storage import LocalStorage
+from .worker import JobWorker, LockLostWarning
 
 __all__ = [
     "DEFAULT_LANES",
     "Alert",
     "AlertConfig",
+    "Backoff",
     "CommandHandle",
     "CommandNotFoundError",
     "CommandStateError",
     "CommandTimeoutError",
     "ConfigError",
     "DeadLetter",
+    "DelayedError",
     "DrainTimeoutError",
     "Event",
+    "InMemoryJobQueue",
+    "Job",
+    "JobError",
+    "JobFailedError",
+    "JobNotFoundError",
+    "JobOptions",
+    "JobQueue",
+    "JobResult",
+    "JobStateError",
+    "JobWorker",
+    "KeepJobs",
     "LaneConfig",
     "LaneError",
     "LocalStorage",
+    "LockLostWarning",
+    "LockMismatchError",
     "PriorityBoost",
+    "QueueEvent",
     "QueueManager",
     "RateLimit",
+    "RateLimitError",
     "RetryPolicy",
     "ShutdownError",
     "StorageError",

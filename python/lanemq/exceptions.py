@@ -42,7 +42,48 @@ class StorageError(LaneError, OSError):
 
 
 class UnrecoverableError(LaneError):
-    """Raise it from a command to fail at once, without the retries the policy would allow."""
+    """Raise it from a lane command or a job processor to fail at once, without the retries
+    that the policy (or the job's ``attempts``) would allow."""
+
+
+class JobError(LaneError):
+    """Base of the job-queue errors."""
+
+
+class JobNotFoundError(JobError, LookupError):
+    """No job has this id (it never existed, or was removed)."""
+
+
+class JobStateError(JobError):
+    """The job (or queue) is not in a state that allows the operation."""
+
+
+class LockMismatchError(JobError):
+    """The lock token presented does not hold the job's lock: the lease was lost, and another
+    worker may own the job now."""
+
+
+class JobFailedError(JobError):
+    """`Job.wait()`: the job failed for good; ``reason`` says why."""
+
+    def __init__(self, job_id: str, reason: str) -> None:
+        super().__init__(f"job {job_id!r} failed: {reason}")
+        self.job_id = job_id
+        self.reason = reason
+
+
+class DelayedError(JobError):
+    """Raise it from a processor after `job.move_to_delayed(...)`: the job waits in the
+    delayed set, and no attempt is used."""
+
+
+class RateLimitError(JobError):
+    """Raise it from a processor (after `queue.rate_limit(...)`, or to back off): the job goes
+    back to waiting without using an attempt, and the worker pauses claiming for ``delay``."""
+
+    def __init__(self, delay: float = 0.0, message: str = "rate limited") -> None:
+        super().__init__(message)
+        self.delay = delay
 
 
 __all__ = [
@@ -50,8 +91,15 @@ __all__ = [
     "CommandStateError",
     "CommandTimeoutError",
     "ConfigError",
+    "DelayedError",
     "DrainTimeoutError",
+    "JobError",
+    "JobFailedError",
+    "JobNotFoundError",
+    "JobStateError",
     "LaneError",
+    "LockMismatchError",
+    "RateLimitError",
     "ShutdownError",
     "StorageError",
     "UnknownLaneError",

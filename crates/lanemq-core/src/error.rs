@@ -23,6 +23,22 @@ pub enum CoreError {
         state: &'static str,
         expected: &'static str,
     },
+    /// No job has this id.
+    #[error("job {0:?} not found")]
+    JobNotFound(String),
+    /// The job exists but is not in the state the operation needs.
+    #[error("job {id:?} is {state}, not {expected}")]
+    JobState {
+        id: String,
+        state: &'static str,
+        expected: &'static str,
+    },
+    /// A finishing or renewing call presented a token that does not hold the job's lock.
+    #[error("{0}")]
+    LockMismatch(String),
+    /// The operation is refused as things stand (e.g. removing a locked job).
+    #[error("{0}")]
+    Refused(String),
     /// Reading or writing durable storage failed.
     #[error("storage error: {0}")]
     Storage(String),

@@ -5,6 +5,7 @@
 //! - [`journal`]: the append-only, fsynced file that makes named lane commands durable.
 
 pub mod error;
+pub mod jobs;
 pub mod journal;
 pub mod lanes;
 

@@ -29,6 +29,22 @@ pub fn positive_seconds(field: &str, seconds: f64) -> PyResult<Micros> {
     Ok(micros)
 }
 
+/// Seconds (finite, >= 0) to whole milliseconds; the error names `field`.
+pub fn seconds_to_millis(field: &str, seconds: f64) -> PyResult<u64> {
+    if !seconds.is_finite() || seconds < 0.0 {
+        return Err(invalid(
+            field,
+            seconds,
+            "must be a finite number of seconds >= 0",
+        ));
+    }
+    Ok((seconds * 1e3).round() as u64)
+}
+
+pub fn millis_to_seconds(millis: u64) -> f64 {
+    millis as f64 / 1e3
+}
+
 pub fn micros_to_seconds(micros: Micros) -> f64 {
     micros as f64 / 1e6
 }

@@ -10,6 +10,9 @@ pyo3::import_exception!(lanemq.exceptions, ShutdownError);
 pyo3::import_exception!(lanemq.exceptions, CommandNotFoundError);
 pyo3::import_exception!(lanemq.exceptions, CommandStateError);
 pyo3::import_exception!(lanemq.exceptions, StorageError);
+pyo3::import_exception!(lanemq.exceptions, JobNotFoundError);
+pyo3::import_exception!(lanemq.exceptions, JobStateError);
+pyo3::import_exception!(lanemq.exceptions, LockMismatchError);
 
 pub fn to_py(err: CoreError) -> PyErr {
     let message = err.to_string();
@@ -20,6 +23,9 @@ pub fn to_py(err: CoreError) -> PyErr {
         CoreError::UnknownCommand(_) => CommandNotFoundError::new_err(message),
         CoreError::CommandState { .. } => CommandStateError::new_err(message),
         CoreError::Storage(_) => StorageError::new_err(message),
+        CoreError::JobNotFound(_) => JobNotFoundError::new_err(message),
+        CoreError::JobState { .. } | CoreError::Refused(_) => JobStateError::new_err(message),
+        CoreError::LockMismatch(_) => LockMismatchError::new_err(message),
     }
 }
 

@@ -7,8 +7,11 @@ mod bridge;
 mod dead_letter;
 mod durable_journal;
 mod errors;
+mod job_options;
+mod job_record;
 mod lane_config;
 mod lane_scheduler;
+mod memory_store;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -20,5 +23,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dead_letter::DeadLetter>()?;
     m.add_class::<lane_scheduler::LaneScheduler>()?;
     m.add_class::<durable_journal::DurableJournal>()?;
+    m.add_class::<job_options::Backoff>()?;
+    m.add_class::<job_options::KeepJobs>()?;
+    m.add_class::<job_options::JobOptions>()?;
+    m.add_class::<job_record::JobRecord>()?;
+    m.add_class::<memory_store::MemoryJobStore>()?;
     Ok(())
 }

@@ -1,0 +1,22 @@
+//! The durable-job side of lanemq: the job model, its options and their validation, the event
+//! stream, and `MemoryStore`, the in-process reference implementation of the job contract that
+//! `InMemoryJobQueue` exposes (and that the local and Redis backends must match).
+//!
+//! Every operation takes `now` (milliseconds since the Unix epoch) from the caller, so tests can
+//! drive the clock and all backends agree on time.
+
+mod events;
+mod manage;
+mod model;
+mod options;
+mod store;
+#[cfg(test)]
+mod tests;
+
+pub use events::{EventLog, StreamEvent};
+pub use model::{FinishedResult, Job, JobState, Lock, Millis};
+pub use options::{
+    validate_job_id, Backoff, BackoffKind, JobOptions, Retention, DEFAULT_MAX_PAYLOAD_BYTES,
+    MAX_PRIORITY,
+};
+pub use store::{Claimed, FailOutcome, MemoryStore, StoreConfig};

@@ -1,0 +1,91 @@
+//! The per-queue event stream: bounded, with increasing ids, readable by range and trimmed
+//! from the front (as BullMQ's events stream).
+
+use std::collections::VecDeque;
+
+use super::model::Millis;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamEvent {
+    pub id: u64,
+    pub timestamp: Millis,
+    pub event: &'static str,
+    pub job_id: Option<String>,
+    pub fields: Vec<(&'static str, String)>,
+}
+
+#[derive(Debug)]
+pub struct EventLog {
+    events: VecDeque<StreamEvent>,
+    max_len: usize,
+    next_id: u64,
+}
+
+impl EventLog {
+    pub fn new(max_len: usize) -> Self {
+        Self {
+            events: VecDeque::new(),
+            max_len,
+            next_id: 1,
+        }
+    }
+
+    pub fn push(
+        &mut self,
+        now: Millis,
+        event: &'static str,
+        job_id: Option<&str>,
+        fields: Vec<(&'static str, String)>,
+    ) {
+        if self.max_len == 0 {
+            self.next_id += 1;
+            return;
+        }
+        while self.events.len() >= self.max_len {
+            self.events.pop_front();
+        }
+        self.events.push_back(StreamEvent {
+            id: self.next_id,
+            timestamp: now,
+            event,
+            job_id: job_id.map(str::to_owned),
+            fields,
+        });
+        self.next_id += 1;
+    }
+
+    /// Events with `start <= id <= end`, at most `limit` (0 = no limit), oldest first.
+    pub fn read(&self, start: u64, end: u64, limit: usize) -> Vec<StreamEvent> {
+        let first = self.events.partition_point(|e| e.id < start);
+        let taken = self.events.iter().skip(first).take_while(|e| e.id <= end);
+        if limit == 0 {
+            taken.cloned().collect()
+        } else {
+            taken.take(limit).cloned().collect()
+        }
+    }
+
+    /// Keeps only the newest `max_len` events; returns how many were dropped.
+    pub fn trim(&mut self, max_len: usize) -> usize {
+        let drop = self.events.len().saturating_sub(max_len);
+        self.events.drain(..drop);
+        drop
+    }
+
+    /// The id of the newest event ever pushed (0 before the first).
+    pub fn last_id(&self) -> u64 {
+        self.next_id - 1
+    }
+
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        self.events.clear();
+    }
+}

@@ -1,0 +1,456 @@
+//! Reading and managing a queue's jobs: counts, listings, edits, logs, removal, pause,
+//! cleaning, rate limit and global concurrency.
+
+use std::sync::Arc;
+
+use crate::error::{CoreError, CoreResult};
+
+use super::events::StreamEvent;
+use super::model::{FinishedResult, Job, JobState, Millis};
+use super::options::validate_priority;
+use super::store::{JobId, MemoryStore};
+
+impl MemoryStore {
+    pub fn get_job(&self, id: &str) -> Option<Job> {
+        self.jobs.get(id).cloned()
+    }
+
+    pub fn get_state(&self, id: &str) -> Option<JobState> {
+        self.jobs.get(id).map(|j| j.state)
+    }
+
+    pub fn count(&self, state: JobState) -> usize {
+        match state {
+            JobState::Waiting => self.waiting.len(),
+            JobState::Delayed => self.delayed.len(),
+            JobState::Active => self.active.len(),
+            JobState::WaitingChildren => self.waiting_children.len(),
+            JobState::Completed => self.completed.len(),
+            JobState::Failed => self.failed.len(),
+        }
+    }
+
+    /// Counts for the given states in first-seen order (duplicates dropped); all six if none.
+    pub fn get_job_counts(&self, states: &[JobState]) -> Vec<(JobState, usize)> {
+        let states: Vec<JobState> = if states.is_empty() {
+            JobState::ALL.to_vec()
+        } else {
+            states.to_vec()
+        };
+        let mut seen = Vec::new();
+        for state in states {
+            if !seen.iter().any(|(s, _)| *s == state) {
+                seen.push((state, self.count(state)));
+            }
+        }
+        seen
+    }
+
+    /// Jobs that will still run: waiting + delayed + waiting for children.
+    pub fn count_pending(&self) -> usize {
+        self.waiting.len() + self.delayed.len() + self.waiting_children.len()
+    }
+
+    /// Waiting jobs per priority, for the priorities asked.
+    pub fn get_counts_per_priority(&self, priorities: &[u32]) -> Vec<(u32, usize)> {
+        priorities
+            .iter()
+            .map(|&p| (p, self.waiting.range((p, i64::MIN)..=(p, i64::MAX)).count()))
+            .collect()
+    }
+
+    fn ids_in(&self, state: JobState) -> Box<dyn DoubleEndedIterator<Item = &JobId> + '_> {
+        match state {
+            JobState::Waiting => Box::new(self.waiting.values()),
+            JobState::Delayed => Box::new(self.delayed.iter().map(|(_, _, id)| id)),
+            JobState::Active => Box::new(self.active.iter().map(|(_, id)| id)),
+            JobState::WaitingChildren => Box::new(self.waiting_children.iter().map(|(_, id)| id)),
+            JobState::Completed => Box::new(self.completed.iter().map(|(_, _, id)| id)),
+            JobState::Failed => Box::new(self.failed.iter().map(|(_, _, id)| id)),
+        }
+    }
+
+    /// Jobs in the given states (all if none), each state in its natural order (claim order for
+    /// waiting, due time for delayed, finish time for finished), from index `start` to `end`
+    /// inclusive over the concatenation (`end < 0` counts from the end: -1 is the last).
+    /// `ascending = false` reverses each state's order.
+    pub fn list_jobs(
+        &self,
+        states: &[JobState],
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> Vec<Job> {
+        let states: Vec<JobState> = if states.is_empty() {
+            JobState::ALL.to_vec()
+        } else {
+            states.to_vec()
+        };
+        let total: usize = states.iter().map(|s| self.count(*s)).sum();
+        let resolve = |i: i64| if i < 0 { total as i64 + i } else { i };
+        let (start, end) = (resolve(start).max(0), resolve(end));
+        if end < start {
+            return Vec::new();
+        }
+        let ids = states.iter().flat_map(|&state| {
+            let ids = self.ids_in(state);
+            if ascending {
+                ids
+            } else {
+                Box::new(ids.rev())
+            }
+        });
+        ids.skip(start as usize)
+            .take((end - start + 1) as usize)
+            .map(|id| self.jobs[id].clone())
+            .collect()
+    }
+
+    pub fn finished_result(&self, id: &str) -> FinishedResult {
+        match self.jobs.get(id) {
+            None => FinishedResult::Missing,
+            Some(job) => match job.state {
+                JobState::Completed => FinishedResult::Completed(job.return_value.clone()),
+                JobState::Failed => {
+                    FinishedResult::Failed(job.failed_reason.clone().unwrap_or_default())
+                }
+                state => FinishedResult::NotFinished(state),
+            },
+        }
+    }
+
+    fn expect_state(
+        &self,
+        key: &JobId,
+        allowed: &[JobState],
+        expected: &'static str,
+    ) -> CoreResult<()> {
+        let state = self.jobs[key].state;
+        if allowed.contains(&state) {
+            Ok(())
+        } else {
+            Err(CoreError::JobState {
+                id: key.to_string(),
+                state: state.as_str(),
+                expected,
+            })
+        }
+    }
+
+    /// Makes a delayed job waiting now.
+    pub fn promote(&mut self, id: &str, now: Millis) -> CoreResult<()> {
+        let key = self.key(id)?;
+        self.expect_state(&key, &[JobState::Delayed], "delayed")?;
+        self.move_to_waiting(&key, false);
+        self.events
+            .push(now, "waiting", Some(id), vec![("prev", "delayed".into())]);
+        Ok(())
+    }
+
+    /// Delays a waiting or delayed job until `delay_until`.
+    pub fn reschedule(&mut self, id: &str, delay_until: Millis, now: Millis) -> CoreResult<()> {
+        let key = self.key(id)?;
+        self.expect_state(
+            &key,
+            &[JobState::Delayed, JobState::Waiting],
+            "waiting or delayed",
+        )?;
+        self.transition(&key, JobState::Delayed, |job| job.delay_until = delay_until);
+        self.events.push(
+            now,
+            "delayed",
+            Some(id),
+            vec![("delay", delay_until.to_string())],
+        );
+        Ok(())
+    }
+
+    /// Runs a finished job again: back to waiting with its attempts and failure cleared.
+    pub fn retry_job(&mut self, id: &str, now: Millis) -> CoreResult<()> {
+        let key = self.key(id)?;
+        self.expect_state(
+            &key,
+            &[JobState::Failed, JobState::Completed],
+            "failed or completed",
+        )?;
+        let prev = self.jobs[&key].state.as_str();
+        let order = self.waiting_order(&key, false);
+        self.transition(&key, JobState::Waiting, |job| {
+            job.order = order;
+            job.attempts_made = 0;
+            job.stalled_count = 0;
+            job.finished_on = None;
+            job.failed_reason = None;
+            job.return_value = None;
+            job.processed_on = None;
+        });
+        self.events
+            .push(now, "waiting", Some(id), vec![("prev", prev.into())]);
+        Ok(())
+    }
+
+    pub fn update_priority(&mut self, id: &str, priority: u32, lifo: bool) -> CoreResult<()> {
+        validate_priority(priority)?;
+        let key = self.key(id)?;
+        let state = self.jobs[&key].state;
+        self.transition(&key, state, |job| {
+            job.priority = priority;
+            job.options.priority = priority;
+            job.options.lifo = lifo;
+        });
+        if state == JobState::Waiting {
+            // A new priority means a new place: the back of it (the front for LIFO).
+            self.move_to_waiting(&key, false);
+        }
+        Ok(())
+    }
+
+    pub fn update_data(&mut self, id: &str, data: &str) -> CoreResult<()> {
+        if data.len() > self.config.max_payload_bytes {
+            return Err(CoreError::InvalidConfig(format!(
+                "payload of {} bytes exceeds max_payload_bytes ({})",
+                data.len(),
+                self.config.max_payload_bytes
+            )));
+        }
+        let key = self.key(id)?;
+        self.jobs.get_mut(&key).expect("job exists").data = data.to_owned();
+        Ok(())
+    }
+
+    pub fn update_progress(&mut self, id: &str, progress: &str, now: Millis) -> CoreResult<()> {
+        let key = self.key(id)?;
+        self.jobs.get_mut(&key).expect("job exists").progress = progress.to_owned();
+        self.events.push(
+            now,
+            "progress",
+            Some(id),
+            vec![("data", progress.to_owned())],
+        );
+        Ok(())
+    }
+
+    /// Appends a log line; with `keep > 0` only the newest `keep` lines stay. Returns the
+    /// number of lines kept.
+    pub fn add_log(&mut self, id: &str, line: &str, keep: usize) -> CoreResult<usize> {
+        let key = self.key(id)?;
+        let logs = &mut self.jobs.get_mut(&key).expect("job exists").logs;
+        logs.push(line.to_owned());
+        if keep > 0 && logs.len() > keep {
+            let excess = logs.len() - keep;
+            logs.drain(..excess);
+        }
+        Ok(logs.len())
+    }
+
+    /// Log lines `start..=end` (negative counts from the end) and the total number of lines.
+    pub fn get_logs(
+        &self,
+        id: &str,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> CoreResult<(Vec<String>, usize)> {
+        let job = self
+            .jobs
+            .get(id)
+            .ok_or_else(|| CoreError::JobNotFound(id.to_owned()))?;
+        let mut lines: Vec<&String> = job.logs.iter().collect();
+        if !ascending {
+            lines.reverse();
+        }
+        let total = lines.len() as i64;
+        let resolve = |i: i64| if i < 0 { total + i } else { i };
+        let (start, end) = (resolve(start).max(0), resolve(end).min(total - 1));
+        let page = if end < start {
+            Vec::new()
+        } else {
+            lines[start as usize..=end as usize]
+                .iter()
+                .map(|s| (*s).clone())
+                .collect()
+        };
+        Ok((page, total as usize))
+    }
+
+    /// Keeps only the newest `keep` log lines (0 clears them).
+    pub fn clear_logs(&mut self, id: &str, keep: usize) -> CoreResult<()> {
+        let key = self.key(id)?;
+        let logs = &mut self.jobs.get_mut(&key).expect("job exists").logs;
+        let excess = logs.len().saturating_sub(keep);
+        logs.drain(..excess);
+        Ok(())
+    }
+
+    pub fn save_stacktrace(
+        &mut self,
+        id: &str,
+        stacktrace: Vec<String>,
+        reason: Option<&str>,
+    ) -> CoreResult<()> {
+        let key = self.key(id)?;
+        let job = self.jobs.get_mut(&key).expect("job exists");
+        job.stacktrace = stacktrace;
+        if let Some(reason) = reason {
+            job.failed_reason = Some(reason.to_owned());
+        }
+        Ok(())
+    }
+
+    /// Removes a job, unless a live lock holds it.
+    pub fn remove(&mut self, id: &str, now: Millis) -> CoreResult<Job> {
+        let key = self.key(id)?;
+        let job = &self.jobs[&key];
+        if job.lock.as_ref().is_some_and(|l| l.expires_at > now) {
+            return Err(CoreError::Refused(format!(
+                "job {id:?} is locked by a worker and cannot be removed"
+            )));
+        }
+        let prev = job.state.as_str();
+        let removed = self.delete(&key).expect("job exists");
+        self.events
+            .push(now, "removed", Some(id), vec![("prev", prev.into())]);
+        Ok(removed)
+    }
+
+    pub fn pause(&mut self, now: Millis) {
+        if !self.paused {
+            self.paused = true;
+            self.events.push(now, "paused", None, vec![]);
+        }
+    }
+
+    pub fn resume(&mut self, now: Millis) {
+        if self.paused {
+            self.paused = false;
+            self.events.push(now, "resumed", None, vec![]);
+        }
+    }
+
+    pub fn is_paused(&self) -> bool {
+        self.paused
+    }
+
+    /// Removes every waiting job (and delayed ones with `delayed`); returns how many.
+    pub fn drain(&mut self, delayed: bool, now: Millis) -> usize {
+        let mut doomed: Vec<JobId> = self.waiting.values().cloned().collect();
+        if delayed {
+            doomed.extend(self.delayed.iter().map(|(_, _, id)| Arc::clone(id)));
+        }
+        for id in &doomed {
+            self.delete(id);
+        }
+        if !doomed.is_empty() {
+            self.events.push(
+                now,
+                "cleaned",
+                None,
+                vec![("count", doomed.len().to_string())],
+            );
+        }
+        doomed.len()
+    }
+
+    /// Removes up to `limit` (0 = all) jobs in `state` older than `grace` ms: by finish time for
+    /// finished jobs, by creation time otherwise. Active jobs under a live lock are kept.
+    pub fn clean(
+        &mut self,
+        grace: Millis,
+        limit: usize,
+        state: JobState,
+        now: Millis,
+    ) -> Vec<String> {
+        let cutoff = now.saturating_sub(grace);
+        let limit = if limit == 0 { usize::MAX } else { limit };
+        let doomed: Vec<JobId> = self
+            .ids_in(state)
+            .filter(|id| {
+                let job = &self.jobs[*id];
+                let at = job.finished_on.unwrap_or(job.created_at);
+                at <= cutoff && job.lock.as_ref().is_none_or(|l| l.expires_at <= now)
+            })
+            .take(limit)
+            .cloned()
+            .collect();
+        for id in &doomed {
+            self.delete(id);
+        }
+        if !doomed.is_empty() {
+            self.events.push(
+                now,
+                "cleaned",
+                None,
+                vec![("count", doomed.len().to_string())],
+            );
+        }
+        doomed.iter().map(|id| id.to_string()).collect()
+    }
+
+    /// Deletes everything in the queue. Pauses first; refused (and left paused) while jobs are
+    /// active, unless `force`. Afterwards the queue is empty and not paused.
+    pub fn obliterate(&mut self, force: bool, now: Millis) -> CoreResult<()> {
+        self.pause(now);
+        if !force && !self.active.is_empty() {
+            return Err(CoreError::Refused(format!(
+                "cannot obliterate a queue with {} active jobs (use force=True)",
+                self.active.len()
+            )));
+        }
+        self.jobs.clear();
+        self.waiting.clear();
+        self.delayed.clear();
+        self.active.clear();
+        self.waiting_children.clear();
+        self.completed.clear();
+        self.failed.clear();
+        self.events.clear();
+        self.rate_limit = None;
+        self.max_active = None;
+        self.paused = false;
+        Ok(())
+    }
+
+    pub fn set_rate_limit(&mut self, max: u32, duration: Millis) -> CoreResult<()> {
+        if max == 0 || duration == 0 {
+            return Err(CoreError::InvalidConfig(format!(
+                "invalid rate limit: {max} per {duration} ms (both must be > 0)"
+            )));
+        }
+        self.rate_limit = Some((max, duration));
+        Ok(())
+    }
+
+    pub fn get_rate_limit(&self) -> Option<(u32, Millis)> {
+        self.rate_limit
+    }
+
+    pub fn clear_rate_limit(&mut self) {
+        self.rate_limit = None;
+    }
+
+    pub fn set_max_active(&mut self, max: Option<u32>) -> CoreResult<()> {
+        if max == Some(0) {
+            return Err(CoreError::InvalidConfig(
+                "invalid max_active: 0 (must be >= 1)".into(),
+            ));
+        }
+        self.max_active = max;
+        Ok(())
+    }
+
+    pub fn get_max_active(&self) -> Option<u32> {
+        self.max_active
+    }
+
+    pub fn read_events(&self, start: u64, end: u64, limit: usize) -> Vec<StreamEvent> {
+        self.events.read(start, end, limit)
+    }
+
+    pub fn trim_events(&mut self, max_len: usize) -> usize {
+        self.events.trim(max_len)
+    }
+
+    pub fn last_event_id(&self) -> u64 {
+        self.events.last_id()
+    }
+}

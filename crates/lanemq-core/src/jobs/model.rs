@@ -1,0 +1,105 @@
+//! A job and its states.
+
+use crate::error::{CoreError, CoreResult};
+
+use super::options::JobOptions;
+
+/// Milliseconds since the Unix epoch, UTC.
+pub type Millis = u64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum JobState {
+    Waiting,
+    Delayed,
+    Active,
+    WaitingChildren,
+    Completed,
+    Failed,
+}
+
+impl JobState {
+    pub const ALL: [JobState; 6] = [
+        JobState::Waiting,
+        JobState::Delayed,
+        JobState::Active,
+        JobState::WaitingChildren,
+        JobState::Completed,
+        JobState::Failed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Waiting => "waiting",
+            JobState::Delayed => "delayed",
+            JobState::Active => "active",
+            JobState::WaitingChildren => "waiting_children",
+            JobState::Completed => "completed",
+            JobState::Failed => "failed",
+        }
+    }
+
+    pub fn parse(name: &str) -> CoreResult<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|s| s.as_str() == name)
+            .ok_or_else(|| {
+                CoreError::InvalidConfig(format!(
+                    "unknown job state: {name:?} (states: waiting, delayed, active, \
+                     waiting_children, completed, failed)"
+                ))
+            })
+    }
+
+    pub fn is_finished(self) -> bool {
+        matches!(self, JobState::Completed | JobState::Failed)
+    }
+}
+
+/// The lease a claim puts on a job: only the holder of `token` may finish or renew it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lock {
+    pub token: String,
+    pub worker_id: String,
+    pub expires_at: Millis,
+}
+
+/// A job as stored. `data`, `progress` and `return_value` are JSON text: the store never
+/// parses user payloads, it only keeps and returns them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    pub id: String,
+    pub name: String,
+    pub data: String,
+    pub options: JobOptions,
+    pub state: JobState,
+    pub priority: u32,
+    pub created_at: Millis,
+    /// When a delayed job becomes due (0 when it was never delayed).
+    pub delay_until: Millis,
+    pub processed_on: Option<Millis>,
+    pub finished_on: Option<Millis>,
+    /// Attempts started and not given back (a stall, release or move to delayed gives the
+    /// attempt back), so a retry decision compares it with `options.attempts`.
+    pub attempts_made: u32,
+    pub stalled_count: u32,
+    pub progress: String,
+    pub return_value: Option<String>,
+    pub failed_reason: Option<String>,
+    pub stacktrace: Vec<String>,
+    pub logs: Vec<String>,
+    pub lock: Option<Lock>,
+    /// Insertion sequence: breaks ties and orders finished jobs.
+    pub(crate) seq: u64,
+    /// Position within its priority while waiting (FIFO: ascending sequence; LIFO and
+    /// released jobs: negative, so they come first).
+    pub(crate) order: i64,
+}
+
+/// What `finished_result` reports about a job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FinishedResult {
+    Missing,
+    NotFinished(JobState),
+    Completed(Option<String>),
+    Failed(String),
+}

@@ -1,0 +1,207 @@
+//! Job options and the checks an `add` runs before anything is written.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{CoreError, CoreResult};
+
+use super::model::Millis;
+
+/// The largest priority number (BullMQ's limit, 2^21).
+pub const MAX_PRIORITY: u32 = 1 << 21;
+
+pub const DEFAULT_MAX_PAYLOAD_BYTES: usize = 16 * 1024 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackoffKind {
+    Fixed,
+    Exponential,
+}
+
+/// The wait before a retry: `delay` every time (fixed), or `delay * 2^(n-1)` before retry n
+/// (exponential); `jitter` (0..=1) takes up to that fraction off at random.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Backoff {
+    pub kind: BackoffKind,
+    pub delay: Millis,
+    #[serde(default)]
+    pub jitter: f64,
+}
+
+impl Backoff {
+    /// The delay before retry number `retry` (1-based); `random` in 0..1 drives the jitter.
+    pub fn delay_for(&self, retry: u32, random: f64) -> Millis {
+        let base = match self.kind {
+            BackoffKind::Fixed => self.delay as f64,
+            BackoffKind::Exponential => {
+                self.delay as f64 * 2f64.powi(retry.saturating_sub(1).min(52) as i32)
+            }
+        };
+        let jittered = base * (1.0 - self.jitter * random.clamp(0.0, 1.0));
+        jittered.min(u64::MAX as f64 / 2.0).round() as Millis
+    }
+
+    pub fn validate(&self) -> CoreResult<()> {
+        if !(0.0..=1.0).contains(&self.jitter) {
+            return Err(CoreError::InvalidConfig(format!(
+                "invalid backoff jitter: {} (must be between 0 and 1)",
+                self.jitter
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// What to keep of finished jobs (`remove_on_complete` / `remove_on_fail`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Retention {
+    #[default]
+    KeepAll,
+    RemoveAll,
+    /// Keep at most `count` newest and none older than `age`; remove at most `limit` per pass.
+    Keep {
+        count: Option<u64>,
+        age: Option<Millis>,
+        limit: Option<u64>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobOptions {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+    #[serde(default)]
+    pub priority: u32,
+    #[serde(default)]
+    pub lifo: bool,
+    #[serde(default)]
+    pub delay: Millis,
+    #[serde(default = "one")]
+    pub attempts: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backoff: Option<Backoff>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Millis>,
+    #[serde(default)]
+    pub remove_on_complete: Retention,
+    #[serde(default)]
+    pub remove_on_fail: Retention,
+    #[serde(default = "one")]
+    pub max_stalled_count: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl Default for JobOptions {
+    fn default() -> Self {
+        Self {
+            job_id: None,
+            priority: 0,
+            lifo: false,
+            delay: 0,
+            attempts: 1,
+            backoff: None,
+            timeout: None,
+            remove_on_complete: Retention::KeepAll,
+            remove_on_fail: Retention::KeepAll,
+            max_stalled_count: 1,
+        }
+    }
+}
+
+impl JobOptions {
+    pub fn validate(&self) -> CoreResult<()> {
+        if let Some(id) = &self.job_id {
+            validate_job_id(id)?;
+        }
+        validate_priority(self.priority)?;
+        if self.attempts < 1 {
+            return Err(CoreError::InvalidConfig(format!(
+                "invalid attempts: {} (must be at least 1)",
+                self.attempts
+            )));
+        }
+        if self.timeout == Some(0) {
+            return Err(CoreError::InvalidConfig(
+                "invalid timeout: 0 (must be > 0)".into(),
+            ));
+        }
+        if let Some(backoff) = &self.backoff {
+            backoff.validate()?;
+        }
+        Ok(())
+    }
+}
+
+pub fn validate_priority(priority: u32) -> CoreResult<()> {
+    if priority > MAX_PRIORITY {
+        return Err(CoreError::InvalidConfig(format!(
+            "invalid priority: {priority} (must be between 0 and {MAX_PRIORITY})"
+        )));
+    }
+    Ok(())
+}
+
+/// Custom ids must not look like generated ones: empty, `0`, `0:...` and pure integers are
+/// refused (BullMQ's rule, which keeps custom and automatic ids apart).
+pub fn validate_job_id(id: &str) -> CoreResult<()> {
+    let digits = id.strip_prefix('-').unwrap_or(id);
+    let why = if id.is_empty() {
+        Some("must not be empty")
+    } else if id == "0" || id.starts_with("0:") {
+        Some("must not be 0 or start with '0:'")
+    } else if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        Some("must not be an integer")
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(CoreError::InvalidConfig(format!(
+            "invalid job_id: {id:?} ({why})"
+        ))),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_id_rules() {
+        for bad in ["", "0", "0:x", "42", "-7"] {
+            assert!(validate_job_id(bad).is_err(), "{bad:?} accepted");
+        }
+        for good in ["a", "welcome:ops", "1a", "x0", "-", "00a"] {
+            assert!(validate_job_id(good).is_ok(), "{good:?} refused");
+        }
+    }
+
+    #[test]
+    fn backoff_delays() {
+        let exp = Backoff {
+            kind: BackoffKind::Exponential,
+            delay: 1000,
+            jitter: 0.0,
+        };
+        assert_eq!((exp.delay_for(1, 0.5), exp.delay_for(3, 0.5)), (1000, 4000));
+        let jittered = Backoff { jitter: 0.5, ..exp };
+        assert_eq!(jittered.delay_for(1, 1.0), 500);
+        let fixed = Backoff {
+            kind: BackoffKind::Fixed,
+            delay: 2000,
+            jitter: 0.0,
+        };
+        assert_eq!(fixed.delay_for(5, 0.0), 2000);
+    }
+
+    #[test]
+    fn priority_bound() {
+        assert!(validate_priority(MAX_PRIORITY).is_ok());
+        let err = validate_priority(MAX_PRIORITY + 1).unwrap_err().to_string();
+        assert!(err.contains("2097153"), "{err}");
+    }
+}

@@ -1,0 +1,667 @@
+//! `MemoryStore`: one queue's jobs, with an index per state so that claiming, promoting and
+//! stall recovery are O(log n), never a scan of all jobs. Each queue has its own store (and,
+//! in the bindings, its own lock), so one queue never blocks another.
+
+use std::collections::hash_map::RandomState;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
+
+use crate::error::{CoreError, CoreResult};
+
+use super::events::EventLog;
+use super::model::{Job, JobState, Lock, Millis};
+use super::options::{JobOptions, Retention, DEFAULT_MAX_PAYLOAD_BYTES};
+
+/// How many stack traces a job keeps (the newest).
+const STACKTRACE_LIMIT: usize = 10;
+
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    pub max_payload_bytes: usize,
+    pub max_events: usize,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self {
+            max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
+            max_events: 10_000,
+        }
+    }
+}
+
+/// A job handed to a worker by `claim`.
+pub type Claimed = Job;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FailOutcome {
+    /// The job will run again: waiting now, or delayed until `delay_until`.
+    Retry { delay_until: Option<Millis> },
+    /// The failure is final.
+    Failed,
+}
+
+pub type JobId = Arc<str>;
+
+#[derive(Debug)]
+pub struct MemoryStore {
+    pub(super) config: StoreConfig,
+    pub(super) jobs: HashMap<JobId, Job>,
+    /// (priority, order) -> id; priority 0 sorts first, as in BullMQ.
+    pub(super) waiting: BTreeMap<(u32, i64), JobId>,
+    pub(super) delayed: BTreeSet<(Millis, u64, JobId)>,
+    /// By lock expiry, for stall recovery.
+    pub(super) active: BTreeSet<(Millis, JobId)>,
+    pub(super) waiting_children: BTreeSet<(u64, JobId)>,
+    pub(super) completed: BTreeSet<(Millis, u64, JobId)>,
+    pub(super) failed: BTreeSet<(Millis, u64, JobId)>,
+    pub(super) paused: bool,
+    pub(super) rate_limit: Option<(u32, Millis)>,
+    rate_window: (Millis, u32),
+    pub(super) max_active: Option<u32>,
+    pub(super) events: EventLog,
+    seq: u64,
+    next_auto_id: u64,
+    drained_reported: bool,
+    random: RandomState,
+}
+
+impl MemoryStore {
+    pub fn new(config: StoreConfig) -> Self {
+        Self {
+            events: EventLog::new(config.max_events),
+            config,
+            jobs: HashMap::new(),
+            waiting: BTreeMap::new(),
+            delayed: BTreeSet::new(),
+            active: BTreeSet::new(),
+            waiting_children: BTreeSet::new(),
+            completed: BTreeSet::new(),
+            failed: BTreeSet::new(),
+            paused: false,
+            rate_limit: None,
+            rate_window: (0, 0),
+            max_active: None,
+            seq: 0,
+            next_auto_id: 1,
+            drained_reported: false,
+            random: RandomState::new(),
+        }
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    /// A value in 0..1 that differs on every call (for backoff jitter).
+    fn random_unit(&mut self) -> f64 {
+        let seq = self.next_seq();
+        let mut hasher = self.random.build_hasher();
+        hasher.write_u64(seq);
+        (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn new_token(&mut self) -> String {
+        let seq = self.next_seq();
+        let mut hasher = self.random.build_hasher();
+        hasher.write_u64(seq);
+        format!("{:016x}-{seq:x}", hasher.finish())
+    }
+
+    // ------------------------------------------------------------------ indexes
+
+    pub(super) fn index_insert(&mut self, id: &JobId) {
+        let job = &self.jobs[id];
+        let id = Arc::clone(id);
+        match job.state {
+            JobState::Waiting => {
+                self.waiting.insert((job.priority, job.order), id);
+                self.drained_reported = false;
+            }
+            JobState::Delayed => {
+                self.delayed.insert((job.delay_until, job.seq, id));
+            }
+            JobState::Active => {
+                let expires = job.lock.as_ref().map_or(0, |l| l.expires_at);
+                self.active.insert((expires, id));
+            }
+            JobState::WaitingChildren => {
+                self.waiting_children.insert((job.seq, id));
+            }
+            JobState::Completed => {
+                self.completed
+                    .insert((job.finished_on.unwrap_or(0), job.seq, id));
+            }
+            JobState::Failed => {
+                self.failed
+                    .insert((job.finished_on.unwrap_or(0), job.seq, id));
+            }
+        }
+    }
+
+    pub(super) fn index_remove(&mut self, id: &JobId) {
+        let job = &self.jobs[id];
+        match job.state {
+            JobState::Waiting => {
+                self.waiting.remove(&(job.priority, job.order));
+            }
+            JobState::Delayed => {
+                self.delayed
+                    .remove(&(job.delay_until, job.seq, Arc::clone(id)));
+            }
+            JobState::Active => {
+                let expires = job.lock.as_ref().map_or(0, |l| l.expires_at);
+                self.active.remove(&(expires, Arc::clone(id)));
+            }
+            JobState::WaitingChildren => {
+                self.waiting_children.remove(&(job.seq, Arc::clone(id)));
+            }
+            JobState::Completed => {
+                self.completed
+                    .remove(&(job.finished_on.unwrap_or(0), job.seq, Arc::clone(id)));
+            }
+            JobState::Failed => {
+                self.failed
+                    .remove(&(job.finished_on.unwrap_or(0), job.seq, Arc::clone(id)));
+            }
+        }
+    }
+
+    /// Moves a job to `state`, keeping the indexes right; `change` edits the job in between.
+    pub(super) fn transition(
+        &mut self,
+        id: &JobId,
+        state: JobState,
+        change: impl FnOnce(&mut Job),
+    ) {
+        self.index_remove(id);
+        let job = self.jobs.get_mut(id).expect("indexed job exists");
+        job.state = state;
+        change(job);
+        self.index_insert(id);
+    }
+
+    /// A fresh position in waiting: the back of the job's priority, or the front with `front`
+    /// (or for a LIFO job).
+    pub(super) fn waiting_order(&mut self, id: &JobId, front: bool) -> i64 {
+        let seq = self.next_seq() as i64;
+        if front || self.jobs[id].options.lifo {
+            -seq
+        } else {
+            seq
+        }
+    }
+
+    /// Puts a job at the back (or, with `front`, the front) of its priority in waiting.
+    pub(super) fn move_to_waiting(&mut self, id: &JobId, front: bool) {
+        let order = self.waiting_order(id, front);
+        self.transition(id, JobState::Waiting, |job| {
+            job.order = order;
+            job.lock = None;
+        });
+    }
+
+    pub(super) fn key(&self, id: &str) -> CoreResult<JobId> {
+        self.jobs
+            .get_key_value(id)
+            .map(|(k, _)| Arc::clone(k))
+            .ok_or_else(|| CoreError::JobNotFound(id.to_owned()))
+    }
+
+    // --------------------------------------------------------------------- add
+
+    /// Validates one job without writing anything.
+    fn check_new(&self, data: &str, options: &JobOptions) -> CoreResult<()> {
+        options.validate()?;
+        if data.len() > self.config.max_payload_bytes {
+            return Err(CoreError::InvalidConfig(format!(
+                "payload of {} bytes exceeds max_payload_bytes ({})",
+                data.len(),
+                self.config.max_payload_bytes
+            )));
+        }
+        Ok(())
+    }
+
+    /// Adds a job, or returns the existing one when its custom id is taken (`false`).
+    pub fn add(
+        &mut self,
+        name: &str,
+        data: &str,
+        options: JobOptions,
+        now: Millis,
+    ) -> CoreResult<(Job, bool)> {
+        self.check_new(data, &options)?;
+        Ok(self.insert(name, data, options, now))
+    }
+
+    /// Adds jobs atomically: all are validated before any is written. Input order is kept.
+    pub fn add_bulk(
+        &mut self,
+        jobs: Vec<(String, String, JobOptions)>,
+        now: Millis,
+    ) -> CoreResult<Vec<(Job, bool)>> {
+        for (index, (_, data, options)) in jobs.iter().enumerate() {
+            self.check_new(data, options).map_err(|e| match e {
+                CoreError::InvalidConfig(m) => {
+                    CoreError::InvalidConfig(format!("job #{index}: {m}"))
+                }
+                other => other,
+            })?;
+        }
+        Ok(jobs
+            .into_iter()
+            .map(|(name, data, options)| self.insert(&name, &data, options, now))
+            .collect())
+    }
+
+    fn insert(&mut self, name: &str, data: &str, options: JobOptions, now: Millis) -> (Job, bool) {
+        if let Some(existing) = options.job_id.as_deref().and_then(|id| self.jobs.get(id)) {
+            let job = existing.clone();
+            self.events.push(now, "duplicated", Some(&job.id), vec![]);
+            return (job, false);
+        }
+        let id: JobId = match &options.job_id {
+            Some(id) => Arc::from(id.as_str()),
+            None => {
+                let id = self.next_auto_id;
+                self.next_auto_id += 1;
+                Arc::from(id.to_string())
+            }
+        };
+        let seq = self.next_seq();
+        let delayed = options.delay > 0;
+        let order = if options.lifo {
+            -(seq as i64)
+        } else {
+            seq as i64
+        };
+        let job = Job {
+            id: id.to_string(),
+            name: name.to_owned(),
+            data: data.to_owned(),
+            state: if delayed {
+                JobState::Delayed
+            } else {
+                JobState::Waiting
+            },
+            priority: options.priority,
+            created_at: now,
+            delay_until: if delayed { now + options.delay } else { 0 },
+            processed_on: None,
+            finished_on: None,
+            attempts_made: 0,
+            stalled_count: 0,
+            progress: "0".into(),
+            return_value: None,
+            failed_reason: None,
+            stacktrace: Vec::new(),
+            logs: Vec::new(),
+            lock: None,
+            seq,
+            order,
+            options,
+        };
+        let snapshot = job.clone();
+        self.jobs.insert(Arc::clone(&id), job);
+        self.index_insert(&id);
+        self.events
+            .push(now, "added", Some(&id), vec![("name", name.to_owned())]);
+        if delayed {
+            let until = snapshot.delay_until.to_string();
+            self.events
+                .push(now, "delayed", Some(&id), vec![("delay", until)]);
+        } else {
+            self.events.push(now, "waiting", Some(&id), vec![]);
+        }
+        (snapshot, true)
+    }
+
+    // ------------------------------------------------------------------- claim
+
+    /// Moves delayed jobs whose time has come to waiting.
+    pub fn promote_due(&mut self, now: Millis) -> usize {
+        let mut promoted = 0;
+        while let Some((due, _, id)) = self.delayed.first().cloned() {
+            if due > now {
+                break;
+            }
+            self.move_to_waiting(&id, false);
+            self.events
+                .push(now, "waiting", Some(&id), vec![("prev", "delayed".into())]);
+            promoted += 1;
+        }
+        promoted
+    }
+
+    /// How many jobs the rate limit lets start now.
+    fn rate_allowance(&mut self, now: Millis) -> usize {
+        let Some((max, duration)) = self.rate_limit else {
+            return usize::MAX;
+        };
+        let (start, count) = self.rate_window;
+        if now >= start + duration {
+            self.rate_window = (now, 0);
+            return max as usize;
+        }
+        max.saturating_sub(count) as usize
+    }
+
+    /// Hands out up to `max_jobs` jobs to `worker_id`, each locked for `lease` ms.
+    pub fn claim(
+        &mut self,
+        worker_id: &str,
+        lease: Millis,
+        max_jobs: usize,
+        now: Millis,
+    ) -> Vec<Claimed> {
+        self.promote_due(now);
+        if self.paused {
+            return Vec::new();
+        }
+        let mut allowed = max_jobs.min(self.rate_allowance(now));
+        if let Some(max_active) = self.max_active {
+            allowed = allowed.min((max_active as usize).saturating_sub(self.active.len()));
+        }
+        let mut claimed = Vec::with_capacity(allowed.min(self.waiting.len()));
+        while claimed.len() < allowed {
+            let Some((_, id)) = self.waiting.pop_first() else {
+                break;
+            };
+            let token = self.new_token();
+            let job = self.jobs.get_mut(&id).expect("waiting job exists");
+            job.state = JobState::Active;
+            job.attempts_made += 1;
+            job.processed_on = Some(now);
+            job.lock = Some(Lock {
+                token,
+                worker_id: worker_id.to_owned(),
+                expires_at: now + lease,
+            });
+            claimed.push(job.clone());
+            self.active.insert((now + lease, Arc::clone(&id)));
+            self.events
+                .push(now, "active", Some(&id), vec![("prev", "waiting".into())]);
+        }
+        if self.rate_limit.is_some() {
+            self.rate_window.1 += claimed.len() as u32;
+        }
+        if claimed.is_empty() && self.waiting.is_empty() && !self.drained_reported {
+            self.drained_reported = true;
+            self.events.push(now, "drained", None, vec![]);
+        }
+        claimed
+    }
+
+    /// When a claim could next return something, if nothing is claimable now: the next delayed
+    /// job's due time or the end of the rate-limit window. `None` when only new work can help.
+    pub fn next_ready_at(&mut self, now: Millis) -> Option<Millis> {
+        let delayed = self.delayed.first().map(|(due, _, _)| *due);
+        if self.paused {
+            return None;
+        }
+        if !self.waiting.is_empty() {
+            if self.rate_allowance(now) == 0 {
+                let (start, _) = self.rate_window;
+                let end = start + self.rate_limit.map_or(0, |(_, d)| d);
+                return Some(delayed.map_or(end, |d| d.min(end)));
+            }
+            if self.is_maxed() {
+                return delayed;
+            }
+            return Some(now);
+        }
+        delayed
+    }
+
+    pub fn is_maxed(&self) -> bool {
+        self.max_active
+            .is_some_and(|max| self.active.len() >= max as usize)
+    }
+
+    // ------------------------------------------------------------- finishing
+
+    /// The job, if `token` holds its live lock.
+    fn locked(&self, id: &str, token: &str, now: Millis) -> CoreResult<JobId> {
+        let key = self.key(id)?;
+        let job = &self.jobs[&key];
+        if job.state != JobState::Active {
+            return Err(CoreError::JobState {
+                id: id.to_owned(),
+                state: job.state.as_str(),
+                expected: "active",
+            });
+        }
+        match &job.lock {
+            Some(lock) if lock.token == token && lock.expires_at > now => Ok(key),
+            Some(lock) if lock.token == token => Err(CoreError::LockMismatch(format!(
+                "job {id:?}: the lock expired at {} (now {now})",
+                lock.expires_at
+            ))),
+            _ => Err(CoreError::LockMismatch(format!(
+                "job {id:?} is locked by another token (its lease was lost)"
+            ))),
+        }
+    }
+
+    pub fn complete(&mut self, id: &str, token: &str, result: &str, now: Millis) -> CoreResult<()> {
+        let key = self.locked(id, token, now)?;
+        self.transition(&key, JobState::Completed, |job| {
+            job.finished_on = Some(now);
+            job.return_value = Some(result.to_owned());
+            job.lock = None;
+        });
+        self.events.push(
+            now,
+            "completed",
+            Some(id),
+            vec![("returnvalue", result.to_owned())],
+        );
+        let policy = self.jobs[&key].options.remove_on_complete.clone();
+        self.retain(JobState::Completed, &policy, &key, now);
+        Ok(())
+    }
+
+    /// Records a failed attempt: retried (after the backoff, or `delay` if given) while
+    /// `retry` holds and attempts remain, otherwise failed for good.
+    #[allow(clippy::too_many_arguments)]
+    pub fn fail(
+        &mut self,
+        id: &str,
+        token: &str,
+        error: &str,
+        stacktrace: Option<&str>,
+        retry: bool,
+        delay: Option<Millis>,
+        now: Millis,
+    ) -> CoreResult<FailOutcome> {
+        let key = self.locked(id, token, now)?;
+        let job = self.jobs.get_mut(&key).expect("locked job exists");
+        job.failed_reason = Some(error.to_owned());
+        if let Some(trace) = stacktrace {
+            job.stacktrace.push(trace.to_owned());
+            let excess = job.stacktrace.len().saturating_sub(STACKTRACE_LIMIT);
+            job.stacktrace.drain(..excess);
+        }
+        let attempts_made = job.attempts_made;
+        if retry && attempts_made < job.options.attempts {
+            let backoff = job.options.backoff.clone();
+            let random = self.random_unit();
+            let wait = delay
+                .or_else(|| backoff.map(|b| b.delay_for(attempts_made, random)))
+                .unwrap_or(0);
+            if wait > 0 {
+                self.transition(&key, JobState::Delayed, |job| {
+                    job.delay_until = now + wait;
+                    job.lock = None;
+                });
+                self.events.push(
+                    now,
+                    "delayed",
+                    Some(id),
+                    vec![("delay", (now + wait).to_string())],
+                );
+                return Ok(FailOutcome::Retry {
+                    delay_until: Some(now + wait),
+                });
+            }
+            self.move_to_waiting(&key, false);
+            self.events
+                .push(now, "waiting", Some(id), vec![("prev", "failed".into())]);
+            return Ok(FailOutcome::Retry { delay_until: None });
+        }
+        self.fail_for_good(&key, error, now);
+        Ok(FailOutcome::Failed)
+    }
+
+    pub(super) fn fail_for_good(&mut self, key: &JobId, reason: &str, now: Millis) {
+        self.transition(key, JobState::Failed, |job| {
+            job.finished_on = Some(now);
+            job.failed_reason = Some(reason.to_owned());
+            job.lock = None;
+        });
+        let job = &self.jobs[key];
+        let attempts = job.attempts_made;
+        let exhausted = attempts >= job.options.attempts;
+        let policy = job.options.remove_on_fail.clone();
+        self.events.push(
+            now,
+            "failed",
+            Some(key),
+            vec![("failedReason", reason.to_owned())],
+        );
+        if exhausted {
+            self.events.push(
+                now,
+                "retries-exhausted",
+                Some(key),
+                vec![("attemptsMade", attempts.to_string())],
+            );
+        }
+        self.retain(JobState::Failed, &policy, key, now);
+    }
+
+    /// Extends a held lock to `now + lease`.
+    pub fn renew(&mut self, id: &str, token: &str, lease: Millis, now: Millis) -> CoreResult<()> {
+        let key = self.locked(id, token, now)?;
+        self.index_remove(&key);
+        if let Some(lock) = self.jobs.get_mut(&key).and_then(|j| j.lock.as_mut()) {
+            lock.expires_at = now + lease;
+        }
+        self.index_insert(&key);
+        Ok(())
+    }
+
+    /// Gives an active job back to the delayed set without using an attempt.
+    pub fn move_to_delayed(
+        &mut self,
+        id: &str,
+        token: &str,
+        delay_until: Millis,
+        now: Millis,
+    ) -> CoreResult<()> {
+        let key = self.locked(id, token, now)?;
+        self.transition(&key, JobState::Delayed, |job| {
+            job.attempts_made = job.attempts_made.saturating_sub(1);
+            job.delay_until = delay_until.max(now);
+            job.lock = None;
+        });
+        self.events.push(
+            now,
+            "delayed",
+            Some(id),
+            vec![("delay", delay_until.to_string())],
+        );
+        Ok(())
+    }
+
+    /// Gives an active job back to the front of its priority without using an attempt.
+    pub fn release(&mut self, id: &str, token: &str, now: Millis) -> CoreResult<()> {
+        let key = self.locked(id, token, now)?;
+        self.jobs
+            .get_mut(&key)
+            .expect("locked job exists")
+            .attempts_made -= 1;
+        self.move_to_waiting(&key, true);
+        self.events
+            .push(now, "waiting", Some(id), vec![("prev", "active".into())]);
+        Ok(())
+    }
+
+    /// Active jobs whose lease ran out go back to the front of waiting (stalled count + 1), or
+    /// fail once they have stalled more than `max_stalled_count` times. Returns (recovered,
+    /// failed) ids.
+    pub fn recover_stalled(&mut self, now: Millis) -> (Vec<String>, Vec<String>) {
+        let expired: Vec<JobId> = self
+            .active
+            .iter()
+            .take_while(|(expires, _)| *expires <= now)
+            .map(|(_, id)| Arc::clone(id))
+            .collect();
+        let (mut recovered, mut failed) = (Vec::new(), Vec::new());
+        for key in expired {
+            let job = self.jobs.get_mut(&key).expect("active job exists");
+            job.stalled_count += 1;
+            job.attempts_made = job.attempts_made.saturating_sub(1);
+            let stalled = job.stalled_count;
+            self.events.push(
+                now,
+                "stalled",
+                Some(&key),
+                vec![("stalledCount", stalled.to_string())],
+            );
+            if stalled > self.jobs[&key].options.max_stalled_count {
+                self.fail_for_good(&key, "job stalled more than allowable limit", now);
+                failed.push(key.to_string());
+            } else {
+                self.move_to_waiting(&key, true);
+                self.events
+                    .push(now, "waiting", Some(&key), vec![("prev", "stalled".into())]);
+                recovered.push(key.to_string());
+            }
+        }
+        (recovered, failed)
+    }
+
+    // -------------------------------------------------------------- retention
+
+    /// Applies a finished job's retention policy to its state's finished set.
+    fn retain(&mut self, state: JobState, policy: &Retention, just_finished: &JobId, now: Millis) {
+        let doomed: Vec<JobId> = match policy {
+            Retention::KeepAll => return,
+            Retention::RemoveAll => vec![Arc::clone(just_finished)],
+            Retention::Keep { count, age, limit } => {
+                let set = if state == JobState::Completed {
+                    &self.completed
+                } else {
+                    &self.failed
+                };
+                let over_count = count.map_or(0, |c| set.len().saturating_sub(c as usize));
+                let cutoff = age.map(|a| now.saturating_sub(a));
+                let limit = limit.map_or(usize::MAX, |l| l as usize);
+                set.iter()
+                    .enumerate()
+                    .take_while(|(i, (finished, _, _))| {
+                        *i < over_count || cutoff.is_some_and(|c| *finished < c)
+                    })
+                    .take(limit)
+                    .map(|(_, (_, _, id))| Arc::clone(id))
+                    .collect()
+            }
+        };
+        for id in doomed {
+            self.delete(&id);
+        }
+    }
+
+    /// Removes a job from every index and from the store.
+    pub(super) fn delete(&mut self, id: &JobId) -> Option<Job> {
+        if !self.jobs.contains_key(id) {
+            return None;
+        }
+        self.index_remove(id);
+        self.jobs.remove(id)
+    }
+}

@@ -1,0 +1,107 @@
+//! `JobRecord`: a snapshot of one job as a backend returned it. The Python `Job` wraps it.
+
+use lanemq_core::jobs as core;
+use pyo3::prelude::*;
+
+use crate::job_options::JobOptions;
+
+#[pyclass(frozen, module = "lanemq._core")]
+pub struct JobRecord {
+    #[pyo3(get)]
+    id: String,
+    #[pyo3(get)]
+    name: String,
+    /// The payload as JSON text.
+    #[pyo3(get)]
+    data: String,
+    options: core::JobOptions,
+    #[pyo3(get)]
+    state: &'static str,
+    #[pyo3(get)]
+    priority: u32,
+    #[pyo3(get)]
+    created_at: u64,
+    #[pyo3(get)]
+    delay_until: u64,
+    #[pyo3(get)]
+    processed_on: Option<u64>,
+    #[pyo3(get)]
+    finished_on: Option<u64>,
+    #[pyo3(get)]
+    attempts_made: u32,
+    #[pyo3(get)]
+    stalled_count: u32,
+    /// JSON text.
+    #[pyo3(get)]
+    progress: String,
+    /// JSON text, once completed.
+    #[pyo3(get)]
+    return_value: Option<String>,
+    #[pyo3(get)]
+    failed_reason: Option<String>,
+    #[pyo3(get)]
+    stacktrace: Vec<String>,
+    #[pyo3(get)]
+    lock_token: Option<String>,
+    #[pyo3(get)]
+    lock_worker: Option<String>,
+    #[pyo3(get)]
+    lock_expires_at: Option<u64>,
+}
+
+impl From<core::Job> for JobRecord {
+    fn from(job: core::Job) -> Self {
+        let (lock_token, lock_worker, lock_expires_at) = match job.lock {
+            Some(lock) => (
+                Some(lock.token),
+                Some(lock.worker_id),
+                Some(lock.expires_at),
+            ),
+            None => (None, None, None),
+        };
+        Self {
+            id: job.id,
+            name: job.name,
+            data: job.data,
+            options: job.options,
+            state: job.state.as_str(),
+            priority: job.priority,
+            created_at: job.created_at,
+            delay_until: job.delay_until,
+            processed_on: job.processed_on,
+            finished_on: job.finished_on,
+            attempts_made: job.attempts_made,
+            stalled_count: job.stalled_count,
+            progress: job.progress,
+            return_value: job.return_value,
+            failed_reason: job.failed_reason,
+            stacktrace: job.stacktrace,
+            lock_token,
+            lock_worker,
+            lock_expires_at,
+        }
+    }
+}
+
+#[pymethods]
+impl JobRecord {
+    #[getter]
+    fn options(&self) -> JobOptions {
+        JobOptions {
+            inner: self.options.clone(),
+        }
+    }
+
+    /// The job's timeout in seconds, if it has one (read on the worker's hot path).
+    #[getter]
+    fn timeout(&self) -> Option<f64> {
+        self.options.timeout.map(|ms| ms as f64 / 1e3)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "JobRecord(id={:?}, name={:?}, state={})",
+            self.id, self.name, self.state
+        )
+    }
+}

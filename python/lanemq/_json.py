@@ -1,0 +1,20 @@
+"""JSON in and out: payloads, results and progress are JSON text in every backend (never
+pickle). Encoding refuses what JSON cannot hold, naming what was refused."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False, ensure_ascii=False).encode
+loads = json.loads
+
+
+def dumps(value: Any, what: str) -> str:
+    """``value`` as compact JSON; a `TypeError` naming ``what`` if it is not JSON."""
+    if value is None:
+        return "null"
+    try:
+        return _encode(value)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"{what} is not JSON-serialisable: {error}") from None

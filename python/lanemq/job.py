@@ -1,0 +1,181 @@
+"""`Job`: a job as a queue returned it, with the calls a processor makes on it."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from . import _json
+from ._core import JobOptions, JobRecord
+from .exceptions import LockMismatchError
+
+if TYPE_CHECKING:
+    from .queue import JobQueue
+
+_UNSET: Any = object()
+
+
+class Job:
+    """A snapshot of one job. Fields reflect the moment it was read (`refresh()` reads it
+    again); a job claimed by a worker also carries its ``lock_token``."""
+
+    __slots__ = ("_data", "_queue", "_record", "lease_lost")
+
+    def __init__(self, queue: JobQueue, record: JobRecord) -> None:
+        self._queue = queue
+        self._record = record
+        self._data: Any = _UNSET
+        #: Set by the worker when a renewal found the lease gone: stop, another worker may
+        #: own the job now.
+        self.lease_lost = False
+
+    # ------------------------------------------------------------------ fields
+
+    @property
+    def id(self) -> str:
+        return self._record.id
+
+    @property
+    def name(self) -> str:
+        return self._record.name
+
+    @property
+    def data(self) -> Any:
+        """The payload, decoded from JSON on first access."""
+        if self._data is _UNSET:
+            self._data = _json.loads(self._record.data)
+        return self._data
+
+    @property
+    def options(self) -> JobOptions:
+        return self._record.options
+
+    @property
+    def state(self) -> str:
+        return self._record.state
+
+    @property
+    def priority(self) -> int:
+        return self._record.priority
+
+    @property
+    def attempts_made(self) -> int:
+        return self._record.attempts_made
+
+    @property
+    def stalled_count(self) -> int:
+        return self._record.stalled_count
+
+    @property
+    def created_at(self) -> int:
+        """Milliseconds since the Unix epoch (UTC), as every timestamp here."""
+        return self._record.created_at
+
+    @property
+    def delay_until(self) -> int:
+        return self._record.delay_until
+
+    @property
+    def processed_on(self) -> int | None:
+        return self._record.processed_on
+
+    @property
+    def finished_on(self) -> int | None:
+        return self._record.finished_on
+
+    @property
+    def progress(self) -> Any:
+        return _json.loads(self._record.progress)
+
+    @property
+    def return_value(self) -> Any:
+        value = self._record.return_value
+        return None if value is None else _json.loads(value)
+
+    @property
+    def failed_reason(self) -> str | None:
+        return self._record.failed_reason
+
+    @property
+    def stacktrace(self) -> list[str]:
+        return self._record.stacktrace
+
+    @property
+    def lock_token(self) -> str | None:
+        return self._record.lock_token
+
+    @property
+    def queue(self) -> JobQueue:
+        return self._queue
+
+    # ---------------------------------------------------------------- actions
+
+    async def refresh(self) -> Job:
+        """Reads the job again (keeping this snapshot's lock token)."""
+        fresh = await self._queue._record(self.id)
+        self._record = fresh
+        self._data = _UNSET
+        return self
+
+    async def get_state(self) -> str:
+        return await self._queue.get_state(self.id)
+
+    async def wait(self, timeout: float | None = None) -> Any:
+        """The job's return value once it completes; raises `JobFailedError` if it fails for
+        good, `TimeoutError` after ``timeout`` seconds. Does not poll."""
+        return await self._queue._wait_finished(self.id, timeout)
+
+    def _check_lease(self) -> None:
+        if self.lease_lost:
+            raise LockMismatchError(f"job {self.id!r}: the lease was lost; the write is refused")
+
+    async def update_progress(self, value: Any) -> None:
+        self._check_lease()
+        await self._queue._write_progress(self, value)
+
+    async def log(self, line: str, keep: int = 0) -> int:
+        """Appends a log line (keeping the newest ``keep`` when > 0); returns the count."""
+        self._check_lease()
+        await self.ensure_lease()
+        return await self._queue.add_log(self.id, line, keep)
+
+    async def update_data(self, data: Any) -> None:
+        self._check_lease()
+        await self.ensure_lease()
+        await self._queue.update_data(self.id, data)
+        self._data = data
+
+    async def ensure_lease(self) -> None:
+        """Raises `LockMismatchError` if this job's lease is no longer held."""
+        self._check_lease()
+        token = self.lock_token
+        if token is not None and not await self._queue._holds_lock(self.id, token):
+            self.lease_lost = True
+            self._check_lease()
+
+    async def move_to_delayed(self, delay: float) -> None:
+        """From a processor: park the job for ``delay`` seconds without using an attempt, then
+        raise `DelayedError` so the worker lets go of it."""
+        self._check_lease()
+        token = self.lock_token
+        if token is None:
+            raise LockMismatchError(f"job {self.id!r} is not held by a worker")
+        until = int(time.time() * 1000 + delay * 1000)
+        await self._queue.move_to_delayed(self.id, token, delay_until=until)
+
+    async def get_logs(
+        self, start: int = 0, end: int = -1, ascending: bool = True
+    ) -> tuple[list[str], int]:
+        return await self._queue.get_logs(self.id, start, end, ascending)
+
+    async def remove(self) -> None:
+        await self._queue.remove(self.id)
+
+    async def retry(self) -> None:
+        await self._queue.retry_job(self.id)
+
+    async def promote(self) -> None:
+        await self._queue.promote(self.id)
+
+    def __repr__(self) -> str:
+        return f"<Job id={self.id!r} name={self.name!r} state={self.state}>"

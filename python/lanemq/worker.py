@@ -1,0 +1,334 @@
+"""`JobWorker`: runs `async def` processors for a queue's jobs on the caller's event loop.
+
+The loop claims jobs in batches up to its free capacity, starts one asyncio task per job, and
+reports outcomes in batches (`complete_many` / `fail_many`), so no job costs an awaited round
+trip of its own. One call per renewal period renews every held lease, and stalled recovery runs
+every ``stalled_interval``."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import traceback
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from .exceptions import ConfigError, DelayedError, RateLimitError, UnrecoverableError
+from .job import Job
+from .queue import JobQueue
+
+log = logging.getLogger("lanemq.worker")
+
+Processor = Callable[[Job], Awaitable[Any]]
+P = TypeVar("P", bound=Processor)
+HOOKS = ("completed", "failed", "dead", "stalled", "error")
+
+
+class JobWorker:
+    """Processes jobs of ``queue``: ``processors`` maps job names to ``async def f(job)``
+    (a single callable handles every name). At most ``concurrency`` jobs run at once; each
+    claim holds a job for ``lease`` seconds, renewed every ``renew_every`` (default: half the
+    lease) while it runs."""
+
+    def __init__(
+        self,
+        queue: JobQueue,
+        processors: dict[str, Processor] | Processor | None = None,
+        concurrency: int = 1,
+        lease: float = 30.0,
+        renew_every: float | None = None,
+        stalled_interval: float = 30.0,
+        name: str | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ConfigError(f"invalid concurrency: {concurrency} (must be >= 1)")
+        if not lease > 0:
+            raise ConfigError(f"invalid lease: {lease} (must be > 0 seconds)")
+        renew_every = lease / 2 if renew_every is None else renew_every
+        if not 0 < renew_every < lease:
+            raise ConfigError(f"invalid renew_every: {renew_every} (must be > 0 and < lease)")
+        if not stalled_interval > 0:
+            raise ConfigError(f"invalid stalled_interval: {stalled_interval} (must be > 0)")
+        self.queue = queue
+        self.concurrency = concurrency
+        self.lease = lease
+        self.renew_every = renew_every
+        self.stalled_interval = stalled_interval
+        self.id = name or f"worker-{uuid.uuid4().hex[:12]}"
+        self._processors: dict[str, Processor] = {}
+        self._default: Processor | None = None
+        if callable(processors):
+            self._default = processors
+        elif processors is not None:
+            self._processors.update(processors)
+        self._hooks: dict[str, list[Callable[..., Any]]] = {hook: [] for hook in HOOKS}
+        self._active: dict[asyncio.Task[Any], Job] = {}
+        self._timers: dict[asyncio.Task[Any], asyncio.TimerHandle] = {}
+        self._timed_out: set[asyncio.Task[Any]] = set()
+        self._completed: list[tuple[Job, Any]] = []
+        self._failed: list[tuple[Job, BaseException, bool]] = []
+        self._released: list[Job] = []
+        self._wake: asyncio.Future[None] | None = None
+        self._pause_until = 0.0
+        self._closing = False
+        self._force = False
+        self._running: asyncio.Task[None] | None = None
+        self.processed = 0
+        self.failed = 0
+
+    # --------------------------------------------------------------- set-up
+
+    def processor(self, name: str | None = None) -> Callable[[P], P]:
+        """Registers ``async def f(job)`` for jobs called ``name`` (every name when None)."""
+
+        def register(fn: P) -> P:
+            if not callable(fn):
+                raise TypeError(f"processor must be callable, got {fn!r}")
+            if name is None:
+                self._default = fn
+            else:
+                self._processors[name] = fn
+            return fn
+
+        return register
+
+    def on(self, event: str, callback: Callable[..., Any]) -> None:
+        """Hooks: ``completed(job, result)``, ``failed(job, error)`` (every failed attempt),
+        ``dead(job, error)`` (once, when a job fails for good), ``stalled(job_id)``,
+        ``error(error)``. A hook that raises is logged; it never fails a job."""
+        if event not in self._hooks:
+            raise ValueError(f"unknown worker event: {event!r} (events: {', '.join(HOOKS)})")
+        self._hooks[event].append(callback)
+
+    # ------------------------------------------------------------------ run
+
+    async def run(self) -> None:
+        """Processes jobs until `close()`."""
+        if self._running is not None and self._running is not asyncio.current_task():
+            raise RuntimeError(f"worker {self.id} is already running")
+        self._running = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        chores = [
+            loop.create_task(self._every(self.renew_every, self._renew)),
+            loop.create_task(self._every(self.stalled_interval, self._recover)),
+        ]
+        try:
+            while not self._closing:
+                await self._flush()
+                free = self.concurrency - len(self._active)
+                if free > 0 and loop.time() >= self._pause_until:
+                    jobs = await self.queue.claim(self.id, self.lease, free)
+                    for job in jobs:
+                        self._start(job)
+                    if jobs:
+                        continue
+                await self._idle(free > 0, loop)
+        finally:
+            for chore in chores:
+                chore.cancel()
+            await self._wind_down()
+            await asyncio.gather(*chores, return_exceptions=True)
+            self._running = None
+
+    async def _idle(self, can_claim: bool, loop: asyncio.AbstractEventLoop) -> None:
+        """Sleeps until a slot frees, an outcome waits to be reported, close() is called, or
+        (with a free slot) the queue may have a job."""
+        if self._completed or self._failed or self._released:
+            return
+        wake = self._wake = loop.create_future()
+        waits: list[asyncio.Future[Any]] = [wake]
+        if can_claim:
+            waits.append(loop.create_task(self.queue.wait_for_job(self.stalled_interval)))
+        elif self._pause_until > loop.time():
+            waits.append(loop.create_task(asyncio.sleep(self._pause_until - loop.time())))
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._wake = None
+            for waiting in waits[1:]:
+                waiting.cancel()
+
+    def _poke(self) -> None:
+        wake = self._wake
+        if wake is not None and not wake.done():
+            wake.set_result(None)
+
+    def _start(self, job: Job) -> None:
+        processor = self._processors.get(job.name, self._default)
+        if processor is None:
+            error = UnrecoverableError(f"no processor for job name {job.name!r}")
+            self._failed.append((job, error, False))
+            return
+        coroutine: Any = processor(job)
+        task: asyncio.Task[Any] = asyncio.get_running_loop().create_task(coroutine)
+        self._active[task] = job
+        timeout = job._record.timeout
+        if timeout is not None:
+            self._timers[task] = asyncio.get_running_loop().call_later(
+                timeout, self._time_out, task
+            )
+        task.add_done_callback(self._done)
+
+    def _time_out(self, task: asyncio.Task[Any]) -> None:
+        if not task.done():
+            self._timed_out.add(task)
+            task.cancel()
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        job = self._active.pop(task, None)
+        timer = self._timers.pop(task, None)
+        if timer is not None:
+            timer.cancel()
+        if job is None:
+            return
+        if task.cancelled():
+            if task in self._timed_out:
+                self._timed_out.discard(task)
+                timeout = job._record.timeout
+                error = TimeoutError(f"job {job.id} timed out after {timeout}s")
+                self._failed.append((job, error, True))
+            elif not self._force:
+                self._failed.append((job, asyncio.CancelledError("the job was cancelled"), True))
+            # Under close(force=True) the job is abandoned to stalled recovery.
+        else:
+            raised = task.exception()
+            if raised is None:
+                self._completed.append((job, task.result()))
+            elif isinstance(raised, DelayedError):
+                pass  # the processor already moved the job to delayed
+            elif isinstance(raised, RateLimitError):
+                self._released.append(job)
+                loop = asyncio.get_running_loop()
+                self._pause_until = max(self._pause_until, loop.time() + raised.delay)
+            else:
+                retry = not isinstance(raised, UnrecoverableError)
+                self._failed.append((job, raised, retry))
+        self._poke()
+
+    # -------------------------------------------------------------- reporting
+
+    async def _flush(self) -> None:
+        """Reports the outcomes gathered since the last flush, one call per kind."""
+        if self._completed:
+            done, self._completed = self._completed, []
+            try:
+                errors = await self.queue.complete_many(
+                    [(job.id, job.lock_token or "", result) for job, result in done]
+                )
+            except TypeError as not_json:  # a return value that is not JSON
+                errors = []
+                self._failed.extend((job, not_json, False) for job, _ in done)
+                done = []
+            lost = dict(errors)
+            for job, result in done:
+                if job.id in lost:
+                    await self._hook("error", LockLostWarning(job.id, lost[job.id]))
+                else:
+                    self.processed += 1
+                    await self._hook("completed", job, result)
+        if self._failed:
+            failed, self._failed = self._failed, []
+            items = [
+                (job.id, job.lock_token or "", error, _trace(error), retry)
+                for job, error, retry in failed
+            ]
+            outcomes = await self.queue.fail_many(items)
+            for (job, error, _), (_, retried, problem) in zip(failed, outcomes, strict=True):
+                if problem is not None:
+                    await self._hook("error", LockLostWarning(job.id, problem))
+                    continue
+                self.failed += 1
+                await self._hook("failed", job, error)
+                if not retried:
+                    await self._hook("dead", job, error)
+        if self._released:
+            released, self._released = self._released, []
+            for job in released:
+                try:
+                    await self.queue.release(job.id, job.lock_token or "")
+                except Exception as error:
+                    await self._hook("error", error)
+
+    async def _hook(self, event: str, *args: Any) -> None:
+        for callback in self._hooks[event]:
+            try:
+                outcome = callback(*args)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception:
+                log.exception("worker %s: %s hook %r raised", self.id, event, callback)
+
+    # ----------------------------------------------------------------- chores
+
+    async def _every(self, period: float, chore: Callable[[], Awaitable[None]]) -> None:
+        while True:
+            await asyncio.sleep(period)
+            try:
+                await chore()
+            except Exception as error:
+                log.exception("worker %s: %s failed", self.id, chore.__name__)
+                await self._hook("error", error)
+
+    async def _renew(self) -> None:
+        held = [(job.id, job.lock_token or "") for job in self._active.values()]
+        if not held:
+            return
+        lost = set(await self.queue.renew_many(held, self.lease))
+        for job in self._active.values():
+            if job.id in lost:
+                job.lease_lost = True
+
+    async def _recover(self) -> None:
+        recovered, failed = await self.queue.recover_stalled()
+        for job_id in recovered + failed:
+            await self._hook("stalled", job_id)
+        for job_id in failed:
+            job = await self.queue.get_job(job_id)
+            if job is not None:
+                await self._hook("dead", job, RuntimeError(job.failed_reason or "stalled"))
+
+    # ------------------------------------------------------------------ close
+
+    async def _wind_down(self) -> None:
+        if self._force:
+            for task in list(self._active):
+                task.cancel()
+        if self._active:
+            await asyncio.gather(*self._active, return_exceptions=True)
+        await self._flush()
+
+    async def close(self, force: bool = False) -> None:
+        """Stops claiming and waits for running jobs to finish and be reported; with
+        ``force``, cancels them instead and leaves them to stalled recovery."""
+        self._closing = True
+        self._force = self._force or force
+        self._poke()
+        running = self._running
+        if running is not None and running is not asyncio.current_task():
+            await asyncio.gather(running, return_exceptions=True)
+
+    async def __aenter__(self) -> JobWorker:
+        self._closing = False
+        self._running = asyncio.get_running_loop().create_task(self.run())
+        await asyncio.sleep(0)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+
+class LockLostWarning(Exception):
+    """Passed to ``error`` hooks when a job's outcome could not be reported because its lease
+    was lost (another worker may have run it)."""
+
+    def __init__(self, job_id: str, detail: str) -> None:
+        super().__init__(f"job {job_id!r}: outcome not recorded: {detail}")
+        self.job_id = job_id
+
+
+def _trace(error: BaseException) -> str | None:
+    if error.__traceback__ is None:
+        return None
+    return "".join(traceback.format_exception(type(error), error, error.__traceback__))

@@ -1,1 +1,193 @@
+//! MemoryStore behaviour with explicit time. The full contract is exercised through Python by
+//! tests/conformance; these pin the core's own invariants (ordering, fencing, recovery).
 
+use super::*;
+use crate::error::CoreError;
+
+const T: Millis = 1_700_000_000_000;
+
+fn store() -> MemoryStore {
+    MemoryStore::new(StoreConfig::default())
+}
+
+fn opts(f: impl FnOnce(&mut JobOptions)) -> JobOptions {
+    let mut options = JobOptions::default();
+    f(&mut options);
+    options
+}
+
+fn add(s: &mut MemoryStore, options: JobOptions) -> String {
+    s.add("job", "null", options, T).unwrap().0.id
+}
+
+#[test]
+fn claim_order_is_priority_then_fifo_with_zero_first_and_lifo_newest_first() {
+    let mut s = store();
+    let p5 = add(&mut s, opts(|o| o.priority = 5));
+    let none_a = add(&mut s, JobOptions::default());
+    let p1 = add(&mut s, opts(|o| o.priority = 1));
+    let none_b = add(&mut s, JobOptions::default());
+    let lifo = add(&mut s, opts(|o| o.lifo = true));
+    let order: Vec<String> = s
+        .claim("w", 1000, 10, T)
+        .into_iter()
+        .map(|j| j.id)
+        .collect();
+    assert_eq!(order, vec![lifo, none_a, none_b, p1, p5]);
+}
+
+#[test]
+fn stale_token_is_fenced_after_recovery() {
+    let mut s = store();
+    let id = add(&mut s, JobOptions::default());
+    let a = s.claim("a", 1000, 1, T).remove(0);
+    let token_a = a.lock.unwrap().token;
+    assert!(matches!(
+        s.complete(&id, &token_a, "1", T + 1000),
+        Err(CoreError::LockMismatch(_))
+    ));
+    let (recovered, failed) = s.recover_stalled(T + 1000);
+    assert_eq!((recovered, failed), (vec![id.clone()], vec![]));
+    let b = s.claim("b", 1000, 1, T + 1001).remove(0);
+    assert_eq!(b.stalled_count, 1);
+    assert_eq!(b.attempts_made, 1, "a stall gives the attempt back");
+    assert!(matches!(
+        s.complete(&id, &token_a, "1", T + 1002),
+        Err(CoreError::LockMismatch(_))
+    ));
+    s.complete(&id, &b.lock.unwrap().token, "2", T + 1002)
+        .unwrap();
+    assert_eq!(s.get_state(&id), Some(JobState::Completed));
+}
+
+#[test]
+fn stalling_past_the_limit_fails_the_job() {
+    let mut s = store();
+    let id = add(&mut s, JobOptions::default());
+    s.claim("a", 10, 1, T);
+    s.recover_stalled(T + 10);
+    s.claim("a", 10, 1, T + 10);
+    let (_, failed) = s.recover_stalled(T + 20);
+    assert_eq!(failed, vec![id.clone()]);
+    let job = s.get_job(&id).unwrap();
+    assert_eq!((job.state, job.stalled_count), (JobState::Failed, 2));
+}
+
+#[test]
+fn retry_waits_out_the_backoff_then_fails_for_good() {
+    let mut s = store();
+    let backoff = Backoff {
+        kind: BackoffKind::Fixed,
+        delay: 2000,
+        jitter: 0.0,
+    };
+    let id = add(
+        &mut s,
+        opts(|o| {
+            o.attempts = 2;
+            o.backoff = Some(backoff);
+        }),
+    );
+    let token = s.claim("w", 5000, 1, T).remove(0).lock.unwrap().token;
+    let outcome = s.fail(&id, &token, "boom", None, true, None, T).unwrap();
+    assert_eq!(
+        outcome,
+        FailOutcome::Retry {
+            delay_until: Some(T + 2000)
+        }
+    );
+    assert!(s.claim("w", 5000, 1, T + 1999).is_empty());
+    let again = s.claim("w", 5000, 1, T + 2000).remove(0);
+    assert_eq!(again.attempts_made, 2);
+    let token = again.lock.unwrap().token;
+    assert_eq!(
+        s.fail(&id, &token, "boom 2", None, true, None, T + 2001)
+            .unwrap(),
+        FailOutcome::Failed
+    );
+    assert_eq!(
+        s.finished_result(&id),
+        FinishedResult::Failed("boom 2".into())
+    );
+    let names: Vec<&str> = s
+        .read_events(0, u64::MAX, 0)
+        .iter()
+        .map(|e| e.event)
+        .collect();
+    assert!(
+        names.ends_with(&["failed", "retries-exhausted"]),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn invalid_adds_write_nothing() {
+    let mut s = store();
+    for bad in ["", "0", "0:x", "42", "-7"] {
+        let options = opts(|o| o.job_id = Some(bad.into()));
+        assert!(s.add("job", "null", options, T).is_err());
+    }
+    let bulk = vec![
+        ("a".to_owned(), "1".to_owned(), JobOptions::default()),
+        (
+            "b".to_owned(),
+            "2".to_owned(),
+            opts(|o| o.priority = MAX_PRIORITY + 1),
+        ),
+    ];
+    assert!(s.add_bulk(bulk, T).is_err());
+    assert_eq!(s.count_pending(), 0);
+    assert_eq!(s.last_event_id(), 0);
+}
+
+#[test]
+fn duplicate_custom_id_returns_the_first_job() {
+    let mut s = store();
+    let first = s
+        .add("a", "1", opts(|o| o.job_id = Some("x".into())), T)
+        .unwrap();
+    let second = s
+        .add("a", "2", opts(|o| o.job_id = Some("x".into())), T)
+        .unwrap();
+    assert!(first.1 && !second.1);
+    assert_eq!(second.0.data, "1");
+    assert_eq!(s.count(JobState::Waiting), 1);
+}
+
+#[test]
+fn keep_count_trims_the_oldest_finished() {
+    let mut s = store();
+    let keep = Retention::Keep {
+        count: Some(1),
+        age: None,
+        limit: None,
+    };
+    let ids: Vec<String> = (0..3)
+        .map(|_| add(&mut s, opts(|o| o.remove_on_complete = keep.clone())))
+        .collect();
+    for (i, job) in s.claim("w", 1000, 3, T).into_iter().enumerate() {
+        s.complete(&job.id, &job.lock.unwrap().token, "null", T + i as u64)
+            .unwrap();
+    }
+    let kept: Vec<String> = s
+        .list_jobs(&[JobState::Completed], 0, -1, true)
+        .into_iter()
+        .map(|j| j.id)
+        .collect();
+    assert_eq!(kept, vec![ids[2].clone()]);
+}
+
+#[test]
+fn obliterate_refuses_with_active_jobs_and_stays_paused() {
+    let mut s = store();
+    add(&mut s, JobOptions::default());
+    s.claim("w", 1000, 1, T);
+    assert!(matches!(s.obliterate(false, T), Err(CoreError::Refused(_))));
+    assert!(s.is_paused());
+    s.obliterate(true, T).unwrap();
+    assert!(!s.is_paused());
+    assert_eq!(
+        s.get_job_counts(&[]).iter().map(|(_, n)| n).sum::<usize>(),
+        0
+    );
+}

@@ -1,0 +1,27 @@
+"""The backends the conformance suite runs against. Each entry makes a fresh, empty queue
+with a unique name and returns a cleanup coroutine; later backends (local file, Redis) add
+their entry here and must pass the suite unchanged."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from lanemq import InMemoryJobQueue, JobQueue
+
+_names = itertools.count(1)
+
+Factory = Callable[[Path], Awaitable[tuple[JobQueue, Callable[[], Awaitable[None]]]]]
+
+
+async def _memory(tmp_path: Path) -> tuple[JobQueue, Callable[[], Awaitable[None]]]:
+    queue = InMemoryJobQueue(f"conformance-{next(_names)}")
+
+    async def cleanup() -> None:
+        await queue.obliterate(force=True)
+
+    return queue, cleanup
+
+
+BACKENDS: dict[str, Factory] = {"memory": _memory}

@@ -1,0 +1,26 @@
+"""Fixtures of the conformance suite: every test that takes ``queue`` runs once per backend."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from lanemq import JobQueue
+
+from .backends import BACKENDS
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+async def queue(backend: str, tmp_path: Path) -> AsyncIterator[JobQueue]:
+    """A fresh, empty queue on the backend under test."""
+    made, cleanup = await BACKENDS[backend](tmp_path)
+    try:
+        yield made
+    finally:
+        await cleanup()

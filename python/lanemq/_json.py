@@ -16,5 +16,9 @@ def dumps(value: Any, what: str) -> str:
         return "null"
     try:
         return _encode(value)
-    except (TypeError, ValueError) as error:
+    except TypeError as error:
         raise TypeError(f"{what} is not JSON-serialisable: {error}") from None
+    except ValueError as error:  # NaN or an infinity; the message does not say which
+        raise TypeError(
+            f"{what} is not JSON-serialisable: {error} (NaN, inf and -inf have no JSON form)"
+        ) from None

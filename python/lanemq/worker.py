@@ -118,13 +118,14 @@ class JobWorker:
             while not self._closing:
                 await self._flush()
                 free = self.concurrency - len(self._active)
-                if free > 0 and loop.time() >= self._pause_until:
+                can_claim = free > 0 and loop.time() >= self._pause_until
+                if can_claim:
                     jobs = await self.queue.claim(self.id, self.lease, free)
                     for job in jobs:
                         self._start(job)
                     if jobs:
                         continue
-                await self._idle(free > 0, loop)
+                await self._idle(can_claim, loop)
         finally:
             for chore in chores:
                 chore.cancel()

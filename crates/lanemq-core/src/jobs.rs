@@ -5,15 +5,19 @@
 //! Every operation takes `now` (milliseconds since the Unix epoch) from the caller, so tests can
 //! drive the clock and all backends agree on time.
 
+mod backend;
 mod events;
 mod manage;
+mod memory_backend;
 mod model;
 mod options;
 mod store;
 #[cfg(test)]
 mod tests;
 
+pub use backend::{ready, BoxFuture, Completion, Failure, JobBackend, NewJob};
 pub use events::{EventLog, StreamEvent};
+pub use memory_backend::{wall_clock_ms, MemoryBackend};
 pub use model::{FinishedResult, Job, JobState, Lock, Millis};
 pub use options::{
     validate_job_id, Backoff, BackoffKind, JobOptions, Retention, DEFAULT_MAX_PAYLOAD_BYTES,

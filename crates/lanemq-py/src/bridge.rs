@@ -61,6 +61,37 @@ pub fn count(field: &str, value: i64, min: i64) -> PyResult<u32> {
     Ok(value as u32)
 }
 
+/// An integer argument that may be arbitrarily large in Python. Out-of-range values are kept
+/// as their text so `Int::get` can raise a `ConfigError` naming the field and the value, where
+/// plain extraction would raise an `OverflowError`.
+pub struct Int(Result<i64, String>);
+
+impl Int {
+    pub const fn of(value: i64) -> Self {
+        Self(Ok(value))
+    }
+
+    pub fn get(&self, field: &str) -> PyResult<i64> {
+        self.0
+            .clone()
+            .map_err(|shown| invalid(field, shown, "out of range"))
+    }
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Int {
+    type Error = PyErr;
+
+    fn extract(value: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        match value.extract::<i64>() {
+            Ok(v) => Ok(Self(Ok(v))),
+            Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(value.py()) => {
+                Ok(Self(Err(value.repr()?.to_string())))
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
 pub fn wall_clock_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -4,7 +4,7 @@
 use lanemq_core::jobs::{self as core, BackoffKind, Retention};
 use pyo3::prelude::*;
 
-use crate::bridge::{count, millis_to_seconds, seconds_to_millis};
+use crate::bridge::{count, millis_to_seconds, seconds_to_millis, Int};
 use crate::errors::{invalid, to_py};
 
 /// How long to wait before retrying a failed job.
@@ -146,21 +146,27 @@ pub struct JobOptions {
 #[pymethods]
 impl JobOptions {
     #[new]
-    #[pyo3(signature = (job_id=None, priority=0, lifo=false, delay=0.0, attempts=1, backoff=None,
-        timeout=None, remove_on_complete=None, remove_on_fail=None, max_stalled_count=1))]
+    #[pyo3(signature = (job_id=None, priority=Int::of(0), lifo=false, delay=0.0, attempts=Int::of(1),
+        backoff=None, timeout=None, remove_on_complete=None, remove_on_fail=None,
+        max_stalled_count=Int::of(1)),
+        text_signature = "(job_id=None, priority=0, lifo=False, delay=0.0, attempts=1, backoff=None, \
+            timeout=None, remove_on_complete=None, remove_on_fail=None, max_stalled_count=1)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         job_id: Option<String>,
-        priority: i64,
+        priority: Int,
         lifo: bool,
         delay: f64,
-        attempts: i64,
+        attempts: Int,
         backoff: Option<Backoff>,
         timeout: Option<f64>,
         remove_on_complete: Option<&Bound<'_, PyAny>>,
         remove_on_fail: Option<&Bound<'_, PyAny>>,
-        max_stalled_count: i64,
+        max_stalled_count: Int,
     ) -> PyResult<Self> {
+        let priority = priority.get("priority")?;
+        let attempts = attempts.get("attempts")?;
+        let max_stalled_count = max_stalled_count.get("max_stalled_count")?;
         if priority < 0 || priority > i64::from(core::MAX_PRIORITY) {
             return Err(invalid(
                 "priority",

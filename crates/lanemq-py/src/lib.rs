@@ -8,10 +8,11 @@ mod dead_letter;
 mod durable_journal;
 mod errors;
 mod job_options;
+mod job_queue;
 mod job_record;
 mod lane_config;
 mod lane_scheduler;
-mod memory_store;
+mod ready;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -27,6 +28,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<job_options::KeepJobs>()?;
     m.add_class::<job_options::JobOptions>()?;
     m.add_class::<job_record::JobRecord>()?;
-    m.add_class::<memory_store::MemoryJobStore>()?;
+    m.add_class::<job_queue::JobQueueCore>()?;
+    m.add_class::<ready::Ready>()?;
     Ok(())
 }

@@ -13,6 +13,9 @@ use super::events::EventLog;
 use super::model::{Job, JobState, Lock, Millis};
 use super::options::{JobOptions, Retention, DEFAULT_MAX_PAYLOAD_BYTES};
 
+/// Why a job that stalled too often failed.
+pub const STALLED_REASON: &str = "job stalled more than allowable limit";
+
 /// How many stack traces a job keeps (the newest).
 const STACKTRACE_LIMIT: usize = 10;
 
@@ -613,7 +616,7 @@ impl MemoryStore {
                 vec![("stalledCount", stalled.to_string())],
             );
             if stalled > self.jobs[&key].options.max_stalled_count {
-                self.fail_for_good(&key, "job stalled more than allowable limit", now);
+                self.fail_for_good(&key, STALLED_REASON, now);
                 failed.push(key.to_string());
             } else {
                 self.move_to_waiting(&key, true);

@@ -1,0 +1,153 @@
+//! `JobBackend`: the job contract every backend implements (memory, local file, Redis). Methods
+//! return boxed `'static` futures so the bindings can await any backend the same way; an
+//! in-process backend returns futures that are ready at once, and the bindings then skip the
+//! async runtime entirely.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use crate::error::CoreResult;
+
+use super::events::StreamEvent;
+use super::model::{FinishedResult, Job, JobState, Millis};
+use super::options::JobOptions;
+use super::store::FailOutcome;
+
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = CoreResult<T>> + Send + 'static>>;
+
+/// A future that is already resolved.
+pub fn ready<T: Send + 'static>(value: CoreResult<T>) -> BoxFuture<T> {
+    Box::pin(std::future::ready(value))
+}
+
+#[derive(Debug, Clone)]
+pub struct NewJob {
+    pub name: String,
+    pub data: String,
+    pub options: JobOptions,
+}
+
+#[derive(Debug, Clone)]
+pub struct Completion {
+    pub id: String,
+    pub token: String,
+    pub result: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub id: String,
+    pub token: String,
+    pub error: String,
+    pub stacktrace: Option<String>,
+    pub retry: bool,
+    /// Overrides the backoff when set (milliseconds).
+    pub delay: Option<Millis>,
+}
+
+/// The job contract. `now` is milliseconds since the Unix epoch, chosen by the caller; the
+/// waits use the wall clock. Batch methods report per item, in input order.
+pub trait JobBackend: Send + Sync + 'static {
+    fn add(&self, job: NewJob, now: Millis) -> BoxFuture<(Job, bool)>;
+    /// All or nothing: every job is validated before any is written.
+    fn add_bulk(&self, jobs: Vec<NewJob>, now: Millis) -> BoxFuture<Vec<(Job, bool)>>;
+
+    fn claim(
+        &self,
+        worker_id: String,
+        lease: Millis,
+        max_jobs: usize,
+        now: Millis,
+    ) -> BoxFuture<Vec<Job>>;
+    /// Resolves `true` once a claim may return a job, `false` after `timeout` ms.
+    fn wait_for_job(&self, timeout: Option<Millis>) -> BoxFuture<bool>;
+
+    fn complete_many(&self, items: Vec<Completion>, now: Millis) -> BoxFuture<Vec<CoreResult<()>>>;
+    fn fail_many(
+        &self,
+        items: Vec<Failure>,
+        now: Millis,
+    ) -> BoxFuture<Vec<CoreResult<FailOutcome>>>;
+    fn renew_many(
+        &self,
+        items: Vec<(String, String)>,
+        lease: Millis,
+        now: Millis,
+    ) -> BoxFuture<Vec<CoreResult<()>>>;
+    fn move_to_delayed(
+        &self,
+        id: String,
+        token: String,
+        until: Millis,
+        now: Millis,
+    ) -> BoxFuture<()>;
+    fn release(&self, id: String, token: String, now: Millis) -> BoxFuture<()>;
+    /// Returns (recovered ids, failed ids).
+    fn recover_stalled(&self, now: Millis) -> BoxFuture<(Vec<String>, Vec<String>)>;
+    fn holds_lock(&self, id: String, token: String, now: Millis) -> BoxFuture<bool>;
+
+    fn get_job(&self, id: String) -> BoxFuture<Option<Job>>;
+    fn get_state(&self, id: String) -> BoxFuture<Option<JobState>>;
+    fn get_job_counts(&self, states: Vec<JobState>) -> BoxFuture<Vec<(JobState, usize)>>;
+    fn count_pending(&self) -> BoxFuture<usize>;
+    fn get_counts_per_priority(&self, priorities: Vec<u32>) -> BoxFuture<Vec<(u32, usize)>>;
+    fn list_jobs(
+        &self,
+        states: Vec<JobState>,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> BoxFuture<Vec<Job>>;
+    fn finished_result(&self, id: String) -> BoxFuture<FinishedResult>;
+    /// Resolves when the job completes, fails for good or disappears; after `timeout` ms it
+    /// resolves with `NotFinished`.
+    fn wait_finished(&self, id: String, timeout: Option<Millis>) -> BoxFuture<FinishedResult>;
+
+    fn promote(&self, id: String, now: Millis) -> BoxFuture<()>;
+    fn reschedule(&self, id: String, until: Millis, now: Millis) -> BoxFuture<()>;
+    fn retry_job(&self, id: String, now: Millis) -> BoxFuture<()>;
+    fn update_priority(&self, id: String, priority: u32, lifo: bool) -> BoxFuture<()>;
+    fn update_data(&self, id: String, data: String) -> BoxFuture<()>;
+    fn update_progress(&self, id: String, progress: String, now: Millis) -> BoxFuture<()>;
+    fn add_log(&self, id: String, line: String, keep: usize) -> BoxFuture<usize>;
+    fn get_logs(
+        &self,
+        id: String,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> BoxFuture<(Vec<String>, usize)>;
+    fn clear_logs(&self, id: String, keep: usize) -> BoxFuture<()>;
+    fn save_stacktrace(
+        &self,
+        id: String,
+        lines: Vec<String>,
+        reason: Option<String>,
+    ) -> BoxFuture<()>;
+    fn remove(&self, id: String, now: Millis) -> BoxFuture<()>;
+
+    fn pause(&self, now: Millis) -> BoxFuture<()>;
+    fn resume(&self, now: Millis) -> BoxFuture<()>;
+    fn is_paused(&self) -> BoxFuture<bool>;
+    fn drain(&self, delayed: bool, now: Millis) -> BoxFuture<usize>;
+    fn clean(
+        &self,
+        grace: Millis,
+        limit: usize,
+        state: JobState,
+        now: Millis,
+    ) -> BoxFuture<Vec<String>>;
+    fn obliterate(&self, force: bool, now: Millis) -> BoxFuture<()>;
+    fn set_rate_limit(&self, max: u32, duration: Millis) -> BoxFuture<()>;
+    fn get_rate_limit(&self) -> BoxFuture<Option<(u32, Millis)>>;
+    fn clear_rate_limit(&self) -> BoxFuture<()>;
+    fn set_max_active(&self, max: Option<u32>) -> BoxFuture<()>;
+    fn get_max_active(&self) -> BoxFuture<Option<u32>>;
+    fn is_maxed(&self) -> BoxFuture<bool>;
+
+    fn read_events(&self, start: u64, end: u64, limit: usize) -> BoxFuture<Vec<StreamEvent>>;
+    fn trim_events(&self, max_len: usize) -> BoxFuture<usize>;
+    fn last_event_id(&self) -> BoxFuture<u64>;
+    /// Resolves `true` once an event with an id above `after` exists, `false` after `timeout`.
+    fn wait_events(&self, after: u64, timeout: Option<Millis>) -> BoxFuture<bool>;
+}

@@ -1,0 +1,483 @@
+//! `MemoryBackend`: `MemoryStore` behind a mutex, as a `JobBackend`. Operations finish at once
+//! (their futures are ready); only the waits (`wait_for_job`, `wait_finished`, `wait_events`)
+//! suspend, on a `Notify` that every change pings.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::sync::{oneshot, Notify};
+
+use crate::error::CoreResult;
+
+use super::backend::{ready, BoxFuture, Completion, Failure, JobBackend, NewJob};
+use super::events::StreamEvent;
+use super::model::{FinishedResult, Job, JobState, Millis};
+use super::store::{FailOutcome, MemoryStore, StoreConfig, STALLED_REASON};
+
+type Waiters = HashMap<String, Vec<oneshot::Sender<FinishedResult>>>;
+
+struct State {
+    store: MemoryStore,
+    /// `wait_finished` callers by job id; told the outcome when it happens, so a job removed on
+    /// completion still reports its result.
+    waiters: Waiters,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    changed: Notify,
+}
+
+#[derive(Clone)]
+pub struct MemoryBackend {
+    shared: Arc<Shared>,
+}
+
+pub fn wall_clock_ms() -> Millis {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as Millis)
+}
+
+fn finish(waiters: &mut Waiters, id: &str, result: impl FnOnce() -> FinishedResult) {
+    if let Some(list) = waiters.remove(id) {
+        let result = result();
+        for waiter in list {
+            let _ = waiter.send(result.clone());
+        }
+    }
+}
+
+impl MemoryBackend {
+    pub fn new(config: StoreConfig) -> Self {
+        let state = State {
+            store: MemoryStore::new(config),
+            waiters: HashMap::new(),
+        };
+        Self {
+            shared: Arc::new(Shared {
+                state: Mutex::new(state),
+                changed: Notify::new(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves the store as it was before the failed call
+        // (operations validate before they write), so the poisoned data is still usable.
+        self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs a read-only operation.
+    fn read<T: Send + 'static>(
+        &self,
+        op: impl FnOnce(&mut MemoryStore) -> CoreResult<T>,
+    ) -> BoxFuture<T> {
+        ready(op(&mut self.lock().store))
+    }
+
+    /// Runs an operation that may change what a waiter is waiting for.
+    fn write<T: Send + 'static>(
+        &self,
+        op: impl FnOnce(&mut State) -> CoreResult<T>,
+    ) -> BoxFuture<T> {
+        let result = op(&mut self.lock());
+        self.shared.changed.notify_waiters();
+        ready(result)
+    }
+
+    /// Resolves `true` once `check(store, now)` holds (`Some(ms)` from it: check again then),
+    /// `false` after `timeout`.
+    fn wait_until(
+        &self,
+        timeout: Option<Millis>,
+        check: impl Fn(&mut MemoryStore, Millis) -> (bool, Option<Millis>) + Send + 'static,
+    ) -> BoxFuture<bool> {
+        if check(&mut self.lock().store, wall_clock_ms()).0 {
+            return ready(Ok(true));
+        }
+        let backend = self.clone();
+        Box::pin(async move {
+            let deadline = timeout.map(|t| tokio::time::Instant::now() + Duration::from_millis(t));
+            loop {
+                let notified = backend.shared.changed.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                let now = wall_clock_ms();
+                let (done, recheck_at) = check(&mut backend.lock().store, now);
+                if done {
+                    return Ok(true);
+                }
+                let mut until = recheck_at.map(|at| {
+                    tokio::time::Instant::now() + Duration::from_millis(at.saturating_sub(now))
+                });
+                if let Some(deadline) = deadline {
+                    if tokio::time::Instant::now() >= deadline {
+                        return Ok(false);
+                    }
+                    until = Some(until.map_or(deadline, |u| u.min(deadline)));
+                }
+                match until {
+                    Some(at) => {
+                        let _ = tokio::time::timeout_at(at, notified).await;
+                    }
+                    None => notified.await,
+                }
+            }
+        })
+    }
+}
+
+impl JobBackend for MemoryBackend {
+    fn add(&self, job: NewJob, now: Millis) -> BoxFuture<(Job, bool)> {
+        self.write(|s| s.store.add(&job.name, &job.data, job.options, now))
+    }
+
+    fn add_bulk(&self, jobs: Vec<NewJob>, now: Millis) -> BoxFuture<Vec<(Job, bool)>> {
+        let jobs = jobs
+            .into_iter()
+            .map(|j| (j.name, j.data, j.options))
+            .collect();
+        self.write(|s| s.store.add_bulk(jobs, now))
+    }
+
+    fn claim(
+        &self,
+        worker_id: String,
+        lease: Millis,
+        max_jobs: usize,
+        now: Millis,
+    ) -> BoxFuture<Vec<Job>> {
+        self.write(|s| Ok(s.store.claim(&worker_id, lease, max_jobs, now)))
+    }
+
+    fn wait_for_job(&self, timeout: Option<Millis>) -> BoxFuture<bool> {
+        self.wait_until(timeout, |store, now| match store.next_ready_at(now) {
+            Some(at) if at <= now => (true, None),
+            other => (false, other),
+        })
+    }
+
+    fn complete_many(&self, items: Vec<Completion>, now: Millis) -> BoxFuture<Vec<CoreResult<()>>> {
+        self.write(|s| {
+            Ok(items
+                .into_iter()
+                .map(|c| {
+                    let outcome = s.store.complete(&c.id, &c.token, &c.result, now);
+                    if outcome.is_ok() {
+                        finish(&mut s.waiters, &c.id, || {
+                            FinishedResult::Completed(Some(c.result))
+                        });
+                    }
+                    outcome
+                })
+                .collect())
+        })
+    }
+
+    fn fail_many(
+        &self,
+        items: Vec<Failure>,
+        now: Millis,
+    ) -> BoxFuture<Vec<CoreResult<FailOutcome>>> {
+        self.write(|s| {
+            Ok(items
+                .into_iter()
+                .map(|f| {
+                    let outcome = s.store.fail(
+                        &f.id,
+                        &f.token,
+                        &f.error,
+                        f.stacktrace.as_deref(),
+                        f.retry,
+                        f.delay,
+                        now,
+                    );
+                    if matches!(outcome, Ok(FailOutcome::Failed)) {
+                        finish(&mut s.waiters, &f.id, || FinishedResult::Failed(f.error));
+                    }
+                    outcome
+                })
+                .collect())
+        })
+    }
+
+    fn renew_many(
+        &self,
+        items: Vec<(String, String)>,
+        lease: Millis,
+        now: Millis,
+    ) -> BoxFuture<Vec<CoreResult<()>>> {
+        self.read(|store| {
+            Ok(items
+                .iter()
+                .map(|(id, token)| store.renew(id, token, lease, now))
+                .collect())
+        })
+    }
+
+    fn move_to_delayed(
+        &self,
+        id: String,
+        token: String,
+        until: Millis,
+        now: Millis,
+    ) -> BoxFuture<()> {
+        self.write(|s| s.store.move_to_delayed(&id, &token, until, now))
+    }
+
+    fn release(&self, id: String, token: String, now: Millis) -> BoxFuture<()> {
+        self.write(|s| s.store.release(&id, &token, now))
+    }
+
+    fn recover_stalled(&self, now: Millis) -> BoxFuture<(Vec<String>, Vec<String>)> {
+        self.write(|s| {
+            let (recovered, failed) = s.store.recover_stalled(now);
+            for id in &failed {
+                // Told directly: retention may already have removed the job.
+                finish(&mut s.waiters, id, || {
+                    FinishedResult::Failed(STALLED_REASON.into())
+                });
+            }
+            Ok((recovered, failed))
+        })
+    }
+
+    fn holds_lock(&self, id: String, token: String, now: Millis) -> BoxFuture<bool> {
+        self.read(|store| {
+            Ok(store
+                .get_job(&id)
+                .and_then(|j| j.lock)
+                .is_some_and(|lock| lock.token == token && lock.expires_at > now))
+        })
+    }
+
+    fn get_job(&self, id: String) -> BoxFuture<Option<Job>> {
+        self.read(|store| Ok(store.get_job(&id)))
+    }
+
+    fn get_state(&self, id: String) -> BoxFuture<Option<JobState>> {
+        self.read(|store| Ok(store.get_state(&id)))
+    }
+
+    fn get_job_counts(&self, states: Vec<JobState>) -> BoxFuture<Vec<(JobState, usize)>> {
+        self.read(|store| Ok(store.get_job_counts(&states)))
+    }
+
+    fn count_pending(&self) -> BoxFuture<usize> {
+        self.read(|store| Ok(store.count_pending()))
+    }
+
+    fn get_counts_per_priority(&self, priorities: Vec<u32>) -> BoxFuture<Vec<(u32, usize)>> {
+        self.read(|store| Ok(store.get_counts_per_priority(&priorities)))
+    }
+
+    fn list_jobs(
+        &self,
+        states: Vec<JobState>,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> BoxFuture<Vec<Job>> {
+        self.read(|store| Ok(store.list_jobs(&states, start, end, ascending)))
+    }
+
+    fn finished_result(&self, id: String) -> BoxFuture<FinishedResult> {
+        self.read(|store| Ok(store.finished_result(&id)))
+    }
+
+    fn wait_finished(&self, id: String, timeout: Option<Millis>) -> BoxFuture<FinishedResult> {
+        let receiver = {
+            let mut state = self.lock();
+            let result = state.store.finished_result(&id);
+            if !matches!(result, FinishedResult::NotFinished(_)) {
+                return ready(Ok(result));
+            }
+            let (sender, receiver) = oneshot::channel();
+            let list = state.waiters.entry(id.clone()).or_default();
+            list.retain(|w| !w.is_closed()); // callers that timed out
+            list.push(sender);
+            receiver
+        };
+        let backend = self.clone();
+        Box::pin(async move {
+            let outcome = match timeout {
+                Some(ms) => tokio::time::timeout(Duration::from_millis(ms), receiver)
+                    .await
+                    .ok(),
+                None => Some(receiver.await),
+            };
+            match outcome {
+                Some(Ok(result)) => Ok(result),
+                // Timed out (or the backend was dropped): report where the job is now.
+                _ => Ok(backend.lock().store.finished_result(&id)),
+            }
+        })
+    }
+
+    fn promote(&self, id: String, now: Millis) -> BoxFuture<()> {
+        self.write(|s| s.store.promote(&id, now))
+    }
+
+    fn reschedule(&self, id: String, until: Millis, now: Millis) -> BoxFuture<()> {
+        self.write(|s| s.store.reschedule(&id, until, now))
+    }
+
+    fn retry_job(&self, id: String, now: Millis) -> BoxFuture<()> {
+        self.write(|s| s.store.retry_job(&id, now))
+    }
+
+    fn update_priority(&self, id: String, priority: u32, lifo: bool) -> BoxFuture<()> {
+        self.write(|s| s.store.update_priority(&id, priority, lifo))
+    }
+
+    fn update_data(&self, id: String, data: String) -> BoxFuture<()> {
+        self.read(|store| store.update_data(&id, &data))
+    }
+
+    fn update_progress(&self, id: String, progress: String, now: Millis) -> BoxFuture<()> {
+        self.write(|s| s.store.update_progress(&id, &progress, now))
+    }
+
+    fn add_log(&self, id: String, line: String, keep: usize) -> BoxFuture<usize> {
+        self.read(|store| store.add_log(&id, &line, keep))
+    }
+
+    fn get_logs(
+        &self,
+        id: String,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> BoxFuture<(Vec<String>, usize)> {
+        self.read(|store| store.get_logs(&id, start, end, ascending))
+    }
+
+    fn clear_logs(&self, id: String, keep: usize) -> BoxFuture<()> {
+        self.read(|store| store.clear_logs(&id, keep))
+    }
+
+    fn save_stacktrace(
+        &self,
+        id: String,
+        lines: Vec<String>,
+        reason: Option<String>,
+    ) -> BoxFuture<()> {
+        self.read(|store| store.save_stacktrace(&id, lines, reason.as_deref()))
+    }
+
+    fn remove(&self, id: String, now: Millis) -> BoxFuture<()> {
+        self.write(|s| {
+            s.store.remove(&id, now)?;
+            finish(&mut s.waiters, &id, || FinishedResult::Missing);
+            Ok(())
+        })
+    }
+
+    fn pause(&self, now: Millis) -> BoxFuture<()> {
+        self.write(|s| {
+            s.store.pause(now);
+            Ok(())
+        })
+    }
+
+    fn resume(&self, now: Millis) -> BoxFuture<()> {
+        self.write(|s| {
+            s.store.resume(now);
+            Ok(())
+        })
+    }
+
+    fn is_paused(&self) -> BoxFuture<bool> {
+        self.read(|store| Ok(store.is_paused()))
+    }
+
+    fn drain(&self, delayed: bool, now: Millis) -> BoxFuture<usize> {
+        self.write(|s| {
+            let removed = s.store.drain(delayed, now);
+            settle_missing(s);
+            Ok(removed)
+        })
+    }
+
+    fn clean(
+        &self,
+        grace: Millis,
+        limit: usize,
+        state: JobState,
+        now: Millis,
+    ) -> BoxFuture<Vec<String>> {
+        self.write(|s| {
+            let removed = s.store.clean(grace, limit, state, now);
+            settle_missing(s);
+            Ok(removed)
+        })
+    }
+
+    fn obliterate(&self, force: bool, now: Millis) -> BoxFuture<()> {
+        self.write(|s| {
+            s.store.obliterate(force, now)?;
+            settle_missing(s);
+            Ok(())
+        })
+    }
+
+    fn set_rate_limit(&self, max: u32, duration: Millis) -> BoxFuture<()> {
+        self.write(|s| s.store.set_rate_limit(max, duration))
+    }
+
+    fn get_rate_limit(&self) -> BoxFuture<Option<(u32, Millis)>> {
+        self.read(|store| Ok(store.get_rate_limit()))
+    }
+
+    fn clear_rate_limit(&self) -> BoxFuture<()> {
+        self.write(|s| {
+            s.store.clear_rate_limit();
+            Ok(())
+        })
+    }
+
+    fn set_max_active(&self, max: Option<u32>) -> BoxFuture<()> {
+        self.write(|s| s.store.set_max_active(max))
+    }
+
+    fn get_max_active(&self) -> BoxFuture<Option<u32>> {
+        self.read(|store| Ok(store.get_max_active()))
+    }
+
+    fn is_maxed(&self) -> BoxFuture<bool> {
+        self.read(|store| Ok(store.is_maxed()))
+    }
+
+    fn read_events(&self, start: u64, end: u64, limit: usize) -> BoxFuture<Vec<StreamEvent>> {
+        self.read(|store| Ok(store.read_events(start, end, limit)))
+    }
+
+    fn trim_events(&self, max_len: usize) -> BoxFuture<usize> {
+        self.read(|store| Ok(store.trim_events(max_len)))
+    }
+
+    fn last_event_id(&self) -> BoxFuture<u64> {
+        self.read(|store| Ok(store.last_event_id()))
+    }
+
+    fn wait_events(&self, after: u64, timeout: Option<Millis>) -> BoxFuture<bool> {
+        self.wait_until(timeout, move |store, _| {
+            (store.last_event_id() > after, None)
+        })
+    }
+}
+
+/// Tells waiters of jobs that no longer exist.
+fn settle_missing(state: &mut State) {
+    let gone: Vec<String> = state
+        .waiters
+        .keys()
+        .filter(|id| state.store.get_job(id).is_none())
+        .cloned()
+        .collect();
+    for id in gone {
+        finish(&mut state.waiters, &id, || FinishedResult::Missing);
+    }
+}

@@ -1,0 +1,604 @@
+//! `JobQueueCore`: one Python class over any `JobBackend`. Every method returns an awaitable;
+//! with the in-process backends it is already resolved. Times are milliseconds.
+
+use std::sync::Arc;
+
+use lanemq_core::jobs::{
+    Completion, FailOutcome, Failure, FinishedResult, JobBackend, JobState, MemoryBackend, NewJob,
+    StoreConfig,
+};
+use lanemq_core::CoreError;
+use pyo3::prelude::*;
+
+use crate::bridge::{count, Int};
+use crate::errors::{invalid, to_py};
+use crate::job_options::JobOptions;
+use crate::job_record::JobRecord;
+use crate::ready::resolve;
+
+#[pyclass(frozen, module = "lanemq._core")]
+pub struct JobQueueCore {
+    backend: Arc<dyn JobBackend>,
+}
+
+fn new_job(name: String, data: String, options: Option<JobOptions>) -> NewJob {
+    NewJob {
+        name,
+        data,
+        options: options.map(|o| o.inner).unwrap_or_default(),
+    }
+}
+
+fn states(names: &[String]) -> PyResult<Vec<JobState>> {
+    names
+        .iter()
+        .map(|n| JobState::parse(n).map_err(to_py))
+        .collect()
+}
+
+fn records(jobs: Vec<lanemq_core::jobs::Job>) -> PyResult<Vec<JobRecord>> {
+    Ok(jobs.into_iter().map(JobRecord::from).collect())
+}
+
+fn unit(_: ()) -> PyResult<()> {
+    Ok(())
+}
+
+fn finished(result: FinishedResult) -> PyResult<(&'static str, Option<String>)> {
+    Ok(match result {
+        FinishedResult::Missing => ("missing", None),
+        FinishedResult::NotFinished(state) => ("pending", Some(state.as_str().to_owned())),
+        FinishedResult::Completed(value) => ("completed", value),
+        FinishedResult::Failed(reason) => ("failed", Some(reason)),
+    })
+}
+
+/// An event as Python receives it: (id, timestamp, event, job id, fields).
+type EventRow = (
+    u64,
+    u64,
+    &'static str,
+    Option<String>,
+    Vec<(&'static str, String)>,
+);
+
+#[pymethods]
+impl JobQueueCore {
+    /// An in-process backend (`InMemoryJobQueue`).
+    #[staticmethod]
+    #[pyo3(signature = (max_payload_bytes=16_777_216, max_events=10_000))]
+    fn memory(max_payload_bytes: i64, max_events: i64) -> PyResult<Self> {
+        let config = StoreConfig {
+            max_payload_bytes: count("max_payload_bytes", max_payload_bytes, 1)? as usize,
+            max_events: count("max_events", max_events, 0)? as usize,
+        };
+        Ok(Self {
+            backend: Arc::new(MemoryBackend::new(config)),
+        })
+    }
+
+    /// Adds a job: awaits (record, created).
+    #[pyo3(signature = (name, data, options, now))]
+    fn add<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        data: String,
+        options: Option<JobOptions>,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let future = self.backend.add(new_job(name, data, options), now);
+        resolve(py, future, |(job, created)| {
+            Ok((JobRecord::from(job), created))
+        })
+    }
+
+    fn add_bulk<'py>(
+        &self,
+        py: Python<'py>,
+        jobs: Vec<(String, String, Option<JobOptions>)>,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let jobs = jobs.into_iter().map(|(n, d, o)| new_job(n, d, o)).collect();
+        resolve(py, self.backend.add_bulk(jobs, now), |added| {
+            Ok(added
+                .into_iter()
+                .map(|(job, created)| (JobRecord::from(job), created))
+                .collect::<Vec<_>>())
+        })
+    }
+
+    fn claim<'py>(
+        &self,
+        py: Python<'py>,
+        worker_id: String,
+        lease: u64,
+        max_jobs: usize,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resolve(
+            py,
+            self.backend.claim(worker_id, lease, max_jobs, now),
+            records,
+        )
+    }
+
+    #[pyo3(signature = (timeout=None))]
+    fn wait_for_job<'py>(
+        &self,
+        py: Python<'py>,
+        timeout: Option<u64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.wait_for_job(timeout), Ok)
+    }
+
+    /// Completes `(id, token, result)` items; awaits `(id, error)` for those refused.
+    fn complete_many<'py>(
+        &self,
+        py: Python<'py>,
+        items: Vec<(String, String, String)>,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let ids: Vec<String> = items.iter().map(|(id, _, _)| id.clone()).collect();
+        let items = items
+            .into_iter()
+            .map(|(id, token, result)| Completion { id, token, result })
+            .collect();
+        resolve(
+            py,
+            self.backend.complete_many(items, now),
+            move |outcomes| {
+                Ok(ids
+                    .into_iter()
+                    .zip(outcomes)
+                    .filter_map(|(id, o)| o.err().map(|e| (id, e.to_string())))
+                    .collect::<Vec<_>>())
+            },
+        )
+    }
+
+    /// Completes one job; raises `LockMismatchError` / `JobStateError` / `JobNotFoundError`.
+    fn complete<'py>(
+        &self,
+        py: Python<'py>,
+        id: String,
+        token: String,
+        result: String,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let future = self
+            .backend
+            .complete_many(vec![Completion { id, token, result }], now);
+        resolve(py, future, |mut outcomes| {
+            outcomes.pop().unwrap_or(Ok(())).map_err(to_py)
+        })
+    }
+
+    /// Fails `(id, token, error, stacktrace, retry)` items; awaits `(id, retried, error)`.
+    #[allow(clippy::type_complexity)]
+    fn fail_many<'py>(
+        &self,
+        py: Python<'py>,
+        items: Vec<(String, String, String, Option<String>, bool)>,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let ids: Vec<String> = items.iter().map(|item| item.0.clone()).collect();
+        let items = items
+            .into_iter()
+            .map(|(id, token, error, stacktrace, retry)| Failure {
+                id,
+                token,
+                error,
+                stacktrace,
+                retry,
+                delay: None,
+            })
+            .collect();
+        resolve(py, self.backend.fail_many(items, now), move |outcomes| {
+            Ok(ids
+                .into_iter()
+                .zip(outcomes)
+                .map(|(id, outcome)| match outcome {
+                    Ok(FailOutcome::Retry { .. }) => (id, true, None),
+                    Ok(FailOutcome::Failed) => (id, false, None),
+                    Err(e) => (id, false, Some(e.to_string())),
+                })
+                .collect::<Vec<_>>())
+        })
+    }
+
+    /// Fails one job; awaits `(retried, delay_until)`.
+    #[pyo3(signature = (id, token, error, stacktrace, retry, delay, now))]
+    #[allow(clippy::too_many_arguments)]
+    fn fail<'py>(
+        &self,
+        py: Python<'py>,
+        id: String,
+        token: String,
+        error: String,
+        stacktrace: Option<String>,
+        retry: bool,
+        delay: Option<u64>,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let future = self.backend.fail_many(
+            vec![Failure {
+                id,
+                token,
+                error,
+                stacktrace,
+                retry,
+                delay,
+            }],
+            now,
+        );
+        resolve(py, future, |mut outcomes| {
+            match outcomes
+                .pop()
+                .unwrap_or(Err(CoreError::Refused("no outcome".into())))
+                .map_err(to_py)?
+            {
+                FailOutcome::Retry { delay_until } => Ok((true, delay_until)),
+                FailOutcome::Failed => Ok((false, None)),
+            }
+        })
+    }
+
+    fn renew<'py>(
+        &self,
+        py: Python<'py>,
+        id: String,
+        token: String,
+        lease: u64,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resolve(
+            py,
+            self.backend.renew_many(vec![(id, token)], lease, now),
+            |mut outcomes| outcomes.pop().unwrap_or(Ok(())).map_err(to_py),
+        )
+    }
+
+    /// Renews leases; awaits the ids whose lease was lost.
+    fn renew_many<'py>(
+        &self,
+        py: Python<'py>,
+        items: Vec<(String, String)>,
+        lease: u64,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let ids: Vec<String> = items.iter().map(|(id, _)| id.clone()).collect();
+        resolve(
+            py,
+            self.backend.renew_many(items, lease, now),
+            move |outcomes| {
+                Ok(ids
+                    .into_iter()
+                    .zip(outcomes)
+                    .filter(|(_, o)| o.is_err())
+                    .map(|(id, _)| id)
+                    .collect::<Vec<_>>())
+            },
+        )
+    }
+
+    fn move_to_delayed<'py>(
+        &self,
+        py: Python<'py>,
+        id: String,
+        token: String,
+        delay_until: u64,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resolve(
+            py,
+            self.backend.move_to_delayed(id, token, delay_until, now),
+            unit,
+        )
+    }
+
+    fn release<'py>(
+        &self,
+        py: Python<'py>,
+        id: String,
+        token: String,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.release(id, token, now), unit)
+    }
+
+    fn recover_stalled<'py>(&self, py: Python<'py>, now: u64) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.recover_stalled(now), Ok)
+    }
+
+    fn holds_lock<'py>(
+        &self,
+        py: Python<'py>,
+        id: String,
+        token: String,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.holds_lock(id, token, now), Ok)
+    }
+
+    fn get_job<'py>(&self, py: Python<'py>, id: String) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.get_job(id), |job| {
+            Ok(job.map(JobRecord::from))
+        })
+    }
+
+    fn get_state<'py>(&self, py: Python<'py>, id: String) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.get_state(id), |state| {
+            Ok(state.map(JobState::as_str))
+        })
+    }
+
+    fn get_job_counts<'py>(
+        &self,
+        py: Python<'py>,
+        states: Vec<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let states = self::states(&states)?;
+        resolve(py, self.backend.get_job_counts(states), |counts| {
+            Ok(counts
+                .into_iter()
+                .map(|(s, n)| (s.as_str(), n))
+                .collect::<Vec<_>>())
+        })
+    }
+
+    fn count_pending<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.count_pending(), Ok)
+    }
+
+    fn get_counts_per_priority<'py>(
+        &self,
+        py: Python<'py>,
+        priorities: Vec<u32>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.get_counts_per_priority(priorities), Ok)
+    }
+
+    fn list_jobs<'py>(
+        &self,
+        py: Python<'py>,
+        states: Vec<String>,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let states = self::states(&states)?;
+        resolve(
+            py,
+            self.backend.list_jobs(states, start, end, ascending),
+            records,
+        )
+    }
+
+    /// Awaits `(kind, value)`: ("missing", None), ("pending", state), ("completed", json or
+    /// None), ("failed", reason).
+    fn finished_result<'py>(&self, py: Python<'py>, id: String) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.finished_result(id), finished)
+    }
+
+    /// Like `finished_result`, once the job finishes (or `timeout` ms pass).
+    #[pyo3(signature = (id, timeout=None))]
+    fn wait_finished<'py>(
+        &self,
+        py: Python<'py>,
+        id: String,
+        timeout: Option<u64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.wait_finished(id, timeout), finished)
+    }
+
+    fn promote<'py>(&self, py: Python<'py>, id: String, now: u64) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.promote(id, now), unit)
+    }
+
+    fn reschedule<'py>(
+        &self,
+        py: Python<'py>,
+        id: String,
+        delay_until: u64,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.reschedule(id, delay_until, now), unit)
+    }
+
+    fn retry_job<'py>(&self, py: Python<'py>, id: String, now: u64) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.retry_job(id, now), unit)
+    }
+
+    fn update_priority<'py>(
+        &self,
+        py: Python<'py>,
+        id: String,
+        priority: Int,
+        lifo: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let priority = priority.get("priority")?;
+        let max = i64::from(lanemq_core::jobs::MAX_PRIORITY);
+        if !(0..=max).contains(&priority) {
+            return Err(invalid(
+                "priority",
+                priority,
+                &format!("must be between 0 and {max}"),
+            ));
+        }
+        let priority = priority as u32;
+        resolve(py, self.backend.update_priority(id, priority, lifo), unit)
+    }
+
+    fn update_data<'py>(
+        &self,
+        py: Python<'py>,
+        id: String,
+        data: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.update_data(id, data), unit)
+    }
+
+    fn update_progress<'py>(
+        &self,
+        py: Python<'py>,
+        id: String,
+        progress: String,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.update_progress(id, progress, now), unit)
+    }
+
+    fn add_log<'py>(
+        &self,
+        py: Python<'py>,
+        id: String,
+        line: String,
+        keep: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.add_log(id, line, keep), Ok)
+    }
+
+    fn get_logs<'py>(
+        &self,
+        py: Python<'py>,
+        id: String,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.get_logs(id, start, end, ascending), Ok)
+    }
+
+    fn clear_logs<'py>(
+        &self,
+        py: Python<'py>,
+        id: String,
+        keep: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.clear_logs(id, keep), unit)
+    }
+
+    #[pyo3(signature = (id, lines, reason=None))]
+    fn save_stacktrace<'py>(
+        &self,
+        py: Python<'py>,
+        id: String,
+        lines: Vec<String>,
+        reason: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.save_stacktrace(id, lines, reason), unit)
+    }
+
+    fn remove<'py>(&self, py: Python<'py>, id: String, now: u64) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.remove(id, now), unit)
+    }
+
+    fn pause<'py>(&self, py: Python<'py>, now: u64) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.pause(now), unit)
+    }
+
+    fn resume<'py>(&self, py: Python<'py>, now: u64) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.resume(now), unit)
+    }
+
+    fn is_paused<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.is_paused(), Ok)
+    }
+
+    fn drain<'py>(&self, py: Python<'py>, delayed: bool, now: u64) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.drain(delayed, now), Ok)
+    }
+
+    fn clean<'py>(
+        &self,
+        py: Python<'py>,
+        grace: u64,
+        limit: usize,
+        state: &str,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let state = JobState::parse(state).map_err(to_py)?;
+        resolve(py, self.backend.clean(grace, limit, state, now), Ok)
+    }
+
+    fn obliterate<'py>(
+        &self,
+        py: Python<'py>,
+        force: bool,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.obliterate(force, now), unit)
+    }
+
+    fn set_rate_limit<'py>(
+        &self,
+        py: Python<'py>,
+        max: i64,
+        duration: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let max = count("max", max, 1)?;
+        resolve(py, self.backend.set_rate_limit(max, duration), unit)
+    }
+
+    fn get_rate_limit<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.get_rate_limit(), Ok)
+    }
+
+    fn clear_rate_limit<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.clear_rate_limit(), unit)
+    }
+
+    #[pyo3(signature = (max=None))]
+    fn set_max_active<'py>(
+        &self,
+        py: Python<'py>,
+        max: Option<i64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let max = max.map(|m| count("max_active", m, 1)).transpose()?;
+        resolve(py, self.backend.set_max_active(max), unit)
+    }
+
+    fn get_max_active<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.get_max_active(), Ok)
+    }
+
+    fn is_maxed<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.is_maxed(), Ok)
+    }
+
+    /// Events `(id, timestamp, event, job_id, fields)` with `start <= id <= end`.
+    fn read_events<'py>(
+        &self,
+        py: Python<'py>,
+        start: u64,
+        end: u64,
+        limit: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.read_events(start, end, limit), |events| {
+            Ok(events
+                .into_iter()
+                .map(|e| (e.id, e.timestamp, e.event, e.job_id, e.fields))
+                .collect::<Vec<EventRow>>())
+        })
+    }
+
+    fn trim_events<'py>(&self, py: Python<'py>, max_len: usize) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.trim_events(max_len), Ok)
+    }
+
+    fn last_event_id<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.last_event_id(), Ok)
+    }
+
+    /// Awaits True once an event after `after` exists (False after `timeout` ms).
+    #[pyo3(signature = (after, timeout=None))]
+    fn wait_events<'py>(
+        &self,
+        py: Python<'py>,
+        after: u64,
+        timeout: Option<u64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.wait_events(after, timeout), Ok)
+    }
+}

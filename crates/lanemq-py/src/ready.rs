@@ -1,0 +1,78 @@
+//! `Ready`: an awaitable that is already resolved. A backend call whose future finished on its
+//! first poll (every in-process operation) returns one, so awaiting it costs no event-loop
+//! round trip and no runtime hop.
+
+use std::task::{Context, Poll, Waker};
+
+use lanemq_core::jobs::BoxFuture;
+use pyo3::exceptions::PyStopIteration;
+use pyo3::prelude::*;
+use pyo3::BoundObject;
+
+use crate::errors::to_py;
+
+#[pyclass(module = "lanemq._core")]
+pub struct Ready {
+    outcome: Option<PyResult<Py<PyAny>>>,
+}
+
+#[pymethods]
+impl Ready {
+    fn __await__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        match self.outcome.take() {
+            Some(Ok(value)) => Err(PyStopIteration::new_err((value,))),
+            Some(Err(error)) => Err(error),
+            None => Err(PyStopIteration::new_err((py.None(),))),
+        }
+    }
+}
+
+/// Turns a backend future into a Python awaitable: a `Ready` if the future completes on its
+/// first poll, otherwise an asyncio future driven by the tokio runtime. `convert` maps the
+/// value to something Python can hold.
+pub fn resolve<'py, T, U, F>(
+    py: Python<'py>,
+    mut future: BoxFuture<T>,
+    convert: F,
+) -> PyResult<Bound<'py, PyAny>>
+where
+    T: Send + 'static,
+    U: for<'a> IntoPyObject<'a> + Send + 'static,
+    F: FnOnce(T) -> PyResult<U> + Send + 'static,
+{
+    let polled = {
+        // Timers and notifications created during the first poll need the runtime's context.
+        let _runtime = pyo3_async_runtimes::tokio::get_runtime().enter();
+        future
+            .as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()))
+    };
+    match polled {
+        Poll::Ready(result) => {
+            let outcome = result.map_err(to_py).and_then(convert).and_then(|value| {
+                value
+                    .into_pyobject(py)
+                    .map(|v| v.into_any().unbind())
+                    .map_err(Into::into)
+            });
+            Ok(Bound::new(
+                py,
+                Ready {
+                    outcome: Some(outcome),
+                },
+            )?
+            .into_any())
+        }
+        Poll::Pending => pyo3_async_runtimes::tokio::future_into_py(py, async move {
+            convert(future.await.map_err(to_py)?)
+        }),
+    }
+}

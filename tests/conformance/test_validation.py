@@ -1,0 +1,328 @@
+"""Validation of `add`, `add_bulk` and `update_priority` (scenarios 16 and 17): every refused
+call writes nothing (no job, no event); custom ids are idempotent."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from lanemq import Backoff, ConfigError, InMemoryJobQueue, JobOptions, JobQueue, QueueEvent
+
+T = 1_700_000_000_000
+MAX_PRIORITY = 2**21
+
+Snapshot = tuple[dict[str, int], list[QueueEvent]]
+
+
+async def _snapshot(queue: JobQueue) -> Snapshot:
+    return await queue.get_job_counts(), await queue.read_events()
+
+
+async def _assert_refused(
+    queue: JobQueue,
+    call: Callable[[], Awaitable[object]],
+    error: type[Exception],
+    *fragments: str,
+) -> str:
+    """Runs ``call``, expects ``error`` whose message holds every fragment, and checks that
+    nothing was written (same counts, no new event). Returns the message."""
+    before = await _snapshot(queue)
+    with pytest.raises(error) as caught:
+        await call()
+    message = str(caught.value)
+    for fragment in fragments:
+        assert fragment in message, f"{fragment!r} not in {message!r}"
+    assert await _snapshot(queue) == before, "a refused call wrote something"
+    return message
+
+
+async def _seed(queue: JobQueue) -> None:
+    """A job and its events, so that "nothing written" is checked against a non-empty queue."""
+    await queue.add("seed", {"n": 0}, now=T)
+
+
+# ------------------------------------------------------------------------------ job ids
+
+
+@pytest.mark.parametrize("bad_id", ["", "0", "0:x", "42", "-7"])
+async def test_generated_looking_or_empty_ids_refused(queue: JobQueue, bad_id: str) -> None:
+    await _seed(queue)
+    message = await _assert_refused(
+        queue, lambda: queue.add("x", {"a": 1}, job_id=bad_id, now=T), ConfigError, "job_id"
+    )
+    assert repr(bad_id) in message or f'"{bad_id}"' in message, message
+    # The same through a JobOptions object and a dict.
+    await _assert_refused(
+        queue, lambda: queue.add("x", None, JobOptions(job_id=bad_id), now=T), ValueError
+    )
+    await _assert_refused(queue, lambda: queue.add("x", None, {"job_id": bad_id}), ValueError)
+
+
+@pytest.mark.parametrize("good_id", ["a", "welcome:ops", "1a", "x0", "00a", "-"])
+async def test_custom_ids_that_are_not_integers_accepted(queue: JobQueue, good_id: str) -> None:
+    job = await queue.add("x", None, job_id=good_id, now=T)
+    assert job.id == good_id
+    assert await queue.get_state(good_id) == "waiting"
+
+
+# ----------------------------------------------------------------------------- priority
+
+
+async def test_priority_bounds_on_add(queue: JobQueue) -> None:
+    top = await queue.add("top", None, priority=MAX_PRIORITY, now=T)
+    assert top.priority == MAX_PRIORITY
+    assert await queue.get_counts_per_priority(MAX_PRIORITY) == {MAX_PRIORITY: 1}
+
+    too_big = MAX_PRIORITY + 1
+    await _assert_refused(
+        queue,
+        lambda: queue.add("x", None, priority=too_big, now=T),
+        ConfigError,
+        "priority",
+        str(too_big),
+    )
+    await _assert_refused(
+        queue, lambda: queue.add("x", None, {"priority": too_big}, now=T), ConfigError, "priority"
+    )
+    await _assert_refused(
+        queue, lambda: queue.add("x", None, priority=-1, now=T), ConfigError, "priority"
+    )
+
+
+async def test_priority_bounds_on_update(queue: JobQueue) -> None:
+    job = await queue.add("x", None, priority=5, now=T)
+    await queue.update_priority(job.id, MAX_PRIORITY)
+    stored = await queue.get_job(job.id)
+    assert stored is not None and stored.priority == MAX_PRIORITY
+
+    too_big = MAX_PRIORITY + 1
+    await _assert_refused(
+        queue,
+        lambda: queue.update_priority(job.id, too_big),
+        ConfigError,
+        "priority",
+        str(too_big),
+    )
+    await _assert_refused(queue, lambda: queue.update_priority(job.id, -1), ConfigError, "priority")
+    stored = await queue.get_job(job.id)
+    assert stored is not None and stored.priority == MAX_PRIORITY
+    assert stored.state == "waiting"
+    assert await queue.get_counts_per_priority(MAX_PRIORITY) == {MAX_PRIORITY: 1}
+
+
+async def test_negative_priority_on_update_named_in_the_error(queue: JobQueue) -> None:
+    job = await queue.add("x", None, priority=3, now=T)
+    await _assert_refused(
+        queue, lambda: queue.update_priority(job.id, -1), ConfigError, "priority", "-1"
+    )
+    assert (await queue.get_counts_per_priority(3)) == {3: 1}
+
+
+@pytest.mark.parametrize("huge", [2**63, 2**64 + 1], ids=["2**63", "2**64+1"])
+async def test_huge_priority_is_a_config_error(queue: JobQueue, huge: int) -> None:
+    job = await queue.add("x", None, priority=3, now=T)
+    await _assert_refused(
+        queue, lambda: queue.add("y", None, priority=huge, now=T), ConfigError, "priority"
+    )
+    await _assert_refused(
+        queue, lambda: queue.update_priority(job.id, huge), ConfigError, "priority"
+    )
+    stored = await queue.get_job(job.id)
+    assert stored is not None and stored.priority == 3
+
+
+# ---------------------------------------------------------------------- other options
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"delay": -1.0}, "delay"),
+        ({"delay": math.nan}, "delay"),
+        ({"attempts": 0}, "attempts"),
+        ({"attempts": -3}, "attempts"),
+        ({"timeout": 0}, "timeout"),
+        ({"max_stalled_count": -1}, "max_stalled_count"),
+    ],
+    ids=["delay-negative", "delay-nan", "attempts-0", "attempts-negative", "timeout-0", "stalls"],
+)
+async def test_invalid_option_refused_and_writes_nothing(
+    queue: JobQueue, options: dict[str, Any], field: str
+) -> None:
+    await _seed(queue)
+    await _assert_refused(queue, lambda: queue.add("x", None, now=T, **options), ConfigError, field)
+    await _assert_refused(queue, lambda: queue.add("x", None, options, now=T), ConfigError, field)
+
+
+async def test_jitter_above_one_refused(queue: JobQueue) -> None:
+    await _seed(queue)
+    await _assert_refused(
+        queue,
+        lambda: queue.add(
+            "x", None, attempts=3, backoff=Backoff.exponential(1.0, jitter=1.5), now=T
+        ),
+        ConfigError,
+        "jitter",
+        "1.5",
+    )
+    await _assert_refused(
+        queue,
+        lambda: queue.add(
+            "x", None, attempts=3, backoff=Backoff.exponential(1.0, jitter=-0.1), now=T
+        ),
+        ConfigError,
+        "jitter",
+    )
+    # The bounds themselves are fine.
+    for jitter in (0.0, 1.0):
+        await queue.add("ok", None, attempts=2, backoff=Backoff.exponential(1.0, jitter=jitter))
+
+
+@pytest.mark.parametrize(
+    ("data", "named"),
+    [(object(), "object"), ({1, 2}, "set"), (math.nan, "nan"), ({"deep": [math.inf]}, "float")],
+    ids=["object", "set", "nan", "nested-inf"],
+)
+async def test_non_json_data_refused_with_type_error(
+    queue: JobQueue, data: object, named: str
+) -> None:
+    await _seed(queue)
+    message = await _assert_refused(
+        queue, lambda: queue.add("bad-data", data, now=T), TypeError, "bad-data"
+    )
+    # The message names what was refused (the type, or the non-finite value).
+    assert named in message.lower(), message
+
+
+async def test_options_given_twice_refused(queue: JobQueue) -> None:
+    await _seed(queue)
+    await _assert_refused(
+        queue,
+        lambda: queue.add("x", None, JobOptions(priority=2), priority=3, now=T),
+        TypeError,
+    )
+
+
+# ---------------------------------------------------------------------- payload size
+
+
+async def test_payload_over_max_payload_bytes_refused() -> None:
+    # Not on the `queue` fixture: the limit is a constructor option. Other backends will need
+    # their own way to set `max_payload_bytes` (then this test can take the fixture).
+    queue = InMemoryJobQueue("conformance-payload", max_payload_bytes=100)
+    try:
+        await _seed(queue)
+        at_limit = await queue.add("fits", "x" * 98, now=T)  # '"' + 98 chars + '"' = 100 bytes
+        assert at_limit.data == "x" * 98
+        await _assert_refused(
+            queue,
+            lambda: queue.add("big", "x" * 99, now=T),
+            ConfigError,
+            "max_payload_bytes",
+            "101",
+        )
+        # Bulk: one oversized item in the middle and nothing is added.
+        await _assert_refused(
+            queue,
+            lambda: queue.add_bulk([("a", 1), ("big", "y" * 200), ("c", 3)], now=T),
+            ConfigError,
+            "max_payload_bytes",
+        )
+        # Multi-byte characters count as bytes (UTF-8), not as characters.
+        await _assert_refused(
+            queue, lambda: queue.add("wide", "é" * 60, now=T), ConfigError, "max_payload_bytes"
+        )
+        # update_data is held to the same limit and leaves the data as it was.
+        await _assert_refused(
+            queue,
+            lambda: queue.update_data(at_limit.id, "z" * 150),
+            ConfigError,
+            "max_payload_bytes",
+        )
+        stored = await queue.get_job(at_limit.id)
+        assert stored is not None and stored.data == "x" * 98
+    finally:
+        await queue.obliterate(force=True)
+
+
+# -------------------------------------------------------------------------- add_bulk
+
+
+async def test_add_bulk_is_atomic_on_bad_options(queue: JobQueue) -> None:
+    await _seed(queue)
+    items: list[tuple[Any, ...]] = [
+        ("a", {"i": 1}),
+        ("b", {"i": 2}, {"priority": 1}),
+        ("bad", {"i": 3}, {"priority": MAX_PRIORITY + 1}),
+        ("d", {"i": 4}),
+    ]
+    await _assert_refused(queue, lambda: queue.add_bulk(items, now=T), ConfigError, "priority")
+    items[2] = ("bad", {"i": 3}, {"job_id": "42"})
+    await _assert_refused(queue, lambda: queue.add_bulk(items, now=T), ConfigError, "job_id")
+    items[2] = ("bad", {"i": 3}, JobOptions(attempts=2, backoff=Backoff.fixed(1.0)))
+    items[3] = ("worse", object())
+    await _assert_refused(queue, lambda: queue.add_bulk(items, now=T), TypeError, "worse")
+    assert [job.name for job in await queue.list_jobs()] == ["seed"]
+
+
+async def test_add_bulk_keeps_input_order(queue: JobQueue) -> None:
+    names = [f"job-{i}" for i in range(10)]
+    items: list[tuple[Any, ...]] = [(name, {"i": i}) for i, name in enumerate(names)]
+    items[4] = ("job-4", {"i": 4}, {"job_id": "custom-four", "priority": 3})
+    items[7] = ("job-7", {"i": 7}, JobOptions(delay=5.0))
+    added = await queue.add_bulk(items, now=T)
+    assert [job.name for job in added] == names
+    assert [job.data for job in added] == [{"i": i} for i in range(10)]
+    assert added[4].id == "custom-four" and added[4].priority == 3
+    assert added[7].state == "delayed"
+    assert len({job.id for job in added}) == 10
+    for job in added:
+        stored = await queue.get_job(job.id)
+        assert stored is not None and stored.name == job.name
+    assert await queue.get_job_counts("waiting", "delayed") == {"waiting": 9, "delayed": 1}
+
+
+# ----------------------------------------------------------------- idempotent custom ids
+
+
+async def test_same_custom_id_returns_first_job_unchanged(queue: JobQueue) -> None:
+    first = await queue.add("welcome", {"v": 1}, job_id="welcome:ops", priority=4, now=T)
+    events_before = await queue.read_events()
+
+    again = await queue.add(
+        "other-name", {"v": 2}, job_id="welcome:ops", priority=9, delay=30.0, now=T + 5
+    )
+    assert again.id == first.id == "welcome:ops"
+    assert again.name == "welcome"
+    assert again.data == {"v": 1}
+    assert again.priority == 4
+    assert again.created_at == T
+
+    stored = await queue.get_job("welcome:ops")
+    assert stored is not None
+    assert (stored.name, stored.data, stored.priority, stored.state) == (
+        "welcome",
+        {"v": 1},
+        4,
+        "waiting",
+    )
+    assert await queue.get_job_counts("waiting", "delayed") == {"waiting": 1, "delayed": 0}
+
+    new_events = (await queue.read_events())[len(events_before) :]
+    assert [(ev.event, ev.job_id) for ev in new_events] == [("duplicated", "welcome:ops")]
+
+    [claimed] = await queue.claim("w", now=T + 10)
+    assert claimed.id == "welcome:ops" and claimed.data == {"v": 1}
+    assert await queue.claim("w", now=T + 10) == []
+
+
+async def test_same_custom_id_twice_in_one_bulk(queue: JobQueue) -> None:
+    added = await queue.add_bulk(
+        [("a", {"v": 1}, {"job_id": "dup"}), ("b", {"v": 2}, {"job_id": "dup"})], now=T
+    )
+    assert [job.id for job in added] == ["dup", "dup"]
+    assert [job.data for job in added] == [{"v": 1}, {"v": 1}]
+    assert await queue.get_job_counts("waiting") == {"waiting": 1}
+    assert [ev.event for ev in await queue.read_events()] == ["added", "waiting", "duplicated"]

@@ -1,0 +1,265 @@
+"""Waiting without polling: ``job.wait()`` for a job's outcome and ``queue.wait_for_job()`` for
+claimable work. These run on the wall clock, with short sleeps only."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+from lanemq import Job, JobFailedError, JobNotFoundError, JobQueue
+
+#: Generous bound for "at once" (scheduling noise, not a real wait).
+PROMPT = 0.05
+
+
+def _token(job: Job) -> str:
+    token = job.lock_token
+    assert token, f"job {job.id} carries no lock token"
+    return token
+
+
+async def _later(delay: float, action: Any) -> Any:
+    await asyncio.sleep(delay)
+    return await action()
+
+
+async def _claim(queue: JobQueue) -> Job:
+    [job] = await queue.claim("w1")
+    return job
+
+
+# ------------------------------------------------------------------ job.wait
+
+
+async def test_wait_returns_the_result_when_another_task_completes(queue: JobQueue) -> None:
+    job = await queue.add("w", {"n": 1})
+    claimed = await _claim(queue)
+
+    async def complete() -> None:
+        await queue.complete(claimed.id, _token(claimed), {"sum": 7, "tags": ["a"]})
+
+    finisher = asyncio.create_task(_later(0.05, complete))
+    started = time.monotonic()
+    assert await job.wait(timeout=1.0) == {"sum": 7, "tags": ["a"]}
+    assert time.monotonic() - started < 0.5
+    await finisher
+
+
+async def test_wait_returns_none_result(queue: JobQueue) -> None:
+    job = await queue.add("w")
+    claimed = await _claim(queue)
+
+    async def complete() -> None:
+        await queue.complete(claimed.id, _token(claimed))
+
+    finisher = asyncio.create_task(_later(0.02, complete))
+    assert await job.wait(timeout=1.0) is None
+    await finisher
+
+
+async def test_wait_raises_job_failed_on_terminal_failure(queue: JobQueue) -> None:
+    job = await queue.add("w")
+    claimed = await _claim(queue)
+
+    async def fail() -> None:
+        await queue.fail(claimed.id, _token(claimed), "disk on fire", retry=False)
+
+    finisher = asyncio.create_task(_later(0.05, fail))
+    with pytest.raises(JobFailedError) as caught:
+        await job.wait(timeout=1.0)
+    assert caught.value.reason == "disk on fire"
+    assert caught.value.job_id == job.id
+    await finisher
+
+
+async def test_wait_keeps_waiting_through_a_retried_failure(queue: JobQueue) -> None:
+    job = await queue.add("w", attempts=2)
+    waiter = asyncio.create_task(job.wait(timeout=1.0))
+    await asyncio.sleep(0)
+
+    first = await _claim(queue)
+    assert await queue.fail(first.id, _token(first), "transient") is True
+    await asyncio.sleep(0.05)
+    assert not waiter.done(), "wait() ended on a failure that is retried"
+
+    second = await _claim(queue)
+    assert second.attempts_made == 2
+    await queue.complete(second.id, _token(second), "finally")
+    assert await asyncio.wait_for(waiter, 0.3) == "finally"
+
+
+async def test_wait_raises_on_the_final_failure_after_retries(queue: JobQueue) -> None:
+    job = await queue.add("w", attempts=2)
+    waiter = asyncio.create_task(job.wait(timeout=1.0))
+    await asyncio.sleep(0)
+
+    first = await _claim(queue)
+    assert await queue.fail(first.id, _token(first), "first reason") is True
+    await asyncio.sleep(0.02)
+    assert not waiter.done()
+
+    second = await _claim(queue)
+    assert await queue.fail(second.id, _token(second), "second reason") is False
+    with pytest.raises(JobFailedError) as caught:
+        await asyncio.wait_for(waiter, 0.3)
+    assert caught.value.reason == "second reason"
+
+
+async def test_wait_returns_at_once_for_a_finished_job(queue: JobQueue) -> None:
+    done = await queue.add("w")
+    claimed = await _claim(queue)
+    await queue.complete(claimed.id, _token(claimed), [1, 2, 3])
+    started = time.monotonic()
+    assert await done.wait() == [1, 2, 3]
+    assert await done.wait(timeout=0.01) == [1, 2, 3]
+    assert time.monotonic() - started < PROMPT
+
+    failed = await queue.add("w")
+    claimed = await _claim(queue)
+    await queue.fail(claimed.id, _token(claimed), "gone wrong", retry=False)
+    with pytest.raises(JobFailedError) as caught:
+        await asyncio.wait_for(failed.wait(), PROMPT)
+    assert caught.value.reason == "gone wrong"
+
+
+async def test_wait_raises_not_found_for_a_job_removed_while_waiting(queue: JobQueue) -> None:
+    job = await queue.add("w")
+
+    async def remove() -> None:
+        await queue.remove(job.id)
+
+    remover = asyncio.create_task(_later(0.05, remove))
+    with pytest.raises(JobNotFoundError):
+        await job.wait(timeout=1.0)
+    await remover
+
+
+async def test_wait_raises_not_found_for_a_job_drained_while_waiting(queue: JobQueue) -> None:
+    job = await queue.add("w")
+
+    async def drain() -> int:
+        return await queue.drain()
+
+    drainer = asyncio.create_task(_later(0.05, drain))
+    with pytest.raises(JobNotFoundError):
+        await job.wait(timeout=0.3)
+    assert await drainer == 1
+
+
+async def test_wait_raises_not_found_for_a_job_obliterated_while_waiting(
+    queue: JobQueue,
+) -> None:
+    job = await queue.add("w")
+
+    async def obliterate() -> None:
+        await queue.obliterate(force=True)
+
+    remover = asyncio.create_task(_later(0.05, obliterate))
+    with pytest.raises(JobNotFoundError):
+        await job.wait(timeout=0.3)
+    await remover
+
+
+async def test_wait_for_a_missing_job_raises_not_found(queue: JobQueue) -> None:
+    job = await queue.add("w")
+    await queue.remove(job.id)
+    with pytest.raises(JobNotFoundError):
+        await asyncio.wait_for(job.wait(), PROMPT)
+
+
+async def test_wait_timeout_raises_timeout_error(queue: JobQueue) -> None:
+    job = await queue.add("w")
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        await job.wait(timeout=0.05)
+    assert 0.04 <= time.monotonic() - started < 0.3
+    assert await queue.get_state(job.id) == "waiting"
+
+    # A later wait still works after a timed-out one.
+    claimed = await _claim(queue)
+
+    async def complete() -> None:
+        await queue.complete(claimed.id, _token(claimed), "late")
+
+    finisher = asyncio.create_task(_later(0.02, complete))
+    assert await job.wait(timeout=1.0) == "late"
+    await finisher
+
+
+async def test_several_waiters_all_get_the_result(queue: JobQueue) -> None:
+    job = await queue.add("w")
+    other = await queue.get_job(job.id)
+    assert other is not None
+    waiters = [asyncio.create_task(j.wait(timeout=1.0)) for j in (job, job, other)]
+    await asyncio.sleep(0)
+    claimed = await _claim(queue)
+    await queue.complete(claimed.id, _token(claimed), "shared")
+    assert await asyncio.wait_for(asyncio.gather(*waiters), 0.3) == ["shared"] * 3
+
+
+# -------------------------------------------------------------- wait_for_job
+
+
+async def test_wait_for_job_true_at_once_when_a_job_waits(queue: JobQueue) -> None:
+    await queue.add("w")
+    started = time.monotonic()
+    assert await queue.wait_for_job(timeout=0.3) is True
+    assert time.monotonic() - started < PROMPT
+    assert await queue.wait_for_job() is True
+
+
+async def test_wait_for_job_false_after_timeout_on_an_empty_queue(queue: JobQueue) -> None:
+    started = time.monotonic()
+    assert await queue.wait_for_job(timeout=0.05) is False
+    elapsed = time.monotonic() - started
+    assert 0.04 <= elapsed < 0.3
+
+
+async def test_wait_for_job_wakes_when_a_job_is_added(queue: JobQueue) -> None:
+    async def add() -> Job:
+        return await queue.add("w", "hello")
+
+    adder = asyncio.create_task(_later(0.05, add))
+    started = time.monotonic()
+    assert await queue.wait_for_job(timeout=1.0) is True
+    elapsed = time.monotonic() - started
+    assert 0.04 <= elapsed < 0.3
+    added = await adder
+    [claimed] = await queue.claim("w1")
+    assert claimed.id == added.id
+
+
+async def test_wait_for_job_wakes_for_a_delayed_job_when_due(queue: JobQueue) -> None:
+    job = await queue.add("w", delay=0.1)
+    assert await queue.claim("w1") == []
+    started = time.monotonic()
+    assert await queue.wait_for_job(timeout=1.0) is True
+    elapsed = time.monotonic() - started
+    assert 0.05 <= elapsed < 0.3, elapsed
+    [claimed] = await queue.claim("w1")
+    assert claimed.id == job.id
+
+
+async def test_wait_for_job_does_not_wake_while_paused(queue: JobQueue) -> None:
+    await queue.pause()
+    await queue.add("w")
+    assert await queue.wait_for_job(timeout=0.1) is False
+
+    async def add_more() -> Job:
+        return await queue.add("w")
+
+    adder = asyncio.create_task(_later(0.02, add_more))
+    assert await queue.wait_for_job(timeout=0.1) is False
+    await adder
+
+    async def resume() -> None:
+        await queue.resume()
+
+    resumer = asyncio.create_task(_later(0.05, resume))
+    started = time.monotonic()
+    assert await queue.wait_for_job(timeout=1.0) is True
+    assert time.monotonic() - started < 0.3
+    await resumer
+    assert len(await queue.claim("w1", max_jobs=5)) == 2

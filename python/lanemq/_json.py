@@ -22,3 +22,13 @@ def dumps(value: Any, what: str) -> str:
         raise TypeError(
             f"{what} is not JSON-serialisable: {error} (NaN, inf and -inf have no JSON form)"
         ) from None
+
+
+def dumps_result(job_id: str, value: Any) -> str:
+    """A job's return value as JSON (the message is only built when it is refused)."""
+    if value is None:
+        return "null"
+    try:
+        return _encode(value)
+    except (TypeError, ValueError):
+        return dumps(value, f"return value of job {job_id!r}")

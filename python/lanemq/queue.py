@@ -151,7 +151,7 @@ class JobQueue:
     ) -> list[tuple[str, str]]:
         """Completes ``(job_id, token, result)`` items in one step; returns ``(job_id,
         error)`` for those that could not be completed."""
-        encoded = [(i, t, _json.dumps(r, f"return value of job {i!r}")) for i, t, r in items]
+        encoded = [(i, t, _json.dumps_result(i, r)) for i, t, r in items]
         return await self._core.complete_many(encoded, _now(now))
 
     async def fail(

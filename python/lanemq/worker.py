@@ -75,6 +75,7 @@ class JobWorker:
         self._closing = False
         self._force = False
         self._running: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.processed = 0
         self.failed = 0
 
@@ -109,7 +110,7 @@ class JobWorker:
         if self._running is not None and self._running is not asyncio.current_task():
             raise RuntimeError(f"worker {self.id} is already running")
         self._running = asyncio.current_task()
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         chores = [
             loop.create_task(self._every(self.renew_every, self._renew)),
             loop.create_task(self._every(self.stalled_interval, self._recover)),
@@ -162,14 +163,14 @@ class JobWorker:
             error = UnrecoverableError(f"no processor for job name {job.name!r}")
             self._failed.append((job, error, False))
             return
+        loop = self._loop
+        assert loop is not None
         coroutine: Any = processor(job)
-        task: asyncio.Task[Any] = asyncio.get_running_loop().create_task(coroutine)
+        task: asyncio.Task[Any] = loop.create_task(coroutine)
         self._active[task] = job
         timeout = job._record.timeout
         if timeout is not None:
-            self._timers[task] = asyncio.get_running_loop().call_later(
-                timeout, self._time_out, task
-            )
+            self._timers[task] = loop.call_later(timeout, self._time_out, task)
         task.add_done_callback(self._done)
 
     def _time_out(self, task: asyncio.Task[Any]) -> None:
@@ -179,9 +180,10 @@ class JobWorker:
 
     def _done(self, task: asyncio.Task[Any]) -> None:
         job = self._active.pop(task, None)
-        timer = self._timers.pop(task, None)
-        if timer is not None:
-            timer.cancel()
+        if self._timers:
+            timer = self._timers.pop(task, None)
+            if timer is not None:
+                timer.cancel()
         if job is None:
             return
         if task.cancelled():
@@ -222,13 +224,14 @@ class JobWorker:
                 errors = []
                 self._failed.extend((job, not_json, False) for job, _ in done)
                 done = []
+            self.processed += len(done) - len(errors)
             lost = dict(errors)
-            for job, result in done:
-                if job.id in lost:
-                    await self._hook("error", LockLostWarning(job.id, lost[job.id]))
-                else:
-                    self.processed += 1
-                    await self._hook("completed", job, result)
+            for job_id, problem in errors:
+                await self._hook("error", LockLostWarning(job_id, problem))
+            if self._hooks["completed"]:
+                for job, result in done:
+                    if job.id not in lost:
+                        await self._hook("completed", job, result)
         if self._failed:
             failed, self._failed = self._failed, []
             items = [

@@ -48,7 +48,7 @@ fn finished(result: FinishedResult) -> PyResult<(&'static str, Option<String>)> 
     Ok(match result {
         FinishedResult::Missing => ("missing", None),
         FinishedResult::NotFinished(state) => ("pending", Some(state.as_str().to_owned())),
-        FinishedResult::Completed(value) => ("completed", value),
+        FinishedResult::Completed(value) => ("completed", value.map(|v| v.to_string())),
         FinishedResult::Failed(reason) => ("failed", Some(reason)),
     })
 }
@@ -578,7 +578,20 @@ impl JobQueueCore {
         resolve(py, self.backend.read_events(start, end, limit), |events| {
             Ok(events
                 .into_iter()
-                .map(|e| (e.id, e.timestamp, e.event, e.job_id, e.fields))
+                .map(|e| {
+                    let fields = e
+                        .field
+                        .into_iter()
+                        .map(|(k, v)| (k, v.as_str().to_owned()))
+                        .collect();
+                    (
+                        e.id,
+                        e.timestamp,
+                        e.event,
+                        e.job_id.map(|id| id.to_string()),
+                        fields,
+                    )
+                })
                 .collect::<Vec<EventRow>>())
         })
     }

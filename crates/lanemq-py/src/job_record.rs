@@ -1,5 +1,7 @@
 //! `JobRecord`: a snapshot of one job as a backend returned it. The Python `Job` wraps it.
 
+use std::sync::Arc;
+
 use lanemq_core::jobs as core;
 use pyo3::prelude::*;
 
@@ -7,13 +9,10 @@ use crate::job_options::JobOptions;
 
 #[pyclass(frozen, module = "lanemq._core")]
 pub struct JobRecord {
-    #[pyo3(get)]
-    id: String,
-    #[pyo3(get)]
-    name: String,
+    id: Arc<str>,
+    name: Arc<str>,
     /// The payload as JSON text.
-    #[pyo3(get)]
-    data: String,
+    data: Arc<str>,
     options: core::JobOptions,
     #[pyo3(get)]
     state: &'static str,
@@ -32,19 +31,16 @@ pub struct JobRecord {
     #[pyo3(get)]
     stalled_count: u32,
     /// JSON text.
-    #[pyo3(get)]
-    progress: String,
+    progress: Arc<str>,
     /// JSON text, once completed.
-    #[pyo3(get)]
-    return_value: Option<String>,
+    return_value: Option<Arc<str>>,
     #[pyo3(get)]
     failed_reason: Option<String>,
     #[pyo3(get)]
     stacktrace: Vec<String>,
     #[pyo3(get)]
     lock_token: Option<String>,
-    #[pyo3(get)]
-    lock_worker: Option<String>,
+    lock_worker: Option<Arc<str>>,
     #[pyo3(get)]
     lock_expires_at: Option<u64>,
 }
@@ -85,6 +81,39 @@ impl From<core::Job> for JobRecord {
 
 #[pymethods]
 impl JobRecord {
+    #[getter]
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The payload as JSON text.
+    #[getter]
+    fn data(&self) -> &str {
+        &self.data
+    }
+
+    /// JSON text.
+    #[getter]
+    fn progress(&self) -> &str {
+        &self.progress
+    }
+
+    /// JSON text, once completed.
+    #[getter]
+    fn return_value(&self) -> Option<&str> {
+        self.return_value.as_deref()
+    }
+
+    #[getter]
+    fn lock_worker(&self) -> Option<&str> {
+        self.lock_worker.as_deref()
+    }
+
     #[getter]
     fn options(&self) -> JobOptions {
         JobOptions {

@@ -2,16 +2,56 @@
 //! from the front (as BullMQ's events stream).
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use super::model::Millis;
 
+/// Text that is static, shared with the job it describes, or owned: events are written on every
+/// transition, so they avoid copying what the job already holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Text {
+    Static(&'static str),
+    Shared(Arc<str>),
+    Owned(String),
+}
+
+impl Text {
+    pub fn as_str(&self) -> &str {
+        match self {
+            Text::Static(s) => s,
+            Text::Shared(s) => s,
+            Text::Owned(s) => s,
+        }
+    }
+}
+
+impl From<&'static str> for Text {
+    fn from(s: &'static str) -> Self {
+        Text::Static(s)
+    }
+}
+
+impl From<String> for Text {
+    fn from(s: String) -> Self {
+        Text::Owned(s)
+    }
+}
+
+impl From<&Arc<str>> for Text {
+    fn from(s: &Arc<str>) -> Self {
+        Text::Shared(Arc::clone(s))
+    }
+}
+
+/// One entry of the stream. Every event carries at most one field (BullMQ's events do too,
+/// apart from the job id), which saves a vector per event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamEvent {
     pub id: u64,
     pub timestamp: Millis,
     pub event: &'static str,
-    pub job_id: Option<String>,
-    pub fields: Vec<(&'static str, String)>,
+    pub job_id: Option<Arc<str>>,
+    pub field: Option<(&'static str, Text)>,
 }
 
 #[derive(Debug)]
@@ -34,8 +74,8 @@ impl EventLog {
         &mut self,
         now: Millis,
         event: &'static str,
-        job_id: Option<&str>,
-        fields: Vec<(&'static str, String)>,
+        job_id: Option<&Arc<str>>,
+        field: Option<(&'static str, Text)>,
     ) {
         if self.max_len == 0 {
             self.next_id += 1;
@@ -48,8 +88,8 @@ impl EventLog {
             id: self.next_id,
             timestamp: now,
             event,
-            job_id: job_id.map(str::to_owned),
-            fields,
+            job_id: job_id.cloned(),
+            field,
         });
         self.next_id += 1;
     }

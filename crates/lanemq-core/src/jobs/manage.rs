@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::error::{CoreError, CoreResult};
 
-use super::events::StreamEvent;
+use super::events::{StreamEvent, Text};
 use super::model::{FinishedResult, Job, JobState, Millis};
 use super::options::validate_priority;
 use super::store::{JobId, MemoryStore};
@@ -63,7 +63,7 @@ impl MemoryStore {
         match state {
             JobState::Waiting => Box::new(self.waiting.values()),
             JobState::Delayed => Box::new(self.delayed.iter().map(|(_, _, id)| id)),
-            JobState::Active => Box::new(self.active.iter().map(|(_, id)| id)),
+            JobState::Active => Box::new(self.active.iter().map(|(_, _, id)| id)),
             JobState::WaitingChildren => Box::new(self.waiting_children.iter().map(|(_, id)| id)),
             JobState::Completed => Box::new(self.completed.iter().map(|(_, _, id)| id)),
             JobState::Failed => Box::new(self.failed.iter().map(|(_, _, id)| id)),
@@ -143,7 +143,7 @@ impl MemoryStore {
         self.expect_state(&key, &[JobState::Delayed], "delayed")?;
         self.move_to_waiting(&key, false);
         self.events
-            .push(now, "waiting", Some(id), vec![("prev", "delayed".into())]);
+            .push(now, "waiting", Some(&key), Some(("prev", "delayed".into())));
         Ok(())
     }
 
@@ -159,8 +159,8 @@ impl MemoryStore {
         self.events.push(
             now,
             "delayed",
-            Some(id),
-            vec![("delay", delay_until.to_string())],
+            Some(&key),
+            Some(("delay", delay_until.to_string().into())),
         );
         Ok(())
     }
@@ -185,7 +185,7 @@ impl MemoryStore {
             job.processed_on = None;
         });
         self.events
-            .push(now, "waiting", Some(id), vec![("prev", prev.into())]);
+            .push(now, "waiting", Some(&key), Some(("prev", prev.into())));
         Ok(())
     }
 
@@ -214,18 +214,19 @@ impl MemoryStore {
             )));
         }
         let key = self.key(id)?;
-        self.jobs.get_mut(&key).expect("job exists").data = data.to_owned();
+        self.jobs.get_mut(&key).expect("job exists").data = Arc::from(data);
         Ok(())
     }
 
     pub fn update_progress(&mut self, id: &str, progress: &str, now: Millis) -> CoreResult<()> {
         let key = self.key(id)?;
-        self.jobs.get_mut(&key).expect("job exists").progress = progress.to_owned();
+        let progress: Arc<str> = Arc::from(progress);
+        self.jobs.get_mut(&key).expect("job exists").progress = Arc::clone(&progress);
         self.events.push(
             now,
             "progress",
-            Some(id),
-            vec![("data", progress.to_owned())],
+            Some(&key),
+            Some(("data", Text::Shared(progress))),
         );
         Ok(())
     }
@@ -309,21 +310,21 @@ impl MemoryStore {
         let prev = job.state.as_str();
         let removed = self.delete(&key).expect("job exists");
         self.events
-            .push(now, "removed", Some(id), vec![("prev", prev.into())]);
+            .push(now, "removed", Some(&key), Some(("prev", prev.into())));
         Ok(removed)
     }
 
     pub fn pause(&mut self, now: Millis) {
         if !self.paused {
             self.paused = true;
-            self.events.push(now, "paused", None, vec![]);
+            self.events.push(now, "paused", None, None);
         }
     }
 
     pub fn resume(&mut self, now: Millis) {
         if self.paused {
             self.paused = false;
-            self.events.push(now, "resumed", None, vec![]);
+            self.events.push(now, "resumed", None, None);
         }
     }
 
@@ -345,7 +346,7 @@ impl MemoryStore {
                 now,
                 "cleaned",
                 None,
-                vec![("count", doomed.len().to_string())],
+                Some(("count", doomed.len().to_string().into())),
             );
         }
         doomed.len()
@@ -380,7 +381,7 @@ impl MemoryStore {
                 now,
                 "cleaned",
                 None,
-                vec![("count", doomed.len().to_string())],
+                Some(("count", doomed.len().to_string().into())),
             );
         }
         doomed.iter().map(|id| id.to_string()).collect()

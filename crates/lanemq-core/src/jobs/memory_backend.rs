@@ -164,10 +164,11 @@ impl JobBackend for MemoryBackend {
             Ok(items
                 .into_iter()
                 .map(|c| {
-                    let outcome = s.store.complete(&c.id, &c.token, &c.result, now);
+                    let result: Arc<str> = Arc::from(c.result);
+                    let outcome = s.store.complete(&c.id, &c.token, Arc::clone(&result), now);
                     if outcome.is_ok() {
                         finish(&mut s.waiters, &c.id, || {
-                            FinishedResult::Completed(Some(c.result))
+                            FinishedResult::Completed(Some(result))
                         });
                     }
                     outcome

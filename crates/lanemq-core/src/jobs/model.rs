@@ -1,5 +1,7 @@
 //! A job and its states.
 
+use std::sync::Arc;
+
 use crate::error::{CoreError, CoreResult};
 
 use super::options::JobOptions;
@@ -59,17 +61,18 @@ impl JobState {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lock {
     pub token: String,
-    pub worker_id: String,
+    pub worker_id: Arc<str>,
     pub expires_at: Millis,
 }
 
 /// A job as stored. `data`, `progress` and `return_value` are JSON text: the store never
-/// parses user payloads, it only keeps and returns them.
+/// parses user payloads, it only keeps and returns them. Text fields are shared (`Arc<str>`),
+/// so the snapshots that claims and reads hand out copy no payload.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Job {
-    pub id: String,
-    pub name: String,
-    pub data: String,
+    pub id: Arc<str>,
+    pub name: Arc<str>,
+    pub data: Arc<str>,
     pub options: JobOptions,
     pub state: JobState,
     pub priority: u32,
@@ -82,8 +85,8 @@ pub struct Job {
     /// attempt back), so a retry decision compares it with `options.attempts`.
     pub attempts_made: u32,
     pub stalled_count: u32,
-    pub progress: String,
-    pub return_value: Option<String>,
+    pub progress: Arc<str>,
+    pub return_value: Option<Arc<str>>,
     pub failed_reason: Option<String>,
     pub stacktrace: Vec<String>,
     pub logs: Vec<String>,
@@ -100,6 +103,6 @@ pub struct Job {
 pub enum FinishedResult {
     Missing,
     NotFinished(JobState),
-    Completed(Option<String>),
+    Completed(Option<Arc<str>>),
     Failed(String),
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::error::{CoreError, CoreResult};
 
-use super::events::EventLog;
+use super::events::{EventLog, Text};
 use super::model::{Job, JobState, Lock, Millis};
 use super::options::{JobOptions, Retention, DEFAULT_MAX_PAYLOAD_BYTES};
 
@@ -50,12 +50,12 @@ pub type JobId = Arc<str>;
 #[derive(Debug)]
 pub struct MemoryStore {
     pub(super) config: StoreConfig,
-    pub(super) jobs: HashMap<JobId, Job>,
+    pub(super) jobs: HashMap<JobId, Job, foldhash::fast::RandomState>,
     /// (priority, order) -> id; priority 0 sorts first, as in BullMQ.
     pub(super) waiting: BTreeMap<(u32, i64), JobId>,
     pub(super) delayed: BTreeSet<(Millis, u64, JobId)>,
-    /// By lock expiry, for stall recovery.
-    pub(super) active: BTreeSet<(Millis, JobId)>,
+    /// By lock expiry (then sequence, so ties never compare ids), for stall recovery.
+    pub(super) active: BTreeSet<(Millis, u64, JobId)>,
     pub(super) waiting_children: BTreeSet<(u64, JobId)>,
     pub(super) completed: BTreeSet<(Millis, u64, JobId)>,
     pub(super) failed: BTreeSet<(Millis, u64, JobId)>,
@@ -68,6 +68,17 @@ pub struct MemoryStore {
     next_auto_id: u64,
     drained_reported: bool,
     random: RandomState,
+    /// The progress of a job that reported none, shared by all of them.
+    zero: Arc<str>,
+    last_name: Option<Arc<str>>,
+}
+
+fn push_hex(out: &mut String, value: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let digits = (64 - value.leading_zeros()).div_ceil(4).max(1);
+    for i in (0..digits).rev() {
+        out.push(DIGITS[((value >> (i * 4)) & 0xf) as usize] as char);
+    }
 }
 
 impl MemoryStore {
@@ -75,7 +86,7 @@ impl MemoryStore {
         Self {
             events: EventLog::new(config.max_events),
             config,
-            jobs: HashMap::new(),
+            jobs: HashMap::default(),
             waiting: BTreeMap::new(),
             delayed: BTreeSet::new(),
             active: BTreeSet::new(),
@@ -90,6 +101,8 @@ impl MemoryStore {
             next_auto_id: 1,
             drained_reported: false,
             random: RandomState::new(),
+            zero: Arc::from("0"),
+            last_name: None,
         }
     }
 
@@ -106,11 +119,17 @@ impl MemoryStore {
         (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
     }
 
+    /// A lock token: 64 random bits and the sequence number, in hex (written by hand: `format!`
+    /// was a tenth of a claim's cost).
     fn new_token(&mut self) -> String {
         let seq = self.next_seq();
         let mut hasher = self.random.build_hasher();
         hasher.write_u64(seq);
-        format!("{:016x}-{seq:x}", hasher.finish())
+        let mut token = String::with_capacity(33);
+        push_hex(&mut token, hasher.finish());
+        token.push('-');
+        push_hex(&mut token, seq);
+        token
     }
 
     // ------------------------------------------------------------------ indexes
@@ -128,7 +147,7 @@ impl MemoryStore {
             }
             JobState::Active => {
                 let expires = job.lock.as_ref().map_or(0, |l| l.expires_at);
-                self.active.insert((expires, id));
+                self.active.insert((expires, job.seq, id));
             }
             JobState::WaitingChildren => {
                 self.waiting_children.insert((job.seq, id));
@@ -156,7 +175,7 @@ impl MemoryStore {
             }
             JobState::Active => {
                 let expires = job.lock.as_ref().map_or(0, |l| l.expires_at);
-                self.active.remove(&(expires, Arc::clone(id)));
+                self.active.remove(&(expires, job.seq, Arc::clone(id)));
             }
             JobState::WaitingChildren => {
                 self.waiting_children.remove(&(job.seq, Arc::clone(id)));
@@ -204,6 +223,18 @@ impl MemoryStore {
             job.order = order;
             job.lock = None;
         });
+    }
+
+    /// Jobs added together usually share their name: reuse the last one's.
+    fn intern_name(&mut self, name: &str) -> Arc<str> {
+        match &self.last_name {
+            Some(last) if &**last == name => Arc::clone(last),
+            _ => {
+                let name: Arc<str> = Arc::from(name);
+                self.last_name = Some(Arc::clone(&name));
+                name
+            }
+        }
     }
 
     pub(super) fn key(&self, id: &str) -> CoreResult<JobId> {
@@ -254,6 +285,7 @@ impl MemoryStore {
                 other => other,
             })?;
         }
+        self.jobs.reserve(jobs.len());
         Ok(jobs
             .into_iter()
             .map(|(name, data, options)| self.insert(&name, &data, options, now))
@@ -263,7 +295,7 @@ impl MemoryStore {
     fn insert(&mut self, name: &str, data: &str, options: JobOptions, now: Millis) -> (Job, bool) {
         if let Some(existing) = options.job_id.as_deref().and_then(|id| self.jobs.get(id)) {
             let job = existing.clone();
-            self.events.push(now, "duplicated", Some(&job.id), vec![]);
+            self.events.push(now, "duplicated", Some(&job.id), None);
             return (job, false);
         }
         let id: JobId = match &options.job_id {
@@ -281,10 +313,11 @@ impl MemoryStore {
         } else {
             seq as i64
         };
+        let name = self.intern_name(name);
         let job = Job {
-            id: id.to_string(),
-            name: name.to_owned(),
-            data: data.to_owned(),
+            id: Arc::clone(&id),
+            name: Arc::clone(&name),
+            data: Arc::from(data),
             state: if delayed {
                 JobState::Delayed
             } else {
@@ -297,7 +330,7 @@ impl MemoryStore {
             finished_on: None,
             attempts_made: 0,
             stalled_count: 0,
-            progress: "0".into(),
+            progress: Arc::clone(&self.zero),
             return_value: None,
             failed_reason: None,
             stacktrace: Vec::new(),
@@ -311,13 +344,13 @@ impl MemoryStore {
         self.jobs.insert(Arc::clone(&id), job);
         self.index_insert(&id);
         self.events
-            .push(now, "added", Some(&id), vec![("name", name.to_owned())]);
+            .push(now, "added", Some(&id), Some(("name", Text::Shared(name))));
         if delayed {
             let until = snapshot.delay_until.to_string();
             self.events
-                .push(now, "delayed", Some(&id), vec![("delay", until)]);
+                .push(now, "delayed", Some(&id), Some(("delay", until.into())));
         } else {
-            self.events.push(now, "waiting", Some(&id), vec![]);
+            self.events.push(now, "waiting", Some(&id), None);
         }
         (snapshot, true)
     }
@@ -333,7 +366,7 @@ impl MemoryStore {
             }
             self.move_to_waiting(&id, false);
             self.events
-                .push(now, "waiting", Some(&id), vec![("prev", "delayed".into())]);
+                .push(now, "waiting", Some(&id), Some(("prev", "delayed".into())));
             promoted += 1;
         }
         promoted
@@ -369,6 +402,7 @@ impl MemoryStore {
             allowed = allowed.min((max_active as usize).saturating_sub(self.active.len()));
         }
         let mut claimed = Vec::with_capacity(allowed.min(self.waiting.len()));
+        let worker: Arc<str> = Arc::from(worker_id);
         while claimed.len() < allowed {
             let Some((_, id)) = self.waiting.pop_first() else {
                 break;
@@ -380,20 +414,20 @@ impl MemoryStore {
             job.processed_on = Some(now);
             job.lock = Some(Lock {
                 token,
-                worker_id: worker_id.to_owned(),
+                worker_id: Arc::clone(&worker),
                 expires_at: now + lease,
             });
             claimed.push(job.clone());
-            self.active.insert((now + lease, Arc::clone(&id)));
+            self.active.insert((now + lease, job.seq, Arc::clone(&id)));
             self.events
-                .push(now, "active", Some(&id), vec![("prev", "waiting".into())]);
+                .push(now, "active", Some(&id), Some(("prev", "waiting".into())));
         }
         if self.rate_limit.is_some() {
             self.rate_window.1 += claimed.len() as u32;
         }
         if claimed.is_empty() && self.waiting.is_empty() && !self.drained_reported {
             self.drained_reported = true;
-            self.events.push(now, "drained", None, vec![]);
+            self.events.push(now, "drained", None, None);
         }
         claimed
     }
@@ -449,18 +483,25 @@ impl MemoryStore {
         }
     }
 
-    pub fn complete(&mut self, id: &str, token: &str, result: &str, now: Millis) -> CoreResult<()> {
+    pub fn complete(
+        &mut self,
+        id: &str,
+        token: &str,
+        result: impl Into<Arc<str>>,
+        now: Millis,
+    ) -> CoreResult<()> {
         let key = self.locked(id, token, now)?;
+        let result: Arc<str> = result.into();
         self.transition(&key, JobState::Completed, |job| {
             job.finished_on = Some(now);
-            job.return_value = Some(result.to_owned());
+            job.return_value = Some(Arc::clone(&result));
             job.lock = None;
         });
         self.events.push(
             now,
             "completed",
-            Some(id),
-            vec![("returnvalue", result.to_owned())],
+            Some(&key),
+            Some(("returnvalue", Text::Shared(result))),
         );
         let policy = self.jobs[&key].options.remove_on_complete.clone();
         self.retain(JobState::Completed, &policy, &key, now);
@@ -503,8 +544,8 @@ impl MemoryStore {
                 self.events.push(
                     now,
                     "delayed",
-                    Some(id),
-                    vec![("delay", (now + wait).to_string())],
+                    Some(&key),
+                    Some(("delay", (now + wait).to_string().into())),
                 );
                 return Ok(FailOutcome::Retry {
                     delay_until: Some(now + wait),
@@ -512,7 +553,7 @@ impl MemoryStore {
             }
             self.move_to_waiting(&key, false);
             self.events
-                .push(now, "waiting", Some(id), vec![("prev", "failed".into())]);
+                .push(now, "waiting", Some(&key), Some(("prev", "failed".into())));
             return Ok(FailOutcome::Retry { delay_until: None });
         }
         self.fail_for_good(&key, error, now);
@@ -533,14 +574,14 @@ impl MemoryStore {
             now,
             "failed",
             Some(key),
-            vec![("failedReason", reason.to_owned())],
+            Some(("failedReason", reason.to_owned().into())),
         );
         if exhausted {
             self.events.push(
                 now,
                 "retries-exhausted",
                 Some(key),
-                vec![("attemptsMade", attempts.to_string())],
+                Some(("attemptsMade", attempts.to_string().into())),
             );
         }
         self.retain(JobState::Failed, &policy, key, now);
@@ -574,8 +615,8 @@ impl MemoryStore {
         self.events.push(
             now,
             "delayed",
-            Some(id),
-            vec![("delay", delay_until.to_string())],
+            Some(&key),
+            Some(("delay", delay_until.to_string().into())),
         );
         Ok(())
     }
@@ -589,7 +630,7 @@ impl MemoryStore {
             .attempts_made -= 1;
         self.move_to_waiting(&key, true);
         self.events
-            .push(now, "waiting", Some(id), vec![("prev", "active".into())]);
+            .push(now, "waiting", Some(&key), Some(("prev", "active".into())));
         Ok(())
     }
 
@@ -600,8 +641,8 @@ impl MemoryStore {
         let expired: Vec<JobId> = self
             .active
             .iter()
-            .take_while(|(expires, _)| *expires <= now)
-            .map(|(_, id)| Arc::clone(id))
+            .take_while(|(expires, _, _)| *expires <= now)
+            .map(|(_, _, id)| Arc::clone(id))
             .collect();
         let (mut recovered, mut failed) = (Vec::new(), Vec::new());
         for key in expired {
@@ -613,7 +654,7 @@ impl MemoryStore {
                 now,
                 "stalled",
                 Some(&key),
-                vec![("stalledCount", stalled.to_string())],
+                Some(("stalledCount", stalled.to_string().into())),
             );
             if stalled > self.jobs[&key].options.max_stalled_count {
                 self.fail_for_good(&key, STALLED_REASON, now);
@@ -621,7 +662,7 @@ impl MemoryStore {
             } else {
                 self.move_to_waiting(&key, true);
                 self.events
-                    .push(now, "waiting", Some(&key), vec![("prev", "stalled".into())]);
+                    .push(now, "waiting", Some(&key), Some(("prev", "stalled".into())));
                 recovered.push(key.to_string());
             }
         }

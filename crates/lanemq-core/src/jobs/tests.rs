@@ -17,7 +17,7 @@ fn opts(f: impl FnOnce(&mut JobOptions)) -> JobOptions {
 }
 
 fn add(s: &mut MemoryStore, options: JobOptions) -> String {
-    s.add("job", "null", options, T).unwrap().0.id
+    s.add("job", "null", options, T).unwrap().0.id.to_string()
 }
 
 #[test]
@@ -31,7 +31,7 @@ fn claim_order_is_priority_then_fifo_with_zero_first_and_lifo_newest_first() {
     let order: Vec<String> = s
         .claim("w", 1000, 10, T)
         .into_iter()
-        .map(|j| j.id)
+        .map(|j| j.id.to_string())
         .collect();
     assert_eq!(order, vec![lifo, none_a, none_b, p1, p5]);
 }
@@ -150,7 +150,7 @@ fn duplicate_custom_id_returns_the_first_job() {
         .add("a", "2", opts(|o| o.job_id = Some("x".into())), T)
         .unwrap();
     assert!(first.1 && !second.1);
-    assert_eq!(second.0.data, "1");
+    assert_eq!(&*second.0.data, "1");
     assert_eq!(s.count(JobState::Waiting), 1);
 }
 
@@ -172,7 +172,7 @@ fn keep_count_trims_the_oldest_finished() {
     let kept: Vec<String> = s
         .list_jobs(&[JobState::Completed], 0, -1, true)
         .into_iter()
-        .map(|j| j.id)
+        .map(|j| j.id.to_string())
         .collect();
     assert_eq!(kept, vec![ids[2].clone()]);
 }

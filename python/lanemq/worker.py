@@ -226,8 +226,8 @@ class JobWorker:
                 done = []
             self.processed += len(done) - len(errors)
             lost = dict(errors)
-            for job_id, problem in errors:
-                await self._hook("error", LockLostWarning(job_id, problem))
+            for lost_id, detail in errors:
+                await self._hook("error", LockLostWarning(lost_id, detail))
             if self._hooks["completed"]:
                 for job, result in done:
                     if job.id not in lost:

@@ -1,6 +1,11 @@
-"""A first look at lanemq's lanes: commands submitted to the six default lanes in the order
-prompt, skill, query, control are started by lane priority, not arrival; a flaky command is
-retried; a failing one lands in the dead-letter queue.
+"""A first look at lanemq.
+
+Lanes: commands submitted to the six default lanes in the order prompt, skill, query, control
+are started by lane priority, not arrival; a flaky command is retried; a failing one lands in
+the dead-letter queue.
+
+Jobs: jobs added with priorities are processed by a worker in priority order; a job that fails
+once is retried with backoff; the caller awaits a job's result.
 
 Run: pip install . && python examples/quickstart.py
 """
@@ -9,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 
-from lanemq import LaneConfig, QueueManager, RetryPolicy
+from lanemq import Backoff, InMemoryJobQueue, Job, JobWorker, LaneConfig, QueueManager, RetryPolicy
 
 
 async def main() -> None:
@@ -56,6 +61,40 @@ async def main() -> None:
             print(f"dead letter: {letter.command_type}, {letter.attempts} attempts: {letter.error}")
         completed = manager.metrics()["jobs"]["completed"]
         print("metrics:   jobs lane completed", completed)
+
+    await jobs_demo()
+
+
+async def jobs_demo() -> None:
+    queue = InMemoryJobQueue("email")
+    await queue.pause()  # add everything first, so the order shows the priorities
+    for to, priority in (("bulk@example.com", 10), ("ops@example.com", 1), ("ceo@example.com", 0)):
+        await queue.add("send", {"to": to}, priority=priority)
+    flaky = await queue.add(
+        "send", {"to": "flaky@example.com"}, attempts=3, backoff=Backoff.exponential(0.05)
+    )
+    await queue.resume()
+
+    worker = JobWorker(queue, concurrency=1)
+    sent: list[str] = []
+    tries = 0
+
+    @worker.processor("send")
+    async def send(job: Job) -> dict[str, str]:
+        nonlocal tries
+        if job.data["to"].startswith("flaky"):
+            tries += 1
+            if tries == 1:
+                raise ConnectionError("provider timed out")
+        await job.update_progress(100)
+        sent.append(job.data["to"])
+        return {"sent": job.data["to"]}
+
+    async with worker:
+        result = await flaky.wait(timeout=10)
+    print("jobs sent:", ", ".join(sent))
+    print("flaky job:", result, f"after {tries} attempts")
+    print("counts:   ", await queue.get_job_counts("completed", "failed"))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,74 @@
+"""Batch finishing: complete_many and fail_many finish many jobs in one step and report, per
+item, what could not be done, without letting one bad item spoil the others."""
+
+from __future__ import annotations
+
+from lanemq import Backoff, JobQueue
+
+T = 1_700_000_000_000
+
+
+async def test_complete_many_reports_only_the_refused_items(queue: JobQueue) -> None:
+    for i in range(3):
+        await queue.add("job", i, now=T)
+    a, b, c = await queue.claim("w", lease=10.0, max_jobs=3, now=T)
+    assert a.lock_token and b.lock_token and c.lock_token
+    errors = await queue.complete_many(
+        [(a.id, a.lock_token, "A"), (b.id, "not-the-token", "B"), (c.id, c.lock_token, {"c": 3})],
+        now=T + 1,
+    )
+    assert [job_id for job_id, _ in errors] == [b.id]
+    assert "lock" in errors[0][1].lower()
+    assert (await queue.finished_result(a.id)).value == "A"
+    assert (await queue.finished_result(c.id)).value == {"c": 3}
+    assert await queue.get_state(b.id) == "active"
+    assert await queue.get_job_counts("completed", "active") == {"completed": 2, "active": 1}
+
+
+async def test_complete_many_refuses_a_job_that_is_not_active(queue: JobQueue) -> None:
+    waiting = await queue.add("job", None, now=T)
+    errors = await queue.complete_many([(waiting.id, "token", None)], now=T)
+    assert [job_id for job_id, _ in errors] == [waiting.id]
+    assert await queue.get_state(waiting.id) == "waiting"
+
+
+async def test_fail_many_retries_fails_and_reports_per_item(queue: JobQueue) -> None:
+    retried = await queue.add("job", 1, attempts=2, backoff=Backoff.fixed(1.0), now=T)
+    final = await queue.add("job", 2, attempts=1, now=T)
+    kept = await queue.add("job", 3, attempts=5, now=T)
+    jobs = {job.id: job for job in await queue.claim("w", lease=10.0, max_jobs=3, now=T)}
+    outcomes = await queue.fail_many(
+        [
+            (retried.id, jobs[retried.id].lock_token or "", "boom", None, True),
+            (final.id, jobs[final.id].lock_token or "", ValueError("bad"), "trace", True),
+            (kept.id, "stale-token", "late", None, True),
+        ],
+        now=T + 1,
+    )
+    assert outcomes[0] == (retried.id, True, None)
+    assert outcomes[1] == (final.id, False, None)
+    assert outcomes[2][0] == kept.id and outcomes[2][1] is False and outcomes[2][2]
+    assert await queue.get_state(retried.id) == "delayed"
+    failed = await queue.get_job(final.id)
+    assert failed is not None and failed.state == "failed"
+    assert failed.failed_reason == "ValueError: bad"
+    assert failed.stacktrace == ["trace"]
+    assert await queue.get_state(kept.id) == "active"
+
+
+async def test_fail_many_with_retry_false_is_terminal(queue: JobQueue) -> None:
+    job = await queue.add("job", None, attempts=3, now=T)
+    [claimed] = await queue.claim("w", lease=10.0, now=T)
+    [(job_id, retried, problem)] = await queue.fail_many(
+        [(job.id, claimed.lock_token or "", "fatal", None, False)], now=T + 1
+    )
+    assert (job_id, retried, problem) == (job.id, False, None)
+    assert (await queue.finished_result(job.id)).reason == "fatal"
+
+
+async def test_refresh_reads_the_job_again(queue: JobQueue) -> None:
+    job = await queue.add("job", {"v": 1}, now=T)
+    await queue.update_data(job.id, {"v": 2})
+    assert job.data == {"v": 1}
+    await job.refresh()
+    assert job.data == {"v": 2}

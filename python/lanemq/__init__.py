@@ -36,7 +36,7 @@ from .exceptions import (
 )
 from .job import Job
 from .lanes import DEFAULT_LANES, Alert, QueueManager
-from .queue import InMemoryJobQueue, JobQueue, JobResult, QueueEvent
+from .queue import InMemoryJobQueue, JobQueue, JobResult, LocalJobQueue, QueueEvent
 from .storage import LocalStorage
 from .worker import JobWorker, LockLostWarning
 
@@ -67,6 +67,7 @@ __all__ = [
     "KeepJobs",
     "LaneConfig",
     "LaneError",
+    "LocalJobQueue",
     "LocalStorage",
     "LockLostWarning",
     "LockMismatchError",

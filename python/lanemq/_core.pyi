@@ -294,6 +294,13 @@ class JobRecord:
 class JobQueueCore:
     @staticmethod
     def memory(max_payload_bytes: int = 16777216, max_events: int = 10000) -> JobQueueCore: ...
+    @staticmethod
+    def local(
+        path: str | PathLike[str],
+        queue: str,
+        max_payload_bytes: int = 16777216,
+        max_events: int = 10000,
+    ) -> JobQueueCore: ...
     def add(
         self, name: str, data: str, options: JobOptions | None, now: int
     ) -> Awaitable[tuple[JobRecord, bool]]: ...

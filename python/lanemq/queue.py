@@ -8,9 +8,11 @@ tests can drive time; it defaults to the wall clock."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from . import _json
@@ -434,4 +436,31 @@ class InMemoryJobQueue(JobQueue):
         super().__init__(name, JobQueueCore.memory(max_payload_bytes, max_events))
 
 
-__all__ = ["STATES", "InMemoryJobQueue", "JobQueue", "JobResult", "QueueEvent"]
+class LocalJobQueue(JobQueue):
+    """The job contract in a local SQLite file: durable (an acknowledged change survives the
+    process being killed), needing no server, and shared safely by several processes on one
+    machine. ``path`` is a directory (the queue lives in ``<path>/<name>.sqlite3``) or a file
+    ending in ``.db``, ``.sqlite`` or ``.sqlite3``. A file belongs to one queue: opening it
+    under another name, or a file of an unknown or newer format, raises `ConfigError`; a
+    corrupted file raises `StorageError`. Nothing is changed in either case."""
+
+    def __init__(
+        self,
+        name: str,
+        path: str | os.PathLike[str] = "./lanemq-data",
+        *,
+        max_payload_bytes: int = 16 * 1024 * 1024,
+        max_events: int = 10_000,
+    ) -> None:
+        if not name or not isinstance(name, str):
+            raise ConfigError(f"invalid queue name: {name!r}")
+        target = Path(path)
+        if target.suffix not in (".db", ".sqlite", ".sqlite3"):
+            if any(c in name for c in '/\\:\0') or name in (".", ".."):
+                raise ConfigError(f"invalid queue name for a file name: {name!r}")
+            target = target / f"{name}.sqlite3"
+        self.path = target
+        super().__init__(name, JobQueueCore.local(str(target), name, max_payload_bytes, max_events))
+
+
+__all__ = ["STATES", "InMemoryJobQueue", "JobQueue", "JobResult", "LocalJobQueue", "QueueEvent"]

@@ -75,6 +75,7 @@ class JobWorker:
         self._closing = False
         self._force = False
         self._running: asyncio.Task[None] | None = None
+        self._stopped = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.processed = 0
         self.failed = 0
@@ -111,6 +112,7 @@ class JobWorker:
             raise RuntimeError(f"worker {self.id} is already running")
         self._running = asyncio.current_task()
         loop = self._loop = asyncio.get_running_loop()
+        self._stopped = asyncio.Event()
         chores = [
             loop.create_task(self._every(self.renew_every, self._renew)),
             loop.create_task(self._every(self.stalled_interval, self._recover)),
@@ -128,17 +130,18 @@ class JobWorker:
                         continue
                 await self._idle(can_claim, loop)
         finally:
-            for chore in chores:
-                chore.cancel()
+            # Renewals go on while running jobs finish; a chore in progress completes (its
+            # hooks included) before run() returns.
             await self._wind_down()
+            self._stopped.set()
             await asyncio.gather(*chores, return_exceptions=True)
             self._running = None
 
     async def _idle(self, can_claim: bool, loop: asyncio.AbstractEventLoop) -> None:
         """Sleeps until a slot frees, an outcome waits to be reported, close() is called, or
         (with a free slot) the queue may have a job."""
-        if self._completed or self._failed or self._released:
-            return
+        if self._closing or self._completed or self._failed or self._released:
+            return  # (close() may have been called while the loop awaited the queue)
         wake = self._wake = loop.create_future()
         waits: list[asyncio.Future[Any]] = [wake]
         if can_claim:
@@ -267,8 +270,13 @@ class JobWorker:
     # ----------------------------------------------------------------- chores
 
     async def _every(self, period: float, chore: Callable[[], Awaitable[None]]) -> None:
+        """Runs ``chore`` every ``period`` seconds until the worker has stopped."""
         while True:
-            await asyncio.sleep(period)
+            try:
+                await asyncio.wait_for(self._stopped.wait(), period)
+                return
+            except asyncio.TimeoutError:
+                pass
             try:
                 await chore()
             except Exception as error:

@@ -8,7 +8,7 @@ import itertools
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from lanemq import InMemoryJobQueue, JobQueue
+from lanemq import InMemoryJobQueue, JobQueue, LocalJobQueue
 
 _names = itertools.count(1)
 
@@ -24,4 +24,13 @@ async def _memory(tmp_path: Path) -> tuple[JobQueue, Callable[[], Awaitable[None
     return queue, cleanup
 
 
-BACKENDS: dict[str, Factory] = {"memory": _memory}
+async def _local(tmp_path: Path) -> tuple[JobQueue, Callable[[], Awaitable[None]]]:
+    queue = LocalJobQueue(f"conformance-{next(_names)}", tmp_path)
+
+    async def cleanup() -> None:
+        await queue.obliterate(force=True)
+
+    return queue, cleanup
+
+
+BACKENDS: dict[str, Factory] = {"memory": _memory, "local": _local}

@@ -7,6 +7,7 @@
 
 mod backend;
 mod events;
+mod local;
 mod manage;
 mod memory_backend;
 mod model;
@@ -17,6 +18,7 @@ mod tests;
 
 pub use backend::{ready, BoxFuture, Completion, Failure, JobBackend, NewJob};
 pub use events::{EventLog, StreamEvent};
+pub use local::LocalBackend;
 pub use memory_backend::{wall_clock_ms, MemoryBackend};
 pub use model::{FinishedResult, Job, JobState, Lock, Millis};
 pub use options::{

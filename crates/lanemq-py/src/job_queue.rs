@@ -1,11 +1,12 @@
 //! `JobQueueCore`: one Python class over any `JobBackend`. Every method returns an awaitable;
 //! with the in-process backends it is already resolved. Times are milliseconds.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use lanemq_core::jobs::{
-    Completion, FailOutcome, Failure, FinishedResult, JobBackend, JobState, MemoryBackend, NewJob,
-    StoreConfig,
+    Completion, FailOutcome, Failure, FinishedResult, JobBackend, JobState, LocalBackend,
+    MemoryBackend, NewJob, StoreConfig,
 };
 use lanemq_core::CoreError;
 use pyo3::prelude::*;
@@ -74,6 +75,28 @@ impl JobQueueCore {
         };
         Ok(Self {
             backend: Arc::new(MemoryBackend::new(config)),
+        })
+    }
+
+    /// A backend in the SQLite file `path`, shared with other processes.
+    #[staticmethod]
+    #[pyo3(signature = (path, queue, max_payload_bytes=16_777_216, max_events=10_000))]
+    fn local(
+        py: Python<'_>,
+        path: PathBuf,
+        queue: &str,
+        max_payload_bytes: i64,
+        max_events: i64,
+    ) -> PyResult<Self> {
+        let config = StoreConfig {
+            max_payload_bytes: count("max_payload_bytes", max_payload_bytes, 1)? as usize,
+            max_events: count("max_events", max_events, 0)? as usize,
+        };
+        let backend = py
+            .detach(|| LocalBackend::open(&path, queue, config))
+            .map_err(to_py)?;
+        Ok(Self {
+            backend: Arc::new(backend),
         })
     }
 

@@ -1,0 +1,578 @@
+//! Reading and managing a local queue (the SQL side of `jobs::manage`).
+
+use std::sync::Arc;
+
+use rusqlite::{Connection, OptionalExtension};
+
+use crate::error::{CoreError, CoreResult};
+use crate::jobs::events::{StreamEvent, Text};
+use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
+use crate::jobs::options::validate_priority;
+
+use super::ops::{delete, is_paused, to_waiting, transition, Env};
+use super::rows::{self, code, count, load, require, set_meta, sql, COLUMNS};
+
+fn order_of(state: JobState) -> &'static str {
+    match state {
+        JobState::Waiting => "priority, ord",
+        JobState::Delayed => "delay_until, seq",
+        JobState::Active => "lock_expires, seq",
+        JobState::WaitingChildren => "seq",
+        JobState::Completed | JobState::Failed => "finished_on, seq",
+    }
+}
+
+fn descending(order: &str) -> String {
+    order
+        .split(", ")
+        .map(|c| format!("{c} DESC"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn jobs(conn: &Connection, query: &str, params: impl rusqlite::Params) -> CoreResult<Vec<Job>> {
+    let mut stmt = conn.prepare_cached(query).map_err(sql)?;
+    let rows = stmt.query_map(params, rows::job).map_err(sql)?;
+    rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)
+}
+
+pub fn get_job_counts(
+    conn: &Connection,
+    states: &[JobState],
+) -> CoreResult<Vec<(JobState, usize)>> {
+    let states: Vec<JobState> = if states.is_empty() {
+        JobState::ALL.to_vec()
+    } else {
+        states.to_vec()
+    };
+    let mut seen: Vec<(JobState, usize)> = Vec::new();
+    for state in states {
+        if !seen.iter().any(|(s, _)| *s == state) {
+            seen.push((state, count(conn, state)?));
+        }
+    }
+    Ok(seen)
+}
+
+pub fn count_pending(conn: &Connection) -> CoreResult<usize> {
+    Ok(count(conn, JobState::Waiting)?
+        + count(conn, JobState::Delayed)?
+        + count(conn, JobState::WaitingChildren)?)
+}
+
+pub fn counts_per_priority(conn: &Connection, priorities: &[u32]) -> CoreResult<Vec<(u32, usize)>> {
+    let mut stmt = conn
+        .prepare_cached("SELECT count(*) FROM jobs WHERE state = 0 AND priority = ?1")
+        .map_err(sql)?;
+    priorities
+        .iter()
+        .map(|&p| {
+            stmt.query_row([p as i64], |r| r.get::<_, i64>(0))
+                .map(|n| (p, n as usize))
+                .map_err(sql)
+        })
+        .collect()
+}
+
+pub fn list_jobs(
+    conn: &Connection,
+    states: &[JobState],
+    start: i64,
+    end: i64,
+    ascending: bool,
+) -> CoreResult<Vec<Job>> {
+    let states: Vec<JobState> = if states.is_empty() {
+        JobState::ALL.to_vec()
+    } else {
+        states.to_vec()
+    };
+    let mut total = 0usize;
+    for state in &states {
+        total += count(conn, *state)?;
+    }
+    let resolve = |i: i64| if i < 0 { total as i64 + i } else { i };
+    let (start, end) = (resolve(start).max(0), resolve(end));
+    if end < start {
+        return Ok(Vec::new());
+    }
+    let (mut skip, mut take) = (start as usize, (end - start + 1) as usize);
+    let mut out = Vec::new();
+    for state in states {
+        if take == 0 {
+            break;
+        }
+        let n = count(conn, state)?;
+        if skip >= n {
+            skip -= n;
+            continue;
+        }
+        let order = if ascending {
+            order_of(state).to_owned()
+        } else {
+            descending(order_of(state))
+        };
+        let page = jobs(
+            conn,
+            &format!(
+                "SELECT {COLUMNS} FROM jobs WHERE state = ?1 ORDER BY {order} LIMIT ?2 OFFSET ?3"
+            ),
+            rusqlite::params![code(state), take as i64, skip as i64],
+        )?;
+        take -= page.len().min(take);
+        skip = 0;
+        out.extend(page);
+    }
+    Ok(out)
+}
+
+pub fn finished_result(conn: &Connection, id: &str) -> CoreResult<FinishedResult> {
+    Ok(match load(conn, id)? {
+        None => FinishedResult::Missing,
+        Some(job) => match job.state {
+            JobState::Completed => FinishedResult::Completed(job.return_value),
+            JobState::Failed => FinishedResult::Failed(job.failed_reason.unwrap_or_default()),
+            state => FinishedResult::NotFinished(state),
+        },
+    })
+}
+
+/// The outcome recorded in the event stream for a job that no longer exists (removed on
+/// completion by another process), if the stream still holds it.
+pub fn outcome_from_events(conn: &Connection, id: &str) -> CoreResult<FinishedResult> {
+    let row: Option<(String, Option<String>)> = conn
+        .query_row(
+            "SELECT event, field_value FROM events WHERE job_id = ?1 AND event IN ('completed', 'failed') \
+             ORDER BY id DESC LIMIT 1",
+            [id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()
+        .map_err(sql)?;
+    Ok(match row {
+        Some((event, value)) if event == "completed" => {
+            FinishedResult::Completed(value.map(Arc::from))
+        }
+        Some((_, value)) => FinishedResult::Failed(value.unwrap_or_default()),
+        None => FinishedResult::Missing,
+    })
+}
+
+fn expect_state(job: &Job, allowed: &[JobState], expected: &'static str) -> CoreResult<()> {
+    if allowed.contains(&job.state) {
+        Ok(())
+    } else {
+        Err(CoreError::JobState {
+            id: job.id.to_string(),
+            state: job.state.as_str(),
+            expected,
+        })
+    }
+}
+
+pub fn promote(conn: &Connection, env: &mut Env, id: &str, now: Millis) -> CoreResult<()> {
+    let mut job = require(conn, id)?;
+    expect_state(&job, &[JobState::Delayed], "delayed")?;
+    to_waiting(conn, &mut job, false)?;
+    env.event(conn, now, "waiting", Some(id), Some(("prev", "delayed")))
+}
+
+pub fn reschedule(
+    conn: &Connection,
+    env: &mut Env,
+    id: &str,
+    until: Millis,
+    now: Millis,
+) -> CoreResult<()> {
+    let mut job = require(conn, id)?;
+    expect_state(
+        &job,
+        &[JobState::Delayed, JobState::Waiting],
+        "waiting or delayed",
+    )?;
+    job.delay_until = until;
+    transition(conn, &mut job, JobState::Delayed)?;
+    env.event(
+        conn,
+        now,
+        "delayed",
+        Some(id),
+        Some(("delay", &until.to_string())),
+    )
+}
+
+pub fn retry_job(conn: &Connection, env: &mut Env, id: &str, now: Millis) -> CoreResult<()> {
+    let mut job = require(conn, id)?;
+    expect_state(
+        &job,
+        &[JobState::Failed, JobState::Completed],
+        "failed or completed",
+    )?;
+    let prev = job.state.as_str();
+    job.attempts_made = 0;
+    job.stalled_count = 0;
+    job.finished_on = None;
+    job.failed_reason = None;
+    job.return_value = None;
+    job.processed_on = None;
+    to_waiting(conn, &mut job, false)?;
+    env.event(conn, now, "waiting", Some(id), Some(("prev", prev)))
+}
+
+pub fn update_priority(conn: &Connection, id: &str, priority: u32, lifo: bool) -> CoreResult<()> {
+    validate_priority(priority)?;
+    let mut job = require(conn, id)?;
+    job.priority = priority;
+    job.options.priority = priority;
+    job.options.lifo = lifo;
+    if job.state == JobState::Waiting {
+        to_waiting(conn, &mut job, false)
+    } else {
+        rows::save(conn, &job)
+    }
+}
+
+pub fn update_data(conn: &Connection, env: &Env, id: &str, data: &str) -> CoreResult<()> {
+    if data.len() > env.max_payload_bytes {
+        return Err(CoreError::InvalidConfig(format!(
+            "payload of {} bytes exceeds max_payload_bytes ({})",
+            data.len(),
+            env.max_payload_bytes
+        )));
+    }
+    require(conn, id)?;
+    conn.execute("UPDATE jobs SET data = ?1 WHERE id = ?2", (data, id))
+        .map(|_| ())
+        .map_err(sql)
+}
+
+pub fn update_progress(
+    conn: &Connection,
+    env: &mut Env,
+    id: &str,
+    progress: &str,
+    now: Millis,
+) -> CoreResult<()> {
+    require(conn, id)?;
+    conn.execute(
+        "UPDATE jobs SET progress = ?1 WHERE id = ?2",
+        (progress, id),
+    )
+    .map_err(sql)?;
+    env.event(conn, now, "progress", Some(id), Some(("data", progress)))
+}
+
+fn log_count(conn: &Connection, id: &str) -> CoreResult<usize> {
+    conn.query_row("SELECT count(*) FROM logs WHERE job_id = ?1", [id], |r| {
+        r.get::<_, i64>(0)
+    })
+    .map(|n| n as usize)
+    .map_err(sql)
+}
+
+pub fn add_log(conn: &Connection, id: &str, line: &str, keep: usize) -> CoreResult<usize> {
+    require(conn, id)?;
+    conn.execute(
+        "INSERT INTO logs (job_id, n, line) VALUES (?1, (SELECT COALESCE(max(n), 0) + 1 FROM logs WHERE job_id = ?1), ?2)",
+        (id, line),
+    )
+    .map_err(sql)?;
+    if keep > 0 {
+        trim_logs(conn, id, keep)?;
+    }
+    log_count(conn, id)
+}
+
+fn trim_logs(conn: &Connection, id: &str, keep: usize) -> CoreResult<()> {
+    conn.execute(
+        "DELETE FROM logs WHERE job_id = ?1 AND n <= (SELECT max(n) FROM logs WHERE job_id = ?1) - ?2",
+        rusqlite::params![id, keep as i64],
+    )
+    .map(|_| ())
+    .map_err(sql)
+}
+
+pub fn get_logs(
+    conn: &Connection,
+    id: &str,
+    start: i64,
+    end: i64,
+    ascending: bool,
+) -> CoreResult<(Vec<String>, usize)> {
+    require(conn, id)?;
+    let mut stmt = conn
+        .prepare_cached("SELECT line FROM logs WHERE job_id = ?1 ORDER BY n")
+        .map_err(sql)?;
+    let mut lines = stmt
+        .query_map([id], |r| r.get::<_, String>(0))
+        .map_err(sql)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(sql)?;
+    if !ascending {
+        lines.reverse();
+    }
+    let total = lines.len() as i64;
+    let resolve = |i: i64| if i < 0 { total + i } else { i };
+    let (start, end) = (resolve(start).max(0), resolve(end).min(total - 1));
+    let page = if end < start {
+        Vec::new()
+    } else {
+        lines[start as usize..=end as usize].to_vec()
+    };
+    Ok((page, total as usize))
+}
+
+pub fn clear_logs(conn: &Connection, id: &str, keep: usize) -> CoreResult<()> {
+    require(conn, id)?;
+    if keep == 0 {
+        conn.execute("DELETE FROM logs WHERE job_id = ?1", [id])
+            .map(|_| ())
+            .map_err(sql)
+    } else {
+        trim_logs(conn, id, keep)
+    }
+}
+
+pub fn save_stacktrace(
+    conn: &Connection,
+    id: &str,
+    lines: Vec<String>,
+    reason: Option<&str>,
+) -> CoreResult<()> {
+    let mut job = require(conn, id)?;
+    job.stacktrace = lines;
+    if let Some(reason) = reason {
+        job.failed_reason = Some(reason.to_owned());
+    }
+    rows::save(conn, &job)
+}
+
+pub fn remove(conn: &Connection, env: &mut Env, id: &str, now: Millis) -> CoreResult<()> {
+    let job = require(conn, id)?;
+    if job.lock.as_ref().is_some_and(|l| l.expires_at > now) {
+        return Err(CoreError::Refused(format!(
+            "job {id:?} is locked by a worker and cannot be removed"
+        )));
+    }
+    delete(conn, id)?;
+    env.finished.push((id.to_owned(), FinishedResult::Missing));
+    env.event(
+        conn,
+        now,
+        "removed",
+        Some(id),
+        Some(("prev", job.state.as_str())),
+    )
+}
+
+pub fn set_paused(conn: &Connection, env: &mut Env, paused: bool, now: Millis) -> CoreResult<()> {
+    if is_paused(conn)? != paused {
+        set_meta(conn, "paused", paused.then_some("1"))?;
+        env.event(
+            conn,
+            now,
+            if paused { "paused" } else { "resumed" },
+            None,
+            None,
+        )?;
+    }
+    Ok(())
+}
+
+fn delete_all(conn: &Connection, env: &mut Env, ids: &[String]) -> CoreResult<()> {
+    for id in ids {
+        delete(conn, id)?;
+        env.finished.push((id.clone(), FinishedResult::Missing));
+    }
+    Ok(())
+}
+
+fn ids_where(
+    conn: &Connection,
+    query: &str,
+    params: impl rusqlite::Params,
+) -> CoreResult<Vec<String>> {
+    let mut stmt = conn.prepare_cached(query).map_err(sql)?;
+    let rows = stmt
+        .query_map(params, |r| r.get::<_, String>(0))
+        .map_err(sql)?;
+    rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)
+}
+
+pub fn drain(conn: &Connection, env: &mut Env, delayed: bool, now: Millis) -> CoreResult<usize> {
+    let query = if delayed {
+        "SELECT id FROM jobs WHERE state IN (0, 1)"
+    } else {
+        "SELECT id FROM jobs WHERE state = 0"
+    };
+    let doomed = ids_where(conn, query, [])?;
+    delete_all(conn, env, &doomed)?;
+    if !doomed.is_empty() {
+        env.event(
+            conn,
+            now,
+            "cleaned",
+            None,
+            Some(("count", &doomed.len().to_string())),
+        )?;
+    }
+    Ok(doomed.len())
+}
+
+pub fn clean(
+    conn: &Connection,
+    env: &mut Env,
+    grace: Millis,
+    limit: usize,
+    state: JobState,
+    now: Millis,
+) -> CoreResult<Vec<String>> {
+    let cutoff = now.saturating_sub(grace) as i64;
+    let limit = if limit == 0 { i64::MAX } else { limit as i64 };
+    let doomed = ids_where(
+        conn,
+        &format!(
+            "SELECT id FROM jobs WHERE state = ?1 AND COALESCE(finished_on, created_at) <= ?2 \
+             AND (lock_expires IS NULL OR lock_expires <= ?3) ORDER BY {} LIMIT ?4",
+            order_of(state)
+        ),
+        rusqlite::params![code(state), cutoff, now as i64, limit],
+    )?;
+    delete_all(conn, env, &doomed)?;
+    if !doomed.is_empty() {
+        env.event(
+            conn,
+            now,
+            "cleaned",
+            None,
+            Some(("count", &doomed.len().to_string())),
+        )?;
+    }
+    Ok(doomed)
+}
+
+/// Pauses, then deletes everything unless jobs are active and not `force`: then the refusal is
+/// returned as `Ok(Err(...))`, so the pause is committed while the caller gets the error.
+pub fn obliterate(
+    conn: &Connection,
+    env: &mut Env,
+    force: bool,
+    now: Millis,
+) -> CoreResult<Result<(), String>> {
+    set_paused(conn, env, true, now)?;
+    let active = count(conn, JobState::Active)?;
+    if !force && active > 0 {
+        return Ok(Err(format!(
+            "cannot obliterate a queue with {active} active jobs (use force=True)"
+        )));
+    }
+    let ids = ids_where(conn, "SELECT id FROM jobs", [])?;
+    for id in ids {
+        env.finished.push((id, FinishedResult::Missing));
+    }
+    conn.execute_batch(
+        "DELETE FROM jobs; DELETE FROM logs; DELETE FROM events; UPDATE counts SET n = 0; \
+         DELETE FROM meta WHERE key IN ('paused', 'rate_max', 'rate_duration', 'rate_start', \
+         'rate_count', 'max_active', 'drained');",
+    )
+    .map_err(sql)?;
+    Ok(Ok(()))
+}
+
+const EVENT_NAMES: [&str; 16] = [
+    "added",
+    "waiting",
+    "delayed",
+    "active",
+    "progress",
+    "completed",
+    "failed",
+    "retries-exhausted",
+    "stalled",
+    "removed",
+    "cleaned",
+    "drained",
+    "paused",
+    "resumed",
+    "duplicated",
+    "unknown",
+];
+const FIELD_NAMES: [&str; 11] = [
+    "name",
+    "delay",
+    "prev",
+    "data",
+    "returnvalue",
+    "failedReason",
+    "attemptsMade",
+    "stalledCount",
+    "count",
+    "job_id",
+    "value",
+];
+
+fn known(names: &[&'static str], name: &str) -> &'static str {
+    names
+        .iter()
+        .copied()
+        .find(|n| *n == name)
+        .unwrap_or(names[names.len() - 1])
+}
+
+pub fn read_events(
+    conn: &Connection,
+    start: u64,
+    end: u64,
+    limit: usize,
+) -> CoreResult<Vec<StreamEvent>> {
+    let limit = if limit == 0 { i64::MAX } else { limit as i64 };
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT id, ts, event, job_id, field_key, field_value FROM events \
+             WHERE id >= ?1 AND id <= ?2 ORDER BY id LIMIT ?3",
+        )
+        .map_err(sql)?;
+    let rows = stmt
+        .query_map(
+            rusqlite::params![
+                start.min(i64::MAX as u64) as i64,
+                end.min(i64::MAX as u64) as i64,
+                limit
+            ],
+            |r| {
+                let key: Option<String> = r.get(4)?;
+                let value: Option<String> = r.get(5)?;
+                Ok(StreamEvent {
+                    id: r.get::<_, i64>(0)? as u64,
+                    timestamp: r.get::<_, i64>(1)? as u64,
+                    event: known(&EVENT_NAMES, &r.get::<_, String>(2)?),
+                    job_id: r.get::<_, Option<String>>(3)?.map(Arc::from),
+                    field: key.map(|k| {
+                        (
+                            known(&FIELD_NAMES, &k),
+                            Text::Owned(value.unwrap_or_default()),
+                        )
+                    }),
+                })
+            },
+        )
+        .map_err(sql)?;
+    rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)
+}
+
+pub fn last_event_id(conn: &Connection) -> CoreResult<u64> {
+    let last: Option<i64> = conn
+        .query_row(
+            "SELECT seq FROM sqlite_sequence WHERE name = 'events'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(sql)?;
+    Ok(last.unwrap_or(0).max(0) as u64)
+}
+
+pub fn trim_events(conn: &Connection, max_len: usize) -> CoreResult<usize> {
+    let last = last_event_id(conn)? as i64;
+    conn.execute("DELETE FROM events WHERE id <= ?1", [last - max_len as i64])
+        .map_err(sql)
+}

@@ -1,0 +1,166 @@
+//! The local backend's SQLite file: its schema, its format version and the checks made when it
+//! is opened. One file holds one queue; its name is recorded so the file cannot be reopened as
+//! another queue.
+
+use std::path::Path;
+
+use rusqlite::{Connection, OptionalExtension};
+
+use crate::error::{CoreError, CoreResult};
+
+/// Bumped when the schema changes incompatibly; a file with a newer version is refused.
+pub const FORMAT_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS jobs (
+    id TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    data TEXT NOT NULL,
+    options TEXT NOT NULL,
+    state INTEGER NOT NULL,
+    priority INTEGER NOT NULL,
+    ord INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    delay_until INTEGER NOT NULL,
+    processed_on INTEGER,
+    finished_on INTEGER,
+    attempts_made INTEGER NOT NULL,
+    stalled_count INTEGER NOT NULL,
+    progress TEXT NOT NULL,
+    return_value TEXT,
+    failed_reason TEXT,
+    stacktrace TEXT NOT NULL,
+    lock_token TEXT,
+    lock_worker TEXT,
+    lock_expires INTEGER
+);
+-- One partial index per state, in the order that state is read (claim order, due time, lease
+-- expiry, finish time), so every transition is O(log n).
+CREATE INDEX IF NOT EXISTS jobs_waiting ON jobs (priority, ord) WHERE state = 0;
+CREATE INDEX IF NOT EXISTS jobs_delayed ON jobs (delay_until, seq) WHERE state = 1;
+CREATE INDEX IF NOT EXISTS jobs_active ON jobs (lock_expires, seq) WHERE state = 2;
+CREATE INDEX IF NOT EXISTS jobs_children ON jobs (seq) WHERE state = 3;
+CREATE INDEX IF NOT EXISTS jobs_finished ON jobs (state, finished_on, seq) WHERE state >= 4;
+-- Jobs per state, kept with every transition: counts (and count-based retention) stay O(1).
+CREATE TABLE IF NOT EXISTS counts (state INTEGER PRIMARY KEY, n INTEGER NOT NULL);
+INSERT OR IGNORE INTO counts (state, n) VALUES (0, 0), (1, 0), (2, 0), (3, 0), (4, 0), (5, 0);
+CREATE TABLE IF NOT EXISTS logs (
+    job_id TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    line TEXT NOT NULL,
+    PRIMARY KEY (job_id, n)
+) WITHOUT ROWID;
+-- AUTOINCREMENT: ids are never reused, even after the stream is emptied.
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    ts INTEGER NOT NULL,
+    event TEXT NOT NULL,
+    job_id TEXT,
+    field_key TEXT,
+    field_value TEXT
+);
+";
+
+fn storage(path: &Path, what: &str, error: impl std::fmt::Display) -> CoreError {
+    CoreError::Storage(format!("{}: {what}: {error}", path.display()))
+}
+
+/// Opens (creating it if needed) the queue file at `path` for queue `queue`, in WAL mode with
+/// full syncs. Refuses a file that belongs to another queue, has a newer or unknown format, or
+/// fails SQLite's integrity check; nothing is written in those cases.
+pub fn open(path: &Path, queue: &str) -> CoreResult<Connection> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| storage(dir, "cannot create the directory", e))?;
+    }
+    let conn = Connection::open(path).map_err(|e| storage(path, "cannot open", e))?;
+    conn.busy_timeout(std::time::Duration::from_secs(30))
+        .map_err(|e| storage(path, "cannot set busy timeout", e))?;
+    // quick_check reads every page: a truncated or corrupted file is reported here, at open,
+    // rather than emptied or half-read later.
+    let check: String = conn
+        .query_row("PRAGMA quick_check(1)", [], |row| row.get(0))
+        .map_err(|e| storage(path, "not a readable lanemq queue file (corrupted?)", e))?;
+    if check != "ok" {
+        return Err(storage(path, "the queue file is corrupted", check));
+    }
+    check_identity(&conn, path, queue)?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(|e| storage(path, "cannot enable WAL", e))?;
+    // FULL: a commit is on disk when it returns, so an acknowledged write survives even a power
+    // loss, not only a killed process.
+    conn.pragma_update(None, "synchronous", "FULL")
+        .map_err(|e| storage(path, "cannot set synchronous", e))?;
+    conn.execute_batch(SCHEMA)
+        .map_err(|e| storage(path, "cannot create the schema", e))?;
+    let tx = conn
+        .unchecked_transaction()
+        .map_err(|e| storage(path, "cannot start a transaction", e))?;
+    for (key, value) in [
+        ("format", FORMAT_VERSION.to_string()),
+        ("queue", queue.to_owned()),
+    ] {
+        tx.execute(
+            "INSERT OR IGNORE INTO meta (key, value) VALUES (?1, ?2)",
+            (key, value),
+        )
+        .map_err(|e| storage(path, "cannot write metadata", e))?;
+    }
+    tx.commit()
+        .map_err(|e| storage(path, "cannot commit metadata", e))?;
+    Ok(conn)
+}
+
+/// Refuses a file made for another queue or by a newer (or unknown) lanemq format.
+fn check_identity(conn: &Connection, path: &Path, queue: &str) -> CoreResult<()> {
+    let has_meta: bool = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map_err(|e| storage(path, "cannot read the schema", e))?
+        > 0;
+    if !has_meta {
+        let tables: i64 = conn
+            .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+            .map_err(|e| storage(path, "cannot read the schema", e))?;
+        if tables > 0 {
+            return Err(storage(
+                path,
+                "not a lanemq queue file",
+                "it holds other tables",
+            ));
+        }
+        return Ok(());
+    }
+    let read = |key: &str| -> CoreResult<Option<String>> {
+        conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()
+            .map_err(|e| storage(path, "cannot read metadata", e))
+    };
+    match read("format")?.map(|v| v.parse::<i64>()) {
+        Some(Ok(version)) if version == FORMAT_VERSION => {}
+        Some(Ok(version)) if version > FORMAT_VERSION => {
+            return Err(CoreError::InvalidConfig(format!(
+                "{}: written by a newer lanemq (format {version}; this one reads {FORMAT_VERSION})",
+                path.display()
+            )))
+        }
+        other => {
+            return Err(CoreError::InvalidConfig(format!(
+                "{}: unknown queue file format {other:?} (expected {FORMAT_VERSION})",
+                path.display()
+            )))
+        }
+    }
+    match read("queue")? {
+        Some(name) if name == queue => Ok(()),
+        Some(name) => Err(CoreError::InvalidConfig(format!(
+            "{}: holds queue {name:?}, not {queue:?}",
+            path.display()
+        ))),
+        None => Err(storage(path, "metadata without a queue name", "corrupted?")),
+    }
+}

@@ -1,0 +1,131 @@
+//! The writer thread: the only user of this process's connection. It takes every operation
+//! waiting in its channel, runs them in one transaction (each in its own savepoint, so a refused
+//! operation changes nothing while the others stand), commits once, and only then answers: a
+//! batch of operations shares one sync, and an answer means the change is on disk.
+
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rusqlite::Connection;
+use tokio::sync::{oneshot, Notify};
+
+use crate::error::{CoreError, CoreResult};
+use crate::jobs::model::FinishedResult;
+
+use super::ops::Env;
+use super::rows::sql;
+
+/// The most operations one transaction takes.
+const BATCH: usize = 1024;
+
+pub trait Op: Send {
+    fn run(&mut self, conn: &Connection, env: &mut Env);
+    fn finish(self: Box<Self>, committed: &CoreResult<()>);
+}
+
+pub struct Call<T, F> {
+    f: Option<F>,
+    out: Option<CoreResult<T>>,
+    reply: oneshot::Sender<CoreResult<T>>,
+}
+
+impl<T, F> Call<T, F> {
+    pub fn new(f: F, reply: oneshot::Sender<CoreResult<T>>) -> Self {
+        Self {
+            f: Some(f),
+            out: None,
+            reply,
+        }
+    }
+}
+
+impl<T, F> Op for Call<T, F>
+where
+    T: Send,
+    F: FnOnce(&Connection, &mut Env) -> CoreResult<T> + Send,
+{
+    fn run(&mut self, conn: &Connection, env: &mut Env) {
+        let Some(f) = self.f.take() else { return };
+        let finished_before = env.finished.len();
+        let result = conn
+            .execute_batch("SAVEPOINT op")
+            .map_err(sql)
+            .and_then(|()| {
+                let result = f(conn, env);
+                let end = if result.is_ok() {
+                    "RELEASE op"
+                } else {
+                    "ROLLBACK TO op; RELEASE op"
+                };
+                conn.execute_batch(end).map_err(sql)?;
+                result
+            });
+        if result.is_err() {
+            env.finished.truncate(finished_before);
+        }
+        self.out = Some(result);
+    }
+
+    fn finish(self: Box<Self>, committed: &CoreResult<()>) {
+        let result = match committed {
+            Ok(()) => self
+                .out
+                .unwrap_or_else(|| Err(CoreError::Storage("operation did not run".into()))),
+            Err(error) => Err(error.clone()),
+        };
+        let _ = self.reply.send(result);
+    }
+}
+
+pub type Waiters = Mutex<std::collections::HashMap<String, Vec<oneshot::Sender<FinishedResult>>>>;
+
+/// Shared between the backend handle and its writer thread.
+pub struct Shared {
+    pub changed: Notify,
+    pub waiters: Waiters,
+}
+
+pub fn run(conn: Connection, mut env: Env, ops: Receiver<Box<dyn Op>>, shared: Arc<Shared>) {
+    loop {
+        let first = match ops.recv_timeout(Duration::from_secs(3600)) {
+            Ok(op) => op,
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => break,
+        };
+        let mut batch = vec![first];
+        while batch.len() < BATCH {
+            match ops.try_recv() {
+                Ok(op) => batch.push(op),
+                Err(_) => break,
+            }
+        }
+        let committed = conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(sql)
+            .and_then(|()| {
+                for op in batch.iter_mut() {
+                    op.run(&conn, &mut env);
+                }
+                conn.execute_batch("COMMIT").map_err(sql)
+            });
+        if committed.is_err() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        for op in batch {
+            op.finish(&committed);
+        }
+        let finished = std::mem::take(&mut env.finished);
+        if committed.is_ok() && !finished.is_empty() {
+            let mut waiters = shared.waiters.lock().unwrap_or_else(|e| e.into_inner());
+            for (id, result) in finished {
+                for waiter in waiters.remove(&id).unwrap_or_default() {
+                    let _ = waiter.send(result.clone());
+                }
+            }
+        }
+        shared.changed.notify_waiters();
+    }
+    // Closing the connection checkpoints the WAL.
+    drop(conn);
+}

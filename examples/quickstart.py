@@ -4,8 +4,10 @@ Lanes: commands submitted to the six default lanes in the order prompt, skill, q
 are started by lane priority, not arrival; a flaky command is retried; a failing one lands in
 the dead-letter queue.
 
-Jobs: jobs added with priorities are processed by a worker in priority order; a job that fails
-once is retried with backoff; the caller awaits a job's result.
+Jobs, on the embedded durable backend (LocalJobQueue: a SQLite file in ./lanemq-data, no
+server): jobs added with priorities are processed by a worker in priority order; a job that
+fails once is retried with backoff; the caller awaits a job's result. Run it twice: the queue
+remembers the jobs of the earlier runs.
 
 Run: pip install . && python examples/quickstart.py
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 
-from lanemq import Backoff, InMemoryJobQueue, Job, JobWorker, LaneConfig, QueueManager, RetryPolicy
+from lanemq import Backoff, Job, JobWorker, LaneConfig, LocalJobQueue, QueueManager, RetryPolicy
 
 
 async def main() -> None:
@@ -66,7 +68,8 @@ async def main() -> None:
 
 
 async def jobs_demo() -> None:
-    queue = InMemoryJobQueue("email")
+    queue = LocalJobQueue("email", "./lanemq-data")
+    before = (await queue.get_job_counts("completed"))["completed"]
     await queue.pause()  # add everything first, so the order shows the priorities
     for to, priority in (("bulk@example.com", 10), ("ops@example.com", 1), ("ceo@example.com", 0)):
         await queue.add("send", {"to": to}, priority=priority)
@@ -94,7 +97,8 @@ async def jobs_demo() -> None:
         result = await flaky.wait(timeout=10)
     print("jobs sent:", ", ".join(sent))
     print("flaky job:", result, f"after {tries} attempts")
-    print("counts:   ", await queue.get_job_counts("completed", "failed"))
+    counts = await queue.get_job_counts("completed", "failed")
+    print(f"stored in {queue.path}: {counts} ({before} completed by earlier runs)")
 
 
 if __name__ == "__main__":

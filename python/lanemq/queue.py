@@ -84,6 +84,17 @@ class JobQueue:
         self.name = name
         self._core = core
 
+    async def close(self) -> None:
+        """Releases the backend's resources (a local queue's file) once pending operations are
+        done. The queue cannot be used afterwards."""
+        await self._core.close()
+
+    async def __aenter__(self) -> JobQueue:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
     # -------------------------------------------------------------------- add
 
     async def add(

@@ -22,7 +22,7 @@ pub use local::LocalBackend;
 pub use memory_backend::{wall_clock_ms, MemoryBackend};
 pub use model::{FinishedResult, Job, JobState, Lock, Millis};
 pub use options::{
-    validate_job_id, Backoff, BackoffKind, JobOptions, Retention, DEFAULT_MAX_PAYLOAD_BYTES,
-    MAX_PRIORITY,
+    check_payload, validate_job_id, Backoff, BackoffKind, JobOptions, Retention,
+    DEFAULT_MAX_PAYLOAD_BYTES, MAX_PRIORITY,
 };
 pub use store::{Claimed, FailOutcome, MemoryStore, StoreConfig};

@@ -627,6 +627,11 @@ impl JobQueueCore {
         resolve(py, self.backend.last_event_id(), Ok)
     }
 
+    /// Releases the backend's file or connections once pending operations are done.
+    fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.close(), unit)
+    }
+
     /// Awaits True once an event after `after` exists (False after `timeout` ms).
     #[pyo3(signature = (after, timeout=None))]
     fn wait_events<'py>(

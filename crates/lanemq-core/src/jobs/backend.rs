@@ -150,4 +150,10 @@ pub trait JobBackend: Send + Sync + 'static {
     fn last_event_id(&self) -> BoxFuture<u64>;
     /// Resolves `true` once an event with an id above `after` exists, `false` after `timeout`.
     fn wait_events(&self, after: u64, timeout: Option<Millis>) -> BoxFuture<bool>;
+
+    /// Releases what the backend holds (files, connections) once pending operations are done;
+    /// later calls fail. Backends holding nothing need not override it.
+    fn close(&self) -> BoxFuture<()> {
+        ready(Ok(()))
+    }
 }

@@ -7,7 +7,7 @@ use crate::error::{CoreError, CoreResult};
 
 use super::events::{StreamEvent, Text};
 use super::model::{FinishedResult, Job, JobState, Millis};
-use super::options::validate_priority;
+use super::options::{check_payload, validate_priority};
 use super::store::{JobId, MemoryStore};
 
 impl MemoryStore {
@@ -206,13 +206,7 @@ impl MemoryStore {
     }
 
     pub fn update_data(&mut self, id: &str, data: &str) -> CoreResult<()> {
-        if data.len() > self.config.max_payload_bytes {
-            return Err(CoreError::InvalidConfig(format!(
-                "payload of {} bytes exceeds max_payload_bytes ({})",
-                data.len(),
-                self.config.max_payload_bytes
-            )));
-        }
+        check_payload(data, self.config.max_payload_bytes)?;
         let key = self.key(id)?;
         self.jobs.get_mut(&key).expect("job exists").data = Arc::from(data);
         Ok(())

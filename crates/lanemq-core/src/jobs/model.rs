@@ -98,6 +98,56 @@ pub struct Job {
     pub(crate) order: i64,
 }
 
+impl Job {
+    /// Ok if `token` holds this job's live lock; the error says why not (every backend reports
+    /// the same errors).
+    pub fn check_lock(&self, token: &str, now: Millis) -> CoreResult<()> {
+        let id = &*self.id;
+        if self.state != JobState::Active {
+            return Err(CoreError::JobState {
+                id: id.to_owned(),
+                state: self.state.as_str(),
+                expected: "active",
+            });
+        }
+        match &self.lock {
+            Some(lock) if lock.token == token && lock.expires_at > now => Ok(()),
+            Some(lock) if lock.token == token => Err(CoreError::LockMismatch(format!(
+                "job {id:?}: the lock expired at {} (now {now})",
+                lock.expires_at
+            ))),
+            _ => Err(CoreError::LockMismatch(format!(
+                "job {id:?} is locked by another token (its lease was lost)"
+            ))),
+        }
+    }
+}
+
+/// When a claim could next return something, from what decides it: `None` when only new work
+/// (or a resume) can help, `Some(now)` when a claim may succeed now.
+pub fn next_ready_at(
+    now: Millis,
+    paused: bool,
+    waiting: bool,
+    rate_window_end: Option<Millis>,
+    maxed: bool,
+    next_delayed: Option<Millis>,
+) -> Option<Millis> {
+    if paused {
+        return None;
+    }
+    if !waiting {
+        return next_delayed;
+    }
+    if let Some(end) = rate_window_end {
+        return Some(next_delayed.map_or(end, |d| d.min(end)));
+    }
+    if maxed {
+        return next_delayed;
+    }
+    Some(now)
+}
+
 /// What `finished_result` reports about a job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FinishedResult {

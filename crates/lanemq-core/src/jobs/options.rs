@@ -136,6 +136,17 @@ impl JobOptions {
     }
 }
 
+/// Refuses a payload over the queue's limit.
+pub fn check_payload(data: &str, max_payload_bytes: usize) -> CoreResult<()> {
+    if data.len() > max_payload_bytes {
+        return Err(CoreError::InvalidConfig(format!(
+            "payload of {} bytes exceeds max_payload_bytes ({max_payload_bytes})",
+            data.len()
+        )));
+    }
+    Ok(())
+}
+
 pub fn validate_priority(priority: u32) -> CoreResult<()> {
     if priority > MAX_PRIORITY {
         return Err(CoreError::InvalidConfig(format!(

@@ -11,7 +11,7 @@ use crate::error::{CoreError, CoreResult};
 
 use super::events::{EventLog, Text};
 use super::model::{Job, JobState, Lock, Millis};
-use super::options::{JobOptions, Retention, DEFAULT_MAX_PAYLOAD_BYTES};
+use super::options::{check_payload, JobOptions, Retention, DEFAULT_MAX_PAYLOAD_BYTES};
 
 /// Why a job that stalled too often failed.
 pub const STALLED_REASON: &str = "job stalled more than allowable limit";
@@ -249,14 +249,7 @@ impl MemoryStore {
     /// Validates one job without writing anything.
     fn check_new(&self, data: &str, options: &JobOptions) -> CoreResult<()> {
         options.validate()?;
-        if data.len() > self.config.max_payload_bytes {
-            return Err(CoreError::InvalidConfig(format!(
-                "payload of {} bytes exceeds max_payload_bytes ({})",
-                data.len(),
-                self.config.max_payload_bytes
-            )));
-        }
-        Ok(())
+        check_payload(data, self.config.max_payload_bytes)
     }
 
     /// Adds a job, or returns the existing one when its custom id is taken (`false`).
@@ -435,22 +428,14 @@ impl MemoryStore {
     /// When a claim could next return something, if nothing is claimable now: the next delayed
     /// job's due time or the end of the rate-limit window. `None` when only new work can help.
     pub fn next_ready_at(&mut self, now: Millis) -> Option<Millis> {
-        let delayed = self.delayed.first().map(|(due, _, _)| *due);
-        if self.paused {
-            return None;
-        }
-        if !self.waiting.is_empty() {
-            if self.rate_allowance(now) == 0 {
-                let (start, _) = self.rate_window;
-                let end = start + self.rate_limit.map_or(0, |(_, d)| d);
-                return Some(delayed.map_or(end, |d| d.min(end)));
-            }
-            if self.is_maxed() {
-                return delayed;
-            }
-            return Some(now);
-        }
-        delayed
+        let window_end = if self.rate_allowance(now) == 0 {
+            Some(self.rate_window.0 + self.rate_limit.map_or(0, |(_, d)| d))
+        } else {
+            None
+        };
+        let next_delayed = self.delayed.first().map(|(due, _, _)| *due);
+        let (paused, waiting, maxed) = (self.paused, !self.waiting.is_empty(), self.is_maxed());
+        super::model::next_ready_at(now, paused, waiting, window_end, maxed, next_delayed)
     }
 
     pub fn is_maxed(&self) -> bool {
@@ -463,24 +448,8 @@ impl MemoryStore {
     /// The job, if `token` holds its live lock.
     fn locked(&self, id: &str, token: &str, now: Millis) -> CoreResult<JobId> {
         let key = self.key(id)?;
-        let job = &self.jobs[&key];
-        if job.state != JobState::Active {
-            return Err(CoreError::JobState {
-                id: id.to_owned(),
-                state: job.state.as_str(),
-                expected: "active",
-            });
-        }
-        match &job.lock {
-            Some(lock) if lock.token == token && lock.expires_at > now => Ok(key),
-            Some(lock) if lock.token == token => Err(CoreError::LockMismatch(format!(
-                "job {id:?}: the lock expired at {} (now {now})",
-                lock.expires_at
-            ))),
-            _ => Err(CoreError::LockMismatch(format!(
-                "job {id:?} is locked by another token (its lease was lost)"
-            ))),
-        }
+        self.jobs[&key].check_lock(token, now)?;
+        Ok(key)
     }
 
     pub fn complete(

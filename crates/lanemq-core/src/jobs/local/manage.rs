@@ -7,7 +7,7 @@ use rusqlite::{Connection, OptionalExtension};
 use crate::error::{CoreError, CoreResult};
 use crate::jobs::events::{StreamEvent, Text};
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
-use crate::jobs::options::validate_priority;
+use crate::jobs::options::{check_payload, validate_priority};
 
 use super::ops::{delete, is_paused, to_waiting, transition, Env};
 use super::rows::{self, code, count, load, require, set_meta, sql, COLUMNS};
@@ -232,13 +232,7 @@ pub fn update_priority(conn: &Connection, id: &str, priority: u32, lifo: bool) -
 }
 
 pub fn update_data(conn: &Connection, env: &Env, id: &str, data: &str) -> CoreResult<()> {
-    if data.len() > env.max_payload_bytes {
-        return Err(CoreError::InvalidConfig(format!(
-            "payload of {} bytes exceeds max_payload_bytes ({})",
-            data.len(),
-            env.max_payload_bytes
-        )));
-    }
+    check_payload(data, env.max_payload_bytes)?;
     require(conn, id)?;
     conn.execute("UPDATE jobs SET data = ?1 WHERE id = ?2", (data, id))
         .map(|_| ())

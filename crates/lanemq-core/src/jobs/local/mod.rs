@@ -431,6 +431,13 @@ impl JobBackend for LocalBackend {
         self.call(|conn, _| manage::last_event_id(conn))
     }
 
+    fn close(&self) -> BoxFuture<()> {
+        self.call(|_, env| {
+            env.closing = true;
+            Ok(())
+        })
+    }
+
     fn wait_events(&self, after: u64, timeout: Option<Millis>) -> BoxFuture<bool> {
         self.wait_until(timeout, move |backend| {
             let last = backend.call(|conn, _| manage::last_event_id(conn));

@@ -9,8 +9,8 @@ use rusqlite::Connection;
 
 use crate::error::{CoreError, CoreResult};
 use crate::jobs::backend::{Failure, NewJob};
-use crate::jobs::model::{FinishedResult, Job, JobState, Lock, Millis};
-use crate::jobs::options::Retention;
+use crate::jobs::model::{self, FinishedResult, Job, JobState, Lock, Millis};
+use crate::jobs::options::{check_payload, Retention};
 use crate::jobs::store::{FailOutcome, STALLED_REASON};
 
 use super::rows::{
@@ -27,6 +27,8 @@ pub struct Env {
     random: RandomState,
     /// Jobs that finished or disappeared in this batch, for in-process `wait_finished` callers.
     pub finished: Vec<(String, FinishedResult)>,
+    /// Set by `close`: the writer stops after committing the current batch.
+    pub closing: bool,
 }
 
 impl Env {
@@ -36,6 +38,7 @@ impl Env {
             max_payload_bytes,
             random: RandomState::new(),
             finished: Vec::new(),
+            closing: false,
         }
     }
 
@@ -59,14 +62,7 @@ impl Env {
 
 fn check_new(env: &Env, job: &NewJob) -> CoreResult<()> {
     job.options.validate()?;
-    if job.data.len() > env.max_payload_bytes {
-        return Err(CoreError::InvalidConfig(format!(
-            "payload of {} bytes exceeds max_payload_bytes ({})",
-            job.data.len(),
-            env.max_payload_bytes
-        )));
-    }
-    Ok(())
+    check_payload(&job.data, env.max_payload_bytes)
 }
 
 /// Moves `job` to `state` (updating the per-state counts) and writes it.
@@ -294,56 +290,38 @@ pub fn claim(
 
 /// When a claim could next return something (see `MemoryStore::next_ready_at`).
 pub fn next_ready_at(conn: &Connection, now: Millis) -> CoreResult<Option<Millis>> {
-    let delayed: Option<i64> = conn
+    let next_delayed: Option<i64> = conn
         .query_row(
             "SELECT min(delay_until) FROM jobs WHERE state = 1",
             [],
             |r| r.get(0),
         )
         .map_err(sql)?;
-    let delayed = delayed.map(|d| d as Millis);
-    if is_paused(conn)? {
-        return Ok(None);
-    }
-    if count(conn, JobState::Waiting)? > 0 {
-        if let Some((max, duration)) = rate_limit(conn)? {
-            let start = meta_number(conn, "rate_start")?.unwrap_or(0);
-            let used = meta_number(conn, "rate_count")?.unwrap_or(0);
-            if now < start + duration && used >= u64::from(max) {
-                let end = start + duration;
-                return Ok(Some(delayed.map_or(end, |d| d.min(end))));
-            }
+    let mut window_end = None;
+    if let Some((max, duration)) = rate_limit(conn)? {
+        let start = meta_number(conn, "rate_start")?.unwrap_or(0);
+        let used = meta_number(conn, "rate_count")?.unwrap_or(0);
+        if now < start + duration && used >= u64::from(max) {
+            window_end = Some(start + duration);
         }
-        if let Some(max) = max_active(conn)? {
-            if count(conn, JobState::Active)? >= max as usize {
-                return Ok(delayed);
-            }
-        }
-        return Ok(Some(now));
     }
-    Ok(delayed)
+    let active = count(conn, JobState::Active)?;
+    let maxed = max_active(conn)?.is_some_and(|max| active >= max as usize);
+    Ok(model::next_ready_at(
+        now,
+        is_paused(conn)?,
+        count(conn, JobState::Waiting)? > 0,
+        window_end,
+        maxed,
+        next_delayed.map(|d| d as Millis),
+    ))
 }
 
 /// The job, if `token` holds its live lock (the same checks and messages as the memory store).
 pub fn locked(conn: &Connection, id: &str, token: &str, now: Millis) -> CoreResult<Job> {
     let job = require(conn, id)?;
-    if job.state != JobState::Active {
-        return Err(CoreError::JobState {
-            id: id.to_owned(),
-            state: job.state.as_str(),
-            expected: "active",
-        });
-    }
-    match &job.lock {
-        Some(lock) if lock.token == token && lock.expires_at > now => Ok(job),
-        Some(lock) if lock.token == token => Err(CoreError::LockMismatch(format!(
-            "job {id:?}: the lock expired at {} (now {now})",
-            lock.expires_at
-        ))),
-        _ => Err(CoreError::LockMismatch(format!(
-            "job {id:?} is locked by another token (its lease was lost)"
-        ))),
-    }
+    job.check_lock(token, now)?;
+    Ok(job)
 }
 
 pub fn complete(

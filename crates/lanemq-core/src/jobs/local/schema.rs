@@ -140,7 +140,8 @@ fn check_identity(conn: &Connection, path: &Path, queue: &str) -> CoreResult<()>
             .optional()
             .map_err(|e| storage(path, "cannot read metadata", e))
     };
-    match read("format")?.map(|v| v.parse::<i64>()) {
+    let format = read("format")?;
+    match format.as_deref().map(str::parse::<i64>) {
         Some(Ok(version)) if version == FORMAT_VERSION => {}
         Some(Ok(version)) if version > FORMAT_VERSION => {
             return Err(CoreError::InvalidConfig(format!(
@@ -148,10 +149,11 @@ fn check_identity(conn: &Connection, path: &Path, queue: &str) -> CoreResult<()>
                 path.display()
             )))
         }
-        other => {
+        _ => {
             return Err(CoreError::InvalidConfig(format!(
-                "{}: unknown queue file format {other:?} (expected {FORMAT_VERSION})",
-                path.display()
+                "{}: unknown queue file format {} (expected {FORMAT_VERSION})",
+                path.display(),
+                format.map_or("(none)".to_owned(), |f| format!("{f:?}"))
             )))
         }
     }

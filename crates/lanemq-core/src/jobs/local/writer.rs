@@ -125,6 +125,9 @@ pub fn run(conn: Connection, mut env: Env, ops: Receiver<Box<dyn Op>>, shared: A
             }
         }
         shared.changed.notify_waiters();
+        if env.closing {
+            break;
+        }
     }
     // Closing the connection checkpoints the WAL.
     drop(conn);

@@ -1,0 +1,693 @@
+"""LocalJobQueue as a durable, multi-process backend: what reopening keeps, what a SIGKILL
+cannot lose, several processes sharing one file (claims, stalled recovery, wake-ups), the files
+it refuses to open, and group commit. The generic job contract is covered by the conformance
+suite (tests/conformance), which runs on this backend too."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import hashlib
+import itertools
+import os
+import signal
+import sqlite3
+import sys
+import textwrap
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lanemq import ConfigError, Job, JobWorker, LocalJobQueue, StorageError
+
+WAIT = 10.0  # upper bound for anything awaited in a test; never reached when things work
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _wal(path: Path) -> Path:
+    return path.with_name(path.name + "-wal")
+
+
+async def _closed(path: Path) -> None:
+    """Waits until no connection of this process holds ``path`` open: the last connection to
+    close checkpoints the WAL and deletes the ``-wal`` file. Yields to the event loop between
+    looks, so references held by the loop's current callback are let go."""
+    deadline = time.monotonic() + WAIT
+    while True:
+        gc.collect()
+        if not _wal(path).exists():
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{path} still open after {WAIT}s (a -wal file remains)")
+        await asyncio.sleep(0.01)
+
+
+@dataclass(frozen=True)
+class FileState:
+    size: int
+    mtime_ns: int
+    sha256: str
+
+
+def _file_state(path: Path) -> FileState:
+    stat = path.stat()
+    return FileState(stat.st_size, stat.st_mtime_ns, hashlib.sha256(path.read_bytes()).hexdigest())
+
+
+def _view(job: Job) -> dict[str, Any]:
+    """What a job snapshot says, minus the lock token (a claim carries it, a read may not)."""
+    return {
+        "id": job.id,
+        "name": job.name,
+        "data": job.data,
+        "state": job.state,
+        "priority": job.priority,
+        "attempts_made": job.attempts_made,
+        "stalled_count": job.stalled_count,
+        "created_at": job.created_at,
+        "delay_until": job.delay_until,
+        "processed_on": job.processed_on,
+        "finished_on": job.finished_on,
+        "progress": job.progress,
+        "return_value": job.return_value,
+        "failed_reason": job.failed_reason,
+        "stacktrace": job.stacktrace,
+    }
+
+
+async def _eventually(
+    check: Callable[[], Awaitable[bool]], what: str, timeout: float = WAIT
+) -> None:
+    deadline = time.monotonic() + timeout
+    while not await check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+class Child:
+    """A Python child process running a script; stdout is read line by line, stderr goes to a
+    file (shown when something goes wrong)."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, stderr_path: Path) -> None:
+        self.proc = proc
+        self.pid = proc.pid
+        self.stderr_path = stderr_path
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
+
+    async def line(self, timeout: float = WAIT) -> str:
+        assert self.proc.stdout is not None
+        raw = await asyncio.wait_for(self.proc.stdout.readline(), timeout)
+        if not raw.endswith(b"\n"):
+            await asyncio.wait_for(self.proc.wait(), timeout)
+            raise AssertionError(
+                f"child {self.pid} ended (rc={self.proc.returncode}) before printing a line; "
+                f"stderr:\n{self.stderr()}"
+            )
+        return raw.decode().rstrip("\n")
+
+    def kill(self) -> None:
+        """SIGKILL, by PID, unless it is already known to have exited."""
+        if self.proc.returncode is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    async def wait(self, timeout: float = WAIT) -> int:
+        return await asyncio.wait_for(self.proc.wait(), timeout)
+
+
+Spawn = Callable[..., Awaitable[Child]]
+
+
+@pytest.fixture
+async def spawn(tmp_path: Path) -> AsyncIterator[Spawn]:
+    """Starts ``python <script> args...``; every child still running at teardown is killed."""
+    children: list[Child] = []
+    numbers = itertools.count(1)
+
+    async def start(script: str, *args: str) -> Child:
+        number = next(numbers)
+        file = tmp_path / f"child-{number}.py"
+        file.write_text(textwrap.dedent(script))
+        stderr_path = tmp_path / f"child-{number}.stderr"
+        with stderr_path.open("wb") as stderr:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                str(file),
+                *args,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=stderr,
+                cwd=tmp_path,
+            )
+        child = Child(proc, stderr_path)
+        children.append(child)
+        return child
+
+    try:
+        yield start
+    finally:
+        for child in children:
+            child.kill()
+        for child in children:
+            try:
+                await child.wait()
+            except asyncio.TimeoutError:
+                pass
+
+
+# ------------------------------------------------------------------ scenario 40: reopen
+
+
+async def _build(directory: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Fills a queue with a job in every state and some settings; returns job snapshots and
+    what else the queue says, then lets the queue go."""
+    queue = LocalJobQueue("orders", directory)
+    done = await queue.add("done", {"n": 1})
+    bad = await queue.add("bad", {"n": 2}, attempts=1)
+    held = await queue.add("held", {"n": 3})
+    claimed = await queue.claim("worker-a", lease=3600.0, max_jobs=3)
+    assert [job.id for job in claimed] == [done.id, bad.id, held.id]
+    token = {job.id: job.lock_token or "" for job in claimed}
+    await queue.complete(done.id, token[done.id], {"total": 42, "items": ["a", "b"]})
+    assert await queue.fail(bad.id, token[bad.id], "card declined") is False
+    waiting = await queue.add("plain", {"n": 4}, priority=5)
+    delayed = await queue.add("later", {"n": 5}, delay=3600.0)
+    await queue.update_progress(waiting.id, {"pct": 50})
+    await queue.update_progress(held.id, 75)
+    assert await queue.add_log(waiting.id, "first line") == 1
+    assert await queue.add_log(waiting.id, "second line") == 2
+    await queue.add_log(held.id, "working")
+    await queue.pause()
+    await queue.set_max_active(7)
+    await queue.set_rate_limit(100, 2.0)
+    snapshots = {}
+    for job_id in (done.id, bad.id, held.id, waiting.id, delayed.id):
+        job = await queue.get_job(job_id)
+        assert job is not None
+        snapshots[job_id] = _view(job)
+    assert {v["name"]: v["state"] for v in snapshots.values()} == {
+        "done": "completed",
+        "bad": "failed",
+        "held": "active",
+        "plain": "waiting",
+        "later": "delayed",
+    }
+    info = {
+        "ids": {"done": done.id, "bad": bad.id, "held": held.id, "waiting": waiting.id},
+        "held_token": token[held.id],
+        "counts": await queue.get_job_counts(),
+        "events": await queue.read_events(),
+        "path": queue.path,
+    }
+    return snapshots, info
+
+
+async def test_reopen_keeps_jobs_state_progress_logs_and_settings(tmp_path: Path) -> None:
+    snapshots, info = await _build(tmp_path)
+    path: Path = info["path"]
+    assert path == tmp_path / "orders.sqlite3"
+    await _closed(path)
+
+    queue = LocalJobQueue("orders", tmp_path)
+    ids = info["ids"]
+    for job_id, before in snapshots.items():
+        job = await queue.get_job(job_id)
+        assert job is not None, f"job {job_id} lost on reopen"
+        assert _view(job) == before
+    assert (
+        await queue.get_job_counts()
+        == info["counts"]
+        == {
+            "waiting": 1,
+            "delayed": 1,
+            "active": 1,
+            "waiting_children": 0,
+            "completed": 1,
+            "failed": 1,
+        }
+    )
+    done = await queue.finished_result(ids["done"])
+    assert (done.status, done.value) == ("completed", {"total": 42, "items": ["a", "b"]})
+    bad = await queue.finished_result(ids["bad"])
+    assert (bad.status, bad.reason) == ("failed", "card declined")
+    assert await queue.get_logs(ids["waiting"]) == (["first line", "second line"], 2)
+    assert await queue.get_logs(ids["held"]) == (["working"], 1)
+    assert await queue.read_events() == info["events"]
+    assert await queue.is_paused() is True
+    assert await queue.get_max_active() == 7
+    assert await queue.get_rate_limit() == (100, 2.0)
+
+    # The pause holds after reopening; the lock of the active job still holds too.
+    assert await queue.claim("worker-b", lease=10.0) == []
+    await queue.complete(ids["held"], info["held_token"], "finished after reopen")
+    assert (await queue.finished_result(ids["held"])).value == "finished after reopen"
+    await queue.resume()
+    [claimed] = await queue.claim("worker-b", lease=10.0)
+    assert claimed.id == ids["waiting"]
+    assert claimed.progress == {"pct": 50}
+
+    # Auto ids go on; an old id is never handed out again.
+    fresh = await queue.add("fresh", {"n": 6})
+    assert fresh.id not in snapshots
+    assert int(fresh.id) > max(int(i) for i in snapshots)
+    assert fresh.data == {"n": 6}
+    # New events follow the old ones.
+    last_before = info["events"][-1].id
+    assert all(ev.id > last_before for ev in await queue.read_events(last_before + 1))
+    del queue, job, claimed, fresh
+    await _closed(path)
+
+
+async def test_reopen_under_another_name_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+    _, info = await _build(tmp_path)
+    path: Path = info["path"]
+    await _closed(path)
+    before = _file_state(path)
+
+    with pytest.raises(ConfigError) as raised:
+        LocalJobQueue("invoices", path)
+    assert isinstance(raised.value, ValueError)
+    message = str(raised.value)
+    assert "orders" in message and "invoices" in message
+    assert _file_state(path) == before
+    assert not _wal(path).exists()
+
+    # The directory form under another name is simply another file.
+    other = LocalJobQueue("invoices", tmp_path)
+    assert other.path == tmp_path / "invoices.sqlite3"
+    assert await other.get_job_counts("waiting") == {"waiting": 0}
+    del other
+    await _closed(tmp_path / "invoices.sqlite3")
+    assert _file_state(path) == before
+
+    queue = LocalJobQueue("orders", path)
+    assert await queue.get_job_counts() == info["counts"]
+    assert await queue.is_paused() is True
+
+
+# --------------------------------------------------------------- durability: SIGKILL
+
+ADDER = """
+import asyncio, sys, time
+from lanemq import LocalJobQueue
+
+async def main() -> None:
+    queue = LocalJobQueue("durable", sys.argv[1])
+    for i in range(50):
+        job = await queue.add("single", {"i": i})
+        print(job.id, "single", i, flush=True)
+    jobs = await queue.add_bulk([("bulk", {"i": i}) for i in range(50)])
+    for i, job in enumerate(jobs):
+        print(job.id, "bulk", i, flush=True)
+    i = 0
+    deadline = time.monotonic() + 20  # never reached: the test kills this process
+    while time.monotonic() < deadline:
+        job = await queue.add("more", {"i": i})
+        print(job.id, "more", i, flush=True)
+        i += 1
+
+asyncio.run(main())
+"""
+
+
+async def test_acknowledged_adds_survive_sigkill(tmp_path: Path, spawn: Spawn) -> None:
+    child = await spawn(ADDER, str(tmp_path))
+    acknowledged: list[tuple[str, str, int]] = []
+
+    def record(line: str) -> None:
+        job_id, name, i = line.split()
+        acknowledged.append((job_id, name, int(i)))
+
+    while len(acknowledged) < 130:  # 50 single, 50 in the bulk, then more single adds
+        record(await child.line())
+    assert child.proc.returncode is None, "the child must still be adding when killed"
+    child.kill()
+    assert child.proc.stdout is not None
+    rest = await asyncio.wait_for(child.proc.stdout.read(), WAIT)
+    assert await child.wait() == -signal.SIGKILL
+    for line in rest.decode().split("\n")[:-1]:  # a last line without newline is dropped
+        record(line)
+
+    ids = [job_id for job_id, _, _ in acknowledged]
+    assert len(set(ids)) == len(ids), "an id was handed out twice"
+    assert [name for _, name, _ in acknowledged[:100]] == ["single"] * 50 + ["bulk"] * 50
+
+    queue = LocalJobQueue("durable", tmp_path)  # the child left a -wal file behind
+    missing = []
+    for job_id, name, i in acknowledged:
+        job = await queue.get_job(job_id)
+        if job is None:
+            missing.append(job_id)
+            continue
+        assert (job.name, job.data, job.state) == (name, {"i": i}, "waiting")
+    assert missing == [], f"acknowledged adds lost after SIGKILL: {missing}"
+    # Adds run one at a time after the bulk: at most the one in flight may be there unprinted.
+    waiting = (await queue.get_job_counts("waiting"))["waiting"]
+    assert len(acknowledged) <= waiting <= len(acknowledged) + 1
+
+
+# ---------------------------------------------------------- two workers, one file
+
+SHARED_WORKER = """
+import asyncio, os, sys, time
+from pathlib import Path
+from lanemq import JobWorker, LocalJobQueue
+
+async def main() -> None:
+    queue = LocalJobQueue("shared", sys.argv[1])
+    out = open(sys.argv[2], "a", encoding="utf-8")
+    go = Path(sys.argv[3])
+    print("ready", flush=True)
+    deadline = time.monotonic() + 20
+    while not go.exists():
+        if time.monotonic() > deadline:
+            sys.exit("no go signal")
+        await asyncio.sleep(0.005)
+
+    async def process(job):
+        out.write(job.id + "\\n")
+        out.flush()
+        await asyncio.sleep(0.01)
+        return {"pid": os.getpid()}
+
+    worker = JobWorker(queue, process, concurrency=10)
+    running = asyncio.create_task(worker.run())
+    while True:
+        await asyncio.sleep(0.05)
+        counts = await queue.get_job_counts("waiting", "active")
+        if counts["waiting"] == 0 and counts["active"] == 0:
+            break
+        if time.monotonic() > deadline:
+            sys.exit(f"jobs left: {counts}")
+    await asyncio.wait_for(worker.close(), 10)
+    await asyncio.wait_for(running, 10)
+    print("processed", worker.processed, flush=True)
+
+asyncio.run(main())
+"""
+
+
+async def test_two_worker_processes_complete_every_job_once(tmp_path: Path, spawn: Spawn) -> None:
+    queue = LocalJobQueue("shared", tmp_path)
+    added = await queue.add_bulk([("task", {"i": i}) for i in range(150)])
+    for i in range(150, 200):
+        added.append(await queue.add("task", {"i": i}))
+    all_ids = {job.id for job in added}
+    assert len(all_ids) == 200
+
+    go = tmp_path / "go"
+    outputs = [tmp_path / "worker-1.out", tmp_path / "worker-2.out"]
+    children = [await spawn(SHARED_WORKER, str(tmp_path), str(out), str(go)) for out in outputs]
+    for child in children:
+        assert await child.line() == "ready", child.stderr()
+    go.touch()  # both start claiming at about the same time
+    processed = []
+    for child in children:
+        line = await child.line(timeout=20.0)
+        assert line.startswith("processed "), child.stderr()
+        processed.append(int(line.split()[1]))
+        assert await child.wait() == 0, child.stderr()
+
+    runs = [out.read_text().split() for out in outputs]
+    seen = Counter(itertools.chain.from_iterable(runs))
+    assert set(seen) == all_ids
+    assert [job_id for job_id, n in seen.items() if n > 1] == [], "a job ran twice"
+    assert processed == [len(run) for run in runs]
+    assert all(n > 0 for n in processed), f"one process did all the work: {processed}"
+    assert await queue.get_job_counts() == {
+        "waiting": 0,
+        "delayed": 0,
+        "active": 0,
+        "waiting_children": 0,
+        "completed": 200,
+        "failed": 0,
+    }
+    # Each job's return value names the process that recorded it.
+    pid_of = {}
+    for child, run in zip(children, runs, strict=True):
+        pid_of.update(dict.fromkeys(run, child.pid))
+    for job in await queue.list_jobs("completed"):
+        assert job.return_value == {"pid": pid_of[job.id]}
+        assert job.attempts_made == 1
+
+
+# ------------------------------------------------- a killed worker's jobs are recovered
+
+HOLDER = """
+import asyncio, sys
+from lanemq import JobWorker, LocalJobQueue
+
+async def main() -> None:
+    queue = LocalJobQueue("recover", sys.argv[1])
+
+    async def hold(job):
+        print("holding", job.id, flush=True)
+        await asyncio.sleep(3600)
+
+    worker = JobWorker(queue, hold, concurrency=int(sys.argv[2]), lease=1.0,
+                       renew_every=0.5, stalled_interval=60.0)
+    await asyncio.wait_for(worker.run(), 30)  # never reached: the test kills this process
+
+asyncio.run(main())
+"""
+
+
+async def test_jobs_of_a_killed_worker_process_are_recovered(tmp_path: Path, spawn: Spawn) -> None:
+    queue = LocalJobQueue("recover", tmp_path)
+    ids = {job.id for job in await queue.add_bulk([("hold", {"i": i}) for i in range(5)])}
+    child = await spawn(HOLDER, str(tmp_path), "5")
+    held = {(await child.line()).split()[1] for _ in range(5)}
+    assert held == ids
+
+    async def all_active() -> bool:
+        return (await queue.get_job_counts("active"))["active"] == 5
+
+    await _eventually(all_active, "the child to hold 5 jobs")
+    # Past one lease: the live child renews across processes, so nothing is stalled yet.
+    await asyncio.sleep(1.4)
+    assert await queue.recover_stalled() == ([], [])
+    assert await all_active()
+
+    child.kill()
+    assert await child.wait() == -signal.SIGKILL
+
+    stalled: list[str] = []
+
+    async def finish(job: Job) -> str:
+        return f"recovered {job.id}"
+
+    worker = JobWorker(queue, finish, concurrency=5, lease=1.0, stalled_interval=0.2)
+    worker.on("stalled", stalled.append)
+    started = time.monotonic()
+    async with worker:
+
+        async def all_completed() -> bool:
+            return (await queue.get_job_counts("completed"))["completed"] == 5
+
+        await _eventually(all_completed, "the recovered jobs to complete")
+    took = time.monotonic() - started
+    assert took < 5.0, f"recovery took {took:.2f}s with lease 1.0s and stalled_interval 0.2s"
+    assert sorted(stalled) == sorted(ids)
+    assert worker.processed == 5
+    for job_id in ids:
+        job = await queue.get_job(job_id)
+        assert job is not None
+        assert job.state == "completed"
+        assert job.return_value == f"recovered {job_id}"
+        assert job.stalled_count >= 1
+        assert job.attempts_made == 1  # the stalled attempt was given back
+
+
+# ------------------------------------------------------------------ refused files
+
+
+async def _make_queue_file(path: Path, jobs: int) -> FileState:
+    async def fill() -> None:
+        queue = LocalJobQueue("orders", path)
+        pad = "x" * 200
+        await queue.add_bulk([("order", {"i": i, "pad": pad}) for i in range(jobs)])
+        await queue.pause()
+
+    await fill()
+    await _closed(path)
+    return _file_state(path)
+
+
+def _set_meta(path: Path, key: str, value: str) -> None:
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("UPDATE meta SET value = ? WHERE key = ?", (value, key))
+        conn.commit()
+    finally:
+        conn.close()
+    assert not _wal(path).exists()
+
+
+async def test_newer_format_is_refused_without_change(tmp_path: Path) -> None:
+    path = tmp_path / "orders.db"
+    await _make_queue_file(path, 3)
+    _set_meta(path, "format", "999")
+    before = _file_state(path)
+    with pytest.raises(ConfigError, match="newer") as raised:
+        LocalJobQueue("orders", path)
+    assert isinstance(raised.value, ValueError)
+    assert _file_state(path) == before
+    assert not _wal(path).exists()
+
+
+async def test_unknown_format_is_refused_without_change(tmp_path: Path) -> None:
+    path = tmp_path / "orders.sqlite"
+    await _make_queue_file(path, 3)
+    _set_meta(path, "format", "abc")
+    before = _file_state(path)
+    with pytest.raises(ConfigError, match="format"):
+        LocalJobQueue("orders", path)
+    assert _file_state(path) == before
+    assert not _wal(path).exists()
+
+    # Put back, the file opens again with its jobs.
+    _set_meta(path, "format", "1")
+    queue = LocalJobQueue("orders", path)
+    assert (await queue.get_job_counts("waiting"))["waiting"] == 3
+
+
+async def test_foreign_files_are_refused_as_storage_errors(tmp_path: Path) -> None:
+    other = tmp_path / "app.db"
+    conn = sqlite3.connect(other)
+    try:
+        conn.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+        conn.execute("INSERT INTO users (name) VALUES ('ada')")
+        conn.commit()
+    finally:
+        conn.close()
+    before = _file_state(other)
+    with pytest.raises(StorageError) as raised:
+        LocalJobQueue("orders", other)
+    assert isinstance(raised.value, OSError)
+    assert "not a lanemq queue file" in str(raised.value)
+    assert _file_state(other) == before
+
+    text = tmp_path / "notes.sqlite3"
+    text.write_text("these are notes, not a database\n" * 200)
+    before = _file_state(text)
+    with pytest.raises(StorageError):
+        LocalJobQueue("orders", text)
+    assert _file_state(text) == before
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+async def test_corrupted_file_is_refused_not_emptied(tmp_path: Path, damage: str) -> None:
+    path = tmp_path / "orders.sqlite3"
+    healthy = await _make_queue_file(path, 400)
+    assert healthy.size > 64 * 1024
+    size = healthy.size
+    if damage == "garbage":
+        with path.open("r+b") as f:
+            f.seek(size // 2 // 4096 * 4096)
+            f.write(b"\xde\xad\xbe\xef" * 4096)  # 16 KiB of garbage over whole pages
+    else:
+        os.truncate(path, size // 2)
+    before = _file_state(path)
+    assert before.sha256 != healthy.sha256
+
+    for _ in range(2):  # refused every time, never opened as an empty (or partial) queue
+        with pytest.raises(StorageError) as raised:
+            queue = LocalJobQueue("orders", tmp_path)
+            counts = await queue.get_job_counts()
+            raise AssertionError(f"a corrupted file opened, counts: {counts}")
+        assert isinstance(raised.value, OSError)
+        assert _file_state(path) == before, "the damaged file was rewritten"
+        assert not _wal(path).exists()
+
+
+# ---------------------------------------------------------- cross-process wake-up
+
+IDLE_WORKER = """
+import asyncio, os, sys
+from lanemq import JobWorker, LocalJobQueue
+
+async def main() -> None:
+    queue = LocalJobQueue("wake", sys.argv[1])
+
+    async def process(job):
+        return {"pid": os.getpid(), "i": job.data["i"]}
+
+    async with JobWorker(queue, process):
+        print("ready", flush=True)
+        await asyncio.sleep(30)  # never reached: the test kills this process
+
+asyncio.run(main())
+"""
+
+
+async def test_worker_in_another_process_wakes_for_a_new_job(tmp_path: Path, spawn: Spawn) -> None:
+    queue = LocalJobQueue("wake", tmp_path)
+    child = await spawn(IDLE_WORKER, str(tmp_path))
+    assert await child.line() == "ready", child.stderr()
+    await asyncio.sleep(0.5)  # the worker is idle, waiting on an empty queue
+    assert await queue.get_job_counts("waiting", "active") == {"waiting": 0, "active": 0}
+
+    for i in range(3):
+        started = time.monotonic()
+        job = await queue.add("ping", {"i": i})
+        result = await asyncio.wait_for(job.wait(timeout=5.0), 6.0)
+        took = time.monotonic() - started
+        assert result == {"pid": child.pid, "i": i}
+        assert took < 2.0, f"the idle worker took {took:.2f}s to run a job added elsewhere"
+        assert child.proc.returncode is None
+        await asyncio.sleep(0.2)  # idle again before the next one
+
+
+# ------------------------------------------------------------------- group commit
+
+
+async def test_concurrent_adds_are_all_committed(tmp_path: Path) -> None:
+    async def burst() -> tuple[list[tuple[str, str, Any]], Path]:
+        queue = LocalJobQueue("burst", tmp_path, max_payload_bytes=1000)
+        calls: list[Awaitable[Job]] = []
+        for i in range(200):
+            calls.append(queue.add("burst", {"i": i}))
+            if i % 50 == 25:  # refused in the middle of the batch; the others stand
+                calls.append(queue.add("huge", "x" * 5000))
+        calls.append(queue.add("same", {"first": True}, job_id="same"))
+        calls.append(queue.add("same", {"first": False}, job_id="same"))
+        results = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 30)
+        # Plain values only: neither a Job nor an exception (its traceback holds the queue)
+        # may keep the queue, and so its file, open.
+        return [
+            (r.id, r.name, r.data) if isinstance(r, Job) else ("error", type(r).__name__, str(r))
+            for r in results
+        ], queue.path
+
+    results, path = await burst()
+    await _closed(path)
+    errors = [(kind, text) for job_id, kind, text in results if job_id == "error"]
+    added = [result for result in results if result[0] != "error"]
+    assert len(errors) == 4, errors
+    for kind, text in errors:
+        assert kind == "ConfigError" and "max_payload_bytes" in text
+    burst_jobs = [(job_id, data) for job_id, name, data in added if name == "burst"]
+    assert [data for _, data in burst_jobs] == [{"i": i} for i in range(200)]
+    assert len({job_id for job_id, _ in burst_jobs}) == 200
+    same = [(job_id, data) for job_id, name, data in added if name == "same"]
+    assert same == [("same", {"first": True}), ("same", {"first": True})]
+
+    queue = LocalJobQueue("burst", tmp_path)
+    assert await queue.get_job_counts("waiting") == {"waiting": 201}
+    for job_id, data in burst_jobs:
+        stored = await queue.get_job(job_id)
+        assert stored is not None
+        assert (stored.name, stored.data) == ("burst", data)
+    names = Counter(job.name for job in await queue.list_jobs("waiting"))
+    assert names == {"burst": 200, "same": 1}

@@ -467,7 +467,7 @@ class LocalJobQueue(JobQueue):
             raise ConfigError(f"invalid queue name: {name!r}")
         target = Path(path)
         if target.suffix not in (".db", ".sqlite", ".sqlite3"):
-            if any(c in name for c in '/\\:\0') or name in (".", ".."):
+            if any(c in name for c in "/\\:\0") or name in (".", ".."):
                 raise ConfigError(f"invalid queue name for a file name: {name!r}")
             target = target / f"{name}.sqlite3"
         self.path = target

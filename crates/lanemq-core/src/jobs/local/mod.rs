@@ -64,14 +64,32 @@ impl LocalBackend {
         &self.path
     }
 
-    /// Queues `f` for the writer thread; resolves after the batch it ran in is committed.
+    /// Queues `f` for the writer thread, in a savepoint so a failure undoes what it wrote;
+    /// resolves after the batch it ran in is committed.
     fn call<T, F>(&self, f: F) -> BoxFuture<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection, &mut Env) -> CoreResult<T> + Send + 'static,
     {
+        self.send(f, true)
+    }
+
+    /// Like `call`, for reads and for operations that check everything before they write.
+    fn direct<T, F>(&self, f: F) -> BoxFuture<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection, &mut Env) -> CoreResult<T> + Send + 'static,
+    {
+        self.send(f, false)
+    }
+
+    fn send<T, F>(&self, f: F, guarded: bool) -> BoxFuture<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection, &mut Env) -> CoreResult<T> + Send + 'static,
+    {
         let (reply, answer) = oneshot::channel();
-        let sent = self.ops.send(Box::new(Call::new(f, reply)));
+        let sent = self.ops.send(Box::new(Call::new(f, reply, guarded)));
         Box::pin(async move {
             sent.map_err(|_| CoreError::Storage("the local queue is closed".into()))?;
             answer
@@ -140,7 +158,7 @@ impl JobBackend for LocalBackend {
 
     fn wait_for_job(&self, timeout: Option<Millis>) -> BoxFuture<bool> {
         self.wait_until(timeout, |backend| {
-            let ready = backend.call(|conn, _| ops::next_ready_at(conn, wall_clock_ms()));
+            let ready = backend.direct(|conn, _| ops::next_ready_at(conn, wall_clock_ms()));
             Box::pin(async move {
                 let now = wall_clock_ms();
                 Ok(match ready.await? {
@@ -152,15 +170,12 @@ impl JobBackend for LocalBackend {
     }
 
     fn complete_many(&self, items: Vec<Completion>, now: Millis) -> BoxFuture<Vec<CoreResult<()>>> {
-        // Each item in its own savepoint: one refused completion does not undo the others.
-        self.call(move |conn, env| {
+        // Each item checks its lock before it writes, so a refused item writes nothing and
+        // needs no savepoint of its own.
+        self.direct(move |conn, env| {
             Ok(items
                 .iter()
-                .map(|c| {
-                    savepoint(conn, env, |conn, env| {
-                        ops::complete(conn, env, &c.id, &c.token, &c.result, now)
-                    })
-                })
+                .map(|c| ops::complete(conn, env, &c.id, &c.token, &c.result, now))
                 .collect())
         })
     }
@@ -170,11 +185,8 @@ impl JobBackend for LocalBackend {
         items: Vec<Failure>,
         now: Millis,
     ) -> BoxFuture<Vec<CoreResult<FailOutcome>>> {
-        self.call(move |conn, env| {
-            Ok(items
-                .iter()
-                .map(|f| savepoint(conn, env, |conn, env| ops::fail(conn, env, f, now)))
-                .collect())
+        self.direct(move |conn, env| {
+            Ok(items.iter().map(|f| ops::fail(conn, env, f, now)).collect())
         })
     }
 
@@ -184,7 +196,7 @@ impl JobBackend for LocalBackend {
         lease: Millis,
         now: Millis,
     ) -> BoxFuture<Vec<CoreResult<()>>> {
-        self.call(move |conn, _| {
+        self.direct(move |conn, _| {
             Ok(items
                 .iter()
                 .map(|(id, token)| ops::renew(conn, id, token, lease, now))
@@ -211,27 +223,27 @@ impl JobBackend for LocalBackend {
     }
 
     fn holds_lock(&self, id: String, token: String, now: Millis) -> BoxFuture<bool> {
-        self.call(move |conn, _| ops::holds_lock(conn, &id, &token, now))
+        self.direct(move |conn, _| ops::holds_lock(conn, &id, &token, now))
     }
 
     fn get_job(&self, id: String) -> BoxFuture<Option<Job>> {
-        self.call(move |conn, _| rows::load(conn, &id))
+        self.direct(move |conn, _| rows::load(conn, &id))
     }
 
     fn get_state(&self, id: String) -> BoxFuture<Option<JobState>> {
-        self.call(move |conn, _| Ok(rows::load(conn, &id)?.map(|j| j.state)))
+        self.direct(move |conn, _| Ok(rows::load(conn, &id)?.map(|j| j.state)))
     }
 
     fn get_job_counts(&self, states: Vec<JobState>) -> BoxFuture<Vec<(JobState, usize)>> {
-        self.call(move |conn, _| manage::get_job_counts(conn, &states))
+        self.direct(move |conn, _| manage::get_job_counts(conn, &states))
     }
 
     fn count_pending(&self) -> BoxFuture<usize> {
-        self.call(|conn, _| manage::count_pending(conn))
+        self.direct(|conn, _| manage::count_pending(conn))
     }
 
     fn get_counts_per_priority(&self, priorities: Vec<u32>) -> BoxFuture<Vec<(u32, usize)>> {
-        self.call(move |conn, _| manage::counts_per_priority(conn, &priorities))
+        self.direct(move |conn, _| manage::counts_per_priority(conn, &priorities))
     }
 
     fn list_jobs(
@@ -241,11 +253,11 @@ impl JobBackend for LocalBackend {
         end: i64,
         ascending: bool,
     ) -> BoxFuture<Vec<Job>> {
-        self.call(move |conn, _| manage::list_jobs(conn, &states, start, end, ascending))
+        self.direct(move |conn, _| manage::list_jobs(conn, &states, start, end, ascending))
     }
 
     fn finished_result(&self, id: String) -> BoxFuture<FinishedResult> {
-        self.call(move |conn, _| manage::finished_result(conn, &id))
+        self.direct(move |conn, _| manage::finished_result(conn, &id))
     }
 
     fn wait_finished(&self, id: String, timeout: Option<Millis>) -> BoxFuture<FinishedResult> {
@@ -265,7 +277,7 @@ impl JobBackend for LocalBackend {
             loop {
                 let look = id.clone();
                 let result = backend
-                    .call(move |conn, _| match manage::finished_result(conn, &look)? {
+                    .direct(move |conn, _| match manage::finished_result(conn, &look)? {
                         FinishedResult::Missing => manage::outcome_from_events(conn, &look),
                         other => Ok(other),
                     })
@@ -322,7 +334,7 @@ impl JobBackend for LocalBackend {
         end: i64,
         ascending: bool,
     ) -> BoxFuture<(Vec<String>, usize)> {
-        self.call(move |conn, _| manage::get_logs(conn, &id, start, end, ascending))
+        self.direct(move |conn, _| manage::get_logs(conn, &id, start, end, ascending))
     }
 
     fn clear_logs(&self, id: String, keep: usize) -> BoxFuture<()> {
@@ -351,7 +363,7 @@ impl JobBackend for LocalBackend {
     }
 
     fn is_paused(&self) -> BoxFuture<bool> {
-        self.call(|conn, _| ops::is_paused(conn))
+        self.direct(|conn, _| ops::is_paused(conn))
     }
 
     fn drain(&self, delayed: bool, now: Millis) -> BoxFuture<usize> {
@@ -386,7 +398,7 @@ impl JobBackend for LocalBackend {
     }
 
     fn get_rate_limit(&self) -> BoxFuture<Option<(u32, Millis)>> {
-        self.call(|conn, _| ops::rate_limit(conn))
+        self.direct(|conn, _| ops::rate_limit(conn))
     }
 
     fn clear_rate_limit(&self) -> BoxFuture<()> {
@@ -408,11 +420,11 @@ impl JobBackend for LocalBackend {
     }
 
     fn get_max_active(&self) -> BoxFuture<Option<u32>> {
-        self.call(|conn, _| ops::max_active(conn))
+        self.direct(|conn, _| ops::max_active(conn))
     }
 
     fn is_maxed(&self) -> BoxFuture<bool> {
-        self.call(|conn, _| {
+        self.direct(|conn, _| {
             Ok(ops::max_active(conn)?.is_some_and(|max| {
                 rows::count(conn, JobState::Active).unwrap_or(0) >= max as usize
             }))
@@ -420,7 +432,7 @@ impl JobBackend for LocalBackend {
     }
 
     fn read_events(&self, start: u64, end: u64, limit: usize) -> BoxFuture<Vec<StreamEvent>> {
-        self.call(move |conn, _| manage::read_events(conn, start, end, limit))
+        self.direct(move |conn, _| manage::read_events(conn, start, end, limit))
     }
 
     fn trim_events(&self, max_len: usize) -> BoxFuture<usize> {
@@ -428,7 +440,7 @@ impl JobBackend for LocalBackend {
     }
 
     fn last_event_id(&self) -> BoxFuture<u64> {
-        self.call(|conn, _| manage::last_event_id(conn))
+        self.direct(|conn, _| manage::last_event_id(conn))
     }
 
     fn close(&self) -> BoxFuture<()> {
@@ -440,29 +452,8 @@ impl JobBackend for LocalBackend {
 
     fn wait_events(&self, after: u64, timeout: Option<Millis>) -> BoxFuture<bool> {
         self.wait_until(timeout, move |backend| {
-            let last = backend.call(|conn, _| manage::last_event_id(conn));
+            let last = backend.direct(|conn, _| manage::last_event_id(conn));
             Box::pin(async move { Ok((last.await? > after, None)) })
         })
     }
-}
-
-/// Runs one item of a batch in its own savepoint, so its failure undoes only itself.
-fn savepoint<T>(
-    conn: &Connection,
-    env: &mut Env,
-    f: impl FnOnce(&Connection, &mut Env) -> CoreResult<T>,
-) -> CoreResult<T> {
-    let finished_before = env.finished.len();
-    conn.execute_batch("SAVEPOINT item").map_err(rows::sql)?;
-    let result = f(conn, env);
-    let end = if result.is_ok() {
-        "RELEASE item"
-    } else {
-        "ROLLBACK TO item; RELEASE item"
-    };
-    conn.execute_batch(end).map_err(rows::sql)?;
-    if result.is_err() {
-        env.finished.truncate(finished_before);
-    }
-    result
 }

@@ -86,7 +86,7 @@ pub fn to_waiting(conn: &Connection, job: &mut Job, front: bool) -> CoreResult<(
 
 pub fn add(conn: &Connection, env: &mut Env, job: &NewJob, now: Millis) -> CoreResult<(Job, bool)> {
     check_new(env, job)?;
-    insert(conn, env, job, now)
+    add_bulk(conn, env, std::slice::from_ref(job), now).map(|mut added| added.remove(0))
 }
 
 pub fn add_bulk(
@@ -101,10 +101,39 @@ pub fn add_bulk(
             other => other,
         })?;
     }
-    jobs.iter().map(|job| insert(conn, env, job, now)).collect()
+    // Counters are reserved once for the whole batch (a duplicate leaves a gap, which is fine).
+    let autos = jobs.iter().filter(|j| j.options.job_id.is_none()).count() as u64;
+    let mut next_auto = if autos > 0 {
+        reserve(conn, "next_auto_id", autos)?
+    } else {
+        0
+    };
+    let first_seq = reserve(conn, "seq", jobs.len() as u64)?;
+    let mut added = Vec::with_capacity(jobs.len());
+    for (seq, job) in (first_seq..).zip(jobs) {
+        let auto = job.options.job_id.is_none().then(|| {
+            next_auto += 1;
+            next_auto - 1
+        });
+        added.push(insert(conn, env, job, seq, auto, now)?);
+    }
+    if added
+        .iter()
+        .any(|(job, created)| *created && job.state == JobState::Waiting)
+    {
+        set_meta(conn, "drained", None)?;
+    }
+    Ok(added)
 }
 
-fn insert(conn: &Connection, env: &mut Env, new: &NewJob, now: Millis) -> CoreResult<(Job, bool)> {
+fn insert(
+    conn: &Connection,
+    env: &mut Env,
+    new: &NewJob,
+    seq: u64,
+    auto_id: Option<u64>,
+    now: Millis,
+) -> CoreResult<(Job, bool)> {
     if let Some(existing) = new
         .options
         .job_id
@@ -116,11 +145,11 @@ fn insert(conn: &Connection, env: &mut Env, new: &NewJob, now: Millis) -> CoreRe
         env.event(conn, now, "duplicated", Some(&existing.id), None)?;
         return Ok((existing, false));
     }
-    let id = match &new.options.job_id {
-        Some(id) => id.clone(),
-        None => reserve(conn, "next_auto_id", 1)?.to_string(),
+    let id = match (&new.options.job_id, auto_id) {
+        (Some(id), _) => id.clone(),
+        (None, Some(auto)) => auto.to_string(),
+        (None, None) => reserve(conn, "next_auto_id", 1)?.to_string(),
     };
-    let seq = reserve(conn, "seq", 1)?;
     let delayed = new.options.delay > 0;
     let state = if delayed {
         JobState::Delayed
@@ -165,7 +194,6 @@ fn insert(conn: &Connection, env: &mut Env, new: &NewJob, now: Millis) -> CoreRe
             Some(("delay", &job.delay_until.to_string())),
         )?;
     } else {
-        set_meta(conn, "drained", None)?;
         env.event(conn, now, "waiting", Some(&id), None)?;
     }
     Ok((job, true))

@@ -1,7 +1,7 @@
 //! Jobs as rows, and the small pieces of SQL every operation shares: state codes, counters,
 //! per-state counts, the event stream.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use rusqlite::{Connection, OptionalExtension, Row};
 
@@ -79,8 +79,18 @@ pub fn job(row: &Row<'_>) -> rusqlite::Result<Job> {
     })
 }
 
+/// `SELECT <COLUMNS> FROM jobs WHERE id = ?1`, built once.
+static LOAD: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT {COLUMNS} FROM jobs WHERE id = ?1"));
+static SAVE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "INSERT OR REPLACE INTO jobs ({COLUMNS}) VALUES \
+         (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
+    )
+});
+
 pub fn load(conn: &Connection, id: &str) -> CoreResult<Option<Job>> {
-    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM jobs WHERE id = ?1"))
+    conn.prepare_cached(&LOAD)
         .and_then(|mut stmt| stmt.query_row([id], job).optional())
         .map_err(sql)
 }
@@ -96,37 +106,34 @@ pub fn save(conn: &Connection, job: &Job) -> CoreResult<()> {
     let stacktrace =
         serde_json::to_string(&job.stacktrace).map_err(|e| CoreError::Storage(e.to_string()))?;
     let lock = job.lock.as_ref();
-    conn.prepare_cached(&format!(
-        "INSERT OR REPLACE INTO jobs ({COLUMNS}) VALUES \
-         (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
-    ))
-    .and_then(|mut stmt| {
-        stmt.execute(rusqlite::params![
-            &*job.id,
-            job.seq as i64,
-            &*job.name,
-            &*job.data,
-            options,
-            code(job.state),
-            job.priority as i64,
-            job.order,
-            job.created_at as i64,
-            job.delay_until as i64,
-            job.processed_on.map(|v| v as i64),
-            job.finished_on.map(|v| v as i64),
-            job.attempts_made as i64,
-            job.stalled_count as i64,
-            &*job.progress,
-            job.return_value.as_deref(),
-            job.failed_reason.as_deref(),
-            stacktrace,
-            lock.map(|l| l.token.as_str()),
-            lock.map(|l| &*l.worker_id),
-            lock.map(|l| l.expires_at as i64),
-        ])
-    })
-    .map(|_| ())
-    .map_err(sql)
+    conn.prepare_cached(&SAVE)
+        .and_then(|mut stmt| {
+            stmt.execute(rusqlite::params![
+                &*job.id,
+                job.seq as i64,
+                &*job.name,
+                &*job.data,
+                options,
+                code(job.state),
+                job.priority as i64,
+                job.order,
+                job.created_at as i64,
+                job.delay_until as i64,
+                job.processed_on.map(|v| v as i64),
+                job.finished_on.map(|v| v as i64),
+                job.attempts_made as i64,
+                job.stalled_count as i64,
+                &*job.progress,
+                job.return_value.as_deref(),
+                job.failed_reason.as_deref(),
+                stacktrace,
+                lock.map(|l| l.token.as_str()),
+                lock.map(|l| &*l.worker_id),
+                lock.map(|l| l.expires_at as i64),
+            ])
+        })
+        .map(|_| ())
+        .map_err(sql)
 }
 
 /// Adds `delta` to the count of jobs in `state`.
@@ -173,7 +180,7 @@ pub fn reserve(conn: &Connection, key: &str, n: u64) -> CoreResult<u64> {
     Ok(current + 1)
 }
 
-/// Appends an event and drops the oldest past `max_events`.
+/// Appends an event (the writer trims the stream to `max_events` once per transaction).
 pub fn event(
     conn: &Connection,
     max_events: usize,
@@ -191,10 +198,14 @@ pub fn event(
     .and_then(|mut stmt| {
         stmt.execute(rusqlite::params![now as i64, event, job_id, field.map(|f| f.0), field.map(|f| f.1)])
     })
-    .map_err(sql)?;
-    let last = conn.last_insert_rowid();
-    conn.prepare_cached("DELETE FROM events WHERE id <= ?1")
-        .and_then(|mut stmt| stmt.execute([last - max_events as i64]))
+    .map(|_| ())
+    .map_err(sql)
+}
+
+/// Drops the oldest events past `max_events`.
+pub fn trim_events(conn: &Connection, max_events: usize) -> CoreResult<()> {
+    conn.prepare_cached("DELETE FROM events WHERE id <= (SELECT max(id) FROM events) - ?1")
+        .and_then(|mut stmt| stmt.execute([max_events as i64]))
         .map(|_| ())
         .map_err(sql)
 }

@@ -28,16 +28,28 @@ pub struct Call<T, F> {
     f: Option<F>,
     out: Option<CoreResult<T>>,
     reply: oneshot::Sender<CoreResult<T>>,
+    /// Whether a failure must undo what the operation wrote before it failed. Reads, and
+    /// operations that check everything before their first write, skip the savepoint.
+    guarded: bool,
 }
 
 impl<T, F> Call<T, F> {
-    pub fn new(f: F, reply: oneshot::Sender<CoreResult<T>>) -> Self {
+    pub fn new(f: F, reply: oneshot::Sender<CoreResult<T>>, guarded: bool) -> Self {
         Self {
             f: Some(f),
             out: None,
             reply,
+            guarded,
         }
     }
+}
+
+/// Runs a statement through the statement cache (parsed once per connection).
+fn exec(conn: &Connection, statement: &str) -> CoreResult<()> {
+    conn.prepare_cached(statement)
+        .and_then(|mut stmt| stmt.execute([]))
+        .map(|_| ())
+        .map_err(sql)
 }
 
 impl<T, F> Op for Call<T, F>
@@ -48,19 +60,18 @@ where
     fn run(&mut self, conn: &Connection, env: &mut Env) {
         let Some(f) = self.f.take() else { return };
         let finished_before = env.finished.len();
-        let result = conn
-            .execute_batch("SAVEPOINT op")
-            .map_err(sql)
-            .and_then(|()| {
+        let result = if self.guarded {
+            exec(conn, "SAVEPOINT op").and_then(|()| {
                 let result = f(conn, env);
-                let end = if result.is_ok() {
-                    "RELEASE op"
-                } else {
-                    "ROLLBACK TO op; RELEASE op"
-                };
-                conn.execute_batch(end).map_err(sql)?;
+                if result.is_err() {
+                    exec(conn, "ROLLBACK TO op")?;
+                }
+                exec(conn, "RELEASE op")?;
                 result
-            });
+            })
+        } else {
+            f(conn, env)
+        };
         if result.is_err() {
             env.finished.truncate(finished_before);
         }
@@ -100,15 +111,13 @@ pub fn run(conn: Connection, mut env: Env, ops: Receiver<Box<dyn Op>>, shared: A
                 Err(_) => break,
             }
         }
-        let committed = conn
-            .execute_batch("BEGIN IMMEDIATE")
-            .map_err(sql)
-            .and_then(|()| {
-                for op in batch.iter_mut() {
-                    op.run(&conn, &mut env);
-                }
-                conn.execute_batch("COMMIT").map_err(sql)
-            });
+        let committed = exec(&conn, "BEGIN IMMEDIATE").and_then(|()| {
+            for op in batch.iter_mut() {
+                op.run(&conn, &mut env);
+            }
+            super::rows::trim_events(&conn, env.max_events)?;
+            exec(&conn, "COMMIT")
+        });
         if committed.is_err() {
             let _ = conn.execute_batch("ROLLBACK");
         }

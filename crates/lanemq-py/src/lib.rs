@@ -7,6 +7,7 @@ mod bridge;
 mod dead_letter;
 mod durable_journal;
 mod errors;
+mod hub;
 mod job_options;
 mod job_queue;
 mod job_record;
@@ -30,5 +31,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<job_record::JobRecord>()?;
     m.add_class::<job_queue::JobQueueCore>()?;
     m.add_class::<ready::Ready>()?;
+    m.add_class::<hub::Hub>()?;
     Ok(())
 }

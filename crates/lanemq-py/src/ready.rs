@@ -7,9 +7,11 @@ use std::task::{Context, Poll, Waker};
 use lanemq_core::jobs::BoxFuture;
 use pyo3::exceptions::PyStopIteration;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::BoundObject;
 
 use crate::errors::to_py;
+use crate::hub::Hub;
 
 #[pyclass(module = "lanemq._core")]
 pub struct Ready {
@@ -71,8 +73,26 @@ where
             )?
             .into_any())
         }
-        Poll::Pending => pyo3_async_runtimes::tokio::future_into_py(py, async move {
-            convert(future.await.map_err(to_py)?)
-        }),
+        Poll::Pending => {
+            // The loop's hub resolves the asyncio future; the runtime task never touches Python.
+            static HUB_FOR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+            let hub_for = HUB_FOR.import(py, "lanemq._hub", "hub_for")?;
+            let (asyncio_future, hub) = hub_for
+                .call0()?
+                .extract::<(Bound<'py, PyAny>, Bound<'py, Hub>)>()?;
+            let finish = hub.borrow().register(asyncio_future.clone().unbind());
+            pyo3_async_runtimes::tokio::get_runtime().spawn(async move {
+                let outcome = future.await;
+                finish(Box::new(move |py: Python<'_>| {
+                    let value = convert(outcome.map_err(to_py)?)?;
+                    Ok(value
+                        .into_pyobject(py)
+                        .map_err(Into::into)?
+                        .into_any()
+                        .unbind())
+                }));
+            });
+            Ok(asyncio_future)
+        }
     }
 }

@@ -1,6 +1,7 @@
 """Job queue benchmark: adding and processing no-op jobs, against a plain-asyncio task floor.
 
-Run it (the package must be built in release mode and installed, e.g. with `pip install .` or `maturin develop --release`)::
+Run it (the package must be built in release mode and installed, e.g. with `pip install .`
+or `maturin develop --release`)::
 
     python benches/jobs.py --backend memory|local [--jobs 100000] [--concurrency 100] [--repeat 3]
                                                   [--batch 1000] [--single 10000]

@@ -1,6 +1,7 @@
 """Lane scheduler benchmark: lanemq's `QueueManager` against a pure-asyncio lane scheduler.
 
-Run it (the package must be built and installed, e.g. with `pip install .` or `maturin develop --release`)::
+Run it (the package must be built and installed, e.g. with `pip install .` or
+`maturin develop --release`)::
 
     python benches/lanes.py [--commands 100000] [--backlog 10000] [--repeat 3]
 

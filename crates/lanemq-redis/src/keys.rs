@@ -1,0 +1,75 @@
+//! The key layout (documented in `lua/README.md`). Every key of a queue starts with
+//! `<prefix>:{<queue>}:`, so a queue lives on one Redis Cluster slot, and all keys are fixed
+//! names: job fields live in one hash per field, keyed by job id, so every script can be handed
+//! every key it touches up front.
+
+/// The fields of a job, each stored in its own hash `<base>j:<field>` (job id -> value).
+pub const JOB_FIELDS: [&str; 20] = [
+    "name",
+    "data",
+    "opts",
+    "state",
+    "prio",
+    "ord",
+    "seq",
+    "created",
+    "delay",
+    "processed",
+    "finished",
+    "attempts",
+    "stalled",
+    "progress",
+    "result",
+    "reason",
+    "trace",
+    "token",
+    "worker",
+    "expires",
+];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keys {
+    base: String,
+}
+
+impl Keys {
+    pub fn new(prefix: &str, queue: &str) -> Self {
+        Self {
+            base: format!("{prefix}:{{{queue}}}:"),
+        }
+    }
+
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    pub fn key(&self, name: &str) -> String {
+        format!("{}{name}", self.base)
+    }
+
+    /// The hash holding one job field for every job.
+    pub fn field(&self, field: &str) -> String {
+        format!("{}j:{field}", self.base)
+    }
+
+    /// Every job-field hash, in `JOB_FIELDS` order.
+    pub fn fields(&self) -> Vec<String> {
+        JOB_FIELDS.iter().map(|f| self.field(f)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_carries_the_queue_hash_tag() {
+        let keys = Keys::new("lanemq", "email");
+        assert_eq!(keys.key("waiting"), "lanemq:{email}:waiting");
+        assert!(keys
+            .fields()
+            .iter()
+            .all(|k| k.starts_with("lanemq:{email}:j:")));
+        assert_eq!(keys.fields().len(), JOB_FIELDS.len());
+    }
+}

@@ -1,0 +1,8 @@
+//! The Redis backend of lanemq (work in progress: connections, checks and the key layout are
+//! here; the transitions follow, one Lua script each, see `lua/README.md`).
+
+mod connect;
+mod keys;
+
+pub use connect::{connect, describe, Connection, EvictionPolicy};
+pub use keys::Keys;

@@ -20,7 +20,7 @@ pub use backend::{ready, BoxFuture, Completion, Failure, JobBackend, NewJob};
 pub use events::{EventLog, StreamEvent};
 pub use local::LocalBackend;
 pub use memory_backend::{wall_clock_ms, MemoryBackend};
-pub use model::{FinishedResult, Job, JobState, Lock, Millis};
+pub use model::{FinishedResult, Job, JobState, Lock, Millis, JOB_STATES_COUNT};
 pub use options::{
     check_payload, validate_job_id, Backoff, BackoffKind, JobOptions, Retention,
     DEFAULT_MAX_PAYLOAD_BYTES, MAX_PRIORITY,

@@ -19,6 +19,9 @@ pub enum JobState {
     Failed,
 }
 
+/// How many states a job can be in.
+pub const JOB_STATES_COUNT: usize = 6;
+
 impl JobState {
     pub const ALL: [JobState; 6] = [
         JobState::Waiting,
@@ -92,10 +95,10 @@ pub struct Job {
     pub logs: Vec<String>,
     pub lock: Option<Lock>,
     /// Insertion sequence: breaks ties and orders finished jobs.
-    pub(crate) seq: u64,
+    pub seq: u64,
     /// Position within its priority while waiting (FIFO: ascending sequence; LIFO and
     /// released jobs: negative, so they come first).
-    pub(crate) order: i64,
+    pub order: i64,
 }
 
 impl Job {

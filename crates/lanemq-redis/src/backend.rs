@@ -1,0 +1,229 @@
+//! `RedisBackend`: the job contract on Redis, one Lua script per transition (in progress: add,
+//! claim and complete are here; the rest of `JobBackend` follows).
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use lanemq_core::jobs::{Completion, Job, JobState, Millis, NewJob, JOB_STATES_COUNT};
+use lanemq_core::{CoreError, CoreResult};
+use redis::{Script, Value};
+
+use crate::connect::{connect, Connection};
+use crate::decode::{self, items, text};
+use crate::keys::{Keys, JOB_FIELDS};
+use crate::scripts;
+
+pub struct RedisBackend {
+    connection: Connection,
+    keys: Keys,
+    /// Every key a script may touch, in the order `lua/common.lua` expects.
+    script_keys: Vec<String>,
+    max_events: usize,
+    random: RandomState,
+    calls: AtomicU64,
+}
+
+impl RedisBackend {
+    pub async fn connect(
+        url: &str,
+        prefix: &str,
+        queue: &str,
+        max_events: usize,
+        allow_eviction: bool,
+    ) -> CoreResult<Self> {
+        let connection = connect(url, allow_eviction).await?;
+        let keys = Keys::new(prefix, queue);
+        let mut script_keys: Vec<String> = [
+            "meta",
+            "waiting",
+            "delayed",
+            "active",
+            "children",
+            "completed",
+            "failed",
+            "logs",
+            "events",
+            "marker",
+        ]
+        .iter()
+        .map(|k| keys.key(k))
+        .collect();
+        script_keys.extend(keys.fields());
+        debug_assert_eq!(script_keys.len(), 10 + JOB_FIELDS.len());
+        Ok(Self {
+            connection,
+            keys,
+            script_keys,
+            max_events,
+            random: RandomState::new(),
+            calls: AtomicU64::new(0),
+        })
+    }
+
+    pub fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
+    async fn run(&self, script: &Script, args: Vec<String>) -> CoreResult<Value> {
+        let mut invocation = script.prepare_invoke();
+        for key in &self.script_keys {
+            invocation.key(key);
+        }
+        for arg in args {
+            invocation.arg(arg);
+        }
+        let mut connection = self.connection.commands.clone();
+        invocation
+            .invoke_async(&mut connection)
+            .await
+            .map_err(|e| CoreError::Storage(format!("redis at {}: {e}", self.connection.address)))
+    }
+
+    fn token_seed(&self) -> String {
+        let mut hasher = self.random.build_hasher();
+        hasher.write_u64(self.calls.fetch_add(1, Ordering::Relaxed));
+        format!("{:016x}", hasher.finish())
+    }
+
+    /// Adds jobs (validated here first: all or nothing); returns each with whether it was created.
+    pub async fn add_bulk(
+        &self,
+        jobs: Vec<NewJob>,
+        now: Millis,
+        max_payload_bytes: usize,
+    ) -> CoreResult<Vec<(Job, bool)>> {
+        let mut args = vec![now.to_string(), self.max_events.to_string()];
+        for (index, job) in jobs.iter().enumerate() {
+            job.options
+                .validate()
+                .and_then(|()| lanemq_core::jobs::check_payload(&job.data, max_payload_bytes))
+                .map_err(|e| match e {
+                    CoreError::InvalidConfig(m) => {
+                        CoreError::InvalidConfig(format!("job #{index}: {m}"))
+                    }
+                    other => other,
+                })?;
+            let options = serde_json::to_string(&job.options)
+                .map_err(|e| CoreError::Storage(e.to_string()))?;
+            args.extend([
+                job.name.clone(),
+                job.data.clone(),
+                options,
+                job.options.job_id.clone().unwrap_or_default(),
+                job.options.priority.to_string(),
+                if job.options.lifo { "1" } else { "0" }.to_owned(),
+                job.options.delay.to_string(),
+            ]);
+        }
+        let reply = self.run(&scripts::ADD, args).await?;
+        items(reply)?
+            .into_iter()
+            .map(|entry| {
+                let mut pair = items(entry)?.into_iter();
+                let created = pair.next().and_then(|v| text(&v)).as_deref() == Some("1");
+                let job = decode::job(
+                    pair.next()
+                        .ok_or_else(|| CoreError::Storage("redis: short add reply".into()))?,
+                )?;
+                Ok((job, created))
+            })
+            .collect()
+    }
+
+    pub async fn claim(
+        &self,
+        worker_id: &str,
+        lease: Millis,
+        max_jobs: usize,
+        now: Millis,
+    ) -> CoreResult<Vec<Job>> {
+        let args = vec![
+            now.to_string(),
+            self.max_events.to_string(),
+            worker_id.to_owned(),
+            lease.to_string(),
+            max_jobs.to_string(),
+            self.token_seed(),
+        ];
+        items(self.run(&scripts::CLAIM, args).await?)?
+            .into_iter()
+            .map(decode::job)
+            .collect()
+    }
+
+    pub async fn complete_many(
+        &self,
+        completions: Vec<Completion>,
+        now: Millis,
+    ) -> CoreResult<Vec<CoreResult<()>>> {
+        let mut args = vec![now.to_string(), self.max_events.to_string()];
+        for c in &completions {
+            args.extend([c.id.clone(), c.token.clone(), c.result.clone()]);
+        }
+        let reply = items(self.run(&scripts::COMPLETE, args).await?)?;
+        Ok(completions
+            .iter()
+            .zip(reply)
+            .map(|(c, outcome)| {
+                let outcome = items(outcome).unwrap_or_default();
+                let (kind, detail) = (
+                    outcome.first().and_then(text),
+                    outcome.get(1).and_then(text),
+                );
+                match kind.as_deref() {
+                    None => Ok(()),
+                    Some("missing") => Err(CoreError::JobNotFound(c.id.clone())),
+                    Some("state") => Err(CoreError::JobState {
+                        id: c.id.clone(),
+                        state: detail
+                            .and_then(|s| s.parse::<usize>().ok())
+                            .and_then(|s| JobState::ALL.get(s).copied())
+                            .map_or("unknown", JobState::as_str),
+                        expected: "active",
+                    }),
+                    Some(_) => Err(CoreError::LockMismatch(detail.unwrap_or_default())),
+                }
+            })
+            .collect())
+    }
+
+    pub async fn get_job(&self, id: &str) -> CoreResult<Option<Job>> {
+        let mut pipe = redis::pipe();
+        for field in self.keys.fields() {
+            pipe.cmd("HGET").arg(field).arg(id);
+        }
+        let mut connection = self.connection.commands.clone();
+        let values: Vec<Value> = pipe.query_async(&mut connection).await.map_err(|e| {
+            CoreError::Storage(format!("redis at {}: {e}", self.connection.address))
+        })?;
+        if matches!(values.get(3), None | Some(Value::Nil)) {
+            return Ok(None);
+        }
+        let mut row = vec![Value::BulkString(id.as_bytes().to_vec())];
+        row.extend(values);
+        decode::job(Value::Array(row)).map(Some)
+    }
+
+    /// Counts per state (ZCARD of each state's set), in `JobState::ALL` order.
+    pub async fn counts(&self) -> CoreResult<[usize; JOB_STATES_COUNT]> {
+        let mut pipe = redis::pipe();
+        for set in [
+            "waiting",
+            "delayed",
+            "active",
+            "children",
+            "completed",
+            "failed",
+        ] {
+            pipe.cmd("ZCARD").arg(self.keys.key(set));
+        }
+        let mut connection = self.connection.commands.clone();
+        let counts: Vec<usize> = pipe.query_async(&mut connection).await.map_err(|e| {
+            CoreError::Storage(format!("redis at {}: {e}", self.connection.address))
+        })?;
+        let mut out = [0; JOB_STATES_COUNT];
+        out.copy_from_slice(&counts);
+        Ok(out)
+    }
+}

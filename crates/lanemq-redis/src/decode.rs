@@ -1,0 +1,76 @@
+//! Script replies as core types.
+
+use std::sync::Arc;
+
+use lanemq_core::jobs::{Job, JobOptions, JobState, Lock, Millis};
+use lanemq_core::{CoreError, CoreResult};
+use redis::Value;
+
+fn bad(what: &str) -> CoreError {
+    CoreError::Storage(format!("redis: unexpected reply: {what}"))
+}
+
+pub fn text(value: &Value) -> Option<String> {
+    match value {
+        Value::BulkString(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
+        Value::SimpleString(s) => Some(s.clone()),
+        Value::Int(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn number(value: &Value) -> Option<i64> {
+    text(value).and_then(|t| t.parse().ok())
+}
+
+pub fn items(value: Value) -> CoreResult<Vec<Value>> {
+    match value {
+        Value::Array(items) => Ok(items),
+        other => Err(bad(&format!("{other:?}"))),
+    }
+}
+
+/// A job from `common.lua`'s `job(id)`: the id, then the fields in `JOB_FIELDS` order.
+pub fn job(value: Value) -> CoreResult<Job> {
+    let v = items(value)?;
+    if v.len() != 21 {
+        return Err(bad("a job with the wrong number of fields"));
+    }
+    let string = |i: usize| text(&v[i]).unwrap_or_default();
+    let int = |i: usize| number(&v[i]).unwrap_or(0);
+    let opt = |i: usize| number(&v[i]).map(|n| n as Millis);
+    let options: JobOptions =
+        serde_json::from_str(&string(3)).map_err(|e| bad(&format!("job options: {e}")))?;
+    let state = JobState::ALL
+        .get(int(4) as usize)
+        .copied()
+        .ok_or_else(|| bad("job state"))?;
+    let lock = text(&v[18]).map(|token| Lock {
+        token,
+        worker_id: Arc::from(string(19)),
+        expires_at: int(20) as Millis,
+    });
+    Ok(Job {
+        id: Arc::from(string(0)),
+        name: Arc::from(string(1)),
+        data: Arc::from(string(2)),
+        state,
+        priority: int(5) as u32,
+        order: int(6),
+        seq: int(7) as u64,
+        created_at: int(8) as Millis,
+        delay_until: int(9) as Millis,
+        processed_on: opt(10),
+        finished_on: opt(11),
+        attempts_made: int(12) as u32,
+        stalled_count: int(13) as u32,
+        progress: Arc::from(text(&v[14]).unwrap_or_else(|| "0".into())),
+        return_value: text(&v[15]).map(Arc::from),
+        failed_reason: text(&v[16]),
+        stacktrace: serde_json::from_str(&text(&v[17]).unwrap_or_else(|| "[]".into()))
+            .unwrap_or_default(),
+        logs: Vec::new(),
+        lock,
+        options,
+    })
+}

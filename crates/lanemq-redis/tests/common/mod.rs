@@ -1,0 +1,55 @@
+//! A redis-server the test starts on a free loopback port and kills when dropped. A missing
+//! `redis-server` fails the test loudly (scripts/test installs it); it never skips.
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Server {
+    pub fn start(extra: &[&str]) -> Self {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let mut command = Command::new("redis-server");
+        command
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let child = command
+            .spawn()
+            .expect("redis-server must be on PATH (scripts/test installs it)");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self { child, port }
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

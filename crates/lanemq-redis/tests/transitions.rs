@@ -1,0 +1,134 @@
+//! The first transitions on a real redis-server: add, claim, complete (the conformance suite
+//! takes over once the whole contract runs on Redis).
+
+mod common;
+
+use common::Server;
+use lanemq_core::jobs::{Completion, JobOptions, JobState, NewJob, Retention};
+use lanemq_redis::RedisBackend;
+
+const T: u64 = 1_700_000_000_000;
+
+fn job(name: &str, f: impl FnOnce(&mut JobOptions)) -> NewJob {
+    let mut options = JobOptions::default();
+    f(&mut options);
+    NewJob {
+        name: name.into(),
+        data: "null".into(),
+        options,
+    }
+}
+
+async fn backend(server: &Server) -> RedisBackend {
+    RedisBackend::connect(&server.url(), "lanemq", "test", 100, false)
+        .await
+        .expect("connects")
+}
+
+#[tokio::test]
+async fn claims_in_priority_then_fifo_order_with_zero_first_and_lifo_newest_first() {
+    let server = Server::start(&[]);
+    let redis = backend(&server).await;
+    let added = redis
+        .add_bulk(
+            vec![
+                job("p5", |o| o.priority = 5),
+                job("none-a", |_| {}),
+                job("p1", |o| o.priority = 1),
+                job("none-b", |_| {}),
+                job("lifo", |o| o.lifo = true),
+            ],
+            T,
+            1 << 20,
+        )
+        .await
+        .unwrap();
+    assert!(added.iter().all(|(_, created)| *created));
+    let order: Vec<String> = redis
+        .claim("w", 1000, 10, T)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|j| j.name.to_string())
+        .collect();
+    assert_eq!(order, ["lifo", "none-a", "none-b", "p1", "p5"]);
+}
+
+#[tokio::test]
+async fn complete_is_fenced_and_retention_applies() {
+    let server = Server::start(&[]);
+    let redis = backend(&server).await;
+    let remove = job("gone", |o| o.remove_on_complete = Retention::RemoveAll);
+    let keep = job("kept", |o| o.job_id = Some("welcome:ops".into()));
+    redis
+        .add_bulk(vec![remove, keep], T, 1 << 20)
+        .await
+        .unwrap();
+    let claimed = redis.claim("w", 1000, 2, T).await.unwrap();
+    assert_eq!(claimed.len(), 2);
+    assert!(claimed
+        .iter()
+        .all(|j| j.state == JobState::Active && j.attempts_made == 1));
+    let done: Vec<Completion> = claimed
+        .iter()
+        .map(|j| Completion {
+            id: j.id.to_string(),
+            token: j.lock.clone().unwrap().token,
+            result: "42".into(),
+        })
+        .collect();
+    let stale = Completion {
+        id: "welcome:ops".into(),
+        token: "stale".into(),
+        result: "0".into(),
+    };
+    let outcomes = redis.complete_many(vec![stale], T + 1).await.unwrap();
+    assert!(outcomes[0]
+        .as_ref()
+        .unwrap_err()
+        .to_string()
+        .contains("another token"));
+    let outcomes = redis.complete_many(done, T + 1).await.unwrap();
+    assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+    assert!(
+        redis.get_job(&claimed[0].id).await.unwrap().is_none(),
+        "removed on complete"
+    );
+    let kept = redis.get_job("welcome:ops").await.unwrap().expect("kept");
+    assert_eq!(
+        (kept.state, kept.return_value.as_deref()),
+        (JobState::Completed, Some("42"))
+    );
+    assert_eq!(redis.counts().await.unwrap(), [0, 0, 0, 0, 1, 0]);
+    let (again, created) = redis
+        .add_bulk(
+            vec![job("x", |o| o.job_id = Some("welcome:ops".into()))],
+            T,
+            1 << 20,
+        )
+        .await
+        .unwrap()
+        .remove(0);
+    assert!(
+        !created && again.state == JobState::Completed,
+        "a custom id that exists returns the job"
+    );
+}
+
+#[tokio::test]
+async fn delayed_jobs_are_promoted_by_claim_on_time() {
+    let server = Server::start(&[]);
+    let redis = backend(&server).await;
+    redis
+        .add_bulk(vec![job("later", |o| o.delay = 5000)], T, 1 << 20)
+        .await
+        .unwrap();
+    assert!(redis
+        .claim("w", 1000, 1, T + 4999)
+        .await
+        .unwrap()
+        .is_empty());
+    let claimed = redis.claim("w", 1000, 1, T + 5000).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].delay_until, T + 5000);
+}

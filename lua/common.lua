@@ -67,3 +67,89 @@ local function job(id)
   for i, field in ipairs(FIELDS) do out[i + 1] = redis.call("HGET", F[field], id) or false end
   return out
 end
+
+-- Every script's ARGV starts with now (ms) and, for those that write events, max_events.
+local NOW, MAX_EVENTS = tonumber(ARGV[1]), ARGV[2]
+
+-- A whole number as digits (tostring would switch to an exponent past 14 digits).
+local function int(n) return string.format("%.0f", n) end
+
+-- The id as Rust's {:?} shows it (the memory store's messages).
+local function quoted(id)
+  local escaped = string.gsub(id, "[\\\"\n\r\t]",
+    {["\\"] = "\\\\", ["\""] = "\\\"", ["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t"})
+  return "\"" .. escaped .. "\""
+end
+
+-- nil when `token` holds the live lock of job `id`, else {kind, message} (Job::check_lock).
+local function check(id, token)
+  local state = get("state", id)
+  if not state then return {"missing", "job " .. quoted(id) .. " not found"} end
+  if tonumber(state) ~= ACTIVE_STATE then return {"state", state} end
+  if get("token", id) ~= token then
+    return {"lock", "job " .. quoted(id) .. " is locked by another token (its lease was lost)"}
+  end
+  local expires = num("expires", id)
+  if expires <= NOW then
+    return {"lock", "job " .. quoted(id) .. ": the lock expired at " .. int(expires) ..
+      " (now " .. int(NOW) .. ")"}
+  end
+  return nil
+end
+
+-- Takes an active job out of the active set and drops its lock.
+local function unlock(id)
+  redis.call("ZREM", ACTIVE, hex(num("seq", id)) .. id)
+  set("token", id, nil); set("worker", id, nil); set("expires", id, nil)
+end
+
+local function delete(id)
+  local state, seq = tonumber(get("state", id)), num("seq", id)
+  local sets = {[WAITING_STATE] = WAITING, [DELAYED_STATE] = DELAYED, [ACTIVE_STATE] = ACTIVE,
+    [CHILDREN_STATE] = CHILDREN, [COMPLETED_STATE] = COMPLETED, [FAILED_STATE] = FAILED}
+  if state == WAITING_STATE then redis.call("ZREM", WAITING, member(num("ord", id), id))
+  elseif sets[state] then redis.call("ZREM", sets[state], hex(seq) .. id) end
+  for _, field in ipairs(FIELDS) do redis.call("HDEL", F[field], id) end
+  redis.call("HDEL", LOGS, id)
+end
+
+-- Applies a retention policy (remove_on_complete / remove_on_fail) to a finished set.
+local function retain(set_key, policy, just_finished)
+  if policy == "keep_all" or policy == nil then return end
+  if policy == "remove_all" then delete(just_finished) return end
+  local keep = policy.keep
+  local limit = (keep.limit ~= cjson.null and keep.limit) or math.huge
+  local doomed = {}
+  if keep.count ~= cjson.null and keep.count then
+    local over = redis.call("ZCARD", set_key) - keep.count
+    if over > 0 then doomed = redis.call("ZRANGE", set_key, 0, math.min(over, limit) - 1) end
+  end
+  if keep.age ~= cjson.null and keep.age then
+    for _, m in ipairs(redis.call("ZRANGEBYSCORE", set_key, "-inf", "(" .. (NOW - keep.age))) do
+      doomed[#doomed + 1] = m
+    end
+  end
+  local seen, removed = {}, 0
+  for _, m in ipairs(doomed) do
+    if removed >= limit then break end
+    if not seen[m] then
+      seen[m] = true
+      removed = removed + 1
+      delete(string.sub(m, 15))
+    end
+  end
+end
+
+-- Fails an (unlocked) job for good: failed set, events, retention (MemoryStore::fail_for_good).
+local function fail_for_good(id, reason, opts)
+  set("state", id, FAILED_STATE)
+  set("finished", id, NOW)
+  set("reason", id, reason)
+  redis.call("ZADD", FAILED, NOW, hex(num("seq", id)) .. id)
+  emit(NOW, MAX_EVENTS, "failed", id, "failedReason", reason)
+  local attempts = num("attempts", id)
+  if attempts >= (tonumber(opts.attempts) or 1) then
+    emit(NOW, MAX_EVENTS, "retries-exhausted", id, "attemptsMade", int(attempts))
+  end
+  retain(FAILED, opts.remove_on_fail, id)
+end

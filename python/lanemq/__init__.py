@@ -36,7 +36,7 @@ from .exceptions import (
 )
 from .job import Job
 from .lanes import DEFAULT_LANES, Alert, QueueManager
-from .queue import InMemoryJobQueue, JobQueue, JobResult, LocalJobQueue, QueueEvent
+from .queue import InMemoryJobQueue, JobQueue, JobResult, LocalJobQueue, QueueEvent, RedisJobQueue
 from .storage import LocalStorage
 from .worker import JobWorker, LockLostWarning
 
@@ -76,6 +76,7 @@ __all__ = [
     "QueueManager",
     "RateLimit",
     "RateLimitError",
+    "RedisJobQueue",
     "RetryPolicy",
     "ShutdownError",
     "StorageError",

@@ -296,6 +296,15 @@ class JobQueueCore:
     @staticmethod
     def memory(max_payload_bytes: int = 16777216, max_events: int = 10000) -> JobQueueCore: ...
     @staticmethod
+    def redis(
+        url: str,
+        queue: str,
+        prefix: str = "lanemq",
+        max_payload_bytes: int = 16777216,
+        max_events: int = 10000,
+        allow_eviction: bool = False,
+    ) -> JobQueueCore: ...
+    @staticmethod
     def local(
         path: str | PathLike[str],
         queue: str,

@@ -474,4 +474,34 @@ class LocalJobQueue(JobQueue):
         super().__init__(name, JobQueueCore.local(str(target), name, max_payload_bytes, max_events))
 
 
-__all__ = ["STATES", "InMemoryJobQueue", "JobQueue", "JobResult", "LocalJobQueue", "QueueEvent"]
+class RedisJobQueue(JobQueue):
+    """The job contract on Redis or Valkey, for many processes on many hosts. Every state
+    transition is one Lua script; all keys of a queue share the hash tag ``{name}`` under
+    ``prefix``, so a queue lives on one Redis Cluster slot. A server whose maxmemory-policy may
+    evict keys is refused unless ``allow_eviction``."""
+
+    def __init__(
+        self,
+        name: str,
+        url: str = "redis://127.0.0.1:6379/0",
+        *,
+        prefix: str = "lanemq",
+        max_payload_bytes: int = 16 * 1024 * 1024,
+        max_events: int = 10_000,
+        allow_eviction: bool = False,
+    ) -> None:
+        if not name or not isinstance(name, str) or any(c in name for c in "{}"):
+            raise ConfigError(f"invalid queue name: {name!r}")
+        core = JobQueueCore.redis(url, name, prefix, max_payload_bytes, max_events, allow_eviction)
+        super().__init__(name, core)
+
+
+__all__ = [
+    "STATES",
+    "InMemoryJobQueue",
+    "JobQueue",
+    "JobResult",
+    "LocalJobQueue",
+    "QueueEvent",
+    "RedisJobQueue",
+]

@@ -1,6 +1,6 @@
 """The backends the conformance suite runs against. Each entry makes a fresh, empty queue
-with a unique name and returns a cleanup coroutine; later backends (local file, Redis) add
-their entry here and must pass the suite unchanged."""
+with a unique name and returns a cleanup coroutine; every backend must pass the suite
+unchanged."""
 
 from __future__ import annotations
 
@@ -8,14 +8,15 @@ import itertools
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from lanemq import InMemoryJobQueue, JobQueue, LocalJobQueue
+from lanemq import InMemoryJobQueue, JobQueue, LocalJobQueue, RedisJobQueue
 
 _names = itertools.count(1)
 
-Factory = Callable[[Path], Awaitable[tuple[JobQueue, Callable[[], Awaitable[None]]]]]
+Cleanup = Callable[[], Awaitable[None]]
+Factory = Callable[[Path, Callable[[], str]], Awaitable[tuple[JobQueue, Cleanup]]]
 
 
-async def _memory(tmp_path: Path) -> tuple[JobQueue, Callable[[], Awaitable[None]]]:
+async def _memory(tmp_path: Path, redis_url: Callable[[], str]) -> tuple[JobQueue, Cleanup]:
     queue = InMemoryJobQueue(f"conformance-{next(_names)}")
 
     async def cleanup() -> None:
@@ -24,7 +25,7 @@ async def _memory(tmp_path: Path) -> tuple[JobQueue, Callable[[], Awaitable[None
     return queue, cleanup
 
 
-async def _local(tmp_path: Path) -> tuple[JobQueue, Callable[[], Awaitable[None]]]:
+async def _local(tmp_path: Path, redis_url: Callable[[], str]) -> tuple[JobQueue, Cleanup]:
     queue = LocalJobQueue(f"conformance-{next(_names)}", tmp_path)
 
     async def cleanup() -> None:
@@ -33,4 +34,15 @@ async def _local(tmp_path: Path) -> tuple[JobQueue, Callable[[], Awaitable[None]
     return queue, cleanup
 
 
-BACKENDS: dict[str, Factory] = {"memory": _memory, "local": _local}
+async def _redis(tmp_path: Path, redis_url: Callable[[], str]) -> tuple[JobQueue, Cleanup]:
+    n = next(_names)
+    # A prefix per test: tests never see each other's keys on the shared server.
+    queue = RedisJobQueue(f"conformance-{n}", redis_url(), prefix=f"t{n}")
+
+    async def cleanup() -> None:
+        await queue.obliterate(force=True)
+
+    return queue, cleanup
+
+
+BACKENDS: dict[str, Factory] = {"memory": _memory, "local": _local, "redis": _redis}

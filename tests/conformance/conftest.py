@@ -17,9 +17,15 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-async def queue(backend: str, tmp_path: Path) -> AsyncIterator[JobQueue]:
+async def queue(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[JobQueue]:
     """A fresh, empty queue on the backend under test."""
-    made, cleanup = await BACKENDS[backend](tmp_path)
+
+    def redis_url() -> str:  # started only for the backends that need it
+        return str(request.getfixturevalue("redis_url"))
+
+    made, cleanup = await BACKENDS[backend](tmp_path, redis_url)
     try:
         yield made
     finally:

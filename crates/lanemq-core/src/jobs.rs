@@ -17,10 +17,10 @@ mod store;
 mod tests;
 
 pub use backend::{ready, BoxFuture, Completion, Failure, JobBackend, NewJob};
-pub use events::{EventLog, StreamEvent};
+pub use events::{EventLog, StreamEvent, Text};
 pub use local::LocalBackend;
 pub use memory_backend::{wall_clock_ms, MemoryBackend};
-pub use model::{FinishedResult, Job, JobState, Lock, Millis, JOB_STATES_COUNT};
+pub use model::{next_ready_at, FinishedResult, Job, JobState, Lock, Millis, JOB_STATES_COUNT};
 pub use options::{
     check_payload, validate_job_id, Backoff, BackoffKind, JobOptions, Retention,
     DEFAULT_MAX_PAYLOAD_BYTES, MAX_PRIORITY,

@@ -9,6 +9,7 @@ use lanemq_core::jobs::{
     MemoryBackend, NewJob, StoreConfig,
 };
 use lanemq_core::CoreError;
+use lanemq_redis::{RedisBackend, RedisJobBackend};
 use pyo3::prelude::*;
 
 use crate::bridge::{count, Int};
@@ -97,6 +98,30 @@ impl JobQueueCore {
             .map_err(to_py)?;
         Ok(Self {
             backend: Arc::new(backend),
+        })
+    }
+
+    /// A Redis (or Valkey) backend; connects before returning.
+    #[staticmethod]
+    #[pyo3(signature = (url, queue, prefix="lanemq", max_payload_bytes=16_777_216, max_events=10_000,
+        allow_eviction=false))]
+    fn redis(
+        py: Python<'_>,
+        url: &str,
+        queue: &str,
+        prefix: &str,
+        max_payload_bytes: i64,
+        max_events: i64,
+        allow_eviction: bool,
+    ) -> PyResult<Self> {
+        let max_payload_bytes = count("max_payload_bytes", max_payload_bytes, 1)? as usize;
+        let max_events = count("max_events", max_events, 0)? as usize;
+        let connect = RedisBackend::connect(url, prefix, queue, max_events, allow_eviction);
+        let backend = py
+            .detach(|| pyo3_async_runtimes::tokio::get_runtime().block_on(connect))
+            .map_err(to_py)?;
+        Ok(Self {
+            backend: Arc::new(RedisJobBackend::new(backend, max_payload_bytes)),
         })
     }
 

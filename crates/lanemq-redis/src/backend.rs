@@ -1,11 +1,12 @@
-//! `RedisBackend`: the job contract on Redis, one Lua script per transition (in progress: add,
-//! claim and complete are here; the rest of `JobBackend` follows).
+//! `RedisBackend`: the job contract on Redis, one Lua script per transition. This file holds the
+//! connection, the script call and adding, claiming and completing; `finish.rs`, `manage.rs`,
+//! `reads.rs` and `waits.rs` hold the rest.
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use lanemq_core::jobs::{Completion, Job, JobState, Millis, NewJob, JOB_STATES_COUNT};
+use lanemq_core::jobs::{Completion, Job, Millis, NewJob, JOB_STATES_COUNT};
 use lanemq_core::{CoreError, CoreResult};
 use redis::{Script, Value};
 
@@ -15,11 +16,11 @@ use crate::keys::{Keys, JOB_FIELDS};
 use crate::scripts;
 
 pub struct RedisBackend {
-    connection: Connection,
-    keys: Keys,
+    pub(crate) connection: Connection,
+    pub(crate) keys: Keys,
     /// Every key a script may touch, in the order `lua/common.lua` expects.
     script_keys: Vec<String>,
-    max_events: usize,
+    pub(crate) max_events: usize,
     random: RandomState,
     calls: AtomicU64,
 }
@@ -65,7 +66,7 @@ impl RedisBackend {
         &self.keys
     }
 
-    async fn run(&self, script: &Script, args: Vec<String>) -> CoreResult<Value> {
+    pub(crate) async fn run(&self, script: &Script, args: Vec<String>) -> CoreResult<Value> {
         let mut invocation = script.prepare_invoke();
         for key in &self.script_keys {
             invocation.key(key);
@@ -165,26 +166,7 @@ impl RedisBackend {
         Ok(completions
             .iter()
             .zip(reply)
-            .map(|(c, outcome)| {
-                let outcome = items(outcome).unwrap_or_default();
-                let (kind, detail) = (
-                    outcome.first().and_then(text),
-                    outcome.get(1).and_then(text),
-                );
-                match kind.as_deref() {
-                    None => Ok(()),
-                    Some("missing") => Err(CoreError::JobNotFound(c.id.clone())),
-                    Some("state") => Err(CoreError::JobState {
-                        id: c.id.clone(),
-                        state: detail
-                            .and_then(|s| s.parse::<usize>().ok())
-                            .and_then(|s| JobState::ALL.get(s).copied())
-                            .map_or("unknown", JobState::as_str),
-                        expected: "active",
-                    }),
-                    Some(_) => Err(CoreError::LockMismatch(detail.unwrap_or_default())),
-                }
-            })
+            .map(|(c, outcome)| decode::outcome(&c.id, outcome).map(|_| ()))
             .collect())
     }
 

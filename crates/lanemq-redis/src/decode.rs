@@ -74,3 +74,24 @@ pub fn job(value: Value) -> CoreResult<Job> {
         options,
     })
 }
+
+/// A per-job reply of a transition script: `{kind, detail}` with kind "missing", "state" (detail
+/// = the state code) or "lock" (detail = the message) is the job's error; any other reply is
+/// the script's success value, returned as its items.
+pub fn outcome(id: &str, reply: Value) -> CoreResult<Vec<Value>> {
+    let reply = items(reply).unwrap_or_default();
+    let detail = || reply.get(1).and_then(text);
+    match reply.first().and_then(text).as_deref() {
+        Some("missing") => Err(CoreError::JobNotFound(id.to_owned())),
+        Some("state") => Err(CoreError::JobState {
+            id: id.to_owned(),
+            state: detail()
+                .and_then(|s| s.parse::<usize>().ok())
+                .and_then(|s| JobState::ALL.get(s).copied())
+                .map_or("unknown", JobState::as_str),
+            expected: "active",
+        }),
+        Some("lock") => Err(CoreError::LockMismatch(detail().unwrap_or_default())),
+        _ => Ok(reply),
+    }
+}

@@ -1,12 +1,18 @@
-//! The Redis backend of lanemq (work in progress: connections, checks and the key layout are
-//! here; the transitions follow, one Lua script each, see `lua/README.md`).
+//! The Redis (and Valkey) backend of lanemq: every state transition is one Lua script (see
+//! `lua/README.md` for the key layout); `RedisJobBackend` is the `JobBackend` the bindings use.
 
 mod backend;
 mod connect;
+mod contract;
 mod decode;
+mod finish;
 mod keys;
+mod manage;
+mod reads;
 mod scripts;
+mod waits;
 
 pub use backend::RedisBackend;
 pub use connect::{connect, describe, Connection, EvictionPolicy};
+pub use contract::RedisJobBackend;
 pub use keys::Keys;

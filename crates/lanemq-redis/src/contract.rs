@@ -1,0 +1,230 @@
+//! `RedisJobBackend`: `RedisBackend` as a `JobBackend` (the bindings hold it as a trait object).
+//! Each method clones the shared backend into a `'static` future.
+
+use std::sync::Arc;
+
+use lanemq_core::jobs::{
+    check_payload, BoxFuture, Completion, FailOutcome, Failure, FinishedResult, Job, JobBackend,
+    JobState, Millis, NewJob, StreamEvent,
+};
+use lanemq_core::CoreResult;
+
+use crate::backend::RedisBackend;
+
+#[derive(Clone)]
+pub struct RedisJobBackend {
+    backend: Arc<RedisBackend>,
+    max_payload_bytes: usize,
+}
+
+impl RedisJobBackend {
+    pub fn new(backend: RedisBackend, max_payload_bytes: usize) -> Self {
+        Self {
+            backend: Arc::new(backend),
+            max_payload_bytes,
+        }
+    }
+}
+
+/// `backend.$method(args...)` as a boxed future over a clone of the shared backend.
+macro_rules! call {
+    ($self:ident, |$b:ident| $body:expr) => {{
+        let $b = Arc::clone(&$self.backend);
+        Box::pin(async move { $body.await })
+    }};
+}
+
+impl JobBackend for RedisJobBackend {
+    fn add(&self, job: NewJob, now: Millis) -> BoxFuture<(Job, bool)> {
+        let limit = self.max_payload_bytes;
+        call!(self, |b| async move {
+            Ok(b.add_bulk(vec![job], now, limit).await?.remove(0))
+        })
+    }
+    fn add_bulk(&self, jobs: Vec<NewJob>, now: Millis) -> BoxFuture<Vec<(Job, bool)>> {
+        let limit = self.max_payload_bytes;
+        call!(self, |b| b.add_bulk(jobs, now, limit))
+    }
+    fn claim(
+        &self,
+        worker_id: String,
+        lease: Millis,
+        max_jobs: usize,
+        now: Millis,
+    ) -> BoxFuture<Vec<Job>> {
+        call!(self, |b| async move {
+            b.claim(&worker_id, lease, max_jobs, now).await
+        })
+    }
+    fn wait_for_job(&self, timeout: Option<Millis>) -> BoxFuture<bool> {
+        call!(self, |b| b.wait_for_job(timeout))
+    }
+    fn complete_many(&self, items: Vec<Completion>, now: Millis) -> BoxFuture<Vec<CoreResult<()>>> {
+        call!(self, |b| b.complete_many(items, now))
+    }
+    fn fail_many(
+        &self,
+        items: Vec<Failure>,
+        now: Millis,
+    ) -> BoxFuture<Vec<CoreResult<FailOutcome>>> {
+        call!(self, |b| b.fail_many(items, now))
+    }
+    fn renew_many(
+        &self,
+        items: Vec<(String, String)>,
+        lease: Millis,
+        now: Millis,
+    ) -> BoxFuture<Vec<CoreResult<()>>> {
+        call!(self, |b| b.renew_many(items, lease, now))
+    }
+    fn move_to_delayed(
+        &self,
+        id: String,
+        token: String,
+        until: Millis,
+        now: Millis,
+    ) -> BoxFuture<()> {
+        call!(self, |b| b.move_to_delayed(id, token, until, now))
+    }
+    fn release(&self, id: String, token: String, now: Millis) -> BoxFuture<()> {
+        call!(self, |b| b.release(id, token, now))
+    }
+    fn recover_stalled(&self, now: Millis) -> BoxFuture<(Vec<String>, Vec<String>)> {
+        call!(self, |b| b.recover_stalled(now))
+    }
+    fn holds_lock(&self, id: String, token: String, now: Millis) -> BoxFuture<bool> {
+        call!(self, |b| b.holds_lock(id, token, now))
+    }
+    fn get_job(&self, id: String) -> BoxFuture<Option<Job>> {
+        call!(self, |b| async move { b.get_job(&id).await })
+    }
+    fn get_state(&self, id: String) -> BoxFuture<Option<JobState>> {
+        call!(self, |b| async move { b.get_state(&id).await })
+    }
+    fn get_job_counts(&self, states: Vec<JobState>) -> BoxFuture<Vec<(JobState, usize)>> {
+        call!(self, |b| b.get_job_counts(states))
+    }
+    fn count_pending(&self) -> BoxFuture<usize> {
+        call!(self, |b| b.count_pending())
+    }
+    fn get_counts_per_priority(&self, priorities: Vec<u32>) -> BoxFuture<Vec<(u32, usize)>> {
+        call!(self, |b| b.get_counts_per_priority(priorities))
+    }
+    fn list_jobs(
+        &self,
+        states: Vec<JobState>,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> BoxFuture<Vec<Job>> {
+        call!(self, |b| b.list_jobs(states, start, end, ascending))
+    }
+    fn finished_result(&self, id: String) -> BoxFuture<FinishedResult> {
+        call!(self, |b| async move { b.finished_result(&id).await })
+    }
+    fn wait_finished(&self, id: String, timeout: Option<Millis>) -> BoxFuture<FinishedResult> {
+        call!(self, |b| async move { b.wait_finished(&id, timeout).await })
+    }
+    fn promote(&self, id: String, now: Millis) -> BoxFuture<()> {
+        call!(self, |b| b.promote(id, now))
+    }
+    fn reschedule(&self, id: String, until: Millis, now: Millis) -> BoxFuture<()> {
+        call!(self, |b| b.reschedule(id, until, now))
+    }
+    fn retry_job(&self, id: String, now: Millis) -> BoxFuture<()> {
+        call!(self, |b| b.retry_job(id, now))
+    }
+    fn update_priority(&self, id: String, priority: u32, lifo: bool) -> BoxFuture<()> {
+        call!(self, |b| b.update_priority(id, priority, lifo))
+    }
+    fn update_data(&self, id: String, data: String) -> BoxFuture<()> {
+        let limit = self.max_payload_bytes;
+        call!(self, |b| async move {
+            check_payload(&data, limit)?;
+            b.update_data(id, data).await
+        })
+    }
+    fn update_progress(&self, id: String, progress: String, now: Millis) -> BoxFuture<()> {
+        call!(self, |b| b.update_progress(id, progress, now))
+    }
+    fn add_log(&self, id: String, line: String, keep: usize) -> BoxFuture<usize> {
+        call!(self, |b| b.add_log(id, line, keep))
+    }
+    fn get_logs(
+        &self,
+        id: String,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> BoxFuture<(Vec<String>, usize)> {
+        call!(self, |b| b.get_logs(id, start, end, ascending))
+    }
+    fn clear_logs(&self, id: String, keep: usize) -> BoxFuture<()> {
+        call!(self, |b| b.clear_logs(id, keep))
+    }
+    fn save_stacktrace(
+        &self,
+        id: String,
+        lines: Vec<String>,
+        reason: Option<String>,
+    ) -> BoxFuture<()> {
+        call!(self, |b| b.save_stacktrace(id, lines, reason))
+    }
+    fn remove(&self, id: String, now: Millis) -> BoxFuture<()> {
+        call!(self, |b| b.remove(id, now))
+    }
+    fn pause(&self, now: Millis) -> BoxFuture<()> {
+        call!(self, |b| b.pause(now))
+    }
+    fn resume(&self, now: Millis) -> BoxFuture<()> {
+        call!(self, |b| b.resume(now))
+    }
+    fn is_paused(&self) -> BoxFuture<bool> {
+        call!(self, |b| b.is_paused())
+    }
+    fn drain(&self, delayed: bool, now: Millis) -> BoxFuture<usize> {
+        call!(self, |b| b.drain(delayed, now))
+    }
+    fn clean(
+        &self,
+        grace: Millis,
+        limit: usize,
+        state: JobState,
+        now: Millis,
+    ) -> BoxFuture<Vec<String>> {
+        call!(self, |b| b.clean(grace, limit, state, now))
+    }
+    fn obliterate(&self, force: bool, now: Millis) -> BoxFuture<()> {
+        call!(self, |b| b.obliterate(force, now))
+    }
+    fn set_rate_limit(&self, max: u32, duration: Millis) -> BoxFuture<()> {
+        call!(self, |b| b.set_rate_limit(max, duration))
+    }
+    fn get_rate_limit(&self) -> BoxFuture<Option<(u32, Millis)>> {
+        call!(self, |b| b.get_rate_limit())
+    }
+    fn clear_rate_limit(&self) -> BoxFuture<()> {
+        call!(self, |b| b.clear_rate_limit())
+    }
+    fn set_max_active(&self, max: Option<u32>) -> BoxFuture<()> {
+        call!(self, |b| b.set_max_active(max))
+    }
+    fn get_max_active(&self) -> BoxFuture<Option<u32>> {
+        call!(self, |b| b.get_max_active())
+    }
+    fn is_maxed(&self) -> BoxFuture<bool> {
+        call!(self, |b| b.is_maxed())
+    }
+    fn read_events(&self, start: u64, end: u64, limit: usize) -> BoxFuture<Vec<StreamEvent>> {
+        call!(self, |b| b.read_events(start, end, limit))
+    }
+    fn trim_events(&self, max_len: usize) -> BoxFuture<usize> {
+        call!(self, |b| b.trim_events(max_len))
+    }
+    fn last_event_id(&self) -> BoxFuture<u64> {
+        call!(self, |b| b.last_event_id())
+    }
+    fn wait_events(&self, after: u64, timeout: Option<Millis>) -> BoxFuture<bool> {
+        call!(self, |b| b.wait_events(after, timeout))
+    }
+}

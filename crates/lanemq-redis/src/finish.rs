@@ -1,0 +1,164 @@
+//! Finishing and lease transitions on Redis: fail, renew, move to delayed, release, stall
+//! recovery (one Lua script each, `lua/{fail,renew,delay,release,recover}-30.lua`), and the
+//! lock check `holds_lock`.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use lanemq_core::jobs::{FailOutcome, Failure, Millis};
+use lanemq_core::{CoreError, CoreResult};
+use redis::Value;
+
+use crate::backend::RedisBackend;
+use crate::decode::{self, outcome, text};
+use crate::scripts;
+
+fn flag(on: bool) -> String {
+    if on { "1" } else { "0" }.to_owned()
+}
+
+/// A value in 0..1 for the backoff jitter (drawn here: a Lua script must be deterministic).
+fn random_unit() -> f64 {
+    let mut hasher = RandomState::new().build_hasher();
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    hasher.write_u64(nanos);
+    (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+fn short(what: &str) -> CoreError {
+    CoreError::Storage(format!("redis: unexpected {what} reply"))
+}
+
+/// The ids of a script reply (an array of strings).
+fn ids(value: Value) -> CoreResult<Vec<String>> {
+    decode::items(value)?
+        .iter()
+        .map(|v| text(v).ok_or_else(|| short("id")))
+        .collect()
+}
+
+impl RedisBackend {
+    /// Records failed attempts: each job is retried (after its backoff or the given delay)
+    /// while `retry` holds and attempts remain, otherwise failed for good. Per item, in order.
+    pub async fn fail_many(
+        &self,
+        items: Vec<Failure>,
+        now: Millis,
+    ) -> CoreResult<Vec<CoreResult<FailOutcome>>> {
+        let mut args = vec![now.to_string(), self.max_events.to_string()];
+        for f in &items {
+            args.extend([
+                f.id.clone(),
+                f.token.clone(),
+                f.error.clone(),
+                flag(f.stacktrace.is_some()),
+                f.stacktrace.clone().unwrap_or_default(),
+                flag(f.retry),
+                f.delay.map(|d| d.to_string()).unwrap_or_default(),
+                random_unit().to_string(),
+            ]);
+        }
+        let reply = decode::items(self.run(&scripts::FAIL, args).await?)?;
+        if reply.len() != items.len() {
+            return Err(short("fail"));
+        }
+        Ok(items
+            .iter()
+            .zip(reply)
+            .map(|(f, reply)| {
+                let reply = outcome(&f.id, reply)?;
+                match reply.first().and_then(text).as_deref() {
+                    Some("retry") => Ok(FailOutcome::Retry {
+                        delay_until: reply
+                            .get(1)
+                            .and_then(text)
+                            .map(|t| t.parse().map_err(|_| short("fail")))
+                            .transpose()?,
+                    }),
+                    Some("failed") => Ok(FailOutcome::Failed),
+                    _ => Err(short("fail")),
+                }
+            })
+            .collect())
+    }
+
+    /// Extends each held lock to `now + lease`. Per item, in order.
+    pub async fn renew_many(
+        &self,
+        items: Vec<(String, String)>,
+        lease: Millis,
+        now: Millis,
+    ) -> CoreResult<Vec<CoreResult<()>>> {
+        let mut args = vec![now.to_string(), lease.to_string()];
+        for (id, token) in &items {
+            args.extend([id.clone(), token.clone()]);
+        }
+        let reply = decode::items(self.run(&scripts::RENEW, args).await?)?;
+        if reply.len() != items.len() {
+            return Err(short("renew"));
+        }
+        Ok(items
+            .iter()
+            .zip(reply)
+            .map(|((id, _), reply)| outcome(id, reply).map(|_| ()))
+            .collect())
+    }
+
+    /// Gives an active job back to the delayed set (due at `max(until, now)`) without using an
+    /// attempt.
+    pub async fn move_to_delayed(
+        &self,
+        id: String,
+        token: String,
+        until: Millis,
+        now: Millis,
+    ) -> CoreResult<()> {
+        let args = vec![
+            now.to_string(),
+            self.max_events.to_string(),
+            id.clone(),
+            token,
+            until.to_string(),
+        ];
+        outcome(&id, self.run(&scripts::DELAY, args).await?).map(|_| ())
+    }
+
+    /// Gives an active job back to the front of its priority without using an attempt.
+    pub async fn release(&self, id: String, token: String, now: Millis) -> CoreResult<()> {
+        let args = vec![
+            now.to_string(),
+            self.max_events.to_string(),
+            id.clone(),
+            token,
+        ];
+        outcome(&id, self.run(&scripts::RELEASE, args).await?).map(|_| ())
+    }
+
+    /// Active jobs whose lock expired go back to the front of waiting, or fail once they
+    /// stalled more than their `max_stalled_count`. Returns (recovered ids, failed ids).
+    pub async fn recover_stalled(&self, now: Millis) -> CoreResult<(Vec<String>, Vec<String>)> {
+        let args = vec![now.to_string(), self.max_events.to_string()];
+        let mut reply = decode::items(self.run(&scripts::RECOVER, args).await?)?.into_iter();
+        match (reply.next(), reply.next()) {
+            (Some(recovered), Some(failed)) => Ok((ids(recovered)?, ids(failed)?)),
+            _ => Err(short("recover_stalled")),
+        }
+    }
+
+    /// Whether `token` holds the job's live lock.
+    pub async fn holds_lock(&self, id: String, token: String, now: Millis) -> CoreResult<bool> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("HGET").arg(self.keys.field("token")).arg(&id);
+        pipe.cmd("HGET").arg(self.keys.field("expires")).arg(&id);
+        let mut connection = self.connection.commands.clone();
+        let (held, expires): (Option<String>, Option<String>) =
+            pipe.query_async(&mut connection).await.map_err(|e| {
+                CoreError::Storage(format!("redis at {}: {e}", self.connection.address))
+            })?;
+        let expires = expires.and_then(|e| e.parse::<Millis>().ok());
+        Ok(held.as_deref() == Some(token.as_str()) && expires.is_some_and(|e| e > now))
+    }
+}

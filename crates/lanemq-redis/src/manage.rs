@@ -1,0 +1,342 @@
+//! Managing a queue's jobs (as `MemoryStore` does in `lanemq_core::jobs::manage`): promote,
+//! reschedule, retry, edits, logs, removal, pause, drain, clean, obliterate, the rate limit and
+//! the cap on active jobs. Every change is one script call; reads are plain commands.
+//!
+//! The scripts reply `{"ok", values...}` on success, or `{"missing"}`, `{"state", state code}`,
+//! `{"locked"}` or `{"active", count}` when the change is refused (and nothing was written,
+//! except obliterate's pause).
+
+use lanemq_core::jobs::{JobOptions, JobState, Millis};
+use lanemq_core::{CoreError, CoreResult};
+use redis::{Script, Value};
+
+use crate::backend::RedisBackend;
+use crate::decode::{items, text};
+use crate::scripts;
+
+fn unexpected(what: &str) -> CoreError {
+    CoreError::Storage(format!("redis: unexpected reply: {what}"))
+}
+
+fn state_name(code: Option<String>) -> &'static str {
+    code.and_then(|s| s.parse::<usize>().ok())
+        .and_then(|s| JobState::ALL.get(s).copied())
+        .map_or("unknown", JobState::as_str)
+}
+
+/// The values after "ok", or the refusal as the error `MemoryStore` returns; `expected` names
+/// the states the operation accepts.
+fn checked(id: &str, reply: Value, expected: &'static str) -> CoreResult<Vec<Value>> {
+    let mut reply = items(reply)?;
+    match reply.first().and_then(text).as_deref() {
+        Some("ok") => {
+            reply.remove(0);
+            Ok(reply)
+        }
+        Some("missing") => Err(CoreError::JobNotFound(id.to_owned())),
+        Some("state") => Err(CoreError::JobState {
+            id: id.to_owned(),
+            state: state_name(reply.get(1).and_then(text)),
+            expected,
+        }),
+        Some("locked") => Err(CoreError::Refused(format!(
+            "job {id:?} is locked by a worker and cannot be removed"
+        ))),
+        other => Err(unexpected(&format!("{other:?}"))),
+    }
+}
+
+fn count(value: Option<&Value>) -> CoreResult<usize> {
+    value
+        .and_then(text)
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| unexpected("a count"))
+}
+
+impl RedisBackend {
+    /// Runs a script with `now` and `max_events` in front of `args`.
+    async fn change(&self, script: &Script, now: Millis, args: &[&str]) -> CoreResult<Value> {
+        let mut all = vec![now.to_string(), self.max_events.to_string()];
+        all.extend(args.iter().map(|a| (*a).to_owned()));
+        self.run(script, all).await
+    }
+
+    /// Runs a script that changes one job; see [`checked`].
+    async fn change_job(
+        &self,
+        script: &Script,
+        id: &str,
+        now: Millis,
+        args: &[&str],
+        expected: &'static str,
+    ) -> CoreResult<Vec<Value>> {
+        let reply = self.change(script, now, args).await?;
+        checked(id, reply, expected)
+    }
+
+    /// Makes a delayed job waiting now.
+    pub async fn promote(&self, id: String, now: Millis) -> CoreResult<()> {
+        self.change_job(&scripts::PROMOTE, &id, now, &[&id], "delayed")
+            .await
+            .map(drop)
+    }
+
+    /// Delays a waiting or delayed job until `until`.
+    pub async fn reschedule(&self, id: String, until: Millis, now: Millis) -> CoreResult<()> {
+        let until = until.to_string();
+        self.change_job(
+            &scripts::RESCHEDULE,
+            &id,
+            now,
+            &[&id, &until],
+            "waiting or delayed",
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Runs a finished job again: back to waiting with its attempts and failure cleared.
+    pub async fn retry_job(&self, id: String, now: Millis) -> CoreResult<()> {
+        self.change_job(&scripts::RETRY, &id, now, &[&id], "failed or completed")
+            .await
+            .map(drop)
+    }
+
+    /// A new priority (and LIFO flag); a waiting job moves to the back of its new priority
+    /// (the front when LIFO).
+    pub async fn update_priority(&self, id: String, priority: u32, lifo: bool) -> CoreResult<()> {
+        JobOptions {
+            priority,
+            ..JobOptions::default()
+        }
+        .validate()?;
+        let priority = priority.to_string();
+        let lifo = if lifo { "1" } else { "0" };
+        self.change_job(&scripts::PRIORITY, &id, 0, &[&id, &priority, lifo], "")
+            .await
+            .map(drop)
+    }
+
+    /// Replaces the job's data (the caller checked its size).
+    pub async fn update_data(&self, id: String, data: String) -> CoreResult<()> {
+        self.change_job(&scripts::EDIT, &id, 0, &["data", &id, &data], "")
+            .await
+            .map(drop)
+    }
+
+    pub async fn update_progress(
+        &self,
+        id: String,
+        progress: String,
+        now: Millis,
+    ) -> CoreResult<()> {
+        self.change_job(&scripts::EDIT, &id, now, &["progress", &id, &progress], "")
+            .await
+            .map(drop)
+    }
+
+    /// Appends a log line; with `keep > 0` only the newest `keep` lines stay. Returns the
+    /// number of lines kept.
+    pub async fn add_log(&self, id: String, line: String, keep: usize) -> CoreResult<usize> {
+        let keep = keep.to_string();
+        let reply = self
+            .change_job(&scripts::LOGS, &id, 0, &["add", &id, &line, &keep], "")
+            .await?;
+        count(reply.first())
+    }
+
+    /// Log lines `start..=end` (negative counts from the end) and the total number of lines.
+    pub async fn get_logs(
+        &self,
+        id: String,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> CoreResult<(Vec<String>, usize)> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("HEXISTS").arg(self.keys.field("state")).arg(&id);
+        pipe.cmd("HGET").arg(self.keys.key("logs")).arg(&id);
+        let (exists, raw): (bool, Option<String>) = self.query(&pipe).await?;
+        if !exists {
+            return Err(CoreError::JobNotFound(id));
+        }
+        let mut lines: Vec<String> = match raw {
+            Some(raw) => {
+                serde_json::from_str(&raw).map_err(|e| unexpected(&format!("logs: {e}")))?
+            }
+            None => Vec::new(),
+        };
+        if !ascending {
+            lines.reverse();
+        }
+        let total = lines.len() as i64;
+        let resolve = |i: i64| if i < 0 { total + i } else { i };
+        let (start, end) = (resolve(start).max(0), resolve(end).min(total - 1));
+        let page = if end < start {
+            Vec::new()
+        } else {
+            lines.drain(start as usize..=end as usize).collect()
+        };
+        Ok((page, total as usize))
+    }
+
+    /// Keeps only the newest `keep` log lines (0 clears them).
+    pub async fn clear_logs(&self, id: String, keep: usize) -> CoreResult<()> {
+        let keep = keep.to_string();
+        self.change_job(&scripts::LOGS, &id, 0, &["clear", &id, &keep], "")
+            .await
+            .map(drop)
+    }
+
+    pub async fn save_stacktrace(
+        &self,
+        id: String,
+        lines: Vec<String>,
+        reason: Option<String>,
+    ) -> CoreResult<()> {
+        let trace = serde_json::to_string(&lines).map_err(|e| CoreError::Storage(e.to_string()))?;
+        let has_reason = if reason.is_some() { "1" } else { "0" };
+        let reason = reason.unwrap_or_default();
+        let args = ["trace", &id, &trace, has_reason, &reason];
+        self.change_job(&scripts::EDIT, &id, 0, &args, "")
+            .await
+            .map(drop)
+    }
+
+    /// Removes a job, unless a live lock holds it.
+    pub async fn remove(&self, id: String, now: Millis) -> CoreResult<()> {
+        self.change_job(&scripts::REMOVE, &id, now, &["job", &id], "")
+            .await
+            .map(drop)
+    }
+
+    pub async fn pause(&self, now: Millis) -> CoreResult<()> {
+        self.change(&scripts::PAUSE, now, &["pause"])
+            .await
+            .map(drop)
+    }
+
+    pub async fn resume(&self, now: Millis) -> CoreResult<()> {
+        self.change(&scripts::PAUSE, now, &["resume"])
+            .await
+            .map(drop)
+    }
+
+    pub async fn is_paused(&self) -> CoreResult<bool> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("HGET").arg(self.keys.key("meta")).arg("paused");
+        let (paused,): (Option<String>,) = self.query(&pipe).await?;
+        Ok(paused.as_deref() == Some("1"))
+    }
+
+    /// Removes every waiting job (and delayed ones with `delayed`); returns how many.
+    pub async fn drain(&self, delayed: bool, now: Millis) -> CoreResult<usize> {
+        let delayed = if delayed { "1" } else { "0" };
+        let reply = self
+            .change(&scripts::REMOVE, now, &["drain", delayed])
+            .await?;
+        count(checked("", reply, "")?.first())
+    }
+
+    /// Removes up to `limit` (0 = all) jobs in `state` older than `grace` ms: by finish time for
+    /// finished jobs, by creation time otherwise, oldest first in the state's order. Jobs under
+    /// a live lock are kept.
+    pub async fn clean(
+        &self,
+        grace: Millis,
+        limit: usize,
+        state: JobState,
+        now: Millis,
+    ) -> CoreResult<Vec<String>> {
+        let cutoff = now.saturating_sub(grace).to_string();
+        let limit = limit.to_string();
+        let code = JobState::ALL
+            .iter()
+            .position(|s| *s == state)
+            .expect("every state is in ALL")
+            .to_string();
+        let reply = self
+            .change(&scripts::REMOVE, now, &["clean", &cutoff, &limit, &code])
+            .await?;
+        checked("", reply, "")?
+            .iter()
+            .map(|id| text(id).ok_or_else(|| unexpected("a job id")))
+            .collect()
+    }
+
+    /// Deletes every key of the queue. Pauses first; refused (and left paused) while jobs are
+    /// active, unless `force`. Afterwards the queue is empty, not paused, with no rate limit and
+    /// no cap on active jobs.
+    pub async fn obliterate(&self, force: bool, now: Millis) -> CoreResult<()> {
+        let force = if force { "1" } else { "0" };
+        let reply = items(self.change(&scripts::OBLITERATE, now, &[force]).await?)?;
+        match reply.first().and_then(text).as_deref() {
+            Some("ok") => Ok(()),
+            Some("active") => Err(CoreError::Refused(format!(
+                "cannot obliterate a queue with {} active jobs (use force=True)",
+                count(reply.get(1))?
+            ))),
+            other => Err(unexpected(&format!("{other:?}"))),
+        }
+    }
+
+    pub async fn set_rate_limit(&self, max: u32, duration: Millis) -> CoreResult<()> {
+        if max == 0 || duration == 0 {
+            return Err(CoreError::InvalidConfig(format!(
+                "invalid rate limit: {max} per {duration} ms (both must be > 0)"
+            )));
+        }
+        let (max, duration) = (max.to_string(), duration.to_string());
+        self.change(&scripts::SETTINGS, 0, &["rate", &max, &duration])
+            .await
+            .map(drop)
+    }
+
+    pub async fn get_rate_limit(&self) -> CoreResult<Option<(u32, Millis)>> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("HMGET")
+            .arg(self.keys.key("meta"))
+            .arg("rate_max")
+            .arg("rate_duration");
+        let ((max, duration),): ((Option<u32>, Option<Millis>),) = self.query(&pipe).await?;
+        Ok(max.zip(duration))
+    }
+
+    pub async fn clear_rate_limit(&self) -> CoreResult<()> {
+        self.change(&scripts::SETTINGS, 0, &["norate"])
+            .await
+            .map(drop)
+    }
+
+    pub async fn set_max_active(&self, max: Option<u32>) -> CoreResult<()> {
+        if max == Some(0) {
+            return Err(CoreError::InvalidConfig(
+                "invalid max_active: 0 (must be >= 1)".into(),
+            ));
+        }
+        let max = max.map(|m| m.to_string()).unwrap_or_default();
+        self.change(&scripts::SETTINGS, 0, &["max_active", &max])
+            .await
+            .map(drop)
+    }
+
+    pub async fn get_max_active(&self) -> CoreResult<Option<u32>> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("HGET")
+            .arg(self.keys.key("meta"))
+            .arg("max_active");
+        let (max,): (Option<u32>,) = self.query(&pipe).await?;
+        Ok(max)
+    }
+
+    /// Whether the cap on active jobs is reached.
+    pub async fn is_maxed(&self) -> CoreResult<bool> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("HGET")
+            .arg(self.keys.key("meta"))
+            .arg("max_active");
+        pipe.cmd("ZCARD").arg(self.keys.key("active"));
+        let (max, active): (Option<u32>, usize) = self.query(&pipe).await?;
+        Ok(max.is_some_and(|max| active >= max as usize))
+    }
+}

@@ -1,0 +1,313 @@
+//! Reads that need no script: counts, listings, results and the event stream.
+
+use std::sync::Arc;
+
+use lanemq_core::jobs::{FinishedResult, Job, JobState, Millis, StreamEvent, Text};
+use lanemq_core::{CoreError, CoreResult};
+use redis::Value;
+
+use crate::backend::RedisBackend;
+use crate::decode::{items, text};
+
+/// The sorted set of each state, in `JobState::ALL` order.
+pub const STATE_SETS: [&str; 6] = [
+    "waiting",
+    "delayed",
+    "active",
+    "children",
+    "completed",
+    "failed",
+];
+
+const EVENT_NAMES: [&str; 16] = [
+    "added",
+    "waiting",
+    "delayed",
+    "active",
+    "progress",
+    "completed",
+    "failed",
+    "retries-exhausted",
+    "stalled",
+    "removed",
+    "cleaned",
+    "drained",
+    "paused",
+    "resumed",
+    "duplicated",
+    "unknown",
+];
+const FIELD_NAMES: [&str; 10] = [
+    "name",
+    "delay",
+    "prev",
+    "data",
+    "returnvalue",
+    "failedReason",
+    "attemptsMade",
+    "stalledCount",
+    "count",
+    "value",
+];
+
+fn known(names: &[&'static str], name: &str) -> &'static str {
+    names
+        .iter()
+        .copied()
+        .find(|n| *n == name)
+        .unwrap_or(names[names.len() - 1])
+}
+
+fn set_of(state: JobState) -> &'static str {
+    STATE_SETS[JobState::ALL.iter().position(|s| *s == state).unwrap_or(0)]
+}
+
+/// What decides when a claim may succeed: settings, waiting and active counts, first delayed.
+type ReadyState = (Vec<Option<u64>>, usize, usize, Vec<(String, f64)>);
+
+impl RedisBackend {
+    pub(crate) fn error(&self, error: redis::RedisError) -> CoreError {
+        CoreError::Storage(format!("redis at {}: {error}", self.connection.address))
+    }
+
+    pub(crate) async fn query<T: redis::FromRedisValue>(
+        &self,
+        pipe: &redis::Pipeline,
+    ) -> CoreResult<T> {
+        let mut connection = self.connection.commands.clone();
+        pipe.query_async(&mut connection)
+            .await
+            .map_err(|e| self.error(e))
+    }
+
+    pub async fn get_state(&self, id: &str) -> CoreResult<Option<JobState>> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("HGET").arg(self.keys.field("state")).arg(id);
+        let (state,): (Option<usize>,) = self.query(&pipe).await?;
+        Ok(state.and_then(|s| JobState::ALL.get(s).copied()))
+    }
+
+    pub async fn get_job_counts(
+        &self,
+        states: Vec<JobState>,
+    ) -> CoreResult<Vec<(JobState, usize)>> {
+        let counts = self.counts().await?;
+        let states: Vec<JobState> = if states.is_empty() {
+            JobState::ALL.to_vec()
+        } else {
+            states
+        };
+        let mut out: Vec<(JobState, usize)> = Vec::new();
+        for state in states {
+            if !out.iter().any(|(s, _)| *s == state) {
+                let index = JobState::ALL.iter().position(|s| *s == state).unwrap_or(0);
+                out.push((state, counts[index]));
+            }
+        }
+        Ok(out)
+    }
+
+    pub async fn count_pending(&self) -> CoreResult<usize> {
+        let counts = self.counts().await?;
+        Ok(counts[0] + counts[1] + counts[3])
+    }
+
+    pub async fn get_counts_per_priority(
+        &self,
+        priorities: Vec<u32>,
+    ) -> CoreResult<Vec<(u32, usize)>> {
+        let mut pipe = redis::pipe();
+        for p in &priorities {
+            pipe.cmd("ZCOUNT")
+                .arg(self.keys.key("waiting"))
+                .arg(p)
+                .arg(p);
+        }
+        let counts: Vec<usize> = self.query(&pipe).await?;
+        Ok(priorities.into_iter().zip(counts).collect())
+    }
+
+    async fn jobs(&self, ids: Vec<String>) -> CoreResult<Vec<Job>> {
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(job) = self.get_job(&id).await? {
+                out.push(job);
+            }
+        }
+        Ok(out)
+    }
+
+    pub async fn list_jobs(
+        &self,
+        states: Vec<JobState>,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> CoreResult<Vec<Job>> {
+        let states: Vec<JobState> = if states.is_empty() {
+            JobState::ALL.to_vec()
+        } else {
+            states
+        };
+        let counts = self.counts().await?;
+        let count = |s: JobState| counts[JobState::ALL.iter().position(|x| *x == s).unwrap_or(0)];
+        let total: usize = states.iter().map(|s| count(*s)).sum();
+        let resolve = |i: i64| if i < 0 { total as i64 + i } else { i };
+        let (start, end) = (resolve(start).max(0), resolve(end));
+        if end < start {
+            return Ok(Vec::new());
+        }
+        let (mut skip, mut take) = (start as usize, (end - start + 1) as usize);
+        let mut ids = Vec::new();
+        for state in states {
+            if take == 0 {
+                break;
+            }
+            let n = count(state);
+            if skip >= n {
+                skip -= n;
+                continue;
+            }
+            let last = (skip + take).min(n) - 1;
+            let mut pipe = redis::pipe();
+            pipe.cmd(if ascending { "ZRANGE" } else { "ZREVRANGE" })
+                .arg(self.keys.key(set_of(state)))
+                .arg(skip)
+                .arg(last);
+            let (members,): (Vec<String>,) = self.query(&pipe).await?;
+            take -= members.len().min(take);
+            skip = 0;
+            // Waiting members carry a 14-digit order prefix, the others a 14-digit sequence.
+            ids.extend(members.into_iter().map(|m| m[14..].to_owned()));
+        }
+        self.jobs(ids).await
+    }
+
+    pub async fn finished_result(&self, id: &str) -> CoreResult<FinishedResult> {
+        let mut pipe = redis::pipe();
+        for field in ["state", "result", "reason"] {
+            pipe.cmd("HGET").arg(self.keys.field(field)).arg(id);
+        }
+        let (state, result, reason): (Option<usize>, Option<String>, Option<String>) =
+            self.query(&pipe).await?;
+        Ok(match state.and_then(|s| JobState::ALL.get(s).copied()) {
+            None => FinishedResult::Missing,
+            Some(JobState::Completed) => FinishedResult::Completed(result.map(Arc::from)),
+            Some(JobState::Failed) => FinishedResult::Failed(reason.unwrap_or_default()),
+            Some(state) => FinishedResult::NotFinished(state),
+        })
+    }
+
+    pub async fn read_events(
+        &self,
+        start: u64,
+        end: u64,
+        limit: usize,
+    ) -> CoreResult<Vec<StreamEvent>> {
+        let mut pipe = redis::pipe();
+        let end = end.min(i64::MAX as u64 / 2);
+        let command = pipe
+            .cmd("XRANGE")
+            .arg(self.keys.key("events"))
+            .arg(format!("{start}-0"))
+            .arg(format!("{end}-0"));
+        if limit > 0 {
+            command.arg("COUNT").arg(limit);
+        }
+        let (entries,): (Value,) = self.query(&pipe).await?;
+        items(entries)?.into_iter().map(parse_event).collect()
+    }
+
+    pub async fn trim_events(&self, max_len: usize) -> CoreResult<usize> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("XTRIM")
+            .arg(self.keys.key("events"))
+            .arg("MAXLEN")
+            .arg(max_len);
+        let (dropped,): (usize,) = self.query(&pipe).await?;
+        Ok(dropped)
+    }
+
+    pub async fn last_event_id(&self) -> CoreResult<u64> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("HGET").arg(self.keys.key("meta")).arg("event");
+        let (last,): (Option<u64>,) = self.query(&pipe).await?;
+        Ok(last.unwrap_or(0))
+    }
+
+    /// When a claim could next succeed (see `model::next_ready_at`), read in one round trip.
+    pub(crate) async fn next_ready_at(&self, now: Millis) -> CoreResult<Option<Millis>> {
+        let meta = self.keys.key("meta");
+        let mut pipe = redis::pipe();
+        pipe.cmd("HMGET")
+            .arg(&meta)
+            .arg("paused")
+            .arg("rate_max")
+            .arg("rate_duration")
+            .arg("rate_start")
+            .arg("rate_count")
+            .arg("max_active");
+        pipe.cmd("ZCARD").arg(self.keys.key("waiting"));
+        pipe.cmd("ZCARD").arg(self.keys.key("active"));
+        pipe.cmd("ZRANGE")
+            .arg(self.keys.key("delayed"))
+            .arg(0)
+            .arg(0)
+            .arg("WITHSCORES");
+        let (settings, waiting, active, first): ReadyState = self.query(&pipe).await?;
+        let get = |i: usize| settings.get(i).copied().flatten();
+        let mut window_end = None;
+        if let (Some(max), Some(duration)) = (get(1), get(2)) {
+            let start = get(3).unwrap_or(0);
+            if now < start + duration && get(4).unwrap_or(0) >= max {
+                window_end = Some(start + duration);
+            }
+        }
+        let maxed = get(5).is_some_and(|max| active as u64 >= max);
+        let next_delayed = first.first().map(|(_, due)| *due as Millis);
+        Ok(lanemq_core::jobs::next_ready_at(
+            now,
+            get(0) == Some(1),
+            waiting > 0,
+            window_end,
+            maxed,
+            next_delayed,
+        ))
+    }
+}
+
+/// An entry `[id, [field, value, ...]]` of the events stream.
+fn parse_event(entry: Value) -> CoreResult<StreamEvent> {
+    let mut entry = items(entry)?.into_iter();
+    let id = entry.next().and_then(|v| text(&v)).unwrap_or_default();
+    let id: u64 = id
+        .split('-')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    let values: Vec<String> = entry
+        .next()
+        .map(items)
+        .transpose()?
+        .unwrap_or_default()
+        .iter()
+        .filter_map(text)
+        .collect();
+    let mut event = StreamEvent {
+        id,
+        timestamp: 0,
+        event: "unknown",
+        job_id: None,
+        field: None,
+    };
+    for pair in values.chunks(2) {
+        let [key, value] = pair else { continue };
+        match key.as_str() {
+            "event" => event.event = known(&EVENT_NAMES, value),
+            "ts" => event.timestamp = value.parse().unwrap_or(0),
+            "job" => event.job_id = Some(Arc::from(value.as_str())),
+            other => event.field = Some((known(&FIELD_NAMES, other), Text::Owned(value.clone()))),
+        }
+    }
+    Ok(event)
+}

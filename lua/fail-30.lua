@@ -1,0 +1,67 @@
+-- fail_many: ARGV = now, max_events, then 8 values per job: id, token, error, has stacktrace
+-- (0/1), stacktrace, retry (0/1), delay override (ms, "" for none), random (0..1, drives the
+-- backoff jitter: scripts must be deterministic, so the client draws it). Each job is checked
+-- on its own; a refused one changes nothing. Returns per job {"retry", delay until} (delayed),
+-- {"retry"} (back of waiting), {"failed"} (failed for good), or {kind, message} with kind
+-- "missing", "state" or "lock".
+local now, max_events = tonumber(ARGV[1]), ARGV[2]
+local STACKTRACE_LIMIT = 10
+
+-- Backoff::delay_for: the wait before retry number `retry` (1-based).
+local function backoff_delay(backoff, retry, random)
+  local base = tonumber(backoff.delay) or 0
+  if backoff.kind == "exponential" then
+    base = base * 2 ^ math.min(math.max(retry - 1, 0), 52)
+  end
+  local jitter = backoff.jitter
+  if jitter == nil or jitter == cjson.null then jitter = 0 end
+  local jittered = base * (1 - jitter * math.min(math.max(random, 0), 1))
+  return math.floor(math.min(jittered, 9223372036854775807) + 0.5)
+end
+
+local out = {}
+for i = 3, #ARGV, 8 do
+  local id, token, reason = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local has_trace, trace, retry = ARGV[i + 3] == "1", ARGV[i + 4], ARGV[i + 5] == "1"
+  local override, random = tonumber(ARGV[i + 6]), tonumber(ARGV[i + 7])
+  local refused = check(id, token)
+  if refused then
+    out[#out + 1] = refused
+  else
+    local opts = cjson.decode(get("opts", id))
+    set("reason", id, reason)
+    if has_trace then
+      local traces = cjson.decode(get("trace", id) or "[]")
+      traces[#traces + 1] = trace
+      local kept, first = {}, math.max(#traces - STACKTRACE_LIMIT + 1, 1)
+      for t = first, #traces do kept[#kept + 1] = traces[t] end
+      set("trace", id, cjson.encode(kept))
+    end
+    local attempts = num("attempts", id)
+    unlock(id)
+    if retry and attempts < (tonumber(opts.attempts) or 1) then
+      local wait = override
+      if wait == nil and type(opts.backoff) == "table" then
+        wait = backoff_delay(opts.backoff, attempts, random)
+      end
+      wait = wait or 0
+      if wait > 0 then
+        local due = now + wait
+        set("state", id, DELAYED_STATE)
+        set("delay", id, int(due))
+        redis.call("ZADD", DELAYED, int(due), hex(num("seq", id)) .. id)
+        wake(int(due))
+        emit(now, max_events, "delayed", id, "delay", int(due))
+        out[#out + 1] = {"retry", int(due)}
+      else
+        to_waiting(id, false, opts.lifo == true)
+        emit(now, max_events, "waiting", id, "prev", "failed")
+        out[#out + 1] = {"retry"}
+      end
+    else
+      fail_for_good(id, reason, opts)
+      out[#out + 1] = {"failed"}
+    end
+  end
+end
+return out

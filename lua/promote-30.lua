@@ -1,0 +1,11 @@
+-- promote: ARGV = now, max_events, job id. Makes a delayed job waiting now: the back of its
+-- priority (the front when LIFO). Returns {"ok"}, or {"missing"} / {"state", state code}.
+local now, max_events, id = tonumber(ARGV[1]), ARGV[2], ARGV[3]
+
+local state = get("state", id)
+if not state then return {"missing"} end
+if tonumber(state) ~= DELAYED_STATE then return {"state", state} end
+redis.call("ZREM", DELAYED, hex(num("seq", id)) .. id)
+to_waiting(id, false, cjson.decode(get("opts", id)).lifo)
+emit(now, max_events, "waiting", id, "prev", "delayed")
+return {"ok"}

@@ -1,0 +1,25 @@
+-- recover_stalled: ARGV = now, max_events. Every active job whose lock expired (score <= now),
+-- in expiry order, counts a stall and gives its attempt back; it goes to the front of its
+-- priority in waiting, or fails for good once it stalled more than its max_stalled_count.
+-- Returns {recovered ids, failed ids}.
+local now, max_events = tonumber(ARGV[1]), ARGV[2]
+local STALLED_REASON = "job stalled more than allowable limit"
+
+local recovered, failed = {}, {}
+for _, m in ipairs(redis.call("ZRANGEBYSCORE", ACTIVE, "-inf", int(now))) do
+  local id = string.sub(m, 15)
+  local opts = cjson.decode(get("opts", id))
+  local stalled = redis.call("HINCRBY", F["stalled"], id, 1)
+  redis.call("HSET", F["attempts"], id, math.max(num("attempts", id) - 1, 0))
+  emit(now, max_events, "stalled", id, "stalledCount", stalled)
+  unlock(id)
+  if stalled > (tonumber(opts.max_stalled_count) or 1) then
+    fail_for_good(id, STALLED_REASON, opts)
+    failed[#failed + 1] = id
+  else
+    to_waiting(id, true)
+    emit(now, max_events, "waiting", id, "prev", "stalled")
+    recovered[#recovered + 1] = id
+  end
+end
+return {recovered, failed}

@@ -1,0 +1,68 @@
+-- Removing jobs. ARGV = now, max_events, op, then by op:
+--   "job", job id          remove: refused while a live lock holds the job. Returns {"ok"}, or
+--                          {"missing"} / {"locked"}; event removed{prev}.
+--   "drain", delayed (0/1) every waiting job (and delayed one). Returns {"ok", count}.
+--   "clean", cutoff, limit, state code
+--                          up to limit (0 = all) jobs of that state, in the state's order, whose
+--                          finish time (creation time when unfinished) is <= cutoff, skipping
+--                          live-locked ones. Returns {"ok", id...}.
+-- drain and clean emit cleaned{count} when they removed anything.
+local now, max_events, op = tonumber(ARGV[1]), ARGV[2], ARGV[3]
+local NAMES = {[WAITING_STATE] = "waiting", [DELAYED_STATE] = "delayed",
+  [ACTIVE_STATE] = "active", [CHILDREN_STATE] = "waiting_children",
+  [COMPLETED_STATE] = "completed", [FAILED_STATE] = "failed"}
+local SETS = {[WAITING_STATE] = WAITING, [DELAYED_STATE] = DELAYED, [ACTIVE_STATE] = ACTIVE,
+  [CHILDREN_STATE] = CHILDREN, [COMPLETED_STATE] = COMPLETED, [FAILED_STATE] = FAILED}
+
+local function live_lock(id) return get("token", id) and num("expires", id) > now end
+
+local function cleaned(count)
+  if count > 0 then emit(now, max_events, "cleaned", nil, "count", tostring(count)) end
+end
+
+if op == "job" then
+  local id = ARGV[4]
+  local state = get("state", id)
+  if not state then return {"missing"} end
+  if live_lock(id) then return {"locked"} end
+  delete(id)
+  emit(now, max_events, "removed", id, "prev", NAMES[tonumber(state)])
+  return {"ok"}
+elseif op == "drain" then
+  local doomed = redis.call("ZRANGE", WAITING, 0, -1)
+  if ARGV[4] == "1" then
+    for _, m in ipairs(redis.call("ZRANGE", DELAYED, 0, -1)) do doomed[#doomed + 1] = m end
+  end
+  for _, m in ipairs(doomed) do delete(string.sub(m, 15)) end
+  cleaned(#doomed)
+  return {"ok", #doomed}
+elseif op == "clean" then
+  local cutoff, limit, state = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
+  local doomed = {"ok"}
+  if state == COMPLETED_STATE or state == FAILED_STATE then
+    -- Scored by finish time, and never locked.
+    local range = {"ZRANGEBYSCORE", SETS[state], "-inf", cutoff}
+    if limit > 0 then range[5], range[6], range[7] = "LIMIT", 0, limit end
+    for _, m in ipairs(redis.call(unpack(range))) do doomed[#doomed + 1] = string.sub(m, 15) end
+  else
+    cutoff = tonumber(cutoff)
+    local page, start = 1000, 0
+    while limit == 0 or #doomed - 1 < limit do
+      local members = redis.call("ZRANGE", SETS[state], start, start + page - 1)
+      for _, m in ipairs(members) do
+        local id = string.sub(m, 15)
+        local at = tonumber(get("finished", id) or get("created", id))
+        if at <= cutoff and not live_lock(id) then
+          doomed[#doomed + 1] = id
+          if #doomed - 1 == limit then break end
+        end
+      end
+      if #members < page then break end
+      start = start + page
+    end
+  end
+  for i = 2, #doomed do delete(doomed[i]) end
+  cleaned(#doomed - 1)
+  return doomed
+end
+return redis.error_reply("remove: unknown op " .. tostring(op))

@@ -16,6 +16,7 @@ from ._core import (
 from ._handle import CommandHandle
 from .events import Event, Subscription
 from .exceptions import (
+    BackendConnectionError,
     CommandNotFoundError,
     CommandStateError,
     CommandTimeoutError,
@@ -44,6 +45,7 @@ __all__ = [
     "DEFAULT_LANES",
     "Alert",
     "AlertConfig",
+    "BackendConnectionError",
     "Backoff",
     "CommandHandle",
     "CommandNotFoundError",

@@ -41,6 +41,11 @@ class StorageError(LaneError, OSError):
     """Durable storage could not be read or written."""
 
 
+class BackendConnectionError(StorageError, ConnectionError):
+    """The backend's server (Redis) could not be reached; the message names its address,
+    never its password. Workers retry with backoff and resume by themselves."""
+
+
 class UnrecoverableError(LaneError):
     """Raise it from a lane command or a job processor to fail at once, without the retries
     that the policy (or the job's ``attempts``) would allow."""
@@ -87,6 +92,7 @@ class RateLimitError(JobError):
 
 
 __all__ = [
+    "BackendConnectionError",
     "CommandNotFoundError",
     "CommandStateError",
     "CommandTimeoutError",

@@ -15,7 +15,13 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from .exceptions import ConfigError, DelayedError, RateLimitError, UnrecoverableError
+from .exceptions import (
+    ConfigError,
+    DelayedError,
+    LockMismatchError,
+    RateLimitError,
+    UnrecoverableError,
+)
 from .job import Job
 from .queue import JobQueue
 
@@ -117,18 +123,19 @@ class JobWorker:
             loop.create_task(self._every(self.renew_every, self._renew)),
             loop.create_task(self._every(self.stalled_interval, self._recover)),
         ]
+        backoff = 0.0
         try:
             while not self._closing:
-                await self._flush()
-                free = self.concurrency - len(self._active)
-                can_claim = free > 0 and loop.time() >= self._pause_until
-                if can_claim:
-                    jobs = await self.queue.claim(self.id, self.lease, free)
-                    for job in jobs:
-                        self._start(job)
-                    if jobs:
-                        continue
-                await self._idle(can_claim, loop)
+                try:
+                    await self._step(loop)
+                    backoff = 0.0
+                except Exception as error:
+                    # The backend failed (say, Redis went away): keep the outcomes, wait, retry;
+                    # the worker resumes by itself once the backend is back.
+                    backoff = min(max(backoff * 2, 0.1), 5.0)
+                    log.warning("worker %s: %s; retrying in %.1fs", self.id, error, backoff)
+                    await self._hook("error", error)
+                    await self._pause(backoff, loop)
         finally:
             # Renewals go on while running jobs finish; a chore in progress completes (its
             # hooks included) before run() returns.
@@ -136,6 +143,29 @@ class JobWorker:
             self._stopped.set()
             await asyncio.gather(*chores, return_exceptions=True)
             self._running = None
+
+    async def _step(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Reports outcomes, claims up to the free capacity, or sleeps until there is work."""
+        await self._flush()
+        free = self.concurrency - len(self._active)
+        can_claim = free > 0 and loop.time() >= self._pause_until
+        if can_claim:
+            jobs = await self.queue.claim(self.id, self.lease, free)
+            for job in jobs:
+                self._start(job)
+            if jobs:
+                return
+        await self._idle(can_claim, loop)
+
+    async def _pause(self, seconds: float, loop: asyncio.AbstractEventLoop) -> None:
+        """Sleeps ``seconds``, or less if close() is called."""
+        wake = self._wake = loop.create_future()
+        try:
+            await asyncio.wait_for(asyncio.shield(wake), seconds)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            self._wake = None
 
     async def _idle(self, can_claim: bool, loop: asyncio.AbstractEventLoop) -> None:
         """Sleeps until a slot frees, an outcome waits to be reported, close() is called, or
@@ -154,6 +184,9 @@ class JobWorker:
             self._wake = None
             for waiting in waits[1:]:
                 waiting.cancel()
+        for waiting in waits[1:]:
+            if waiting.done() and not waiting.cancelled() and waiting.exception() is not None:
+                raise waiting.exception()  # type: ignore[misc]
 
     def _poke(self) -> None:
         wake = self._wake
@@ -227,6 +260,9 @@ class JobWorker:
                 errors = []
                 self._failed.extend((job, not_json, False) for job, _ in done)
                 done = []
+            except Exception:
+                self._completed[:0] = done  # reported on the next try
+                raise
             self.processed += len(done) - len(errors)
             lost = dict(errors)
             for lost_id, detail in errors:
@@ -241,7 +277,11 @@ class JobWorker:
                 (job.id, job.lock_token or "", error, _trace(error), retry)
                 for job, error, retry in failed
             ]
-            outcomes = await self.queue.fail_many(items)
+            try:
+                outcomes = await self.queue.fail_many(items)
+            except Exception:
+                self._failed[:0] = failed  # reported on the next try
+                raise
             for (job, error, _), (_, retried, problem) in zip(failed, outcomes, strict=True):
                 if problem is not None:
                     await self._hook("error", LockLostWarning(job.id, problem))
@@ -252,11 +292,14 @@ class JobWorker:
                     await self._hook("dead", job, error)
         if self._released:
             released, self._released = self._released, []
-            for job in released:
+            for index, job in enumerate(released):
                 try:
                     await self.queue.release(job.id, job.lock_token or "")
-                except Exception as error:
+                except LockMismatchError as error:
                     await self._hook("error", error)
+                except Exception:
+                    self._released[:0] = released[index:]  # released on the next try
+                    raise
 
     async def _hook(self, event: str, *args: Any) -> None:
         for callback in self._hooks[event]:

@@ -39,6 +39,9 @@ pub enum CoreError {
     /// The operation is refused as things stand (e.g. removing a locked job).
     #[error("{0}")]
     Refused(String),
+    /// The backend's server could not be reached (refused, dropped, timed out).
+    #[error("{0}")]
+    Connection(String),
     /// Reading or writing durable storage failed.
     #[error("storage error: {0}")]
     Storage(String),

@@ -78,7 +78,7 @@ impl RedisBackend {
         invocation
             .invoke_async(&mut connection)
             .await
-            .map_err(|e| CoreError::Storage(format!("redis at {}: {e}", self.connection.address)))
+            .map_err(|e| self.error(e))
     }
 
     fn token_seed(&self) -> String {
@@ -176,9 +176,10 @@ impl RedisBackend {
             pipe.cmd("HGET").arg(field).arg(id);
         }
         let mut connection = self.connection.commands.clone();
-        let values: Vec<Value> = pipe.query_async(&mut connection).await.map_err(|e| {
-            CoreError::Storage(format!("redis at {}: {e}", self.connection.address))
-        })?;
+        let values: Vec<Value> = pipe
+            .query_async(&mut connection)
+            .await
+            .map_err(|e| self.error(e))?;
         if matches!(values.get(3), None | Some(Value::Nil)) {
             return Ok(None);
         }
@@ -201,9 +202,10 @@ impl RedisBackend {
             pipe.cmd("ZCARD").arg(self.keys.key(set));
         }
         let mut connection = self.connection.commands.clone();
-        let counts: Vec<usize> = pipe.query_async(&mut connection).await.map_err(|e| {
-            CoreError::Storage(format!("redis at {}: {e}", self.connection.address))
-        })?;
+        let counts: Vec<usize> = pipe
+            .query_async(&mut connection)
+            .await
+            .map_err(|e| self.error(e))?;
         let mut out = [0; JOB_STATES_COUNT];
         out.copy_from_slice(&counts);
         Ok(out)

@@ -36,8 +36,26 @@ pub fn describe(url: &str) -> String {
     }
 }
 
-fn connection_error(address: &str, what: &str, error: impl std::fmt::Display) -> CoreError {
-    CoreError::Storage(format!("redis at {address}: {what}: {error}"))
+fn connection_error(address: &str, what: &str, error: redis::RedisError) -> CoreError {
+    match redis_error(address, error) {
+        CoreError::Connection(m) => CoreError::Connection(format!("{what}: {m}")),
+        other => other,
+    }
+}
+
+/// A Redis error as a core error: unreachable servers are `Connection` errors (Python's
+/// `ConnectionError`), the rest `Storage`. The message names the address, never the password.
+pub fn redis_error(address: &str, error: redis::RedisError) -> CoreError {
+    let message = format!("redis at {address}: {error}");
+    if error.is_io_error()
+        || error.is_connection_refusal()
+        || error.is_connection_dropped()
+        || error.is_timeout()
+    {
+        CoreError::Connection(message)
+    } else {
+        CoreError::Storage(message)
+    }
 }
 
 /// Connects to `url` and checks the server's eviction policy. With `allow_eviction` false, a

@@ -154,10 +154,10 @@ impl RedisBackend {
         pipe.cmd("HGET").arg(self.keys.field("token")).arg(&id);
         pipe.cmd("HGET").arg(self.keys.field("expires")).arg(&id);
         let mut connection = self.connection.commands.clone();
-        let (held, expires): (Option<String>, Option<String>) =
-            pipe.query_async(&mut connection).await.map_err(|e| {
-                CoreError::Storage(format!("redis at {}: {e}", self.connection.address))
-            })?;
+        let (held, expires): (Option<String>, Option<String>) = pipe
+            .query_async(&mut connection)
+            .await
+            .map_err(|e| self.error(e))?;
         let expires = expires.and_then(|e| e.parse::<Millis>().ok());
         Ok(held.as_deref() == Some(token.as_str()) && expires.is_some_and(|e| e > now))
     }

@@ -67,7 +67,7 @@ type ReadyState = (Vec<Option<u64>>, usize, usize, Vec<(String, f64)>);
 
 impl RedisBackend {
     pub(crate) fn error(&self, error: redis::RedisError) -> CoreError {
-        CoreError::Storage(format!("redis at {}: {error}", self.connection.address))
+        crate::connect::redis_error(&self.connection.address, error)
     }
 
     pub(crate) async fn query<T: redis::FromRedisValue>(

@@ -1,0 +1,783 @@
+"""RedisJobQueue as a shared, multi-process backend: several worker processes on one queue,
+a SIGKILLed worker's jobs recovered, stale lock tokens refused, obliterate leaving no key
+behind, the one-slot key layout (Redis Cluster), reconnecting after a server restart, the
+eviction-policy check, and connection errors that never show the password. The generic job
+contract is covered by the conformance suite (tests/conformance), which runs on this backend
+too.
+
+Every test uses its own key prefix on the shared server (the session ``redis_url``); tests
+that restart or configure a server start their own redis-server on a free port. The raw
+checks of the keyspace use a tiny RESP client over a socket (no Redis client library)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+from uuid import uuid4
+
+import pytest
+from lanemq import (
+    Backoff,
+    ConfigError,
+    Job,
+    JobStateError,
+    JobWorker,
+    LockMismatchError,
+    RedisJobQueue,
+    StorageError,
+)
+
+WAIT = 10.0  # upper bound for anything awaited in a test; never reached when things work
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _prefix() -> str:
+    """A key prefix of this test's own, so tests never meet on the shared server."""
+    return f"r{uuid4().hex[:8]}"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _address(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    return parts.hostname or "127.0.0.1", parts.port or 6379
+
+
+async def _eventually(
+    check: Callable[[], Awaitable[bool]], what: str, timeout: float = WAIT
+) -> None:
+    deadline = time.monotonic() + timeout
+    while not await check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+class RespError(Exception):
+    """An error reply of the server."""
+
+
+class Resp:
+    """A minimal RESP2 client: enough for SCAN, TYPE, CONFIG and CLUSTER KEYSLOT."""
+
+    def __init__(self, host: str, port: int, timeout: float = 5.0) -> None:
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.file = self.sock.makefile("rb")
+
+    @classmethod
+    def of(cls, url: str) -> Resp:
+        return cls(*_address(url))
+
+    def close(self) -> None:
+        self.file.close()
+        self.sock.close()
+
+    def __enter__(self) -> Resp:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def command(self, *args: str | int) -> Any:
+        out = [f"*{len(args)}\r\n".encode()]
+        for arg in args:
+            raw = str(arg).encode()
+            out.append(b"$%d\r\n%s\r\n" % (len(raw), raw))
+        self.sock.sendall(b"".join(out))
+        return self._reply()
+
+    def _reply(self) -> Any:
+        line = self.file.readline()
+        if not line.endswith(b"\r\n"):
+            raise ConnectionError(f"connection closed mid-reply: {line!r}")
+        kind, rest = line[:1], line[1:-2]
+        if kind == b"+":
+            return rest.decode()
+        if kind == b"-":
+            raise RespError(rest.decode())
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            size = int(rest)
+            if size < 0:
+                return None
+            data = self.file.read(size + 2)
+            return data[:-2].decode()
+        if kind == b"*":
+            size = int(rest)
+            return None if size < 0 else [self._reply() for _ in range(size)]
+        raise ConnectionError(f"unexpected reply line {line!r}")
+
+    def scan(self, pattern: str) -> list[str]:
+        keys: set[str] = set()
+        cursor = "0"
+        while True:
+            cursor, batch = self.command("SCAN", cursor, "MATCH", pattern, "COUNT", 1000)
+            keys.update(batch)
+            if cursor == "0":
+                return sorted(keys)
+
+
+def _glob_escape(text: str) -> str:
+    """Escapes the glob characters of SCAN MATCH (a queue's keys contain braces only, but
+    the queue name could contain anything else)."""
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+
+
+def _crc16_xmodem(data: bytes) -> int:
+    crc = 0
+    for byte in data:
+        crc ^= byte << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
+            crc &= 0xFFFF
+    return crc
+
+
+def _keyslot(key: str) -> int:
+    """The Redis Cluster slot of ``key``: CRC16 of the hash tag (the text between the first
+    '{' and the next '}', when not empty), else of the whole key, modulo 16384."""
+    raw = key.encode()
+    start = raw.find(b"{")
+    if start >= 0:
+        end = raw.find(b"}", start + 1)
+        if end > start + 1:
+            raw = raw[start + 1 : end]
+    return _crc16_xmodem(raw) % 16384
+
+
+class RedisServer:
+    """A redis-server of a test's own, on a port of its choosing (restartable on the same
+    port). Stopped by PID."""
+
+    def __init__(self, directory: Path, port: int | None = None) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            pytest.fail("redis-server is not on PATH (scripts/test installs it)")
+        self.binary = binary
+        self.directory = directory
+        self.port = port or _free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self, *extra: str) -> None:
+        assert self.proc is None or self.proc.poll() is not None, "already running"
+        self.directory.mkdir(parents=True, exist_ok=True)
+        # (no --save and no append-only file: nothing survives a restart)
+        args = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1"]
+        args += ["--save", "", "--appendonly", "no", "--dir", str(self.directory), *extra]
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + WAIT
+        while True:
+            try:
+                with Resp("127.0.0.1", self.port, timeout=0.5) as probe:
+                    if probe.command("PING") == "PONG":
+                        return
+            except (OSError, RespError):
+                pass
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                self.stop()
+                pytest.fail(f"redis-server did not start on port {self.port}")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        proc = self.proc
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=WAIT)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=WAIT)
+
+
+MakeServer = Callable[[], RedisServer]
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[MakeServer]:
+    """Makes redis-servers of the test's own; every one still running at teardown is stopped."""
+    servers: list[RedisServer] = []
+    numbers = itertools.count(1)
+
+    def make() -> RedisServer:
+        server = RedisServer(tmp_path / f"redis-{next(numbers)}")
+        servers.append(server)
+        return server
+
+    try:
+        yield make
+    finally:
+        for server in servers:
+            server.stop()
+
+
+class Child:
+    """A Python child process running a script; stdout is read line by line, stderr goes to a
+    file (shown when something goes wrong)."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, stderr_path: Path) -> None:
+        self.proc = proc
+        self.pid = proc.pid
+        self.stderr_path = stderr_path
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
+
+    async def line(self, timeout: float = WAIT) -> str:
+        assert self.proc.stdout is not None
+        raw = await asyncio.wait_for(self.proc.stdout.readline(), timeout)
+        if not raw.endswith(b"\n"):
+            await asyncio.wait_for(self.proc.wait(), timeout)
+            raise AssertionError(
+                f"child {self.pid} ended (rc={self.proc.returncode}) before printing a line; "
+                f"stderr:\n{self.stderr()}"
+            )
+        return raw.decode().rstrip("\n")
+
+    def kill(self) -> None:
+        """SIGKILL, by PID, unless it is already known to have exited."""
+        if self.proc.returncode is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    async def wait(self, timeout: float = WAIT) -> int:
+        return await asyncio.wait_for(self.proc.wait(), timeout)
+
+
+Spawn = Callable[..., Awaitable[Child]]
+
+
+@pytest.fixture
+async def spawn(tmp_path: Path) -> AsyncIterator[Spawn]:
+    """Starts ``python <script> args...``; every child still running at teardown is killed."""
+    children: list[Child] = []
+    numbers = itertools.count(1)
+
+    async def start(script: str, *args: str) -> Child:
+        number = next(numbers)
+        file = tmp_path / f"child-{number}.py"
+        file.write_text(textwrap.dedent(script))
+        stderr_path = tmp_path / f"child-{number}.stderr"
+        with stderr_path.open("wb") as stderr:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                str(file),
+                *args,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=stderr,
+                cwd=tmp_path,
+            )
+        child = Child(proc, stderr_path)
+        children.append(child)
+        return child
+
+    try:
+        yield start
+    finally:
+        for child in children:
+            child.kill()
+        for child in children:
+            try:
+                await child.wait()
+            except asyncio.TimeoutError:
+                pass
+
+
+async def _stop(worker: JobWorker, running: asyncio.Task[None]) -> None:
+    """Closes a worker started with ``create_task(worker.run())``, bounded."""
+    try:
+        await asyncio.wait_for(worker.close(force=True), WAIT)
+    finally:
+        if not running.done():
+            running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+
+
+# ---------------------------------------------------------- two worker processes
+
+SHARED_WORKER = """
+import asyncio, os, sys, time
+from pathlib import Path
+from lanemq import JobWorker, RedisJobQueue
+
+async def main() -> None:
+    url, prefix, out_path, go = sys.argv[1], sys.argv[2], sys.argv[3], Path(sys.argv[4])
+    queue = RedisJobQueue("shared", url, prefix=prefix)
+    out = open(out_path, "a", encoding="utf-8")
+    print("ready", flush=True)
+    deadline = time.monotonic() + 20
+    while not go.exists():
+        if time.monotonic() > deadline:
+            sys.exit("no go signal")
+        await asyncio.sleep(0.005)
+
+    async def process(job):
+        out.write(job.id + "\\n")
+        out.flush()
+        await asyncio.sleep(0.02)
+        return {"pid": os.getpid()}
+
+    worker = JobWorker(queue, process, concurrency=10)
+    running = asyncio.create_task(worker.run())
+    while True:
+        await asyncio.sleep(0.05)
+        if running.done():
+            running.result()  # a worker that died shows its error
+            sys.exit("the worker stopped by itself")
+        counts = await queue.get_job_counts("waiting", "active")
+        if counts["waiting"] == 0 and counts["active"] == 0:
+            break
+        if time.monotonic() > deadline:
+            sys.exit(f"jobs left: {counts}")
+    await asyncio.wait_for(worker.close(), 10)
+    await asyncio.wait_for(running, 10)
+    print("processed", worker.processed, flush=True)
+
+asyncio.run(main())
+"""
+
+
+async def test_two_worker_processes_complete_every_job_once(
+    redis_url: str, tmp_path: Path, spawn: Spawn
+) -> None:
+    prefix = _prefix()
+    queue = RedisJobQueue("shared", redis_url, prefix=prefix)
+    added = await queue.add_bulk([("task", {"i": i}) for i in range(200)])
+    for i in range(200, 300):
+        added.append(await queue.add("task", {"i": i}))
+    all_ids = {job.id for job in added}
+    assert len(all_ids) == 300
+
+    go = tmp_path / "go"
+    outputs = [tmp_path / "worker-1.out", tmp_path / "worker-2.out"]
+    children = [await spawn(SHARED_WORKER, redis_url, prefix, str(out), str(go)) for out in outputs]
+    try:
+        for child in children:
+            assert await child.line() == "ready", child.stderr()
+        go.touch()  # both start claiming at about the same time
+        processed = []
+        for child in children:
+            line = await child.line(timeout=20.0)
+            assert line.startswith("processed "), child.stderr()
+            processed.append(int(line.split()[1]))
+            assert await child.wait() == 0, child.stderr()
+
+        runs = [out.read_text().split() for out in outputs]
+        seen = Counter(itertools.chain.from_iterable(runs))
+        assert set(seen) == all_ids
+        assert [job_id for job_id, n in seen.items() if n > 1] == [], "a job ran twice"
+        assert processed == [len(run) for run in runs]
+        assert all(n > 0 for n in processed), f"one process did all the work: {processed}"
+        assert await queue.get_job_counts() == {
+            "waiting": 0,
+            "delayed": 0,
+            "active": 0,
+            "waiting_children": 0,
+            "completed": 300,
+            "failed": 0,
+        }
+        # Each job's return value names the process that recorded it.
+        pid_of = {}
+        for child, run in zip(children, runs, strict=True):
+            pid_of.update(dict.fromkeys(run, child.pid))
+        completed = await queue.list_jobs("completed")
+        assert len(completed) == 300
+        for job in completed:
+            assert job.return_value == {"pid": pid_of[job.id]}
+            assert job.attempts_made == 1
+    finally:
+        await queue.obliterate(force=True)
+
+
+# ---------------------------------------------- a killed worker's jobs are recovered
+
+HOLDER = """
+import asyncio, sys
+from lanemq import JobWorker, RedisJobQueue
+
+async def main() -> None:
+    queue = RedisJobQueue("recover", sys.argv[1], prefix=sys.argv[2])
+
+    async def hold(job):
+        print("holding", job.id, flush=True)
+        await asyncio.sleep(3600)
+
+    worker = JobWorker(queue, hold, concurrency=int(sys.argv[3]), lease=1.0,
+                       renew_every=0.3, stalled_interval=60.0)
+    await asyncio.wait_for(worker.run(), 30)  # never reached: the test kills this process
+
+asyncio.run(main())
+"""
+
+
+async def test_jobs_of_a_sigkilled_worker_process_are_recovered(
+    redis_url: str, spawn: Spawn
+) -> None:
+    prefix = _prefix()
+    queue = RedisJobQueue("recover", redis_url, prefix=prefix)
+    ids = {job.id for job in await queue.add_bulk([("hold", {"i": i}) for i in range(5)])}
+    child = await spawn(HOLDER, redis_url, prefix, "5")
+    held = {(await child.line()).split()[1] for _ in range(5)}
+    assert held == ids
+
+    async def all_active() -> bool:
+        return (await queue.get_job_counts("active"))["active"] == 5
+
+    await _eventually(all_active, "the child to hold 5 jobs")
+    # Past one lease: the live child renews its leases, so nothing is stalled yet.
+    await asyncio.sleep(1.3)
+    assert await queue.recover_stalled() == ([], [])
+    assert await all_active()
+
+    child.kill()
+    assert await child.wait() == -signal.SIGKILL
+
+    stalled: list[str] = []
+
+    async def finish(job: Job) -> str:
+        return f"recovered {job.id}"
+
+    worker = JobWorker(queue, finish, concurrency=5, lease=1.0, stalled_interval=0.2)
+    worker.on("stalled", stalled.append)
+    started = time.monotonic()
+    try:
+        async with worker:
+
+            async def all_completed() -> bool:
+                return (await queue.get_job_counts("completed"))["completed"] == 5
+
+            await _eventually(all_completed, "the recovered jobs to complete")
+        took = time.monotonic() - started
+        assert took < 5.0, f"recovery took {took:.2f}s with lease 1.0s and stalled_interval 0.2s"
+        assert sorted(stalled) == sorted(ids)
+        assert worker.processed == 5
+        for job_id in ids:
+            job = await queue.get_job(job_id)
+            assert job is not None
+            assert job.state == "completed"
+            assert job.return_value == f"recovered {job_id}"
+            assert job.stalled_count >= 1
+            assert job.attempts_made == 1  # the stalled attempt was given back
+    finally:
+        await queue.obliterate(force=True)
+
+
+# ------------------------------------------------------------------ stale tokens
+
+
+async def test_stale_token_is_refused_after_the_job_moved_on(redis_url: str) -> None:
+    queue = RedisJobQueue("stale", redis_url, prefix=_prefix())
+    try:
+        job = await queue.add("task", {"n": 1})
+        [first] = await queue.claim("worker-a", lease=0.2)
+        assert first.id == job.id
+        old_token = first.lock_token
+        assert old_token
+        await asyncio.sleep(0.35)  # the lease expires (real time)
+        assert await queue.recover_stalled() == ([job.id], [])
+        assert await queue.get_state(job.id) == "waiting"
+
+        [second] = await queue.claim("worker-b", lease=30.0)
+        assert second.id == job.id
+        new_token = second.lock_token
+        assert new_token and new_token != old_token
+        assert second.stalled_count == 1
+
+        with pytest.raises(LockMismatchError):
+            await queue.complete(job.id, old_token, "from the old holder")
+        with pytest.raises(LockMismatchError):
+            await queue.renew(job.id, old_token, 30.0)
+        with pytest.raises(LockMismatchError):
+            await queue.fail(job.id, old_token, "late failure")
+        assert await queue.renew_many([(job.id, old_token)], 30.0) == [job.id]
+        assert await queue.get_state(job.id) == "active"  # still held by worker-b
+
+        await queue.complete(job.id, new_token, "from the new holder")
+        done = await queue.get_job(job.id)
+        assert done is not None
+        assert (done.state, done.return_value) == ("completed", "from the new holder")
+        with pytest.raises(JobStateError):  # finished: not active any more
+            await queue.complete(job.id, old_token, "too late")
+    finally:
+        await queue.obliterate(force=True)
+
+
+# ------------------------------------------------------- jobs of every kind, keys
+
+
+async def _fill(queue: RedisJobQueue) -> dict[str, str]:
+    """Puts jobs in every state (with progress, logs, a stack trace, events) and sets every
+    queue setting; returns the job ids by role."""
+    waiting = await queue.add("plain", {"n": 1})
+    await queue.add("urgent", {"n": 2}, priority=3)
+    await queue.add("stack", {"n": 3}, lifo=True)
+    await queue.add("custom", {"n": 4}, job_id="order-42")
+    await queue.add("custom", {"n": 4}, job_id="order-42")  # duplicated
+    delayed = await queue.add("later", {"n": 5}, delay=3600.0)
+    retried = await queue.add("flaky", {"n": 6}, attempts=3, backoff=Backoff.fixed(60.0))
+    done = await queue.add("done", {"n": 7})
+    bad = await queue.add("bad", {"n": 8}, attempts=1)
+    held = await queue.add("held", {"n": 9})
+    ids = {job.id for job in (retried, done, bad, held)}
+    claimed = await queue.claim("worker-a", lease=3600.0, max_jobs=20)
+    token = {job.id: job.lock_token or "" for job in claimed if job.id in ids}
+    assert set(token) == ids
+    for job in claimed:  # the others go back to waiting
+        if job.id not in ids:
+            await queue.release(job.id, job.lock_token or "")
+    await queue.update_progress(done.id, {"pct": 100})
+    await queue.add_log(done.id, "done: line 1")
+    await queue.add_log(bad.id, "bad: line 1")
+    await queue.add_log(bad.id, "bad: line 2")
+    await queue.add_log(held.id, "held: working")
+    await queue.update_progress(held.id, 50)
+    await queue.complete(done.id, token[done.id], {"total": 42})
+    assert await queue.fail(bad.id, token[bad.id], RuntimeError("card declined"), "trace") is False
+    await queue.save_stacktrace(bad.id, ["frame 1", "frame 2"], "card declined")
+    assert await queue.fail(retried.id, token[retried.id], "try again") is True
+    await queue.set_rate_limit(1000, 1.0)
+    await queue.set_max_active(50)
+    await queue.pause()
+    await queue.resume()
+    assert await queue.wait_for_job(timeout=0.05) is True
+    counts = await queue.get_job_counts()
+    assert counts == {
+        "waiting": 4,
+        "delayed": 2,
+        "active": 1,
+        "waiting_children": 0,
+        "completed": 1,
+        "failed": 1,
+    }, counts
+    assert {ev.event for ev in await queue.read_events()} >= {
+        "added",
+        "waiting",
+        "delayed",
+        "active",
+        "progress",
+        "completed",
+        "failed",
+        "retries-exhausted",
+        "duplicated",
+        "paused",
+        "resumed",
+    }
+    assert await queue.get_logs(bad.id) == (["bad: line 1", "bad: line 2"], 2)
+    return {"waiting": waiting.id, "delayed": delayed.id, "held": held.id, "bad": bad.id}
+
+
+async def test_obliterate_force_leaves_no_key_behind(redis_url: str) -> None:
+    prefix = _prefix()
+    queue = RedisJobQueue("wipe", redis_url, prefix=prefix)
+    other = RedisJobQueue("neighbour", redis_url, prefix=prefix)
+    await other.add("keep", {"n": 1})
+    with Resp.of(redis_url) as raw:
+        try:
+            ids = await _fill(queue)
+            before = raw.scan(f"{_glob_escape(prefix)}:*")
+            mine = f"{prefix}:{{wipe}}:"
+            theirs = f"{prefix}:{{neighbour}}:"
+            assert all(key.startswith((mine, theirs)) for key in before), before
+            kinds = {key[len(mine) :] for key in before if key.startswith(mine)}
+            assert {"meta", "waiting", "delayed", "active", "completed", "failed"} <= kinds
+            assert {"logs", "events", "j:name", "j:data", "j:state"} <= kinds
+
+            await queue.obliterate(force=True)
+            left = raw.scan(f"{_glob_escape(mine)}*")
+            assert left == [], f"obliterate(force=True) left keys behind: {left}"
+            for job_id in ids.values():
+                assert await queue.get_job(job_id) is None
+            assert await queue.get_job_counts() == dict.fromkeys(
+                ("waiting", "delayed", "active", "waiting_children", "completed", "failed"), 0
+            )
+            # The neighbouring queue under the same prefix is untouched.
+            assert (await other.get_job_counts("waiting"))["waiting"] == 1
+            assert raw.scan(f"{_glob_escape(theirs)}*") != []
+            await other.obliterate(force=True)
+            assert raw.scan(f"{_glob_escape(prefix)}:*") == []
+        finally:
+            await queue.obliterate(force=True)
+            await other.obliterate(force=True)
+
+
+async def test_every_key_of_a_queue_is_on_the_slot_of_its_name(
+    redis_url: str, own_redis: MakeServer
+) -> None:
+    # The Python slot function against known values, and against a cluster-mode server.
+    assert _crc16_xmodem(b"123456789") == 0x31C3
+    assert _keyslot("foo") == 12182
+    assert _keyslot("{user1000}.following") == _keyslot("user1000")
+    assert _keyslot("foo{}{bar}") == _crc16_xmodem(b"foo{}{bar}") % 16384  # empty tag
+    assert _keyslot("foo{{bar}}zap") == _keyslot("{bar")
+    cluster = own_redis()
+    cluster.start(
+        "--cluster-enabled", "yes", "--cluster-config-file", str(cluster.directory / "nodes.conf")
+    )
+
+    prefix = _prefix()
+    name = "orders.eu-1"
+    queue = RedisJobQueue(name, redis_url, prefix=prefix)
+    try:
+        await _fill(queue)
+        with Resp.of(redis_url) as raw:
+            keys = raw.scan(f"{_glob_escape(prefix)}:*")
+        assert len(keys) >= 10, keys
+        base = f"{prefix}:{{{name}}}:"
+        assert [key for key in keys if not key.startswith(base)] == []
+        slot = _keyslot(name)
+        slots = {key: _keyslot(key) for key in keys}
+        assert set(slots.values()) == {slot}, {k: s for k, s in slots.items() if s != slot}
+        with Resp("127.0.0.1", cluster.port) as server:
+            assert server.command("CLUSTER", "KEYSLOT", name) == slot
+            for sample in ("foo", "foo{}{bar}", "foo{{bar}}zap", "{user1000}.following"):
+                assert server.command("CLUSTER", "KEYSLOT", sample) == _keyslot(sample)
+            for key, mine in slots.items():
+                assert server.command("CLUSTER", "KEYSLOT", key) == mine, key
+    finally:
+        await queue.obliterate(force=True)
+
+
+# ------------------------------------------------------------------- reconnection
+
+
+async def test_worker_resumes_after_the_server_restarts(own_redis: MakeServer) -> None:
+    server = own_redis()
+    server.start()
+    prefix = _prefix()
+    queue = RedisJobQueue("restart", server.url, prefix=prefix)
+    errors: list[BaseException] = []
+
+    async def process(job: Job) -> dict[str, Any]:
+        return {"n": job.data["n"]}
+
+    worker = JobWorker(queue, process, concurrency=4, lease=2.0, stalled_interval=0.5)
+    worker.on("error", errors.append)
+    running = asyncio.create_task(worker.run())
+    try:
+        before = [await queue.add("task", {"n": n}) for n in range(5)]
+        for job in before:
+            assert await asyncio.wait_for(job.wait(timeout=5.0), 6.0) == {"n": job.data["n"]}
+
+        server.stop()
+        await asyncio.sleep(0.5)
+        if running.done():
+            raise AssertionError(
+                f"the worker died while the server was down: {running.exception()!r}"
+            )
+        server.start()  # same port, empty (--save "")
+
+        fresh = RedisJobQueue("restart", server.url, prefix=prefix)
+        after = [await fresh.add("task", {"n": n}) for n in range(100, 105)]
+
+        async def all_completed() -> bool:
+            if running.done():
+                raise AssertionError(
+                    f"the worker died after the restart: {running.exception()!r} "
+                    f"(error hooks: {errors!r})"
+                )
+            return (await fresh.get_job_counts("completed"))["completed"] == len(after)
+
+        await _eventually(all_completed, "the worker to resume after the restart", 8.0)
+        for job in after:
+            assert (await fresh.finished_result(job.id)).value == {"n": job.data["n"]}
+        assert not running.done()
+        # The queue object the worker holds works again too.
+        assert (await queue.get_job_counts("completed"))["completed"] == len(after)
+    finally:
+        await _stop(worker, running)
+
+
+# ----------------------------------------------------------------- eviction policy
+
+
+async def test_evicting_server_is_refused_unless_allowed(own_redis: MakeServer) -> None:
+    server = own_redis()
+    server.start("--maxmemory-policy", "allkeys-lru")
+
+    with pytest.raises(ConfigError) as raised:
+        RedisJobQueue("evict", server.url, prefix=_prefix())
+    assert isinstance(raised.value, ValueError)
+    assert "allkeys-lru" in str(raised.value)
+    assert "maxmemory-policy" in str(raised.value)
+
+    queue = RedisJobQueue("evict", server.url, prefix=_prefix(), allow_eviction=True)
+    job = await queue.add("task", {"n": 1})
+    stored = await queue.get_job(job.id)
+    assert stored is not None and stored.data == {"n": 1}
+
+    with Resp("127.0.0.1", server.port) as raw:
+        assert raw.command("CONFIG", "SET", "maxmemory-policy", "volatile-ttl") == "OK"
+        with pytest.raises(ConfigError, match="volatile-ttl"):
+            RedisJobQueue("evict", server.url, prefix=_prefix())
+        assert raw.command("CONFIG", "SET", "maxmemory-policy", "noeviction") == "OK"
+    safe = RedisJobQueue("evict", server.url, prefix=_prefix())
+    assert (await safe.get_job_counts("waiting"))["waiting"] == 0
+
+
+# ------------------------------------------------------------- connection errors
+
+
+def _texts(error: BaseException) -> str:
+    """Everything an error says: its text, repr and args, and those of its causes."""
+    parts: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        parts += [str(current), repr(current), *map(repr, current.args)]
+        current = current.__cause__ or current.__context__
+    return "\n".join(parts)
+
+
+def test_connection_error_names_the_address_but_not_the_password() -> None:
+    port = _free_port()  # nothing listens there
+    started = time.monotonic()
+    with pytest.raises((StorageError, OSError)) as raised:
+        RedisJobQueue("q", f"redis://user:s3cret@127.0.0.1:{port}/0")
+    assert time.monotonic() - started < 8.0
+    text = _texts(raised.value)
+    assert f"127.0.0.1:{port}" in str(raised.value), text
+    assert "s3cret" not in text, text
+    assert "user:" not in text, text
+
+
+def test_refused_credentials_name_the_address_but_not_the_password(redis_url: str) -> None:
+    host, port = _address(redis_url)
+    with pytest.raises((StorageError, OSError)) as raised:
+        RedisJobQueue("q", f"redis://nobody:s3cret@{host}:{port}/0", prefix=_prefix())
+    text = _texts(raised.value)
+    assert f"{host}:{port}" in str(raised.value), text
+    assert "s3cret" not in text, text
+
+
+def test_unparsable_url_does_not_echo_the_password() -> None:
+    with pytest.raises((ConfigError, StorageError, OSError)) as raised:
+        RedisJobQueue("q", "redis://user:s3cret@127.0.0.1:notaport/0")
+    assert "s3cret" not in _texts(raised.value)

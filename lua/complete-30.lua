@@ -16,7 +16,11 @@ for i = 3, #ARGV, 3 do
     set("result", id, result)
     redis.call("ZADD", COMPLETED, now, hex(num("seq", id)) .. id)
     emit(now, max_events, "completed", id, "returnvalue", result)
-    retain(COMPLETED, cjson.decode(get("opts", id)).remove_on_complete, id)
+    local opts = get("opts", id)
+    -- Most jobs keep everything: skip decoding their options.
+    if not string.find(opts, '"remove_on_complete":"keep_all"', 1, true) then
+      retain(COMPLETED, cjson.decode(opts).remove_on_complete, id)
+    end
     out[#out + 1] = {}
   end
 end

@@ -1,7 +1,9 @@
 -- claim: ARGV = now, max_events, worker id, lease (ms), max jobs, token seed. Promotes due
 -- delayed jobs, then (unless paused, and within the rate limit and the active cap) moves up to
 -- max jobs from the front of waiting to active, each locked with a fresh token until now + lease.
--- Returns the claimed jobs.
+-- Returns per claimed job only what the client cannot know: {id, name, data, opts, prio, ord,
+-- seq, created, delay, attempts, stalled, progress, reason, trace}; the state, lock and
+-- processed time are the ones this call set.
 local now, max_events, worker = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local lease, max_jobs, seed = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 
@@ -34,14 +36,18 @@ if allowed > 0 then
   for i = 1, #popped, 2 do
     local id = string.sub(popped[i], 15)
     set("state", id, ACTIVE_STATE)
-    redis.call("HINCRBY", F["attempts"], id, 1)
+    local attempts = redis.call("HINCRBY", F["attempts"], id, 1)
     set("processed", id, now)
     set("token", id, seed .. "-" .. ((i + 1) / 2))
     set("worker", id, worker)
     set("expires", id, now + lease)
-    redis.call("ZADD", ACTIVE, now + lease, hex(num("seq", id)) .. id)
+    local seq = num("seq", id)
+    redis.call("ZADD", ACTIVE, now + lease, hex(seq) .. id)
     emit(now, max_events, "active", id, "prev", "waiting")
-    claimed[#claimed + 1] = job(id)
+    claimed[#claimed + 1] = {id, get("name", id), get("data", id), get("opts", id),
+      get("prio", id), get("ord", id), seq, get("created", id), get("delay", id), attempts,
+      get("stalled", id), get("progress", id), get("reason", id) or false,
+      get("trace", id) or false, seed .. "-" .. ((i + 1) / 2)}
   end
   if rate_max > 0 then redis.call("HINCRBY", META, "rate_count", #claimed) end
 end

@@ -149,7 +149,7 @@ impl RedisBackend {
         ];
         items(self.run(&scripts::CLAIM, args).await?)?
             .into_iter()
-            .map(decode::job)
+            .map(|job| decode::claimed(job, worker_id, lease, now))
             .collect()
     }
 

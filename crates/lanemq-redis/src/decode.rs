@@ -30,6 +30,42 @@ pub fn items(value: Value) -> CoreResult<Vec<Value>> {
     }
 }
 
+/// A job from `claim-30.lua`'s reply: the stored fields it returns, then the token; the lock,
+/// state and processed time are what the claim set.
+pub fn claimed(value: Value, worker: &str, lease: Millis, now: Millis) -> CoreResult<Job> {
+    let v = items(value)?;
+    if v.len() != 15 {
+        return Err(bad("a claimed job with the wrong number of fields"));
+    }
+    let get = |i: usize| v[i].clone();
+    let nil = Value::Nil;
+    // Laid out as `job(id)` would: id, then JOB_FIELDS order.
+    let row = vec![
+        get(0),                                        // id
+        get(1),                                        // name
+        get(2),                                        // data
+        get(3),                                        // opts
+        Value::Int(2),                                 // state: active
+        get(4),                                        // prio
+        get(5),                                        // ord
+        get(6),                                        // seq
+        get(7),                                        // created
+        get(8),                                        // delay
+        Value::Int(now as i64),                        // processed
+        nil.clone(),                                   // finished
+        get(9),                                        // attempts
+        get(10),                                       // stalled
+        get(11),                                       // progress
+        nil,                                           // result
+        get(12),                                       // reason
+        get(13),                                       // trace
+        get(14),                                       // token
+        Value::BulkString(worker.as_bytes().to_vec()), // worker
+        Value::Int((now + lease) as i64),              // expires
+    ];
+    job(Value::Array(row))
+}
+
 /// A job from `common.lua`'s `job(id)`: the id, then the fields in `JOB_FIELDS` order.
 pub fn job(value: Value) -> CoreResult<Job> {
     let v = items(value)?;

@@ -1,6 +1,7 @@
 -- add_bulk (and add): ARGV = now, max_events, then 7 values per job: name, data, options JSON,
 -- job id ("" for an automatic one), priority, lifo (0/1), delay (ms). Every job was validated by
--- the client before this runs. Returns, per job, {created (0/1), job...}.
+-- the client before this runs. Returns, per job, {0, job...} when its custom id existed, or
+-- {1, id, seq, order} for a new job (the client knows the rest: it sent it).
 local now, max_events = tonumber(ARGV[1]), ARGV[2]
 local out = {}
 for i = 3, #ARGV, 7 do
@@ -29,7 +30,7 @@ for i = 3, #ARGV, 7 do
       to_waiting(id, false, lifo)
       emit(now, max_events, "waiting", id)
     end
-    out[#out + 1] = {1, job(id)}
+    out[#out + 1] = {1, id, seq, get("ord", id)}
   end
 end
 return out

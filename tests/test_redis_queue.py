@@ -52,9 +52,14 @@ def _prefix() -> str:
 
 
 def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    """A free loopback port below 55536: a cluster-mode server also listens on port + 10000,
+    which must exist (above it, the server exits at start)."""
+    while True:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+        if port < 55536:
+            return port
 
 
 def _address(url: str) -> tuple[str, int]:

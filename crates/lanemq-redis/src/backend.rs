@@ -120,14 +120,17 @@ impl RedisBackend {
         let reply = self.run(&scripts::ADD, args).await?;
         items(reply)?
             .into_iter()
-            .map(|entry| {
-                let mut pair = items(entry)?.into_iter();
-                let created = pair.next().and_then(|v| text(&v)).as_deref() == Some("1");
-                let job = decode::job(
-                    pair.next()
-                        .ok_or_else(|| CoreError::Storage("redis: short add reply".into()))?,
-                )?;
-                Ok((job, created))
+            .zip(jobs)
+            .map(|(entry, new)| {
+                let mut entry = items(entry)?.into_iter();
+                let created = entry.next().and_then(|v| text(&v)).as_deref() == Some("1");
+                let short = || CoreError::Storage("redis: short add reply".into());
+                if !created {
+                    return Ok((decode::job(entry.next().ok_or_else(short)?)?, false));
+                }
+                let mut field = || entry.next().and_then(|v| text(&v)).ok_or_else(short);
+                let (id, seq, order) = (field()?, field()?, field()?);
+                Ok((decode::added(new, &id, &seq, &order, now), true))
             })
             .collect()
     }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use lanemq_core::jobs::{Job, JobOptions, JobState, Lock, Millis};
+use lanemq_core::jobs::{Job, JobOptions, JobState, Lock, Millis, NewJob};
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
 
@@ -27,6 +27,37 @@ pub fn items(value: Value) -> CoreResult<Vec<Value>> {
     match value {
         Value::Array(items) => Ok(items),
         other => Err(bad(&format!("{other:?}"))),
+    }
+}
+
+/// A job `add-30.lua` created: what the client sent, with the id and place the script gave it.
+pub fn added(new: NewJob, id: &str, seq: &str, order: &str, now: Millis) -> Job {
+    let delay = new.options.delay;
+    Job {
+        id: Arc::from(id),
+        name: Arc::from(new.name),
+        data: Arc::from(new.data),
+        state: if delay > 0 {
+            JobState::Delayed
+        } else {
+            JobState::Waiting
+        },
+        priority: new.options.priority,
+        order: order.parse().unwrap_or(0),
+        seq: seq.parse().unwrap_or(0),
+        created_at: now,
+        delay_until: if delay > 0 { now + delay } else { 0 },
+        processed_on: None,
+        finished_on: None,
+        attempts_made: 0,
+        stalled_count: 0,
+        progress: Arc::from("0"),
+        return_value: None,
+        failed_reason: None,
+        stacktrace: Vec::new(),
+        logs: Vec::new(),
+        lock: None,
+        options: new.options,
     }
 }
 

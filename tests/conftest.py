@@ -4,14 +4,20 @@ tests that need it; they are never skipped."""
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import os
 import shutil
 import socket
 import subprocess
+import sys
+import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
+from support import Child, Spawn
 
 
 def _free_port() -> int:
@@ -49,3 +55,40 @@ def redis_url() -> Iterator[str]:
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+@pytest.fixture
+async def spawn(tmp_path: Path) -> AsyncIterator[Spawn]:
+    """Starts ``python <script> args...``; every child still running at teardown is killed."""
+    children: list[Child] = []
+    numbers = itertools.count(1)
+
+    async def start(script: str, *args: str) -> Child:
+        number = next(numbers)
+        file = tmp_path / f"child-{number}.py"
+        file.write_text(textwrap.dedent(script))
+        stderr_path = tmp_path / f"child-{number}.stderr"
+        with stderr_path.open("wb") as stderr:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                str(file),
+                *args,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=stderr,
+                cwd=tmp_path,
+            )
+        child = Child(proc, stderr_path)
+        children.append(child)
+        return child
+
+    try:
+        yield start
+    finally:
+        for child in children:
+            child.kill()
+        for child in children:
+            try:
+                await child.wait()
+            except asyncio.TimeoutError:
+                pass

@@ -18,11 +18,9 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
-import textwrap
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -39,6 +37,7 @@ from lanemq import (
     RedisJobQueue,
     StorageError,
 )
+from support import Spawn
 
 WAIT = 10.0  # upper bound for anything awaited in a test; never reached when things work
 
@@ -238,81 +237,6 @@ def own_redis(tmp_path: Path) -> Iterator[MakeServer]:
     finally:
         for server in servers:
             server.stop()
-
-
-class Child:
-    """A Python child process running a script; stdout is read line by line, stderr goes to a
-    file (shown when something goes wrong)."""
-
-    def __init__(self, proc: asyncio.subprocess.Process, stderr_path: Path) -> None:
-        self.proc = proc
-        self.pid = proc.pid
-        self.stderr_path = stderr_path
-
-    def stderr(self) -> str:
-        return self.stderr_path.read_text(errors="replace")
-
-    async def line(self, timeout: float = WAIT) -> str:
-        assert self.proc.stdout is not None
-        raw = await asyncio.wait_for(self.proc.stdout.readline(), timeout)
-        if not raw.endswith(b"\n"):
-            await asyncio.wait_for(self.proc.wait(), timeout)
-            raise AssertionError(
-                f"child {self.pid} ended (rc={self.proc.returncode}) before printing a line; "
-                f"stderr:\n{self.stderr()}"
-            )
-        return raw.decode().rstrip("\n")
-
-    def kill(self) -> None:
-        """SIGKILL, by PID, unless it is already known to have exited."""
-        if self.proc.returncode is None:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
-    async def wait(self, timeout: float = WAIT) -> int:
-        return await asyncio.wait_for(self.proc.wait(), timeout)
-
-
-Spawn = Callable[..., Awaitable[Child]]
-
-
-@pytest.fixture
-async def spawn(tmp_path: Path) -> AsyncIterator[Spawn]:
-    """Starts ``python <script> args...``; every child still running at teardown is killed."""
-    children: list[Child] = []
-    numbers = itertools.count(1)
-
-    async def start(script: str, *args: str) -> Child:
-        number = next(numbers)
-        file = tmp_path / f"child-{number}.py"
-        file.write_text(textwrap.dedent(script))
-        stderr_path = tmp_path / f"child-{number}.stderr"
-        with stderr_path.open("wb") as stderr:
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable,
-                str(file),
-                *args,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=stderr,
-                cwd=tmp_path,
-            )
-        child = Child(proc, stderr_path)
-        children.append(child)
-        return child
-
-    try:
-        yield start
-    finally:
-        for child in children:
-            child.kill()
-        for child in children:
-            try:
-                await child.wait()
-            except asyncio.TimeoutError:
-                pass
 
 
 async def _stop(worker: JobWorker, running: asyncio.Task[None]) -> None:

@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use lanemq_core::jobs::{FinishedResult, Job, JobState, Millis, StreamEvent, Text};
+use lanemq_core::jobs::{
+    event_name, field_name, FinishedResult, Job, JobState, Millis, StreamEvent, Text,
+};
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
 
@@ -18,45 +20,6 @@ pub const STATE_SETS: [&str; 6] = [
     "completed",
     "failed",
 ];
-
-const EVENT_NAMES: [&str; 16] = [
-    "added",
-    "waiting",
-    "delayed",
-    "active",
-    "progress",
-    "completed",
-    "failed",
-    "retries-exhausted",
-    "stalled",
-    "removed",
-    "cleaned",
-    "drained",
-    "paused",
-    "resumed",
-    "duplicated",
-    "unknown",
-];
-const FIELD_NAMES: [&str; 10] = [
-    "name",
-    "delay",
-    "prev",
-    "data",
-    "returnvalue",
-    "failedReason",
-    "attemptsMade",
-    "stalledCount",
-    "count",
-    "value",
-];
-
-fn known(names: &[&'static str], name: &str) -> &'static str {
-    names
-        .iter()
-        .copied()
-        .find(|n| *n == name)
-        .unwrap_or(names[names.len() - 1])
-}
 
 fn set_of(state: JobState) -> &'static str {
     STATE_SETS[JobState::ALL.iter().position(|s| *s == state).unwrap_or(0)]
@@ -303,10 +266,10 @@ fn parse_event(entry: Value) -> CoreResult<StreamEvent> {
     for pair in values.chunks(2) {
         let [key, value] = pair else { continue };
         match key.as_str() {
-            "event" => event.event = known(&EVENT_NAMES, value),
+            "event" => event.event = event_name(value),
             "ts" => event.timestamp = value.parse().unwrap_or(0),
             "job" => event.job_id = Some(Arc::from(value.as_str())),
-            other => event.field = Some((known(&FIELD_NAMES, other), Text::Owned(value.clone()))),
+            other => event.field = Some((field_name(other), Text::Owned(value.clone()))),
         }
     }
     Ok(event)

@@ -43,6 +43,58 @@ impl From<&Arc<str>> for Text {
     }
 }
 
+/// Every event name the backends write; names read back from storage map onto these.
+const EVENT_NAMES: [&str; 16] = [
+    "added",
+    "waiting",
+    "delayed",
+    "active",
+    "progress",
+    "completed",
+    "failed",
+    "retries-exhausted",
+    "stalled",
+    "removed",
+    "cleaned",
+    "drained",
+    "paused",
+    "resumed",
+    "duplicated",
+    "unknown",
+];
+
+/// Every field name events carry.
+const FIELD_NAMES: [&str; 10] = [
+    "name",
+    "delay",
+    "prev",
+    "data",
+    "returnvalue",
+    "failedReason",
+    "attemptsMade",
+    "stalledCount",
+    "count",
+    "value",
+];
+
+fn known(names: &[&'static str], name: &str) -> &'static str {
+    names
+        .iter()
+        .copied()
+        .find(|n| *n == name)
+        .unwrap_or(names[names.len() - 1])
+}
+
+/// An event name read back from storage (a durable backend), as the static name.
+pub fn event_name(name: &str) -> &'static str {
+    known(&EVENT_NAMES, name)
+}
+
+/// An event field name read back from storage, as the static name.
+pub fn field_name(name: &str) -> &'static str {
+    known(&FIELD_NAMES, name)
+}
+
 /// One entry of the stream. Every event carries at most one field (BullMQ's events do too,
 /// apart from the job id), which saves a vector per event.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::error::{CoreError, CoreResult};
-use crate::jobs::events::{StreamEvent, Text};
+use crate::jobs::events::{event_name, field_name, StreamEvent, Text};
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
 use crate::jobs::options::{check_payload, validate_priority};
 
@@ -472,46 +472,6 @@ pub fn obliterate(
     Ok(Ok(()))
 }
 
-const EVENT_NAMES: [&str; 16] = [
-    "added",
-    "waiting",
-    "delayed",
-    "active",
-    "progress",
-    "completed",
-    "failed",
-    "retries-exhausted",
-    "stalled",
-    "removed",
-    "cleaned",
-    "drained",
-    "paused",
-    "resumed",
-    "duplicated",
-    "unknown",
-];
-const FIELD_NAMES: [&str; 11] = [
-    "name",
-    "delay",
-    "prev",
-    "data",
-    "returnvalue",
-    "failedReason",
-    "attemptsMade",
-    "stalledCount",
-    "count",
-    "job_id",
-    "value",
-];
-
-fn known(names: &[&'static str], name: &str) -> &'static str {
-    names
-        .iter()
-        .copied()
-        .find(|n| *n == name)
-        .unwrap_or(names[names.len() - 1])
-}
-
 pub fn read_events(
     conn: &Connection,
     start: u64,
@@ -538,14 +498,9 @@ pub fn read_events(
                 Ok(StreamEvent {
                     id: r.get::<_, i64>(0)? as u64,
                     timestamp: r.get::<_, i64>(1)? as u64,
-                    event: known(&EVENT_NAMES, &r.get::<_, String>(2)?),
+                    event: event_name(&r.get::<_, String>(2)?),
                     job_id: r.get::<_, Option<String>>(3)?.map(Arc::from),
-                    field: key.map(|k| {
-                        (
-                            known(&FIELD_NAMES, &k),
-                            Text::Owned(value.unwrap_or_default()),
-                        )
-                    }),
+                    field: key.map(|k| (field_name(&k), Text::Owned(value.unwrap_or_default()))),
                 })
             },
         )

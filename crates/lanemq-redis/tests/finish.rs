@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::Server;
+use common::{backend, job, Server, T};
 use lanemq_core::jobs::{
     Backoff, BackoffKind, FailOutcome, Failure, Job, JobOptions, JobState, MemoryStore, NewJob,
     Retention, StoreConfig,
@@ -13,24 +13,7 @@ use lanemq_core::CoreError;
 use lanemq_redis::RedisBackend;
 use redis::Value;
 
-const T: u64 = 1_700_000_000_000;
 const STALLED: &str = "job stalled more than allowable limit";
-
-fn job(name: &str, f: impl FnOnce(&mut JobOptions)) -> NewJob {
-    let mut options = JobOptions::default();
-    f(&mut options);
-    NewJob {
-        name: name.into(),
-        data: "null".into(),
-        options,
-    }
-}
-
-async fn backend(server: &Server) -> RedisBackend {
-    RedisBackend::connect(&server.url(), "lanemq", "test", 100, false)
-        .await
-        .expect("connects")
-}
 
 async fn add(redis: &RedisBackend, jobs: Vec<NewJob>) -> Vec<String> {
     redis

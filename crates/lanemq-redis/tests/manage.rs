@@ -3,29 +3,12 @@
 
 mod common;
 
-use common::Server;
-use lanemq_core::jobs::{Completion, Failure, Job, JobOptions, JobState, NewJob, MAX_PRIORITY};
+use common::{backend, job, Server, T};
+use lanemq_core::jobs::{Completion, Failure, Job, JobState, NewJob, MAX_PRIORITY};
 use lanemq_core::CoreError;
 use lanemq_redis::RedisBackend;
 
-const T: u64 = 1_700_000_000_000;
 const LEASE: u64 = 1000;
-
-fn job(name: &str, f: impl FnOnce(&mut JobOptions)) -> NewJob {
-    let mut options = JobOptions::default();
-    f(&mut options);
-    NewJob {
-        name: name.into(),
-        data: "null".into(),
-        options,
-    }
-}
-
-async fn backend(server: &Server) -> RedisBackend {
-    RedisBackend::connect(&server.url(), "lanemq", "test", 100, false)
-        .await
-        .expect("connects")
-}
 
 async fn add(redis: &RedisBackend, jobs: Vec<NewJob>, now: u64) -> Vec<Job> {
     redis

@@ -3,27 +3,8 @@
 
 mod common;
 
-use common::Server;
-use lanemq_core::jobs::{Completion, JobOptions, JobState, NewJob, Retention};
-use lanemq_redis::RedisBackend;
-
-const T: u64 = 1_700_000_000_000;
-
-fn job(name: &str, f: impl FnOnce(&mut JobOptions)) -> NewJob {
-    let mut options = JobOptions::default();
-    f(&mut options);
-    NewJob {
-        name: name.into(),
-        data: "null".into(),
-        options,
-    }
-}
-
-async fn backend(server: &Server) -> RedisBackend {
-    RedisBackend::connect(&server.url(), "lanemq", "test", 100, false)
-        .await
-        .expect("connects")
-}
+use common::{backend, job, Server, T};
+use lanemq_core::jobs::{Completion, JobState, Retention};
 
 #[tokio::test]
 async fn claims_in_priority_then_fifo_order_with_zero_first_and_lifo_newest_first() {

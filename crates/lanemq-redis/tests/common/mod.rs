@@ -1,9 +1,35 @@
 //! A redis-server the test starts on a free loopback port and kills when dropped. A missing
 //! `redis-server` fails the test loudly (scripts/test installs it); it never skips.
 
+#![allow(dead_code)] // each test file uses a part of this module
+
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use lanemq_core::jobs::{JobOptions, NewJob};
+use lanemq_redis::RedisBackend;
+
+/// A fixed clock for tests (ms since the epoch).
+pub const T: u64 = 1_700_000_000_000;
+
+/// A job called `name` whose options `f` sets.
+pub fn job(name: &str, f: impl FnOnce(&mut JobOptions)) -> NewJob {
+    let mut options = JobOptions::default();
+    f(&mut options);
+    NewJob {
+        name: name.into(),
+        data: "null".into(),
+        options,
+    }
+}
+
+/// The backend of queue `test` (prefix `lanemq`) on `server`.
+pub async fn backend(server: &Server) -> RedisBackend {
+    RedisBackend::connect(&server.url(), "lanemq", "test", 100, false)
+        .await
+        .expect("connects")
+}
 
 pub struct Server {
     child: Child,

@@ -59,6 +59,54 @@ impl RedisBackend {
         }
     }
 
+    /// How a job that no longer exists ended, if the recent event stream says (else `Missing`).
+    async fn outcome_from_events(&self, id: &str) -> CoreResult<FinishedResult> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("XREVRANGE")
+            .arg(self.keys.key("events"))
+            .arg("+")
+            .arg("-")
+            .arg("COUNT")
+            .arg(1000);
+        let (entries,): (Value,) = self.query(&pipe).await?;
+        for entry in items(entries)? {
+            let mut entry = items(entry)?.into_iter();
+            let fields: Vec<String> = entry
+                .nth(1)
+                .map(items)
+                .transpose()?
+                .unwrap_or_default()
+                .iter()
+                .filter_map(text)
+                .collect();
+            let field = |name: &str| {
+                fields
+                    .chunks(2)
+                    .find(|p| p[0] == name)
+                    .and_then(|p| p.get(1))
+                    .cloned()
+            };
+            if field("job").as_deref() != Some(id) {
+                continue;
+            }
+            match field("event").as_deref() {
+                Some("completed") => {
+                    return Ok(FinishedResult::Completed(
+                        field("returnvalue").map(Into::into),
+                    ))
+                }
+                Some("removed") => break, // removed by hand: gone, as on the other backends
+                Some("failed") => {
+                    return Ok(FinishedResult::Failed(
+                        field("failedReason").unwrap_or_default(),
+                    ))
+                }
+                _ => {}
+            }
+        }
+        Ok(FinishedResult::Missing)
+    }
+
     /// Blocks until the stream has an entry after `after` or `wait` passes; returns the entries.
     async fn follow(
         &self,
@@ -129,7 +177,12 @@ impl RedisBackend {
         let mut after = self.last_event_id().await?;
         let mut connection = None;
         loop {
-            let result = self.finished_result(id).await?;
+            let result = match self.finished_result(id).await? {
+                // Gone: it may have finished and been removed (remove_on_complete/fail) before
+                // this waiter looked; the stream still tells how it ended.
+                FinishedResult::Missing => return self.outcome_from_events(id).await,
+                result => result,
+            };
             if !matches!(result, FinishedResult::NotFinished(_)) {
                 return Ok(result);
             }

@@ -659,10 +659,11 @@ async def test_lease_is_renewed_while_job_runs(queue: JobQueue) -> None:
 
     async def long(job: Job) -> str:
         started.set()
-        await asyncio.sleep(0.6)
+        await asyncio.sleep(1.2)  # longer than the lease: only renewals keep it
         return "ok"
 
-    worker = JobWorker(queue, {"long": long}, lease=0.3, renew_every=0.1)
+    # Margins wide enough for a loaded machine: a renewal may be late by up to 0.75 s.
+    worker = JobWorker(queue, {"long": long}, lease=0.9, renew_every=0.15)
     job = await queue.add("long", None)
     stolen: list[str] = []
     async with running(worker):

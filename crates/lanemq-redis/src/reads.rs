@@ -240,7 +240,7 @@ impl RedisBackend {
 }
 
 /// An entry `[id, [field, value, ...]]` of the events stream.
-fn parse_event(entry: Value) -> CoreResult<StreamEvent> {
+pub(crate) fn parse_event(entry: Value) -> CoreResult<StreamEvent> {
     let mut entry = items(entry)?.into_iter();
     let id = entry.next().and_then(|v| text(&v)).unwrap_or_default();
     let id: u64 = id

@@ -6,12 +6,13 @@
 
 use std::time::{Duration, Instant};
 
-use lanemq_core::jobs::{wall_clock_ms, FinishedResult, Millis};
+use lanemq_core::jobs::{wall_clock_ms, FinishedResult, Millis, StreamEvent};
 use lanemq_core::CoreResult;
 use redis::Value;
 
 use crate::backend::RedisBackend;
-use crate::decode::{items, text};
+use crate::decode::items;
+use crate::reads::parse_event;
 
 /// The longest single block, so a waiter also notices changes that set no marker.
 const MAX_BLOCK: Duration = Duration::from_secs(1);
@@ -70,38 +71,8 @@ impl RedisBackend {
             .arg(1000);
         let (entries,): (Value,) = self.query(&pipe).await?;
         for entry in items(entries)? {
-            let mut entry = items(entry)?.into_iter();
-            let fields: Vec<String> = entry
-                .nth(1)
-                .map(items)
-                .transpose()?
-                .unwrap_or_default()
-                .iter()
-                .filter_map(text)
-                .collect();
-            let field = |name: &str| {
-                fields
-                    .chunks(2)
-                    .find(|p| p[0] == name)
-                    .and_then(|p| p.get(1))
-                    .cloned()
-            };
-            if field("job").as_deref() != Some(id) {
-                continue;
-            }
-            match field("event").as_deref() {
-                Some("completed") => {
-                    return Ok(FinishedResult::Completed(
-                        field("returnvalue").map(Into::into),
-                    ))
-                }
-                Some("removed") => break, // removed by hand: gone, as on the other backends
-                Some("failed") => {
-                    return Ok(FinishedResult::Failed(
-                        field("failedReason").unwrap_or_default(),
-                    ))
-                }
-                _ => {}
+            if let Some(result) = ending(&parse_event(entry)?, id) {
+                return Ok(result);
             }
         }
         Ok(FinishedResult::Missing)
@@ -113,7 +84,7 @@ impl RedisBackend {
         connection: &mut redis::aio::MultiplexedConnection,
         after: u64,
         wait: Duration,
-    ) -> CoreResult<Vec<(u64, Vec<String>)>> {
+    ) -> CoreResult<Vec<StreamEvent>> {
         let reply: Value = redis::cmd("XREAD")
             .arg("BLOCK")
             .arg(wait.as_millis().max(1) as u64)
@@ -126,18 +97,9 @@ impl RedisBackend {
         let mut out = Vec::new();
         if let Value::Array(streams) = reply {
             for stream in streams {
-                let mut parts = items(stream)?.into_iter();
-                let entries = parts.nth(1).map(items).transpose()?.unwrap_or_default();
-                for entry in entries {
-                    let mut entry = items(entry)?.into_iter();
-                    let id = entry.next().and_then(|v| text(&v)).unwrap_or_default();
-                    let id = id
-                        .split('-')
-                        .next()
-                        .and_then(|n| n.parse().ok())
-                        .unwrap_or(0);
-                    let fields = entry.next().map(items).transpose()?.unwrap_or_default();
-                    out.push((id, fields.iter().filter_map(text).collect()));
+                let entries = items(stream)?.into_iter().nth(1).map(items).transpose()?;
+                for entry in entries.unwrap_or_default() {
+                    out.push(parse_event(entry)?);
                 }
             }
         }
@@ -195,36 +157,29 @@ impl RedisBackend {
             if connection.is_none() {
                 connection = Some(self.blocking_connection().await?);
             }
-            for (event_id, fields) in self
+            let events = self
                 .follow(connection.as_mut().expect("just made"), after, wait)
-                .await?
-            {
-                after = after.max(event_id);
-                let field = |name: &str| {
-                    fields
-                        .chunks(2)
-                        .find(|p| p[0] == name)
-                        .and_then(|p| p.get(1))
-                        .cloned()
-                };
-                if field("job").as_deref() != Some(id) {
-                    continue;
-                }
-                match field("event").as_deref() {
-                    Some("completed") => {
-                        return Ok(FinishedResult::Completed(
-                            field("returnvalue").map(Into::into),
-                        ))
-                    }
-                    Some("failed") => {
-                        return Ok(FinishedResult::Failed(
-                            field("failedReason").unwrap_or_default(),
-                        ))
-                    }
-                    Some("removed") => return Ok(FinishedResult::Missing),
-                    _ => {}
+                .await?;
+            for event in events {
+                after = after.max(event.id);
+                if let Some(result) = ending(&event, id) {
+                    return Ok(result);
                 }
             }
         }
+    }
+}
+
+/// How event `event` ends job `id`, if it does: completed, failed, or removed (gone).
+fn ending(event: &StreamEvent, id: &str) -> Option<FinishedResult> {
+    if event.job_id.as_deref() != Some(id) {
+        return None;
+    }
+    let value = || event.field.as_ref().map(|(_, v)| v.as_str().to_owned());
+    match event.event {
+        "completed" => Some(FinishedResult::Completed(value().map(Into::into))),
+        "failed" => Some(FinishedResult::Failed(value().unwrap_or_default())),
+        "removed" => Some(FinishedResult::Missing),
+        _ => None,
     }
 }

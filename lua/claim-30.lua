@@ -4,14 +4,14 @@
 -- Returns per claimed job only what the client cannot know: {id, name, data, opts, prio, ord,
 -- seq, created, delay, attempts, stalled, progress, reason, trace}; the state, lock and
 -- processed time are the ones this call set.
-local now, max_events, worker = tonumber(ARGV[1]), ARGV[2], ARGV[3]
+local now, worker = NOW, ARGV[3]
 local lease, max_jobs, seed = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 
-for _, due in ipairs(redis.call("ZRANGEBYSCORE", DELAYED, "-inf", now)) do
+for _, due in ipairs(redis.call("ZRANGEBYSCORE", DELAYED, "-inf", NOW_TEXT)) do
   local id = string.sub(due, 15)
   redis.call("ZREM", DELAYED, due)
   to_waiting(id, false, cjson.decode(get("opts", id)).lifo)
-  emit(now, max_events, "waiting", id, "prev", "delayed")
+  emit("waiting", id, "prev", "delayed")
 end
 if redis.call("HGET", META, "paused") == "1" then return {} end
 
@@ -33,26 +33,42 @@ end
 local claimed = {}
 if allowed > 0 then
   local popped = redis.call("ZPOPMIN", WAITING, allowed)
-  for i = 1, #popped, 2 do
-    local id = string.sub(popped[i], 15)
-    set("state", id, ACTIVE_STATE)
-    local attempts = redis.call("HINCRBY", F["attempts"], id, 1)
-    set("processed", id, now)
-    set("token", id, seed .. "-" .. ((i + 1) / 2))
-    set("worker", id, worker)
-    set("expires", id, now + lease)
-    local seq = num("seq", id)
-    redis.call("ZADD", ACTIVE, now + lease, hex(seq) .. id)
-    emit(now, max_events, "active", id, "prev", "waiting")
-    claimed[#claimed + 1] = {id, get("name", id), get("data", id), get("opts", id),
-      get("prio", id), get("ord", id), seq, get("created", id), get("delay", id), attempts,
-      get("stalled", id), get("progress", id), get("reason", id) or false,
-      get("trace", id) or false, seed .. "-" .. ((i + 1) / 2)}
+  local ids = {}
+  for i = 1, #popped, 2 do ids[#ids + 1] = string.sub(popped[i], 15) end
+  if #ids > 0 then
+    -- One command per field for the whole batch (see complete-30.lua).
+    local attempts, seqs = mget("attempts", ids), mget("seq", ids)
+    local states, tried, processed, tokens, workers, expiry, active = {}, {}, {}, {}, {}, {}, {}
+    -- Text, not Lua numbers: formatting a number for redis.call costs more than the command.
+    local active_state, until_text = tostring(ACTIVE_STATE), int(now + lease)
+    for i, id in ipairs(ids) do
+      attempts[i] = tonumber(attempts[i] or "0") + 1
+      push2(tokens, id, seed .. "-" .. i)
+      push2(states, id, active_state); push2(tried, id, attempts[i])
+      push2(processed, id, NOW_TEXT); push2(workers, id, worker); push2(expiry, id, until_text)
+      push2(active, until_text, hex(tonumber(seqs[i])) .. id)
+    end
+    mset("state", states); mset("attempts", tried); mset("processed", processed)
+    mset("token", tokens); mset("worker", workers); mset("expires", expiry)
+    zadd(ACTIVE, active)
+    reserve_events(#ids)
+    for _, id in ipairs(ids) do emit("active", id, "prev", "waiting") end
+    local columns = {}
+    for _, field in ipairs({"name", "data", "opts", "prio", "ord", "created", "delay", "stalled",
+        "progress", "reason", "trace"}) do
+      columns[field] = mget(field, ids)
+    end
+    for i, id in ipairs(ids) do
+      local c = function(field) return columns[field][i] end
+      claimed[i] = {id, c("name"), c("data"), c("opts"), c("prio"), c("ord"), seqs[i],
+        c("created"), c("delay"), attempts[i], c("stalled"), c("progress"), c("reason"),
+        c("trace"), tokens[2 * i]}
+    end
   end
   if rate_max > 0 then redis.call("HINCRBY", META, "rate_count", #claimed) end
 end
 if #claimed == 0 and redis.call("ZCARD", WAITING) == 0 and not redis.call("HGET", META, "drained") then
   redis.call("HSET", META, "drained", "1")
-  emit(now, max_events, "drained")
+  emit("drained")
 end
 return claimed

@@ -8,6 +8,10 @@ local FIELDS = {"name", "data", "opts", "state", "prio", "ord", "seq", "created"
 local F = {}
 for i, field in ipairs(FIELDS) do F[field] = KEYS[10 + i] end
 
+-- Every script's ARGV starts with now (ms) and, for those that write events, max_events.
+local NOW, NOW_TEXT, MAX_EVENTS = tonumber(ARGV[1]), ARGV[1], ARGV[2]
+local MAX_EVENTS_N = tonumber(MAX_EVENTS) or 0
+
 local WAITING_STATE, DELAYED_STATE, ACTIVE_STATE, CHILDREN_STATE, COMPLETED_STATE, FAILED_STATE =
   0, 1, 2, 3, 4, 5
 
@@ -16,6 +20,54 @@ local function num(field, id) return tonumber(redis.call("HGET", F[field], id) o
 local function set(field, id, value)
   if value == nil or value == false then redis.call("HDEL", F[field], id)
   else redis.call("HSET", F[field], id, value) end
+end
+
+-- One command for one field of many jobs: the layout's point (a hash per field). Arguments go
+-- out in chunks, as unpack() is bounded by Lua's C stack.
+local CHUNK = 500
+local function each_chunk(items, width, fn)
+  for first = 1, #items, CHUNK * width do
+    fn(unpack(items, first, math.min(first + CHUNK * width - 1, #items)))
+  end
+end
+-- The field's value for each id (false when absent), in order.
+local function mget(field, ids)
+  local out = {}
+  each_chunk(ids, 1, function(...)
+    for _, v in ipairs(redis.call("HMGET", F[field], ...)) do out[#out + 1] = v end
+  end)
+  return out
+end
+-- Appends two items (an id and its value, a score and its member).
+local function push2(list, a, b)
+  local n = #list
+  list[n + 1] = a; list[n + 2] = b
+end
+-- `pairs_` alternates id, value.
+local function mset(field, pairs_)
+  each_chunk(pairs_, 2, function(...) redis.call("HSET", F[field], ...) end)
+end
+local function mdel(field, ids)
+  each_chunk(ids, 1, function(...) redis.call("HDEL", F[field], ...) end)
+end
+-- `scored` alternates score, member.
+local function zadd(key, scored)
+  each_chunk(scored, 2, function(...) redis.call("ZADD", key, ...) end)
+end
+local function zrem(key, members)
+  each_chunk(members, 1, function(...) redis.call("ZREM", key, ...) end)
+end
+
+-- A per-field hash holds one entry per job. While a hash is small, Redis stores it as a
+-- listpack and finds an id by scanning every entry (~15,000 instructions at 100 jobs); one value
+-- longer than `hash-max-listpack-value` (64 bytes by default) makes it a real hash table for
+-- good. So each field hash gets such a value under the id "" (no job can have it: custom ids
+-- are never empty) before its first job is written.
+local LAYOUT_SENTINEL = string.rep("-", 256)
+local function ensure_layout()
+  if redis.call("HEXISTS", META, "layout") == 1 then return end
+  for _, field in ipairs(FIELDS) do redis.call("HSET", F[field], "", LAYOUT_SENTINEL) end
+  redis.call("HSET", META, "layout", "1")
 end
 
 -- Adds n to a counter in META and returns the new value.
@@ -30,14 +82,36 @@ local function hex(n) return string.format("%014x", n) end
 local ORDER_OFFSET = 4503599627370496
 local function member(order, id) return hex(order + ORDER_OFFSET) .. id end
 
-local function emit(now, max_events, event, id, key, value)
-  if tonumber(max_events) <= 0 then counter("event", 1) return end
-  local n = counter("event", 1)
-  -- Approximate trimming (~): exact trimming cost ~9 us per XADD once the stream is full.
-  local entry = {"XADD", EVENTS, "MAXLEN", "~", max_events, n .. "-0", "event", event, "ts", now}
-  if id then entry[#entry + 1] = "job"; entry[#entry + 1] = id end
-  if key then entry[#entry + 1] = key; entry[#entry + 1] = value end
-  redis.call(unpack(entry))
+-- Event ids are `<n>-0` from the META counter `event`. A script that knows how many events it
+-- is about to write reserves them with one HINCRBY (`reserve_events`); `emit` takes the next
+-- reserved id, or reserves one on the spot.
+local event_next, event_last = 1, 0
+local function reserve_events(n)
+  if n <= 0 then return end
+  event_last = counter("event", n)
+  event_next = event_last - n + 1
+end
+
+local function emit(event, id, key, value)
+  if event_next > event_last then reserve_events(1) end
+  local n = event_next
+  event_next = n + 1
+  if MAX_EVENTS_N <= 0 then return end
+  -- Approximate trimming (~): exact trimming cost ~9 us per XADD once the stream is full. The
+  -- time goes in as the ARGV text: formatting a Lua number (%.14g) costs more than the XADD.
+  local entry_id = n .. "-0"
+  if id and key then
+    redis.call("XADD", EVENTS, "MAXLEN", "~", MAX_EVENTS, entry_id, "event", event, "ts", NOW_TEXT,
+      "job", id, key, value)
+  elseif id then
+    redis.call("XADD", EVENTS, "MAXLEN", "~", MAX_EVENTS, entry_id, "event", event, "ts", NOW_TEXT,
+      "job", id)
+  elseif key then
+    redis.call("XADD", EVENTS, "MAXLEN", "~", MAX_EVENTS, entry_id, "event", event, "ts", NOW_TEXT,
+      key, value)
+  else
+    redis.call("XADD", EVENTS, "MAXLEN", "~", MAX_EVENTS, entry_id, "event", event, "ts", NOW_TEXT)
+  end
 end
 
 -- Wakes idle workers (BZPOPMIN on MARKER); score = when the work is due.
@@ -62,8 +136,6 @@ local function job(id)
   return out
 end
 
--- Every script's ARGV starts with now (ms) and, for those that write events, max_events.
-local NOW, MAX_EVENTS = tonumber(ARGV[1]), ARGV[2]
 
 -- A whole number as digits (tostring would switch to an exponent past 14 digits).
 local function int(n) return string.format("%.0f", n) end
@@ -75,20 +147,24 @@ local function quoted(id)
   return "\"" .. escaped .. "\""
 end
 
--- nil when `token` holds the live lock of job `id`, else {kind, message} (Job::check_lock).
-local function check(id, token)
-  local state = get("state", id)
+-- nil when `token` holds the live lock of job `id`, else {kind, message} (Job::check_lock),
+-- from the job's stored state, token and lock expiry (false when absent).
+local function check_values(id, token, state, held, expires)
   if not state then return {"missing", "job " .. quoted(id) .. " not found"} end
   if tonumber(state) ~= ACTIVE_STATE then return {"state", state} end
-  if get("token", id) ~= token then
+  if held ~= token then
     return {"lock", "job " .. quoted(id) .. " is locked by another token (its lease was lost)"}
   end
-  local expires = num("expires", id)
+  expires = tonumber(expires or "0")
   if expires <= NOW then
     return {"lock", "job " .. quoted(id) .. ": the lock expired at " .. int(expires) ..
       " (now " .. int(NOW) .. ")"}
   end
   return nil
+end
+
+local function check(id, token)
+  return check_values(id, token, get("state", id), get("token", id), get("expires", id))
 end
 
 -- Takes an active job out of the active set and drops its lock.
@@ -140,10 +216,10 @@ local function fail_for_good(id, reason, opts)
   set("finished", id, NOW)
   set("reason", id, reason)
   redis.call("ZADD", FAILED, NOW, hex(num("seq", id)) .. id)
-  emit(NOW, MAX_EVENTS, "failed", id, "failedReason", reason)
+  emit("failed", id, "failedReason", reason)
   local attempts = num("attempts", id)
   if attempts >= (tonumber(opts.attempts) or 1) then
-    emit(NOW, MAX_EVENTS, "retries-exhausted", id, "attemptsMade", int(attempts))
+    emit("retries-exhausted", id, "attemptsMade", int(attempts))
   end
   retain(FAILED, opts.remove_on_fail, id)
 end

@@ -13,5 +13,5 @@ set("state", id, DELAYED_STATE)
 set("delay", id, int(due))
 redis.call("ZADD", DELAYED, int(due), hex(num("seq", id)) .. id)
 wake(int(due))
-emit(now, max_events, "delayed", id, "delay", int(wanted))
+emit("delayed", id, "delay", int(wanted))
 return {}

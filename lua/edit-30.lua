@@ -10,7 +10,7 @@ if op == "data" then
   set("data", id, ARGV[5])
 elseif op == "progress" then
   set("progress", id, ARGV[5])
-  emit(now, max_events, "progress", id, "data", ARGV[5])
+  emit("progress", id, "data", ARGV[5])
 elseif op == "trace" then
   set("trace", id, ARGV[5])
   if ARGV[6] == "1" then set("reason", id, ARGV[7]) end

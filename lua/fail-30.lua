@@ -51,11 +51,11 @@ for i = 3, #ARGV, 8 do
         set("delay", id, int(due))
         redis.call("ZADD", DELAYED, int(due), hex(num("seq", id)) .. id)
         wake(int(due))
-        emit(now, max_events, "delayed", id, "delay", int(due))
+        emit("delayed", id, "delay", int(due))
         out[#out + 1] = {"retry", int(due)}
       else
         to_waiting(id, false, opts.lifo == true)
-        emit(now, max_events, "waiting", id, "prev", "failed")
+        emit("waiting", id, "prev", "failed")
         out[#out + 1] = {"retry"}
       end
     else

@@ -8,7 +8,7 @@ local now, max_events, force = tonumber(ARGV[1]), ARGV[2], ARGV[3] == "1"
 
 if redis.call("HGET", META, "paused") ~= "1" then
   redis.call("HSET", META, "paused", "1")
-  emit(now, max_events, "paused")
+  emit("paused")
 end
 local active = redis.call("ZCARD", ACTIVE)
 if not force and active > 0 then return {"active", active} end

@@ -6,10 +6,10 @@ local now, max_events, op = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local paused = redis.call("HGET", META, "paused") == "1"
 if op == "pause" and not paused then
   redis.call("HSET", META, "paused", "1")
-  emit(now, max_events, "paused")
+  emit("paused")
 elseif op == "resume" and paused then
   redis.call("HDEL", META, "paused")
-  emit(now, max_events, "resumed")
+  emit("resumed")
   wake(0)
 end
 return {"ok"}

@@ -7,5 +7,5 @@ if not state then return {"missing"} end
 if tonumber(state) ~= DELAYED_STATE then return {"state", state} end
 redis.call("ZREM", DELAYED, hex(num("seq", id)) .. id)
 to_waiting(id, false, cjson.decode(get("opts", id)).lifo)
-emit(now, max_events, "waiting", id, "prev", "delayed")
+emit("waiting", id, "prev", "delayed")
 return {"ok"}

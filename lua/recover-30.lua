@@ -11,14 +11,14 @@ for _, m in ipairs(redis.call("ZRANGEBYSCORE", ACTIVE, "-inf", int(now))) do
   local opts = cjson.decode(get("opts", id))
   local stalled = redis.call("HINCRBY", F["stalled"], id, 1)
   redis.call("HSET", F["attempts"], id, math.max(num("attempts", id) - 1, 0))
-  emit(now, max_events, "stalled", id, "stalledCount", stalled)
+  emit("stalled", id, "stalledCount", stalled)
   unlock(id)
   if stalled > (tonumber(opts.max_stalled_count) or 1) then
     fail_for_good(id, STALLED_REASON, opts)
     failed[#failed + 1] = id
   else
     to_waiting(id, true)
-    emit(now, max_events, "waiting", id, "prev", "stalled")
+    emit("waiting", id, "prev", "stalled")
     recovered[#recovered + 1] = id
   end
 end

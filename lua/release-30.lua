@@ -9,5 +9,5 @@ if refused then return refused end
 unlock(id)
 redis.call("HSET", F["attempts"], id, math.max(num("attempts", id) - 1, 0))
 to_waiting(id, true)
-emit(now, max_events, "waiting", id, "prev", "active")
+emit("waiting", id, "prev", "active")
 return {}

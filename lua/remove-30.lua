@@ -17,7 +17,7 @@ local SETS = {[WAITING_STATE] = WAITING, [DELAYED_STATE] = DELAYED, [ACTIVE_STAT
 local function live_lock(id) return get("token", id) and num("expires", id) > now end
 
 local function cleaned(count)
-  if count > 0 then emit(now, max_events, "cleaned", nil, "count", tostring(count)) end
+  if count > 0 then emit("cleaned", nil, "count", tostring(count)) end
 end
 
 if op == "job" then
@@ -26,7 +26,7 @@ if op == "job" then
   if not state then return {"missing"} end
   if live_lock(id) then return {"locked"} end
   delete(id)
-  emit(now, max_events, "removed", id, "prev", NAMES[tonumber(state)])
+  emit("removed", id, "prev", NAMES[tonumber(state)])
   return {"ok"}
 elseif op == "drain" then
   local doomed = redis.call("ZRANGE", WAITING, 0, -1)

@@ -17,5 +17,5 @@ set("state", id, DELAYED_STATE)
 set("delay", id, due)
 redis.call("ZADD", DELAYED, due, hex(num("seq", id)) .. id)
 wake(due)
-emit(now, max_events, "delayed", id, "delay", due)
+emit("delayed", id, "delay", due)
 return {"ok"}

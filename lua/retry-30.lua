@@ -13,5 +13,5 @@ set("attempts", id, 0)
 set("stalled", id, 0)
 for _, field in ipairs({"finished", "reason", "result", "processed"}) do set(field, id, nil) end
 to_waiting(id, false, cjson.decode(get("opts", id)).lifo)
-emit(now, max_events, "waiting", id, "prev", finished[2])
+emit("waiting", id, "prev", finished[2])
 return {"ok"}

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{backend, job, Server, T};
+use common::{backend, job, raw, Server, T};
 use lanemq_core::jobs::{Completion, Failure, Job, JobState, NewJob, MAX_PRIORITY};
 use lanemq_core::CoreError;
 use lanemq_redis::RedisBackend;
@@ -48,14 +48,6 @@ async fn claim_names(redis: &RedisBackend, now: u64) -> Vec<String> {
         .into_iter()
         .map(|j| j.name.to_string())
         .collect()
-}
-
-async fn raw(server: &Server) -> redis::aio::MultiplexedConnection {
-    redis::Client::open(server.url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap()
 }
 
 /// The events stream as (event, job, extra field and value), oldest first.

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{backend, job, Server, T};
+use common::{backend, job, raw, Server, T};
 use lanemq_core::jobs::{Completion, JobState, Retention};
 
 #[tokio::test]
@@ -112,4 +112,39 @@ async fn delayed_jobs_are_promoted_by_claim_on_time() {
     let claimed = redis.claim("w", 1000, 1, T + 5000).await.unwrap();
     assert_eq!(claimed.len(), 1);
     assert_eq!(claimed[0].delay_until, T + 5000);
+}
+
+#[tokio::test]
+async fn job_field_hashes_are_hash_tables_from_the_first_job() {
+    // A listpack-encoded hash is searched entry by entry; the layout keeps every field hash a
+    // hash table, even while it holds a handful of jobs (lua/README.md).
+    let server = Server::start(&[]);
+    let redis = backend(&server).await;
+    redis
+        .add_bulk(vec![job("one", |_| {})], T, 1 << 20)
+        .await
+        .unwrap();
+    let claimed = redis.claim("w", 1000, 1, T).await.unwrap();
+    let token = claimed[0].lock.clone().unwrap().token;
+    redis
+        .complete_many(
+            vec![Completion {
+                id: claimed[0].id.to_string(),
+                token,
+                result: "null".into(),
+            }],
+            T,
+        )
+        .await
+        .unwrap();
+    let mut connection = raw(&server).await;
+    for key in redis.keys().fields() {
+        let encoding: String = redis::cmd("OBJECT")
+            .arg("ENCODING")
+            .arg(&key)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        assert_eq!(encoding, "hashtable", "{key}");
+    }
 }

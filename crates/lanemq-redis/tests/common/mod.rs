@@ -31,6 +31,15 @@ pub async fn backend(server: &Server) -> RedisBackend {
         .expect("connects")
 }
 
+/// A plain connection to `server`, to look at keys directly.
+pub async fn raw(server: &Server) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(server.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
 pub struct Server {
     child: Child,
     port: u16,

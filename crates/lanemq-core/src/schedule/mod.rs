@@ -63,6 +63,8 @@
 mod cron;
 mod every;
 mod spec;
+#[cfg(test)]
+mod tests;
 mod wire;
 
 pub use spec::{Repeat, ScheduleSpec, DEFAULT_TZ};

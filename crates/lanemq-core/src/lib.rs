@@ -3,10 +3,13 @@
 //! - [`lanes`]: the in-process lane scheduler (priorities, capacity, rate limits, retries,
 //!   dead letters, metrics) that `QueueManager` drives.
 //! - [`journal`]: the append-only, fsynced file that makes named lane commands durable.
+//! - [`schedule`]: when the runs of a repeatable job (every N ms, or a cron pattern in a time
+//!   zone) are due.
 
 pub mod error;
 pub mod jobs;
 pub mod journal;
 pub mod lanes;
+pub mod schedule;
 
 pub use error::{CoreError, CoreResult};

@@ -1,0 +1,98 @@
+//! Cron patterns evaluated in an IANA time zone, on croner.
+//!
+//! croner is set up for POSIX/Vixie cron: 5 fields (minute hour day-of-month month day-of-week)
+//! or 6 with seconds first, day-of-week 0 and 7 both Sunday, names (MON, JAN), day-of-month OR
+//! day-of-week when both are restricted. A 7th (year) field is refused: BullMQ patterns have none,
+//! and a year would let a pattern silently run out.
+
+use chrono::DateTime;
+use chrono_tz::Tz;
+use croner::errors::CronError;
+use croner::parser::{CronParser, Seconds, Year};
+use croner::Cron;
+
+use crate::error::{CoreError, CoreResult};
+use crate::jobs::Millis;
+
+/// A parsed pattern and the zone its wall clock times are read in.
+#[derive(Debug, Clone)]
+pub(super) struct CronRule {
+    cron: Cron,
+    tz: Tz,
+}
+
+impl CronRule {
+    /// Parses `expr`, then `tz`; the errors name the value that is wrong.
+    pub(super) fn parse(expr: &str, tz: &str) -> CoreResult<Self> {
+        let invalid = |why: String| {
+            CoreError::InvalidConfig(format!("invalid cron expression {expr:?}: {why}"))
+        };
+        check_field_count(expr).map_err(invalid)?;
+        let cron = CronParser::builder()
+            .seconds(Seconds::Optional)
+            .year(Year::Disallowed)
+            // Explicit although it is the default: POSIX ORs a restricted day-of-month with a
+            // restricted day-of-week (`0 0 13 * 5` is the 13th and every Friday).
+            .dom_and_dow(false)
+            .alternative_weekdays(false)
+            // `5/15` (from 5 on, every 15) is not POSIX, but BullMQ's cron-parser takes it and
+            // means the same, so patterns written for BullMQ keep working.
+            .sloppy_ranges(true)
+            .build()
+            .parse(expr)
+            .map_err(|e| invalid(e.to_string()))?;
+        let tz: Tz = tz
+            .parse()
+            .map_err(|_| CoreError::InvalidConfig(format!("invalid time zone {tz:?}")))?;
+        Ok(Self { cron, tz })
+    }
+
+    /// The first pattern time strictly after `after`.
+    ///
+    /// `None` when croner's search finds none before its horizon (the year 5000): the pattern
+    /// never fires (`0 0 30 2 *`), or not in any time worth waiting for.
+    pub(super) fn after(&self, after: Millis) -> CoreResult<Option<Millis>> {
+        // Pattern times are whole seconds, so "after `after`" is "after its whole second": this
+        // keeps croner, which works in seconds, from ever seeing a sub-second remainder.
+        let origin = i64::try_from(after / 1000)
+            .ok()
+            .and_then(|secs| DateTime::from_timestamp(secs, 0))
+            .ok_or_else(|| out_of_range(after))?
+            .with_timezone(&self.tz);
+        match self.cron.find_next_occurrence(&origin, false) {
+            Ok(found) => u64::try_from(found.timestamp_millis())
+                .map(Some)
+                .map_err(|_| out_of_range(after)),
+            Err(CronError::TimeSearchLimitExceeded) => Ok(None),
+            Err(e) => Err(CoreError::InvalidConfig(format!(
+                "cron expression {:?} in {} cannot be evaluated after {after}: {e}",
+                self.cron.as_str(),
+                self.tz.name()
+            ))),
+        }
+    }
+}
+
+/// croner would read a 7th field as a year and say little about a 4th missing, so the count is
+/// checked here with a message that says what the fields are. `@daily` and the other nicknames
+/// are one word and go to croner as they are.
+fn check_field_count(expr: &str) -> Result<(), String> {
+    let expr = expr.trim();
+    if expr.starts_with('@') {
+        return Ok(());
+    }
+    match expr.split_whitespace().count() {
+        5 | 6 => Ok(()),
+        n => Err(format!(
+            "{n} field{}; expected 5 (minute hour day-of-month month day-of-week) \
+             or 6 (second first)",
+            if n == 1 { "" } else { "s" }
+        )),
+    }
+}
+
+fn out_of_range(at: Millis) -> CoreError {
+    CoreError::InvalidConfig(format!(
+        "time {at} ms is out of the range cron schedules cover"
+    ))
+}

@@ -17,7 +17,7 @@ mod store;
 mod tests;
 
 pub use backend::{ready, BoxFuture, Completion, Failure, JobBackend, NewJob};
-pub use events::{event_name, field_name, EventLog, StreamEvent, Text};
+pub use events::{event_name, field_name, EventLog, Field, StreamEvent, Text};
 pub use local::LocalBackend;
 pub use memory_backend::{wall_clock_ms, MemoryBackend};
 pub use model::{next_ready_at, FinishedResult, Job, JobState, Lock, Millis, JOB_STATES_COUNT};

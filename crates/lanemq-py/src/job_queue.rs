@@ -628,9 +628,8 @@ impl JobQueueCore {
                 .into_iter()
                 .map(|e| {
                     let fields = e
-                        .field
-                        .into_iter()
-                        .map(|(k, v)| (k, v.as_str().to_owned()))
+                        .fields()
+                        .map(|(k, v)| (*k, v.as_str().to_owned()))
                         .collect();
                     (
                         e.id,

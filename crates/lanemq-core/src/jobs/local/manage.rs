@@ -481,8 +481,8 @@ pub fn read_events(
     let limit = if limit == 0 { i64::MAX } else { limit as i64 };
     let mut stmt = conn
         .prepare_cached(
-            "SELECT id, ts, event, job_id, field_key, field_value FROM events \
-             WHERE id >= ?1 AND id <= ?2 ORDER BY id LIMIT ?3",
+            "SELECT id, ts, event, job_id, field_key, field_value, extra_key, extra_value \
+             FROM events WHERE id >= ?1 AND id <= ?2 ORDER BY id LIMIT ?3",
         )
         .map_err(sql)?;
     let rows = stmt
@@ -495,12 +495,17 @@ pub fn read_events(
             |r| {
                 let key: Option<String> = r.get(4)?;
                 let value: Option<String> = r.get(5)?;
+                let extra_key: Option<String> = r.get(6)?;
+                let extra_value: Option<String> = r.get(7)?;
                 Ok(StreamEvent {
                     id: r.get::<_, i64>(0)? as u64,
                     timestamp: r.get::<_, i64>(1)? as u64,
                     event: event_name(&r.get::<_, String>(2)?),
                     job_id: r.get::<_, Option<String>>(3)?.map(Arc::from),
                     field: key.map(|k| (field_name(&k), Text::Owned(value.unwrap_or_default()))),
+                    extra: extra_key.map(|k| {
+                        Box::new((field_name(&k), Text::Owned(extra_value.unwrap_or_default())))
+                    }),
                 })
             },
         )

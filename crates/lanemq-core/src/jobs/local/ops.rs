@@ -56,7 +56,7 @@ impl Env {
         job: Option<&str>,
         field: Option<(&str, &str)>,
     ) -> CoreResult<()> {
-        event(conn, self.max_events, now, name, job, field)
+        event(conn, self.max_events, now, name, job, [field, None])
     }
 }
 

@@ -180,26 +180,53 @@ pub fn reserve(conn: &Connection, key: &str, n: u64) -> CoreResult<u64> {
     Ok(current + 1)
 }
 
-/// Appends an event (the writer trims the stream to `max_events` once per transaction).
+/// Appends an event with up to two fields (the writer trims the stream to `max_events` once
+/// per transaction).
 pub fn event(
     conn: &Connection,
     max_events: usize,
     now: Millis,
     event: &str,
     job_id: Option<&str>,
-    field: Option<(&str, &str)>,
+    fields: [Option<(&str, &str)>; 2],
 ) -> CoreResult<()> {
     if max_events == 0 {
         return Ok(());
     }
-    conn.prepare_cached(
-        "INSERT INTO events (ts, event, job_id, field_key, field_value) VALUES (?1, ?2, ?3, ?4, ?5)",
-    )
-    .and_then(|mut stmt| {
-        stmt.execute(rusqlite::params![now as i64, event, job_id, field.map(|f| f.0), field.map(|f| f.1)])
-    })
-    .map(|_| ())
-    .map_err(sql)
+    let [field, extra] = fields;
+    let result = match extra {
+        None => conn
+            .prepare_cached(
+                "INSERT INTO events (ts, event, job_id, field_key, field_value) \
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(rusqlite::params![
+                    now as i64,
+                    event,
+                    job_id,
+                    field.map(|f| f.0),
+                    field.map(|f| f.1)
+                ])
+            }),
+        Some((extra_key, extra_value)) => conn
+            .prepare_cached(
+                "INSERT INTO events (ts, event, job_id, field_key, field_value, extra_key, \
+                 extra_value) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(rusqlite::params![
+                    now as i64,
+                    event,
+                    job_id,
+                    field.map(|f| f.0),
+                    field.map(|f| f.1),
+                    extra_key,
+                    extra_value
+                ])
+            }),
+    };
+    result.map(|_| ()).map_err(sql)
 }
 
 /// Drops the oldest events past `max_events`.

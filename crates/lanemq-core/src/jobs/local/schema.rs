@@ -59,9 +59,15 @@ CREATE TABLE IF NOT EXISTS events (
     event TEXT NOT NULL,
     job_id TEXT,
     field_key TEXT,
-    field_value TEXT
+    field_value TEXT,
+    extra_key TEXT,
+    extra_value TEXT
 );
 ";
+
+/// Columns added since format 1 was first written (added to older files when they are opened;
+/// older readers ignore them).
+const ADDED_COLUMNS: [(&str, &str); 2] = [("events", "extra_key"), ("events", "extra_value")];
 
 fn storage(path: &Path, what: &str, error: impl std::fmt::Display) -> CoreError {
     CoreError::Storage(format!("{}: {what}: {error}", path.display()))
@@ -94,6 +100,7 @@ pub fn open(path: &Path, queue: &str) -> CoreResult<Connection> {
         .map_err(|e| storage(path, "cannot set synchronous", e))?;
     conn.execute_batch(SCHEMA)
         .map_err(|e| storage(path, "cannot create the schema", e))?;
+    add_columns(&conn, path)?;
     let tx = conn
         .unchecked_transaction()
         .map_err(|e| storage(path, "cannot start a transaction", e))?;
@@ -110,6 +117,24 @@ pub fn open(path: &Path, queue: &str) -> CoreResult<Connection> {
     tx.commit()
         .map_err(|e| storage(path, "cannot commit metadata", e))?;
     Ok(conn)
+}
+
+/// Adds the `ADDED_COLUMNS` that a file written before them lacks.
+fn add_columns(conn: &Connection, path: &Path) -> CoreResult<()> {
+    for (table, column) in ADDED_COLUMNS {
+        let present: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2",
+                [table, column],
+                |r| r.get(0),
+            )
+            .map_err(|e| storage(path, "cannot read the schema", e))?;
+        if present == 0 {
+            conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} TEXT"))
+                .map_err(|e| storage(path, "cannot upgrade the schema", e))?;
+        }
+    }
+    Ok(())
 }
 
 /// Refuses a file made for another queue or by a newer (or unknown) lanemq format.

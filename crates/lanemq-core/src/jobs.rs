@@ -6,6 +6,7 @@
 //! drive the clock and all backends agree on time.
 
 mod backend;
+pub mod dedup;
 mod events;
 mod local;
 mod manage;
@@ -22,7 +23,7 @@ pub use local::LocalBackend;
 pub use memory_backend::{wall_clock_ms, MemoryBackend};
 pub use model::{next_ready_at, FinishedResult, Job, JobState, Lock, Millis, JOB_STATES_COUNT};
 pub use options::{
-    check_payload, validate_job_id, Backoff, BackoffKind, JobOptions, Retention,
+    check_payload, validate_job_id, Backoff, BackoffKind, Dedup, JobOptions, Retention,
     DEFAULT_MAX_PAYLOAD_BYTES, MAX_PRIORITY,
 };
 pub use store::{Claimed, FailOutcome, MemoryStore, StoreConfig};

@@ -195,6 +195,7 @@ impl JobOptions {
             remove_on_complete: retention("remove_on_complete", remove_on_complete)?,
             remove_on_fail: retention("remove_on_fail", remove_on_fail)?,
             max_stalled_count: count("max_stalled_count", max_stalled_count, 0)?,
+            dedup: None,
         };
         inner.validate().map_err(to_py)?;
         Ok(Self { inner })

@@ -11,6 +11,7 @@ mod events;
 mod local;
 mod manage;
 mod memory_backend;
+mod memory_dedup;
 mod model;
 mod options;
 mod store;

@@ -229,6 +229,44 @@ pub fn event(
     result.map(|_| ()).map_err(sql)
 }
 
+/// The state of job `id`, if it exists (without reading the rest of the row).
+pub fn state(conn: &Connection, id: &str) -> CoreResult<Option<JobState>> {
+    let code: Option<i64> = conn
+        .prepare_cached("SELECT state FROM jobs WHERE id = ?1")
+        .and_then(|mut stmt| stmt.query_row([id], |r| r.get(0)).optional())
+        .map_err(sql)?;
+    code.map(state_of).transpose().map_err(sql)
+}
+
+/// The automatic job ids handed out by one operation: read once, taken one by one as jobs are
+/// created (an add that creates nothing takes none), written back once.
+pub struct AutoIds {
+    last: u64,
+    taken: bool,
+}
+
+impl AutoIds {
+    pub fn read(conn: &Connection) -> CoreResult<Self> {
+        Ok(Self {
+            last: meta_number(conn, "next_auto_id")?.unwrap_or(0),
+            taken: false,
+        })
+    }
+
+    pub fn take(&mut self) -> u64 {
+        self.last += 1;
+        self.taken = true;
+        self.last
+    }
+
+    pub fn write(self, conn: &Connection) -> CoreResult<()> {
+        if self.taken {
+            set_meta(conn, "next_auto_id", Some(&self.last.to_string()))?;
+        }
+        Ok(())
+    }
+}
+
 /// Drops the oldest events past `max_events`.
 pub fn trim_events(conn: &Connection, max_events: usize) -> CoreResult<()> {
     conn.prepare_cached("DELETE FROM events WHERE id <= (SELECT max(id) FROM events) - ?1")

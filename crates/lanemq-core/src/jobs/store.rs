@@ -109,7 +109,7 @@ impl MemoryStore {
         }
     }
 
-    pub(super) fn next_seq(&mut self) -> u64 {
+    fn next_seq(&mut self) -> u64 {
         self.seq += 1;
         self.seq
     }

@@ -346,6 +346,33 @@ async def test_keep_last_with_a_ttl_follows_up_and_restarts_the_ttl(queue: JobQu
     assert await queue.get_deduplication_job_id("kt", now=T + 10_003) is None
 
 
+async def test_keep_last_stored_job_outlives_the_ttl_of_its_key(queue: JobQueue) -> None:
+    keep = Dedup("kx", ttl=1.0, keep_last=True)
+    owner = await queue.add("x", 1, dedup=keep, now=T)
+    active = await _claim(queue, owner, T)
+    assert (await queue.add("x", 2, dedup=keep, now=T + 500)).id == owner.id
+    # The ttl ran out: nothing holds the key, but the stored job still waits for the owner.
+    assert await queue.get_deduplication_job_id("kx", now=T + 1_000) is None
+    await queue.complete(owner.id, _token(active), None, now=T + 2_000)
+    follow = await queue.list_jobs("waiting")
+    assert [(j.data, j.created_at) for j in follow] == [(2, T + 2_000)]
+    assert await queue.get_deduplication_job_id("kx", now=T + 2_999) == follow[0].id
+
+
+async def test_keep_last_stored_job_is_dropped_when_a_new_job_takes_the_key(
+    queue: JobQueue,
+) -> None:
+    keep = Dedup("kx", ttl=1.0, keep_last=True)
+    owner = await queue.add("x", 1, dedup=keep, now=T)
+    active = await _claim(queue, owner, T)
+    await queue.add("x", 2, dedup=keep, now=T + 500)
+    newer = await queue.add("x", 3, dedup=keep, now=T + 1_500)
+    assert newer.id != owner.id and newer.state == "waiting"
+    await queue.complete(owner.id, _token(active), None, now=T + 2_000)
+    assert [j.data for j in await queue.list_jobs("waiting")] == [3]
+    assert await queue.get_deduplication_job_id("kx", now=T + 2_001) == newer.id
+
+
 # ------------------------------------------------------------------------------- removal
 
 

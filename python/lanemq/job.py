@@ -101,6 +101,11 @@ class Job:
         return self._record.stacktrace
 
     @property
+    def dedup_id(self) -> str | None:
+        """The id of the dedup key the job was added under (``Dedup.id``), if any."""
+        return self._record.dedup_id
+
+    @property
     def lock_token(self) -> str | None:
         return self._record.lock_token
 

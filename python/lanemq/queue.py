@@ -108,8 +108,9 @@ class JobQueue:
     ) -> Job:
         """Adds a job. Options come as `JobOptions`, a dict or keywords (``job_id``,
         ``priority``, ``lifo``, ``delay``, ``attempts``, ``backoff``, ``timeout``,
-        ``remove_on_complete``, ``remove_on_fail``, ``max_stalled_count``). A custom
-        ``job_id`` that exists returns the existing job unchanged."""
+        ``remove_on_complete``, ``remove_on_fail``, ``max_stalled_count``, ``dedup``). A custom
+        ``job_id`` that exists returns the existing job unchanged; so does a ``dedup`` key
+        (`Dedup`) that is held, which returns the job holding it."""
         opts = _options(options, option_keywords)
         body = _json.dumps(data, f"data of job {name!r}")
         record, _ = await self._core.add(name, body, opts, _now(now))
@@ -350,6 +351,20 @@ class JobQueue:
     async def remove(self, job_id: str, *, now: int | None = None) -> None:
         """Removes a job (refused with `JobStateError` while a worker holds its lock)."""
         await self._core.remove(job_id, _now(now))
+
+    # ------------------------------------------------------------- dedup keys
+
+    async def get_deduplication_job_id(
+        self, dedup_id: str, *, now: int | None = None
+    ) -> str | None:
+        """The id of the job holding the dedup key ``dedup_id``, or None when the key is not
+        held (absent, its ttl ran out, or, without a ttl, its job finished)."""
+        return await self._core.get_deduplication_job_id(dedup_id, _now(now))
+
+    async def remove_deduplication_key(self, dedup_id: str, *, now: int | None = None) -> bool:
+        """Deletes the dedup key ``dedup_id`` (and a keep_last job waiting on it), so the next
+        add with that id is added. True if a held key was deleted."""
+        return await self._core.remove_deduplication_key(dedup_id, _now(now))
 
     # -------------------------------------------------------------- the queue
 

@@ -6,10 +6,12 @@
 //! drive the clock and all backends agree on time.
 
 mod backend;
+pub mod dedup;
 mod events;
 mod local;
 mod manage;
 mod memory_backend;
+mod memory_dedup;
 mod model;
 mod options;
 mod store;
@@ -17,12 +19,12 @@ mod store;
 mod tests;
 
 pub use backend::{ready, BoxFuture, Completion, Failure, JobBackend, NewJob};
-pub use events::{event_name, field_name, EventLog, StreamEvent, Text};
+pub use events::{event_name, field_name, EventLog, Field, StreamEvent, Text};
 pub use local::LocalBackend;
 pub use memory_backend::{wall_clock_ms, MemoryBackend};
 pub use model::{next_ready_at, FinishedResult, Job, JobState, Lock, Millis, JOB_STATES_COUNT};
 pub use options::{
-    check_payload, validate_job_id, Backoff, BackoffKind, JobOptions, Retention,
+    check_payload, validate_job_id, Backoff, BackoffKind, Dedup, JobOptions, Retention,
     DEFAULT_MAX_PAYLOAD_BYTES, MAX_PRIORITY,
 };
 pub use store::{Claimed, FailOutcome, MemoryStore, StoreConfig};

@@ -1,5 +1,5 @@
-//! `JobOptions`, `Backoff` and `KeepJobs`: job options validated on construction, so a bad value
-//! raises before anything is written.
+//! `JobOptions`, `Backoff`, `KeepJobs` and `Dedup`: job options validated on construction, so a
+//! bad value raises before anything is written.
 
 use lanemq_core::jobs::{self as core, BackoffKind, Retention};
 use pyo3::prelude::*;
@@ -136,6 +136,102 @@ fn retention(field: &str, value: Option<&Bound<'_, PyAny>>) -> PyResult<Retentio
     }
 }
 
+/// Deduplication: while the key `id` is held, adding a job with the same id adds nothing and
+/// returns the job holding it. Without `ttl` (seconds) the key is held until that job finishes;
+/// with it, for `ttl` seconds whatever happens to the job (throttle). `extend` restarts the ttl
+/// on every duplicate (debounce); `replace` replaces a holder that is still delayed with the new
+/// job; `keep_last` keeps the latest duplicate added while the holder is active and adds it once
+/// the holder finishes.
+#[pyclass(frozen, eq, hash, from_py_object, module = "lanemq._core")]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Dedup {
+    pub inner: core::Dedup,
+}
+
+#[pymethods]
+impl Dedup {
+    #[new]
+    #[pyo3(signature = (id, ttl=None, extend=false, replace=false, keep_last=false))]
+    fn new(
+        id: String,
+        ttl: Option<f64>,
+        extend: bool,
+        replace: bool,
+        keep_last: bool,
+    ) -> PyResult<Self> {
+        let ttl = match ttl {
+            Some(t) if t <= 0.0 || !t.is_finite() => {
+                return Err(invalid("dedup ttl", t, "must be > 0 seconds"))
+            }
+            Some(t) => Some(seconds_to_millis("dedup ttl", t)?.max(1)),
+            None => None,
+        };
+        let inner = core::Dedup {
+            id,
+            ttl,
+            extend,
+            replace,
+            keep_last,
+        };
+        inner.validate().map_err(to_py)?;
+        Ok(Self { inner })
+    }
+
+    #[getter]
+    fn id(&self) -> &str {
+        &self.inner.id
+    }
+    /// Seconds, or None.
+    #[getter]
+    fn ttl(&self) -> Option<f64> {
+        self.inner.ttl.map(millis_to_seconds)
+    }
+    #[getter]
+    fn extend(&self) -> bool {
+        self.inner.extend
+    }
+    #[getter]
+    fn replace(&self) -> bool {
+        self.inner.replace
+    }
+    #[getter]
+    fn keep_last(&self) -> bool {
+        self.inner.keep_last
+    }
+    fn __repr__(&self) -> String {
+        let d = &self.inner;
+        let mut out = format!("Dedup({:?}", d.id);
+        if let Some(ttl) = d.ttl {
+            out.push_str(&format!(", ttl={}", millis_to_seconds(ttl)));
+        }
+        for (flag, name) in [
+            (d.extend, "extend"),
+            (d.replace, "replace"),
+            (d.keep_last, "keep_last"),
+        ] {
+            if flag {
+                out.push_str(&format!(", {name}=True"));
+            }
+        }
+        out.push(')');
+        out
+    }
+}
+
+/// `None` or a `Dedup`; anything else is a `TypeError` naming it.
+fn dedup(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<core::Dedup>> {
+    let Some(value) = value.filter(|v| !v.is_none()) else {
+        return Ok(None);
+    };
+    match value.extract::<Dedup>() {
+        Ok(d) => Ok(Some(d.inner)),
+        Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "dedup must be a Dedup or None, got {}",
+            value.repr()?
+        ))),
+    }
+}
+
 /// Options of one job (also accepted as keywords by `add`).
 #[pyclass(frozen, from_py_object, module = "lanemq._core")]
 #[derive(Clone)]
@@ -148,9 +244,10 @@ impl JobOptions {
     #[new]
     #[pyo3(signature = (job_id=None, priority=Int::of(0), lifo=false, delay=0.0, attempts=Int::of(1),
         backoff=None, timeout=None, remove_on_complete=None, remove_on_fail=None,
-        max_stalled_count=Int::of(1)),
+        max_stalled_count=Int::of(1), dedup=None),
         text_signature = "(job_id=None, priority=0, lifo=False, delay=0.0, attempts=1, backoff=None, \
-            timeout=None, remove_on_complete=None, remove_on_fail=None, max_stalled_count=1)")]
+            timeout=None, remove_on_complete=None, remove_on_fail=None, max_stalled_count=1, \
+            dedup=None)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         job_id: Option<String>,
@@ -163,6 +260,7 @@ impl JobOptions {
         remove_on_complete: Option<&Bound<'_, PyAny>>,
         remove_on_fail: Option<&Bound<'_, PyAny>>,
         max_stalled_count: Int,
+        dedup: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let priority = priority.get("priority")?;
         let attempts = attempts.get("attempts")?;
@@ -195,6 +293,7 @@ impl JobOptions {
             remove_on_complete: retention("remove_on_complete", remove_on_complete)?,
             remove_on_fail: retention("remove_on_fail", remove_on_fail)?,
             max_stalled_count: count("max_stalled_count", max_stalled_count, 0)?,
+            dedup: self::dedup(dedup)?,
         };
         inner.validate().map_err(to_py)?;
         Ok(Self { inner })
@@ -231,6 +330,10 @@ impl JobOptions {
     #[getter]
     fn max_stalled_count(&self) -> u32 {
         self.inner.max_stalled_count
+    }
+    #[getter]
+    fn dedup(&self) -> Option<Dedup> {
+        self.inner.dedup.clone().map(|inner| Dedup { inner })
     }
     /// The options as JSON (as backends store them).
     fn to_json(&self) -> String {

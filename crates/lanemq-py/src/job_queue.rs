@@ -615,6 +615,26 @@ impl JobQueueCore {
         resolve(py, self.backend.is_maxed(), Ok)
     }
 
+    /// The id of the job holding the dedup key `dedup_id` at `now`, or None if it is not held.
+    fn get_deduplication_job_id<'py>(
+        &self,
+        py: Python<'py>,
+        dedup_id: String,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.get_deduplication_job_id(dedup_id, now), Ok)
+    }
+
+    /// Deletes the dedup key `dedup_id`; awaits True if a held key was deleted.
+    fn remove_deduplication_key<'py>(
+        &self,
+        py: Python<'py>,
+        dedup_id: String,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.remove_deduplication_key(dedup_id, now), Ok)
+    }
+
     /// Events `(id, timestamp, event, job_id, fields)` with `start <= id <= end`.
     fn read_events<'py>(
         &self,
@@ -628,9 +648,8 @@ impl JobQueueCore {
                 .into_iter()
                 .map(|e| {
                     let fields = e
-                        .field
-                        .into_iter()
-                        .map(|(k, v)| (k, v.as_str().to_owned()))
+                        .fields()
+                        .map(|(k, v)| (*k, v.as_str().to_owned()))
                         .collect();
                     (
                         e.id,

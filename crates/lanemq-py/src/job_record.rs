@@ -121,6 +121,12 @@ impl JobRecord {
         }
     }
 
+    /// The id of the dedup key the job was added under, if any.
+    #[getter]
+    fn dedup_id(&self) -> Option<&str> {
+        self.options.dedup.as_ref().map(|d| d.id.as_str())
+    }
+
     /// The job's timeout in seconds, if it has one (read on the worker's hot path).
     #[getter]
     fn timeout(&self) -> Option<f64> {

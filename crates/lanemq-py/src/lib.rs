@@ -27,6 +27,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<durable_journal::DurableJournal>()?;
     m.add_class::<job_options::Backoff>()?;
     m.add_class::<job_options::KeepJobs>()?;
+    m.add_class::<job_options::Dedup>()?;
     m.add_class::<job_options::JobOptions>()?;
     m.add_class::<job_record::JobRecord>()?;
     m.add_class::<job_queue::JobQueueCore>()?;

@@ -262,6 +262,7 @@ pub(crate) fn parse_event(entry: Value) -> CoreResult<StreamEvent> {
         event: "unknown",
         job_id: None,
         field: None,
+        extra: None,
     };
     for pair in values.chunks(2) {
         let [key, value] = pair else { continue };

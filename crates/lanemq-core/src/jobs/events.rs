@@ -44,7 +44,7 @@ impl From<&Arc<str>> for Text {
 }
 
 /// Every event name the backends write; names read back from storage map onto these.
-const EVENT_NAMES: [&str; 16] = [
+const EVENT_NAMES: [&str; 18] = [
     "added",
     "waiting",
     "delayed",
@@ -60,11 +60,13 @@ const EVENT_NAMES: [&str; 16] = [
     "paused",
     "resumed",
     "duplicated",
+    "deduplicated",
+    "debounced",
     "unknown",
 ];
 
 /// Every field name events carry.
-const FIELD_NAMES: [&str; 10] = [
+const FIELD_NAMES: [&str; 13] = [
     "name",
     "delay",
     "prev",
@@ -74,6 +76,9 @@ const FIELD_NAMES: [&str; 10] = [
     "attemptsMade",
     "stalledCount",
     "count",
+    "deduplicationId",
+    "deduplicatedJobId",
+    "debounceId",
     "value",
 ];
 
@@ -95,15 +100,27 @@ pub fn field_name(name: &str) -> &'static str {
     known(&FIELD_NAMES, name)
 }
 
-/// One entry of the stream. Every event carries at most one field (BullMQ's events do too,
-/// apart from the job id), which saves a vector per event.
+/// One field of an event: its name and its value.
+pub type Field = (&'static str, Text);
+
+/// One entry of the stream. Events carry at most one field apart from the job id, except
+/// `deduplicated`, which has a second one (`extra`, boxed so the other events pay one word for
+/// it), which saves a vector per event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamEvent {
     pub id: u64,
     pub timestamp: Millis,
     pub event: &'static str,
     pub job_id: Option<Arc<str>>,
-    pub field: Option<(&'static str, Text)>,
+    pub field: Option<Field>,
+    pub extra: Option<Box<Field>>,
+}
+
+impl StreamEvent {
+    /// The event's fields, in order.
+    pub fn fields(&self) -> impl Iterator<Item = &Field> {
+        self.field.iter().chain(self.extra.as_deref())
+    }
 }
 
 #[derive(Debug)]
@@ -127,7 +144,19 @@ impl EventLog {
         now: Millis,
         event: &'static str,
         job_id: Option<&Arc<str>>,
-        field: Option<(&'static str, Text)>,
+        field: Option<Field>,
+    ) {
+        self.push_fields(now, event, job_id, field, None);
+    }
+
+    /// Like `push`, with a second field.
+    pub fn push_fields(
+        &mut self,
+        now: Millis,
+        event: &'static str,
+        job_id: Option<&Arc<str>>,
+        field: Option<Field>,
+        extra: Option<Field>,
     ) {
         if self.max_len == 0 {
             self.next_id += 1;
@@ -142,6 +171,7 @@ impl EventLog {
             event,
             job_id: job_id.cloned(),
             field,
+            extra: extra.map(Box::new),
         });
         self.next_id += 1;
     }

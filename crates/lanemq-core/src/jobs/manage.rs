@@ -165,7 +165,9 @@ impl MemoryStore {
         Ok(())
     }
 
-    /// Runs a finished job again: back to waiting with its attempts and failure cleared.
+    /// Runs a finished job again: back to waiting with its attempts and failure cleared. A job
+    /// with dedup options takes its key back, unless another unfinished job holds it: then the
+    /// retry is refused.
     pub fn retry_job(&mut self, id: &str, now: Millis) -> CoreResult<()> {
         let key = self.key(id)?;
         self.expect_state(
@@ -173,6 +175,7 @@ impl MemoryStore {
             &[JobState::Failed, JobState::Completed],
             "failed or completed",
         )?;
+        self.dedup_on_retry(&key, now)?;
         let prev = self.jobs[&key].state.as_str();
         let order = self.waiting_order(&key, false);
         self.transition(&key, JobState::Waiting, |job| {
@@ -302,7 +305,7 @@ impl MemoryStore {
             )));
         }
         let prev = job.state.as_str();
-        let removed = self.delete(&key).expect("job exists");
+        let removed = self.delete_releasing(&key).expect("job exists");
         self.events
             .push(now, "removed", Some(&key), Some(("prev", prev.into())));
         Ok(removed)
@@ -333,7 +336,7 @@ impl MemoryStore {
             doomed.extend(self.delayed.iter().map(|(_, _, id)| Arc::clone(id)));
         }
         for id in &doomed {
-            self.delete(id);
+            self.delete_releasing(id);
         }
         if !doomed.is_empty() {
             self.events.push(
@@ -368,7 +371,7 @@ impl MemoryStore {
             .cloned()
             .collect();
         for id in &doomed {
-            self.delete(id);
+            self.delete_releasing(id);
         }
         if !doomed.is_empty() {
             self.events.push(
@@ -399,6 +402,7 @@ impl MemoryStore {
         self.completed.clear();
         self.failed.clear();
         self.events.clear();
+        self.dedup.clear();
         self.rate_limit = None;
         self.max_active = None;
         self.paused = false;

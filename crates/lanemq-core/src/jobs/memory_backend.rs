@@ -131,7 +131,11 @@ impl MemoryBackend {
 
 impl JobBackend for MemoryBackend {
     fn add(&self, job: NewJob, now: Millis) -> BoxFuture<(Job, bool)> {
-        self.write(|s| s.store.add(&job.name, &job.data, job.options, now))
+        self.write(|s| {
+            let added = s.store.add(&job.name, &job.data, job.options, now);
+            settle_replaced(s);
+            added
+        })
     }
 
     fn add_bulk(&self, jobs: Vec<NewJob>, now: Millis) -> BoxFuture<Vec<(Job, bool)>> {
@@ -139,7 +143,11 @@ impl JobBackend for MemoryBackend {
             .into_iter()
             .map(|j| (j.name, j.data, j.options))
             .collect();
-        self.write(|s| s.store.add_bulk(jobs, now))
+        self.write(|s| {
+            let added = s.store.add_bulk(jobs, now);
+            settle_replaced(s);
+            added
+        })
     }
 
     fn claim(
@@ -451,6 +459,14 @@ impl JobBackend for MemoryBackend {
         self.read(|store| Ok(store.is_maxed()))
     }
 
+    fn get_deduplication_job_id(&self, dedup_id: String, now: Millis) -> BoxFuture<Option<String>> {
+        self.read(|store| Ok(store.get_deduplication_job_id(&dedup_id, now)))
+    }
+
+    fn remove_deduplication_key(&self, dedup_id: String, now: Millis) -> BoxFuture<bool> {
+        self.write(|s| Ok(s.store.remove_deduplication_key(&dedup_id, now)))
+    }
+
     fn read_events(&self, start: u64, end: u64, limit: usize) -> BoxFuture<Vec<StreamEvent>> {
         self.read(|store| Ok(store.read_events(start, end, limit)))
     }
@@ -467,6 +483,13 @@ impl JobBackend for MemoryBackend {
         self.wait_until(timeout, move |store, _| {
             (store.last_event_id() > after, None)
         })
+    }
+}
+
+/// Tells waiters of jobs that a dedup replace removed.
+fn settle_replaced(state: &mut State) {
+    for id in state.store.take_replaced() {
+        finish(&mut state.waiters, &id, || FinishedResult::Missing);
     }
 }
 

@@ -102,6 +102,11 @@ pub struct Job {
 }
 
 impl Job {
+    /// The id of the dedup key the job was added under, if any.
+    pub fn dedup_id(&self) -> Option<&str> {
+        self.options.dedup.as_ref().map(|d| d.id.as_str())
+    }
+
     /// Ok if `token` holds this job's live lock; the error says why not (every backend reports
     /// the same errors).
     pub fn check_lock(&self, token: &str, now: Millis) -> CoreResult<()> {

@@ -67,6 +67,69 @@ pub enum Retention {
     },
 }
 
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+/// Deduplication (BullMQ's modes): while the key `id` is held, an add with the same id returns
+/// the job holding it instead of adding another. Without `ttl` the key is held while its job is
+/// unfinished (simple mode); with `ttl` for that long after it was set, whatever the job's state
+/// (throttle mode). `extend` restarts the ttl on every duplicate (debounce), `replace` replaces a
+/// holder that is still delayed by the new job, and `keep_last` keeps the latest duplicate that
+/// arrives while the holder is active and adds it once the holder finishes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Dedup {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<Millis>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub extend: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub replace: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub keep_last: bool,
+}
+
+impl Dedup {
+    /// Plain deduplication on `id`: no ttl, no mode.
+    pub fn simple(id: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            ttl: None,
+            extend: false,
+            replace: false,
+            keep_last: false,
+        }
+    }
+
+    pub fn validate(&self) -> CoreResult<()> {
+        let id = &self.id;
+        if id.is_empty() {
+            return Err(CoreError::InvalidConfig(
+                "invalid dedup id: \"\" (must not be empty)".into(),
+            ));
+        }
+        if self.ttl == Some(0) {
+            return Err(CoreError::InvalidConfig(format!(
+                "invalid dedup ttl: 0 (must be > 0) for dedup id {id:?}"
+            )));
+        }
+        if self.extend && self.ttl.is_none() {
+            return Err(CoreError::InvalidConfig(format!(
+                "invalid dedup extend: true without a ttl for dedup id {id:?} (extend restarts \
+                 the ttl, so it needs one)"
+            )));
+        }
+        if self.replace && self.keep_last {
+            return Err(CoreError::InvalidConfig(format!(
+                "invalid dedup modes: replace and keep_last together for dedup id {id:?} \
+                 (choose one)"
+            )));
+        }
+        Ok(())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -89,6 +152,8 @@ pub struct JobOptions {
     pub remove_on_fail: Retention,
     #[serde(default = "one")]
     pub max_stalled_count: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dedup: Option<Dedup>,
 }
 
 fn one() -> u32 {
@@ -108,6 +173,7 @@ impl Default for JobOptions {
             remove_on_complete: Retention::KeepAll,
             remove_on_fail: Retention::KeepAll,
             max_stalled_count: 1,
+            dedup: None,
         }
     }
 }
@@ -131,6 +197,9 @@ impl JobOptions {
         }
         if let Some(backoff) = &self.backoff {
             backoff.validate()?;
+        }
+        if let Some(dedup) = &self.dedup {
+            dedup.validate()?;
         }
         Ok(())
     }
@@ -207,6 +276,70 @@ mod tests {
             jitter: 0.0,
         };
         assert_eq!(fixed.delay_for(5, 0.0), 2000);
+    }
+
+    #[test]
+    fn dedup_rules() {
+        let ok = Dedup {
+            ttl: Some(1000),
+            extend: true,
+            replace: true,
+            ..Dedup::simple("d")
+        };
+        assert!(ok.validate().is_ok());
+        let cases = [
+            (Dedup::simple(""), "dedup id"),
+            (
+                Dedup {
+                    ttl: Some(0),
+                    ..Dedup::simple("d")
+                },
+                "ttl: 0",
+            ),
+            (
+                Dedup {
+                    extend: true,
+                    ..Dedup::simple("d")
+                },
+                "extend",
+            ),
+            (
+                Dedup {
+                    replace: true,
+                    keep_last: true,
+                    ..Dedup::simple("d")
+                },
+                "replace and keep_last",
+            ),
+        ];
+        for (bad, fragment) in cases {
+            let options = JobOptions {
+                dedup: Some(bad.clone()),
+                ..JobOptions::default()
+            };
+            let err = options.validate().unwrap_err();
+            assert!(
+                matches!(err, CoreError::InvalidConfig(_)),
+                "{bad:?}: {err:?}"
+            );
+            assert!(err.to_string().contains(fragment), "{err}");
+        }
+    }
+
+    #[test]
+    fn dedup_serialises_only_what_is_set() {
+        let options = JobOptions {
+            dedup: Some(Dedup {
+                ttl: Some(5),
+                ..Dedup::simple("d")
+            }),
+            ..JobOptions::default()
+        };
+        let json = serde_json::to_string(&options).unwrap();
+        assert!(json.contains(r#""dedup":{"id":"d","ttl":5}"#), "{json}");
+        assert_eq!(serde_json::from_str::<JobOptions>(&json).unwrap(), options);
+        let plain = serde_json::to_string(&JobOptions::default()).unwrap();
+        assert!(!plain.contains("dedup"), "{plain}");
     }
 
     #[test]

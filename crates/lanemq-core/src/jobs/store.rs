@@ -10,6 +10,7 @@ use std::sync::Arc;
 use crate::error::{CoreError, CoreResult};
 
 use super::events::{EventLog, Text};
+use super::memory_dedup::DedupKeys;
 use super::model::{Job, JobState, Lock, Millis};
 use super::options::{check_payload, JobOptions, Retention, DEFAULT_MAX_PAYLOAD_BYTES};
 
@@ -64,6 +65,7 @@ pub struct MemoryStore {
     rate_window: (Millis, u32),
     pub(super) max_active: Option<u32>,
     pub(super) events: EventLog,
+    pub(super) dedup: DedupKeys,
     seq: u64,
     next_auto_id: u64,
     drained_reported: bool,
@@ -85,6 +87,7 @@ impl MemoryStore {
     pub fn new(config: StoreConfig) -> Self {
         Self {
             events: EventLog::new(config.max_events),
+            dedup: DedupKeys::default(),
             config,
             jobs: HashMap::default(),
             waiting: BTreeMap::new(),
@@ -285,12 +288,37 @@ impl MemoryStore {
             .collect())
     }
 
+    /// Adds a validated job: the existing one if its custom id is taken (`false`), the holder
+    /// of its dedup key if that is held (`false`), else a new one (`true`).
     fn insert(&mut self, name: &str, data: &str, options: JobOptions, now: Millis) -> (Job, bool) {
-        if let Some(existing) = options.job_id.as_deref().and_then(|id| self.jobs.get(id)) {
-            let job = existing.clone();
-            self.events.push(now, "duplicated", Some(&job.id), None);
-            return (job, false);
+        if let Some(existing) = self.existing(&options, now) {
+            return (existing, false);
         }
+        if options.dedup.is_some() {
+            return self.insert_deduplicated(name, data, options, now);
+        }
+        (self.create(name, data, options, now), true)
+    }
+
+    /// The job that already has the custom id of `options`, if any (a `duplicated` event).
+    pub(super) fn existing(&mut self, options: &JobOptions, now: Millis) -> Option<Job> {
+        let job = options
+            .job_id
+            .as_deref()
+            .and_then(|id| self.jobs.get(id))?
+            .clone();
+        self.events.push(now, "duplicated", Some(&job.id), None);
+        Some(job)
+    }
+
+    /// Writes a new job (its checks done) and its events.
+    pub(super) fn create(
+        &mut self,
+        name: &str,
+        data: &str,
+        options: JobOptions,
+        now: Millis,
+    ) -> Job {
         let id: JobId = match &options.job_id {
             Some(id) => Arc::from(id.as_str()),
             None => {
@@ -345,7 +373,7 @@ impl MemoryStore {
         } else {
             self.events.push(now, "waiting", Some(&id), None);
         }
-        (snapshot, true)
+        snapshot
     }
 
     // ------------------------------------------------------------------- claim
@@ -472,6 +500,7 @@ impl MemoryStore {
             Some(&key),
             Some(("returnvalue", Text::Shared(result))),
         );
+        self.dedup_on_finish(&key, now);
         let policy = self.jobs[&key].options.remove_on_complete.clone();
         self.retain(JobState::Completed, &policy, &key, now);
         Ok(())
@@ -553,6 +582,7 @@ impl MemoryStore {
                 Some(("attemptsMade", attempts.to_string().into())),
             );
         }
+        self.dedup_on_finish(key, now);
         self.retain(JobState::Failed, &policy, key, now);
     }
 
@@ -669,7 +699,8 @@ impl MemoryStore {
         }
     }
 
-    /// Removes a job from every index and from the store.
+    /// Removes a job from every index and from the store (its dedup key stays: see
+    /// `delete_releasing` for removals that release it).
     pub(super) fn delete(&mut self, id: &JobId) -> Option<Job> {
         if !self.jobs.contains_key(id) {
             return None;

@@ -154,6 +154,75 @@ fn duplicate_custom_id_returns_the_first_job() {
     assert_eq!(s.count(JobState::Waiting), 1);
 }
 
+fn dedup(id: &str, f: impl FnOnce(&mut Dedup)) -> JobOptions {
+    let mut d = Dedup::simple(id);
+    f(&mut d);
+    opts(|o| o.dedup = Some(d))
+}
+
+#[test]
+fn bulk_dedups_in_order_and_is_all_or_nothing() {
+    let mut s = store();
+    let job = |data: &str, options: JobOptions| ("a".to_owned(), data.to_owned(), options);
+    let bad = vec![job("1", dedup("k", |_| {})), job("2", dedup("", |_| {}))];
+    assert!(matches!(s.add_bulk(bad, T), Err(CoreError::InvalidConfig(m)) if m.contains("job #1")));
+    assert_eq!((s.count_pending(), s.last_event_id()), (0, 0));
+    assert_eq!(s.get_deduplication_job_id("k", T), None);
+
+    let added = s
+        .add_bulk(
+            vec![
+                job("1", dedup("k", |_| {})),
+                job("2", JobOptions::default()),
+                job("3", dedup("k", |_| {})),
+            ],
+            T,
+        )
+        .unwrap();
+    let ids: Vec<(&str, bool)> = added.iter().map(|(j, c)| (&*j.id, *c)).collect();
+    assert_eq!(ids, vec![("1", true), ("2", true), ("1", false)]);
+    assert_eq!(s.get_deduplication_job_id("k", T).as_deref(), Some("1"));
+}
+
+#[test]
+fn keep_last_follow_up_is_added_once_when_the_owner_finishes() {
+    let mut s = store();
+    let keep = |data: &str, s: &mut MemoryStore, now| {
+        s.add("a", data, dedup("k", |d| d.keep_last = true), now)
+            .unwrap()
+    };
+    let (owner, _) = keep("1", &mut s, T);
+    let token = s.claim("w", 1000, 1, T).remove(0).lock.unwrap().token;
+    for (i, data) in ["2", "3", "4"].into_iter().enumerate() {
+        let (got, created) = keep(data, &mut s, T + 1 + i as Millis);
+        assert_eq!((&*got.id, created), (&*owner.id, false));
+    }
+    assert_eq!(s.count_pending(), 0);
+    s.complete(&owner.id, &token, "null", T + 10).unwrap();
+    let waiting = s.list_jobs(&[JobState::Waiting], 0, -1, true);
+    assert_eq!(waiting.len(), 1);
+    assert_eq!((&*waiting[0].data, waiting[0].created_at), ("4", T + 10));
+    assert_eq!(
+        s.get_deduplication_job_id("k", T + 10).as_deref(),
+        Some(&*waiting[0].id)
+    );
+}
+
+#[test]
+fn expired_keys_are_dropped_and_never_held() {
+    let mut s = store();
+    let throttle = |s: &mut MemoryStore, now| {
+        s.add("a", "1", dedup("t", |d| d.ttl = Some(100)), now)
+            .unwrap()
+    };
+    let (first, _) = throttle(&mut s, T);
+    assert!(!throttle(&mut s, T + 99).1);
+    let (second, created) = throttle(&mut s, T + 100);
+    assert!(created && second.id != first.id);
+    assert!(!s.remove_deduplication_key("t", T + 200), "expired");
+    assert_eq!(s.get_deduplication_job_id("t", T + 200), None);
+}
+
 #[test]
 fn keep_count_trims_the_oldest_finished() {
     let mut s = store();

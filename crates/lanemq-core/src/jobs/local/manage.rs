@@ -9,7 +9,8 @@ use crate::jobs::events::{event_name, field_name, StreamEvent, Text};
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
 use crate::jobs::options::{check_payload, validate_priority};
 
-use super::ops::{delete, is_paused, to_waiting, transition, Env};
+use super::dedup;
+use super::ops::{delete_releasing, is_paused, to_waiting, transition, Env};
 use super::rows::{self, code, count, load, require, set_meta, sql, COLUMNS};
 
 fn order_of(state: JobState) -> &'static str {
@@ -207,6 +208,7 @@ pub fn retry_job(conn: &Connection, env: &mut Env, id: &str, now: Millis) -> Cor
         &[JobState::Failed, JobState::Completed],
         "failed or completed",
     )?;
+    dedup::on_retry(conn, &job, now)?;
     let prev = job.state.as_str();
     job.attempts_made = 0;
     job.stalled_count = 0;
@@ -347,7 +349,7 @@ pub fn remove(conn: &Connection, env: &mut Env, id: &str, now: Millis) -> CoreRe
             "job {id:?} is locked by a worker and cannot be removed"
         )));
     }
-    delete(conn, id)?;
+    delete_releasing(conn, id)?;
     env.finished.push((id.to_owned(), FinishedResult::Missing));
     env.event(
         conn,
@@ -374,7 +376,7 @@ pub fn set_paused(conn: &Connection, env: &mut Env, paused: bool, now: Millis) -
 
 fn delete_all(conn: &Connection, env: &mut Env, ids: &[String]) -> CoreResult<()> {
     for id in ids {
-        delete(conn, id)?;
+        delete_releasing(conn, id)?;
         env.finished.push((id.clone(), FinishedResult::Missing));
     }
     Ok(())
@@ -464,7 +466,8 @@ pub fn obliterate(
         env.finished.push((id, FinishedResult::Missing));
     }
     conn.execute_batch(
-        "DELETE FROM jobs; DELETE FROM logs; DELETE FROM events; UPDATE counts SET n = 0; \
+        "DELETE FROM jobs; DELETE FROM logs; DELETE FROM events; DELETE FROM dedup; \
+         UPDATE counts SET n = 0; \
          DELETE FROM meta WHERE key IN ('paused', 'rate_max', 'rate_duration', 'rate_start', \
          'rate_count', 'max_active', 'drained');",
     )
@@ -481,8 +484,8 @@ pub fn read_events(
     let limit = if limit == 0 { i64::MAX } else { limit as i64 };
     let mut stmt = conn
         .prepare_cached(
-            "SELECT id, ts, event, job_id, field_key, field_value FROM events \
-             WHERE id >= ?1 AND id <= ?2 ORDER BY id LIMIT ?3",
+            "SELECT id, ts, event, job_id, field_key, field_value, extra_key, extra_value \
+             FROM events WHERE id >= ?1 AND id <= ?2 ORDER BY id LIMIT ?3",
         )
         .map_err(sql)?;
     let rows = stmt
@@ -495,12 +498,17 @@ pub fn read_events(
             |r| {
                 let key: Option<String> = r.get(4)?;
                 let value: Option<String> = r.get(5)?;
+                let extra_key: Option<String> = r.get(6)?;
+                let extra_value: Option<String> = r.get(7)?;
                 Ok(StreamEvent {
                     id: r.get::<_, i64>(0)? as u64,
                     timestamp: r.get::<_, i64>(1)? as u64,
                     event: event_name(&r.get::<_, String>(2)?),
                     job_id: r.get::<_, Option<String>>(3)?.map(Arc::from),
                     field: key.map(|k| (field_name(&k), Text::Owned(value.unwrap_or_default()))),
+                    extra: extra_key.map(|k| {
+                        Box::new((field_name(&k), Text::Owned(extra_value.unwrap_or_default())))
+                    }),
                 })
             },
         )

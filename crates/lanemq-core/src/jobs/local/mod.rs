@@ -4,6 +4,7 @@
 //! the process being killed. Waits wake at once for changes made in this process and poll every
 //! `CROSS_PROCESS_POLL` for changes made by others.
 
+mod dedup;
 mod manage;
 mod ops;
 mod rows;
@@ -429,6 +430,14 @@ impl JobBackend for LocalBackend {
                 rows::count(conn, JobState::Active).unwrap_or(0) >= max as usize
             }))
         })
+    }
+
+    fn get_deduplication_job_id(&self, dedup_id: String, now: Millis) -> BoxFuture<Option<String>> {
+        self.direct(move |conn, _| dedup::get_job_id(conn, &dedup_id, now))
+    }
+
+    fn remove_deduplication_key(&self, dedup_id: String, now: Millis) -> BoxFuture<bool> {
+        self.call(move |conn, _| dedup::remove_key(conn, &dedup_id, now))
     }
 
     fn read_events(&self, start: u64, end: u64, limit: usize) -> BoxFuture<Vec<StreamEvent>> {

@@ -10,12 +10,13 @@ use rusqlite::Connection;
 use crate::error::{CoreError, CoreResult};
 use crate::jobs::backend::{Failure, NewJob};
 use crate::jobs::model::{self, FinishedResult, Job, JobState, Lock, Millis};
-use crate::jobs::options::{check_payload, Retention};
+use crate::jobs::options::{check_payload, JobOptions, Retention};
 use crate::jobs::store::{FailOutcome, STALLED_REASON};
 
+use super::dedup;
 use super::rows::{
     self, code, count, count_delta, event, load, meta, meta_number, require, reserve, save,
-    set_meta, sql,
+    set_meta, sql, AutoIds,
 };
 
 const STACKTRACE_LIMIT: usize = 10;
@@ -56,7 +57,19 @@ impl Env {
         job: Option<&str>,
         field: Option<(&str, &str)>,
     ) -> CoreResult<()> {
-        event(conn, self.max_events, now, name, job, field)
+        event(conn, self.max_events, now, name, job, [field, None])
+    }
+
+    /// Like `event`, with a second field.
+    pub fn event_fields(
+        &self,
+        conn: &Connection,
+        now: Millis,
+        name: &str,
+        job: Option<&str>,
+        fields: [Option<(&str, &str)>; 2],
+    ) -> CoreResult<()> {
+        event(conn, self.max_events, now, name, job, fields)
     }
 }
 
@@ -101,22 +114,15 @@ pub fn add_bulk(
             other => other,
         })?;
     }
-    // Counters are reserved once for the whole batch (a duplicate leaves a gap, which is fine).
-    let autos = jobs.iter().filter(|j| j.options.job_id.is_none()).count() as u64;
-    let mut next_auto = if autos > 0 {
-        reserve(conn, "next_auto_id", autos)?
-    } else {
-        0
-    };
+    // Sequence numbers are reserved once for the whole batch (a duplicate leaves a gap, which
+    // is fine); automatic ids are taken only by the jobs created, as the memory store does.
+    let mut auto_ids = AutoIds::read(conn)?;
     let first_seq = reserve(conn, "seq", jobs.len() as u64)?;
     let mut added = Vec::with_capacity(jobs.len());
     for (seq, job) in (first_seq..).zip(jobs) {
-        let auto = job.options.job_id.is_none().then(|| {
-            next_auto += 1;
-            next_auto - 1
-        });
-        added.push(insert(conn, env, job, seq, auto, now)?);
+        added.push(insert(conn, env, job, seq, &mut auto_ids, now)?);
     }
+    auto_ids.write(conn)?;
     if added
         .iter()
         .any(|(job, created)| *created && job.state == JobState::Waiting)
@@ -126,29 +132,57 @@ pub fn add_bulk(
     Ok(added)
 }
 
+/// Adds a validated job: the existing one if its custom id is taken (`false`), the holder of
+/// its dedup key if that is held (`false`), else a new one (`true`).
 fn insert(
     conn: &Connection,
     env: &mut Env,
     new: &NewJob,
     seq: u64,
-    auto_id: Option<u64>,
+    auto_ids: &mut AutoIds,
     now: Millis,
 ) -> CoreResult<(Job, bool)> {
-    if let Some(existing) = new
-        .options
+    if let Some(existing) = existing(conn, env, &new.options, now)? {
+        return Ok((existing, false));
+    }
+    if new.options.dedup.is_some() {
+        return dedup::add(conn, env, new, seq, auto_ids, now);
+    }
+    Ok((create(conn, env, new, seq, auto_ids, now)?, true))
+}
+
+/// The job that already has the custom id of `options`, if any (a `duplicated` event).
+pub fn existing(
+    conn: &Connection,
+    env: &mut Env,
+    options: &JobOptions,
+    now: Millis,
+) -> CoreResult<Option<Job>> {
+    let Some(existing) = options
         .job_id
         .as_deref()
         .map(|id| load(conn, id))
         .transpose()?
         .flatten()
-    {
-        env.event(conn, now, "duplicated", Some(&existing.id), None)?;
-        return Ok((existing, false));
-    }
-    let id = match (&new.options.job_id, auto_id) {
-        (Some(id), _) => id.clone(),
-        (None, Some(auto)) => auto.to_string(),
-        (None, None) => reserve(conn, "next_auto_id", 1)?.to_string(),
+    else {
+        return Ok(None);
+    };
+    env.event(conn, now, "duplicated", Some(&existing.id), None)?;
+    Ok(Some(existing))
+}
+
+/// Writes a new job (its checks done) and its events.
+pub fn create(
+    conn: &Connection,
+    env: &mut Env,
+    new: &NewJob,
+    seq: u64,
+    auto_ids: &mut AutoIds,
+    now: Millis,
+) -> CoreResult<Job> {
+    let id = match &new.options.job_id {
+        Some(id) => id.clone(),
+        None => auto_ids.take().to_string(),
     };
     let delayed = new.options.delay > 0;
     let state = if delayed {
@@ -196,7 +230,7 @@ fn insert(
     } else {
         env.event(conn, now, "waiting", Some(&id), None)?;
     }
-    Ok((job, true))
+    Ok(job)
 }
 
 fn ids(conn: &Connection, query: &str, params: impl rusqlite::Params) -> CoreResult<Vec<String>> {
@@ -380,6 +414,7 @@ pub fn complete(
         id.to_owned(),
         FinishedResult::Completed(Some(Arc::from(result))),
     ));
+    dedup::on_finish(conn, env, &job, now)?;
     retain(
         conn,
         JobState::Completed,
@@ -473,6 +508,7 @@ pub fn fail_for_good(
         job.id.to_string(),
         FinishedResult::Failed(reason.to_owned()),
     ));
+    dedup::on_finish(conn, env, job, now)?;
     retain(
         conn,
         JobState::Failed,
@@ -618,7 +654,15 @@ fn retain(
     Ok(())
 }
 
-/// Deletes a job and its logs; returns its state if it existed.
+/// Deletes a job (as `delete`) and the dedup key it holds, if any: what removals other than
+/// retention do.
+pub fn delete_releasing(conn: &Connection, id: &str) -> CoreResult<Option<JobState>> {
+    dedup::release(conn, id)?;
+    delete(conn, id)
+}
+
+/// Deletes a job and its logs; returns its state if it existed. Its dedup key stays (retention
+/// removes finished jobs, whose keys their finish already settled).
 pub fn delete(conn: &Connection, id: &str) -> CoreResult<Option<JobState>> {
     let state: Option<i64> = conn
         .prepare_cached("DELETE FROM jobs WHERE id = ?1 RETURNING state")

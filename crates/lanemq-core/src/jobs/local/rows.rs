@@ -180,26 +180,91 @@ pub fn reserve(conn: &Connection, key: &str, n: u64) -> CoreResult<u64> {
     Ok(current + 1)
 }
 
-/// Appends an event (the writer trims the stream to `max_events` once per transaction).
+/// Appends an event with up to two fields (the writer trims the stream to `max_events` once
+/// per transaction).
 pub fn event(
     conn: &Connection,
     max_events: usize,
     now: Millis,
     event: &str,
     job_id: Option<&str>,
-    field: Option<(&str, &str)>,
+    fields: [Option<(&str, &str)>; 2],
 ) -> CoreResult<()> {
     if max_events == 0 {
         return Ok(());
     }
-    conn.prepare_cached(
-        "INSERT INTO events (ts, event, job_id, field_key, field_value) VALUES (?1, ?2, ?3, ?4, ?5)",
-    )
-    .and_then(|mut stmt| {
-        stmt.execute(rusqlite::params![now as i64, event, job_id, field.map(|f| f.0), field.map(|f| f.1)])
-    })
-    .map(|_| ())
-    .map_err(sql)
+    let [field, extra] = fields;
+    let result = match extra {
+        None => conn
+            .prepare_cached(
+                "INSERT INTO events (ts, event, job_id, field_key, field_value) \
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(rusqlite::params![
+                    now as i64,
+                    event,
+                    job_id,
+                    field.map(|f| f.0),
+                    field.map(|f| f.1)
+                ])
+            }),
+        Some((extra_key, extra_value)) => conn
+            .prepare_cached(
+                "INSERT INTO events (ts, event, job_id, field_key, field_value, extra_key, \
+                 extra_value) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(rusqlite::params![
+                    now as i64,
+                    event,
+                    job_id,
+                    field.map(|f| f.0),
+                    field.map(|f| f.1),
+                    extra_key,
+                    extra_value
+                ])
+            }),
+    };
+    result.map(|_| ()).map_err(sql)
+}
+
+/// The state of job `id`, if it exists (without reading the rest of the row).
+pub fn state(conn: &Connection, id: &str) -> CoreResult<Option<JobState>> {
+    let code: Option<i64> = conn
+        .prepare_cached("SELECT state FROM jobs WHERE id = ?1")
+        .and_then(|mut stmt| stmt.query_row([id], |r| r.get(0)).optional())
+        .map_err(sql)?;
+    code.map(state_of).transpose().map_err(sql)
+}
+
+/// The automatic job ids handed out by one operation: read once, taken one by one as jobs are
+/// created (an add that creates nothing takes none), written back once.
+pub struct AutoIds {
+    last: u64,
+    taken: bool,
+}
+
+impl AutoIds {
+    pub fn read(conn: &Connection) -> CoreResult<Self> {
+        Ok(Self {
+            last: meta_number(conn, "next_auto_id")?.unwrap_or(0),
+            taken: false,
+        })
+    }
+
+    pub fn take(&mut self) -> u64 {
+        self.last += 1;
+        self.taken = true;
+        self.last
+    }
+
+    pub fn write(self, conn: &Connection) -> CoreResult<()> {
+        if self.taken {
+            set_meta(conn, "next_auto_id", Some(&self.last.to_string()))?;
+        }
+        Ok(())
+    }
 }
 
 /// Drops the oldest events past `max_events`.

@@ -59,9 +59,27 @@ CREATE TABLE IF NOT EXISTS events (
     event TEXT NOT NULL,
     job_id TEXT,
     field_key TEXT,
-    field_value TEXT
+    field_value TEXT,
+    extra_key TEXT,
+    extra_value TEXT
 );
+-- Dedup keys: dedup id -> the job holding it, an optional expiry, and (keep_last) the latest
+-- duplicate to add once that job finishes.
+CREATE TABLE IF NOT EXISTS dedup (
+    id TEXT PRIMARY KEY,
+    job_id TEXT NOT NULL,
+    expires_at INTEGER,
+    next_name TEXT,
+    next_data TEXT,
+    next_options TEXT
+);
+CREATE INDEX IF NOT EXISTS dedup_job ON dedup (job_id);
+CREATE INDEX IF NOT EXISTS dedup_expiry ON dedup (expires_at) WHERE expires_at IS NOT NULL;
 ";
+
+/// Columns added since format 1 was first written (added to older files when they are opened;
+/// older readers ignore them).
+const ADDED_COLUMNS: [(&str, &str); 2] = [("events", "extra_key"), ("events", "extra_value")];
 
 fn storage(path: &Path, what: &str, error: impl std::fmt::Display) -> CoreError {
     CoreError::Storage(format!("{}: {what}: {error}", path.display()))
@@ -94,6 +112,7 @@ pub fn open(path: &Path, queue: &str) -> CoreResult<Connection> {
         .map_err(|e| storage(path, "cannot set synchronous", e))?;
     conn.execute_batch(SCHEMA)
         .map_err(|e| storage(path, "cannot create the schema", e))?;
+    add_columns(&conn, path)?;
     let tx = conn
         .unchecked_transaction()
         .map_err(|e| storage(path, "cannot start a transaction", e))?;
@@ -110,6 +129,24 @@ pub fn open(path: &Path, queue: &str) -> CoreResult<Connection> {
     tx.commit()
         .map_err(|e| storage(path, "cannot commit metadata", e))?;
     Ok(conn)
+}
+
+/// Adds the `ADDED_COLUMNS` that a file written before them lacks.
+fn add_columns(conn: &Connection, path: &Path) -> CoreResult<()> {
+    for (table, column) in ADDED_COLUMNS {
+        let present: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2",
+                [table, column],
+                |r| r.get(0),
+            )
+            .map_err(|e| storage(path, "cannot read the schema", e))?;
+        if present == 0 {
+            conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} TEXT"))
+                .map_err(|e| storage(path, "cannot upgrade the schema", e))?;
+        }
+    }
+    Ok(())
 }
 
 /// Refuses a file made for another queue or by a newer (or unknown) lanemq format.
@@ -164,5 +201,51 @@ fn check_identity(conn: &Connection, path: &Path, queue: &str) -> CoreResult<()>
             path.display()
         ))),
         None => Err(storage(path, "metadata without a queue name", "corrupted?")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_from_before_dedup_gets_the_new_columns_and_table() {
+        let path = std::env::temp_dir().join(format!(
+            "lanemq-schema-{}-{:?}.sqlite3",
+            std::process::id(),
+            std::time::SystemTime::now()
+        ));
+        {
+            let old = Connection::open(&path).unwrap();
+            old.execute_batch(
+                "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+                 INSERT INTO meta VALUES ('format', '1'), ('queue', 'q');
+                 CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT, ts INTEGER NOT NULL,
+                     event TEXT NOT NULL, job_id TEXT, field_key TEXT, field_value TEXT);
+                 INSERT INTO events (ts, event, job_id) VALUES (1, 'waiting', '1');",
+            )
+            .unwrap();
+        }
+        let conn = open(&path, "q").unwrap();
+        let columns: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM pragma_table_info('events') \
+                 WHERE name IN ('extra_key', 'extra_value')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(columns, 2);
+        let kept: i64 = conn
+            .query_row("SELECT count(*) FROM events", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(kept, 1, "existing events are kept");
+        conn.execute("INSERT INTO dedup (id, job_id) VALUES ('d', '1')", [])
+            .unwrap();
+        drop(conn);
+        open(&path, "q").expect("reopening an upgraded file");
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
     }
 }

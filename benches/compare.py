@@ -642,14 +642,18 @@ WORKLOAD_RUNNERS: dict[str, Callable[[Adapter, dict[str, Any]], Awaitable[dict[s
 
 def lanemq_script_names() -> dict[str, str]:
     """sha1 -> script file, as crates/lanemq-redis/src/scripts.rs loads them (common.lua, a
-    newline, the script), so SLOWLOG's EVALSHA entries can be named."""
+    newline, jobs.lua and a newline for the scripts that use it, the script), so SLOWLOG's
+    EVALSHA entries can be named. Both forms are hashed for every script."""
     lua = REPO / "lua"
     try:
         common = (lua / "common.lua").read_text()
-        return {
-            hashlib.sha1(f"{common}\n{path.read_text()}".encode()).hexdigest(): path.name
-            for path in sorted(lua.glob("*-*.lua"))
-        }
+        jobs = (lua / "jobs.lua").read_text()
+        names: dict[str, str] = {}
+        for path in sorted(lua.glob("*-*.lua")):
+            body = path.read_text()
+            for text in (f"{common}\n{body}", f"{common}\n{jobs}\n{body}"):
+                names[hashlib.sha1(text.encode()).hexdigest()] = path.name
+        return names
     except OSError:
         return {}
 

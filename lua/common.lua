@@ -2,6 +2,8 @@
 -- Every script receives the same KEYS, in this order (see README.md for what each holds):
 local META, WAITING, DELAYED, ACTIVE, CHILDREN, COMPLETED, FAILED, LOGS, EVENTS, MARKER =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+-- After the field hashes (KEYS[11..30]): the dedup keys (lua/jobs.lua).
+local DEDUP, DEDUP_EXPIRY = KEYS[31], KEYS[32]
 local FIELDS = {"name", "data", "opts", "state", "prio", "ord", "seq", "created", "delay",
   "processed", "finished", "attempts", "stalled", "progress", "result", "reason", "trace",
   "token", "worker", "expires"}
@@ -92,7 +94,7 @@ local function reserve_events(n)
   event_next = event_last - n + 1
 end
 
-local function emit(event, id, key, value)
+local function emit(event, id, key, value, key2, value2)
   if event_next > event_last then reserve_events(1) end
   local n = event_next
   event_next = n + 1
@@ -100,7 +102,10 @@ local function emit(event, id, key, value)
   -- Approximate trimming (~): exact trimming cost ~9 us per XADD once the stream is full. The
   -- time goes in as the ARGV text: formatting a Lua number (%.14g) costs more than the XADD.
   local entry_id = n .. "-0"
-  if id and key then
+  if key2 then
+    redis.call("XADD", EVENTS, "MAXLEN", "~", MAX_EVENTS, entry_id, "event", event, "ts", NOW_TEXT,
+      "job", id, key, value, key2, value2)
+  elseif id and key then
     redis.call("XADD", EVENTS, "MAXLEN", "~", MAX_EVENTS, entry_id, "event", event, "ts", NOW_TEXT,
       "job", id, key, value)
   elseif id then
@@ -208,18 +213,4 @@ local function retain(set_key, policy, just_finished)
       delete(string.sub(m, 15))
     end
   end
-end
-
--- Fails an (unlocked) job for good: failed set, events, retention (MemoryStore::fail_for_good).
-local function fail_for_good(id, reason, opts)
-  set("state", id, FAILED_STATE)
-  set("finished", id, NOW)
-  set("reason", id, reason)
-  redis.call("ZADD", FAILED, NOW, hex(num("seq", id)) .. id)
-  emit("failed", id, "failedReason", reason)
-  local attempts = num("attempts", id)
-  if attempts >= (tonumber(opts.attempts) or 1) then
-    emit("retries-exhausted", id, "attemptsMade", int(attempts))
-  end
-  retain(FAILED, opts.remove_on_fail, id)
 end

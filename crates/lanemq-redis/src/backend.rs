@@ -51,7 +51,8 @@ impl RedisBackend {
         .map(|k| keys.key(k))
         .collect();
         script_keys.extend(keys.fields());
-        debug_assert_eq!(script_keys.len(), 10 + JOB_FIELDS.len());
+        script_keys.extend(["dedup", "dedup:expiry"].map(|k| keys.key(k)));
+        debug_assert_eq!(script_keys.len(), 12 + JOB_FIELDS.len());
         Ok(Self {
             connection,
             keys,

@@ -95,6 +95,12 @@ impl JobBackend for RedisJobBackend {
     fn holds_lock(&self, id: String, token: String, now: Millis) -> BoxFuture<bool> {
         call!(self, |b| b.holds_lock(id, token, now))
     }
+    fn get_deduplication_job_id(&self, dedup_id: String, now: Millis) -> BoxFuture<Option<String>> {
+        call!(self, |b| b.get_deduplication_job_id(dedup_id, now))
+    }
+    fn remove_deduplication_key(&self, dedup_id: String, now: Millis) -> BoxFuture<bool> {
+        call!(self, |b| b.remove_deduplication_key(dedup_id, now))
+    }
     fn get_job(&self, id: String) -> BoxFuture<Option<Job>> {
         call!(self, |b| async move { b.get_job(&id).await })
     }

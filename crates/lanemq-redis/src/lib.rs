@@ -5,6 +5,7 @@ mod backend;
 mod connect;
 mod contract;
 mod decode;
+mod dedup;
 mod finish;
 mod keys;
 mod manage;

@@ -3,7 +3,7 @@
 //! the cap on active jobs. Every change is one script call; reads are plain commands.
 //!
 //! The scripts reply `{"ok", values...}` on success, or `{"missing"}`, `{"state", state code}`,
-//! `{"locked"}` or `{"active", count}` when the change is refused (and nothing was written,
+//! `{"locked"}`, `{"refused", message}` or `{"active", count}` when the change is refused (and nothing was written,
 //! except obliterate's pause).
 
 use lanemq_core::jobs::{JobOptions, JobState, Millis};
@@ -42,6 +42,9 @@ fn checked(id: &str, reply: Value, expected: &'static str) -> CoreResult<Vec<Val
         Some("locked") => Err(CoreError::Refused(format!(
             "job {id:?} is locked by a worker and cannot be removed"
         ))),
+        Some("refused") => Err(CoreError::Refused(
+            reply.get(1).and_then(text).unwrap_or_default(),
+        )),
         other => Err(unexpected(&format!("{other:?}"))),
     }
 }

@@ -270,7 +270,15 @@ pub(crate) fn parse_event(entry: Value) -> CoreResult<StreamEvent> {
             "event" => event.event = event_name(value),
             "ts" => event.timestamp = value.parse().unwrap_or(0),
             "job" => event.job_id = Some(Arc::from(value.as_str())),
-            other => event.field = Some((field_name(other), Text::Owned(value.clone()))),
+            other => {
+                let field = (field_name(other), Text::Owned(value.clone()));
+                // The first other field is `field`; a second (deduplicated's) is `extra`.
+                if event.field.is_none() {
+                    event.field = Some(field);
+                } else {
+                    event.extra = Some(Box::new(field));
+                }
+            }
         }
     }
     Ok(event)

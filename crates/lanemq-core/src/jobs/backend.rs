@@ -6,7 +6,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use crate::error::{CoreError, CoreResult};
+use crate::error::CoreResult;
 
 use super::events::StreamEvent;
 use super::model::{FinishedResult, Job, JobState, Millis};
@@ -153,25 +153,14 @@ pub trait JobBackend: Send + Sync + 'static {
 
     /// The id of the job holding the dedup key `dedup_id`, or `None` when the key is not held
     /// at `now` (absent, expired, or, without a ttl, its job finished).
-    fn get_deduplication_job_id(&self, dedup_id: String, now: Millis) -> BoxFuture<Option<String>> {
-        let _ = (dedup_id, now);
-        ready(Err(dedup_unsupported()))
-    }
+    fn get_deduplication_job_id(&self, dedup_id: String, now: Millis) -> BoxFuture<Option<String>>;
     /// Deletes the dedup key `dedup_id` (and a keep_last job stored on it), so the next add with
     /// that id is added; `true` when a key that was held (or stored a job) was deleted.
-    fn remove_deduplication_key(&self, dedup_id: String, now: Millis) -> BoxFuture<bool> {
-        let _ = (dedup_id, now);
-        ready(Err(dedup_unsupported()))
-    }
+    fn remove_deduplication_key(&self, dedup_id: String, now: Millis) -> BoxFuture<bool>;
 
     /// Releases what the backend holds (files, connections) once pending operations are done;
     /// later calls fail. Backends holding nothing need not override it.
     fn close(&self) -> BoxFuture<()> {
         ready(Ok(()))
     }
-}
-
-/// What the default dedup methods answer, for backends that do not implement them yet.
-fn dedup_unsupported() -> CoreError {
-    CoreError::Refused("deduplication is not supported by this backend yet".into())
 }

@@ -47,6 +47,7 @@ if #done > 0 then
     emit("completed", ids[i], "returnvalue", results[i])
   end
   for _, i in ipairs(done) do
+    dedup_on_finish(ids[i], opts[i])
     -- Most jobs keep everything: skip decoding their options.
     if not string.find(opts[i], '"remove_on_complete":"keep_all"', 1, true) then
       retain(COMPLETED, cjson.decode(opts[i]).remove_on_complete, ids[i])

@@ -1,6 +1,7 @@
 -- retry_job: ARGV = now, max_events, job id. Runs a completed or failed job again: back of its
 -- priority in waiting (front when LIFO), with attempts, stalls, finish and process times, result
--- and failure reason cleared. Returns {"ok"}, or {"missing"} / {"state", state code}.
+-- and failure reason cleared; a deduplicated job takes its dedup key back. Returns {"ok"}, or
+-- {"missing"} / {"state", state code} / {"refused", message} (another job holds its key).
 local now, max_events, id = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local FINISHED = {[COMPLETED_STATE] = {COMPLETED, "completed"}, [FAILED_STATE] = {FAILED, "failed"}}
 
@@ -8,10 +9,13 @@ local state = get("state", id)
 if not state then return {"missing"} end
 local finished = FINISHED[tonumber(state)]
 if not finished then return {"state", state} end
+local opts_json = get("opts", id)
+local refused = dedup_on_retry(id, opts_json)
+if refused then return {"refused", refused} end
 redis.call("ZREM", finished[1], hex(num("seq", id)) .. id)
 set("attempts", id, 0)
 set("stalled", id, 0)
 for _, field in ipairs({"finished", "reason", "result", "processed"}) do set(field, id, nil) end
-to_waiting(id, false, cjson.decode(get("opts", id)).lifo)
+to_waiting(id, false, cjson.decode(opts_json).lifo)
 emit("waiting", id, "prev", finished[2])
 return {"ok"}

@@ -28,7 +28,8 @@ for i = 3, #ARGV, 8 do
   if refused then
     out[#out + 1] = refused
   else
-    local opts = cjson.decode(get("opts", id))
+    local opts_json = get("opts", id)
+    local opts = cjson.decode(opts_json)
     set("reason", id, reason)
     if has_trace then
       local traces = cjson.decode(get("trace", id) or "[]")
@@ -59,7 +60,7 @@ for i = 3, #ARGV, 8 do
         out[#out + 1] = {"retry"}
       end
     else
-      fail_for_good(id, reason, opts)
+      fail_for_good(id, reason, opts, opts_json)
       out[#out + 1] = {"failed"}
     end
   end

@@ -25,6 +25,7 @@ if op == "job" then
   local state = get("state", id)
   if not state then return {"missing"} end
   if live_lock(id) then return {"locked"} end
+  dedup_on_removal(id)
   delete(id)
   emit("removed", id, "prev", NAMES[tonumber(state)])
   return {"ok"}
@@ -33,7 +34,10 @@ elseif op == "drain" then
   if ARGV[4] == "1" then
     for _, m in ipairs(redis.call("ZRANGE", DELAYED, 0, -1)) do doomed[#doomed + 1] = m end
   end
-  for _, m in ipairs(doomed) do delete(string.sub(m, 15)) end
+  for _, m in ipairs(doomed) do
+    dedup_on_removal(string.sub(m, 15))
+    delete(string.sub(m, 15))
+  end
   cleaned(#doomed)
   return {"ok", #doomed}
 elseif op == "clean" then
@@ -61,7 +65,10 @@ elseif op == "clean" then
       start = start + page
     end
   end
-  for i = 2, #doomed do delete(doomed[i]) end
+  for i = 2, #doomed do
+    dedup_on_removal(doomed[i])
+    delete(doomed[i])
+  end
   cleaned(#doomed - 1)
   return doomed
 end

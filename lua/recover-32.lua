@@ -8,13 +8,14 @@ local STALLED_REASON = "job stalled more than allowable limit"
 local recovered, failed = {}, {}
 for _, m in ipairs(redis.call("ZRANGEBYSCORE", ACTIVE, "-inf", int(now))) do
   local id = string.sub(m, 15)
-  local opts = cjson.decode(get("opts", id))
+  local opts_json = get("opts", id)
+  local opts = cjson.decode(opts_json)
   local stalled = redis.call("HINCRBY", F["stalled"], id, 1)
   redis.call("HSET", F["attempts"], id, math.max(num("attempts", id) - 1, 0))
   emit("stalled", id, "stalledCount", stalled)
   unlock(id)
   if stalled > (tonumber(opts.max_stalled_count) or 1) then
-    fail_for_good(id, STALLED_REASON, opts)
+    fail_for_good(id, STALLED_REASON, opts, opts_json)
     failed[#failed + 1] = id
   else
     to_waiting(id, true)

@@ -1,0 +1,256 @@
+-- Shared by the scripts that create, finish or remove jobs (after common.lua; see
+-- crates/lanemq-redis/src/scripts.rs): creating jobs, dedup keys, failing for good.
+
+-- Creates jobs from specs {name, data, opts (JSON), id ("" = automatic), prio (text), lifo,
+-- delay (ms)}, validated by the client. A custom id that exists, or repeats an earlier spec,
+-- creates nothing: `duplicated` is emitted and {0, job...} returned; a new job gives
+-- {1, id, seq, order}. The jobs are written a field at a time (one HSET per field for all of
+-- them), and their ids, sequence numbers and event ids are reserved with one HINCRBY each.
+local function create_jobs(specs)
+  ensure_layout()
+  local custom = {}
+  for _, spec in ipairs(specs) do
+    if spec.id ~= "" then custom[#custom + 1] = spec.id end
+  end
+  local existing, taken = {}, {}
+  for k, state in ipairs(mget("state", custom)) do
+    if state then existing[custom[k]] = true end
+  end
+  local autos, fresh, events = 0, 0, 0
+  for _, spec in ipairs(specs) do
+    if spec.id ~= "" and (existing[spec.id] or taken[spec.id]) then
+      spec.dup = true
+      events = events + 1
+    else
+      if spec.id == "" then autos = autos + 1 else taken[spec.id] = true end
+      fresh = fresh + 1
+      events = events + 2
+    end
+  end
+  local next_id = autos > 0 and counter("id", autos) - autos + 1 or 0
+  -- Two sequence numbers per new job: its seq and its place in waiting (to_waiting's order).
+  local next_seq = fresh > 0 and counter("seq", 2 * fresh) - 2 * fresh + 1 or 0
+  reserve_events(events)
+
+  local columns = {name = {}, data = {}, opts = {}, prio = {}, seq = {}, created = {},
+    attempts = {}, stalled = {}, progress = {}, trace = {}, delay = {}, state = {}, ord = {}}
+  local waiting, delayed = {}, {}
+  local waiting_state, delayed_state = tostring(WAITING_STATE), tostring(DELAYED_STATE)
+  local out = {}
+  for k, spec in ipairs(specs) do
+    if spec.dup then
+      emit("duplicated", spec.id)
+    else
+      local id = spec.id
+      if id == "" then id = tostring(next_id); next_id = next_id + 1 end
+      local seq, order = next_seq, next_seq + 1
+      next_seq = next_seq + 2
+      for field, value in pairs({name = spec.name, data = spec.data, opts = spec.opts,
+          prio = spec.prio, seq = seq, created = NOW_TEXT, attempts = "0", stalled = "0",
+          progress = "0", trace = "[]"}) do
+        push2(columns[field], id, value)
+      end
+      emit("added", id, "name", spec.name)
+      if spec.delay > 0 then
+        order = seq
+        local due = int(NOW + spec.delay)
+        push2(columns.state, id, delayed_state)
+        push2(columns.delay, id, due)
+        push2(delayed, due, hex(seq) .. id)
+        emit("delayed", id, "delay", due)
+      else
+        if spec.lifo then order = -order end
+        push2(columns.state, id, waiting_state)
+        push2(columns.delay, id, "0")
+        push2(waiting, spec.prio, member(order, id))
+        emit("waiting", id)
+      end
+      push2(columns.ord, id, order)
+      out[k] = {1, id, seq, order}
+    end
+  end
+
+  for field, pairs_ in pairs(columns) do mset(field, pairs_) end
+  zadd(DELAYED, delayed)
+  -- Duplicates are read once every new job is written (the original may be among them).
+  for k, spec in ipairs(specs) do
+    if spec.dup then out[k] = {0, job(spec.id)} end
+  end
+  if #waiting > 0 then
+    zadd(WAITING, waiting)
+    redis.call("HDEL", META, "drained")
+  end
+  -- Any new job wakes idle workers: they claim, or recompute when the next delayed one is due.
+  if fresh > 0 then wake(0) end
+  return out
+end
+
+-- A spec from a job's options JSON (a keep_last job stored on a dedup key).
+local function spec_from(name, data, opts_json)
+  local opts = cjson.decode(opts_json)
+  local id = opts.job_id
+  if id == nil or id == cjson.null then id = "" end
+  return {name = name, data = data, opts = opts_json, id = id,
+    prio = int(tonumber(opts.priority) or 0), lifo = opts.lifo == true,
+    delay = tonumber(opts.delay) or 0}
+end
+
+-------------------------------------------------------------------------------- dedup keys
+-- DEDUP maps a dedup id to JSON {owner = job id, exp = expiry (ms, as text; absent = none),
+-- next = [name, data, options JSON] (keep_last: added when the owner finishes)}; DEDUP_EXPIRY
+-- scores dedup ids by expiry, so keys that expired and mean nothing are purged without a scan.
+-- The decisions are crates/lanemq-core/src/jobs/dedup.rs's, which the other backends use.
+
+-- The dedup options of a job's options JSON, or nil (the JSON is decoded only if it has any).
+local function dedup_of(opts_json)
+  if not opts_json or not string.find(opts_json, '"dedup"', 1, true) then return nil end
+  local dedup = cjson.decode(opts_json).dedup
+  if type(dedup) ~= "table" then return nil end
+  return dedup
+end
+
+local function ttl_expiry(dedup)
+  local ttl = tonumber(dedup.ttl ~= cjson.null and dedup.ttl or nil)
+  if ttl then return int(NOW + ttl) end
+  return nil
+end
+
+-- The key of `dedup_id` with its owner's state (false when the owner is gone), or nil.
+local function key_read(dedup_id)
+  local raw = redis.call("HGET", DEDUP, dedup_id)
+  if not raw then return nil end
+  local key = cjson.decode(raw)
+  if key.next == cjson.null then key.next = nil end
+  key.state = get("state", key.owner)
+  return key
+end
+
+local function key_write(dedup_id, owner, exp, next_job)
+  redis.call("HSET", DEDUP, dedup_id, cjson.encode({owner = owner, exp = exp, next = next_job}))
+  if exp then redis.call("ZADD", DEDUP_EXPIRY, exp, dedup_id)
+  else redis.call("ZREM", DEDUP_EXPIRY, dedup_id) end
+end
+
+local function key_delete(dedup_id)
+  redis.call("HDEL", DEDUP, dedup_id)
+  redis.call("ZREM", DEDUP_EXPIRY, dedup_id)
+end
+
+local function finished(state)
+  state = tonumber(state)
+  return state == COMPLETED_STATE or state == FAILED_STATE
+end
+
+-- Whether the key turns adds away: until its expiry whatever the owner's state (throttle), or
+-- without one while the owner is unfinished; either way only while the owner exists.
+local function held(key)
+  if not key or not key.state then return false end
+  if key.exp then return NOW < tonumber(key.exp) end
+  return not finished(key.state)
+end
+
+-- Drops up to 100 keys that expired and carry no next job (they mean nothing any more).
+local function purge_expired()
+  for _, dedup_id in ipairs(redis.call("ZRANGEBYSCORE", DEDUP_EXPIRY, "-inf", NOW_TEXT,
+      "LIMIT", 0, 100)) do
+    local key = key_read(dedup_id)
+    if not key or not key.next then key_delete(dedup_id) end
+    redis.call("ZREM", DEDUP_EXPIRY, dedup_id)
+  end
+end
+
+-- Adds one job with dedup options (dedup.rs on_add): creates it, replaces a delayed owner, or
+-- returns the owner ({0, job...}) with `deduplicated` and `debounced` on it.
+local function add_deduplicated(spec, dedup)
+  if spec.id ~= "" and redis.call("HEXISTS", F["state"], spec.id) == 1 then
+    return create_jobs({spec})[1] -- the custom id exists: `duplicated`, nothing else
+  end
+  purge_expired()
+  local key = key_read(dedup.id)
+  local fresh = ttl_expiry(dedup)
+  if held(key) then
+    local exp = key.exp
+    if dedup.extend then exp = fresh end
+    if tonumber(key.state) == DELAYED_STATE and dedup.replace then
+      delete(key.owner)
+      emit("removed", key.owner, "prev", "delayed")
+      local added = create_jobs({spec})[1]
+      key_write(dedup.id, added[2], exp or fresh, nil)
+      return added
+    end
+    local next_job = key.next
+    if tonumber(key.state) == ACTIVE_STATE and dedup.keep_last then
+      next_job = {spec.name, spec.data, spec.opts}
+    end
+    key_write(dedup.id, key.owner, exp, next_job)
+    if spec.id ~= "" then
+      emit("deduplicated", key.owner, "deduplicationId", dedup.id, "deduplicatedJobId", spec.id)
+    else
+      emit("deduplicated", key.owner, "deduplicationId", dedup.id)
+    end
+    emit("debounced", key.owner, "debounceId", dedup.id)
+    return {0, job(key.owner)}
+  end
+  local added = create_jobs({spec})[1]
+  key_write(dedup.id, added[2], fresh, nil)
+  return added
+end
+
+-- After job `id` completed or failed for good (dedup.rs on_finish): releases its key unless
+-- its ttl still runs, or adds the key's next job (its delay counted from now).
+local function dedup_on_finish(id, opts_json)
+  local dedup = dedup_of(opts_json)
+  if not dedup then return end
+  local key = key_read(dedup.id)
+  if not key or key.owner ~= id then return end
+  if key.next then
+    key_delete(dedup.id)
+    local spec = spec_from(key.next[1], key.next[2], key.next[3])
+    local added = create_jobs({spec})[1]
+    if added[1] == 1 then
+      key_write(dedup.id, added[2], ttl_expiry(dedup_of(spec.opts) or dedup), nil)
+    end
+  elseif not (key.exp and NOW < tonumber(key.exp)) then
+    key_delete(dedup.id)
+  end
+end
+
+-- Before job `id` is removed (remove, clean, drain; not retention): deletes its own key.
+local function dedup_on_removal(id)
+  local dedup = dedup_of(get("opts", id))
+  if not dedup then return end
+  local raw = redis.call("HGET", DEDUP, dedup.id)
+  if raw and cjson.decode(raw).owner == id then key_delete(dedup.id) end
+end
+
+-- Before a finished job is retried by hand (dedup.rs on_retry): it takes its key back, or, if
+-- another unfinished job holds it, the retry is refused: returns the message, changing nothing.
+local function dedup_on_retry(id, opts_json)
+  local dedup = dedup_of(opts_json)
+  if not dedup then return nil end
+  local key = key_read(dedup.id)
+  if key and key.owner ~= id and not (key.exp and NOW >= tonumber(key.exp))
+      and key.state and not finished(key.state) then
+    return "job " .. quoted(id) .. " cannot be retried: its dedup id " .. quoted(dedup.id) ..
+      " is held by job " .. quoted(key.owner)
+  end
+  key_write(dedup.id, id, ttl_expiry(dedup), nil)
+  return nil
+end
+
+-------------------------------------------------------------------------------- failing
+-- Fails an (unlocked) job for good: failed set, events, dedup key, retention
+-- (MemoryStore::fail_for_good).
+local function fail_for_good(id, reason, opts, opts_json)
+  set("state", id, FAILED_STATE)
+  set("finished", id, NOW_TEXT)
+  set("reason", id, reason)
+  redis.call("ZADD", FAILED, NOW_TEXT, hex(num("seq", id)) .. id)
+  emit("failed", id, "failedReason", reason)
+  local attempts = num("attempts", id)
+  if attempts >= (tonumber(opts.attempts) or 1) then
+    emit("retries-exhausted", id, "attemptsMade", int(attempts))
+  end
+  dedup_on_finish(id, opts_json)
+  retain(FAILED, opts.remove_on_fail, id)
+end

@@ -11,7 +11,7 @@ from lanemq import InMemoryJobQueue, Job, JobWorker
 
 
 class FlakyQueue(InMemoryJobQueue):
-    """Fails every call to claim and complete_many while ``down`` is set."""
+    """Fails every call to claim, complete_many and complete_and_claim while ``down`` is set."""
 
     def __init__(self) -> None:
         super().__init__("flaky")
@@ -30,6 +30,12 @@ class FlakyQueue(InMemoryJobQueue):
     async def complete_many(self, *args: Any, **kwargs: Any) -> list[tuple[str, str]]:
         self._check()
         return await super().complete_many(*args, **kwargs)
+
+    async def complete_and_claim(
+        self, *args: Any, **kwargs: Any
+    ) -> tuple[list[tuple[str, str]], list[Job]]:
+        self._check()
+        return await super().complete_and_claim(*args, **kwargs)
 
 
 async def test_worker_backs_off_keeps_outcomes_and_resumes() -> None:

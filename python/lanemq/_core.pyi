@@ -354,6 +354,14 @@ class JobQueueCore:
     def complete_many(
         self, items: list[tuple[str, str, str]], now: int
     ) -> Awaitable[list[tuple[str, str]]]: ...
+    def complete_and_claim(
+        self,
+        items: list[tuple[str, str, str]],
+        worker_id: str,
+        lease: int,
+        max_jobs: int,
+        now: int,
+    ) -> Awaitable[tuple[list[tuple[str, str]], list[JobRecord]]]: ...
     def fail(
         self,
         id: str,

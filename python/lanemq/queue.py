@@ -168,6 +168,26 @@ class JobQueue:
         encoded = [(i, t, _json.dumps_result(i, r)) for i, t, r in items]
         return await self._core.complete_many(encoded, _now(now))
 
+    async def complete_and_claim(
+        self,
+        items: Iterable[tuple[str, str, Any]],
+        worker_id: str,
+        lease: float = 30.0,
+        max_jobs: int = 1,
+        *,
+        now: int | None = None,
+    ) -> tuple[list[tuple[str, str]], list[Job]]:
+        """`complete_many`, then `claim`, in one step (one round trip on Redis): returns the
+        ``(job_id, error)`` refusals and the claimed jobs. ``max_jobs`` may be 0 (complete
+        only)."""
+        if max_jobs < 0:
+            raise ConfigError(f"invalid max_jobs: {max_jobs} (must be >= 0)")
+        encoded = [(i, t, _json.dumps_result(i, r)) for i, t, r in items]
+        refused, records = await self._core.complete_and_claim(
+            encoded, worker_id, _ms("lease", lease), max_jobs, _now(now)
+        )
+        return refused, [Job(self, record) for record in records]
+
     async def fail(
         self,
         job_id: str,

@@ -146,16 +146,18 @@ class JobWorker:
 
     async def _step(self, loop: asyncio.AbstractEventLoop) -> None:
         """Reports outcomes, claims up to the free capacity, or sleeps until there is work."""
-        await self._flush()
         free = self.concurrency - len(self._active)
         can_claim = free > 0 and loop.time() >= self._pause_until
-        if can_claim:
-            jobs = await self.queue.claim(self.id, self.lease, free)
-            for job in jobs:
-                self._start(job)
-            if jobs:
-                return
-        await self._idle(can_claim, loop)
+        if can_claim and self._completed and not (self._failed or self._released):
+            # The common case: one call reports the completions and claims the next jobs.
+            jobs = await self._complete_and_claim(free)
+        else:
+            await self._flush()
+            jobs = await self.queue.claim(self.id, self.lease, free) if can_claim else []
+        for job in jobs:
+            self._start(job)
+        if not jobs:
+            await self._idle(can_claim, loop)
 
     async def _pause(self, seconds: float, loop: asyncio.AbstractEventLoop) -> None:
         """Sleeps ``seconds``, or less if close() is called."""
@@ -251,26 +253,7 @@ class JobWorker:
     async def _flush(self) -> None:
         """Reports the outcomes gathered since the last flush, one call per kind."""
         if self._completed:
-            done, self._completed = self._completed, []
-            try:
-                errors = await self.queue.complete_many(
-                    [(job.id, job.lock_token or "", result) for job, result in done]
-                )
-            except TypeError as not_json:  # a return value that is not JSON
-                errors = []
-                self._failed.extend((job, not_json, False) for job, _ in done)
-                done = []
-            except Exception:
-                self._completed[:0] = done  # reported on the next try
-                raise
-            self.processed += len(done) - len(errors)
-            lost = dict(errors)
-            for lost_id, detail in errors:
-                await self._hook("error", LockLostWarning(lost_id, detail))
-            if self._hooks["completed"]:
-                for job, result in done:
-                    if job.id not in lost:
-                        await self._hook("completed", job, result)
+            await self._complete_and_claim(0)
         if self._failed:
             failed, self._failed = self._failed, []
             items = [
@@ -300,6 +283,31 @@ class JobWorker:
                 except Exception:
                     self._released[:0] = released[index:]  # released on the next try
                     raise
+
+    async def _complete_and_claim(self, free: int) -> list[Job]:
+        """Reports the completions gathered so far and claims up to ``free`` jobs."""
+        done, self._completed = self._completed, []
+        items = [(job.id, job.lock_token or "", result) for job, result in done]
+        try:
+            if free:
+                errors, jobs = await self.queue.complete_and_claim(items, self.id, self.lease, free)
+            else:
+                errors, jobs = await self.queue.complete_many(items), []
+        except TypeError as not_json:  # a return value that is not JSON
+            self._failed.extend((job, not_json, False) for job, _ in done)
+            return []
+        except Exception:
+            self._completed[:0] = done  # reported on the next try
+            raise
+        self.processed += len(done) - len(errors)
+        lost = dict(errors)
+        for lost_id, detail in errors:
+            await self._hook("error", LockLostWarning(lost_id, detail))
+        if self._hooks["completed"]:
+            for job, result in done:
+                if job.id not in lost:
+                    await self._hook("completed", job, result)
+        return jobs
 
     async def _hook(self, event: str, *args: Any) -> None:
         for callback in self._hooks[event]:

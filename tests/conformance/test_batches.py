@@ -72,3 +72,46 @@ async def test_refresh_reads_the_job_again(queue: JobQueue) -> None:
     assert job.data == {"v": 1}
     await job.refresh()
     assert job.data == {"v": 2}
+
+
+async def test_complete_and_claim_completes_first_then_claims(queue: JobQueue) -> None:
+    for i in range(4):
+        await queue.add("job", i, now=T)
+    a, b = await queue.claim("w", lease=10.0, max_jobs=2, now=T)
+    assert a.lock_token and b.lock_token
+    refused, claimed = await queue.complete_and_claim(
+        [(a.id, a.lock_token, "A"), (b.id, "stale", "B")], "w", lease=10.0, max_jobs=5, now=T + 1
+    )
+    assert [job_id for job_id, _ in refused] == [b.id]
+    assert [job.data for job in claimed] == [2, 3]
+    assert all(job.state == "active" and job.lock_token for job in claimed)
+    assert (await queue.finished_result(a.id)).value == "A"
+    assert await queue.get_job_counts("completed", "active", "waiting") == {
+        "completed": 1,
+        "active": 3,
+        "waiting": 0,
+    }
+
+
+async def test_complete_and_claim_with_no_slots_only_completes(queue: JobQueue) -> None:
+    await queue.add("job", 1, now=T)
+    await queue.add("job", 2, now=T)
+    [a] = await queue.claim("w", lease=10.0, now=T)
+    refused, claimed = await queue.complete_and_claim(
+        [(a.id, a.lock_token or "", None)], "w", max_jobs=0, now=T + 1
+    )
+    assert (refused, claimed) == ([], [])
+    assert await queue.get_job_counts("completed", "waiting") == {"completed": 1, "waiting": 1}
+
+
+async def test_complete_and_claim_refuses_a_bad_result_before_writing(queue: JobQueue) -> None:
+    await queue.add("job", 1, now=T)
+    await queue.add("job", 2, now=T)
+    [a] = await queue.claim("w", lease=10.0, now=T)
+    try:
+        await queue.complete_and_claim([(a.id, a.lock_token or "", {1, 2})], "w", now=T + 1)
+    except TypeError as error:
+        assert a.id in str(error)
+    else:
+        raise AssertionError("a set is not JSON")
+    assert await queue.get_job_counts("active", "waiting") == {"active": 1, "waiting": 1}

@@ -8,7 +8,7 @@ use lanemq_core::jobs::{
     Completion, FailOutcome, Failure, FinishedResult, JobBackend, JobState, LocalBackend,
     MemoryBackend, NewJob, StoreConfig,
 };
-use lanemq_core::CoreError;
+use lanemq_core::{CoreError, CoreResult};
 use lanemq_redis::{RedisBackend, RedisJobBackend};
 use pyo3::prelude::*;
 
@@ -40,6 +40,14 @@ fn states(names: &[String]) -> PyResult<Vec<JobState>> {
 
 fn records(jobs: Vec<lanemq_core::jobs::Job>) -> PyResult<Vec<JobRecord>> {
     Ok(jobs.into_iter().map(JobRecord::from).collect())
+}
+
+/// `(id, error)` for each item a batch refused, in input order.
+fn refusals(ids: Vec<String>, outcomes: Vec<CoreResult<()>>) -> Vec<(String, String)> {
+    ids.into_iter()
+        .zip(outcomes)
+        .filter_map(|(id, o)| o.err().map(|e| (id, e.to_string())))
+        .collect()
 }
 
 fn unit(_: ()) -> PyResult<()> {
@@ -195,13 +203,31 @@ impl JobQueueCore {
         resolve(
             py,
             self.backend.complete_many(items, now),
-            move |outcomes| {
-                Ok(ids
-                    .into_iter()
-                    .zip(outcomes)
-                    .filter_map(|(id, o)| o.err().map(|e| (id, e.to_string())))
-                    .collect::<Vec<_>>())
-            },
+            move |outcomes| Ok(refusals(ids, outcomes)),
+        )
+    }
+
+    /// `complete_many`, then `claim`, in one backend step: awaits `((id, error) for those
+    /// refused, claimed records)`.
+    fn complete_and_claim<'py>(
+        &self,
+        py: Python<'py>,
+        items: Vec<(String, String, String)>,
+        worker_id: String,
+        lease: u64,
+        max_jobs: usize,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let ids: Vec<String> = items.iter().map(|(id, _, _)| id.clone()).collect();
+        let items = items
+            .into_iter()
+            .map(|(id, token, result)| Completion { id, token, result })
+            .collect();
+        resolve(
+            py,
+            self.backend
+                .complete_and_claim(items, worker_id, lease, max_jobs, now),
+            move |(outcomes, claimed)| Ok((refusals(ids, outcomes), records(claimed)?)),
         )
     }
 

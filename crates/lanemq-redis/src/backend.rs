@@ -136,6 +136,50 @@ impl RedisBackend {
             .collect()
     }
 
+    fn claim_args(
+        &self,
+        worker_id: &str,
+        lease: Millis,
+        max_jobs: usize,
+        now: Millis,
+    ) -> Vec<String> {
+        vec![
+            now.to_string(),
+            self.max_events.to_string(),
+            worker_id.to_owned(),
+            lease.to_string(),
+            max_jobs.to_string(),
+            self.token_seed(),
+        ]
+    }
+
+    fn claimed(
+        &self,
+        reply: Value,
+        worker_id: &str,
+        lease: Millis,
+        now: Millis,
+    ) -> CoreResult<Vec<Job>> {
+        items(reply)?
+            .into_iter()
+            .map(|job| decode::claimed(job, worker_id, lease, now))
+            .collect()
+    }
+
+    fn completed(completions: &[Completion], reply: Value) -> CoreResult<Vec<CoreResult<()>>> {
+        Ok(completions
+            .iter()
+            .zip(items(reply)?)
+            .map(|(c, outcome)| decode::outcome(&c.id, outcome).map(|_| ()))
+            .collect())
+    }
+
+    fn push_completions(args: &mut Vec<String>, completions: &[Completion]) {
+        for c in completions {
+            args.extend([c.id.clone(), c.token.clone(), c.result.clone()]);
+        }
+    }
+
     pub async fn claim(
         &self,
         worker_id: &str,
@@ -143,18 +187,9 @@ impl RedisBackend {
         max_jobs: usize,
         now: Millis,
     ) -> CoreResult<Vec<Job>> {
-        let args = vec![
-            now.to_string(),
-            self.max_events.to_string(),
-            worker_id.to_owned(),
-            lease.to_string(),
-            max_jobs.to_string(),
-            self.token_seed(),
-        ];
-        items(self.run(&scripts::CLAIM, args).await?)?
-            .into_iter()
-            .map(|job| decode::claimed(job, worker_id, lease, now))
-            .collect()
+        let args = self.claim_args(worker_id, lease, max_jobs, now);
+        let reply = self.run(&scripts::CLAIM, args).await?;
+        self.claimed(reply, worker_id, lease, now)
     }
 
     pub async fn complete_many(
@@ -163,15 +198,26 @@ impl RedisBackend {
         now: Millis,
     ) -> CoreResult<Vec<CoreResult<()>>> {
         let mut args = vec![now.to_string(), self.max_events.to_string()];
-        for c in &completions {
-            args.extend([c.id.clone(), c.token.clone(), c.result.clone()]);
-        }
-        let reply = items(self.run(&scripts::COMPLETE, args).await?)?;
-        Ok(completions
-            .iter()
-            .zip(reply)
-            .map(|(c, outcome)| decode::outcome(&c.id, outcome).map(|_| ()))
-            .collect())
+        Self::push_completions(&mut args, &completions);
+        Self::completed(&completions, self.run(&scripts::COMPLETE, args).await?)
+    }
+
+    /// Completes jobs, then claims, in one script call.
+    pub async fn complete_and_claim(
+        &self,
+        completions: Vec<Completion>,
+        worker_id: &str,
+        lease: Millis,
+        max_jobs: usize,
+        now: Millis,
+    ) -> CoreResult<(Vec<CoreResult<()>>, Vec<Job>)> {
+        let mut args = self.claim_args(worker_id, lease, max_jobs, now);
+        Self::push_completions(&mut args, &completions);
+        let mut reply = items(self.run(&scripts::COMPLETE_CLAIM, args).await?)?.into_iter();
+        let short = || CoreError::Storage("redis: short complete_and_claim reply".into());
+        let outcomes = Self::completed(&completions, reply.next().ok_or_else(short)?)?;
+        let claimed = self.claimed(reply.next().ok_or_else(short)?, worker_id, lease, now)?;
+        Ok((outcomes, claimed))
     }
 
     pub async fn get_job(&self, id: &str) -> CoreResult<Option<Job>> {

@@ -62,6 +62,19 @@ impl JobBackend for RedisJobBackend {
     fn complete_many(&self, items: Vec<Completion>, now: Millis) -> BoxFuture<Vec<CoreResult<()>>> {
         call!(self, |b| b.complete_many(items, now))
     }
+    fn complete_and_claim(
+        &self,
+        items: Vec<Completion>,
+        worker_id: String,
+        lease: Millis,
+        max_jobs: usize,
+        now: Millis,
+    ) -> BoxFuture<(Vec<CoreResult<()>>, Vec<Job>)> {
+        call!(self, |b| async move {
+            b.complete_and_claim(items, &worker_id, lease, max_jobs, now)
+                .await
+        })
+    }
     fn fail_many(
         &self,
         items: Vec<Failure>,

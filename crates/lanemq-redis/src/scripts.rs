@@ -22,7 +22,7 @@ fn load_with_jobs(body: &str) -> Script {
 pub static ADD: LazyLock<Script> =
     LazyLock::new(|| load_with_jobs(include_str!("../../../lua/add-32.lua")));
 pub static CLAIM: LazyLock<Script> =
-    LazyLock::new(|| load(include_str!("../../../lua/claim-32.lua")));
+    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/claim-32.lua")));
 pub static COMPLETE: LazyLock<Script> =
     LazyLock::new(|| load_with_jobs(include_str!("../../../lua/complete-32.lua")));
 pub static FAIL: LazyLock<Script> =
@@ -57,3 +57,5 @@ pub static SETTINGS: LazyLock<Script> =
     LazyLock::new(|| load(include_str!("../../../lua/settings-32.lua")));
 pub static DEDUP: LazyLock<Script> =
     LazyLock::new(|| load_with_jobs(include_str!("../../../lua/dedup-32.lua")));
+pub static COMPLETE_CLAIM: LazyLock<Script> =
+    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/complete_claim-32.lua")));

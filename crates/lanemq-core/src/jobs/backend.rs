@@ -63,6 +63,21 @@ pub trait JobBackend: Send + Sync + 'static {
     fn wait_for_job(&self, timeout: Option<Millis>) -> BoxFuture<bool>;
 
     fn complete_many(&self, items: Vec<Completion>, now: Millis) -> BoxFuture<Vec<CoreResult<()>>>;
+    /// `complete_many`, then `claim`: what a worker does when jobs finish and slots free up,
+    /// in one step (Redis: one script call). Backends that apply calls in the order they are
+    /// made get it by composition.
+    fn complete_and_claim(
+        &self,
+        items: Vec<Completion>,
+        worker_id: String,
+        lease: Millis,
+        max_jobs: usize,
+        now: Millis,
+    ) -> BoxFuture<(Vec<CoreResult<()>>, Vec<Job>)> {
+        let completed = self.complete_many(items, now);
+        let claimed = self.claim(worker_id, lease, max_jobs, now);
+        Box::pin(async move { Ok((completed.await?, claimed.await?)) })
+    }
     fn fail_many(
         &self,
         items: Vec<Failure>,

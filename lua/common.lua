@@ -119,8 +119,13 @@ local function emit(event, id, key, value, key2, value2)
   end
 end
 
--- Wakes idle workers (BZPOPMIN on MARKER); score = when the work is due.
-local function wake(at) redis.call("ZADD", MARKER, at, "w") end
+-- Wakes idle workers (BZPOPMIN on MARKER); score = when the work is due: a worker popping a due
+-- marker claims at once, one popping a later one recomputes its wait. A paused queue wakes
+-- nobody (resuming does).
+local function wake(at)
+  if redis.call("HGET", META, "paused") == "1" then return end
+  redis.call("ZADD", MARKER, "LT", at, "w") -- LT: the earliest wake-up wins
+end
 
 -- Puts a job at the back of its priority in waiting (front with `front`, or when LIFO).
 local function to_waiting(id, front, lifo)

@@ -80,8 +80,8 @@ local function create_jobs(specs)
     zadd(WAITING, waiting)
     redis.call("HDEL", META, "drained")
   end
-  -- Any new job wakes idle workers: they claim, or recompute when the next delayed one is due.
-  if fresh > 0 then wake(0) end
+  -- New jobs wake idle workers: to claim, or to recompute when the next delayed one is due.
+  if #waiting > 0 then wake(0) elseif #delayed > 0 then wake(delayed[1]) end
   return out
 end
 
@@ -378,6 +378,8 @@ local function claim_jobs(worker, lease, max_jobs, seed)
       end
     end
     if rate_max > 0 then redis.call("HINCRBY", META, "rate_count", #claimed) end
+    -- Jobs left over: wake another idle worker (each wake-up pops the marker for one).
+    if #claimed > 0 and redis.call("ZCARD", WAITING) > 0 then wake(0) end
   end
   if #claimed == 0 and redis.call("ZCARD", WAITING) == 0 and not redis.call("HGET", META, "drained") then
     redis.call("HSET", META, "drained", "1")

@@ -51,12 +51,17 @@ impl RedisBackend {
             }
             let blocking = connection.as_mut().expect("just made");
             let seconds = wait.as_secs_f64().max(0.001);
-            let _: Value = redis::cmd("BZPOPMIN")
+            let woken: Option<(String, String, f64)> = redis::cmd("BZPOPMIN")
                 .arg(self.keys.key("marker"))
                 .arg(seconds)
                 .query_async(blocking)
                 .await
                 .map_err(|e| self.error(e))?;
+            if woken.is_some_and(|(_, _, due)| due <= wall_clock_ms() as f64) {
+                // A job became claimable (added, released, promoted, resumed): claim at once,
+                // without another readiness check's round trip.
+                return Ok(true);
+            }
         }
     }
 

@@ -77,6 +77,14 @@ class JobWorker:
         self._failed: list[tuple[Job, BaseException, bool]] = []
         self._released: list[Job] = []
         self._wake: asyncio.Future[None] | None = None
+        # Calls that report completions and claim (`_exchange`), at most two in flight; the
+        # slots their claims may fill; whether the last claim came back short.
+        self._exchanges: set[asyncio.Task[None]] = set()
+        self._exchange_error: BaseException | None = None
+        self._claiming = 0
+        self._starved = False
+        self._healthy = True
+        self._share = max(1, (concurrency + 1) // 2)
         self._pause_until = 0.0
         self._closing = False
         self._force = False
@@ -128,7 +136,8 @@ class JobWorker:
             while not self._closing:
                 try:
                     await self._step(loop)
-                    backoff = 0.0
+                    if self._healthy:  # (a call in flight fails later, on its own)
+                        backoff = 0.0
                 except Exception as error:
                     # The backend failed (say, Redis went away): keep the outcomes, wait, retry;
                     # the worker resumes by itself once the backend is back.
@@ -145,19 +154,81 @@ class JobWorker:
             self._running = None
 
     async def _step(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Reports outcomes, claims up to the free capacity, or sleeps until there is work."""
-        free = self.concurrency - len(self._active)
-        can_claim = free > 0 and loop.time() >= self._pause_until
-        if can_claim and self._completed and not (self._failed or self._released):
-            # The common case: one call reports the completions and claims the next jobs.
-            jobs = await self._complete_and_claim(free)
-        else:
+        """Reports completions and claims up to the free capacity, with up to two such calls
+        in flight (so jobs a call returned run while the backend works on the next one), or
+        sleeps until there is work."""
+        self._raise_exchange_error()
+        if self._failed or self._released:
+            # Failures and releases are rarer: they go out with no call in flight.
+            await self._settle()
             await self._flush()
-            jobs = await self.queue.claim(self.id, self.lease, free) if can_claim else []
+        free = self.concurrency - len(self._active) - self._claiming
+        can_claim = free > 0 and loop.time() >= self._pause_until
+        # One call at a time after a failure (backing off), two once the backend answers.
+        while len(self._exchanges) < (2 if self._healthy else 1):
+            # Claim along with every report; without one, not again until the queue may
+            # have a job (a claim that came back short means it was empty).
+            claim = (
+                min(free, self._share)
+                if can_claim and (self._completed or not self._starved)
+                else 0
+            )
+            if not (claim or self._completed):
+                break
+            self._launch(loop, claim)
+            free -= claim
+        if self._exchanges:
+            await self._wait_for_exchange(loop)
+        else:
+            await self._idle(can_claim, loop)
+            self._starved = False
+
+    def _launch(self, loop: asyncio.AbstractEventLoop, claim: int) -> None:
+        done, self._completed = self._completed, []
+        self._claiming += claim
+        task = loop.create_task(self._exchange(done, claim))
+        self._exchanges.add(task)
+        task.add_done_callback(self._exchange_done)
+
+    async def _exchange(self, done: list[tuple[Job, Any]], claim: int) -> None:
+        try:
+            jobs = await self._report(done, claim)
+        except Exception:
+            self._healthy = False
+            raise
+        finally:
+            self._claiming -= claim
+        self._healthy = True
+        if len(jobs) < claim:
+            self._starved = True
         for job in jobs:
             self._start(job)
-        if not jobs:
-            await self._idle(can_claim, loop)
+
+    def _exchange_done(self, task: asyncio.Task[None]) -> None:
+        self._exchanges.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self._exchange_error = self._exchange_error or task.exception()
+        self._poke()
+
+    def _raise_exchange_error(self) -> None:
+        error, self._exchange_error = self._exchange_error, None
+        if error is not None:
+            raise error
+
+    async def _wait_for_exchange(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Sleeps until a call in flight returns or a job finishes (or close() is called)."""
+        if self._closing:
+            return
+        wake = self._wake = loop.create_future()
+        try:
+            await wake
+        finally:
+            self._wake = None
+
+    async def _settle(self) -> None:
+        """Waits for the calls in flight (their errors surface on the next step)."""
+        while self._exchanges:
+            await asyncio.gather(*self._exchanges, return_exceptions=True)
 
     async def _pause(self, seconds: float, loop: asyncio.AbstractEventLoop) -> None:
         """Sleeps ``seconds``, or less if close() is called."""
@@ -253,7 +324,8 @@ class JobWorker:
     async def _flush(self) -> None:
         """Reports the outcomes gathered since the last flush, one call per kind."""
         if self._completed:
-            await self._complete_and_claim(0)
+            done, self._completed = self._completed, []
+            await self._report(done, 0)
         if self._failed:
             failed, self._failed = self._failed, []
             items = [
@@ -284,9 +356,8 @@ class JobWorker:
                     self._released[:0] = released[index:]  # released on the next try
                     raise
 
-    async def _complete_and_claim(self, free: int) -> list[Job]:
-        """Reports the completions gathered so far and claims up to ``free`` jobs."""
-        done, self._completed = self._completed, []
+    async def _report(self, done: list[tuple[Job, Any]], free: int) -> list[Job]:
+        """Reports the completions ``done`` and claims up to ``free`` jobs."""
         items = [(job.id, job.lock_token or "", result) for job, result in done]
         try:
             if free:
@@ -355,6 +426,7 @@ class JobWorker:
     # ------------------------------------------------------------------ close
 
     async def _wind_down(self) -> None:
+        await self._settle()
         if self._force:
             for task in list(self._active):
                 task.cancel()

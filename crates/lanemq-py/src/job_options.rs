@@ -294,6 +294,7 @@ impl JobOptions {
             remove_on_fail: retention("remove_on_fail", remove_on_fail)?,
             max_stalled_count: count("max_stalled_count", max_stalled_count, 0)?,
             dedup: self::dedup(dedup)?,
+            scheduler: None,
         };
         inner.validate().map_err(to_py)?;
         Ok(Self { inner })

@@ -12,6 +12,7 @@ mod local;
 mod manage;
 mod memory_backend;
 mod memory_dedup;
+mod memory_scheduler;
 mod model;
 mod options;
 pub mod scheduler;

@@ -336,6 +336,11 @@ impl JobOptions {
     fn dedup(&self) -> Option<Dedup> {
         self.inner.dedup.clone().map(|inner| Dedup { inner })
     }
+    /// The key of the job scheduler that produced this job (set on occurrences only).
+    #[getter]
+    fn scheduler(&self) -> Option<&str> {
+        self.inner.scheduler.as_deref()
+    }
     /// The options as JSON (as backends store them).
     fn to_json(&self) -> String {
         serde_json::to_string(&self.inner).unwrap_or_default()

@@ -232,9 +232,9 @@ fn dedup(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<core::Dedup>> {
     }
 }
 
-/// Options of one job (also accepted as keywords by `add`).
-#[pyclass(frozen, from_py_object, module = "lanemq._core")]
-#[derive(Clone)]
+/// Options of one job (also accepted as keywords by `add`). Equal options compare equal.
+#[pyclass(frozen, eq, from_py_object, module = "lanemq._core")]
+#[derive(Clone, PartialEq)]
 pub struct JobOptions {
     pub inner: core::JobOptions,
 }
@@ -347,5 +347,12 @@ impl JobOptions {
     }
     fn __repr__(&self) -> String {
         format!("JobOptions({})", self.to_json())
+    }
+    /// Consistent with `==`: equal options have the same JSON.
+    fn __hash__(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        self.to_json().hash(&mut hasher);
+        hasher.finish()
     }
 }

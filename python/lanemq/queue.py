@@ -405,7 +405,9 @@ class JobQueue:
         is refused. Invalid input raises `ConfigError` (a `ValueError`) naming the value, and
         writes nothing."""
         every_value = every_ms(every, cron)
-        if not isinstance(template, Sequence) or not 2 <= len(template) <= 3:
+        if isinstance(template, str | bytes) or not isinstance(template, Sequence):
+            raise TypeError(f"template must be (name, data[, options]), got {template!r}")
+        if not 2 <= len(template) <= 3:
             raise TypeError(f"template must be (name, data[, options]), got {template!r}")
         name, data = template[0], template[1]
         opts = _options(template[2] if len(template) == 3 else None, {})

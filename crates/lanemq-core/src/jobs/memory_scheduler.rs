@@ -130,11 +130,11 @@ impl MemoryStore {
             OnClaim::Finish => None,
             OnClaim::Advance { from, number } => {
                 let stored = &self.schedulers.by_key[key];
+                // Reading the map cannot fail, so neither can `place`.
                 scheduler::place(&stored.spec, key, from, number, now, |id| {
                     Ok(self.jobs.contains_key(id))
                 })
-                .ok()
-                .flatten()
+                .unwrap_or(None)
                 .map(|run| (run, number))
             }
         };

@@ -198,7 +198,8 @@ fn first(spec: &ScheduleSpec, now: Millis) -> CoreResult<Millis> {
 }
 
 /// The run time of occurrence number `number`: `from`, or, while the id of that time is
-/// `taken`, the schedule's next run time after it. `None` when the schedule ends first.
+/// `taken`, the schedule's next run time after it. `None` when the schedule ends first (or
+/// cannot be evaluated further). Only the errors of `taken` (the backend's reads) are errors.
 pub fn place(
     spec: &ScheduleSpec,
     key: &str,
@@ -211,9 +212,9 @@ pub fn place(
     while taken(&occurrence_id(key, at))? {
         // `number - 1` runs before this one: the limit allowed this one, so `next` is not
         // stopped by it, only by `end`. Each step is strictly later than the last.
-        match spec.next(at, number.saturating_sub(1), now)? {
-            Some(next) => at = next,
-            None => return Ok(None),
+        match spec.next(at, number.saturating_sub(1), now) {
+            Ok(Some(next)) => at = next,
+            Ok(None) | Err(_) => return Ok(None),
         }
     }
     Ok(Some(at))

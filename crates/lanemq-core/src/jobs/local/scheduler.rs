@@ -201,9 +201,7 @@ pub fn on_claim(
         OnClaim::Ignore => return Ok(()),
         OnClaim::Finish => None,
         OnClaim::Advance { from, number } => {
-            scheduler::place(&stored.spec, key, from, number, now, |id| exists(conn, id))
-                .ok()
-                .flatten()
+            scheduler::place(&stored.spec, key, from, number, now, |id| exists(conn, id))?
                 .map(|run| (run, number))
         }
     };

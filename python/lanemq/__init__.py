@@ -39,6 +39,7 @@ from .exceptions import (
 from .job import Job
 from .lanes import DEFAULT_LANES, Alert, QueueManager
 from .queue import InMemoryJobQueue, JobQueue, JobResult, LocalJobQueue, QueueEvent, RedisJobQueue
+from .schedulers import JobScheduler
 from .storage import LocalStorage
 from .worker import JobWorker, LockLostWarning
 
@@ -66,6 +67,7 @@ __all__ = [
     "JobOptions",
     "JobQueue",
     "JobResult",
+    "JobScheduler",
     "JobStateError",
     "JobWorker",
     "KeepJobs",

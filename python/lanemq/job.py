@@ -106,6 +106,11 @@ class Job:
         return self._record.dedup_id
 
     @property
+    def scheduler_key(self) -> str | None:
+        """The key of the job scheduler that produced this job (an occurrence), if any."""
+        return self._record.options.scheduler
+
+    @property
     def lock_token(self) -> str | None:
         return self._record.lock_token
 

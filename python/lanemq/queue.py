@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from . import _json
 from ._core import JobOptions, JobQueueCore, JobRecord
 from .exceptions import ConfigError, JobFailedError, JobNotFoundError
 from .job import Job
+from .schedulers import JobScheduler, every_ms, instant, limit_value
 
 STATES = ("waiting", "delayed", "active", "waiting_children", "completed", "failed")
 
@@ -386,6 +388,86 @@ class JobQueue:
         add with that id is added. True if a held key was deleted."""
         return await self._core.remove_deduplication_key(dedup_id, _now(now))
 
+    # ---------------------------------------------------------- job schedulers
+
+    async def upsert_scheduler(
+        self,
+        key: str,
+        *,
+        every: float | None = None,
+        cron: str | None = None,
+        template: Sequence[Any],
+        limit: int | None = None,
+        start: datetime | int | None = None,
+        end: datetime | int | None = None,
+        tz: str = "UTC",
+        immediately: bool = False,
+        now: int | None = None,
+    ) -> Job:
+        """Creates or updates the job scheduler ``key`` and returns its pending occurrence.
+
+        The schedule is ``every`` seconds, or the ``cron`` pattern (5 fields, or 6 with
+        seconds first) read in the IANA zone ``tz``; exactly one of them. ``template`` is
+        ``(name, data)`` or ``(name, data, options)`` (`JobOptions` or a dict, without
+        ``job_id``, ``dedup`` or ``delay``): every occurrence is a job made from it, delayed
+        until its run time, with the id ``repeat:<key>:<run time ms>``. ``limit`` caps the
+        number of occurrences (the first included); ``start`` and ``end`` (aware `datetime`
+        or epoch milliseconds) bound the run times; ``immediately`` makes a cron schedule run
+        once at once (an ``every`` schedule always does).
+
+        One occurrence is pending at a time. The next one is produced when a worker claims
+        the pending one, at the schedule's next time (missed times are skipped, not
+        replayed); when there is none (``limit``, ``end``) the scheduler is removed.
+        Upserting again with the same schedule and template changes nothing. Otherwise the
+        pending occurrence, if it has not started, is replaced (a ``removed`` event): at its
+        own run time if the ``every`` value or cron pattern and zone are unchanged, else at
+        the new schedule's first run; the iteration count carries on, so a ``limit`` below it
+        is refused. Invalid input raises `ConfigError` (a `ValueError`) naming the value, and
+        writes nothing."""
+        every_value = every_ms(every, cron)
+        if isinstance(template, str | bytes) or not isinstance(template, Sequence):
+            raise TypeError(f"template must be (name, data[, options]), got {template!r}")
+        if not 2 <= len(template) <= 3:
+            raise TypeError(f"template must be (name, data[, options]), got {template!r}")
+        name, data = template[0], template[1]
+        opts = _options(template[2] if len(template) == 3 else None, {})
+        body = _json.dumps(data, f"data of the template of scheduler {key!r}")
+        record = await self._core.upsert_scheduler(
+            key,
+            every_value,
+            cron,
+            tz,
+            limit_value(limit),
+            instant("start", start),
+            instant("end", end),
+            immediately,
+            name,
+            body,
+            opts,
+            _now(now),
+        )
+        return Job(self, record)
+
+    async def get_scheduler(self, key: str) -> JobScheduler | None:
+        record = await self._core.get_scheduler(key)
+        return None if record is None else JobScheduler._from_record(record)
+
+    async def list_schedulers(
+        self, start: int = 0, end: int = -1, ascending: bool = True
+    ) -> list[JobScheduler]:
+        """Schedulers ordered by next run time (then key), from index ``start`` to ``end``
+        inclusive (negative indexes count from the end)."""
+        records = await self._core.list_schedulers(start, end, ascending)
+        return [JobScheduler._from_record(record) for record in records]
+
+    async def count_schedulers(self) -> int:
+        return await self._core.count_schedulers()
+
+    async def remove_scheduler(self, key: str, *, now: int | None = None) -> bool:
+        """Removes the scheduler ``key`` and its pending occurrence if that has not started
+        (a running one finishes normally). True if the scheduler existed."""
+        return await self._core.remove_scheduler(key, _now(now))
+
     # -------------------------------------------------------------- the queue
 
     async def pause(self, *, now: int | None = None) -> None:
@@ -399,7 +481,9 @@ class JobQueue:
         return await self._core.is_paused()
 
     async def drain(self, delayed: bool = False, *, now: int | None = None) -> int:
-        """Removes all waiting jobs (and delayed ones with ``delayed``); returns how many."""
+        """Removes all waiting jobs (and delayed ones with ``delayed``, except the pending
+        occurrences of job schedulers); returns how many. Schedulers stay; one whose waiting
+        occurrence was drained produces a new one at its next upsert."""
         return await self._core.drain(delayed, _now(now))
 
     async def clean(
@@ -412,8 +496,9 @@ class JobQueue:
         return await self._core.clean(_ms("grace", grace), limit, state, _now(now))
 
     async def obliterate(self, force: bool = False, *, now: int | None = None) -> None:
-        """Deletes the queue's jobs, events and settings. Pauses first; with active jobs it is
-        refused (`JobStateError`) and the queue stays paused, unless ``force``."""
+        """Deletes the queue's jobs, job schedulers, events and settings. Pauses first; with
+        active jobs it is refused (`JobStateError`) and the queue stays paused, unless
+        ``force``."""
         await self._core.obliterate(force, _now(now))
 
     async def set_rate_limit(self, max_jobs: int, duration: float) -> None:

@@ -12,8 +12,10 @@ mod local;
 mod manage;
 mod memory_backend;
 mod memory_dedup;
+mod memory_scheduler;
 mod model;
 mod options;
+pub mod scheduler;
 mod store;
 #[cfg(test)]
 mod tests;
@@ -27,4 +29,5 @@ pub use options::{
     check_payload, validate_job_id, Backoff, BackoffKind, Dedup, JobOptions, Retention,
     DEFAULT_MAX_PAYLOAD_BYTES, MAX_PRIORITY,
 };
+pub use scheduler::{JobScheduler, Template};
 pub use store::{Claimed, FailOutcome, MemoryStore, StoreConfig};

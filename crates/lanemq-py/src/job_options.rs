@@ -232,9 +232,9 @@ fn dedup(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<core::Dedup>> {
     }
 }
 
-/// Options of one job (also accepted as keywords by `add`).
-#[pyclass(frozen, from_py_object, module = "lanemq._core")]
-#[derive(Clone)]
+/// Options of one job (also accepted as keywords by `add`). Equal options compare equal.
+#[pyclass(frozen, eq, from_py_object, module = "lanemq._core")]
+#[derive(Clone, PartialEq)]
 pub struct JobOptions {
     pub inner: core::JobOptions,
 }
@@ -294,6 +294,7 @@ impl JobOptions {
             remove_on_fail: retention("remove_on_fail", remove_on_fail)?,
             max_stalled_count: count("max_stalled_count", max_stalled_count, 0)?,
             dedup: self::dedup(dedup)?,
+            scheduler: None,
         };
         inner.validate().map_err(to_py)?;
         Ok(Self { inner })
@@ -335,11 +336,23 @@ impl JobOptions {
     fn dedup(&self) -> Option<Dedup> {
         self.inner.dedup.clone().map(|inner| Dedup { inner })
     }
+    /// The key of the job scheduler that produced this job (set on occurrences only).
+    #[getter]
+    fn scheduler(&self) -> Option<&str> {
+        self.inner.scheduler.as_deref()
+    }
     /// The options as JSON (as backends store them).
     fn to_json(&self) -> String {
         serde_json::to_string(&self.inner).unwrap_or_default()
     }
     fn __repr__(&self) -> String {
         format!("JobOptions({})", self.to_json())
+    }
+    /// Consistent with `==`: equal options have the same JSON.
+    fn __hash__(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        self.to_json().hash(&mut hasher);
+        hasher.finish()
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use lanemq_core::jobs::{
     Completion, FailOutcome, Failure, FinishedResult, JobBackend, JobState, LocalBackend,
-    MemoryBackend, NewJob, StoreConfig,
+    MemoryBackend, NewJob, StoreConfig, Template,
 };
 use lanemq_core::{CoreError, CoreResult};
 use lanemq_redis::{RedisBackend, RedisJobBackend};
@@ -17,6 +17,7 @@ use crate::errors::{invalid, to_py};
 use crate::job_options::JobOptions;
 use crate::job_record::JobRecord;
 use crate::ready::resolve;
+use crate::scheduler_record::{self, SchedulerRecord};
 
 #[pyclass(frozen, module = "lanemq._core")]
 pub struct JobQueueCore {
@@ -659,6 +660,77 @@ impl JobQueueCore {
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
         resolve(py, self.backend.remove_deduplication_key(dedup_id, now), Ok)
+    }
+
+    /// Creates or updates the job scheduler `key`; awaits its pending occurrence. `every`,
+    /// `start` and `end` are milliseconds.
+    #[pyo3(signature = (key, every, cron, tz, limit, start, end, immediately, name, data,
+        options, now))]
+    #[allow(clippy::too_many_arguments)]
+    fn upsert_scheduler<'py>(
+        &self,
+        py: Python<'py>,
+        key: String,
+        every: Option<u64>,
+        cron: Option<String>,
+        tz: String,
+        limit: Option<i64>,
+        start: Option<u64>,
+        end: Option<u64>,
+        immediately: bool,
+        name: String,
+        data: String,
+        options: Option<JobOptions>,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let spec = scheduler_record::spec(every, cron, tz, limit, start, end, immediately)?;
+        let template = Template {
+            name,
+            data,
+            options: options.map(|o| o.inner).unwrap_or_default(),
+        };
+        let future = self.backend.upsert_scheduler(key, spec, template, now);
+        resolve(py, future, |job| Ok(JobRecord::from(job)))
+    }
+
+    fn get_scheduler<'py>(&self, py: Python<'py>, key: String) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.get_scheduler(key), |found| {
+            Ok(found.map(SchedulerRecord::from))
+        })
+    }
+
+    fn list_schedulers<'py>(
+        &self,
+        py: Python<'py>,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resolve(
+            py,
+            self.backend.list_schedulers(start, end, ascending),
+            |all| {
+                Ok(all
+                    .into_iter()
+                    .map(SchedulerRecord::from)
+                    .collect::<Vec<_>>())
+            },
+        )
+    }
+
+    fn count_schedulers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.count_schedulers(), Ok)
+    }
+
+    /// Removes the scheduler `key` (and its occurrence, if it has not started); awaits True
+    /// if it existed.
+    fn remove_scheduler<'py>(
+        &self,
+        py: Python<'py>,
+        key: String,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.remove_scheduler(key, now), Ok)
     }
 
     /// Events `(id, timestamp, event, job_id, fields)` with `start <= id <= end`.

@@ -14,6 +14,7 @@ mod job_record;
 mod lane_config;
 mod lane_scheduler;
 mod ready;
+mod scheduler_record;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -31,6 +32,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<job_options::JobOptions>()?;
     m.add_class::<job_record::JobRecord>()?;
     m.add_class::<job_queue::JobQueueCore>()?;
+    m.add_class::<scheduler_record::SchedulerRecord>()?;
     m.add_class::<ready::Ready>()?;
     m.add_class::<hub::Hub>()?;
     Ok(())

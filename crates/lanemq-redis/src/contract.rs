@@ -246,4 +246,38 @@ impl JobBackend for RedisJobBackend {
     fn wait_events(&self, after: u64, timeout: Option<Millis>) -> BoxFuture<bool> {
         call!(self, |b| b.wait_events(after, timeout))
     }
+
+    // Job schedulers: not written for Redis yet (stubs so the workspace builds).
+    fn upsert_scheduler(
+        &self,
+        _key: String,
+        _spec: lanemq_core::schedule::ScheduleSpec,
+        _template: lanemq_core::jobs::Template,
+        _now: Millis,
+    ) -> BoxFuture<Job> {
+        schedulers_not_supported()
+    }
+    fn get_scheduler(&self, _key: String) -> BoxFuture<Option<lanemq_core::jobs::JobScheduler>> {
+        schedulers_not_supported()
+    }
+    fn list_schedulers(
+        &self,
+        _start: i64,
+        _end: i64,
+        _ascending: bool,
+    ) -> BoxFuture<Vec<lanemq_core::jobs::JobScheduler>> {
+        schedulers_not_supported()
+    }
+    fn count_schedulers(&self) -> BoxFuture<usize> {
+        schedulers_not_supported()
+    }
+    fn remove_scheduler(&self, _key: String, _now: Millis) -> BoxFuture<bool> {
+        schedulers_not_supported()
+    }
+}
+
+fn schedulers_not_supported<T: Send + 'static>() -> BoxFuture<T> {
+    lanemq_core::jobs::ready(Err(lanemq_core::CoreError::Refused(
+        "job schedulers are not supported by the Redis backend yet".into(),
+    )))
 }

@@ -11,7 +11,9 @@ use crate::error::CoreResult;
 use super::events::StreamEvent;
 use super::model::{FinishedResult, Job, JobState, Millis};
 use super::options::JobOptions;
+use super::scheduler::{JobScheduler, Template};
 use super::store::FailOutcome;
+use crate::schedule::ScheduleSpec;
 
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = CoreResult<T>> + Send + 'static>>;
 
@@ -172,6 +174,30 @@ pub trait JobBackend: Send + Sync + 'static {
     /// Deletes the dedup key `dedup_id` (and a keep_last job stored on it), so the next add with
     /// that id is added; `true` when a key that was held (or stored a job) was deleted.
     fn remove_deduplication_key(&self, dedup_id: String, now: Millis) -> BoxFuture<bool>;
+
+    /// Creates or updates the job scheduler `key` (see `jobs::scheduler` for what an upsert
+    /// decides), in one atomic step; resolves to its pending occurrence. Invalid input is
+    /// `InvalidConfig` and writes nothing.
+    fn upsert_scheduler(
+        &self,
+        key: String,
+        spec: ScheduleSpec,
+        template: Template,
+        now: Millis,
+    ) -> BoxFuture<Job>;
+    fn get_scheduler(&self, key: String) -> BoxFuture<Option<JobScheduler>>;
+    /// Schedulers by next run time (then key), from index `start` to `end` inclusive (`end < 0`
+    /// counts from the end); `ascending = false` reverses the order.
+    fn list_schedulers(
+        &self,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> BoxFuture<Vec<JobScheduler>>;
+    fn count_schedulers(&self) -> BoxFuture<usize>;
+    /// Removes the scheduler `key` and its pending occurrence if that has not started; `true`
+    /// if the scheduler existed.
+    fn remove_scheduler(&self, key: String, now: Millis) -> BoxFuture<bool>;
 
     /// Releases what the backend holds (files, connections) once pending operations are done;
     /// later calls fail. Backends holding nothing need not override it.

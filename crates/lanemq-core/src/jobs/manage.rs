@@ -329,11 +329,18 @@ impl MemoryStore {
         self.paused
     }
 
-    /// Removes every waiting job (and delayed ones with `delayed`); returns how many.
+    /// Removes every waiting job (and delayed ones with `delayed`, except the pending
+    /// occurrences of job schedulers, as BullMQ does); returns how many.
     pub fn drain(&mut self, delayed: bool, now: Millis) -> usize {
         let mut doomed: Vec<JobId> = self.waiting.values().cloned().collect();
         if delayed {
-            doomed.extend(self.delayed.iter().map(|(_, _, id)| Arc::clone(id)));
+            let pending = self.pending_occurrence_ids();
+            doomed.extend(
+                self.delayed
+                    .iter()
+                    .filter(|(_, _, id)| !pending.contains(&**id))
+                    .map(|(_, _, id)| Arc::clone(id)),
+            );
         }
         for id in &doomed {
             self.delete_releasing(id);
@@ -384,8 +391,9 @@ impl MemoryStore {
         doomed.iter().map(|id| id.to_string()).collect()
     }
 
-    /// Deletes everything in the queue. Pauses first; refused (and left paused) while jobs are
-    /// active, unless `force`. Afterwards the queue is empty and not paused.
+    /// Deletes everything in the queue, job schedulers included. Pauses first; refused (and
+    /// left paused) while jobs are active, unless `force`. Afterwards the queue is empty and
+    /// not paused.
     pub fn obliterate(&mut self, force: bool, now: Millis) -> CoreResult<()> {
         self.pause(now);
         if !force && !self.active.is_empty() {
@@ -403,6 +411,7 @@ impl MemoryStore {
         self.failed.clear();
         self.events.clear();
         self.dedup.clear();
+        self.schedulers.clear();
         self.rate_limit = None;
         self.max_active = None;
         self.paused = false;

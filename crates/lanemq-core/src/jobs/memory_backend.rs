@@ -9,10 +9,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::{oneshot, Notify};
 
 use crate::error::CoreResult;
+use crate::schedule::ScheduleSpec;
 
 use super::backend::{ready, BoxFuture, Completion, Failure, JobBackend, NewJob};
 use super::events::StreamEvent;
 use super::model::{FinishedResult, Job, JobState, Millis};
+use super::scheduler::{JobScheduler, Template};
 use super::store::{FailOutcome, MemoryStore, StoreConfig, STALLED_REASON};
 
 type Waiters = HashMap<String, Vec<oneshot::Sender<FinishedResult>>>;
@@ -465,6 +467,45 @@ impl JobBackend for MemoryBackend {
 
     fn remove_deduplication_key(&self, dedup_id: String, now: Millis) -> BoxFuture<bool> {
         self.write(|s| Ok(s.store.remove_deduplication_key(&dedup_id, now)))
+    }
+
+    fn upsert_scheduler(
+        &self,
+        key: String,
+        spec: ScheduleSpec,
+        template: Template,
+        now: Millis,
+    ) -> BoxFuture<Job> {
+        self.write(|s| {
+            let pending = s.store.upsert_scheduler(&key, spec, template, now);
+            settle_missing(s);
+            pending
+        })
+    }
+
+    fn get_scheduler(&self, key: String) -> BoxFuture<Option<JobScheduler>> {
+        self.read(|store| Ok(store.get_scheduler(&key)))
+    }
+
+    fn list_schedulers(
+        &self,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> BoxFuture<Vec<JobScheduler>> {
+        self.read(|store| Ok(store.list_schedulers(start, end, ascending)))
+    }
+
+    fn count_schedulers(&self) -> BoxFuture<usize> {
+        self.read(|store| Ok(store.count_schedulers()))
+    }
+
+    fn remove_scheduler(&self, key: String, now: Millis) -> BoxFuture<bool> {
+        self.write(|s| {
+            let existed = s.store.remove_scheduler(&key, now);
+            settle_missing(s);
+            Ok(existed)
+        })
     }
 
     fn read_events(&self, start: u64, end: u64, limit: usize) -> BoxFuture<Vec<StreamEvent>> {

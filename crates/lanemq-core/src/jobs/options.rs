@@ -154,6 +154,10 @@ pub struct JobOptions {
     pub max_stalled_count: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dedup: Option<Dedup>,
+    /// The key of the job scheduler whose occurrence this job is. Set only by schedulers (an
+    /// add that carries it is refused); written to the options JSON only when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<String>,
 }
 
 fn one() -> u32 {
@@ -174,6 +178,7 @@ impl Default for JobOptions {
             remove_on_fail: Retention::KeepAll,
             max_stalled_count: 1,
             dedup: None,
+            scheduler: None,
         }
     }
 }
@@ -200,6 +205,11 @@ impl JobOptions {
         }
         if let Some(dedup) = &self.dedup {
             dedup.validate()?;
+        }
+        if let Some(key) = &self.scheduler {
+            return Err(CoreError::InvalidConfig(format!(
+                "invalid scheduler: {key:?} (only a job scheduler marks its occurrences)"
+            )));
         }
         Ok(())
     }
@@ -340,6 +350,21 @@ mod tests {
         assert_eq!(serde_json::from_str::<JobOptions>(&json).unwrap(), options);
         let plain = serde_json::to_string(&JobOptions::default()).unwrap();
         assert!(!plain.contains("dedup"), "{plain}");
+    }
+
+    #[test]
+    fn scheduler_mark_is_serialised_only_when_set_and_refused_in_adds() {
+        let plain = serde_json::to_string(&JobOptions::default()).unwrap();
+        assert!(!plain.contains("scheduler"), "{plain}");
+        let marked = JobOptions {
+            scheduler: Some("report".into()),
+            ..JobOptions::default()
+        };
+        let json = serde_json::to_string(&marked).unwrap();
+        assert!(json.contains(r#""scheduler":"report""#), "{json}");
+        assert_eq!(serde_json::from_str::<JobOptions>(&json).unwrap(), marked);
+        let err = marked.validate().unwrap_err().to_string();
+        assert!(err.contains("invalid scheduler: \"report\""), "{err}");
     }
 
     #[test]

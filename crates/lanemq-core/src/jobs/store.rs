@@ -11,6 +11,7 @@ use crate::error::{CoreError, CoreResult};
 
 use super::events::{EventLog, Text};
 use super::memory_dedup::DedupKeys;
+use super::memory_scheduler::Schedulers;
 use super::model::{Job, JobState, Lock, Millis};
 use super::options::{check_payload, JobOptions, Retention, DEFAULT_MAX_PAYLOAD_BYTES};
 
@@ -66,6 +67,7 @@ pub struct MemoryStore {
     pub(super) max_active: Option<u32>,
     pub(super) events: EventLog,
     pub(super) dedup: DedupKeys,
+    pub(super) schedulers: Schedulers,
     seq: u64,
     next_auto_id: u64,
     drained_reported: bool,
@@ -88,6 +90,7 @@ impl MemoryStore {
         Self {
             events: EventLog::new(config.max_events),
             dedup: DedupKeys::default(),
+            schedulers: Schedulers::default(),
             config,
             jobs: HashMap::default(),
             waiting: BTreeMap::new(),
@@ -424,6 +427,9 @@ impl MemoryStore {
         }
         let mut claimed = Vec::with_capacity(allowed.min(self.waiting.len()));
         let worker: Arc<str> = Arc::from(worker_id);
+        // Occurrences of job schedulers claimed: their next ones are produced after the loop,
+        // so a next occurrence due at once is never claimed by the claim that produced it.
+        let mut started: Vec<(String, JobId)> = Vec::new();
         while claimed.len() < allowed {
             let Some((_, id)) = self.waiting.pop_first() else {
                 break;
@@ -438,10 +444,16 @@ impl MemoryStore {
                 worker_id: Arc::clone(&worker),
                 expires_at: now + lease,
             });
+            if let Some(key) = &job.options.scheduler {
+                started.push((key.clone(), Arc::clone(&id)));
+            }
             claimed.push(job.clone());
             self.active.insert((now + lease, job.seq, Arc::clone(&id)));
             self.events
                 .push(now, "active", Some(&id), Some(("prev", "waiting".into())));
+        }
+        for (key, id) in started {
+            self.scheduler_on_claim(&key, &id, now);
         }
         if self.rate_limit.is_some() {
             self.rate_window.1 += claimed.len() as u32;

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::error::CoreError;
+use crate::schedule::ScheduleSpec;
 
 const T: Millis = 1_700_000_000_000;
 
@@ -259,4 +260,124 @@ fn obliterate_refuses_with_active_jobs_and_stays_paused() {
         s.get_job_counts(&[]).iter().map(|(_, n)| n).sum::<usize>(),
         0
     );
+}
+
+// ------------------------------------------------------------------------ job schedulers
+
+fn template() -> Template {
+    Template {
+        name: "tick".into(),
+        data: "null".into(),
+        options: JobOptions::default(),
+    }
+}
+
+fn every(ms: Millis, f: impl FnOnce(&mut ScheduleSpec)) -> ScheduleSpec {
+    let mut spec = ScheduleSpec::every(ms);
+    f(&mut spec);
+    spec
+}
+
+/// The ids of the jobs of scheduler `key` that have not started.
+fn pending(s: &MemoryStore, key: &str) -> Vec<String> {
+    s.list_jobs(&[JobState::Waiting, JobState::Delayed], 0, -1, true)
+        .into_iter()
+        .filter(|j| j.options.scheduler.as_deref() == Some(key))
+        .map(|j| j.id.to_string())
+        .collect()
+}
+
+#[test]
+fn a_claim_of_the_pending_occurrence_produces_the_next() {
+    let mut s = store();
+    let first = s
+        .upsert_scheduler("k", every(1000, |_| {}), template(), T)
+        .unwrap();
+    assert_eq!(
+        (&*first.id, first.state),
+        ("repeat:k:1700000000000", JobState::Waiting)
+    );
+    let claimed = s.claim("w", 60_000, 10, T + 5);
+    assert_eq!(
+        claimed.len(),
+        1,
+        "the next occurrence is not claimed with it"
+    );
+    assert_eq!(pending(&s, "k"), vec!["repeat:k:1700000001000"]);
+    let sched = s.get_scheduler("k").unwrap();
+    assert_eq!((sched.iteration_count, sched.next_run), (2, T + 1000));
+    assert_eq!(sched.job_id.as_deref(), Some("repeat:k:1700000001000"));
+}
+
+#[test]
+fn a_stalled_occurrence_claimed_again_produces_nothing() {
+    let mut s = store();
+    s.upsert_scheduler("k", every(1000, |_| {}), template(), T)
+        .unwrap();
+    s.claim("w", 10, 1, T);
+    let (recovered, _) = s.recover_stalled(T + 10);
+    assert_eq!(recovered, vec!["repeat:k:1700000000000"]);
+    let again = s.claim("w", 10, 1, T + 20);
+    assert_eq!(&*again[0].id, "repeat:k:1700000000000");
+    assert_eq!(pending(&s, "k"), vec!["repeat:k:1700000001000"]);
+    assert_eq!(s.get_scheduler("k").unwrap().iteration_count, 2);
+}
+
+#[test]
+fn the_limit_ends_the_scheduler_at_the_claim_of_the_last_run() {
+    let mut s = store();
+    let spec = every(1000, |sp| sp.limit = Some(2));
+    s.upsert_scheduler("k", spec, template(), T).unwrap();
+    s.claim("w", 60_000, 1, T);
+    s.claim("w", 60_000, 1, T + 1000);
+    assert!(s.get_scheduler("k").is_none());
+    assert_eq!(s.count_schedulers(), 0);
+    assert!(pending(&s, "k").is_empty());
+    assert_eq!(s.count(JobState::Active), 2);
+}
+
+#[test]
+fn a_failed_upsert_writes_nothing() {
+    let mut s = store();
+    s.upsert_scheduler("k", every(1000, |_| {}), template(), T)
+        .unwrap();
+    let before = s.last_event_id();
+    let bad = every(1000, |sp| sp.end = Some(T - 1));
+    assert!(matches!(
+        s.upsert_scheduler("k", bad, template(), T),
+        Err(CoreError::InvalidConfig(_))
+    ));
+    assert_eq!(s.last_event_id(), before);
+    assert_eq!(pending(&s, "k"), vec!["repeat:k:1700000000000"]);
+}
+
+#[test]
+fn a_taken_run_time_is_skipped() {
+    let mut s = store();
+    s.upsert_scheduler("k", every(1000, |_| {}), template(), T)
+        .unwrap();
+    s.claim("w", 60_000, 1, T);
+    // Same millisecond, another interval: the first run (T) is the running occurrence's id.
+    let replaced = s
+        .upsert_scheduler("k", every(500, |_| {}), template(), T)
+        .unwrap();
+    assert_eq!(&*replaced.id, "repeat:k:1700000000500");
+    assert_eq!(pending(&s, "k"), vec!["repeat:k:1700000000500"]);
+}
+
+#[test]
+fn drain_keeps_the_delayed_pending_occurrences() {
+    let mut s = store();
+    s.upsert_scheduler(
+        "k",
+        every(1000, |sp| sp.start = Some(T + 50)),
+        template(),
+        T,
+    )
+    .unwrap();
+    s.add("plain", "null", opts(|o| o.delay = 10), T).unwrap();
+    assert_eq!(s.drain(true, T), 1);
+    assert_eq!(pending(&s, "k"), vec!["repeat:k:1700000000050"]);
+    s.obliterate(true, T).unwrap();
+    assert_eq!(s.count_schedulers(), 0);
 }

@@ -395,8 +395,10 @@ fn ids_where(
 }
 
 pub fn drain(conn: &Connection, env: &mut Env, delayed: bool, now: Millis) -> CoreResult<usize> {
+    // Delayed jobs that are the pending occurrences of job schedulers stay (as in BullMQ).
     let query = if delayed {
-        "SELECT id FROM jobs WHERE state IN (0, 1)"
+        "SELECT id FROM jobs WHERE state = 0 OR (state = 1 AND id NOT IN \
+         (SELECT 'repeat:' || key || ':' || next_run FROM schedulers))"
     } else {
         "SELECT id FROM jobs WHERE state = 0"
     };
@@ -467,6 +469,7 @@ pub fn obliterate(
     }
     conn.execute_batch(
         "DELETE FROM jobs; DELETE FROM logs; DELETE FROM events; DELETE FROM dedup; \
+         DELETE FROM schedulers; \
          UPDATE counts SET n = 0; \
          DELETE FROM meta WHERE key IN ('paused', 'rate_max', 'rate_duration', 'rate_start', \
          'rate_count', 'max_active', 'drained');",

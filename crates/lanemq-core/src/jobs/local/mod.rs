@@ -8,6 +8,7 @@ mod dedup;
 mod manage;
 mod ops;
 mod rows;
+mod scheduler;
 mod schema;
 mod writer;
 
@@ -25,7 +26,9 @@ use super::backend::{BoxFuture, Completion, Failure, JobBackend, NewJob};
 use super::events::StreamEvent;
 use super::memory_backend::wall_clock_ms;
 use super::model::{FinishedResult, Job, JobState, Millis};
+use super::scheduler::{JobScheduler, Template};
 use super::store::{FailOutcome, StoreConfig};
+use crate::schedule::ScheduleSpec;
 use ops::Env;
 use writer::{Call, Op, Shared};
 
@@ -438,6 +441,37 @@ impl JobBackend for LocalBackend {
 
     fn remove_deduplication_key(&self, dedup_id: String, now: Millis) -> BoxFuture<bool> {
         self.call(move |conn, _| dedup::remove_key(conn, &dedup_id, now))
+    }
+
+    fn upsert_scheduler(
+        &self,
+        key: String,
+        spec: ScheduleSpec,
+        template: Template,
+        now: Millis,
+    ) -> BoxFuture<Job> {
+        self.call(move |conn, env| scheduler::upsert(conn, env, &key, spec, template, now))
+    }
+
+    fn get_scheduler(&self, key: String) -> BoxFuture<Option<JobScheduler>> {
+        self.direct(move |conn, _| scheduler::get(conn, &key))
+    }
+
+    fn list_schedulers(
+        &self,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> BoxFuture<Vec<JobScheduler>> {
+        self.direct(move |conn, _| scheduler::list(conn, start, end, ascending))
+    }
+
+    fn count_schedulers(&self) -> BoxFuture<usize> {
+        self.direct(|conn, _| scheduler::count(conn))
+    }
+
+    fn remove_scheduler(&self, key: String, now: Millis) -> BoxFuture<bool> {
+        self.call(move |conn, env| scheduler::remove(conn, env, &key, now))
     }
 
     fn read_events(&self, start: u64, end: u64, limit: usize) -> BoxFuture<Vec<StreamEvent>> {

@@ -18,6 +18,7 @@ use super::rows::{
     self, code, count, count_delta, event, load, meta, meta_number, require, reserve, save,
     set_meta, sql, AutoIds,
 };
+use super::scheduler;
 
 const STACKTRACE_LIMIT: usize = 10;
 
@@ -335,6 +336,13 @@ pub fn claim(
             .map_err(sql)?;
         env.event(conn, now, "active", Some(id), Some(("prev", "waiting")))?;
         claimed.push(job);
+    }
+    // Job schedulers whose pending occurrence started produce their next one (after the loop,
+    // as the memory store does: a next occurrence due at once is not claimed by this claim).
+    for job in &claimed {
+        if let Some(key) = &job.options.scheduler {
+            scheduler::on_claim(conn, env, key, &job.id, now)?;
+        }
     }
     if !claimed.is_empty() {
         count_delta(conn, JobState::Waiting, -(claimed.len() as i64))?;

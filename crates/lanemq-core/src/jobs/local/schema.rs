@@ -75,6 +75,19 @@ CREATE TABLE IF NOT EXISTS dedup (
 );
 CREATE INDEX IF NOT EXISTS dedup_job ON dedup (job_id);
 CREATE INDEX IF NOT EXISTS dedup_expiry ON dedup (expires_at) WHERE expires_at IS NOT NULL;
+-- Job schedulers: key -> schedule (ScheduleSpec JSON), template (name, data JSON, options JSON),
+-- occurrences produced, and the run time of the latest (the pending occurrence's id is
+-- 'repeat:' || key || ':' || next_run).
+CREATE TABLE IF NOT EXISTS schedulers (
+    key TEXT PRIMARY KEY,
+    spec TEXT NOT NULL,
+    name TEXT NOT NULL,
+    data TEXT NOT NULL,
+    options TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    next_run INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS schedulers_next ON schedulers (next_run, key);
 ";
 
 /// Columns added since format 1 was first written (added to older files when they are opened;
@@ -209,7 +222,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_file_from_before_dedup_gets_the_new_columns_and_table() {
+    fn a_file_from_before_dedup_gets_the_new_columns_and_tables() {
         let path = std::env::temp_dir().join(format!(
             "lanemq-schema-{}-{:?}.sqlite3",
             std::process::id(),
@@ -242,6 +255,12 @@ mod tests {
         assert_eq!(kept, 1, "existing events are kept");
         conn.execute("INSERT INTO dedup (id, job_id) VALUES ('d', '1')", [])
             .unwrap();
+        conn.execute(
+            "INSERT INTO schedulers (key, spec, name, data, options, count, next_run) \
+             VALUES ('k', '{\"every\":1000}', 'n', 'null', '{}', 1, 5)",
+            [],
+        )
+        .unwrap();
         drop(conn);
         open(&path, "q").expect("reopening an upgraded file");
         for suffix in ["", "-wal", "-shm"] {

@@ -51,8 +51,10 @@ impl RedisBackend {
         .map(|k| keys.key(k))
         .collect();
         script_keys.extend(keys.fields());
-        script_keys.extend(["dedup", "dedup:expiry"].map(|k| keys.key(k)));
-        debug_assert_eq!(script_keys.len(), 12 + JOB_FIELDS.len());
+        script_keys.extend(
+            ["dedup", "dedup:expiry", "schedulers", "schedulers:next"].map(|k| keys.key(k)),
+        );
+        debug_assert_eq!(script_keys.len(), 14 + JOB_FIELDS.len());
         Ok(Self {
             connection,
             keys,

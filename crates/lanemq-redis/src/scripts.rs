@@ -20,42 +20,42 @@ fn load_with_jobs(body: &str) -> Script {
 }
 
 pub static ADD: LazyLock<Script> =
-    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/add-32.lua")));
+    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/add-34.lua")));
 pub static CLAIM: LazyLock<Script> =
-    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/claim-32.lua")));
+    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/claim-34.lua")));
 pub static COMPLETE: LazyLock<Script> =
-    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/complete-32.lua")));
+    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/complete-34.lua")));
 pub static FAIL: LazyLock<Script> =
-    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/fail-32.lua")));
+    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/fail-34.lua")));
 pub static RENEW: LazyLock<Script> =
-    LazyLock::new(|| load(include_str!("../../../lua/renew-32.lua")));
+    LazyLock::new(|| load(include_str!("../../../lua/renew-34.lua")));
 pub static DELAY: LazyLock<Script> =
-    LazyLock::new(|| load(include_str!("../../../lua/delay-32.lua")));
+    LazyLock::new(|| load(include_str!("../../../lua/delay-34.lua")));
 pub static RELEASE: LazyLock<Script> =
-    LazyLock::new(|| load(include_str!("../../../lua/release-32.lua")));
+    LazyLock::new(|| load(include_str!("../../../lua/release-34.lua")));
 pub static RECOVER: LazyLock<Script> =
-    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/recover-32.lua")));
+    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/recover-34.lua")));
 pub static PROMOTE: LazyLock<Script> =
-    LazyLock::new(|| load(include_str!("../../../lua/promote-32.lua")));
+    LazyLock::new(|| load(include_str!("../../../lua/promote-34.lua")));
 pub static RESCHEDULE: LazyLock<Script> =
-    LazyLock::new(|| load(include_str!("../../../lua/reschedule-32.lua")));
+    LazyLock::new(|| load(include_str!("../../../lua/reschedule-34.lua")));
 pub static RETRY: LazyLock<Script> =
-    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/retry-32.lua")));
+    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/retry-34.lua")));
 pub static PRIORITY: LazyLock<Script> =
-    LazyLock::new(|| load(include_str!("../../../lua/priority-32.lua")));
+    LazyLock::new(|| load(include_str!("../../../lua/priority-34.lua")));
 pub static EDIT: LazyLock<Script> =
-    LazyLock::new(|| load(include_str!("../../../lua/edit-32.lua")));
+    LazyLock::new(|| load(include_str!("../../../lua/edit-34.lua")));
 pub static LOGS: LazyLock<Script> =
-    LazyLock::new(|| load(include_str!("../../../lua/logs-32.lua")));
+    LazyLock::new(|| load(include_str!("../../../lua/logs-34.lua")));
 pub static REMOVE: LazyLock<Script> =
-    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/remove-32.lua")));
+    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/remove-34.lua")));
 pub static PAUSE: LazyLock<Script> =
-    LazyLock::new(|| load(include_str!("../../../lua/pause-32.lua")));
+    LazyLock::new(|| load(include_str!("../../../lua/pause-34.lua")));
 pub static OBLITERATE: LazyLock<Script> =
-    LazyLock::new(|| load(include_str!("../../../lua/obliterate-32.lua")));
+    LazyLock::new(|| load(include_str!("../../../lua/obliterate-34.lua")));
 pub static SETTINGS: LazyLock<Script> =
-    LazyLock::new(|| load(include_str!("../../../lua/settings-32.lua")));
+    LazyLock::new(|| load(include_str!("../../../lua/settings-34.lua")));
 pub static DEDUP: LazyLock<Script> =
-    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/dedup-32.lua")));
+    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/dedup-34.lua")));
 pub static COMPLETE_CLAIM: LazyLock<Script> =
-    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/complete_claim-32.lua")));
+    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/complete_claim-34.lua")));

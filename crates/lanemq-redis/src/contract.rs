@@ -256,7 +256,8 @@ impl JobBackend for RedisJobBackend {
         now: Millis,
     ) -> BoxFuture<Job> {
         let limit = self.max_payload_bytes;
-        call!(self, |b| b.upsert_scheduler(key, spec, template, now, limit))
+        call!(self, |b| b
+            .upsert_scheduler(key, spec, template, now, limit))
     }
     fn get_scheduler(&self, key: String) -> BoxFuture<Option<JobScheduler>> {
         call!(self, |b| b.get_scheduler(key))

@@ -363,7 +363,7 @@ impl RedisBackend {
         let (all,): (Vec<(String, String)>,) = self.query(&pipe).await?;
         let stale: BTreeSet<String> = all
             .into_iter()
-            .filter(|(_, raw)| raw.contains("\"stale\""))
+            .filter(|(_, raw)| stored(raw).is_ok_and(|s| s.record.stale.is_some()))
             .map(|(key, _)| key)
             .collect();
         let result = self.maintain(stale, now).await;

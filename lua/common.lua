@@ -2,8 +2,9 @@
 -- Every script receives the same KEYS, in this order (see README.md for what each holds):
 local META, WAITING, DELAYED, ACTIVE, CHILDREN, COMPLETED, FAILED, LOGS, EVENTS, MARKER =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
--- After the field hashes (KEYS[11..30]): the dedup keys (lua/jobs.lua).
-local DEDUP, DEDUP_EXPIRY = KEYS[31], KEYS[32]
+-- After the field hashes (KEYS[11..30]): the dedup keys (lua/jobs.lua) and the job schedulers
+-- (lua/schedulers.lua).
+local DEDUP, DEDUP_EXPIRY, SCHEDULERS, SCHEDULERS_NEXT = KEYS[31], KEYS[32], KEYS[33], KEYS[34]
 local FIELDS = {"name", "data", "opts", "state", "prio", "ord", "seq", "created", "delay",
   "processed", "finished", "attempts", "stalled", "progress", "result", "reason", "trace",
   "token", "worker", "expires"}

@@ -312,6 +312,10 @@ local function complete_jobs(ids, tokens, results)
 end
 
 -------------------------------------------------------------------------------- claiming
+-- Produces a job scheduler's next occurrence when a claim starts its pending one: defined by
+-- lua/schedulers.lua, which the scripts that claim load after this file.
+local scheduler_on_claim
+
 -- Promotes due delayed jobs, then (unless paused, and within the rate limit and the active cap)
 -- moves up to max_jobs from the front of waiting to active, each locked with a fresh token
 -- (`seed`-n) until now + lease. Returns per claimed job only what the client cannot know:
@@ -375,6 +379,15 @@ local function claim_jobs(worker, lease, max_jobs, seed)
         claimed[i] = {id, c("name"), c("data"), c("opts"), c("prio"), c("ord"), seqs[i],
           c("created"), c("delay"), attempts[i], c("stalled"), c("progress"), c("reason"),
           c("trace"), tokens[2 * i]}
+      end
+      -- Occurrences of job schedulers produce their next ones after the loop, so a claim never
+      -- claims the occurrence it produced. Only options naming a scheduler are decoded.
+      for i, id in ipairs(ids) do
+        local opts = columns.opts[i]
+        if string.find(opts, '"scheduler"', 1, true) then
+          local key = cjson.decode(opts).scheduler
+          if type(key) == "string" then scheduler_on_claim(key, id) end
+        end
       end
     end
     if rate_max > 0 then redis.call("HINCRBY", META, "rate_count", #claimed) end

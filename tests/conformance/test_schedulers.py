@@ -15,15 +15,6 @@ T = 1_700_000_000_000  # Tuesday 2023-11-14 22:13:20 UTC
 UTC = timezone.utc
 
 
-@pytest.fixture(autouse=True)
-def _redis_side_not_written_yet(backend: str, request: pytest.FixtureRequest) -> None:
-    # TODO(redis): remove once the Redis backend implements job schedulers.
-    if backend == "redis":
-        request.applymarker(
-            pytest.mark.xfail(reason="job schedulers are not written for Redis yet", strict=False)
-        )
-
-
 def ms(at: datetime) -> int:
     return (at - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
 

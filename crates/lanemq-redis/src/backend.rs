@@ -51,8 +51,10 @@ impl RedisBackend {
         .map(|k| keys.key(k))
         .collect();
         script_keys.extend(keys.fields());
-        script_keys.extend(["dedup", "dedup:expiry"].map(|k| keys.key(k)));
-        debug_assert_eq!(script_keys.len(), 12 + JOB_FIELDS.len());
+        script_keys.extend(
+            ["dedup", "dedup:expiry", "schedulers", "schedulers:next"].map(|k| keys.key(k)),
+        );
+        debug_assert_eq!(script_keys.len(), 14 + JOB_FIELDS.len());
         Ok(Self {
             connection,
             keys,
@@ -189,7 +191,9 @@ impl RedisBackend {
     ) -> CoreResult<Vec<Job>> {
         let args = self.claim_args(worker_id, lease, max_jobs, now);
         let reply = self.run(&scripts::CLAIM, args).await?;
-        self.claimed(reply, worker_id, lease, now)
+        let claimed = self.claimed(reply, worker_id, lease, now)?;
+        self.after_claim(&claimed, now).await;
+        Ok(claimed)
     }
 
     pub async fn complete_many(
@@ -217,6 +221,7 @@ impl RedisBackend {
         let short = || CoreError::Storage("redis: short complete_and_claim reply".into());
         let outcomes = Self::completed(&completions, reply.next().ok_or_else(short)?)?;
         let claimed = self.claimed(reply.next().ok_or_else(short)?, worker_id, lease, now)?;
+        self.after_claim(&claimed, now).await;
         Ok((outcomes, claimed))
     }
 

@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use lanemq_core::jobs::{
     check_payload, BoxFuture, Completion, FailOutcome, Failure, FinishedResult, Job, JobBackend,
-    JobState, Millis, NewJob, StreamEvent,
+    JobScheduler, JobState, Millis, NewJob, StreamEvent, Template,
 };
+use lanemq_core::schedule::ScheduleSpec;
 use lanemq_core::CoreResult;
 
 use crate::backend::RedisBackend;
@@ -247,37 +248,32 @@ impl JobBackend for RedisJobBackend {
         call!(self, |b| b.wait_events(after, timeout))
     }
 
-    // Job schedulers: not written for Redis yet (stubs so the workspace builds).
     fn upsert_scheduler(
         &self,
-        _key: String,
-        _spec: lanemq_core::schedule::ScheduleSpec,
-        _template: lanemq_core::jobs::Template,
-        _now: Millis,
+        key: String,
+        spec: ScheduleSpec,
+        template: Template,
+        now: Millis,
     ) -> BoxFuture<Job> {
-        schedulers_not_supported()
+        let limit = self.max_payload_bytes;
+        call!(self, |b| b
+            .upsert_scheduler(key, spec, template, now, limit))
     }
-    fn get_scheduler(&self, _key: String) -> BoxFuture<Option<lanemq_core::jobs::JobScheduler>> {
-        schedulers_not_supported()
+    fn get_scheduler(&self, key: String) -> BoxFuture<Option<JobScheduler>> {
+        call!(self, |b| b.get_scheduler(key))
     }
     fn list_schedulers(
         &self,
-        _start: i64,
-        _end: i64,
-        _ascending: bool,
-    ) -> BoxFuture<Vec<lanemq_core::jobs::JobScheduler>> {
-        schedulers_not_supported()
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> BoxFuture<Vec<JobScheduler>> {
+        call!(self, |b| b.list_schedulers(start, end, ascending))
     }
     fn count_schedulers(&self) -> BoxFuture<usize> {
-        schedulers_not_supported()
+        call!(self, |b| b.count_schedulers())
     }
-    fn remove_scheduler(&self, _key: String, _now: Millis) -> BoxFuture<bool> {
-        schedulers_not_supported()
+    fn remove_scheduler(&self, key: String, now: Millis) -> BoxFuture<bool> {
+        call!(self, |b| b.remove_scheduler(key, now))
     }
-}
-
-fn schedulers_not_supported<T: Send + 'static>() -> BoxFuture<T> {
-    lanemq_core::jobs::ready(Err(lanemq_core::CoreError::Refused(
-        "job schedulers are not supported by the Redis backend yet".into(),
-    )))
 }

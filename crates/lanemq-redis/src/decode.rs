@@ -30,7 +30,7 @@ pub fn items(value: Value) -> CoreResult<Vec<Value>> {
     }
 }
 
-/// A job `add-32.lua` created: what the client sent, with the id and place the script gave it.
+/// A job `add-34.lua` created: what the client sent, with the id and place the script gave it.
 pub fn added(new: NewJob, id: &str, seq: &str, order: &str, now: Millis) -> Job {
     let delay = new.options.delay;
     Job {
@@ -61,7 +61,7 @@ pub fn added(new: NewJob, id: &str, seq: &str, order: &str, now: Millis) -> Job 
     }
 }
 
-/// A job from `claim-32.lua`'s reply: the stored fields it returns, then the token; the lock,
+/// A job from `claim-34.lua`'s reply: the stored fields it returns, then the token; the lock,
 /// state and processed time are what the claim set.
 pub fn claimed(value: Value, worker: &str, lease: Millis, now: Millis) -> CoreResult<Job> {
     let v = items(value)?;

@@ -1,5 +1,5 @@
 //! Finishing and lease transitions on Redis: fail, renew, move to delayed, release, stall
-//! recovery (one Lua script each, `lua/{fail,renew,delay,release,recover}-32.lua`), and the
+//! recovery (one Lua script each, `lua/{fail,renew,delay,release,recover}-34.lua`), and the
 //! lock check `holds_lock`.
 
 use std::collections::hash_map::RandomState;
@@ -142,10 +142,13 @@ impl RedisBackend {
     pub async fn recover_stalled(&self, now: Millis) -> CoreResult<(Vec<String>, Vec<String>)> {
         let args = vec![now.to_string(), self.max_events.to_string()];
         let mut reply = decode::items(self.run(&scripts::RECOVER, args).await?)?.into_iter();
-        match (reply.next(), reply.next()) {
-            (Some(recovered), Some(failed)) => Ok((ids(recovered)?, ids(failed)?)),
-            _ => Err(short("recover_stalled")),
-        }
+        let outcome = match (reply.next(), reply.next()) {
+            (Some(recovered), Some(failed)) => (ids(recovered)?, ids(failed)?),
+            _ => return Err(short("recover_stalled")),
+        };
+        // Job schedulers a claim left without their next occurrence (lua/README.md).
+        self.repair_stale(now).await?;
+        Ok(outcome)
     }
 
     /// Whether `token` holds the job's live lock.

@@ -10,6 +10,7 @@ mod finish;
 mod keys;
 mod manage;
 mod reads;
+mod schedulers;
 mod scripts;
 mod waits;
 

@@ -1,7 +1,8 @@
 -- Removing jobs. ARGV = now, max_events, op, then by op:
 --   "job", job id          remove: refused while a live lock holds the job. Returns {"ok"}, or
 --                          {"missing"} / {"locked"}; event removed{prev}.
---   "drain", delayed (0/1) every waiting job (and delayed one). Returns {"ok", count}.
+--   "drain", delayed (0/1) every waiting job (and delayed one, except the pending occurrences
+--                          of job schedulers). Returns {"ok", count}.
 --   "clean", cutoff, limit, state code
 --                          up to limit (0 = all) jobs of that state, in the state's order, whose
 --                          finish time (creation time when unfinished) is <= cutoff, skipping
@@ -32,7 +33,15 @@ if op == "job" then
 elseif op == "drain" then
   local doomed = redis.call("ZRANGE", WAITING, 0, -1)
   if ARGV[4] == "1" then
-    for _, m in ipairs(redis.call("ZRANGE", DELAYED, 0, -1)) do doomed[#doomed + 1] = m end
+    -- Delayed jobs that are the pending occurrences of job schedulers stay (as in BullMQ):
+    -- their ids are repeat:<key>:<next_run>, read off SCHEDULERS_NEXT's scores.
+    local pending, scored = {}, redis.call("ZRANGE", SCHEDULERS_NEXT, 0, -1, "WITHSCORES")
+    for i = 1, #scored, 2 do
+      pending["repeat:" .. scored[i] .. ":" .. int(tonumber(scored[i + 1]))] = true
+    end
+    for _, m in ipairs(redis.call("ZRANGE", DELAYED, 0, -1)) do
+      if not pending[string.sub(m, 15)] then doomed[#doomed + 1] = m end
+    end
   end
   for _, m in ipairs(doomed) do
     dedup_on_removal(string.sub(m, 15))

@@ -641,18 +641,21 @@ WORKLOAD_RUNNERS: dict[str, Callable[[Adapter, dict[str, Any]], Awaitable[dict[s
 
 
 def lanemq_script_names() -> dict[str, str]:
-    """sha1 -> script file, as crates/lanemq-redis/src/scripts.rs loads them (common.lua, a
-    newline, jobs.lua and a newline for the scripts that use it, the script), so SLOWLOG's
-    EVALSHA entries can be named. Both forms are hashed for every script."""
+    """sha1 -> script file, as crates/lanemq-redis/src/scripts.rs loads them: common.lua, then
+    jobs.lua and schedulers.lua for the scripts that use them, then the script, each followed
+    by a newline; so SLOWLOG's EVALSHA entries can be named. Every prelude is hashed for every
+    script."""
     lua = REPO / "lua"
     try:
-        common = (lua / "common.lua").read_text()
-        jobs = (lua / "jobs.lua").read_text()
+        common, jobs, schedulers = (
+            (lua / name).read_text() for name in ("common.lua", "jobs.lua", "schedulers.lua")
+        )
+        preludes = (common, f"{common}\n{jobs}", f"{common}\n{jobs}\n{schedulers}")
         names: dict[str, str] = {}
         for path in sorted(lua.glob("*-*.lua")):
             body = path.read_text()
-            for text in (f"{common}\n{body}", f"{common}\n{jobs}\n{body}"):
-                names[hashlib.sha1(text.encode()).hexdigest()] = path.name
+            for prelude in preludes:
+                names[hashlib.sha1(f"{prelude}\n{body}".encode()).hexdigest()] = path.name
         return names
     except OSError:
         return {}

@@ -32,8 +32,10 @@ local function create_jobs(specs)
   local next_seq = fresh > 0 and counter("seq", 2 * fresh) - 2 * fresh + 1 or 0
   reserve_events(events)
 
+  -- Fields at their defaults (attempts, stalls and delay 0, progress 0, no stack trace) are not
+  -- written: an absent field reads as its default, here and in the client's decoding.
   local columns = {name = {}, data = {}, opts = {}, prio = {}, seq = {}, created = {},
-    attempts = {}, stalled = {}, progress = {}, trace = {}, delay = {}, state = {}, ord = {}}
+    delay = {}, state = {}, ord = {}}
   local waiting, delayed = {}, {}
   local waiting_state, delayed_state = tostring(WAITING_STATE), tostring(DELAYED_STATE)
   local out = {}
@@ -45,11 +47,9 @@ local function create_jobs(specs)
       if id == "" then id = tostring(next_id); next_id = next_id + 1 end
       local seq, order = next_seq, next_seq + 1
       next_seq = next_seq + 2
-      for field, value in pairs({name = spec.name, data = spec.data, opts = spec.opts,
-          prio = spec.prio, seq = seq, created = NOW_TEXT, attempts = "0", stalled = "0",
-          progress = "0", trace = "[]"}) do
-        push2(columns[field], id, value)
-      end
+      push2(columns.name, id, spec.name); push2(columns.data, id, spec.data)
+      push2(columns.opts, id, spec.opts); push2(columns.prio, id, spec.prio)
+      push2(columns.seq, id, seq); push2(columns.created, id, NOW_TEXT)
       emit("added", id, "name", spec.name)
       if spec.delay > 0 then
         order = seq
@@ -61,7 +61,6 @@ local function create_jobs(specs)
       else
         if spec.lifo then order = -order end
         push2(columns.state, id, waiting_state)
-        push2(columns.delay, id, "0")
         push2(waiting, spec.prio, member(order, id))
         emit("waiting", id)
       end

@@ -35,25 +35,7 @@ impl RedisBackend {
     ) -> CoreResult<Self> {
         let connection = connect(url, allow_eviction).await?;
         let keys = Keys::new(prefix, queue);
-        let mut script_keys: Vec<String> = [
-            "meta",
-            "waiting",
-            "delayed",
-            "active",
-            "children",
-            "completed",
-            "failed",
-            "logs",
-            "events",
-            "marker",
-        ]
-        .iter()
-        .map(|k| keys.key(k))
-        .collect();
-        script_keys.extend(keys.fields());
-        script_keys.extend(
-            ["dedup", "dedup:expiry", "schedulers", "schedulers:next"].map(|k| keys.key(k)),
-        );
+        let script_keys = keys.script_keys();
         debug_assert_eq!(script_keys.len(), 14 + JOB_FIELDS.len());
         Ok(Self {
             connection,

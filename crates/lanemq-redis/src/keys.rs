@@ -56,6 +56,27 @@ impl Keys {
     pub fn fields(&self) -> Vec<String> {
         JOB_FIELDS.iter().map(|f| self.field(f)).collect()
     }
+
+    /// Every key a script may touch, in the order `lua/common.lua` names them (its `KEYS`).
+    pub fn script_keys(&self) -> Vec<String> {
+        const QUEUE: [&str; 10] = [
+            "meta",
+            "waiting",
+            "delayed",
+            "active",
+            "children",
+            "completed",
+            "failed",
+            "logs",
+            "events",
+            "marker",
+        ];
+        const AFTER_FIELDS: [&str; 4] = ["dedup", "dedup:expiry", "schedulers", "schedulers:next"];
+        let mut keys: Vec<String> = QUEUE.iter().map(|k| self.key(k)).collect();
+        keys.extend(self.fields());
+        keys.extend(AFTER_FIELDS.iter().map(|k| self.key(k)));
+        keys
+    }
 }
 
 #[cfg(test)]
@@ -71,5 +92,8 @@ mod tests {
             .iter()
             .all(|k| k.starts_with("lanemq:{email}:j:")));
         assert_eq!(keys.fields().len(), JOB_FIELDS.len());
+        let all = keys.script_keys();
+        assert_eq!(all.len(), 34, "the scripts are named <operation>-34.lua");
+        assert!(all.iter().all(|k| k.starts_with("lanemq:{email}:")));
     }
 }

@@ -30,27 +30,9 @@ async fn claim_script_only(redis: &RedisBackend, server: &Server, now: u64) -> u
         include_str!("../../../lua/schedulers.lua"),
         include_str!("../../../lua/claim-34.lua"),
     ));
-    let keys = redis.keys();
     let mut invocation = script.prepare_invoke();
-    for name in [
-        "meta",
-        "waiting",
-        "delayed",
-        "active",
-        "children",
-        "completed",
-        "failed",
-        "logs",
-        "events",
-        "marker",
-    ] {
-        invocation.key(keys.key(name));
-    }
-    for field in keys.fields() {
-        invocation.key(field);
-    }
-    for name in ["dedup", "dedup:expiry", "schedulers", "schedulers:next"] {
-        invocation.key(keys.key(name));
+    for key in redis.keys().script_keys() {
+        invocation.key(key);
     }
     for arg in [now.to_string(), "100".into(), "w".into(), "60000".into()] {
         invocation.arg(arg);

@@ -80,6 +80,10 @@ class JobResult:
 class JobQueue:
     """The job contract over a backend core. Subclasses choose the backend."""
 
+    #: Whether calls wait on something outside this thread (a server, a file's writer thread):
+    #: workers then keep two calls in flight so jobs run while one is out.
+    _remote = True
+
     def __init__(self, name: str, core: JobQueueCore) -> None:
         if not name or not isinstance(name, str):
             raise ConfigError(f"invalid queue name: {name!r}")
@@ -556,6 +560,8 @@ class JobQueue:
 class InMemoryJobQueue(JobQueue):
     """The job contract in process memory: for tests and embedded use. Nothing survives the
     process; use `LocalJobQueue` or `RedisJobQueue` for durability."""
+
+    _remote = False
 
     def __init__(
         self,

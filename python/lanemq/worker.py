@@ -157,6 +157,9 @@ class JobWorker:
         """Reports completions and claims up to the free capacity, with up to two such calls
         in flight (so jobs a call returned run while the backend works on the next one), or
         sleeps until there is work."""
+        if not self.queue._remote:
+            await self._step_in_process(loop)
+            return
         self._raise_exchange_error()
         if self._failed or self._released:
             # Failures and releases are rarer: they go out with no call in flight.
@@ -182,6 +185,22 @@ class JobWorker:
         else:
             await self._idle(can_claim, loop)
             self._starved = False
+
+    async def _step_in_process(self, loop: asyncio.AbstractEventLoop) -> None:
+        """`_step` for a backend in this process: its calls return at once, so there is
+        nothing to overlap; one call reports and claims up to the free capacity."""
+        free = self.concurrency - len(self._active)
+        can_claim = free > 0 and loop.time() >= self._pause_until
+        if can_claim and self._completed and not (self._failed or self._released):
+            done, self._completed = self._completed, []
+            jobs = await self._report(done, free)
+        else:
+            await self._flush()
+            jobs = await self.queue.claim(self.id, self.lease, free) if can_claim else []
+        for job in jobs:
+            self._start(job)
+        if not jobs:
+            await self._idle(can_claim, loop)
 
     def _launch(self, loop: asyncio.AbstractEventLoop, claim: int) -> None:
         done, self._completed = self._completed, []

@@ -16,7 +16,6 @@ from ._core import (
 )
 from ._handle import CommandHandle
 from .events import Event, Subscription
-from .flows import Dependencies, FlowJob, JobNode
 from .exceptions import (
     BackendConnectionError,
     CommandNotFoundError,
@@ -37,6 +36,7 @@ from .exceptions import (
     UnknownLaneError,
     UnrecoverableError,
 )
+from .flows import Dependencies, FlowJob, JobNode
 from .job import Job
 from .lanes import DEFAULT_LANES, Alert, QueueManager
 from .queue import (

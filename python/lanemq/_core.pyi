@@ -17,6 +17,7 @@ __all__ = [
     "KeepJobs",
     "LaneConfig",
     "LaneScheduler",
+    "MemoryGroupCore",
     "PriorityBoost",
     "RateLimit",
     "Ready",
@@ -370,21 +371,22 @@ class SchedulerRecord:
     def job_id(self) -> str | None: ...
     def spec_json(self) -> str: ...
 
-@final
-FlowNodeArgs = tuple[str | None, str, str, JobOptions | None, list[Any]]
-AddedRow = tuple[str, JobRecord, int | None]
-DependencyRows = tuple[
+_FlowNodeArgs = tuple[str | None, str, str, JobOptions | None, list[Any]]
+_AddedRow = tuple[str, JobRecord, int | None]
+_DependencyRows = tuple[
     list[tuple[str, str]],
     list[str],
     list[tuple[str, str]],
     list[tuple[str, str]],
-    tuple[int | None, int | None, int | None, int | None],
+    list[int | None],
 ]
 
+@final
 class MemoryGroupCore:
     def __new__(cls) -> MemoryGroupCore: ...
     def queue_names(self) -> list[str]: ...
 
+@final
 class JobQueueCore:
     @staticmethod
     def memory(
@@ -393,13 +395,13 @@ class JobQueueCore:
         max_payload_bytes: int = 16777216,
         max_events: int = 10000,
     ) -> JobQueueCore: ...
-    def add_flow(self, root: FlowNodeArgs, now: int) -> Awaitable[list[AddedRow]]: ...
+    def add_flow(self, root: _FlowNodeArgs, now: int) -> Awaitable[list[_AddedRow]]: ...
     def add_children(
-        self, id: str, token: str, children: list[FlowNodeArgs], now: int
-    ) -> Awaitable[list[AddedRow]]: ...
+        self, id: str, token: str, children: list[_FlowNodeArgs], now: int
+    ) -> Awaitable[list[_AddedRow]]: ...
     def get_dependencies(
         self, id: str, cursors: tuple[int, int, int, int], count: int | None = None
-    ) -> Awaitable[DependencyRows]: ...
+    ) -> Awaitable[_DependencyRows]: ...
     def get_dependencies_count(self, id: str) -> Awaitable[tuple[int, int, int, int]]: ...
     def remove_child_dependency(self, id: str, now: int) -> Awaitable[bool]: ...
     def remove_unprocessed_children(self, id: str, now: int) -> Awaitable[int]: ...

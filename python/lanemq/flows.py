@@ -19,7 +19,7 @@ from . import _json
 from ._core import JobOptions
 
 if TYPE_CHECKING:
-    from ._core import FlowNodeArgs
+    from ._core import _FlowNodeArgs
     from .job import Job
 
 
@@ -64,14 +64,13 @@ class Dependencies:
 
 def flow_args(
     flow: FlowJob, options: Callable[[Any], JobOptions | None], path: str = "root"
-) -> FlowNodeArgs:
+) -> _FlowNodeArgs:
     """A flow as the core takes it: ``(queue, name, data, options, children)``, encoded."""
     if not isinstance(flow, FlowJob):
         raise TypeError(f"flow node {path}: expected a FlowJob, got {flow!r}")
     data = _json.dumps(flow.data, f"data of flow node {path} ({flow.name!r})")
     children = [
-        flow_args(child, options, f"{path}.children[{i}]")
-        for i, child in enumerate(flow.children)
+        flow_args(child, options, f"{path}.children[{i}]") for i, child in enumerate(flow.children)
     ]
     return (flow.queue, flow.name, data, options(flow.options), children)
 

@@ -25,7 +25,7 @@ from .job import Job
 from .schedulers import JobScheduler, every_ms, instant, limit_value
 
 if TYPE_CHECKING:
-    from ._core import AddedRow
+    from ._core import _AddedRow
 
 STATES = ("waiting", "delayed", "active", "waiting_children", "completed", "failed")
 
@@ -151,7 +151,7 @@ class JobQueue:
             return self
         raise ConfigError(f"queue {name!r} is not reachable from queue {self.name!r}")
 
-    def _nodes(self, rows: list[AddedRow]) -> list[JobNode]:
+    def _nodes(self, rows: list[_AddedRow]) -> list[JobNode]:
         nodes: list[JobNode] = []
         roots: list[JobNode] = []
         for queue_name, record, parent in rows:
@@ -750,9 +750,9 @@ __all__ = [
     "STATES",
     "InMemoryJobQueue",
     "JobQueue",
-    "MemoryGroup",
     "JobResult",
     "LocalJobQueue",
+    "MemoryGroup",
     "QueueEvent",
     "RedisJobQueue",
 ]

@@ -36,9 +36,18 @@ from .exceptions import (
     UnknownLaneError,
     UnrecoverableError,
 )
+from .flows import Dependencies, FlowJob, JobNode
 from .job import Job
 from .lanes import DEFAULT_LANES, Alert, QueueManager
-from .queue import InMemoryJobQueue, JobQueue, JobResult, LocalJobQueue, QueueEvent, RedisJobQueue
+from .queue import (
+    InMemoryJobQueue,
+    JobQueue,
+    JobResult,
+    LocalJobQueue,
+    MemoryGroup,
+    QueueEvent,
+    RedisJobQueue,
+)
 from .schedulers import JobScheduler
 from .storage import LocalStorage
 from .worker import JobWorker, LockLostWarning
@@ -57,12 +66,15 @@ __all__ = [
     "DeadLetter",
     "Dedup",
     "DelayedError",
+    "Dependencies",
     "DrainTimeoutError",
     "Event",
+    "FlowJob",
     "InMemoryJobQueue",
     "Job",
     "JobError",
     "JobFailedError",
+    "JobNode",
     "JobNotFoundError",
     "JobOptions",
     "JobQueue",
@@ -77,6 +89,7 @@ __all__ = [
     "LocalStorage",
     "LockLostWarning",
     "LockMismatchError",
+    "MemoryGroup",
     "PriorityBoost",
     "QueueEvent",
     "QueueManager",

@@ -17,6 +17,7 @@ __all__ = [
     "KeepJobs",
     "LaneConfig",
     "LaneScheduler",
+    "MemoryGroupCore",
     "PriorityBoost",
     "RateLimit",
     "Ready",
@@ -255,7 +256,14 @@ class JobOptions:
         remove_on_fail: bool | int | KeepJobs | None = None,
         max_stalled_count: int = 1,
         dedup: Dedup | None = None,
+        parent_policy: str | None = None,
+        fail_parent_on_failure: bool = False,
+        ignore_dependency_on_failure: bool = False,
+        remove_dependency_on_failure: bool = False,
+        continue_parent_on_failure: bool = False,
     ) -> JobOptions: ...
+    @property
+    def parent_policy(self) -> str | None: ...
     @property
     def job_id(self) -> str | None: ...
     @property
@@ -323,6 +331,12 @@ class JobRecord:
     @property
     def dedup_id(self) -> str | None: ...
     @property
+    def parent_key(self) -> str | None: ...
+    @property
+    def parent_id(self) -> str | None: ...
+    @property
+    def parent_queue(self) -> str | None: ...
+    @property
     def timeout(self) -> float | None: ...
 
 @final
@@ -357,10 +371,40 @@ class SchedulerRecord:
     def job_id(self) -> str | None: ...
     def spec_json(self) -> str: ...
 
+_FlowNodeArgs = tuple[str | None, str, str, JobOptions | None, list[Any]]
+_AddedRow = tuple[str, JobRecord, int | None]
+_DependencyRows = tuple[
+    list[tuple[str, str]],
+    list[str],
+    list[tuple[str, str]],
+    list[tuple[str, str]],
+    list[int | None],
+]
+
+@final
+class MemoryGroupCore:
+    def __new__(cls) -> MemoryGroupCore: ...
+    def queue_names(self) -> list[str]: ...
+
 @final
 class JobQueueCore:
     @staticmethod
-    def memory(max_payload_bytes: int = 16777216, max_events: int = 10000) -> JobQueueCore: ...
+    def memory(
+        name: str,
+        group: MemoryGroupCore,
+        max_payload_bytes: int = 16777216,
+        max_events: int = 10000,
+    ) -> JobQueueCore: ...
+    def add_flow(self, root: _FlowNodeArgs, now: int) -> Awaitable[list[_AddedRow]]: ...
+    def add_children(
+        self, id: str, token: str, children: list[_FlowNodeArgs], now: int
+    ) -> Awaitable[list[_AddedRow]]: ...
+    def get_dependencies(
+        self, id: str, cursors: tuple[int, int, int, int], count: int | None = None
+    ) -> Awaitable[_DependencyRows]: ...
+    def get_dependencies_count(self, id: str) -> Awaitable[tuple[int, int, int, int]]: ...
+    def remove_child_dependency(self, id: str, now: int) -> Awaitable[bool]: ...
+    def remove_unprocessed_children(self, id: str, now: int) -> Awaitable[int]: ...
     @staticmethod
     def redis(
         url: str,

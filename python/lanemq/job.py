@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from . import _json
@@ -10,6 +11,7 @@ from ._core import JobOptions, JobRecord
 from .exceptions import LockMismatchError
 
 if TYPE_CHECKING:
+    from .flows import Dependencies, FlowJob, JobNode
     from .queue import JobQueue
 
 _UNSET: Any = object()
@@ -19,7 +21,7 @@ class Job:
     """A snapshot of one job. Fields reflect the moment it was read (`refresh()` reads it
     again); a job claimed by a worker also carries its ``lock_token``."""
 
-    __slots__ = ("_data", "_queue", "_record", "lease_lost")
+    __slots__ = ("_data", "_parked", "_queue", "_record", "lease_lost")
 
     def __init__(self, queue: JobQueue, record: JobRecord) -> None:
         self._queue = queue
@@ -28,6 +30,9 @@ class Job:
         #: Set by the worker when a renewal found the lease gone: stop, another worker may
         #: own the job now.
         self.lease_lost = False
+        #: Set by `add_children`: the job waits for its children and the worker does not
+        #: report it when its processor returns.
+        self._parked = False
 
     # ------------------------------------------------------------------ fields
 
@@ -111,6 +116,19 @@ class Job:
         return self._record.options.scheduler
 
     @property
+    def parent_key(self) -> str | None:
+        """The key of this job's parent in a flow (``<queue>:<id>``), if it has one."""
+        return self._record.parent_key
+
+    @property
+    def parent_id(self) -> str | None:
+        return self._record.parent_id
+
+    @property
+    def parent_queue(self) -> str | None:
+        return self._record.parent_queue
+
+    @property
     def lock_token(self) -> str | None:
         return self._record.lock_token
 
@@ -172,6 +190,36 @@ class Job:
             raise LockMismatchError(f"job {self.id!r} is not held by a worker")
         until = int(time.time() * 1000 + delay * 1000)
         await self._queue.move_to_delayed(self.id, token, delay_until=until)
+
+    async def add_children(
+        self, children: Iterable[FlowJob], *, now: int | None = None
+    ) -> list[JobNode]:
+        """From a processor: adds children (each may have its own) to this active job and
+        parks it in ``waiting_children`` (lock released, no attempt used). The worker then does
+        not report the job when the processor returns; once the children are done the job is
+        waiting again and runs again (where `get_children_values` reads their results)."""
+        self._check_lease()
+        nodes = await self._queue._add_children(self, list(children), now)
+        self._parked = True
+        return nodes
+
+    async def get_children_values(self) -> dict[str, Any]:
+        return await self._queue.get_children_values(self.id)
+
+    async def get_ignored_children_failures(self) -> dict[str, str]:
+        return await self._queue.get_ignored_children_failures(self.id)
+
+    async def get_dependencies(self, **page: Any) -> Dependencies:
+        return await self._queue.get_dependencies(self.id, **page)
+
+    async def get_dependencies_count(self) -> dict[str, int]:
+        return await self._queue.get_dependencies_count(self.id)
+
+    async def remove_child_dependency(self) -> bool:
+        return await self._queue.remove_child_dependency(self.id)
+
+    async def remove_unprocessed_children(self) -> int:
+        return await self._queue.remove_unprocessed_children(self.id)
 
     async def get_logs(
         self, start: int = 0, end: int = -1, ascending: bool = True

@@ -10,17 +10,22 @@ from __future__ import annotations
 
 import os
 import time
+import weakref
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _json
-from ._core import JobOptions, JobQueueCore, JobRecord
+from ._core import JobOptions, JobQueueCore, JobRecord, MemoryGroupCore
 from .exceptions import ConfigError, JobFailedError, JobNotFoundError
+from .flows import Dependencies, FlowJob, JobNode, flow_args
 from .job import Job
 from .schedulers import JobScheduler, every_ms, instant, limit_value
+
+if TYPE_CHECKING:
+    from ._core import _AddedRow
 
 STATES = ("waiting", "delayed", "active", "waiting_children", "completed", "failed")
 
@@ -138,6 +143,97 @@ class JobQueue:
             items.append((name, _json.dumps(data, f"data of job #{index} ({name!r})"), opts))
         added = await self._core.add_bulk(items, _now(now))
         return [Job(self, record) for record, _ in added]
+
+    # ------------------------------------------------------------------ flows
+
+    def _flow_options(self, options: Any) -> JobOptions | None:
+        return _options(options, {})
+
+    def _sibling(self, name: str) -> JobQueue:
+        """The queue object for queue ``name`` of this queue's backend (a flow's node)."""
+        if name == self.name:
+            return self
+        raise ConfigError(f"queue {name!r} is not reachable from queue {self.name!r}")
+
+    def _nodes(self, rows: list[_AddedRow]) -> list[JobNode]:
+        nodes: list[JobNode] = []
+        roots: list[JobNode] = []
+        for queue_name, record, parent in rows:
+            node = JobNode(Job(self._sibling(queue_name), record))
+            nodes.append(node)
+            (roots if parent is None else nodes[parent].children).append(node)
+        return roots
+
+    async def add_flow(self, flow: FlowJob, *, now: int | None = None) -> JobNode:
+        """Adds a flow: the root on this queue (unless it names another), each child on its
+        ``queue`` (default: its parent's) of the same backend. All or nothing: every node is
+        checked first (options, queue, payload; a custom ``job_id`` must be free), then all are
+        written in one step. A node with children is created in ``waiting_children``."""
+        args = flow_args(flow, self._flow_options)
+        rows = await self._core.add_flow(args, _now(now))
+        return self._nodes(rows)[0]
+
+    async def _add_children(
+        self, job: Job, children: Iterable[FlowJob], now: int | None
+    ) -> list[JobNode]:
+        token = job.lock_token
+        if token is None:
+            raise ConfigError(f"job {job.id!r} is not held by a worker (add_children needs it)")
+        args = [
+            flow_args(child, self._flow_options, f"children[{i}]")
+            for i, child in enumerate(children)
+        ]
+        rows = await self._core.add_children(job.id, token, args, _now(now))
+        return self._nodes(rows)
+
+    async def get_dependencies(
+        self,
+        parent_id: str,
+        *,
+        processed_cursor: int = 0,
+        unprocessed_cursor: int = 0,
+        failed_cursor: int = 0,
+        ignored_cursor: int = 0,
+        count: int | None = None,
+    ) -> Dependencies:
+        """A page of the children of ``parent_id``: each set from its cursor, at most
+        ``count`` of each (None: all)."""
+        cursors = (processed_cursor, unprocessed_cursor, failed_cursor, ignored_cursor)
+        if min(cursors) < 0 or (count is not None and count < 1):
+            raise ConfigError(f"invalid dependency page: cursors {cursors}, count {count}")
+        processed, unprocessed, failed, ignored, nxt = await self._core.get_dependencies(
+            parent_id, cursors, count
+        )
+        return Dependencies(
+            {k: _json.loads(v) for k, v in processed},
+            unprocessed,
+            dict(failed),
+            dict(ignored),
+            *nxt,
+        )
+
+    async def get_dependencies_count(self, parent_id: str) -> dict[str, int]:
+        """How many children of ``parent_id`` are processed, unprocessed, failed, ignored."""
+        counts = await self._core.get_dependencies_count(parent_id)
+        return dict(zip(("processed", "unprocessed", "failed", "ignored"), counts, strict=True))
+
+    async def get_children_values(self, parent_id: str) -> dict[str, Any]:
+        """The return values of the completed children of ``parent_id``, by child key."""
+        return (await self.get_dependencies(parent_id)).processed
+
+    async def get_ignored_children_failures(self, parent_id: str) -> dict[str, str]:
+        """The failure reasons of the children of ``parent_id`` whose failure was ignored."""
+        return (await self.get_dependencies(parent_id)).ignored
+
+    async def remove_child_dependency(self, child_id: str, *, now: int | None = None) -> bool:
+        """Detaches the child ``child_id`` from its parent: True if it was a pending
+        dependency (the parent is released if it was the last)."""
+        return await self._core.remove_child_dependency(child_id, _now(now))
+
+    async def remove_unprocessed_children(self, parent_id: str, *, now: int | None = None) -> int:
+        """Removes every unprocessed child of ``parent_id`` that no worker holds (the parent
+        is released once none is left); returns how many were removed."""
+        return await self._core.remove_unprocessed_children(parent_id, _now(now))
 
     # ------------------------------------------------------------------ claim
 
@@ -557,9 +653,31 @@ class JobQueue:
                 yield QueueEvent(event_id, timestamp, event, job_id, dict(fields))
 
 
+class MemoryGroup:
+    """In-memory queues that share one lock, so that a flow spanning them is one atomic step
+    (like the queues of one Redis server). Queues built with the same group and name share one
+    store (like two clients of one Redis); the first one's limits apply."""
+
+    def __init__(self) -> None:
+        self._core = MemoryGroupCore()
+        self._queues: weakref.WeakValueDictionary[str, InMemoryJobQueue] = (
+            weakref.WeakValueDictionary()
+        )
+
+    def queue(self, name: str = "default", **options: Any) -> InMemoryJobQueue:
+        """The queue ``name`` of this group (`InMemoryJobQueue` keywords accepted)."""
+        return InMemoryJobQueue(name, group=self, **options)
+
+    @property
+    def queue_names(self) -> list[str]:
+        return self._core.queue_names()
+
+
 class InMemoryJobQueue(JobQueue):
     """The job contract in process memory: for tests and embedded use. Nothing survives the
-    process; use `LocalJobQueue` or `RedisJobQueue` for durability."""
+    process; use `LocalJobQueue` or `RedisJobQueue` for durability. Queues of one ``group``
+    (`MemoryGroup`) can share flows and, under the same name, one store; without a group the
+    queue has a private one."""
 
     _remote = False
 
@@ -567,10 +685,22 @@ class InMemoryJobQueue(JobQueue):
         self,
         name: str = "default",
         *,
+        group: MemoryGroup | None = None,
         max_payload_bytes: int = 16 * 1024 * 1024,
         max_events: int = 10_000,
     ) -> None:
-        super().__init__(name, JobQueueCore.memory(max_payload_bytes, max_events))
+        if not name or not isinstance(name, str):
+            raise ConfigError(f"invalid queue name: {name!r}")
+        self.group = MemoryGroup() if group is None else group
+        core = JobQueueCore.memory(name, self.group._core, max_payload_bytes, max_events)
+        super().__init__(name, core)
+        self.group._queues.setdefault(name, self)
+
+    def _sibling(self, name: str) -> JobQueue:
+        if name == self.name:
+            return self
+        found = self.group._queues.get(name)
+        return found if found is not None else InMemoryJobQueue(name, group=self.group)
 
 
 class LocalJobQueue(JobQueue):
@@ -628,6 +758,7 @@ __all__ = [
     "JobQueue",
     "JobResult",
     "LocalJobQueue",
+    "MemoryGroup",
     "QueueEvent",
     "RedisJobQueue",
 ]

@@ -314,6 +314,12 @@ class JobWorker:
                 timer.cancel()
         if job is None:
             return
+        if job._parked:
+            # add_children parked it (lock released): nothing to report, whatever followed.
+            if not task.cancelled():
+                task.exception()  # retrieved, so asyncio does not log it
+            self._poke()
+            return
         if task.cancelled():
             if task in self._timed_out:
                 self._timed_out.discard(task)
@@ -425,7 +431,7 @@ class JobWorker:
                 await self._hook("error", error)
 
     async def _renew(self) -> None:
-        held = [(job.id, job.lock_token or "") for job in self._active.values()]
+        held = [(job.id, job.lock_token or "") for job in self._active.values() if not job._parked]
         if not held:
             return
         lost = set(await self.queue.renew_many(held, self.lease))

@@ -46,3 +46,23 @@ async def _redis(tmp_path: Path, redis_url: Callable[[], str]) -> tuple[JobQueue
 
 
 BACKENDS: dict[str, Factory] = {"memory": _memory, "local": _local, "redis": _redis}
+
+Sibling = Callable[[JobQueue, str], JobQueue]
+
+
+def _memory_sibling(queue: JobQueue, name: str) -> JobQueue:
+    assert isinstance(queue, InMemoryJobQueue)
+    return InMemoryJobQueue(name, group=queue.group)
+
+
+def _not_written(queue: JobQueue, name: str) -> JobQueue:
+    # TODO(local, redis): another queue on the same file directory / Redis server and prefix.
+    raise NotImplementedError("another queue of the same backend is not written for it yet")
+
+
+#: Another queue of the same backend as ``queue`` (for flows spanning queues).
+SIBLINGS: dict[str, Sibling] = {
+    "memory": _memory_sibling,
+    "local": _not_written,
+    "redis": _not_written,
+}

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 from lanemq import JobQueue
 
-from .backends import BACKENDS
+from .backends import BACKENDS, SIBLINGS
 
 
 @pytest.fixture(params=sorted(BACKENDS))
@@ -30,3 +30,21 @@ async def queue(
         yield made
     finally:
         await cleanup()
+
+
+@pytest.fixture
+async def sibling(backend: str, queue: JobQueue) -> AsyncIterator[Callable[[str], JobQueue]]:
+    """Makes another queue of the queue's backend (``<queue name>-<suffix>``), emptied after
+    the test: flows may span the two."""
+    made: list[JobQueue] = []
+
+    def make(suffix: str) -> JobQueue:
+        other = SIBLINGS[backend](queue, f"{queue.name}-{suffix}")
+        made.append(other)
+        return other
+
+    try:
+        yield make
+    finally:
+        for other in made:
+            await other.obliterate(force=True)

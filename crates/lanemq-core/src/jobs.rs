@@ -8,10 +8,12 @@
 mod backend;
 pub mod dedup;
 mod events;
+pub mod flow;
 mod local;
 mod manage;
 mod memory_backend;
 mod memory_dedup;
+mod memory_flow;
 mod memory_scheduler;
 mod model;
 mod options;
@@ -22,8 +24,9 @@ mod tests;
 
 pub use backend::{ready, BoxFuture, Completion, Failure, JobBackend, NewJob};
 pub use events::{event_name, field_name, EventLog, Field, StreamEvent, Text};
+pub use flow::{AddedNode, Dependencies, DependencyCounts, FlowNode, ParentPolicy, ParentRef};
 pub use local::LocalBackend;
-pub use memory_backend::{wall_clock_ms, MemoryBackend};
+pub use memory_backend::{wall_clock_ms, MemoryBackend, MemoryGroup};
 pub use model::{next_ready_at, FinishedResult, Job, JobState, Lock, Millis, JOB_STATES_COUNT};
 pub use options::{
     check_payload, validate_job_id, Backoff, BackoffKind, Dedup, JobOptions, Retention,

@@ -244,10 +244,14 @@ impl JobOptions {
     #[new]
     #[pyo3(signature = (job_id=None, priority=Int::of(0), lifo=false, delay=0.0, attempts=Int::of(1),
         backoff=None, timeout=None, remove_on_complete=None, remove_on_fail=None,
-        max_stalled_count=Int::of(1), dedup=None),
+        max_stalled_count=Int::of(1), dedup=None, parent_policy=None, fail_parent_on_failure=false,
+        ignore_dependency_on_failure=false, remove_dependency_on_failure=false,
+        continue_parent_on_failure=false),
         text_signature = "(job_id=None, priority=0, lifo=False, delay=0.0, attempts=1, backoff=None, \
             timeout=None, remove_on_complete=None, remove_on_fail=None, max_stalled_count=1, \
-            dedup=None)")]
+            dedup=None, parent_policy=None, fail_parent_on_failure=False, \
+            ignore_dependency_on_failure=False, remove_dependency_on_failure=False, \
+            continue_parent_on_failure=False)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         job_id: Option<String>,
@@ -261,7 +265,20 @@ impl JobOptions {
         remove_on_fail: Option<&Bound<'_, PyAny>>,
         max_stalled_count: Int,
         dedup: Option<&Bound<'_, PyAny>>,
+        parent_policy: Option<&str>,
+        fail_parent_on_failure: bool,
+        ignore_dependency_on_failure: bool,
+        remove_dependency_on_failure: bool,
+        continue_parent_on_failure: bool,
     ) -> PyResult<Self> {
+        let flags = [
+            fail_parent_on_failure,
+            ignore_dependency_on_failure,
+            remove_dependency_on_failure,
+            continue_parent_on_failure,
+        ];
+        let parent_policy =
+            core::ParentPolicy::from_options(parent_policy, flags).map_err(to_py)?;
         let priority = priority.get("priority")?;
         let attempts = attempts.get("attempts")?;
         let max_stalled_count = max_stalled_count.get("max_stalled_count")?;
@@ -295,6 +312,8 @@ impl JobOptions {
             max_stalled_count: count("max_stalled_count", max_stalled_count, 0)?,
             dedup: self::dedup(dedup)?,
             scheduler: None,
+            parent_policy,
+            parent: None,
         };
         inner.validate().map_err(to_py)?;
         Ok(Self { inner })
@@ -340,6 +359,11 @@ impl JobOptions {
     #[getter]
     fn scheduler(&self) -> Option<&str> {
         self.inner.scheduler.as_deref()
+    }
+    /// What this job's terminal failure does to its flow parent (None: fail it).
+    #[getter]
+    fn parent_policy(&self) -> Option<&'static str> {
+        self.inner.parent_policy.map(|p| p.as_str())
     }
     /// The options as JSON (as backends store them).
     fn to_json(&self) -> String {

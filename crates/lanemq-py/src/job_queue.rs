@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use lanemq_core::jobs::{
-    Completion, FailOutcome, Failure, FinishedResult, JobBackend, JobState, LocalBackend,
-    MemoryBackend, NewJob, StoreConfig, Template,
+    Completion, FailOutcome, Failure, FinishedResult, JobBackend, JobState, LocalBackend, NewJob,
+    StoreConfig, Template,
 };
 use lanemq_core::{CoreError, CoreResult};
 use lanemq_redis::{RedisBackend, RedisJobBackend};
@@ -14,6 +14,7 @@ use pyo3::prelude::*;
 
 use crate::bridge::{count, Int};
 use crate::errors::{invalid, to_py};
+use crate::flows::{self, MemoryGroupCore};
 use crate::job_options::JobOptions;
 use crate::job_record::JobRecord;
 use crate::ready::resolve;
@@ -75,16 +76,22 @@ type EventRow = (
 
 #[pymethods]
 impl JobQueueCore {
-    /// An in-process backend (`InMemoryJobQueue`).
+    /// An in-process backend (`InMemoryJobQueue`): the queue `name` of `group` (its store if
+    /// the group has it, else a new one).
     #[staticmethod]
-    #[pyo3(signature = (max_payload_bytes=16_777_216, max_events=10_000))]
-    fn memory(max_payload_bytes: i64, max_events: i64) -> PyResult<Self> {
+    #[pyo3(signature = (name, group, max_payload_bytes=16_777_216, max_events=10_000))]
+    fn memory(
+        name: &str,
+        group: &MemoryGroupCore,
+        max_payload_bytes: i64,
+        max_events: i64,
+    ) -> PyResult<Self> {
         let config = StoreConfig {
             max_payload_bytes: count("max_payload_bytes", max_payload_bytes, 1)? as usize,
             max_events: count("max_events", max_events, 0)? as usize,
         };
         Ok(Self {
-            backend: Arc::new(MemoryBackend::new(config)),
+            backend: Arc::new(group.inner.queue(name, config)),
         })
     }
 
@@ -132,6 +139,78 @@ impl JobQueueCore {
         Ok(Self {
             backend: Arc::new(RedisJobBackend::new(backend, max_payload_bytes)),
         })
+    }
+
+    /// Adds a flow (a node is `(queue, name, data, options, children)`): awaits the added
+    /// nodes in preorder, `(queue, record, parent index)`.
+    fn add_flow<'py>(
+        &self,
+        py: Python<'py>,
+        root: &Bound<'py, PyAny>,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let root = flows::node(root)?;
+        resolve(py, self.backend.add_flow(root, now), |node| {
+            Ok(flows::added(vec![node]))
+        })
+    }
+
+    /// Adds children to the active job `id` held by `token` and parks it in waiting_children.
+    fn add_children<'py>(
+        &self,
+        py: Python<'py>,
+        id: String,
+        token: String,
+        children: Vec<Bound<'py, PyAny>>,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let children = children
+            .iter()
+            .map(flows::node)
+            .collect::<PyResult<Vec<_>>>()?;
+        let future = self.backend.add_children(id, token, children, now);
+        resolve(py, future, |nodes| Ok(flows::added(nodes)))
+    }
+
+    #[pyo3(signature = (id, cursors, count=None))]
+    fn get_dependencies<'py>(
+        &self,
+        py: Python<'py>,
+        id: String,
+        cursors: [usize; 4],
+        count: Option<usize>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let future = self.backend.get_dependencies(id, cursors, count);
+        resolve(py, future, |deps| Ok(flows::dependencies(deps)))
+    }
+
+    /// Awaits (processed, unprocessed, failed, ignored).
+    fn get_dependencies_count<'py>(
+        &self,
+        py: Python<'py>,
+        id: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.get_dependencies_count(id), |c| {
+            Ok((c.processed, c.unprocessed, c.failed, c.ignored))
+        })
+    }
+
+    fn remove_child_dependency<'py>(
+        &self,
+        py: Python<'py>,
+        id: String,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.remove_child_dependency(id, now), Ok)
+    }
+
+    fn remove_unprocessed_children<'py>(
+        &self,
+        py: Python<'py>,
+        id: String,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        resolve(py, self.backend.remove_unprocessed_children(id, now), Ok)
     }
 
     /// Adds a job: awaits (record, created).

@@ -127,6 +127,24 @@ impl JobRecord {
         self.options.dedup.as_ref().map(|d| d.id.as_str())
     }
 
+    /// The key of the job's parent in a flow, `<queue>:<id>`, if it has one.
+    #[getter]
+    fn parent_key(&self) -> Option<String> {
+        self.options.parent.as_ref().map(|p| p.key())
+    }
+
+    /// The id of the job's parent in a flow, if it has one.
+    #[getter]
+    fn parent_id(&self) -> Option<&str> {
+        self.options.parent.as_ref().map(|p| p.id.as_str())
+    }
+
+    /// The queue of the job's parent in a flow, if it has one.
+    #[getter]
+    fn parent_queue(&self) -> Option<&str> {
+        self.options.parent.as_ref().map(|p| p.queue.as_str())
+    }
+
     /// The job's timeout in seconds, if it has one (read on the worker's hot path).
     #[getter]
     fn timeout(&self) -> Option<f64> {

@@ -7,6 +7,7 @@ mod bridge;
 mod dead_letter;
 mod durable_journal;
 mod errors;
+mod flows;
 mod hub;
 mod job_options;
 mod job_queue;
@@ -32,6 +33,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<job_options::JobOptions>()?;
     m.add_class::<job_record::JobRecord>()?;
     m.add_class::<job_queue::JobQueueCore>()?;
+    m.add_class::<flows::MemoryGroupCore>()?;
     m.add_class::<scheduler_record::SchedulerRecord>()?;
     m.add_class::<ready::Ready>()?;
     m.add_class::<hub::Hub>()?;

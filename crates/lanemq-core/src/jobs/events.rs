@@ -44,7 +44,7 @@ impl From<&Arc<str>> for Text {
 }
 
 /// Every event name the backends write; names read back from storage map onto these.
-const EVENT_NAMES: [&str; 18] = [
+const EVENT_NAMES: [&str; 19] = [
     "added",
     "waiting",
     "delayed",
@@ -62,6 +62,7 @@ const EVENT_NAMES: [&str; 18] = [
     "duplicated",
     "deduplicated",
     "debounced",
+    "waiting-children",
     "unknown",
 ];
 

@@ -176,6 +176,7 @@ impl MemoryStore {
             "failed or completed",
         )?;
         self.dedup_on_retry(&key, now)?;
+        self.flow_on_retry(&key, now);
         let prev = self.jobs[&key].state.as_str();
         let order = self.waiting_order(&key, false);
         self.transition(&key, JobState::Waiting, |job| {
@@ -305,7 +306,7 @@ impl MemoryStore {
             )));
         }
         let prev = job.state.as_str();
-        let removed = self.delete_releasing(&key).expect("job exists");
+        let removed = self.delete_releasing(&key, now).expect("job exists");
         self.events
             .push(now, "removed", Some(&key), Some(("prev", prev.into())));
         Ok(removed)
@@ -343,7 +344,7 @@ impl MemoryStore {
             );
         }
         for id in &doomed {
-            self.delete_releasing(id);
+            self.delete_releasing(id, now);
         }
         if !doomed.is_empty() {
             self.events.push(
@@ -378,7 +379,7 @@ impl MemoryStore {
             .cloned()
             .collect();
         for id in &doomed {
-            self.delete_releasing(id);
+            self.delete_releasing(id, now);
         }
         if !doomed.is_empty() {
             self.events.push(
@@ -402,6 +403,7 @@ impl MemoryStore {
                 self.active.len()
             )));
         }
+        self.flow_on_obliterate(now);
         self.jobs.clear();
         self.waiting.clear();
         self.delayed.clear();

@@ -3,6 +3,7 @@
 //! suspend, on a `Notify` that every change pings.
 
 use std::collections::HashMap;
+use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -13,27 +14,94 @@ use crate::schedule::ScheduleSpec;
 
 use super::backend::{ready, BoxFuture, Completion, Failure, JobBackend, NewJob};
 use super::events::StreamEvent;
+use super::flow::{AddedNode, Dependencies, DependencyCounts, FlowNode};
+use super::memory_flow::{self, settle_flows};
 use super::model::{FinishedResult, Job, JobState, Millis};
 use super::scheduler::{JobScheduler, Template};
 use super::store::{FailOutcome, MemoryStore, StoreConfig, STALLED_REASON};
 
 type Waiters = HashMap<String, Vec<oneshot::Sender<FinishedResult>>>;
 
-struct State {
-    store: MemoryStore,
+pub(super) struct State {
+    pub(super) store: MemoryStore,
     /// `wait_finished` callers by job id; told the outcome when it happens, so a job removed on
     /// completion still reports its result.
-    waiters: Waiters,
+    pub(super) waiters: Waiters,
 }
 
+/// The queues of a group, by name.
+#[derive(Default)]
+pub(super) struct Queues {
+    pub(super) states: Vec<State>,
+    names: HashMap<Arc<str>, usize>,
+}
+
+impl Queues {
+    pub(super) fn index(&self, name: &str) -> Option<usize> {
+        self.names.get(name).copied()
+    }
+}
+
+#[derive(Default)]
 struct Shared {
-    state: Mutex<State>,
+    queues: Mutex<Queues>,
     changed: Notify,
 }
 
+/// Queues that share one lock, so that a flow spanning them is one atomic step (like the queues
+/// of one Redis server). Queues built from the same group under the same name share one store.
+#[derive(Clone, Default)]
+pub struct MemoryGroup {
+    shared: Arc<Shared>,
+}
+
+impl MemoryGroup {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The queue `name` of this group: a new store with `config`, or the existing one (whose
+    /// configuration stays).
+    pub fn queue(&self, name: &str, config: StoreConfig) -> MemoryBackend {
+        let mut queues = lock(&self.shared);
+        let index = match queues.index(name) {
+            Some(index) => index,
+            None => {
+                let mut store = MemoryStore::new(config);
+                store.set_queue_name(name);
+                queues.states.push(State {
+                    store,
+                    waiters: HashMap::new(),
+                });
+                let index = queues.states.len() - 1;
+                queues.names.insert(Arc::from(name), index);
+                index
+            }
+        };
+        MemoryBackend {
+            shared: Arc::clone(&self.shared),
+            index,
+        }
+    }
+
+    /// The names of the group's queues, in creation order.
+    pub fn queue_names(&self) -> Vec<String> {
+        let queues = lock(&self.shared);
+        let mut names: Vec<(usize, String)> = queues
+            .names
+            .iter()
+            .map(|(n, i)| (*i, n.to_string()))
+            .collect();
+        names.sort();
+        names.into_iter().map(|(_, n)| n).collect()
+    }
+}
+
+/// One queue of a `MemoryGroup`.
 #[derive(Clone)]
 pub struct MemoryBackend {
     shared: Arc<Shared>,
+    index: usize,
 }
 
 pub fn wall_clock_ms() -> Millis {
@@ -42,7 +110,7 @@ pub fn wall_clock_ms() -> Millis {
         .map_or(0, |d| d.as_millis() as Millis)
 }
 
-fn finish(waiters: &mut Waiters, id: &str, result: impl FnOnce() -> FinishedResult) {
+pub(super) fn finish(waiters: &mut Waiters, id: &str, result: impl FnOnce() -> FinishedResult) {
     if let Some(list) = waiters.remove(id) {
         let result = result();
         for waiter in list {
@@ -51,24 +119,42 @@ fn finish(waiters: &mut Waiters, id: &str, result: impl FnOnce() -> FinishedResu
     }
 }
 
+fn lock(shared: &Shared) -> MutexGuard<'_, Queues> {
+    // A panic while holding the lock leaves the stores as they were before the failed call
+    // (operations validate before they write), so the poisoned data is still usable.
+    shared.queues.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The group's lock, seen as one queue's state.
+struct QueueGuard<'a> {
+    queues: MutexGuard<'a, Queues>,
+    index: usize,
+}
+
+impl Deref for QueueGuard<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        &self.queues.states[self.index]
+    }
+}
+
+impl DerefMut for QueueGuard<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        &mut self.queues.states[self.index]
+    }
+}
+
 impl MemoryBackend {
+    /// A queue of its own (a private group), named "default".
     pub fn new(config: StoreConfig) -> Self {
-        let state = State {
-            store: MemoryStore::new(config),
-            waiters: HashMap::new(),
-        };
-        Self {
-            shared: Arc::new(Shared {
-                state: Mutex::new(state),
-                changed: Notify::new(),
-            }),
-        }
+        MemoryGroup::new().queue("default", config)
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // A panic while holding the lock leaves the store as it was before the failed call
-        // (operations validate before they write), so the poisoned data is still usable.
-        self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> QueueGuard<'_> {
+        QueueGuard {
+            queues: lock(&self.shared),
+            index: self.index,
+        }
     }
 
     /// Runs a read-only operation.
@@ -84,7 +170,21 @@ impl MemoryBackend {
         &self,
         op: impl FnOnce(&mut State) -> CoreResult<T>,
     ) -> BoxFuture<T> {
-        let result = op(&mut self.lock());
+        self.write_group(|queues, index| op(&mut queues.states[index]))
+    }
+
+    /// Runs an operation that may touch the group's other queues; what children told their
+    /// parents is delivered before the lock is let go.
+    fn write_group<T: Send + 'static>(
+        &self,
+        op: impl FnOnce(&mut Queues, usize) -> CoreResult<T>,
+    ) -> BoxFuture<T> {
+        let result = {
+            let mut queues = lock(&self.shared);
+            let result = op(&mut queues, self.index);
+            settle_flows(&mut queues);
+            result
+        };
         self.shared.changed.notify_waiters();
         ready(result)
     }
@@ -505,6 +605,47 @@ impl JobBackend for MemoryBackend {
             let existed = s.store.remove_scheduler(&key, now);
             settle_missing(s);
             Ok(existed)
+        })
+    }
+
+    fn add_flow(&self, flow: FlowNode, now: Millis) -> BoxFuture<AddedNode> {
+        self.write_group(|queues, at| memory_flow::add_flow(queues, at, flow, now))
+    }
+
+    fn add_children(
+        &self,
+        parent_id: String,
+        token: String,
+        children: Vec<FlowNode>,
+        now: Millis,
+    ) -> BoxFuture<Vec<AddedNode>> {
+        self.write_group(|queues, at| {
+            memory_flow::add_children(queues, at, &parent_id, &token, children, now)
+        })
+    }
+
+    fn get_dependencies(
+        &self,
+        parent_id: String,
+        cursors: [usize; 4],
+        count: Option<usize>,
+    ) -> BoxFuture<Dependencies> {
+        self.read(|store| store.get_dependencies(&parent_id, cursors, count))
+    }
+
+    fn get_dependencies_count(&self, parent_id: String) -> BoxFuture<DependencyCounts> {
+        self.read(|store| store.get_dependencies_count(&parent_id))
+    }
+
+    fn remove_child_dependency(&self, child_id: String, now: Millis) -> BoxFuture<bool> {
+        self.write_group(|queues, at| {
+            memory_flow::remove_child_dependency(queues, at, &child_id, now)
+        })
+    }
+
+    fn remove_unprocessed_children(&self, parent_id: String, now: Millis) -> BoxFuture<usize> {
+        self.write_group(|queues, at| {
+            memory_flow::remove_unprocessed_children(queues, at, &parent_id, now)
         })
     }
 

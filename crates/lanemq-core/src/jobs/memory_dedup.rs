@@ -211,11 +211,12 @@ impl MemoryStore {
     }
 
     /// Removes a job and releases its dedup key (removals other than retention).
-    pub(super) fn delete_releasing(&mut self, job: &JobId) -> Option<Job> {
+    pub(super) fn delete_releasing(&mut self, job: &JobId, now: Millis) -> Option<Job> {
         if !self.jobs.contains_key(job) {
             return None;
         }
         self.dedup_on_removal(job);
+        self.flow_on_removal(job, now);
         self.delete(job)
     }
 

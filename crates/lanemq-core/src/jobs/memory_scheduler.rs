@@ -96,7 +96,7 @@ impl MemoryStore {
     /// Removes a pending occurrence, as a removal by hand does (a `removed` event).
     fn remove_occurrence(&mut self, id: &str, now: Millis) {
         let Ok(key) = self.key(id) else { return };
-        if let Some(job) = self.delete_releasing(&key) {
+        if let Some(job) = self.delete_releasing(&key, now) {
             self.events.push(
                 now,
                 "removed",

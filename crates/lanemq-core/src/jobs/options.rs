@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{CoreError, CoreResult};
 
+use super::flow::{ParentPolicy, ParentRef};
 use super::model::Millis;
 
 /// The largest priority number (BullMQ's limit, 2^21).
@@ -158,6 +159,13 @@ pub struct JobOptions {
     /// add that carries it is refused); written to the options JSON only when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduler: Option<String>,
+    /// What this job's terminal failure does to its parent (flows); `None` fails the parent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_policy: Option<ParentPolicy>,
+    /// The parent of a flow's child. Set only by flows (an add that carries it is refused), as
+    /// BullMQ keeps it in the job's options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentRef>,
 }
 
 fn one() -> u32 {
@@ -179,6 +187,8 @@ impl Default for JobOptions {
             max_stalled_count: 1,
             dedup: None,
             scheduler: None,
+            parent_policy: None,
+            parent: None,
         }
     }
 }
@@ -209,6 +219,12 @@ impl JobOptions {
         if let Some(key) = &self.scheduler {
             return Err(CoreError::InvalidConfig(format!(
                 "invalid scheduler: {key:?} (only a job scheduler marks its occurrences)"
+            )));
+        }
+        if let Some(parent) = &self.parent {
+            return Err(CoreError::InvalidConfig(format!(
+                "invalid parent: {:?} (only a flow sets a job's parent)",
+                parent.key()
             )));
         }
         Ok(())

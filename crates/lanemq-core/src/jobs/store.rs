@@ -11,6 +11,7 @@ use crate::error::{CoreError, CoreResult};
 
 use super::events::{EventLog, Text};
 use super::memory_dedup::DedupKeys;
+use super::memory_flow::Flows;
 use super::memory_scheduler::Schedulers;
 use super::model::{Job, JobState, Lock, Millis};
 use super::options::{check_payload, JobOptions, Retention, DEFAULT_MAX_PAYLOAD_BYTES};
@@ -68,6 +69,7 @@ pub struct MemoryStore {
     pub(super) events: EventLog,
     pub(super) dedup: DedupKeys,
     pub(super) schedulers: Schedulers,
+    pub(super) flow: Flows,
     seq: u64,
     next_auto_id: u64,
     drained_reported: bool,
@@ -91,6 +93,7 @@ impl MemoryStore {
             events: EventLog::new(config.max_events),
             dedup: DedupKeys::default(),
             schedulers: Schedulers::default(),
+            flow: Flows::default(),
             config,
             jobs: HashMap::default(),
             waiting: BTreeMap::new(),
@@ -322,6 +325,19 @@ impl MemoryStore {
         options: JobOptions,
         now: Millis,
     ) -> Job {
+        self.create_with(name, data, options, false, now)
+    }
+
+    /// `create`; with `hold`, the job waits for children (a flow's parent) before anything
+    /// else, its delay counting from its release.
+    pub(super) fn create_with(
+        &mut self,
+        name: &str,
+        data: &str,
+        options: JobOptions,
+        hold: bool,
+        now: Millis,
+    ) -> Job {
         let id: JobId = match &options.job_id {
             Some(id) => Arc::from(id.as_str()),
             None => {
@@ -331,7 +347,7 @@ impl MemoryStore {
             }
         };
         let seq = self.next_seq();
-        let delayed = options.delay > 0;
+        let delayed = !hold && options.delay > 0;
         let order = if options.lifo {
             -(seq as i64)
         } else {
@@ -342,7 +358,9 @@ impl MemoryStore {
             id: Arc::clone(&id),
             name: Arc::clone(&name),
             data: Arc::from(data),
-            state: if delayed {
+            state: if hold {
+                JobState::WaitingChildren
+            } else if delayed {
                 JobState::Delayed
             } else {
                 JobState::Waiting
@@ -369,7 +387,9 @@ impl MemoryStore {
         self.index_insert(&id);
         self.events
             .push(now, "added", Some(&id), Some(("name", Text::Shared(name))));
-        if delayed {
+        if hold {
+            self.events.push(now, "waiting-children", Some(&id), None);
+        } else if delayed {
             let until = snapshot.delay_until.to_string();
             self.events
                 .push(now, "delayed", Some(&id), Some(("delay", until.into())));
@@ -486,7 +506,7 @@ impl MemoryStore {
     // ------------------------------------------------------------- finishing
 
     /// The job, if `token` holds its live lock.
-    fn locked(&self, id: &str, token: &str, now: Millis) -> CoreResult<JobId> {
+    pub(super) fn locked(&self, id: &str, token: &str, now: Millis) -> CoreResult<JobId> {
         let key = self.key(id)?;
         self.jobs[&key].check_lock(token, now)?;
         Ok(key)
@@ -513,6 +533,7 @@ impl MemoryStore {
             Some(("returnvalue", Text::Shared(result))),
         );
         self.dedup_on_finish(&key, now);
+        self.flow_on_finish(&key, now);
         let policy = self.jobs[&key].options.remove_on_complete.clone();
         self.retain(JobState::Completed, &policy, &key, now);
         Ok(())
@@ -595,6 +616,7 @@ impl MemoryStore {
             );
         }
         self.dedup_on_finish(key, now);
+        self.flow_on_finish(key, now);
         self.retain(JobState::Failed, &policy, key, now);
     }
 
@@ -718,6 +740,7 @@ impl MemoryStore {
             return None;
         }
         self.index_remove(id);
+        self.flow_on_delete(id);
         self.jobs.remove(id)
     }
 }

@@ -1,0 +1,530 @@
+//! Flows (BullMQ's FlowProducer): parent jobs that wait for their children. The decisions here
+//! are pure functions of what a backend read, shared by the backends so that they decide alike;
+//! each backend then writes what they decide (memory: `memory_flow`).
+//!
+//! A parent is created in `waiting_children` and holds its children's keys (`<queue>:<id>`) in
+//! four sets: unprocessed (still pending), processed (completed, with their return values),
+//! failed (failed under `continue_parent_on_failure`, or the child that failed the parent) and
+//! ignored (failed under `ignore_dependency_on_failure`, with the reason). It is released
+//! (waiting, or delayed by its own `delay` counted from then) once nothing is unprocessed.
+//! Only a child still in its parent's unprocessed set affects the parent: a child detached,
+//! retried after its parent moved on, or orphaned (its parent removed) runs on its own.
+
+use std::collections::HashSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{CoreError, CoreResult};
+
+use super::backend::NewJob;
+use super::model::{Job, JobState, Millis};
+
+/// A child's parent: its queue (of the same backend or group) and id.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ParentRef {
+    pub queue: String,
+    pub id: String,
+}
+
+impl ParentRef {
+    /// The parent's key, `<queue>:<id>`.
+    pub fn key(&self) -> String {
+        child_key(&self.queue, &self.id)
+    }
+}
+
+/// The key of a job in a flow: `<queue>:<id>`.
+pub fn child_key(queue: &str, id: &str) -> String {
+    format!("{queue}:{id}")
+}
+
+/// What a child's terminal failure does to its parent (BullMQ's four options; at most one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParentPolicy {
+    /// The parent fails (the default): `child <id> failed: <reason>`, and so on up the tree.
+    FailParentOnFailure,
+    /// The failure is recorded as ignored (reason kept) and counts as done.
+    IgnoreDependencyOnFailure,
+    /// The child is dropped from the parent's dependencies and counts as done.
+    RemoveDependencyOnFailure,
+    /// The failure is recorded as failed and the parent is released at once.
+    ContinueParentOnFailure,
+}
+
+impl ParentPolicy {
+    pub const ALL: [ParentPolicy; 4] = [
+        ParentPolicy::FailParentOnFailure,
+        ParentPolicy::IgnoreDependencyOnFailure,
+        ParentPolicy::RemoveDependencyOnFailure,
+        ParentPolicy::ContinueParentOnFailure,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ParentPolicy::FailParentOnFailure => "fail_parent_on_failure",
+            ParentPolicy::IgnoreDependencyOnFailure => "ignore_dependency_on_failure",
+            ParentPolicy::RemoveDependencyOnFailure => "remove_dependency_on_failure",
+            ParentPolicy::ContinueParentOnFailure => "continue_parent_on_failure",
+        }
+    }
+
+    pub fn parse(name: &str) -> CoreResult<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|p| p.as_str() == name)
+            .ok_or_else(|| {
+                CoreError::InvalidConfig(format!(
+                    "invalid parent_policy: {name:?} (policies: fail_parent_on_failure, \
+                     ignore_dependency_on_failure, remove_dependency_on_failure, \
+                     continue_parent_on_failure)"
+                ))
+            })
+    }
+
+    /// The policy from a name and/or BullMQ's four flags (in `ALL`'s order); more than one is
+    /// refused.
+    pub fn from_options(name: Option<&str>, flags: [bool; 4]) -> CoreResult<Option<Self>> {
+        let mut chosen: Vec<ParentPolicy> =
+            name.map(Self::parse).transpose()?.into_iter().collect();
+        for (policy, set) in Self::ALL.into_iter().zip(flags) {
+            if set && !chosen.contains(&policy) {
+                chosen.push(policy);
+            }
+        }
+        match chosen.as_slice() {
+            [] => Ok(None),
+            [one] => Ok(Some(*one)),
+            many => Err(CoreError::InvalidConfig(format!(
+                "invalid parent policy: {} together (choose at most one)",
+                many.iter()
+                    .map(|p| p.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            ))),
+        }
+    }
+}
+
+/// One node of a flow to add: a job, the queue it goes to (`None`: its parent's queue, or for
+/// the root the queue the flow is added on) and its children.
+#[derive(Debug, Clone)]
+pub struct FlowNode {
+    pub queue: Option<String>,
+    pub job: NewJob,
+    pub children: Vec<FlowNode>,
+}
+
+/// A node as added: its queue, the job, and its children.
+#[derive(Debug, Clone)]
+pub struct AddedNode {
+    pub queue: String,
+    pub job: Job,
+    pub children: Vec<AddedNode>,
+}
+
+/// A page of a parent's dependencies (child keys `<queue>:<id>`), each set sorted by key;
+/// `next` holds the next cursor of each set (processed, unprocessed, failed, ignored), `None`
+/// at its end.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Dependencies {
+    /// Completed children and their return values (JSON text).
+    pub processed: Vec<(String, String)>,
+    pub unprocessed: Vec<String>,
+    /// Failed children and their reasons.
+    pub failed: Vec<(String, String)>,
+    /// Children whose failure was ignored, and their reasons.
+    pub ignored: Vec<(String, String)>,
+    pub next: [Option<usize>; 4],
+}
+
+/// How many children a parent has in each set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DependencyCounts {
+    pub processed: usize,
+    pub unprocessed: usize,
+    pub failed: usize,
+    pub ignored: usize,
+}
+
+/// The error of the flow calls on a backend that does not implement flows yet.
+pub fn unsupported() -> CoreError {
+    CoreError::Refused("flows are not supported by this backend yet".into())
+}
+
+/// Checks a flow (or the children `add_children` adds) before anything is written: every
+/// node's options, no dedup and no duplicated custom id within the flow, then `check_node`
+/// (the backend's own checks: the queue exists, the payload fits, the id is free) with the
+/// node's resolved queue. Errors name the node (`root`, `root.children[0]`, ...).
+pub fn check_nodes(
+    nodes: &[&FlowNode],
+    queue: &str,
+    path: &str,
+    mut check_node: impl FnMut(&str, &NewJob) -> CoreResult<()>,
+) -> CoreResult<()> {
+    let mut ids: HashSet<(String, String)> = HashSet::new();
+    let mut stack: Vec<(&FlowNode, String, String)> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let at = if nodes.len() == 1 && path == "root" {
+                path.to_owned()
+            } else {
+                format!("{path}[{i}]")
+            };
+            (*n, queue.to_owned(), at)
+        })
+        .collect();
+    while let Some((node, parent_queue, at)) = stack.pop() {
+        let queue = node.queue.clone().unwrap_or(parent_queue);
+        let named = |e: CoreError| match e {
+            CoreError::InvalidConfig(m) => CoreError::InvalidConfig(format!("flow node {at}: {m}")),
+            other => other,
+        };
+        node.job.options.validate().map_err(named)?;
+        if let Some(dedup) = &node.job.options.dedup {
+            return Err(named(CoreError::InvalidConfig(format!(
+                "dedup ({:?}) is not supported on flow jobs",
+                dedup.id
+            ))));
+        }
+        if let Some(id) = &node.job.options.job_id {
+            if !ids.insert((queue.clone(), id.clone())) {
+                return Err(named(CoreError::InvalidConfig(format!(
+                    "job_id {id:?} appears twice in queue {queue:?}"
+                ))));
+            }
+        }
+        check_node(&queue, &node.job).map_err(named)?;
+        for (i, child) in node.children.iter().enumerate() {
+            stack.push((child, queue.clone(), format!("{at}.children[{i}]")));
+        }
+    }
+    Ok(())
+}
+
+/// What happened to a child that its parent hears of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChildOutcome {
+    /// Completed with this return value (JSON text).
+    Completed(String),
+    /// Failed for good, with its policy.
+    Failed {
+        reason: String,
+        policy: Option<ParentPolicy>,
+    },
+    /// Removed, or detached from the parent, while pending.
+    Removed,
+}
+
+/// Where a child's key goes in its parent's sets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    Processed(String),
+    Failed(String),
+    Ignored(String),
+    /// Out of every set.
+    Dropped,
+}
+
+/// What the parent does next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Then {
+    Stay,
+    Release,
+    Fail(String),
+}
+
+/// The reason a parent fails for its child `child_id`.
+pub fn child_failed_reason(child_id: &str, reason: &str) -> String {
+    format!("child {child_id} failed: {reason}")
+}
+
+/// What a parent does when its pending child `child_id` has `outcome`: the child's key leaves
+/// the unprocessed set for `Record`; `pending_after` children are then still unprocessed; only
+/// a parent in `waiting_children` moves.
+pub fn on_child(
+    child_id: &str,
+    outcome: ChildOutcome,
+    pending_after: usize,
+    parent_state: JobState,
+) -> (Record, Then) {
+    let waiting = parent_state == JobState::WaitingChildren;
+    let release_when_done = if waiting && pending_after == 0 {
+        Then::Release
+    } else {
+        Then::Stay
+    };
+    match outcome {
+        ChildOutcome::Completed(value) => (Record::Processed(value), release_when_done),
+        ChildOutcome::Removed => (Record::Dropped, release_when_done),
+        ChildOutcome::Failed { reason, policy } => match policy {
+            None | Some(ParentPolicy::FailParentOnFailure) => {
+                let then = if waiting {
+                    Then::Fail(child_failed_reason(child_id, &reason))
+                } else {
+                    Then::Stay
+                };
+                (Record::Failed(reason), then)
+            }
+            Some(ParentPolicy::IgnoreDependencyOnFailure) => {
+                (Record::Ignored(reason), release_when_done)
+            }
+            Some(ParentPolicy::RemoveDependencyOnFailure) => (Record::Dropped, release_when_done),
+            Some(ParentPolicy::ContinueParentOnFailure) => {
+                let then = if waiting { Then::Release } else { Then::Stay };
+                (Record::Failed(reason), then)
+            }
+        },
+    }
+}
+
+/// Where a released parent goes: waiting, or delayed until `now + delay` when its options
+/// have a delay (counted from its release).
+pub fn release_to(delay: Millis, now: Millis) -> (JobState, Millis) {
+    if delay > 0 {
+        (JobState::Delayed, now.saturating_add(delay))
+    } else {
+        (JobState::Waiting, 0)
+    }
+}
+
+/// Whether a retried child is counted again by its parent: only while the parent still waits
+/// for its children (BullMQ's rule); otherwise the retried child runs detached.
+pub fn retry_rejoins(parent_state: Option<JobState>) -> bool {
+    parent_state == Some(JobState::WaitingChildren)
+}
+
+/// Refuses `add_children` with nothing to add (the parent would wait for nothing).
+pub fn check_children_count(parent_id: &str, count: usize) -> CoreResult<()> {
+    if count == 0 {
+        return Err(CoreError::InvalidConfig(format!(
+            "add_children on job {parent_id:?}: no children given"
+        )));
+    }
+    Ok(())
+}
+
+/// One page of a sorted set: from offset `cursor`, at most `count` entries (`None`: all);
+/// returns the page and the next cursor (`None` when the end is reached).
+pub fn page<T: Clone>(items: &[T], cursor: usize, count: Option<usize>) -> (Vec<T>, Option<usize>) {
+    let start = cursor.min(items.len());
+    let end = count.map_or(items.len(), |c| start.saturating_add(c).min(items.len()));
+    let next = (end < items.len()).then_some(end);
+    (items[start..end].to_vec(), next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jobs::options::{Dedup, JobOptions};
+
+    fn node(id: Option<&str>, queue: Option<&str>, children: Vec<FlowNode>) -> FlowNode {
+        FlowNode {
+            queue: queue.map(str::to_owned),
+            job: NewJob {
+                name: "n".into(),
+                data: "null".into(),
+                options: JobOptions {
+                    job_id: id.map(str::to_owned),
+                    ..JobOptions::default()
+                },
+            },
+            children,
+        }
+    }
+
+    #[test]
+    fn policy_names_and_flags() {
+        for p in ParentPolicy::ALL {
+            assert_eq!(ParentPolicy::parse(p.as_str()).unwrap(), p);
+        }
+        assert!(ParentPolicy::parse("bogus")
+            .unwrap_err()
+            .to_string()
+            .contains("\"bogus\""));
+        assert_eq!(ParentPolicy::from_options(None, [false; 4]).unwrap(), None);
+        assert_eq!(
+            ParentPolicy::from_options(None, [false, true, false, false]).unwrap(),
+            Some(ParentPolicy::IgnoreDependencyOnFailure)
+        );
+        assert_eq!(
+            ParentPolicy::from_options(
+                Some("continue_parent_on_failure"),
+                [false, false, false, true]
+            )
+            .unwrap(),
+            Some(ParentPolicy::ContinueParentOnFailure)
+        );
+        let err = ParentPolicy::from_options(None, [true, true, false, false])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("fail_parent_on_failure and ignore_dependency_on_failure"),
+            "{err}"
+        );
+        let json = serde_json::to_string(&ParentPolicy::RemoveDependencyOnFailure).unwrap();
+        assert_eq!(json, "\"remove_dependency_on_failure\"");
+    }
+
+    #[test]
+    fn completed_children_release_the_last_time() {
+        let c = || ChildOutcome::Completed("1".into());
+        let w = JobState::WaitingChildren;
+        assert_eq!(
+            on_child("a", c(), 1, w),
+            (Record::Processed("1".into()), Then::Stay)
+        );
+        assert_eq!(
+            on_child("a", c(), 0, w),
+            (Record::Processed("1".into()), Then::Release)
+        );
+        // A parent that already moved on only records.
+        assert_eq!(
+            on_child("a", c(), 0, JobState::Active),
+            (Record::Processed("1".into()), Then::Stay)
+        );
+        assert_eq!(
+            on_child("a", ChildOutcome::Removed, 0, w),
+            (Record::Dropped, Then::Release)
+        );
+    }
+
+    #[test]
+    fn failure_policies() {
+        let w = JobState::WaitingChildren;
+        let failed = |policy| ChildOutcome::Failed {
+            reason: "boom".into(),
+            policy,
+        };
+        let fail = Then::Fail("child c1 failed: boom".into());
+        assert_eq!(
+            on_child("c1", failed(None), 3, w),
+            (Record::Failed("boom".into()), fail.clone())
+        );
+        assert_eq!(
+            on_child("c1", failed(Some(ParentPolicy::FailParentOnFailure)), 0, w),
+            (Record::Failed("boom".into()), fail)
+        );
+        assert_eq!(
+            on_child(
+                "c1",
+                failed(Some(ParentPolicy::IgnoreDependencyOnFailure)),
+                1,
+                w
+            ),
+            (Record::Ignored("boom".into()), Then::Stay)
+        );
+        assert_eq!(
+            on_child(
+                "c1",
+                failed(Some(ParentPolicy::IgnoreDependencyOnFailure)),
+                0,
+                w
+            ),
+            (Record::Ignored("boom".into()), Then::Release)
+        );
+        assert_eq!(
+            on_child(
+                "c1",
+                failed(Some(ParentPolicy::RemoveDependencyOnFailure)),
+                0,
+                w
+            ),
+            (Record::Dropped, Then::Release)
+        );
+        assert_eq!(
+            on_child(
+                "c1",
+                failed(Some(ParentPolicy::ContinueParentOnFailure)),
+                5,
+                w
+            ),
+            (Record::Failed("boom".into()), Then::Release)
+        );
+        // A parent no longer waiting is never failed or released again.
+        assert_eq!(
+            on_child("c1", failed(None), 0, JobState::Waiting),
+            (Record::Failed("boom".into()), Then::Stay)
+        );
+    }
+
+    #[test]
+    fn release_and_retry_rules() {
+        assert_eq!(release_to(0, 100), (JobState::Waiting, 0));
+        assert_eq!(release_to(50, 100), (JobState::Delayed, 150));
+        assert!(retry_rejoins(Some(JobState::WaitingChildren)));
+        assert!(!retry_rejoins(Some(JobState::Failed)));
+        assert!(!retry_rejoins(None));
+        assert!(check_children_count("p", 0).is_err());
+        assert!(check_children_count("p", 1).is_ok());
+    }
+
+    #[test]
+    fn checks_name_the_node() {
+        let tree = node(
+            None,
+            None,
+            vec![
+                node(Some("x"), None, vec![]),
+                node(Some("x"), Some("q2"), vec![]),
+            ],
+        );
+        let mut seen = Vec::new();
+        check_nodes(&[&tree], "q1", "root", |q, _| {
+            seen.push(q.to_owned());
+            Ok(())
+        })
+        .unwrap();
+        seen.sort();
+        assert_eq!(seen, ["q1", "q1", "q2"]);
+
+        let twice = node(
+            None,
+            None,
+            vec![node(Some("x"), None, vec![]), node(Some("x"), None, vec![])],
+        );
+        let err = check_nodes(&[&twice], "q1", "root", |_, _| Ok(()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("appears twice in queue \"q1\""), "{err}");
+
+        let err = check_nodes(&[&tree], "q1", "root", |q, _| {
+            if q == "q2" {
+                Err(CoreError::InvalidConfig(format!("unknown queue {q:?}")))
+            } else {
+                Ok(())
+            }
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("flow node root.children[1]: unknown queue \"q2\""),
+            "{err}"
+        );
+
+        let mut dedup = node(None, None, vec![]);
+        dedup.job.options.dedup = Some(Dedup::simple("d"));
+        let err = check_nodes(&[&dedup], "q", "children", |_, _| Ok(()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("flow node children[0]: dedup"), "{err}");
+    }
+
+    #[test]
+    fn pages() {
+        let items = [1, 2, 3, 4, 5];
+        assert_eq!(page(&items, 0, None), (items.to_vec(), None));
+        assert_eq!(page(&items, 0, Some(2)), (vec![1, 2], Some(2)));
+        assert_eq!(page(&items, 4, Some(2)), (vec![5], None));
+        assert_eq!(page(&items, 9, Some(2)), (vec![], None));
+        assert_eq!(
+            ParentRef {
+                queue: "q".into(),
+                id: "7".into()
+            }
+            .key(),
+            "q:7"
+        );
+    }
+}

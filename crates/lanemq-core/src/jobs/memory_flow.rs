@@ -1,0 +1,484 @@
+//! `MemoryStore`'s flows: parents' dependency sets, what finishing, removing or retrying a child
+//! tells its parent (as `flow` decides), and the group-level steps (add a flow, add children,
+//! detach or remove children) that span the queues of a `MemoryGroup` under its one lock.
+//!
+//! A store never writes another queue's store: what a child's change means for its parent goes
+//! to the store's outbox, and `settle_flows` (run by the group after every write, still under
+//! the lock) delivers it to the parent's store, repeatedly, so a failure climbs the tree.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use crate::error::{CoreError, CoreResult};
+
+use super::backend::NewJob;
+use super::flow::{
+    self, AddedNode, ChildOutcome, Dependencies, DependencyCounts, FlowNode, ParentRef, Record,
+    Then,
+};
+use super::memory_backend::{finish, Queues};
+use super::model::{FinishedResult, Job, JobState, Millis};
+use super::options::check_payload;
+use super::store::{JobId, MemoryStore};
+
+/// One parent's children, by key.
+#[derive(Debug, Default)]
+struct Deps {
+    unprocessed: BTreeMap<String, ParentRef>,
+    processed: BTreeMap<String, String>,
+    failed: BTreeMap<String, String>,
+    ignored: BTreeMap<String, String>,
+}
+
+#[derive(Debug)]
+enum Change {
+    Done(ChildOutcome),
+    /// Retried by hand: counted again if its parent still waits for children.
+    Retried,
+}
+
+/// A change of `child` that its parent's store must hear of.
+#[derive(Debug)]
+pub(super) struct ChildEvent {
+    parent: ParentRef,
+    child: ParentRef,
+    change: Change,
+    at: Millis,
+}
+
+#[derive(Debug)]
+pub(super) struct Flows {
+    queue: Arc<str>,
+    deps: HashMap<JobId, Deps, foldhash::fast::RandomState>,
+    outbox: Vec<ChildEvent>,
+    /// Parents failed by a child since the last settle (their waiters are told).
+    settled: Vec<(JobId, FinishedResult)>,
+}
+
+impl Default for Flows {
+    fn default() -> Self {
+        Self {
+            queue: Arc::from("default"),
+            deps: HashMap::default(),
+            outbox: Vec::new(),
+            settled: Vec::new(),
+        }
+    }
+}
+
+impl MemoryStore {
+    /// The name of the queue this store is (child keys and parent references use it).
+    pub fn queue_name(&self) -> &str {
+        &self.flow.queue
+    }
+
+    pub(super) fn set_queue_name(&mut self, name: &str) {
+        self.flow.queue = Arc::from(name);
+    }
+
+    fn tell_parent(&mut self, key: &JobId, change: Change, now: Millis) {
+        let Some(parent) = self.jobs[key].options.parent.clone() else {
+            return;
+        };
+        let child = ParentRef {
+            queue: self.flow.queue.to_string(),
+            id: key.to_string(),
+        };
+        self.flow.outbox.push(ChildEvent {
+            parent,
+            child,
+            change,
+            at: now,
+        });
+    }
+
+    /// After `key` completed or failed for good: tells its parent, if it has one.
+    pub(super) fn flow_on_finish(&mut self, key: &JobId, now: Millis) {
+        let job = &self.jobs[key];
+        if job.options.parent.is_none() {
+            return;
+        }
+        let outcome = match job.state {
+            JobState::Completed => {
+                ChildOutcome::Completed(job.return_value.as_deref().unwrap_or("null").to_owned())
+            }
+            JobState::Failed => ChildOutcome::Failed {
+                reason: job.failed_reason.clone().unwrap_or_default(),
+                policy: job.options.parent_policy,
+            },
+            _ => return,
+        };
+        self.tell_parent(key, Change::Done(outcome), now);
+    }
+
+    /// Before `key` is removed (remove, clean, drain): an unfinished child leaves its parent's
+    /// dependencies.
+    pub(super) fn flow_on_removal(&mut self, key: &JobId, now: Millis) {
+        if !self.jobs[key].state.is_finished() {
+            self.tell_parent(key, Change::Done(ChildOutcome::Removed), now);
+        }
+    }
+
+    /// Before `key` is retried by hand.
+    pub(super) fn flow_on_retry(&mut self, key: &JobId, now: Millis) {
+        self.tell_parent(key, Change::Retried, now);
+    }
+
+    /// When `key` leaves the store: its own dependency sets go with it (its pending children
+    /// then run on their own).
+    pub(super) fn flow_on_delete(&mut self, key: &JobId) {
+        if !self.flow.deps.is_empty() {
+            self.flow.deps.remove(key);
+        }
+    }
+
+    /// Before an obliterate: the unfinished children of other queues' parents leave them.
+    pub(super) fn flow_on_obliterate(&mut self, now: Millis) {
+        let children: Vec<JobId> = self
+            .jobs
+            .iter()
+            .filter(|(_, j)| j.options.parent.is_some() && !j.state.is_finished())
+            .map(|(k, _)| Arc::clone(k))
+            .collect();
+        for key in children {
+            self.flow_on_removal(&key, now);
+        }
+        self.flow.deps.clear();
+    }
+
+    /// Applies a child's change to its parent here; `true` if the child was pending (or, for a
+    /// retry, counted again).
+    fn apply_child_event(&mut self, event: ChildEvent) -> bool {
+        let Ok(key) = self.key(&event.parent.id) else {
+            return false;
+        };
+        let state = self.jobs[&key].state;
+        let child_key = event.child.key();
+        let outcome = match event.change {
+            Change::Retried => {
+                if !flow::retry_rejoins(Some(state)) {
+                    return false;
+                }
+                let deps = self.flow.deps.entry(key).or_default();
+                deps.processed.remove(&child_key);
+                deps.failed.remove(&child_key);
+                deps.ignored.remove(&child_key);
+                deps.unprocessed.insert(child_key, event.child);
+                return true;
+            }
+            Change::Done(outcome) => outcome,
+        };
+        let Some(deps) = self.flow.deps.get_mut(&key) else {
+            return false;
+        };
+        if deps.unprocessed.remove(&child_key).is_none() {
+            return false;
+        }
+        let (record, then) =
+            flow::on_child(&event.child.id, outcome, deps.unprocessed.len(), state);
+        match record {
+            Record::Processed(value) => deps.processed.insert(child_key, value),
+            Record::Failed(reason) => deps.failed.insert(child_key, reason),
+            Record::Ignored(reason) => deps.ignored.insert(child_key, reason),
+            Record::Dropped => None,
+        };
+        match then {
+            Then::Stay => {}
+            Then::Release => self.release_parent(&key, event.at),
+            Then::Fail(reason) => {
+                self.fail_for_good(&key, &reason, event.at);
+                self.flow
+                    .settled
+                    .push((key, FinishedResult::Failed(reason)));
+            }
+        }
+        true
+    }
+
+    /// A parent whose children are done: waiting, or delayed by its own delay from now.
+    fn release_parent(&mut self, key: &JobId, now: Millis) {
+        match flow::release_to(self.jobs[key].options.delay, now) {
+            (JobState::Delayed, until) => {
+                self.transition(key, JobState::Delayed, |job| job.delay_until = until);
+                self.events.push(
+                    now,
+                    "delayed",
+                    Some(key),
+                    Some(("delay", until.to_string().into())),
+                );
+            }
+            _ => {
+                self.move_to_waiting(key, false);
+                self.events.push(
+                    now,
+                    "waiting",
+                    Some(key),
+                    Some(("prev", "waiting-children".into())),
+                );
+            }
+        }
+    }
+
+    /// This store's checks of a flow node: the payload fits and a custom id is free.
+    fn check_flow_job(&self, job: &NewJob) -> CoreResult<()> {
+        check_payload(&job.data, self.config.max_payload_bytes)?;
+        if let Some(id) = job.options.job_id.as_deref() {
+            if self.jobs.contains_key(id) {
+                return Err(CoreError::InvalidConfig(format!(
+                    "job_id {id:?} already exists in queue {:?}",
+                    self.queue_name()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn add_dependency(&mut self, parent: &str, child: ParentRef) {
+        let key = self.key(parent).expect("a flow's parent exists");
+        let deps = self.flow.deps.entry(key).or_default();
+        deps.unprocessed.insert(child.key(), child);
+    }
+
+    /// Parks an active job in waiting_children (no attempt used, lock released).
+    fn park_for_children(&mut self, key: &JobId, now: Millis) {
+        self.transition(key, JobState::WaitingChildren, |job| {
+            job.attempts_made = job.attempts_made.saturating_sub(1);
+            job.lock = None;
+        });
+        self.events.push(
+            now,
+            "waiting-children",
+            Some(key),
+            Some(("prev", "active".into())),
+        );
+    }
+
+    fn deps_of(&self, id: &str) -> CoreResult<Option<&Deps>> {
+        let key = self.key(id)?;
+        Ok(self.flow.deps.get(&key))
+    }
+
+    /// A page of the dependencies of `id`: each set from its cursor (processed, unprocessed,
+    /// failed, ignored), at most `count` of each (`None`: all).
+    pub fn get_dependencies(
+        &self,
+        id: &str,
+        cursors: [usize; 4],
+        count: Option<usize>,
+    ) -> CoreResult<Dependencies> {
+        let Some(deps) = self.deps_of(id)? else {
+            return Ok(Dependencies::default());
+        };
+        fn pairs(set: &BTreeMap<String, String>) -> Vec<(String, String)> {
+            set.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+        }
+        let unprocessed: Vec<String> = deps.unprocessed.keys().cloned().collect();
+        let (processed, p) = flow::page(&pairs(&deps.processed), cursors[0], count);
+        let (unprocessed, u) = flow::page(&unprocessed, cursors[1], count);
+        let (failed, f) = flow::page(&pairs(&deps.failed), cursors[2], count);
+        let (ignored, i) = flow::page(&pairs(&deps.ignored), cursors[3], count);
+        Ok(Dependencies {
+            processed,
+            unprocessed,
+            failed,
+            ignored,
+            next: [p, u, f, i],
+        })
+    }
+
+    pub fn get_dependencies_count(&self, id: &str) -> CoreResult<DependencyCounts> {
+        Ok(self
+            .deps_of(id)?
+            .map(|d| DependencyCounts {
+                processed: d.processed.len(),
+                unprocessed: d.unprocessed.len(),
+                failed: d.failed.len(),
+                ignored: d.ignored.len(),
+            })
+            .unwrap_or_default())
+    }
+}
+
+// ------------------------------------------------------------------ group-level steps
+
+/// Delivers what children told their parents, until nothing is left (a parent failed by a
+/// child tells its own parent), then tells the waiters of parents that failed.
+pub(super) fn settle_flows(queues: &mut Queues) {
+    if queues
+        .states
+        .iter()
+        .all(|s| s.store.flow.outbox.is_empty() && s.store.flow.settled.is_empty())
+    {
+        return;
+    }
+    loop {
+        let mut events = Vec::new();
+        for state in &mut queues.states {
+            events.append(&mut state.store.flow.outbox);
+        }
+        if events.is_empty() {
+            break;
+        }
+        for event in events {
+            if let Some(i) = queues.index(&event.parent.queue) {
+                queues.states[i].store.apply_child_event(event);
+            }
+        }
+    }
+    for state in &mut queues.states {
+        for (id, result) in std::mem::take(&mut state.store.flow.settled) {
+            finish(&mut state.waiters, &id, || result);
+        }
+    }
+}
+
+fn check(queues: &Queues, nodes: &[&FlowNode], home: &str, path: &str) -> CoreResult<()> {
+    flow::check_nodes(nodes, home, path, |queue, job| {
+        let i = queues.index(queue).ok_or_else(|| {
+            CoreError::InvalidConfig(format!(
+                "unknown queue {queue:?} (not a queue of this queue's group)"
+            ))
+        })?;
+        queues.states[i].store.check_flow_job(job)
+    })
+}
+
+fn create_node(
+    queues: &mut Queues,
+    parent_queue: &str,
+    node: FlowNode,
+    parent: Option<ParentRef>,
+    now: Millis,
+) -> AddedNode {
+    let queue = node.queue.unwrap_or_else(|| parent_queue.to_owned());
+    let i = queues.index(&queue).expect("a checked queue exists");
+    let hold = !node.children.is_empty();
+    let mut options = node.job.options;
+    options.parent = parent.clone();
+    let job: Job =
+        queues.states[i]
+            .store
+            .create_with(&node.job.name, &node.job.data, options, hold, now);
+    if let Some(parent) = parent {
+        let p = queues
+            .index(&parent.queue)
+            .expect("a parent's queue exists");
+        let child = ParentRef {
+            queue: queue.clone(),
+            id: job.id.to_string(),
+        };
+        queues.states[p].store.add_dependency(&parent.id, child);
+    }
+    let me = ParentRef {
+        queue: queue.clone(),
+        id: job.id.to_string(),
+    };
+    let children = node
+        .children
+        .into_iter()
+        .map(|c| create_node(queues, &queue, c, Some(me.clone()), now))
+        .collect();
+    AddedNode {
+        queue,
+        job,
+        children,
+    }
+}
+
+/// Adds a flow on queue `at`: every node checked first, then all written.
+pub(super) fn add_flow(
+    queues: &mut Queues,
+    at: usize,
+    root: FlowNode,
+    now: Millis,
+) -> CoreResult<AddedNode> {
+    let home = queues.states[at].store.queue_name().to_owned();
+    check(queues, &[&root], &home, "root")?;
+    Ok(create_node(queues, &home, root, None, now))
+}
+
+/// Adds children to the active job `parent_id` held by `token` and parks it in
+/// waiting_children until they are done.
+pub(super) fn add_children(
+    queues: &mut Queues,
+    at: usize,
+    parent_id: &str,
+    token: &str,
+    children: Vec<FlowNode>,
+    now: Millis,
+) -> CoreResult<Vec<AddedNode>> {
+    flow::check_children_count(parent_id, children.len())?;
+    let store = &queues.states[at].store;
+    let home = store.queue_name().to_owned();
+    let key = store.locked(parent_id, token, now)?;
+    let nodes: Vec<&FlowNode> = children.iter().collect();
+    check(queues, &nodes, &home, "children")?;
+    queues.states[at].store.park_for_children(&key, now);
+    let me = ParentRef {
+        queue: home.clone(),
+        id: key.to_string(),
+    };
+    Ok(children
+        .into_iter()
+        .map(|c| create_node(queues, &home, c, Some(me.clone()), now))
+        .collect())
+}
+
+/// Detaches the child `child_id` from its parent; `true` if it was one of the parent's pending
+/// dependencies (the parent is released if it was the last).
+pub(super) fn remove_child_dependency(
+    queues: &mut Queues,
+    at: usize,
+    child_id: &str,
+    now: Millis,
+) -> CoreResult<bool> {
+    let store = &mut queues.states[at].store;
+    let key = store.key(child_id)?;
+    let Some(parent) = store
+        .jobs
+        .get_mut(&key)
+        .and_then(|j| j.options.parent.take())
+    else {
+        return Ok(false);
+    };
+    let child = ParentRef {
+        queue: store.queue_name().to_owned(),
+        id: key.to_string(),
+    };
+    let Some(p) = queues.index(&parent.queue) else {
+        return Ok(false);
+    };
+    Ok(queues.states[p].store.apply_child_event(ChildEvent {
+        parent,
+        child,
+        change: Change::Done(ChildOutcome::Removed),
+        at: now,
+    }))
+}
+
+/// Removes every unprocessed child of `parent_id` that no worker holds (each leaves the
+/// parent's dependencies, so the parent is released once none is left); returns how many.
+pub(super) fn remove_unprocessed_children(
+    queues: &mut Queues,
+    at: usize,
+    parent_id: &str,
+    now: Millis,
+) -> CoreResult<usize> {
+    let children: Vec<ParentRef> = queues.states[at]
+        .store
+        .deps_of(parent_id)?
+        .map(|d| d.unprocessed.values().cloned().collect())
+        .unwrap_or_default();
+    let mut removed = 0;
+    for child in children {
+        let Some(i) = queues.index(&child.queue) else {
+            continue;
+        };
+        let state = &mut queues.states[i];
+        if state.store.remove(&child.id, now).is_ok() {
+            finish(&mut state.waiters, &child.id, || FinishedResult::Missing);
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}

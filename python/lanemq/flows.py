@@ -1,0 +1,78 @@
+"""Flows (BullMQ's FlowProducer): `FlowJob` describes a job and its children, `JobNode` is what
+`add_flow` / `Job.add_children` return, `Dependencies` a page of a parent's children.
+
+A job with children is created in ``waiting_children`` and waits there until every child is
+done (completed, or failed under the ignore or remove policy); then it becomes waiting (or
+delayed, its ``delay`` counted from then). A child's options choose what its terminal failure
+does to its parent (``parent_policy`` or one of BullMQ's four flags): fail it (the default,
+``fail_parent_on_failure``), ignore it (``ignore_dependency_on_failure``), drop it
+(``remove_dependency_on_failure``) or release the parent at once
+(``continue_parent_on_failure``). Children are named by their key, ``<queue>:<id>``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from . import _json
+from ._core import JobOptions
+
+if TYPE_CHECKING:
+    from ._core import _FlowNodeArgs
+    from .job import Job
+
+
+@dataclass(frozen=True, slots=True)
+class FlowJob:
+    """One job of a flow and its children. ``queue`` names a queue of the same backend (for
+    in-memory queues: of the same `MemoryGroup`); None means the queue `add_flow` is called
+    on for the root, and the parent's queue for a child. ``options`` are `JobOptions`, a dict
+    of them, or None."""
+
+    name: str
+    data: Any = None
+    options: JobOptions | dict[str, Any] | None = None
+    children: Iterable[FlowJob] = ()
+    queue: str | None = None
+
+
+@dataclass(slots=True)
+class JobNode:
+    """A job as a flow added it, and its children's nodes."""
+
+    job: Job
+    children: list[JobNode] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Dependencies:
+    """A page of a parent's children, each set sorted by child key (``<queue>:<id>``):
+    ``processed`` maps completed children to their return values, ``failed`` and ``ignored``
+    map children to their failure reasons. ``next_*_cursor`` is the cursor of the next page of
+    that set, None at its end."""
+
+    processed: dict[str, Any]
+    unprocessed: list[str]
+    failed: dict[str, str]
+    ignored: dict[str, str]
+    next_processed_cursor: int | None = None
+    next_unprocessed_cursor: int | None = None
+    next_failed_cursor: int | None = None
+    next_ignored_cursor: int | None = None
+
+
+def flow_args(
+    flow: FlowJob, options: Callable[[Any], JobOptions | None], path: str = "root"
+) -> _FlowNodeArgs:
+    """A flow as the core takes it: ``(queue, name, data, options, children)``, encoded."""
+    if not isinstance(flow, FlowJob):
+        raise TypeError(f"flow node {path}: expected a FlowJob, got {flow!r}")
+    data = _json.dumps(flow.data, f"data of flow node {path} ({flow.name!r})")
+    children = [
+        flow_args(child, options, f"{path}.children[{i}]") for i, child in enumerate(flow.children)
+    ]
+    return (flow.queue, flow.name, data, options(flow.options), children)
+
+
+__all__ = ["Dependencies", "FlowJob", "JobNode"]

@@ -23,10 +23,14 @@ from lanemq import (
 T = 1_700_000_000_000
 
 
+#: Tests that pass on every backend already: their input is refused before any backend call.
+_BACKEND_FREE = {"test_a_bad_policy_writes_nothing", "test_two_policies_write_nothing"}
+
+
 @pytest.fixture(autouse=True)
 def _flows_not_written_yet(backend: str, request: pytest.FixtureRequest) -> None:
-    # TODO(local, redis): remove once those backends implement flows.
-    if backend in ("local", "redis"):
+    # TODO(local, redis): remove once those backends implement flows (issue 6).
+    if backend in ("local", "redis") and request.node.originalname not in _BACKEND_FREE:
         request.applymarker(
             pytest.mark.xfail(reason=f"flows are not written for {backend} yet", strict=False)
         )

@@ -10,6 +10,7 @@ use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
 use crate::jobs::options::{check_payload, validate_priority};
 
 use super::dedup;
+use super::flow;
 use super::ops::{delete_releasing, is_paused, to_waiting, transition, Env};
 use super::rows::{self, code, count, load, require, set_meta, sql, COLUMNS};
 
@@ -209,6 +210,7 @@ pub fn retry_job(conn: &Connection, env: &mut Env, id: &str, now: Millis) -> Cor
         "failed or completed",
     )?;
     dedup::on_retry(conn, &job, now)?;
+    flow::on_retry(conn, env, &job)?;
     let prev = job.state.as_str();
     job.attempts_made = 0;
     job.stalled_count = 0;
@@ -349,7 +351,7 @@ pub fn remove(conn: &Connection, env: &mut Env, id: &str, now: Millis) -> CoreRe
             "job {id:?} is locked by a worker and cannot be removed"
         )));
     }
-    delete_releasing(conn, id)?;
+    delete_releasing(conn, env, id, now)?;
     env.finished.push((id.to_owned(), FinishedResult::Missing));
     env.event(
         conn,
@@ -374,9 +376,9 @@ pub fn set_paused(conn: &Connection, env: &mut Env, paused: bool, now: Millis) -
     Ok(())
 }
 
-fn delete_all(conn: &Connection, env: &mut Env, ids: &[String]) -> CoreResult<()> {
+fn delete_all(conn: &Connection, env: &mut Env, ids: &[String], now: Millis) -> CoreResult<()> {
     for id in ids {
-        delete_releasing(conn, id)?;
+        delete_releasing(conn, env, id, now)?;
         env.finished.push((id.clone(), FinishedResult::Missing));
     }
     Ok(())
@@ -403,7 +405,7 @@ pub fn drain(conn: &Connection, env: &mut Env, delayed: bool, now: Millis) -> Co
         "SELECT id FROM jobs WHERE state = 0"
     };
     let doomed = ids_where(conn, query, [])?;
-    delete_all(conn, env, &doomed)?;
+    delete_all(conn, env, &doomed, now)?;
     if !doomed.is_empty() {
         env.event(
             conn,
@@ -435,7 +437,7 @@ pub fn clean(
         ),
         rusqlite::params![code(state), cutoff, now as i64, limit],
     )?;
-    delete_all(conn, env, &doomed)?;
+    delete_all(conn, env, &doomed, now)?;
     if !doomed.is_empty() {
         env.event(
             conn,
@@ -467,6 +469,7 @@ pub fn obliterate(
     for id in ids {
         env.finished.push((id, FinishedResult::Missing));
     }
+    flow::clear(conn)?;
     conn.execute_batch(
         "DELETE FROM jobs; DELETE FROM logs; DELETE FROM events; DELETE FROM dedup; \
          DELETE FROM schedulers; \

@@ -180,15 +180,23 @@ pub fn on_finish(
     Ok(())
 }
 
-/// Before `job` is removed (remove, clean, drain): an unfinished child leaves its parent's
-/// dependencies.
-pub fn on_removal(conn: &Connection, env: &mut Env, job: &Job, now: Millis) -> CoreResult<()> {
-    match &job.options.parent {
-        Some(parent) if !job.state.is_finished() => {
-            apply(conn, env, parent, &job.id, ChildOutcome::Removed, now).map(|_| ())
+/// Before `job` is removed (remove, clean, drain): an unfinished child is noted, to leave its
+/// parent's dependencies when the removal settles.
+pub fn on_removal(env: &mut Env, job: &Job) {
+    if let Some(parent) = &job.options.parent {
+        if !job.state.is_finished() {
+            env.flow_removed.push((parent.clone(), job.id.to_string()));
         }
-        _ => Ok(()),
     }
+}
+
+/// After a removal wrote its events: the removed children leave their parents' dependencies
+/// (as the memory store settles after the operation).
+pub fn settle_removals(conn: &Connection, env: &mut Env, now: Millis) -> CoreResult<()> {
+    for (parent, child) in std::mem::take(&mut env.flow_removed) {
+        apply(conn, env, &parent, &child, ChildOutcome::Removed, now)?;
+    }
+    Ok(())
 }
 
 /// Before `job` is retried by hand: counted again if its parent still waits for children.
@@ -274,8 +282,17 @@ fn create_all(
         .map(|n| create_node(conn, env, &mut auto_ids, n, parent.clone(), now))
         .collect::<CoreResult<Vec<_>>>()?;
     auto_ids.write(conn)?;
-    set_meta(conn, "drained", None)?;
+    if any_waiting(&added) {
+        set_meta(conn, "drained", None)?;
+    }
     Ok(added)
+}
+
+/// Whether a node created waiting (a leaf without a delay), as a claim may then find it.
+fn any_waiting(nodes: &[AddedNode]) -> bool {
+    nodes
+        .iter()
+        .any(|n| n.job.state == JobState::Waiting || any_waiting(&n.children))
 }
 
 /// Adds a flow: every node checked first, then all written.

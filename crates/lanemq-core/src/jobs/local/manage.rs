@@ -351,7 +351,7 @@ pub fn remove(conn: &Connection, env: &mut Env, id: &str, now: Millis) -> CoreRe
             "job {id:?} is locked by a worker and cannot be removed"
         )));
     }
-    delete_releasing(conn, env, id, now)?;
+    delete_releasing(conn, env, id)?;
     env.finished.push((id.to_owned(), FinishedResult::Missing));
     env.event(
         conn,
@@ -359,7 +359,8 @@ pub fn remove(conn: &Connection, env: &mut Env, id: &str, now: Millis) -> CoreRe
         "removed",
         Some(id),
         Some(("prev", job.state.as_str())),
-    )
+    )?;
+    flow::settle_removals(conn, env, now)
 }
 
 pub fn set_paused(conn: &Connection, env: &mut Env, paused: bool, now: Millis) -> CoreResult<()> {
@@ -376,9 +377,9 @@ pub fn set_paused(conn: &Connection, env: &mut Env, paused: bool, now: Millis) -
     Ok(())
 }
 
-fn delete_all(conn: &Connection, env: &mut Env, ids: &[String], now: Millis) -> CoreResult<()> {
+fn delete_all(conn: &Connection, env: &mut Env, ids: &[String]) -> CoreResult<()> {
     for id in ids {
-        delete_releasing(conn, env, id, now)?;
+        delete_releasing(conn, env, id)?;
         env.finished.push((id.clone(), FinishedResult::Missing));
     }
     Ok(())
@@ -405,7 +406,7 @@ pub fn drain(conn: &Connection, env: &mut Env, delayed: bool, now: Millis) -> Co
         "SELECT id FROM jobs WHERE state = 0"
     };
     let doomed = ids_where(conn, query, [])?;
-    delete_all(conn, env, &doomed, now)?;
+    delete_all(conn, env, &doomed)?;
     if !doomed.is_empty() {
         env.event(
             conn,
@@ -415,6 +416,7 @@ pub fn drain(conn: &Connection, env: &mut Env, delayed: bool, now: Millis) -> Co
             Some(("count", &doomed.len().to_string())),
         )?;
     }
+    flow::settle_removals(conn, env, now)?;
     Ok(doomed.len())
 }
 
@@ -437,7 +439,7 @@ pub fn clean(
         ),
         rusqlite::params![code(state), cutoff, now as i64, limit],
     )?;
-    delete_all(conn, env, &doomed, now)?;
+    delete_all(conn, env, &doomed)?;
     if !doomed.is_empty() {
         env.event(
             conn,
@@ -447,6 +449,7 @@ pub fn clean(
             Some(("count", &doomed.len().to_string())),
         )?;
     }
+    flow::settle_removals(conn, env, now)?;
     Ok(doomed)
 }
 

@@ -9,7 +9,7 @@ use rusqlite::Connection;
 
 use crate::error::{CoreError, CoreResult};
 use crate::jobs::backend::{Failure, NewJob};
-use crate::jobs::flow::ChildOutcome;
+use crate::jobs::flow::{ChildOutcome, ParentRef};
 use crate::jobs::model::{self, FinishedResult, Job, JobState, Lock, Millis};
 use crate::jobs::options::{check_payload, JobOptions, Retention};
 use crate::jobs::store::{FailOutcome, STALLED_REASON};
@@ -35,6 +35,9 @@ pub struct Env {
     pub finished: Vec<(String, FinishedResult)>,
     /// Set by `close`: the writer stops after committing the current batch.
     pub closing: bool,
+    /// Unfinished children removed by this operation, with their parents: their parents hear
+    /// of it once the removal's events are written (`flow::settle_removals`).
+    pub flow_removed: Vec<(ParentRef, String)>,
 }
 
 impl Env {
@@ -46,6 +49,7 @@ impl Env {
             random: RandomState::new(),
             finished: Vec::new(),
             closing: false,
+            flow_removed: Vec::new(),
         }
     }
 
@@ -698,17 +702,17 @@ fn retain(
     Ok(())
 }
 
-/// Deletes a job (as `delete`) and the dedup key it holds, if any, and takes an unfinished
-/// child out of its parent's dependencies: what removals other than retention do.
+/// Deletes a job (as `delete`) and the dedup key it holds, if any, and notes an unfinished
+/// child for its parent (the caller then runs `flow::settle_removals`): what removals other
+/// than retention do.
 pub fn delete_releasing(
     conn: &Connection,
     env: &mut Env,
     id: &str,
-    now: Millis,
 ) -> CoreResult<Option<JobState>> {
     dedup::release(conn, id)?;
     if let Some(job) = load(conn, id)? {
-        flow::on_removal(conn, env, &job, now)?;
+        flow::on_removal(env, &job);
     }
     delete(conn, id)
 }

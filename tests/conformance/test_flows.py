@@ -374,6 +374,25 @@ async def test_removing_a_child_releases_its_parent(queue: JobQueue) -> None:
     assert await releases(queue, root.job.id) == 1
 
 
+async def test_a_parent_is_released_after_the_removal_that_releases_it_is_recorded(
+    queue: JobQueue,
+) -> None:
+    # Released to delayed, so that the drain below leaves it.
+    removed = await queue.add_flow(
+        FlowJob("root", options={"delay": 60.0}, children=[FlowJob("a")]), now=T
+    )
+    drained = await queue.add_flow(FlowJob("root", children=[FlowJob("b"), FlowJob("c")]), now=T)
+    await queue.remove(removed.children[0].job.id, now=T + 1)
+    assert await state(queue, removed.job.id) == "delayed"
+    assert await queue.drain(now=T + 2) == 2
+    assert await state(queue, drained.job.id) == "waiting"
+    events = [(e.event, e.job_id) for e in await queue.read_events()]
+    release = events.index(("delayed", removed.job.id))
+    assert events.index(("removed", removed.children[0].job.id)) < release
+    assert events.index(("cleaned", None)) < events.index(("waiting", drained.job.id))
+    assert await releases(queue, drained.job.id) == 1
+
+
 # ----------------------------------------------------------------------- processors
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lanemq import ConfigError, Job, JobWorker, LocalJobQueue, StorageError
+from lanemq import ConfigError, FlowJob, Job, JobWorker, LocalJobQueue, StorageError
 from support import Spawn
 
 WAIT = 10.0  # upper bound for anything awaited in a test; never reached when things work
@@ -571,6 +571,47 @@ async def test_worker_in_another_process_wakes_for_a_new_job(tmp_path: Path, spa
         assert took < 2.0, f"the idle worker took {took:.2f}s to run a job added elsewhere"
         assert child.proc.returncode is None
         await asyncio.sleep(0.2)  # idle again before the next one
+
+
+# ---------------------------------------------------------------------------- flows
+
+
+async def test_a_flow_is_shared_by_handles_on_one_file_and_survives_reopening(
+    tmp_path: Path,
+) -> None:
+    async def build() -> tuple[str, list[str], Path]:
+        first = LocalJobQueue("flows", tmp_path)
+        second = LocalJobQueue("flows", tmp_path)
+        root = await first.add_flow(
+            FlowJob("root", children=[FlowJob("a", 1), FlowJob("b", 2), FlowJob("c", 3)])
+        )
+        kids = [node.job.id for node in root.children]
+        # Another connection to the file finishes the children; the parent is told at once.
+        jobs = await second.claim("w", lease=10.0, max_jobs=2)
+        for job in jobs:
+            assert job.lock_token is not None
+            await second.complete(job.id, job.lock_token, job.data * 10)
+        assert await first.get_state(root.job.id) == "waiting_children"
+        return root.job.id, kids, first.path
+
+    root_id, kids, path = await build()
+    await _closed(path)
+
+    queue = LocalJobQueue("flows", tmp_path)
+    counts = await queue.get_dependencies_count(root_id)
+    assert counts == {"processed": 2, "unprocessed": 1, "failed": 0, "ignored": 0}
+    assert sorted((await queue.get_children_values(root_id)).values()) == [10, 20]
+    [last] = await queue.claim("w", lease=10.0)
+    assert last.id == kids[2] and last.lock_token is not None
+    await queue.complete(last.id, last.lock_token, "done")
+    assert await queue.get_state(root_id) == "waiting"
+    assert sorted(map(str, (await queue.get_children_values(root_id)).values())) == [
+        "10",
+        "20",
+        "done",
+    ]
+    del queue, last
+    await _closed(path)
 
 
 # ------------------------------------------------------------------- group commit

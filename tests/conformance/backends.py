@@ -56,7 +56,8 @@ def _memory_sibling(queue: JobQueue, name: str) -> JobQueue:
 
 
 def _not_written(queue: JobQueue, name: str) -> JobQueue:
-    # TODO(local, redis): another queue on the same file directory / Redis server and prefix.
+    # TODO(redis): another queue on the same Redis server and prefix. Local: a file holds one
+    # queue, and local flows refuse children in another queue.
     raise NotImplementedError("another queue of the same backend is not written for it yet")
 
 

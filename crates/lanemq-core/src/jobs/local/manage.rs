@@ -10,6 +10,7 @@ use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
 use crate::jobs::options::{check_payload, validate_priority};
 
 use super::dedup;
+use super::flow;
 use super::ops::{delete_releasing, is_paused, to_waiting, transition, Env};
 use super::rows::{self, code, count, load, require, set_meta, sql, COLUMNS};
 
@@ -209,6 +210,7 @@ pub fn retry_job(conn: &Connection, env: &mut Env, id: &str, now: Millis) -> Cor
         "failed or completed",
     )?;
     dedup::on_retry(conn, &job, now)?;
+    flow::on_retry(conn, env, &job)?;
     let prev = job.state.as_str();
     job.attempts_made = 0;
     job.stalled_count = 0;
@@ -349,7 +351,7 @@ pub fn remove(conn: &Connection, env: &mut Env, id: &str, now: Millis) -> CoreRe
             "job {id:?} is locked by a worker and cannot be removed"
         )));
     }
-    delete_releasing(conn, id)?;
+    delete_releasing(conn, env, id)?;
     env.finished.push((id.to_owned(), FinishedResult::Missing));
     env.event(
         conn,
@@ -357,7 +359,8 @@ pub fn remove(conn: &Connection, env: &mut Env, id: &str, now: Millis) -> CoreRe
         "removed",
         Some(id),
         Some(("prev", job.state.as_str())),
-    )
+    )?;
+    flow::settle_removals(conn, env, now)
 }
 
 pub fn set_paused(conn: &Connection, env: &mut Env, paused: bool, now: Millis) -> CoreResult<()> {
@@ -376,7 +379,7 @@ pub fn set_paused(conn: &Connection, env: &mut Env, paused: bool, now: Millis) -
 
 fn delete_all(conn: &Connection, env: &mut Env, ids: &[String]) -> CoreResult<()> {
     for id in ids {
-        delete_releasing(conn, id)?;
+        delete_releasing(conn, env, id)?;
         env.finished.push((id.clone(), FinishedResult::Missing));
     }
     Ok(())
@@ -413,6 +416,7 @@ pub fn drain(conn: &Connection, env: &mut Env, delayed: bool, now: Millis) -> Co
             Some(("count", &doomed.len().to_string())),
         )?;
     }
+    flow::settle_removals(conn, env, now)?;
     Ok(doomed.len())
 }
 
@@ -445,6 +449,7 @@ pub fn clean(
             Some(("count", &doomed.len().to_string())),
         )?;
     }
+    flow::settle_removals(conn, env, now)?;
     Ok(doomed)
 }
 
@@ -467,6 +472,7 @@ pub fn obliterate(
     for id in ids {
         env.finished.push((id, FinishedResult::Missing));
     }
+    flow::clear(conn)?;
     conn.execute_batch(
         "DELETE FROM jobs; DELETE FROM logs; DELETE FROM events; DELETE FROM dedup; \
          DELETE FROM schedulers; \

@@ -5,6 +5,7 @@
 //! `CROSS_PROCESS_POLL` for changes made by others.
 
 mod dedup;
+mod flow;
 mod manage;
 mod ops;
 mod rows;
@@ -24,6 +25,7 @@ use crate::error::{CoreError, CoreResult};
 
 use super::backend::{BoxFuture, Completion, Failure, JobBackend, NewJob};
 use super::events::StreamEvent;
+use super::flow::{AddedNode, Dependencies, DependencyCounts, FlowNode};
 use super::memory_backend::wall_clock_ms;
 use super::model::{FinishedResult, Job, JobState, Millis};
 use super::scheduler::{JobScheduler, Template};
@@ -51,7 +53,7 @@ impl LocalBackend {
             changed: Default::default(),
             waiters: Mutex::new(Default::default()),
         });
-        let env = Env::new(config.max_payload_bytes, config.max_events);
+        let env = Env::new(queue, config.max_payload_bytes, config.max_events);
         let thread_shared = Arc::clone(&shared);
         std::thread::Builder::new()
             .name(format!("lanemq-local-{queue}"))
@@ -472,6 +474,41 @@ impl JobBackend for LocalBackend {
 
     fn remove_scheduler(&self, key: String, now: Millis) -> BoxFuture<bool> {
         self.call(move |conn, env| scheduler::remove(conn, env, &key, now))
+    }
+
+    fn add_flow(&self, root: FlowNode, now: Millis) -> BoxFuture<AddedNode> {
+        self.call(move |conn, env| flow::add_flow(conn, env, root, now))
+    }
+
+    fn add_children(
+        &self,
+        parent_id: String,
+        token: String,
+        children: Vec<FlowNode>,
+        now: Millis,
+    ) -> BoxFuture<Vec<AddedNode>> {
+        self.call(move |conn, env| flow::add_children(conn, env, &parent_id, &token, children, now))
+    }
+
+    fn get_dependencies(
+        &self,
+        parent_id: String,
+        cursors: [usize; 4],
+        count: Option<usize>,
+    ) -> BoxFuture<Dependencies> {
+        self.direct(move |conn, _| flow::get_dependencies(conn, &parent_id, cursors, count))
+    }
+
+    fn get_dependencies_count(&self, parent_id: String) -> BoxFuture<DependencyCounts> {
+        self.direct(move |conn, _| flow::get_dependencies_count(conn, &parent_id))
+    }
+
+    fn remove_child_dependency(&self, child_id: String, now: Millis) -> BoxFuture<bool> {
+        self.call(move |conn, env| flow::remove_child_dependency(conn, env, &child_id, now))
+    }
+
+    fn remove_unprocessed_children(&self, parent_id: String, now: Millis) -> BoxFuture<usize> {
+        self.call(move |conn, env| flow::remove_unprocessed_children(conn, env, &parent_id, now))
     }
 
     fn read_events(&self, start: u64, end: u64, limit: usize) -> BoxFuture<Vec<StreamEvent>> {

@@ -9,11 +9,13 @@ use rusqlite::Connection;
 
 use crate::error::{CoreError, CoreResult};
 use crate::jobs::backend::{Failure, NewJob};
+use crate::jobs::flow::{ChildOutcome, ParentRef};
 use crate::jobs::model::{self, FinishedResult, Job, JobState, Lock, Millis};
 use crate::jobs::options::{check_payload, JobOptions, Retention};
 use crate::jobs::store::{FailOutcome, STALLED_REASON};
 
 use super::dedup;
+use super::flow;
 use super::rows::{
     self, code, count, count_delta, event, load, meta, meta_number, require, reserve, save,
     set_meta, sql, AutoIds,
@@ -24,6 +26,8 @@ const STACKTRACE_LIMIT: usize = 10;
 
 /// What the writer thread keeps between operations, and what an operation reports back.
 pub struct Env {
+    /// The name of the file's one queue (flows name jobs `<queue>:<id>`).
+    pub queue: String,
     pub max_events: usize,
     pub max_payload_bytes: usize,
     random: RandomState,
@@ -31,16 +35,21 @@ pub struct Env {
     pub finished: Vec<(String, FinishedResult)>,
     /// Set by `close`: the writer stops after committing the current batch.
     pub closing: bool,
+    /// Unfinished children removed by this operation, with their parents: their parents hear
+    /// of it once the removal's events are written (`flow::settle_removals`).
+    pub flow_removed: Vec<(ParentRef, String)>,
 }
 
 impl Env {
-    pub fn new(max_payload_bytes: usize, max_events: usize) -> Self {
+    pub fn new(queue: &str, max_payload_bytes: usize, max_events: usize) -> Self {
         Self {
+            queue: queue.to_owned(),
             max_events,
             max_payload_bytes,
             random: RandomState::new(),
             finished: Vec::new(),
             closing: false,
+            flow_removed: Vec::new(),
         }
     }
 
@@ -181,12 +190,28 @@ pub fn create(
     auto_ids: &mut AutoIds,
     now: Millis,
 ) -> CoreResult<Job> {
+    create_with(conn, env, new, seq, auto_ids, false, now)
+}
+
+/// `create`; with `hold`, the job waits for children (a flow's parent) before anything else,
+/// its delay counting from its release.
+pub fn create_with(
+    conn: &Connection,
+    env: &mut Env,
+    new: &NewJob,
+    seq: u64,
+    auto_ids: &mut AutoIds,
+    hold: bool,
+    now: Millis,
+) -> CoreResult<Job> {
     let id = match &new.options.job_id {
         Some(id) => id.clone(),
         None => auto_ids.take().to_string(),
     };
-    let delayed = new.options.delay > 0;
-    let state = if delayed {
+    let delayed = !hold && new.options.delay > 0;
+    let state = if hold {
+        JobState::WaitingChildren
+    } else if delayed {
         JobState::Delayed
     } else {
         JobState::Waiting
@@ -220,7 +245,9 @@ pub fn create(
     save(conn, &job)?;
     count_delta(conn, state, 1)?;
     env.event(conn, now, "added", Some(&id), Some(("name", &new.name)))?;
-    if delayed {
+    if hold {
+        env.event(conn, now, "waiting-children", Some(&id), None)?;
+    } else if delayed {
         env.event(
             conn,
             now,
@@ -423,6 +450,14 @@ pub fn complete(
         FinishedResult::Completed(Some(Arc::from(result))),
     ));
     dedup::on_finish(conn, env, &job, now)?;
+    flow::on_finish(
+        conn,
+        env,
+        &job.options,
+        id,
+        ChildOutcome::Completed(result.to_owned()),
+        now,
+    )?;
     retain(
         conn,
         JobState::Completed,
@@ -517,6 +552,11 @@ pub fn fail_for_good(
         FinishedResult::Failed(reason.to_owned()),
     ));
     dedup::on_finish(conn, env, job, now)?;
+    let outcome = ChildOutcome::Failed {
+        reason: reason.to_owned(),
+        policy: job.options.parent_policy,
+    };
+    flow::on_finish(conn, env, &job.options, &job.id, outcome, now)?;
     retain(
         conn,
         JobState::Failed,
@@ -662,10 +702,18 @@ fn retain(
     Ok(())
 }
 
-/// Deletes a job (as `delete`) and the dedup key it holds, if any: what removals other than
-/// retention do.
-pub fn delete_releasing(conn: &Connection, id: &str) -> CoreResult<Option<JobState>> {
+/// Deletes a job (as `delete`) and the dedup key it holds, if any, and notes an unfinished
+/// child for its parent (the caller then runs `flow::settle_removals`): what removals other
+/// than retention do.
+pub fn delete_releasing(
+    conn: &Connection,
+    env: &mut Env,
+    id: &str,
+) -> CoreResult<Option<JobState>> {
     dedup::release(conn, id)?;
+    if let Some(job) = load(conn, id)? {
+        flow::on_removal(env, &job);
+    }
     delete(conn, id)
 }
 
@@ -681,6 +729,7 @@ pub fn delete(conn: &Connection, id: &str) -> CoreResult<Option<JobState>> {
         .map_err(sql)?;
     let Some(state) = state else { return Ok(None) };
     let state = rows::state_of(state).map_err(sql)?;
+    flow::on_delete(conn, id)?;
     count_delta(conn, state, -1)?;
     conn.prepare_cached("DELETE FROM logs WHERE job_id = ?1")
         .and_then(|mut stmt| stmt.execute([id]))

@@ -93,7 +93,7 @@ fn exists(conn: &Connection, id: &str) -> CoreResult<bool> {
 
 /// Removes a pending occurrence, as a removal by hand does (a `removed` event).
 fn remove_occurrence(conn: &Connection, env: &mut Env, id: &str, now: Millis) -> CoreResult<()> {
-    if let Some(state) = ops::delete_releasing(conn, id)? {
+    if let Some(state) = ops::delete_releasing(conn, env, id)? {
         env.finished.push((id.to_owned(), FinishedResult::Missing));
         env.event(
             conn,
@@ -103,7 +103,7 @@ fn remove_occurrence(conn: &Connection, env: &mut Env, id: &str, now: Millis) ->
             Some(("prev", state.as_str())),
         )?;
     }
-    Ok(())
+    super::flow::settle_removals(conn, env, now)
 }
 
 fn create_occurrence(

@@ -88,6 +88,18 @@ CREATE TABLE IF NOT EXISTS schedulers (
     next_run INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS schedulers_next ON schedulers (next_run, key);
+-- Flows: a parent's children (child_key is '<queue>:<id>') in one of four buckets (0 processed,
+-- 1 unprocessed, 2 failed, 3 ignored) with the child's return value (processed) or failure
+-- reason (failed, ignored). A file holds one queue, so parents and children are both here.
+CREATE TABLE IF NOT EXISTS flow_deps (
+    parent_id TEXT NOT NULL,
+    child_key TEXT NOT NULL,
+    child_id TEXT NOT NULL,
+    bucket INTEGER NOT NULL,
+    value TEXT,
+    PRIMARY KEY (parent_id, child_key)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS flow_deps_bucket ON flow_deps (parent_id, bucket, child_key);
 ";
 
 /// Columns added since format 1 was first written (added to older files when they are opened;
@@ -222,7 +234,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_file_from_before_dedup_gets_the_new_columns_and_tables() {
+    fn a_file_from_before_dedup_and_flows_gets_the_new_columns_and_tables() {
         let path = std::env::temp_dir().join(format!(
             "lanemq-schema-{}-{:?}.sqlite3",
             std::process::id(),
@@ -258,6 +270,12 @@ mod tests {
         conn.execute(
             "INSERT INTO schedulers (key, spec, name, data, options, count, next_run) \
              VALUES ('k', '{\"every\":1000}', 'n', 'null', '{}', 1, 5)",
+            [],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO flow_deps (parent_id, child_key, child_id, bucket) \
+             VALUES ('p', 'q:c', 'c', 1)",
             [],
         )
         .unwrap();

@@ -75,6 +75,9 @@ where
         if result.is_err() {
             env.finished.truncate(finished_before);
         }
+        // Settled by the operations that remove jobs; nothing may outlive its operation.
+        debug_assert!(result.is_err() || env.flow_removed.is_empty());
+        env.flow_removed.clear();
         self.out = Some(result);
     }
 

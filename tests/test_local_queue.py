@@ -656,3 +656,25 @@ async def test_concurrent_adds_are_all_committed(tmp_path: Path) -> None:
         assert (stored.name, stored.data) == ("burst", data)
     names = Counter(job.name for job in await queue.list_jobs("waiting"))
     assert names == {"burst": 200, "same": 1}
+
+
+async def test_local_refuses_flow_children_in_another_queue(tmp_path: Path) -> None:
+    # A local file holds one queue, so a flow cannot span queues there (the other backends'
+    # flows can); the refusal writes nothing.
+    queue = LocalJobQueue("flows", tmp_path)
+    try:
+        flow = FlowJob("root", children=[FlowJob("ok"), FlowJob("kid", queue="kids")])
+        with pytest.raises(ConfigError, match=r"kids.*flows across queues need queues in one file"):
+            await queue.add_flow(flow)
+        assert await queue.get_job_counts() == dict.fromkeys(
+            ("waiting", "delayed", "active", "waiting_children", "completed", "failed"), 0
+        )
+        job = await queue.add("p")
+        (claimed,) = await queue.claim("w", lease=60.0)
+        assert claimed.id == job.id
+        with pytest.raises(ConfigError, match="a local file holds one queue"):
+            await claimed.add_children([FlowJob("kid", queue="kids")])
+        assert await queue.get_state(job.id) == "active"
+        assert await queue.get_job_counts("waiting_children") == {"waiting_children": 0}
+    finally:
+        await queue.close()

@@ -472,25 +472,6 @@ async def test_a_queue_of_the_same_name_in_the_group_shares_the_store(
     assert await again.count_pending() == 1
 
 
-async def test_local_refuses_children_in_another_queue(backend: str, queue: JobQueue) -> None:
-    if backend != "local":
-        pytest.skip("local files hold one queue; other backends span queues")
-    flow = FlowJob("root", children=[FlowJob("ok"), FlowJob("kid", queue="kids")])
-    with pytest.raises(ConfigError, match=r"kids.*flows across queues need queues in one file"):
-        await queue.add_flow(flow, now=T)
-    await assert_nothing_written(queue)
-    job = await queue.add("p")
-    (claimed,) = await claim(queue)
-    assert claimed.id == job.id
-    with pytest.raises(ConfigError, match="a local file holds one queue"):
-        await claimed.add_children([FlowJob("kid", queue="kids")], now=T)
-    assert await state(queue, job.id) == "active"
-    assert await queue.get_job_counts("waiting", "waiting_children") == {
-        "waiting": 0,
-        "waiting_children": 0,
-    }
-
-
 # ------------------------------------------------------------------------------- wide
 
 

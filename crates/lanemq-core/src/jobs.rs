@@ -17,6 +17,7 @@ mod memory_flow;
 mod memory_scheduler;
 mod model;
 mod options;
+mod paging;
 pub mod scheduler;
 mod store;
 #[cfg(test)]
@@ -32,5 +33,6 @@ pub use options::{
     check_payload, validate_job_id, Backoff, BackoffKind, Dedup, JobOptions, Retention,
     DEFAULT_MAX_PAYLOAD_BYTES, MAX_PRIORITY,
 };
+pub use paging::index_range;
 pub use scheduler::{JobScheduler, Template};
 pub use store::{Claimed, FailOutcome, MemoryStore, StoreConfig};

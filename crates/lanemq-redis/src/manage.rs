@@ -6,7 +6,7 @@
 //! `{"locked"}`, `{"refused", message}` or `{"active", count}` when the change is refused (and nothing was written,
 //! except obliterate's pause).
 
-use lanemq_core::jobs::{JobOptions, JobState, Millis};
+use lanemq_core::jobs::{index_range, JobOptions, JobState, Millis};
 use lanemq_core::{CoreError, CoreResult};
 use redis::{Script, Value};
 
@@ -172,15 +172,9 @@ impl RedisBackend {
         if !ascending {
             lines.reverse();
         }
-        let total = lines.len() as i64;
-        let resolve = |i: i64| if i < 0 { total + i } else { i };
-        let (start, end) = (resolve(start).max(0), resolve(end).min(total - 1));
-        let page = if end < start {
-            Vec::new()
-        } else {
-            lines.drain(start as usize..=end as usize).collect()
-        };
-        Ok((page, total as usize))
+        let total = lines.len();
+        let page = lines.drain(index_range(total, start, end)).collect();
+        Ok((page, total))
     }
 
     /// Keeps only the newest `keep` log lines (0 clears them).

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use lanemq_core::jobs::{
-    event_name, field_name, FinishedResult, Job, JobState, Millis, StreamEvent, Text,
+    event_name, field_name, index_range, FinishedResult, Job, JobState, Millis, StreamEvent, Text,
 };
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
@@ -115,12 +115,8 @@ impl RedisBackend {
         let counts = self.counts().await?;
         let count = |s: JobState| counts[JobState::ALL.iter().position(|x| *x == s).unwrap_or(0)];
         let total: usize = states.iter().map(|s| count(*s)).sum();
-        let resolve = |i: i64| if i < 0 { total as i64 + i } else { i };
-        let (start, end) = (resolve(start).max(0), resolve(end));
-        if end < start {
-            return Ok(Vec::new());
-        }
-        let (mut skip, mut take) = (start as usize, (end - start + 1) as usize);
+        let range = index_range(total, start, end);
+        let (mut skip, mut take) = (range.start, range.len());
         let mut ids = Vec::new();
         for state in states {
             if take == 0 {

@@ -8,6 +8,7 @@ use crate::error::{CoreError, CoreResult};
 use super::events::{StreamEvent, Text};
 use super::model::{FinishedResult, Job, JobState, Millis};
 use super::options::{check_payload, validate_priority};
+use super::paging::index_range;
 use super::store::{JobId, MemoryStore};
 
 impl MemoryStore {
@@ -87,11 +88,7 @@ impl MemoryStore {
             states.to_vec()
         };
         let total: usize = states.iter().map(|s| self.count(*s)).sum();
-        let resolve = |i: i64| if i < 0 { total as i64 + i } else { i };
-        let (start, end) = (resolve(start).max(0), resolve(end));
-        if end < start {
-            return Vec::new();
-        }
+        let range = index_range(total, start, end);
         let ids = states.iter().flat_map(|&state| {
             let ids = self.ids_in(state);
             if ascending {
@@ -100,8 +97,8 @@ impl MemoryStore {
                 Box::new(ids.rev())
             }
         });
-        ids.skip(start as usize)
-            .take((end - start + 1) as usize)
+        ids.skip(range.start)
+            .take(range.len())
             .map(|id| self.jobs[id].clone())
             .collect()
     }
@@ -258,18 +255,11 @@ impl MemoryStore {
         if !ascending {
             lines.reverse();
         }
-        let total = lines.len() as i64;
-        let resolve = |i: i64| if i < 0 { total + i } else { i };
-        let (start, end) = (resolve(start).max(0), resolve(end).min(total - 1));
-        let page = if end < start {
-            Vec::new()
-        } else {
-            lines[start as usize..=end as usize]
-                .iter()
-                .map(|s| (*s).clone())
-                .collect()
-        };
-        Ok((page, total as usize))
+        let page = lines[index_range(lines.len(), start, end)]
+            .iter()
+            .map(|s| (*s).clone())
+            .collect();
+        Ok((page, lines.len()))
     }
 
     /// Keeps only the newest `keep` log lines (0 clears them).

@@ -33,6 +33,7 @@ use crate::schedule::ScheduleSpec;
 
 use super::model::{JobState, Millis};
 use super::options::{check_payload, JobOptions};
+use super::paging::index_range;
 
 /// What each occurrence is made of. `data` is JSON text.
 #[derive(Debug, Clone, PartialEq)]
@@ -281,15 +282,10 @@ pub fn page<T>(
     if !ascending {
         all.reverse();
     }
-    let total = all.len() as i64;
-    let resolve = |i: i64| if i < 0 { total + i } else { i };
-    let (start, end) = (resolve(start).max(0), resolve(end).min(total - 1));
-    if end < start {
-        return Vec::new();
-    }
+    let range = index_range(all.len(), start, end);
     all.into_iter()
-        .skip(start as usize)
-        .take((end - start + 1) as usize)
+        .skip(range.start)
+        .take(range.len())
         .collect()
 }
 

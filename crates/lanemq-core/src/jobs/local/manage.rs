@@ -8,6 +8,7 @@ use crate::error::{CoreError, CoreResult};
 use crate::jobs::events::{event_name, field_name, StreamEvent, Text};
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
 use crate::jobs::options::{check_payload, validate_priority};
+use crate::jobs::paging::index_range;
 
 use super::dedup;
 use super::flow;
@@ -92,12 +93,8 @@ pub fn list_jobs(
     for state in &states {
         total += count(conn, *state)?;
     }
-    let resolve = |i: i64| if i < 0 { total as i64 + i } else { i };
-    let (start, end) = (resolve(start).max(0), resolve(end));
-    if end < start {
-        return Ok(Vec::new());
-    }
-    let (mut skip, mut take) = (start as usize, (end - start + 1) as usize);
+    let range = index_range(total, start, end);
+    let (mut skip, mut take) = (range.start, range.len());
     let mut out = Vec::new();
     for state in states {
         if take == 0 {
@@ -308,15 +305,8 @@ pub fn get_logs(
     if !ascending {
         lines.reverse();
     }
-    let total = lines.len() as i64;
-    let resolve = |i: i64| if i < 0 { total + i } else { i };
-    let (start, end) = (resolve(start).max(0), resolve(end).min(total - 1));
-    let page = if end < start {
-        Vec::new()
-    } else {
-        lines[start as usize..=end as usize].to_vec()
-    };
-    Ok((page, total as usize))
+    let page = lines[index_range(lines.len(), start, end)].to_vec();
+    Ok((page, lines.len()))
 }
 
 pub fn clear_logs(conn: &Connection, id: &str, keep: usize) -> CoreResult<()> {

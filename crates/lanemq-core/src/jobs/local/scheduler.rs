@@ -10,6 +10,7 @@ use crate::error::{CoreError, CoreResult};
 use crate::jobs::backend::NewJob;
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
 use crate::jobs::options::JobOptions;
+use crate::jobs::paging::index_range;
 use crate::jobs::scheduler::{
     self, occurrence_id, occurrence_options, Current, JobScheduler, OnClaim, OnUpsert, Template,
 };
@@ -257,10 +258,8 @@ pub fn list(
     end: i64,
     ascending: bool,
 ) -> CoreResult<Vec<JobScheduler>> {
-    let total = count(conn)? as i64;
-    let resolve = |i: i64| if i < 0 { total + i } else { i };
-    let (start, end) = (resolve(start).max(0), resolve(end).min(total - 1));
-    if end < start {
+    let range = index_range(count(conn)?, start, end);
+    if range.is_empty() {
         return Ok(Vec::new());
     }
     let order = if ascending {
@@ -275,7 +274,7 @@ pub fn list(
             ))
             .map_err(sql)?;
         let rows = stmt
-            .query_map([end - start + 1, start], stored)
+            .query_map([range.len() as i64, range.start as i64], stored)
             .map_err(sql)?;
         rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)?
     };

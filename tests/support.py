@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import signal
-from collections.abc import Awaitable, Callable
+import uuid
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 
 from lanemq import Event, Subscription
@@ -68,3 +71,106 @@ class Child:
 
 
 Spawn = Callable[..., Awaitable["Child"]]
+
+
+def redis_prefix() -> str:
+    """A key prefix of a test's own, so tests never meet on the shared redis-server."""
+    return f"t{uuid.uuid4().hex[:8]}"
+
+
+#: Python source for child scripts that must start together: `await wait_for_go()` prints
+#: "ready", then waits (20 s at most) for the file named by the script's last argument, which
+#: `start_together` creates once every child is ready.
+WAIT_FOR_GO = """
+import asyncio, sys, time
+from pathlib import Path
+
+async def wait_for_go() -> None:
+    go = Path(sys.argv[-1])
+    print("ready", flush=True)
+    deadline = time.monotonic() + 20
+    while not go.exists():
+        if time.monotonic() > deadline:
+            sys.exit("no go signal")
+        await asyncio.sleep(0.005)
+"""
+
+
+async def start_together(
+    spawn: Spawn, script: str, arguments: Iterable[Sequence[str]], go: Path
+) -> list[Child]:
+    """Starts one child per argument list (the path ``go`` appended), waits until each is
+    ready, then lets them all go at once."""
+    children = [await spawn(script, *args, str(go)) for args in arguments]
+    for child in children:
+        assert await child.line() == "ready", child.stderr()
+    await asyncio.to_thread(go.touch)
+    return children
+
+
+def shared_worker(make_queue: str) -> str:
+    """A child script running a JobWorker (concurrency 10) on the queue ``make_queue`` builds
+    (Python source over ``sys.argv[2:-1]``; ``lanemq`` is imported): once let go, it writes the
+    id of every job it runs to the file ``sys.argv[1]``, returns ``{"pid": its pid}``, stops
+    when nothing is waiting or active, and prints ``processed N``."""
+    return (
+        WAIT_FOR_GO
+        + f"""
+import os
+import lanemq
+
+async def main() -> None:
+    queue = {make_queue}
+    out = open(sys.argv[1], "a", encoding="utf-8")
+    await wait_for_go()
+    deadline = time.monotonic() + 20
+
+    async def process(job):
+        out.write(job.id + "\\n")
+        out.flush()
+        await asyncio.sleep(0.02)
+        return {{"pid": os.getpid()}}
+
+    worker = lanemq.JobWorker(queue, process, concurrency=10)
+    running = asyncio.create_task(worker.run())
+    while True:
+        await asyncio.sleep(0.05)
+        if running.done():
+            running.result()  # a worker that died shows its error
+            sys.exit("the worker stopped by itself")
+        counts = await queue.get_job_counts("waiting", "active")
+        if counts["waiting"] == 0 and counts["active"] == 0:
+            break
+        if time.monotonic() > deadline:
+            sys.exit(f"jobs left: {{counts}}")
+    await asyncio.wait_for(worker.close(), 10)
+    await asyncio.wait_for(running, 10)
+    print("processed", worker.processed, flush=True)
+
+asyncio.run(main())
+"""
+    )
+
+
+async def race_shared_workers(
+    spawn: Spawn, script: str, queue_arguments: Sequence[str], tmp_path: Path, job_ids: set[str]
+) -> tuple[list[Child], list[list[str]]]:
+    """Runs two `shared_worker` children on one queue holding ``job_ids`` until it is empty,
+    and checks that every job ran exactly once and both did some of the work. Returns the
+    children and the ids each one ran."""
+    outputs = [tmp_path / "worker-1.out", tmp_path / "worker-2.out"]
+    arguments = [(str(out), *queue_arguments) for out in outputs]
+    children = await start_together(spawn, script, arguments, tmp_path / "go")
+    processed = []
+    for child in children:
+        line = await child.line(timeout=20.0)
+        assert line.startswith("processed "), child.stderr()
+        processed.append(int(line.split()[1]))
+        assert await child.wait() == 0, child.stderr()
+    runs = [out.read_text().split() for out in outputs]
+    seen = Counter(itertools.chain.from_iterable(runs))
+    assert set(seen) == job_ids
+    assert [job_id for job_id, n in seen.items() if n > 1] == [], "a job ran twice"
+    assert processed == [len(run) for run in runs]
+    assert all(n > 0 for n in processed), f"one process did all the work: {processed}"
+    return children, runs

@@ -9,22 +9,17 @@ import asyncio
 from pathlib import Path
 
 from lanemq import LocalJobQueue
-from support import Spawn
+from support import WAIT_FOR_GO, Spawn, start_together
 
-UPSERTER = """
-import asyncio, sys, time
-from pathlib import Path
+UPSERTER = (
+    WAIT_FOR_GO
+    + """
 from lanemq import LocalJobQueue
 
 async def main() -> None:
     queue = LocalJobQueue("sched", sys.argv[1])
-    me, go = int(sys.argv[2]), Path(sys.argv[3])
-    print("ready", flush=True)
-    deadline = time.monotonic() + 20
-    while not go.exists():
-        if time.monotonic() > deadline:
-            sys.exit("no go signal")
-        await asyncio.sleep(0.005)
+    me = int(sys.argv[2])
+    await wait_for_go()
     for j in range(40):
         # Repeats (kept as they are) mixed with changes of interval and of template (replaced).
         every, data = 1.0 + (me + j) % 3, {"p": me, "j": j % 4}
@@ -36,6 +31,7 @@ async def main() -> None:
 
 asyncio.run(main())
 """
+)
 
 
 async def test_concurrent_upserts_from_several_processes_leave_one_pending_occurrence(
@@ -47,11 +43,8 @@ async def test_concurrent_upserts_from_several_processes_leave_one_pending_occur
         jobs = await queue.list_jobs(["waiting", "delayed"])
         return [job.id for job in jobs if job.scheduler_key == "shared"]
 
-    go = tmp_path / "go"
-    children = [await spawn(UPSERTER, str(tmp_path), str(me), str(go)) for me in range(4)]
-    for child in children:
-        assert await child.line() == "ready", child.stderr()
-    go.touch()
+    arguments = [(str(tmp_path), str(me)) for me in range(4)]
+    children = await start_together(spawn, UPSERTER, arguments, tmp_path / "go")
 
     # While they race, every look at the file (one transaction) sees at most one pending
     # occurrence, and exactly one once the scheduler exists.

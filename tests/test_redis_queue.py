@@ -19,12 +19,10 @@ import signal
 import socket
 import subprocess
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
-from uuid import uuid4
 
 import pytest
 from lanemq import (
@@ -37,17 +35,12 @@ from lanemq import (
     RedisJobQueue,
     StorageError,
 )
-from support import Spawn
+from support import Spawn, race_shared_workers, redis_prefix, shared_worker
 
 WAIT = 10.0  # upper bound for anything awaited in a test; never reached when things work
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _prefix() -> str:
-    """A key prefix of this test's own, so tests never meet on the shared server."""
-    return f"r{uuid4().hex[:8]}"
 
 
 def _free_port() -> int:
@@ -251,52 +244,13 @@ async def _stop(worker: JobWorker, running: asyncio.Task[None]) -> None:
 
 # ---------------------------------------------------------- two worker processes
 
-SHARED_WORKER = """
-import asyncio, os, sys, time
-from pathlib import Path
-from lanemq import JobWorker, RedisJobQueue
-
-async def main() -> None:
-    url, prefix, out_path, go = sys.argv[1], sys.argv[2], sys.argv[3], Path(sys.argv[4])
-    queue = RedisJobQueue("shared", url, prefix=prefix)
-    out = open(out_path, "a", encoding="utf-8")
-    print("ready", flush=True)
-    deadline = time.monotonic() + 20
-    while not go.exists():
-        if time.monotonic() > deadline:
-            sys.exit("no go signal")
-        await asyncio.sleep(0.005)
-
-    async def process(job):
-        out.write(job.id + "\\n")
-        out.flush()
-        await asyncio.sleep(0.02)
-        return {"pid": os.getpid()}
-
-    worker = JobWorker(queue, process, concurrency=10)
-    running = asyncio.create_task(worker.run())
-    while True:
-        await asyncio.sleep(0.05)
-        if running.done():
-            running.result()  # a worker that died shows its error
-            sys.exit("the worker stopped by itself")
-        counts = await queue.get_job_counts("waiting", "active")
-        if counts["waiting"] == 0 and counts["active"] == 0:
-            break
-        if time.monotonic() > deadline:
-            sys.exit(f"jobs left: {counts}")
-    await asyncio.wait_for(worker.close(), 10)
-    await asyncio.wait_for(running, 10)
-    print("processed", worker.processed, flush=True)
-
-asyncio.run(main())
-"""
+SHARED_WORKER = shared_worker('lanemq.RedisJobQueue("shared", sys.argv[2], prefix=sys.argv[3])')
 
 
 async def test_two_worker_processes_complete_every_job_once(
     redis_url: str, tmp_path: Path, spawn: Spawn
 ) -> None:
-    prefix = _prefix()
+    prefix = redis_prefix()
     queue = RedisJobQueue("shared", redis_url, prefix=prefix)
     added = await queue.add_bulk([("task", {"i": i}) for i in range(200)])
     for i in range(200, 300):
@@ -304,26 +258,10 @@ async def test_two_worker_processes_complete_every_job_once(
     all_ids = {job.id for job in added}
     assert len(all_ids) == 300
 
-    go = tmp_path / "go"
-    outputs = [tmp_path / "worker-1.out", tmp_path / "worker-2.out"]
-    children = [await spawn(SHARED_WORKER, redis_url, prefix, str(out), str(go)) for out in outputs]
     try:
-        for child in children:
-            assert await child.line() == "ready", child.stderr()
-        go.touch()  # both start claiming at about the same time
-        processed = []
-        for child in children:
-            line = await child.line(timeout=20.0)
-            assert line.startswith("processed "), child.stderr()
-            processed.append(int(line.split()[1]))
-            assert await child.wait() == 0, child.stderr()
-
-        runs = [out.read_text().split() for out in outputs]
-        seen = Counter(itertools.chain.from_iterable(runs))
-        assert set(seen) == all_ids
-        assert [job_id for job_id, n in seen.items() if n > 1] == [], "a job ran twice"
-        assert processed == [len(run) for run in runs]
-        assert all(n > 0 for n in processed), f"one process did all the work: {processed}"
+        children, runs = await race_shared_workers(
+            spawn, SHARED_WORKER, [redis_url, prefix], tmp_path, all_ids
+        )
         assert await queue.get_job_counts() == {
             "waiting": 0,
             "delayed": 0,
@@ -369,7 +307,7 @@ asyncio.run(main())
 async def test_jobs_of_a_sigkilled_worker_process_are_recovered(
     redis_url: str, spawn: Spawn
 ) -> None:
-    prefix = _prefix()
+    prefix = redis_prefix()
     queue = RedisJobQueue("recover", redis_url, prefix=prefix)
     ids = {job.id for job in await queue.add_bulk([("hold", {"i": i}) for i in range(5)])}
     child = await spawn(HOLDER, redis_url, prefix, "5")
@@ -422,7 +360,7 @@ async def test_jobs_of_a_sigkilled_worker_process_are_recovered(
 
 
 async def test_stale_token_is_refused_after_the_job_moved_on(redis_url: str) -> None:
-    queue = RedisJobQueue("stale", redis_url, prefix=_prefix())
+    queue = RedisJobQueue("stale", redis_url, prefix=redis_prefix())
     try:
         job = await queue.add("task", {"n": 1})
         [first] = await queue.claim("worker-a", lease=0.2)
@@ -523,7 +461,7 @@ async def _fill(queue: RedisJobQueue) -> dict[str, str]:
 
 
 async def test_obliterate_force_leaves_no_key_behind(redis_url: str) -> None:
-    prefix = _prefix()
+    prefix = redis_prefix()
     queue = RedisJobQueue("wipe", redis_url, prefix=prefix)
     other = RedisJobQueue("neighbour", redis_url, prefix=prefix)
     await other.add("keep", {"n": 1})
@@ -570,7 +508,7 @@ async def test_every_key_of_a_queue_is_on_the_slot_of_its_name(
         "--cluster-enabled", "yes", "--cluster-config-file", str(cluster.directory / "nodes.conf")
     )
 
-    prefix = _prefix()
+    prefix = redis_prefix()
     name = "orders.eu-1"
     queue = RedisJobQueue(name, redis_url, prefix=prefix)
     try:
@@ -599,7 +537,7 @@ async def test_every_key_of_a_queue_is_on_the_slot_of_its_name(
 async def test_worker_resumes_after_the_server_restarts(own_redis: MakeServer) -> None:
     server = own_redis()
     server.start()
-    prefix = _prefix()
+    prefix = redis_prefix()
     queue = RedisJobQueue("restart", server.url, prefix=prefix)
     errors: list[BaseException] = []
 
@@ -651,12 +589,12 @@ async def test_evicting_server_is_refused_unless_allowed(own_redis: MakeServer) 
     server.start("--maxmemory-policy", "allkeys-lru")
 
     with pytest.raises(ConfigError) as raised:
-        RedisJobQueue("evict", server.url, prefix=_prefix())
+        RedisJobQueue("evict", server.url, prefix=redis_prefix())
     assert isinstance(raised.value, ValueError)
     assert "allkeys-lru" in str(raised.value)
     assert "maxmemory-policy" in str(raised.value)
 
-    queue = RedisJobQueue("evict", server.url, prefix=_prefix(), allow_eviction=True)
+    queue = RedisJobQueue("evict", server.url, prefix=redis_prefix(), allow_eviction=True)
     job = await queue.add("task", {"n": 1})
     stored = await queue.get_job(job.id)
     assert stored is not None and stored.data == {"n": 1}
@@ -664,9 +602,9 @@ async def test_evicting_server_is_refused_unless_allowed(own_redis: MakeServer) 
     with Resp("127.0.0.1", server.port) as raw:
         assert raw.command("CONFIG", "SET", "maxmemory-policy", "volatile-ttl") == "OK"
         with pytest.raises(ConfigError, match="volatile-ttl"):
-            RedisJobQueue("evict", server.url, prefix=_prefix())
+            RedisJobQueue("evict", server.url, prefix=redis_prefix())
         assert raw.command("CONFIG", "SET", "maxmemory-policy", "noeviction") == "OK"
-    safe = RedisJobQueue("evict", server.url, prefix=_prefix())
+    safe = RedisJobQueue("evict", server.url, prefix=redis_prefix())
     assert (await safe.get_job_counts("waiting"))["waiting"] == 0
 
 
@@ -700,7 +638,7 @@ def test_connection_error_names_the_address_but_not_the_password() -> None:
 def test_refused_credentials_name_the_address_but_not_the_password(redis_url: str) -> None:
     host, port = _address(redis_url)
     with pytest.raises((StorageError, OSError)) as raised:
-        RedisJobQueue("q", f"redis://nobody:s3cret@{host}:{port}/0", prefix=_prefix())
+        RedisJobQueue("q", f"redis://nobody:s3cret@{host}:{port}/0", prefix=redis_prefix())
     text = _texts(raised.value)
     assert f"{host}:{port}" in str(raised.value), text
     assert "s3cret" not in text, text

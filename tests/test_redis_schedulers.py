@@ -10,17 +10,12 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 from typing import Any
-from uuid import uuid4
 
 from lanemq import InMemoryJobQueue, JobQueue, RedisJobQueue
-from support import Spawn
+from support import WAIT_FOR_GO, Spawn, redis_prefix, start_together
 
 T = 1_700_000_000_000  # Tuesday 2023-11-14 22:13:20 UTC
 HOUR = 3_600_000
-
-
-def _prefix() -> str:
-    return f"s{uuid4().hex[:8]}"
 
 
 async def _pending(queue: JobQueue, key: str) -> list[str]:
@@ -28,20 +23,15 @@ async def _pending(queue: JobQueue, key: str) -> list[str]:
     return sorted(job.id for job in jobs if job.scheduler_key == key)
 
 
-UPSERTER = """
-import asyncio, sys, time
-from pathlib import Path
+UPSERTER = (
+    WAIT_FOR_GO
+    + """
 from lanemq import RedisJobQueue
 
 async def main() -> None:
     queue = RedisJobQueue("sched", sys.argv[1], prefix=sys.argv[2])
-    me, go = int(sys.argv[3]), Path(sys.argv[4])
-    print("ready", flush=True)
-    deadline = time.monotonic() + 20
-    while not go.exists():
-        if time.monotonic() > deadline:
-            sys.exit("no go signal")
-        await asyncio.sleep(0.005)
+    me = int(sys.argv[3])
+    await wait_for_go()
     for j in range(40):
         # Repeats (kept as they are) mixed with changes of interval and of template (replaced),
         # of cron too (the record's upcoming list is replaced with the rest).
@@ -57,19 +47,17 @@ async def main() -> None:
 
 asyncio.run(main())
 """
+)
 
 
 async def test_concurrent_upserts_from_several_processes_leave_one_pending_occurrence(
     redis_url: str, tmp_path: Path, spawn: Spawn
 ) -> None:
-    prefix = _prefix()
+    prefix = redis_prefix()
     queue = RedisJobQueue("sched", redis_url, prefix=prefix)
     try:
-        go = tmp_path / "go"
-        children = [await spawn(UPSERTER, redis_url, prefix, str(me), str(go)) for me in range(4)]
-        for child in children:
-            assert await child.line() == "ready", child.stderr()
-        go.touch()
+        arguments = [(redis_url, prefix, str(me)) for me in range(4)]
+        children = await start_together(spawn, UPSERTER, arguments, tmp_path / "go")
         done = await asyncio.gather(*(child.line(timeout=60.0) for child in children))
         assert done == ["done"] * 4, [child.stderr() for child in children]
         for child in children:
@@ -123,7 +111,7 @@ async def test_cron_schedules_whose_upcoming_run_times_run_out_are_repaired_not_
     # the client produces the next occurrence at once: the schedule goes on exactly as on the
     # memory backend, never lost and never replayed.
     memory = InMemoryJobQueue("cron-gaps")
-    redis = RedisJobQueue("cron-gaps", redis_url, prefix=_prefix())
+    redis = RedisJobQueue("cron-gaps", redis_url, prefix=redis_prefix())
     queues: dict[str, JobQueue] = {"memory": memory, "redis": redis}
     try:
         for queue in queues.values():

@@ -32,33 +32,9 @@ pub fn items(value: Value) -> CoreResult<Vec<Value>> {
 
 /// A job `add-34.lua` created: what the client sent, with the id and place the script gave it.
 pub fn added(new: NewJob, id: &str, seq: &str, order: &str, now: Millis) -> Job {
-    let delay = new.options.delay;
-    Job {
-        id: Arc::from(id),
-        name: Arc::from(new.name),
-        data: Arc::from(new.data),
-        state: if delay > 0 {
-            JobState::Delayed
-        } else {
-            JobState::Waiting
-        },
-        priority: new.options.priority,
-        order: order.parse().unwrap_or(0),
-        seq: seq.parse().unwrap_or(0),
-        created_at: now,
-        delay_until: if delay > 0 { now + delay } else { 0 },
-        processed_on: None,
-        finished_on: None,
-        attempts_made: 0,
-        stalled_count: 0,
-        progress: Arc::from("0"),
-        return_value: None,
-        failed_reason: None,
-        stacktrace: Vec::new(),
-        logs: Vec::new(),
-        lock: None,
-        options: new.options,
-    }
+    let place = (seq.parse().unwrap_or(0), order.parse().unwrap_or(0));
+    let (name, data) = (Arc::from(new.name), Arc::from(new.data));
+    Job::added(Arc::from(id), name, data, new.options, place, false, now)
 }
 
 /// A job from `claim-34.lua`'s reply: the stored fields it returns, then the token; the lock,

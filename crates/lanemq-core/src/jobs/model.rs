@@ -1,6 +1,6 @@
 //! A job and its states.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use crate::error::{CoreError, CoreResult};
 
@@ -101,7 +101,53 @@ pub struct Job {
     pub order: i64,
 }
 
+/// The progress of a job nobody reported on, shared by all of them.
+static NO_PROGRESS: LazyLock<Arc<str>> = LazyLock::new(|| Arc::from("0"));
+
 impl Job {
+    /// A job as an add creates it, once its backend gave it an id and its `(seq, order)`:
+    /// waiting, delayed until `now + options.delay`, or, with `hold` (a flow's parent),
+    /// waiting for its children (its delay then counts from its release).
+    pub fn added(
+        id: Arc<str>,
+        name: Arc<str>,
+        data: Arc<str>,
+        options: JobOptions,
+        (seq, order): (u64, i64),
+        hold: bool,
+        now: Millis,
+    ) -> Job {
+        let delayed = !hold && options.delay > 0;
+        Job {
+            id,
+            name,
+            data,
+            state: if hold {
+                JobState::WaitingChildren
+            } else if delayed {
+                JobState::Delayed
+            } else {
+                JobState::Waiting
+            },
+            priority: options.priority,
+            created_at: now,
+            delay_until: if delayed { now + options.delay } else { 0 },
+            processed_on: None,
+            finished_on: None,
+            attempts_made: 0,
+            stalled_count: 0,
+            progress: Arc::clone(&NO_PROGRESS),
+            return_value: None,
+            failed_reason: None,
+            stacktrace: Vec::new(),
+            logs: Vec::new(),
+            lock: None,
+            seq,
+            order,
+            options,
+        }
+    }
+
     /// The id of the dedup key the job was added under, if any.
     pub fn dedup_id(&self) -> Option<&str> {
         self.options.dedup.as_ref().map(|d| d.id.as_str())

@@ -75,7 +75,6 @@ pub struct MemoryStore {
     drained_reported: bool,
     random: RandomState,
     /// The progress of a job that reported none, shared by all of them.
-    zero: Arc<str>,
     last_name: Option<Arc<str>>,
 }
 
@@ -110,7 +109,6 @@ impl MemoryStore {
             next_auto_id: 1,
             drained_reported: false,
             random: RandomState::new(),
-            zero: Arc::from("0"),
             last_name: None,
         }
     }
@@ -347,41 +345,21 @@ impl MemoryStore {
             }
         };
         let seq = self.next_seq();
-        let delayed = !hold && options.delay > 0;
         let order = if options.lifo {
             -(seq as i64)
         } else {
             seq as i64
         };
         let name = self.intern_name(name);
-        let job = Job {
-            id: Arc::clone(&id),
-            name: Arc::clone(&name),
-            data: Arc::from(data),
-            state: if hold {
-                JobState::WaitingChildren
-            } else if delayed {
-                JobState::Delayed
-            } else {
-                JobState::Waiting
-            },
-            priority: options.priority,
-            created_at: now,
-            delay_until: if delayed { now + options.delay } else { 0 },
-            processed_on: None,
-            finished_on: None,
-            attempts_made: 0,
-            stalled_count: 0,
-            progress: Arc::clone(&self.zero),
-            return_value: None,
-            failed_reason: None,
-            stacktrace: Vec::new(),
-            logs: Vec::new(),
-            lock: None,
-            seq,
-            order,
+        let job = Job::added(
+            Arc::clone(&id),
+            Arc::clone(&name),
+            Arc::from(data),
             options,
-        };
+            (seq, order),
+            hold,
+            now,
+        );
         let snapshot = job.clone();
         self.jobs.insert(Arc::clone(&id), job);
         self.index_insert(&id);
@@ -389,7 +367,7 @@ impl MemoryStore {
             .push(now, "added", Some(&id), Some(("name", Text::Shared(name))));
         if hold {
             self.events.push(now, "waiting-children", Some(&id), None);
-        } else if delayed {
+        } else if snapshot.state == JobState::Delayed {
             let until = snapshot.delay_until.to_string();
             self.events
                 .push(now, "delayed", Some(&id), Some(("delay", until.into())));

@@ -208,46 +208,26 @@ pub fn create_with(
         Some(id) => id.clone(),
         None => auto_ids.take().to_string(),
     };
-    let delayed = !hold && new.options.delay > 0;
-    let state = if hold {
-        JobState::WaitingChildren
-    } else if delayed {
-        JobState::Delayed
+    let order = if new.options.lifo {
+        -(seq as i64)
     } else {
-        JobState::Waiting
+        seq as i64
     };
-    let job = Job {
-        id: Arc::from(id.as_str()),
-        name: Arc::from(new.name.as_str()),
-        data: Arc::from(new.data.as_str()),
-        state,
-        priority: new.options.priority,
-        created_at: now,
-        delay_until: if delayed { now + new.options.delay } else { 0 },
-        processed_on: None,
-        finished_on: None,
-        attempts_made: 0,
-        stalled_count: 0,
-        progress: Arc::from("0"),
-        return_value: None,
-        failed_reason: None,
-        stacktrace: Vec::new(),
-        logs: Vec::new(),
-        lock: None,
-        seq,
-        order: if new.options.lifo {
-            -(seq as i64)
-        } else {
-            seq as i64
-        },
-        options: new.options.clone(),
-    };
+    let job = Job::added(
+        Arc::from(id.as_str()),
+        Arc::from(new.name.as_str()),
+        Arc::from(new.data.as_str()),
+        new.options.clone(),
+        (seq, order),
+        hold,
+        now,
+    );
     save(conn, &job)?;
-    count_delta(conn, state, 1)?;
+    count_delta(conn, job.state, 1)?;
     env.event(conn, now, "added", Some(&id), Some(("name", &new.name)))?;
     if hold {
         env.event(conn, now, "waiting-children", Some(&id), None)?;
-    } else if delayed {
+    } else if job.state == JobState::Delayed {
         env.event(
             conn,
             now,

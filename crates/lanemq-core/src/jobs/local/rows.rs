@@ -194,39 +194,23 @@ pub fn event(
         return Ok(());
     }
     let [field, extra] = fields;
-    let result = match extra {
-        None => conn
-            .prepare_cached(
-                "INSERT INTO events (ts, event, job_id, field_key, field_value) \
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(rusqlite::params![
-                    now as i64,
-                    event,
-                    job_id,
-                    field.map(|f| f.0),
-                    field.map(|f| f.1)
-                ])
-            }),
-        Some((extra_key, extra_value)) => conn
-            .prepare_cached(
-                "INSERT INTO events (ts, event, job_id, field_key, field_value, extra_key, \
-                 extra_value) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(rusqlite::params![
-                    now as i64,
-                    event,
-                    job_id,
-                    field.map(|f| f.0),
-                    field.map(|f| f.1),
-                    extra_key,
-                    extra_value
-                ])
-            }),
-    };
-    result.map(|_| ()).map_err(sql)
+    conn.prepare_cached(
+        "INSERT INTO events (ts, event, job_id, field_key, field_value, extra_key, extra_value) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )
+    .and_then(|mut stmt| {
+        stmt.execute(rusqlite::params![
+            now as i64,
+            event,
+            job_id,
+            field.map(|f| f.0),
+            field.map(|f| f.1),
+            extra.map(|f| f.0),
+            extra.map(|f| f.1)
+        ])
+    })
+    .map(|_| ())
+    .map_err(sql)
 }
 
 /// The state of job `id`, if it exists (without reading the rest of the row).

@@ -148,3 +148,70 @@ async fn job_field_hashes_are_hash_tables_from_the_first_job() {
         assert_eq!(encoding, "hashtable", "{key}");
     }
 }
+
+#[tokio::test]
+async fn wake_ups_carry_when_work_is_due_and_a_paused_queue_sets_none() {
+    // Idle workers block on the marker and claim at once when its score has passed
+    // (lua/README.md); these are the writes that make that right.
+    let server = Server::start(&[]);
+    let redis = backend(&server).await;
+    let mut connection = raw(&server).await;
+    let marker = redis.keys().key("marker");
+    let mut due = async || -> Option<f64> {
+        redis::cmd("ZSCORE")
+            .arg(&marker)
+            .arg("w")
+            .query_async(&mut connection)
+            .await
+            .unwrap()
+    };
+    let mut clear = raw(&server).await;
+    let marker_key = redis.keys().key("marker");
+    let mut reset = async || {
+        let _: () = redis::cmd("DEL")
+            .arg(&marker_key)
+            .query_async(&mut clear)
+            .await
+            .unwrap();
+    };
+
+    redis
+        .add_bulk(vec![job("later", |o| o.delay = 5000)], T, 1 << 20)
+        .await
+        .unwrap();
+    assert_eq!(
+        due().await,
+        Some((T + 5000) as f64),
+        "a delayed add: due then"
+    );
+    redis
+        .add_bulk(vec![job("now", |_| {})], T, 1 << 20)
+        .await
+        .unwrap();
+    assert_eq!(due().await, Some(0.0), "the earliest wake-up wins");
+
+    reset().await;
+    redis
+        .add_bulk(vec![job("more", |_| {})], T, 1 << 20)
+        .await
+        .unwrap();
+    reset().await;
+    assert_eq!(redis.claim("w", 1000, 1, T).await.unwrap().len(), 1);
+    assert_eq!(
+        due().await,
+        Some(0.0),
+        "jobs left waiting wake the next idle worker"
+    );
+    reset().await;
+    assert_eq!(redis.claim("w", 1000, 5, T).await.unwrap().len(), 1);
+    assert_eq!(due().await, None, "the last job taken wakes nobody");
+
+    redis.pause(T).await.unwrap();
+    redis
+        .add_bulk(vec![job("paused", |_| {})], T, 1 << 20)
+        .await
+        .unwrap();
+    assert_eq!(due().await, None, "a paused queue wakes nobody");
+    redis.resume(T).await.unwrap();
+    assert_eq!(due().await, Some(0.0), "resuming does");
+}

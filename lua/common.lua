@@ -2,9 +2,10 @@
 -- Every script receives the same KEYS, in this order (see README.md for what each holds):
 local META, WAITING, DELAYED, ACTIVE, CHILDREN, COMPLETED, FAILED, LOGS, EVENTS, MARKER =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
--- After the field hashes (KEYS[11..30]): the dedup keys (lua/jobs.lua) and the job schedulers
--- (lua/schedulers.lua).
+-- After the field hashes (KEYS[11..30]): the dedup keys (lua/jobs.lua), the job schedulers
+-- (lua/schedulers.lua) and the flow dependencies (lua/flows.lua).
 local DEDUP, DEDUP_EXPIRY, SCHEDULERS, SCHEDULERS_NEXT = KEYS[31], KEYS[32], KEYS[33], KEYS[34]
+local DEPS, DEPS_VALUES = KEYS[35], KEYS[36]
 local FIELDS = {"name", "data", "opts", "state", "prio", "ord", "seq", "created", "delay",
   "processed", "finished", "attempts", "stalled", "progress", "result", "reason", "trace",
   "token", "worker", "expires"}
@@ -38,14 +39,16 @@ local function each_chunk(items, width, fn)
     fn(unpack(items, first, math.min(first + CHUNK * width - 1, #items)))
   end
 end
--- The field's value for each id (false when absent), in order.
-local function mget(field, ids)
+-- The hash's value for each of `ids` (false when absent), in order.
+local function hmget(key, ids)
   local out = {}
   each_chunk(ids, 1, function(...)
-    for _, v in ipairs(redis.call("HMGET", F[field], ...)) do out[#out + 1] = v end
+    for _, v in ipairs(redis.call("HMGET", key, ...)) do out[#out + 1] = v end
   end)
   return out
 end
+-- The field's value for each id.
+local function mget(field, ids) return hmget(F[field], ids) end
 -- Appends two items (an id and its value, a score and its member).
 local function push2(list, a, b)
   local n = #list
@@ -189,6 +192,22 @@ local function unlock(id)
   set("token", id, nil); set("worker", id, nil); set("expires", id, nil)
 end
 
+-- Flow dependencies are keyed by their parent's prefix: the id's length (8 hex digits), then
+-- the id, so no parent's prefix starts another's (see lua/flows.lua).
+local function dep_prefix(parent) return string.format("%08x", #parent) .. parent end
+
+-- A job's own dependencies (as a flow's parent) go with it; its pending children then run on
+-- their own. DEPS members are prefix .. bucket (one character) .. child key.
+local function forget_dependencies(id)
+  local prefix = dep_prefix(id)
+  local members = redis.call("ZRANGEBYLEX", DEPS, "[" .. prefix, "(" .. prefix .. "\255")
+  if #members == 0 then return end
+  zrem(DEPS, members)
+  local fields = {}
+  for i, m in ipairs(members) do fields[i] = prefix .. string.sub(m, #prefix + 2) end
+  each_chunk(fields, 1, function(...) redis.call("HDEL", DEPS_VALUES, ...) end)
+end
+
 local function delete(id)
   local state, seq = tonumber(get("state", id)), num("seq", id)
   local sets = {[WAITING_STATE] = WAITING, [DELAYED_STATE] = DELAYED, [ACTIVE_STATE] = ACTIVE,
@@ -197,6 +216,7 @@ local function delete(id)
   elseif sets[state] then redis.call("ZREM", sets[state], hex(seq) .. id) end
   for _, field in ipairs(FIELDS) do redis.call("HDEL", F[field], id) end
   redis.call("HDEL", LOGS, id)
+  forget_dependencies(id)
 end
 
 -- Applies a retention policy (remove_on_complete / remove_on_fail) to a finished set.

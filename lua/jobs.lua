@@ -2,7 +2,7 @@
 -- crates/lanemq-redis/src/scripts.rs): creating jobs, dedup keys, failing for good.
 
 -- Creates jobs from specs {name, data, opts (JSON), id ("" = automatic), prio (text), lifo,
--- delay (ms)}, validated by the client. A custom id that exists, or repeats an earlier spec,
+-- delay (ms), hold (a flow's parent: waits for its children first)}, validated by the client. A custom id that exists, or repeats an earlier spec,
 -- creates nothing: `duplicated` is emitted and {0, job...} returned; a new job gives
 -- {1, id, seq, order}. The jobs are written a field at a time (one HSET per field for all of
 -- them), and their ids, sequence numbers and event ids are reserved with one HINCRBY each.
@@ -36,8 +36,9 @@ local function create_jobs(specs)
   -- written: an absent field reads as its default, here and in the client's decoding.
   local columns = {name = {}, data = {}, opts = {}, prio = {}, seq = {}, created = {},
     delay = {}, state = {}, ord = {}}
-  local waiting, delayed = {}, {}
+  local waiting, delayed, held = {}, {}, {}
   local waiting_state, delayed_state = tostring(WAITING_STATE), tostring(DELAYED_STATE)
+  local held_state = tostring(CHILDREN_STATE)
   local out = {}
   for k, spec in ipairs(specs) do
     if spec.dup then
@@ -51,7 +52,11 @@ local function create_jobs(specs)
       push2(columns.opts, id, spec.opts); push2(columns.prio, id, spec.prio)
       push2(columns.seq, id, seq); push2(columns.created, id, NOW_TEXT)
       emit("added", id, "name", spec.name)
-      if spec.delay > 0 then
+      if spec.hold then
+        push2(columns.state, id, held_state)
+        push2(held, NOW_TEXT, hex(seq) .. id)
+        emit("waiting-children", id)
+      elseif spec.delay > 0 then
         order = seq
         local due = int(NOW + spec.delay)
         push2(columns.state, id, delayed_state)
@@ -71,6 +76,7 @@ local function create_jobs(specs)
 
   for field, pairs_ in pairs(columns) do mset(field, pairs_) end
   zadd(DELAYED, delayed)
+  zadd(CHILDREN, held)
   -- Duplicates are read once every new job is written (the original may be among them).
   for k, spec in ipairs(specs) do
     if spec.dup then out[k] = {0, job(spec.id)} end
@@ -238,6 +244,10 @@ local function dedup_on_retry(id, opts_json)
 end
 
 -------------------------------------------------------------------------------- failing
+-- Tells a finished job's parent, if it has one (`flow_on_finish(id, opts_json, outcome,
+-- value)`, outcome "completed" or "failed"): defined by lua/flows.lua, loaded after this file.
+local flow_on_finish
+
 -- Fails an (unlocked) job for good: failed set, events, dedup key, retention
 -- (MemoryStore::fail_for_good).
 local function fail_for_good(id, reason, opts, opts_json)
@@ -252,6 +262,7 @@ local function fail_for_good(id, reason, opts, opts_json)
   end
   dedup_on_finish(id, opts_json)
   retain(FAILED, opts.remove_on_fail, id)
+  flow_on_finish(id, opts_json, "failed", reason)
 end
 
 -------------------------------------------------------------------------------- completing
@@ -306,6 +317,7 @@ local function complete_jobs(ids, tokens, results)
         retain(COMPLETED, cjson.decode(opts[i]).remove_on_complete, ids[i])
       end
     end
+    for _, i in ipairs(done) do flow_on_finish(ids[i], opts[i], "completed", results[i]) end
   end
   return out
 end

@@ -23,11 +23,9 @@ from lanemq import (
 T = 1_700_000_000_000
 
 
-#: Tests that pass on every backend already: their input is refused before any backend call.
-_BACKEND_FREE = {"test_a_bad_policy_writes_nothing", "test_two_policies_write_nothing"}
-
-#: Tests that need a sibling queue of the same backend: a local file holds one queue, so local
-#: flows refuse children in another queue (see `test_local_refuses_children_in_another_queue`).
+#: Tests that need a sibling queue of the same backend. A local file holds one queue, and a
+#: Redis script touches one queue's keys (one Cluster slot): both refuse children in another
+#: queue (see `test_local_refuses_children_in_another_queue`).
 _CROSS_QUEUE = {
     "test_children_in_another_queue_release_the_parent",
     "test_a_queue_of_the_same_name_in_the_group_shares_the_store",
@@ -35,19 +33,11 @@ _CROSS_QUEUE = {
 
 
 @pytest.fixture(autouse=True)
-def _flows_not_written_yet(backend: str, request: pytest.FixtureRequest) -> None:
-    name = request.node.originalname
-    # TODO(redis): remove once Redis implements flows (issue 6).
-    if backend == "redis" and name not in _BACKEND_FREE:
+def _cross_queue_flows_not_written_yet(backend: str, request: pytest.FixtureRequest) -> None:
+    # TODO(local, redis): flows across queues (issue 6).
+    if backend in ("local", "redis") and request.node.originalname in _CROSS_QUEUE:
         request.applymarker(
-            pytest.mark.xfail(reason="flows are not written for redis yet", strict=False)
-        )
-    # TODO(local): flows across queues need several queues in one file.
-    if backend == "local" and name in _CROSS_QUEUE:
-        request.applymarker(
-            pytest.mark.xfail(
-                reason="a local file holds one queue: no flows across queues", strict=False
-            )
+            pytest.mark.xfail(reason=f"no flows across queues on {backend} yet", strict=False)
         )
 
 

@@ -18,6 +18,8 @@ use crate::scripts;
 pub struct RedisBackend {
     pub(crate) connection: Connection,
     pub(crate) keys: Keys,
+    /// The queue's name (flows name their jobs `<queue>:<id>`).
+    pub(crate) queue: String,
     /// Every key a script may touch, in the order `lua/common.lua` expects.
     script_keys: Vec<String>,
     pub(crate) max_events: usize,
@@ -36,10 +38,11 @@ impl RedisBackend {
         let connection = connect(url, allow_eviction).await?;
         let keys = Keys::new(prefix, queue);
         let script_keys = keys.script_keys();
-        debug_assert_eq!(script_keys.len(), 14 + JOB_FIELDS.len());
+        debug_assert_eq!(script_keys.len(), 16 + JOB_FIELDS.len());
         Ok(Self {
             connection,
             keys,
+            queue: queue.to_owned(),
             script_keys,
             max_events,
             random: RandomState::new(),
@@ -115,7 +118,7 @@ impl RedisBackend {
                 }
                 let mut field = || entry.next().and_then(|v| text(&v)).ok_or_else(short);
                 let (id, seq, order) = (field()?, field()?, field()?);
-                Ok((decode::added(new, &id, &seq, &order, now), true))
+                Ok((decode::added(new, &id, (&seq, &order), false, now), true))
             })
             .collect()
     }

@@ -4,8 +4,9 @@
 use std::sync::Arc;
 
 use lanemq_core::jobs::{
-    check_payload, BoxFuture, Completion, FailOutcome, Failure, FinishedResult, Job, JobBackend,
-    JobScheduler, JobState, Millis, NewJob, StreamEvent, Template,
+    check_payload, AddedNode, BoxFuture, Completion, Dependencies, DependencyCounts, FailOutcome,
+    Failure, FinishedResult, FlowNode, Job, JobBackend, JobScheduler, JobState, Millis, NewJob,
+    StreamEvent, Template,
 };
 use lanemq_core::schedule::ScheduleSpec;
 use lanemq_core::CoreResult;
@@ -275,5 +276,37 @@ impl JobBackend for RedisJobBackend {
     }
     fn remove_scheduler(&self, key: String, now: Millis) -> BoxFuture<bool> {
         call!(self, |b| b.remove_scheduler(key, now))
+    }
+    fn add_flow(&self, flow: FlowNode, now: Millis) -> BoxFuture<AddedNode> {
+        let limit = self.max_payload_bytes;
+        call!(self, |b| b.add_flow(flow, now, limit))
+    }
+    fn add_children(
+        &self,
+        parent_id: String,
+        token: String,
+        children: Vec<FlowNode>,
+        now: Millis,
+    ) -> BoxFuture<Vec<AddedNode>> {
+        let limit = self.max_payload_bytes;
+        call!(self, |b| b
+            .add_children(parent_id, token, children, now, limit))
+    }
+    fn get_dependencies(
+        &self,
+        parent_id: String,
+        cursors: [usize; 4],
+        count: Option<usize>,
+    ) -> BoxFuture<Dependencies> {
+        call!(self, |b| b.get_dependencies(parent_id, cursors, count))
+    }
+    fn get_dependencies_count(&self, parent_id: String) -> BoxFuture<DependencyCounts> {
+        call!(self, |b| b.get_dependencies_count(parent_id))
+    }
+    fn remove_child_dependency(&self, child_id: String, now: Millis) -> BoxFuture<bool> {
+        call!(self, |b| b.remove_child_dependency(child_id, now))
+    }
+    fn remove_unprocessed_children(&self, parent_id: String, now: Millis) -> BoxFuture<usize> {
+        call!(self, |b| b.remove_unprocessed_children(parent_id, now))
     }
 }

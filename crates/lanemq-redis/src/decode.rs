@@ -30,14 +30,15 @@ pub fn items(value: Value) -> CoreResult<Vec<Value>> {
     }
 }
 
-/// A job `add-34.lua` created: what the client sent, with the id and place the script gave it.
-pub fn added(new: NewJob, id: &str, seq: &str, order: &str, now: Millis) -> Job {
+/// A job `add-36.lua` created: what the client sent, with the id and place the script gave it.
+/// With `hold`, a flow's parent waiting for its children.
+pub fn added(new: NewJob, id: &str, (seq, order): (&str, &str), hold: bool, now: Millis) -> Job {
     let place = (seq.parse().unwrap_or(0), order.parse().unwrap_or(0));
     let (name, data) = (Arc::from(new.name), Arc::from(new.data));
-    Job::added(Arc::from(id), name, data, new.options, place, false, now)
+    Job::added(Arc::from(id), name, data, new.options, place, hold, now)
 }
 
-/// A job from `claim-34.lua`'s reply: the stored fields it returns, then the token; the lock,
+/// A job from `claim-36.lua`'s reply: the stored fields it returns, then the token; the lock,
 /// state and processed time are what the claim set.
 pub fn claimed(value: Value, worker: &str, lease: Millis, now: Millis) -> CoreResult<Job> {
     let v = items(value)?;

@@ -1,5 +1,5 @@
 //! Finishing and lease transitions on Redis: fail, renew, move to delayed, release, stall
-//! recovery (one Lua script each, `lua/{fail,renew,delay,release,recover}-34.lua`), and the
+//! recovery (one Lua script each, `lua/{fail,renew,delay,release,recover}-36.lua`), and the
 //! lock check `holds_lock`.
 
 use std::collections::hash_map::RandomState;

@@ -71,7 +71,14 @@ impl Keys {
             "events",
             "marker",
         ];
-        const AFTER_FIELDS: [&str; 4] = ["dedup", "dedup:expiry", "schedulers", "schedulers:next"];
+        const AFTER_FIELDS: [&str; 6] = [
+            "dedup",
+            "dedup:expiry",
+            "schedulers",
+            "schedulers:next",
+            "deps",
+            "deps:values",
+        ];
         let mut keys: Vec<String> = QUEUE.iter().map(|k| self.key(k)).collect();
         keys.extend(self.fields());
         keys.extend(AFTER_FIELDS.iter().map(|k| self.key(k)));
@@ -93,7 +100,7 @@ mod tests {
             .all(|k| k.starts_with("lanemq:{email}:j:")));
         assert_eq!(keys.fields().len(), JOB_FIELDS.len());
         let all = keys.script_keys();
-        assert_eq!(all.len(), 34, "the scripts are named <operation>-34.lua");
+        assert_eq!(all.len(), 36, "the scripts are named <operation>-36.lua");
         assert!(all.iter().all(|k| k.starts_with("lanemq:{email}:")));
     }
 }

@@ -7,6 +7,7 @@ mod contract;
 mod decode;
 mod dedup;
 mod finish;
+mod flows;
 mod keys;
 mod manage;
 mod reads;

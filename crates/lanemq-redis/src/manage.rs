@@ -26,7 +26,7 @@ fn state_name(code: Option<String>) -> &'static str {
 
 /// The values after "ok", or the refusal as the error `MemoryStore` returns; `expected` names
 /// the states the operation accepts.
-fn checked(id: &str, reply: Value, expected: &'static str) -> CoreResult<Vec<Value>> {
+pub(crate) fn checked(id: &str, reply: Value, expected: &'static str) -> CoreResult<Vec<Value>> {
     let mut reply = items(reply)?;
     match reply.first().and_then(text).as_deref() {
         Some("ok") => {
@@ -49,7 +49,7 @@ fn checked(id: &str, reply: Value, expected: &'static str) -> CoreResult<Vec<Val
     }
 }
 
-fn count(value: Option<&Value>) -> CoreResult<usize> {
+pub(crate) fn count(value: Option<&Value>) -> CoreResult<usize> {
     value
         .and_then(text)
         .and_then(|n| n.parse().ok())
@@ -58,7 +58,12 @@ fn count(value: Option<&Value>) -> CoreResult<usize> {
 
 impl RedisBackend {
     /// Runs a script with `now` and `max_events` in front of `args`.
-    async fn change(&self, script: &Script, now: Millis, args: &[&str]) -> CoreResult<Value> {
+    pub(crate) async fn change(
+        &self,
+        script: &Script,
+        now: Millis,
+        args: &[&str],
+    ) -> CoreResult<Value> {
         let mut all = vec![now.to_string(), self.max_events.to_string()];
         all.extend(args.iter().map(|a| (*a).to_owned()));
         self.run(script, all).await

@@ -24,11 +24,12 @@ fn template() -> Template {
 /// The claim script alone, as a client that dies right after it ran would have called it.
 async fn claim_script_only(redis: &RedisBackend, server: &Server, now: u64) -> usize {
     let script = Script::new(&format!(
-        "{}\n{}\n{}\n{}",
+        "{}\n{}\n{}\n{}\n{}",
         include_str!("../../../lua/common.lua"),
         include_str!("../../../lua/jobs.lua"),
+        include_str!("../../../lua/flows.lua"),
         include_str!("../../../lua/schedulers.lua"),
-        include_str!("../../../lua/claim-34.lua"),
+        include_str!("../../../lua/claim-36.lua"),
     ));
     let mut invocation = script.prepare_invoke();
     for key in redis.keys().script_keys() {

@@ -7,29 +7,18 @@
 --                          up to limit (0 = all) jobs of that state, in the state's order, whose
 --                          finish time (creation time when unfinished) is <= cutoff, skipping
 --                          live-locked ones. Returns {"ok", id...}.
--- drain and clean emit cleaned{count} when they removed anything.
+-- drain and clean emit cleaned{count} when they removed anything. Removed children's parents
+-- hear of it after that (lua/flows.lua).
 local now, max_events, op = tonumber(ARGV[1]), ARGV[2], ARGV[3]
-local NAMES = {[WAITING_STATE] = "waiting", [DELAYED_STATE] = "delayed",
-  [ACTIVE_STATE] = "active", [CHILDREN_STATE] = "waiting_children",
-  [COMPLETED_STATE] = "completed", [FAILED_STATE] = "failed"}
 local SETS = {[WAITING_STATE] = WAITING, [DELAYED_STATE] = DELAYED, [ACTIVE_STATE] = ACTIVE,
   [CHILDREN_STATE] = CHILDREN, [COMPLETED_STATE] = COMPLETED, [FAILED_STATE] = FAILED}
-
-local function live_lock(id) return get("token", id) and num("expires", id) > now end
 
 local function cleaned(count)
   if count > 0 then emit("cleaned", nil, "count", tostring(count)) end
 end
 
 if op == "job" then
-  local id = ARGV[4]
-  local state = get("state", id)
-  if not state then return {"missing"} end
-  if live_lock(id) then return {"locked"} end
-  dedup_on_removal(id)
-  delete(id)
-  emit("removed", id, "prev", NAMES[tonumber(state)])
-  return {"ok"}
+  return {remove_job(ARGV[4])}
 elseif op == "drain" then
   local doomed = redis.call("ZRANGE", WAITING, 0, -1)
   if ARGV[4] == "1" then
@@ -44,10 +33,11 @@ elseif op == "drain" then
     end
   end
   for _, m in ipairs(doomed) do
-    dedup_on_removal(string.sub(m, 15))
-    delete(string.sub(m, 15))
+    local id = string.sub(m, 15)
+    discard(id, tonumber(get("state", id)))
   end
   cleaned(#doomed)
+  settle_removals()
   return {"ok", #doomed}
 elseif op == "clean" then
   local cutoff, limit, state = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -74,11 +64,9 @@ elseif op == "clean" then
       start = start + page
     end
   end
-  for i = 2, #doomed do
-    dedup_on_removal(doomed[i])
-    delete(doomed[i])
-  end
+  for i = 2, #doomed do discard(doomed[i], state) end
   cleaned(#doomed - 1)
+  settle_removals()
   return doomed
 end
 return redis.error_reply("remove: unknown op " .. tostring(op))

@@ -12,6 +12,7 @@ if not finished then return {"state", state} end
 local opts_json = get("opts", id)
 local refused = dedup_on_retry(id, opts_json)
 if refused then return {"refused", refused} end
+flow_on_retry(id, opts_json)
 redis.call("ZREM", finished[1], hex(num("seq", id)) .. id)
 set("attempts", id, 0)
 set("stalled", id, 0)

@@ -1,0 +1,296 @@
+//! Flows on Redis (`lua/flows.lua`, `lua/flows-36.lua`): the decisions are `jobs::flow`'s, as
+//! on the other backends. A flow is checked here (options, queue, payload) and written by one
+//! script, which also checks that its custom ids are free; finishing, failing, removing and
+//! retrying a child tell its parent inside the script of that transition.
+//!
+//! A queue's keys live on one Cluster slot, and a script touches only the keys it is given, so
+//! a flow's jobs all live in the queue it is added on: a node naming another queue is refused.
+
+use lanemq_core::jobs::flow::{self, AddedNode, Dependencies, DependencyCounts, FlowNode};
+use lanemq_core::jobs::{check_payload, JobOptions, Millis, ParentRef};
+use lanemq_core::{CoreError, CoreResult};
+use redis::Value;
+
+use crate::backend::RedisBackend;
+use crate::decode::{self, items, text};
+use crate::manage::{checked, count};
+use crate::scripts;
+
+/// A node's place in its flow, as `flow::check_nodes` names it in errors.
+fn node_paths(nodes: &[FlowNode], path: &str, out: &mut Vec<String>) {
+    for (i, node) in nodes.iter().enumerate() {
+        let at = if nodes.len() == 1 && path == "root" {
+            path.to_owned()
+        } else {
+            format!("{path}[{i}]")
+        };
+        out.push(at.clone());
+        node_paths(&node.children, &format!("{at}.children"), out);
+    }
+}
+
+/// The script's 9 values per node, in preorder; `parent` is the 1-based index of the node's
+/// parent among them (0: the job `add_children` parks, or none).
+fn push_nodes(nodes: &[FlowNode], parent: usize, args: &mut Vec<String>) -> CoreResult<()> {
+    for node in nodes {
+        let me = args.len() / 9 + 1;
+        let options = &node.job.options;
+        args.extend([
+            node.job.name.clone(),
+            node.job.data.clone(),
+            serde_json::to_string(options).map_err(|e| CoreError::Storage(e.to_string()))?,
+            options.job_id.clone().unwrap_or_default(),
+            options.priority.to_string(),
+            if options.lifo { "1" } else { "0" }.to_owned(),
+            options.delay.to_string(),
+            parent.to_string(),
+            if node.children.is_empty() { "0" } else { "1" }.to_owned(),
+        ]);
+        push_nodes(&node.children, me, args)?;
+    }
+    Ok(())
+}
+
+/// The added nodes, from the script's `{id, seq, order}` per node in preorder.
+fn build(
+    nodes: Vec<FlowNode>,
+    queue: &str,
+    parent: Option<&ParentRef>,
+    placed: &mut impl Iterator<Item = Value>,
+    now: Millis,
+) -> CoreResult<Vec<AddedNode>> {
+    let short = || CoreError::Storage("redis: short flow reply".into());
+    nodes
+        .into_iter()
+        .map(|node| {
+            let values = items(placed.next().ok_or_else(short)?)?;
+            let field = |i: usize| values.get(i).and_then(text).ok_or_else(short);
+            let (id, seq, order) = (field(0)?, field(1)?, field(2)?);
+            let hold = !node.children.is_empty();
+            let mut new = node.job;
+            new.options.parent = parent.cloned();
+            let job = decode::added(new, &id, (&seq, &order), hold, now);
+            let me = ParentRef {
+                queue: queue.to_owned(),
+                id,
+            };
+            let children = build(node.children, queue, Some(&me), placed, now)?;
+            Ok(AddedNode {
+                queue: queue.to_owned(),
+                job,
+                children,
+            })
+        })
+        .collect()
+}
+
+/// Pairs `key, value, ...` of a dependency page.
+fn pairs(value: Value) -> CoreResult<Vec<(String, String)>> {
+    let flat: Vec<String> = items(value)?.iter().filter_map(text).collect();
+    Ok(flat
+        .chunks(2)
+        .map(|kv| (kv[0].clone(), kv.get(1).cloned().unwrap_or_default()))
+        .collect())
+}
+
+impl RedisBackend {
+    /// The checks of nodes before anything is written: options, this queue, the payload.
+    fn check_flow(&self, nodes: &[&FlowNode], path: &str, max_payload: usize) -> CoreResult<()> {
+        flow::check_nodes(nodes, &self.queue, path, |queue, job| {
+            if queue != self.queue {
+                return Err(CoreError::InvalidConfig(format!(
+                    "unknown queue {queue:?}: a Redis flow keeps its jobs in the queue it is \
+                     added on ({:?}), as a script may only touch one queue's keys",
+                    self.queue
+                )));
+            }
+            check_payload(&job.data, max_payload)
+        })
+    }
+
+    /// Writes checked nodes (under the active job `parent` held by its token, parked by the
+    /// same script).
+    async fn add_nodes(
+        &self,
+        nodes: Vec<FlowNode>,
+        path: &str,
+        parent: Option<(&str, &str)>,
+        now: Millis,
+    ) -> CoreResult<Vec<AddedNode>> {
+        let (parent_id, token) = parent.unwrap_or(("", ""));
+        let mut args = Vec::new();
+        push_nodes(&nodes, 0, &mut args)?;
+        let mut all = vec![
+            now.to_string(),
+            self.max_events.to_string(),
+            "add".to_owned(),
+            self.queue.clone(),
+            parent_id.to_owned(),
+            token.to_owned(),
+        ];
+        all.extend(args);
+        let mut reply = items(self.run(&scripts::FLOWS_OP, all).await?)?.into_iter();
+        let head = reply.next();
+        match head.as_ref().and_then(text).as_deref() {
+            Some("ok") => {}
+            Some("exists") => {
+                let index: usize = reply.next().as_ref().and_then(text).map_or(Ok(0), |n| {
+                    n.parse()
+                        .map_err(|_| CoreError::Storage("redis: bad flow reply".into()))
+                })?;
+                let mut paths = Vec::new();
+                node_paths(&nodes, path, &mut paths);
+                let flat = flatten(&nodes);
+                let (at, id) = index
+                    .checked_sub(1)
+                    .and_then(|i| Some((paths.get(i)?, flat.get(i)?.job_id.clone()?)))
+                    .ok_or_else(|| CoreError::Storage("redis: bad flow reply".into()))?;
+                return Err(CoreError::InvalidConfig(format!(
+                    "flow node {at}: job_id {id:?} already exists in queue {:?}",
+                    self.queue
+                )));
+            }
+            _ => {
+                let mut refusal = vec![head.unwrap_or(Value::Nil)];
+                refusal.extend(reply);
+                decode::outcome(parent_id, Value::Array(refusal))?;
+                return Err(CoreError::Storage("redis: bad flow reply".into()));
+            }
+        }
+        let placed = items(reply.next().unwrap_or(Value::Nil))?;
+        let parent = parent.map(|(id, _)| ParentRef {
+            queue: self.queue.clone(),
+            id: id.to_owned(),
+        });
+        build(
+            nodes,
+            &self.queue,
+            parent.as_ref(),
+            &mut placed.into_iter(),
+            now,
+        )
+    }
+
+    pub async fn add_flow(
+        &self,
+        root: FlowNode,
+        now: Millis,
+        max_payload: usize,
+    ) -> CoreResult<AddedNode> {
+        self.check_flow(&[&root], "root", max_payload)?;
+        let mut added = self.add_nodes(vec![root], "root", None, now).await?;
+        added
+            .pop()
+            .ok_or_else(|| CoreError::Storage("redis: empty flow reply".into()))
+    }
+
+    pub async fn add_children(
+        &self,
+        parent_id: String,
+        token: String,
+        children: Vec<FlowNode>,
+        now: Millis,
+        max_payload: usize,
+    ) -> CoreResult<Vec<AddedNode>> {
+        flow::check_children_count(&parent_id, children.len())?;
+        let nodes: Vec<&FlowNode> = children.iter().collect();
+        self.check_flow(&nodes, "children", max_payload)?;
+        self.add_nodes(children, "children", Some((&parent_id, &token)), now)
+            .await
+    }
+
+    pub async fn get_dependencies(
+        &self,
+        parent_id: String,
+        cursors: [usize; 4],
+        count: Option<usize>,
+    ) -> CoreResult<Dependencies> {
+        let mut args = vec!["deps".to_owned(), parent_id.clone()];
+        args.extend(cursors.iter().map(usize::to_string));
+        args.push(count.map(|c| c.to_string()).unwrap_or_default());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let reply = self.change(&scripts::FLOWS_OP, 0, &args).await?;
+        let mut values = checked(&parent_id, reply, "").map(Vec::into_iter)?;
+        let short = || CoreError::Storage("redis: short dependencies reply".into());
+        let mut next_value = || values.next().ok_or_else(short);
+        let processed = pairs(next_value()?)?;
+        let unprocessed = items(next_value()?)?.iter().filter_map(text).collect();
+        let failed = pairs(next_value()?)?;
+        let ignored = pairs(next_value()?)?;
+        let mut next = [None; 4];
+        for (slot, cursor) in next.iter_mut().zip(items(next_value()?)?) {
+            *slot = text(&cursor).and_then(|c| c.parse().ok());
+        }
+        Ok(Dependencies {
+            processed,
+            unprocessed,
+            failed,
+            ignored,
+            next,
+        })
+    }
+
+    pub async fn get_dependencies_count(&self, parent_id: String) -> CoreResult<DependencyCounts> {
+        let reply = self
+            .change(&scripts::FLOWS_OP, 0, &["counts", &parent_id])
+            .await?;
+        let values = checked(&parent_id, reply, "")?;
+        Ok(DependencyCounts {
+            processed: count(values.first())?,
+            unprocessed: count(values.get(1))?,
+            failed: count(values.get(2))?,
+            ignored: count(values.get(3))?,
+        })
+    }
+
+    /// Detaches the child from its parent: its options lose the parent (rewritten here, and
+    /// written only if nobody changed them since they were read) and the parent hears of it.
+    pub async fn remove_child_dependency(&self, child_id: String, now: Millis) -> CoreResult<bool> {
+        loop {
+            let mut pipe = redis::pipe();
+            pipe.cmd("HGET").arg(self.keys.field("opts")).arg(&child_id);
+            let (read,): (Option<String>,) = self.query(&pipe).await?;
+            let read = read.ok_or_else(|| CoreError::JobNotFound(child_id.clone()))?;
+            let mut options: JobOptions = serde_json::from_str(&read)
+                .map_err(|e| CoreError::Storage(format!("redis: bad options: {e}")))?;
+            if options.parent.take().is_none() {
+                return Ok(false);
+            }
+            let detached =
+                serde_json::to_string(&options).map_err(|e| CoreError::Storage(e.to_string()))?;
+            let args = [
+                "detach",
+                child_id.as_str(),
+                read.as_str(),
+                detached.as_str(),
+            ];
+            let reply = self.change(&scripts::FLOWS_OP, now, &args).await?;
+            if items(reply.clone())?.first().and_then(text).as_deref() == Some("retry") {
+                continue;
+            }
+            let values = checked(&child_id, reply, "")?;
+            return Ok(count(values.first())? == 1);
+        }
+    }
+
+    pub async fn remove_unprocessed_children(
+        &self,
+        parent_id: String,
+        now: Millis,
+    ) -> CoreResult<usize> {
+        let reply = self
+            .change(&scripts::FLOWS_OP, now, &["prune", &parent_id])
+            .await?;
+        count(checked(&parent_id, reply, "")?.first())
+    }
+}
+
+/// Every node's options, in preorder.
+fn flatten(nodes: &[FlowNode]) -> Vec<&JobOptions> {
+    let mut out = Vec::new();
+    for node in nodes {
+        out.push(&node.job.options);
+        out.extend(flatten(&node.children));
+    }
+    out
+}

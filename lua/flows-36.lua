@@ -1,0 +1,149 @@
+-- Flows (lua/flows.lua). ARGV = now, max_events, op, then by op:
+--   "add", queue, parent id, token, then 9 values per node, in preorder: name, data, options
+--       JSON (without its parent), job id ("" for an automatic one), priority, lifo (0/1),
+--       delay (ms), parent (the 1-based index of its parent node; 0: the given parent, or none
+--       for "" ), hold (0/1: it has children).
+--       Adds a flow (no parent id) or, with the id and token of an active job, parks that job
+--       in waiting_children (no attempt used, lock released) and adds its new children. Every
+--       node was validated by the client. Returns {"ok", {id, seq, order}...}, or writes
+--       nothing and returns {"exists", node index} (a custom id is taken) or the parent's lock
+--       refusal {kind, message}.
+--   "deps", id, 4 cursors, count ("" = all)
+--       A page of each bucket (processed, unprocessed, failed, ignored): {"ok", processed
+--       {key, value...}, unprocessed {key...}, failed {key, reason...}, ignored {key,
+--       reason...}, next cursors (-1 at the end)}, or {"missing"}.
+--   "counts", id          {"ok", processed, unprocessed, failed, ignored}, or {"missing"}.
+--   "detach", child id, its options JSON as the client read it, the same without parent
+--       The child leaves its parent: {"ok", 1 if it was pending for it, else 0}, {"missing"},
+--       or {"retry"} when its options changed since the client read them.
+--   "prune", parent id    Removes every unprocessed child no live lock holds (each leaves the
+--       parent, released once none is left): {"ok", count}, or {"missing"}.
+local op = ARGV[3]
+
+-- A node's options with its parent: the client sends them without one, as an automatic parent
+-- id is only known here.
+local function with_parent(opts_json, queue, parent_id)
+  local link = '"parent":{"queue":' .. cjson.encode(queue) .. ',"id":' .. cjson.encode(parent_id)
+    .. '}}'
+  if opts_json == "{}" then return "{" .. link end
+  return string.sub(opts_json, 1, -2) .. "," .. link
+end
+
+-- Parks the active job `id` for its children: no attempt used, lock released.
+local function park(id)
+  set("attempts", id, math.max(num("attempts", id) - 1, 0))
+  unlock(id)
+  set("state", id, CHILDREN_STATE)
+  redis.call("ZADD", CHILDREN, NOW_TEXT, hex(num("seq", id)) .. id)
+  emit("waiting-children", id, "prev", "active")
+end
+
+local function add(queue, parent_id, token)
+  local nodes, custom, custom_at = {}, {}, {}
+  for i = 7, #ARGV, 9 do
+    local node = {name = ARGV[i], data = ARGV[i + 1], opts = ARGV[i + 2], id = ARGV[i + 3],
+      prio = ARGV[i + 4], lifo = ARGV[i + 5] == "1", delay = tonumber(ARGV[i + 6]),
+      parent = tonumber(ARGV[i + 7]), hold = ARGV[i + 8] == "1"}
+    nodes[#nodes + 1] = node
+    if node.id ~= "" then
+      custom[#custom + 1] = node.id
+      custom_at[#custom] = #nodes
+    end
+  end
+  if parent_id ~= "" then
+    local refused = check(parent_id, token)
+    if refused then return refused end
+  end
+  for k, state in ipairs(mget("state", custom)) do
+    if state then return {"exists", custom_at[k]} end
+  end
+
+  ensure_layout()
+  redis.call("HSET", META, "queue", queue)
+  home_queue = queue
+  if parent_id ~= "" then park(parent_id) end
+  local autos = #nodes - #custom
+  local next_id = autos > 0 and counter("id", autos) - autos + 1 or 0
+  for _, node in ipairs(nodes) do
+    if node.id == "" then
+      node.id = tostring(next_id)
+      next_id = next_id + 1
+    end
+  end
+  for _, node in ipairs(nodes) do
+    if node.parent > 0 then node.parent_id = nodes[node.parent].id
+    elseif parent_id ~= "" then node.parent_id = parent_id end
+    if node.parent_id then node.opts = with_parent(node.opts, queue, node.parent_id) end
+  end
+  local created = create_jobs(nodes)
+  for _, node in ipairs(nodes) do
+    if node.parent_id then
+      dep_put(dep_prefix(node.parent_id), queue .. ":" .. node.id, UNPROCESSED)
+    end
+  end
+  local out = {}
+  for k, result in ipairs(created) do out[k] = {result[2], result[3], result[4]} end
+  return {"ok", out}
+end
+
+-- One page of a bucket: the child keys (with their values) and the next cursor (-1: none).
+local function page(prefix, bucket, cursor, count, with_values)
+  local low, high = dep_range(prefix, bucket)
+  local members = redis.call("ZRANGEBYLEX", DEPS, low, high, "LIMIT", cursor,
+    count and count + 1 or -1)
+  local next_cursor = -1
+  if count and #members > count then
+    members[#members] = nil
+    next_cursor = cursor + count
+  end
+  local keys, fields = {}, {}
+  for i, m in ipairs(members) do
+    keys[i] = string.sub(m, #prefix + 2)
+    fields[i] = prefix .. keys[i]
+  end
+  if not with_values then return keys, next_cursor end
+  local out = {}
+  for i, value in ipairs(hmget(DEPS_VALUES, fields)) do
+    push2(out, keys[i], string.sub(value or "", 2))
+  end
+  return out, next_cursor
+end
+
+if op == "add" then
+  return add(ARGV[4], ARGV[5], ARGV[6])
+end
+
+local id = ARGV[4]
+if not get("state", id) then return {"missing"} end
+local prefix = dep_prefix(id)
+
+if op == "deps" then
+  local count = tonumber(ARGV[9])
+  local out, cursors = {"ok"}, {}
+  for b, bucket in ipairs(BUCKETS) do
+    out[b + 1], cursors[b] = page(prefix, bucket, tonumber(ARGV[4 + b]), count,
+      bucket ~= UNPROCESSED)
+  end
+  out[6] = cursors
+  return out
+elseif op == "counts" then
+  local out = {"ok"}
+  for b, bucket in ipairs(BUCKETS) do out[b + 1] = dep_count(prefix, bucket) end
+  return out
+elseif op == "detach" then
+  if get("opts", id) ~= ARGV[5] then return {"retry"} end
+  set("opts", id, ARGV[6])
+  local parent = parent_of(ARGV[5])
+  return {"ok", flow_apply(parent, id, "removed") and 1 or 0}
+elseif op == "prune" then
+  local removed = 0
+  local own = (home() or "") .. ":"
+  for _, key in ipairs(page(prefix, UNPROCESSED, 0, nil, false)) do
+    -- Children of another queue are not this script's to remove.
+    if string.sub(key, 1, #own) == own and remove_job(string.sub(key, #own + 1)) == "ok" then
+      removed = removed + 1
+    end
+  end
+  return {"ok", removed}
+end
+return redis.error_reply("flows: unknown op " .. tostring(op))

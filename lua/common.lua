@@ -1,21 +1,38 @@
 -- Shared by every lanemq script (prepended when a script is loaded; see crates/lanemq-redis).
--- Every script receives the same KEYS, in this order (see README.md for what each holds):
-local META, WAITING, DELAYED, ACTIVE, CHILDREN, COMPLETED, FAILED, LOGS, EVENTS, MARKER =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
--- After the field hashes (KEYS[11..30]): the dedup keys (lua/jobs.lua), the job schedulers
+-- Every script receives the same KEYS, in this order (see README.md for what each holds), for
+-- its queue and then, for flows spanning queues, the same 36 for each queue linked to it
+-- (lua/flows.lua). The names below are the keys of the queue the script is working in: bind()
+-- points them at another queue's block, and every helper follows (they are upvalues).
+local BLOCK = 36
+local META, WAITING, DELAYED, ACTIVE, CHILDREN, COMPLETED, FAILED, LOGS, EVENTS, MARKER
+-- After the field hashes: the dedup keys (lua/jobs.lua), the job schedulers
 -- (lua/schedulers.lua) and the flow dependencies (lua/flows.lua).
-local DEDUP, DEDUP_EXPIRY, SCHEDULERS, SCHEDULERS_NEXT = KEYS[31], KEYS[32], KEYS[33], KEYS[34]
-local DEPS, DEPS_VALUES = KEYS[35], KEYS[36]
+local DEDUP, DEDUP_EXPIRY, SCHEDULERS, SCHEDULERS_NEXT, DEPS, DEPS_VALUES
 local FIELDS = {"name", "data", "opts", "state", "prio", "ord", "seq", "created", "delay",
   "processed", "finished", "attempts", "stalled", "progress", "result", "reason", "trace",
   "token", "worker", "expires"}
--- The field hashes by name (one constructor: growing the table in a loop costs every call
--- ~20k more instructions, mostly GC).
-local F = {name = KEYS[11], data = KEYS[12], opts = KEYS[13], state = KEYS[14], prio = KEYS[15],
-  ord = KEYS[16], seq = KEYS[17], created = KEYS[18], delay = KEYS[19], processed = KEYS[20],
-  finished = KEYS[21], attempts = KEYS[22], stalled = KEYS[23], progress = KEYS[24],
-  result = KEYS[25], reason = KEYS[26], trace = KEYS[27], token = KEYS[28], worker = KEYS[29],
-  expires = KEYS[30]}
+-- The field hashes by name.
+local F
+
+-- Points the key names at the block of keys starting after KEYS[base] (0: the script's queue).
+local function bind(base)
+  local K = KEYS
+  META, WAITING, DELAYED, ACTIVE, CHILDREN = K[base + 1], K[base + 2], K[base + 3], K[base + 4],
+    K[base + 5]
+  COMPLETED, FAILED, LOGS, EVENTS, MARKER = K[base + 6], K[base + 7], K[base + 8], K[base + 9],
+    K[base + 10]
+  -- One constructor: growing the table in a loop costs every call ~20k more instructions,
+  -- mostly GC.
+  F = {name = K[base + 11], data = K[base + 12], opts = K[base + 13], state = K[base + 14],
+    prio = K[base + 15], ord = K[base + 16], seq = K[base + 17], created = K[base + 18],
+    delay = K[base + 19], processed = K[base + 20], finished = K[base + 21],
+    attempts = K[base + 22], stalled = K[base + 23], progress = K[base + 24],
+    result = K[base + 25], reason = K[base + 26], trace = K[base + 27], token = K[base + 28],
+    worker = K[base + 29], expires = K[base + 30]}
+  DEDUP, DEDUP_EXPIRY, SCHEDULERS, SCHEDULERS_NEXT, DEPS, DEPS_VALUES = K[base + 31],
+    K[base + 32], K[base + 33], K[base + 34], K[base + 35], K[base + 36]
+end
+bind(0)
 
 -- Every script's ARGV starts with now (ms) and, for those that write events, max_events.
 local NOW, NOW_TEXT, MAX_EVENTS = tonumber(ARGV[1]), ARGV[1], ARGV[2]

@@ -19,6 +19,11 @@ local function backoff_delay(backoff, retry, random)
   return math.floor(math.min(jittered, 9223372036854775807) + 0.5)
 end
 
+-- Jobs of a flow may reach other queues: all checked before anything is written.
+if home() then
+  for i = 3, #ARGV, 8 do need_chain(get("opts", ARGV[i])) end
+end
+
 local out = {}
 for i = 3, #ARGV, 8 do
   local id, token, reason = ARGV[i], ARGV[i + 1], ARGV[i + 2]

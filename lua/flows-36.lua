@@ -1,13 +1,13 @@
 -- Flows (lua/flows.lua). ARGV = now, max_events, op, then by op:
---   "add", queue, parent id, token, then 9 values per node, in preorder: name, data, options
---       JSON (without its parent), job id ("" for an automatic one), priority, lifo (0/1),
---       delay (ms), parent (the 1-based index of its parent node; 0: the given parent, or none
---       for "" ), hold (0/1: it has children).
+--   "add", queue, parent id, token, then 10 values per node, in preorder: its queue, name,
+--       data, options JSON (without its parent), job id ("" for an automatic one), priority,
+--       lifo (0/1), delay (ms), parent (the 1-based index of its parent node; 0: the given
+--       parent, or none for ""), hold (0/1: it has children).
 --       Adds a flow (no parent id) or, with the id and token of an active job, parks that job
 --       in waiting_children (no attempt used, lock released) and adds its new children. Every
---       node was validated by the client. Returns {"ok", {id, seq, order}...}, or writes
---       nothing and returns {"exists", node index} (a custom id is taken) or the parent's lock
---       refusal {kind, message}.
+--       node was validated by the client; nodes may be in other queues (whose keys follow).
+--       Returns {"ok", {id, seq, order}...}, or writes nothing and returns {"exists", node
+--       index} (a custom id is taken) or the parent's lock refusal {kind, message}.
 --   "deps", id, 4 cursors, count ("" = all)
 --       A page of each bucket (processed, unprocessed, failed, ignored): {"ok", processed
 --       {key, value...}, unprocessed {key...}, failed {key, reason...}, ignored {key,
@@ -38,51 +38,103 @@ local function park(id)
   emit("waiting-children", id, "prev", "active")
 end
 
-local function add(queue, parent_id, token)
-  local nodes, custom, custom_at = {}, {}, {}
-  for i = 7, #ARGV, 9 do
-    local node = {name = ARGV[i], data = ARGV[i + 1], opts = ARGV[i + 2], id = ARGV[i + 3],
-      prio = ARGV[i + 4], lifo = ARGV[i + 5] == "1", delay = tonumber(ARGV[i + 6]),
-      parent = tonumber(ARGV[i + 7]), hold = ARGV[i + 8] == "1"}
-    nodes[#nodes + 1] = node
-    if node.id ~= "" then
-      custom[#custom + 1] = node.id
-      custom_at[#custom] = #nodes
+-- The nodes of queue `queue` (in preorder) and the index of each among all nodes.
+local function of_queue(nodes, queue)
+  local mine, at = {}, {}
+  for k, node in ipairs(nodes) do
+    if node.queue == queue then
+      mine[#mine + 1] = node
+      at[#mine] = k
     end
   end
-  if parent_id ~= "" then
-    local refused = check(parent_id, token)
-    if refused then return refused end
+  return mine, at
+end
+
+-- The first node (index) of these whose custom id is taken in the queue worked in, or nil.
+local function taken(mine, at)
+  local custom, custom_at = {}, {}
+  for k, node in ipairs(mine) do
+    if node.id ~= "" then
+      custom[#custom + 1] = node.id
+      custom_at[#custom] = at[k]
+    end
   end
   for k, state in ipairs(mget("state", custom)) do
-    if state then return {"exists", custom_at[k]} end
+    if state then return custom_at[k] end
   end
+  return nil
+end
 
+-- Creates one queue's nodes: automatic ids from its counter, then the jobs.
+local function create_in(queue, mine)
   ensure_layout()
   redis.call("HSET", META, "queue", queue)
-  home_queue = queue
-  if parent_id ~= "" then park(parent_id) end
-  local autos = #nodes - #custom
+  local autos = 0
+  for _, node in ipairs(mine) do
+    if node.id == "" then autos = autos + 1 end
+  end
   local next_id = autos > 0 and counter("id", autos) - autos + 1 or 0
-  for _, node in ipairs(nodes) do
+  for _, node in ipairs(mine) do
     if node.id == "" then
       node.id = tostring(next_id)
       next_id = next_id + 1
     end
   end
-  for _, node in ipairs(nodes) do
-    if node.parent > 0 then node.parent_id = nodes[node.parent].id
-    elseif parent_id ~= "" then node.parent_id = parent_id end
-    if node.parent_id then node.opts = with_parent(node.opts, queue, node.parent_id) end
+end
+
+local function add(own, parent_id, token)
+  home_queue = own
+  local nodes, queues, order = {}, {}, {}
+  for i = 7, #ARGV, 10 do
+    local node = {queue = ARGV[i], name = ARGV[i + 1], data = ARGV[i + 2], opts = ARGV[i + 3],
+      id = ARGV[i + 4], prio = ARGV[i + 5], lifo = ARGV[i + 6] == "1",
+      delay = tonumber(ARGV[i + 7]), parent = tonumber(ARGV[i + 8]), hold = ARGV[i + 9] == "1"}
+    nodes[#nodes + 1] = node
+    if not queues[node.queue] then
+      queues[node.queue] = true
+      order[#order + 1] = node.queue
+    end
   end
-  local created = create_jobs(nodes)
+  -- Refusals first: the keys of every queue (LANEMQ_NEED_QUEUE), the parent's lock, a taken id.
+  for _, queue in ipairs(order) do
+    if queue ~= own then block_base(queue) end
+  end
+  if parent_id ~= "" then
+    local refused = check(parent_id, token)
+    if refused then return refused end
+  end
+  for _, queue in ipairs(order) do
+    local index = in_queue(queue, taken, of_queue(nodes, queue))
+    if index then return {"exists", index} end
+  end
+
+  if parent_id ~= "" then park(parent_id) end
+  for _, queue in ipairs(order) do in_queue(queue, create_in, queue, (of_queue(nodes, queue))) end
   for _, node in ipairs(nodes) do
+    local parent_queue = own
+    if node.parent > 0 then
+      node.parent_id, parent_queue = nodes[node.parent].id, nodes[node.parent].queue
+    elseif parent_id ~= "" then
+      node.parent_id = parent_id
+    end
     if node.parent_id then
-      dep_put(dep_prefix(node.parent_id), queue .. ":" .. node.id, UNPROCESSED)
+      node.parent_queue = parent_queue
+      node.opts = with_parent(node.opts, parent_queue, node.parent_id)
     end
   end
   local out = {}
-  for k, result in ipairs(created) do out[k] = {result[2], result[3], result[4]} end
+  for _, queue in ipairs(order) do
+    local mine, at = of_queue(nodes, queue)
+    for k, result in ipairs(in_queue(queue, create_jobs, mine)) do
+      out[at[k]] = {result[2], result[3], result[4]}
+    end
+  end
+  for _, node in ipairs(nodes) do
+    if node.parent_id then
+      in_queue(node.parent_queue, dep_put, dep_prefix(node.parent_id),
+        node.queue .. ":" .. node.id, UNPROCESSED, node.queue)
+    end
+  end
   return {"ok", out}
 end
 
@@ -132,17 +184,22 @@ elseif op == "counts" then
   return out
 elseif op == "detach" then
   if get("opts", id) ~= ARGV[5] then return {"retry"} end
+  need_chain(ARGV[5])
   set("opts", id, ARGV[6])
   local parent = parent_of(ARGV[5])
   return {"ok", flow_apply(parent, id, "removed") and 1 or 0}
 elseif op == "prune" then
+  -- Each child is removed in its own queue (key `<queue>:<id>`, its queue stored as the value).
+  local children = page(prefix, UNPROCESSED, 0, nil, true)
+  for i = 1, #children, 2 do
+    local base = block_base(children[i + 1])
+    local child_id = string.sub(children[i], #children[i + 1] + 2)
+    need_chain(redis.call("HGET", KEYS[base + 13], child_id))
+  end
   local removed = 0
-  local own = (home() or "") .. ":"
-  for _, key in ipairs(page(prefix, UNPROCESSED, 0, nil, false)) do
-    -- Children of another queue are not this script's to remove.
-    if string.sub(key, 1, #own) == own and remove_job(string.sub(key, #own + 1)) == "ok" then
-      removed = removed + 1
-    end
+  for i = 1, #children, 2 do
+    local child_id = string.sub(children[i], #children[i + 1] + 2)
+    if in_queue(children[i + 1], remove_job, child_id) == "ok" then removed = removed + 1 end
   end
   return {"ok", removed}
 end

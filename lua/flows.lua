@@ -7,17 +7,62 @@
 -- DEPS (sorted set, every score 0) holds one member per dependency: dep_prefix(parent), then
 -- its bucket (one character), then the child's key `<queue>:<id>`, so one parent's bucket is
 -- one lexical range, sorted by child key. DEPS_VALUES maps dep_prefix(parent) .. child key to
--- the bucket followed by the child's return value (processed) or failure reason (failed,
--- ignored). A job's parent is `parent` ({queue, id}) in its options JSON.
+-- the bucket followed by the child's return value (processed), failure reason (failed,
+-- ignored) or queue (unprocessed). A job's parent is `parent` ({queue, id}) in its options JSON.
+--
+-- Flows may span queues. A parent's dependencies live in the parent's queue, so a child's
+-- transition works in its parent's queue too (in_queue), in the same script: the client passes
+-- the keys of the queues linked to its own after its own (KEYS blocks of 36). A script that
+-- meets a queue whose keys it was not given fails before it writes anything, with the error
+-- LANEMQ_NEED_QUEUE <queue name in hex>; the client then links that queue and runs it again
+-- (crates/lanemq-redis/src/backend.rs). On Redis Cluster, such queues must share a slot (a
+-- prefix with a hash tag, e.g. "{app}"), as BullMQ's flows require.
 local PROCESSED, UNPROCESSED, FAILED_DEP, IGNORED = "0", "1", "2", "3"
 local BUCKETS = {PROCESSED, UNPROCESSED, FAILED_DEP, IGNORED}
 
--- This queue's name, written to META by the scripts that create flows (before them no job has
--- a parent).
+-- The name of the queue the script is working in, written to its META by the scripts that
+-- create flows (before them none of its jobs has a parent).
 local home_queue
 local function home()
   if home_queue == nil then home_queue = redis.call("HGET", META, "queue") or false end
   return home_queue
+end
+
+-- Where each queue's block of KEYS starts (0: the script's own queue), by name. A linked
+-- block's name is read off its META key, `<prefix>{<name>}:meta`, with the prefix of the own
+-- META key (known once the own name is).
+local block_bases
+local function block_base(name)
+  if block_bases == nil then
+    block_bases = {}
+    local own = home() -- first called working in the own queue
+    if own then
+      block_bases[own] = 0
+      local prefix = #KEYS[1] - #own - 7
+      for base = BLOCK, #KEYS - BLOCK, BLOCK do
+        block_bases[string.sub(KEYS[base + 1], prefix + 2, -7)] = base
+      end
+    end
+  end
+  local base = block_bases[name]
+  if base then return base end
+  local hex_name = string.gsub(name, ".", function(c) return string.format("%02x", string.byte(c)) end)
+  error(redis.error_reply("LANEMQ_NEED_QUEUE " .. hex_name))
+end
+
+-- Runs fn(...) working in queue `name` (keys, event ids, name), then returns to where it was.
+local bound_base = 0
+local function in_queue(name, fn, ...)
+  if name == home() then return fn(...) end
+  local base = block_base(name)
+  local saved_base, saved_next, saved_last, saved_home =
+    bound_base, event_next, event_last, home_queue
+  bind(base)
+  bound_base, event_next, event_last, home_queue = base, 1, 0, name
+  local result = {fn(...)}
+  bind(saved_base)
+  bound_base, event_next, event_last, home_queue = saved_base, saved_next, saved_last, saved_home
+  return unpack(result)
 end
 
 local function dep_bucket(prefix, child_key)
@@ -57,6 +102,18 @@ local function parent_of(opts_json)
   return opts.parent, opts.parent_policy
 end
 
+-- Checks, before a script writes anything, that it was given the keys of every queue a
+-- transition of the job with these options may reach: its parent's, its grandparent's (a
+-- failed parent fails its own parent), and so on.
+need_chain = function(opts_json)
+  local parent, hops = parent_of(opts_json), 0
+  while parent and hops < 10000 do
+    local base = block_base(parent.queue)
+    parent = parent_of(redis.call("HGET", KEYS[base + 13], parent.id))
+    hops = hops + 1
+  end
+end
+
 -- A parent whose children are done: waiting, or delayed by its own delay counted from now.
 local function release_parent(id, opts)
   local seq_member = hex(num("seq", id)) .. id
@@ -79,12 +136,10 @@ end
 -- with its reason and policy, or "removed") to its parent; true if the child was one of the
 -- parent's pending dependencies (only those count: flow.rs on_child). A parent failed by its
 -- child fails for good, which tells its own parent in turn.
-local function flow_apply(parent, child_id, outcome, value, policy)
-  if type(parent) ~= "table" or parent.queue ~= home() then return false end
-  local id = parent.id
+local function apply_in_parent(id, child_key, child_id, outcome, value, policy)
   local state = get("state", id)
   if not state then return false end
-  local prefix, child_key = dep_prefix(id), parent.queue .. ":" .. child_id
+  local prefix = dep_prefix(id)
   if dep_bucket(prefix, child_key) ~= UNPROCESSED then return false end
   local waiting = tonumber(state) == CHILDREN_STATE
   local release = waiting and dep_count(prefix, UNPROCESSED) == 1
@@ -115,6 +170,13 @@ local function flow_apply(parent, child_id, outcome, value, policy)
   return true
 end
 
+local function flow_apply(parent, child_id, outcome, value, policy)
+  if type(parent) ~= "table" then return false end
+  local child_key = home() .. ":" .. child_id
+  return in_queue(parent.queue, apply_in_parent, parent.id, child_key, child_id, outcome, value,
+    policy)
+end
+
 flow_on_finish = function(id, opts_json, outcome, value)
   local parent, policy = parent_of(opts_json)
   if parent then flow_apply(parent, id, outcome, value, policy) end
@@ -122,11 +184,15 @@ end
 
 -- Before a finished child is retried by hand: counted again while its parent still waits for
 -- its children (flow.rs retry_rejoins); otherwise it runs detached.
+local function rejoin(parent_id, child_key, child_queue)
+  if tonumber(get("state", parent_id)) ~= CHILDREN_STATE then return end
+  dep_put(dep_prefix(parent_id), child_key, UNPROCESSED, child_queue)
+end
+
 local function flow_on_retry(id, opts_json)
   local parent = parent_of(opts_json)
-  if not parent or parent.queue ~= home() then return end
-  if tonumber(get("state", parent.id)) ~= CHILDREN_STATE then return end
-  dep_put(dep_prefix(parent.id), parent.queue .. ":" .. id, UNPROCESSED)
+  if not parent then return end
+  in_queue(parent.queue, rejoin, parent.id, home() .. ":" .. id, home())
 end
 
 -------------------------------------------------------------------------------- removing
@@ -162,6 +228,7 @@ local function remove_job(id)
   local state = tonumber(get("state", id))
   if not state then return "missing" end
   if live_lock(id) then return "locked" end
+  need_chain(get("opts", id))
   discard(id, state)
   emit("removed", id, "prev", STATE_NAMES[state])
   settle_removals()

@@ -245,8 +245,10 @@ end
 
 -------------------------------------------------------------------------------- failing
 -- Tells a finished job's parent, if it has one (`flow_on_finish(id, opts_json, outcome,
--- value)`, outcome "completed" or "failed"): defined by lua/flows.lua, loaded after this file.
-local flow_on_finish
+-- value)`, outcome "completed" or "failed"), and checks before anything is written that the
+-- script has the keys of the queues that may reach (`need_chain(opts_json)`): defined by
+-- lua/flows.lua, loaded after this file.
+local flow_on_finish, need_chain
 
 -- Fails an (unlocked) job for good: failed set, events, dedup key, retention
 -- (MemoryStore::fail_for_good).
@@ -284,6 +286,7 @@ local function complete_jobs(ids, tokens, results)
       out[i] = refused
     else
       seen[id] = true
+      need_chain(opts[i])
       out[i] = {}
       done[#done + 1] = i
       local member = hex(tonumber(seqs[i])) .. id

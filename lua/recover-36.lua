@@ -6,7 +6,12 @@ local now, max_events = tonumber(ARGV[1]), ARGV[2]
 local STALLED_REASON = "job stalled more than allowable limit"
 
 local recovered, failed = {}, {}
-for _, m in ipairs(redis.call("ZRANGEBYSCORE", ACTIVE, "-inf", int(now))) do
+local expired = redis.call("ZRANGEBYSCORE", ACTIVE, "-inf", int(now))
+-- Jobs of a flow may reach other queues: all checked before anything is written.
+if home() then
+  for _, m in ipairs(expired) do need_chain(get("opts", string.sub(m, 15))) end
+end
+for _, m in ipairs(expired) do
   local id = string.sub(m, 15)
   local opts_json = get("opts", id)
   local opts = cjson.decode(opts_json)

@@ -32,6 +32,9 @@ elseif op == "drain" then
       if not pending[string.sub(m, 15)] then doomed[#doomed + 1] = m end
     end
   end
+  if home() then
+    for _, m in ipairs(doomed) do need_chain(get("opts", string.sub(m, 15))) end
+  end
   for _, m in ipairs(doomed) do
     local id = string.sub(m, 15)
     discard(id, tonumber(get("state", id)))
@@ -63,6 +66,9 @@ elseif op == "clean" then
       if #members < page then break end
       start = start + page
     end
+  end
+  if home() then
+    for i = 2, #doomed do need_chain(get("opts", doomed[i])) end
   end
   for i = 2, #doomed do discard(doomed[i], state) end
   cleaned(#doomed - 1)

@@ -10,6 +10,7 @@ if not state then return {"missing"} end
 local finished = FINISHED[tonumber(state)]
 if not finished then return {"state", state} end
 local opts_json = get("opts", id)
+need_chain(opts_json)
 local refused = dedup_on_retry(id, opts_json)
 if refused then return {"refused", refused} end
 flow_on_retry(id, opts_json)

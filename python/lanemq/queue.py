@@ -734,7 +734,9 @@ class RedisJobQueue(JobQueue):
     """The job contract on Redis or Valkey, for many processes on many hosts. Every state
     transition is one Lua script; all keys of a queue share the hash tag ``{name}`` under
     ``prefix``, so a queue lives on one Redis Cluster slot. A server whose maxmemory-policy may
-    evict keys is refused unless ``allow_eviction``."""
+    evict keys is refused unless ``allow_eviction``. Flows may span the queues of one server
+    and prefix; on Redis Cluster those queues must share a slot, so give them a prefix with a
+    hash tag (``prefix="{app}"``), as BullMQ's flows require."""
 
     def __init__(
         self,
@@ -750,6 +752,34 @@ class RedisJobQueue(JobQueue):
             raise ConfigError(f"invalid queue name: {name!r}")
         core = JobQueueCore.redis(url, name, prefix, max_payload_bytes, max_events, allow_eviction)
         super().__init__(name, core)
+        self.url = url
+        self.prefix = prefix
+        self._settings = (max_payload_bytes, max_events, allow_eviction)
+        _redis_queues.setdefault((url, prefix, name), self)
+
+    def _sibling(self, name: str) -> JobQueue:
+        """A queue of the same server and prefix: one this process made, or a new one."""
+        if name == self.name:
+            return self
+        found = _redis_queues.get((self.url, self.prefix, name))
+        if found is not None:
+            return found
+        max_payload_bytes, max_events, allow_eviction = self._settings
+        return RedisJobQueue(
+            name,
+            self.url,
+            prefix=self.prefix,
+            max_payload_bytes=max_payload_bytes,
+            max_events=max_events,
+            allow_eviction=allow_eviction,
+        )
+
+
+#: The Redis queues this process made, by (url, prefix, name): a flow's nodes in other queues
+#: come back as those objects.
+_redis_queues: weakref.WeakValueDictionary[tuple[str, str, str], RedisJobQueue] = (
+    weakref.WeakValueDictionary()
+)
 
 
 __all__ = [

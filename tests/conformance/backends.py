@@ -55,9 +55,13 @@ def _memory_sibling(queue: JobQueue, name: str) -> JobQueue:
     return InMemoryJobQueue(name, group=queue.group)
 
 
+def _redis_sibling(queue: JobQueue, name: str) -> JobQueue:
+    assert isinstance(queue, RedisJobQueue)
+    return RedisJobQueue(name, queue.url, prefix=queue.prefix)
+
+
 def _not_written(queue: JobQueue, name: str) -> JobQueue:
-    # TODO(redis): another queue on the same Redis server and prefix. Local: a file holds one
-    # queue, and local flows refuse children in another queue.
+    # TODO(local): a file holds one queue, and local flows refuse children in another queue.
     raise NotImplementedError("another queue of the same backend is not written for it yet")
 
 
@@ -65,5 +69,5 @@ def _not_written(queue: JobQueue, name: str) -> JobQueue:
 SIBLINGS: dict[str, Sibling] = {
     "memory": _memory_sibling,
     "local": _not_written,
-    "redis": _not_written,
+    "redis": _redis_sibling,
 }

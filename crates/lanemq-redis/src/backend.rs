@@ -5,6 +5,7 @@
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use lanemq_core::jobs::{Completion, Job, Millis, NewJob, JOB_STATES_COUNT};
 use lanemq_core::{CoreError, CoreResult};
@@ -23,6 +24,10 @@ pub struct RedisBackend {
     /// Every key a script may touch, in the order `lua/common.lua` expects.
     script_keys: Vec<String>,
     pub(crate) max_events: usize,
+    /// Queues linked to this one by flows: each name and its keys, which every script gets
+    /// after this queue's (see `lua/flows.lua`).
+    linked: Mutex<Vec<(String, Vec<String>)>>,
+    prefix: String,
     random: RandomState,
     calls: AtomicU64,
 }
@@ -45,6 +50,8 @@ impl RedisBackend {
             queue: queue.to_owned(),
             script_keys,
             max_events,
+            linked: Mutex::new(Vec::new()),
+            prefix: prefix.to_owned(),
             random: RandomState::new(),
             calls: AtomicU64::new(0),
         })
@@ -54,19 +61,47 @@ impl RedisBackend {
         &self.keys
     }
 
+    /// Runs a script with this queue's keys and those of the queues linked to it. A script
+    /// that needs another queue's keys writes nothing and names it (`LANEMQ_NEED_QUEUE`): it
+    /// is linked, and the script runs again.
     pub(crate) async fn run(&self, script: &Script, args: Vec<String>) -> CoreResult<Value> {
-        let mut invocation = script.prepare_invoke();
-        for key in &self.script_keys {
-            invocation.key(key);
+        loop {
+            let mut invocation = script.prepare_invoke();
+            for key in &self.script_keys {
+                invocation.key(key);
+            }
+            for (_, keys) in self.linked.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                for key in keys {
+                    invocation.key(key);
+                }
+            }
+            for arg in &args {
+                invocation.arg(arg);
+            }
+            let mut connection = self.connection.commands.clone();
+            match invocation.invoke_async(&mut connection).await {
+                Ok(value) => return Ok(value),
+                Err(e) => match needed_queue(&e) {
+                    Some(queue) if self.link(&queue) => {}
+                    _ => return Err(self.error(e)),
+                },
+            }
         }
-        for arg in args {
-            invocation.arg(arg);
+    }
+
+    /// Links queue `queue` (same server and prefix) to this one; `false` if it already was
+    /// (or is this queue).
+    pub(crate) fn link(&self, queue: &str) -> bool {
+        if queue == self.queue {
+            return false;
         }
-        let mut connection = self.connection.commands.clone();
-        invocation
-            .invoke_async(&mut connection)
-            .await
-            .map_err(|e| self.error(e))
+        let mut linked = self.linked.lock().unwrap_or_else(|e| e.into_inner());
+        if linked.iter().any(|(name, _)| name == queue) {
+            return false;
+        }
+        let keys = Keys::new(&self.prefix, queue).script_keys();
+        linked.push((queue.to_owned(), keys));
+        true
     }
 
     fn token_seed(&self) -> String {
@@ -243,4 +278,19 @@ impl RedisBackend {
         out.copy_from_slice(&counts);
         Ok(out)
     }
+}
+
+/// The queue a script asked for (`LANEMQ_NEED_QUEUE <name in hex>`, see `lua/flows.lua`).
+fn needed_queue(error: &redis::RedisError) -> Option<String> {
+    // redis-rs shows the error's code apart from its detail (`"CODE": detail`).
+    const MARK: &str = "LANEMQ_NEED_QUEUE";
+    let text = error.to_string();
+    let hex = text[text.find(MARK)? + MARK.len()..]
+        .trim_start_matches(|c: char| !c.is_ascii_hexdigit())
+        .split(|c: char| !c.is_ascii_hexdigit())
+        .next()?;
+    let bytes = (0..hex.len() / 2)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok())
+        .collect::<Option<Vec<u8>>>()?;
+    String::from_utf8(bytes).ok()
 }

@@ -1,10 +1,10 @@
 //! Flows on Redis (`lua/flows.lua`, `lua/flows-36.lua`): the decisions are `jobs::flow`'s, as
-//! on the other backends. A flow is checked here (options, queue, payload) and written by one
-//! script, which also checks that its custom ids are free; finishing, failing, removing and
-//! retrying a child tell its parent inside the script of that transition.
+//! on the other backends. A flow is checked here (options, payload) and written by one script,
+//! which also checks that its custom ids are free; finishing, failing, removing and retrying a
+//! child tell its parent inside the script of that transition.
 //!
-//! A queue's keys live on one Cluster slot, and a script touches only the keys it is given, so
-//! a flow's jobs all live in the queue it is added on: a node naming another queue is refused.
+//! A flow's nodes may be in other queues of the same server and prefix: every queue of the
+//! flow is linked first (`RedisBackend::link`), so the script gets their keys.
 
 use lanemq_core::jobs::flow::{self, AddedNode, Dependencies, DependencyCounts, FlowNode};
 use lanemq_core::jobs::{check_payload, JobOptions, Millis, ParentRef};
@@ -29,13 +29,21 @@ fn node_paths(nodes: &[FlowNode], path: &str, out: &mut Vec<String>) {
     }
 }
 
-/// The script's 9 values per node, in preorder; `parent` is the 1-based index of the node's
-/// parent among them (0: the job `add_children` parks, or none).
-fn push_nodes(nodes: &[FlowNode], parent: usize, args: &mut Vec<String>) -> CoreResult<()> {
+/// The script's 10 values per node, in preorder; `parent` is the 1-based index of the node's
+/// parent among them (0: the job `add_children` parks, or none); a node without a queue is in
+/// its parent's.
+fn push_nodes(
+    nodes: &[FlowNode],
+    queue: &str,
+    parent: usize,
+    args: &mut Vec<String>,
+) -> CoreResult<()> {
     for node in nodes {
-        let me = args.len() / 9 + 1;
+        let me = args.len() / 10 + 1;
         let options = &node.job.options;
+        let queue = node.queue.as_deref().unwrap_or(queue);
         args.extend([
+            queue.to_owned(),
             node.job.name.clone(),
             node.job.data.clone(),
             serde_json::to_string(options).map_err(|e| CoreError::Storage(e.to_string()))?,
@@ -46,7 +54,7 @@ fn push_nodes(nodes: &[FlowNode], parent: usize, args: &mut Vec<String>) -> Core
             parent.to_string(),
             if node.children.is_empty() { "0" } else { "1" }.to_owned(),
         ]);
-        push_nodes(&node.children, me, args)?;
+        push_nodes(&node.children, queue, me, args)?;
     }
     Ok(())
 }
@@ -67,16 +75,17 @@ fn build(
             let field = |i: usize| values.get(i).and_then(text).ok_or_else(short);
             let (id, seq, order) = (field(0)?, field(1)?, field(2)?);
             let hold = !node.children.is_empty();
+            let queue = node.queue.unwrap_or_else(|| queue.to_owned());
             let mut new = node.job;
             new.options.parent = parent.cloned();
             let job = decode::added(new, &id, (&seq, &order), hold, now);
             let me = ParentRef {
-                queue: queue.to_owned(),
+                queue: queue.clone(),
                 id,
             };
-            let children = build(node.children, queue, Some(&me), placed, now)?;
+            let children = build(node.children, &queue, Some(&me), placed, now)?;
             Ok(AddedNode {
-                queue: queue.to_owned(),
+                queue,
                 job,
                 children,
             })
@@ -94,18 +103,24 @@ fn pairs(value: Value) -> CoreResult<Vec<(String, String)>> {
 }
 
 impl RedisBackend {
-    /// The checks of nodes before anything is written: options, this queue, the payload.
+    /// The checks of nodes before anything is written (options, queue name, payload); links
+    /// every other queue they name.
     fn check_flow(&self, nodes: &[&FlowNode], path: &str, max_payload: usize) -> CoreResult<()> {
+        let mut queues = Vec::new();
         flow::check_nodes(nodes, &self.queue, path, |queue, job| {
-            if queue != self.queue {
+            // Braces would change the hash tag of the queue's keys.
+            if queue.is_empty() || queue.contains(['{', '}']) {
                 return Err(CoreError::InvalidConfig(format!(
-                    "unknown queue {queue:?}: a Redis flow keeps its jobs in the queue it is \
-                     added on ({:?}), as a script may only touch one queue's keys",
-                    self.queue
+                    "invalid queue name: {queue:?}"
                 )));
             }
+            queues.push(queue.to_owned());
             check_payload(&job.data, max_payload)
-        })
+        })?;
+        for queue in queues {
+            self.link(&queue);
+        }
+        Ok(())
     }
 
     /// Writes checked nodes (under the active job `parent` held by its token, parked by the
@@ -119,7 +134,7 @@ impl RedisBackend {
     ) -> CoreResult<Vec<AddedNode>> {
         let (parent_id, token) = parent.unwrap_or(("", ""));
         let mut args = Vec::new();
-        push_nodes(&nodes, 0, &mut args)?;
+        push_nodes(&nodes, &self.queue, 0, &mut args)?;
         let mut all = vec![
             now.to_string(),
             self.max_events.to_string(),
@@ -128,7 +143,7 @@ impl RedisBackend {
             parent_id.to_owned(),
             token.to_owned(),
         ];
-        all.extend(args);
+        all.extend(args.iter().cloned());
         let mut reply = items(self.run(&scripts::FLOWS_OP, all).await?)?.into_iter();
         let head = reply.next();
         match head.as_ref().and_then(text).as_deref() {
@@ -140,14 +155,15 @@ impl RedisBackend {
                 })?;
                 let mut paths = Vec::new();
                 node_paths(&nodes, path, &mut paths);
-                let flat = flatten(&nodes);
-                let (at, id) = index
+                let (at, id, queue) = index
                     .checked_sub(1)
-                    .and_then(|i| Some((paths.get(i)?, flat.get(i)?.job_id.clone()?)))
+                    .and_then(|i| {
+                        let node = args.get(i * 10..i * 10 + 10)?;
+                        Some((paths.get(i)?, node[4].clone(), node[0].clone()))
+                    })
                     .ok_or_else(|| CoreError::Storage("redis: bad flow reply".into()))?;
                 return Err(CoreError::InvalidConfig(format!(
-                    "flow node {at}: job_id {id:?} already exists in queue {:?}",
-                    self.queue
+                    "flow node {at}: job_id {id:?} already exists in queue {queue:?}"
                 )));
             }
             _ => {
@@ -283,14 +299,4 @@ impl RedisBackend {
             .await?;
         count(checked(&parent_id, reply, "")?.first())
     }
-}
-
-/// Every node's options, in preorder.
-fn flatten(nodes: &[FlowNode]) -> Vec<&JobOptions> {
-    let mut out = Vec::new();
-    for node in nodes {
-        out.push(&node.job.options);
-        out.extend(flatten(&node.children));
-    }
-    out
 }

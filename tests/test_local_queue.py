@@ -6,6 +6,7 @@ suite (tests/conformance), which runs on this backend too."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import hashlib
 import os
@@ -13,7 +14,7 @@ import signal
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -312,6 +313,101 @@ async def test_two_worker_processes_complete_every_job_once(tmp_path: Path, spaw
         assert job.return_value == {"pid": pid_of[job.id]}
 
 
+# ------------------------------------------------------------ flows across queue files
+
+
+async def test_two_processes_work_children_of_a_parent_in_another_file(
+    tmp_path: Path, spawn: Spawn
+) -> None:
+    parents = LocalJobQueue("parents", tmp_path)
+    kids = [FlowJob("kid", {"i": i}, queue="shared") for i in range(120)]
+    root = await parents.add_flow(FlowJob("root", children=kids))
+    ids = {child.job.id for child in root.children}
+    assert len(ids) == 120
+    await race_shared_workers(spawn, SHARED_WORKER, [str(tmp_path)], tmp_path, ids)
+    assert await parents.get_state(root.job.id) == "waiting"
+    assert len(await parents.get_children_values(root.job.id)) == 120
+    released = [
+        e
+        for e in await parents.read_events()
+        if e.job_id == root.job.id and e.event == "waiting" and e.fields.get("prev")
+    ]
+    assert len(released) == 1
+
+
+#: Holds the write lock of the queue file argv[1] until the file argv[2] exists. Another
+#: process: two SQLite libraries in one process (Python's and the extension's) would not see
+#: each other's locks, as POSIX locks belong to the process.
+LOCKER = """
+import sqlite3, sys, time
+from pathlib import Path
+
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+print("locked", flush=True)
+deadline = time.monotonic() + 30
+while not Path(sys.argv[2]).exists() and time.monotonic() < deadline:
+    time.sleep(0.01)
+conn.execute("ROLLBACK")
+print("released", flush=True)
+"""
+
+
+@contextlib.asynccontextmanager
+async def _locked(spawn: Spawn, path: Path) -> AsyncIterator[None]:
+    """Holds the write lock of the queue file ``path`` from another process, for longer than a
+    flow message's delivery waits for it."""
+    release = path.with_name(path.name + ".release")
+    locker = await spawn(LOCKER, str(path), str(release))
+    assert await locker.line() == "locked", locker.stderr()
+    try:
+        yield
+    finally:
+        release.touch()
+        assert await locker.line() == "released", locker.stderr()
+
+
+async def _claim_kid(kids: LocalJobQueue) -> Job:
+    (kid,) = await kids.claim("w", lease=60.0)
+    assert kid.lock_token is not None
+    return kid
+
+
+async def test_a_flow_message_held_back_is_delivered_by_a_later_pass(
+    tmp_path: Path, spawn: Spawn
+) -> None:
+    parents, kids = LocalJobQueue("parents", tmp_path), LocalJobQueue("kids", tmp_path)
+    root = await parents.add_flow(FlowJob("root", children=[FlowJob("kid", queue="kids")]))
+    kid = await _claim_kid(kids)
+    async with _locked(spawn, parents.path):
+        await kids.complete(kid.id, kid.lock_token or "", "done")
+    # The completion is durable; what it means for the parent waits in the kids' outbox until
+    # the kids' writer runs again (any operation, or the stall pass every worker runs).
+    assert await parents.get_state(root.job.id) == "waiting_children"
+    await kids.recover_stalled()
+    assert await parents.get_state(root.job.id) == "waiting"
+    assert await parents.get_children_values(root.job.id) == {f"kids:{kid.id}": "done"}
+    await parents.close()
+    await kids.close()
+
+
+async def test_a_flow_message_left_by_a_closed_writer_is_delivered_when_reopened(
+    tmp_path: Path, spawn: Spawn
+) -> None:
+    parents, kids = LocalJobQueue("parents", tmp_path), LocalJobQueue("kids", tmp_path)
+    root = await parents.add_flow(FlowJob("root", children=[FlowJob("kid", queue="kids")]))
+    kid = await _claim_kid(kids)
+    async with _locked(spawn, parents.path):
+        await kids.complete(kid.id, kid.lock_token or "", "done")
+        await kids.close()  # as a crash would, the writer stops with the message undelivered
+    assert await parents.get_state(root.job.id) == "waiting_children"
+    reopened = LocalJobQueue("kids", tmp_path)
+    assert await reopened.get_state(kid.id) == "completed"  # its writer delivered on start
+    assert await parents.get_state(root.job.id) == "waiting"
+    await reopened.close()
+    await parents.close()
+
+
 # ------------------------------------------------- a killed worker's jobs are recovered
 
 HOLDER = """
@@ -604,13 +700,13 @@ async def test_concurrent_adds_are_all_committed(tmp_path: Path) -> None:
     assert names == {"burst": 200, "same": 1}
 
 
-async def test_local_refuses_flow_children_in_another_queue(tmp_path: Path) -> None:
-    # A local file holds one queue, so a flow cannot span queues there (the other backends'
-    # flows can); the refusal writes nothing.
-    queue = LocalJobQueue("flows", tmp_path)
+async def test_local_flows_across_queues_need_one_directory(tmp_path: Path) -> None:
+    # Another queue's file is found beside this one's: a queue opened by its file path (not a
+    # directory) cannot reach other queues; the refusal writes nothing.
+    queue = LocalJobQueue("flows", tmp_path / "flows.db")
     try:
         flow = FlowJob("root", children=[FlowJob("ok"), FlowJob("kid", queue="kids")])
-        with pytest.raises(ConfigError, match=r"kids.*flows across queues need queues in one file"):
+        with pytest.raises(ConfigError, match=r"kids.*need the queues' files in one directory"):
             await queue.add_flow(flow)
         assert await queue.get_job_counts() == dict.fromkeys(
             ("waiting", "delayed", "active", "waiting_children", "completed", "failed"), 0
@@ -618,7 +714,7 @@ async def test_local_refuses_flow_children_in_another_queue(tmp_path: Path) -> N
         job = await queue.add("p")
         (claimed,) = await queue.claim("w", lease=60.0)
         assert claimed.id == job.id
-        with pytest.raises(ConfigError, match="a local file holds one queue"):
+        with pytest.raises(ConfigError, match="in one directory"):
             await claimed.add_children([FlowJob("kid", queue="kids")])
         assert await queue.get_state(job.id) == "active"
         assert await queue.get_job_counts("waiting_children") == {"waiting_children": 0}

@@ -26,11 +26,10 @@ if TYPE_CHECKING:
 @dataclass(frozen=True, slots=True)
 class FlowJob:
     """One job of a flow and its children. ``queue`` names a queue of the same backend (for
-    in-memory queues: of the same `MemoryGroup`; a `LocalJobQueue` file holds one queue and a
-    `RedisJobQueue` script touches one queue's keys, so their flows refuse any other queue);
-    None means the queue `add_flow` is called
-    on for the root, and the parent's queue for a child. ``options`` are `JobOptions`, a dict
-    of them, or None."""
+    in-memory queues: of the same `MemoryGroup`; for local queues: whose files are in the same
+    directory; for Redis queues: on the same server with the same prefix); None means the
+    queue `add_flow` is called on for the root, and the parent's queue for a child.
+    ``options`` are `JobOptions`, a dict of them, or None."""
 
     name: str
     data: Any = None

@@ -88,6 +88,8 @@ class JobQueue:
     #: Whether calls wait on something outside this thread (a server, a file's writer thread):
     #: workers then keep two calls in flight so jobs run while one is out.
     _remote = True
+    #: Set by `close`: a closed queue is not handed out again as a flow node's queue.
+    _closed = False
 
     def __init__(self, name: str, core: JobQueueCore) -> None:
         if not name or not isinstance(name, str):
@@ -98,6 +100,7 @@ class JobQueue:
     async def close(self) -> None:
         """Releases the backend's resources (a local queue's file) once pending operations are
         done. The queue cannot be used afterwards."""
+        self._closed = True
         await self._core.close()
 
     async def __aenter__(self) -> JobQueue:
@@ -709,7 +712,9 @@ class LocalJobQueue(JobQueue):
     machine. ``path`` is a directory (the queue lives in ``<path>/<name>.sqlite3``) or a file
     ending in ``.db``, ``.sqlite`` or ``.sqlite3``. A file belongs to one queue: opening it
     under another name, or a file of an unknown or newer format, raises `ConfigError`; a
-    corrupted file raises `StorageError`. Nothing is changed in either case."""
+    corrupted file raises `StorageError`. Nothing is changed in either case. Flows may span
+    the queues of one directory (each file applies its own part in one transaction; what one
+    queue's change means for another is delivered right after it commits, exactly once)."""
 
     def __init__(
         self,
@@ -728,6 +733,27 @@ class LocalJobQueue(JobQueue):
             target = target / f"{name}.sqlite3"
         self.path = target
         super().__init__(name, JobQueueCore.local(str(target), name, max_payload_bytes, max_events))
+        self._settings = (max_payload_bytes, max_events)
+        _local_queues.setdefault(str(target.resolve()), self)
+
+    def _sibling(self, name: str) -> JobQueue:
+        """The queue ``name`` whose file is beside this one's: one this process opened, or a
+        new one."""
+        if name == self.name:
+            return self
+        target = self.path.parent / f"{name}.sqlite3"
+        found = _local_queues.get(str(target.resolve()))
+        if found is not None and not found._closed:
+            return found
+        max_payload_bytes, max_events = self._settings
+        return LocalJobQueue(
+            name, self.path.parent, max_payload_bytes=max_payload_bytes, max_events=max_events
+        )
+
+
+#: The local queues this process opened, by file: a flow's nodes in other queues come back as
+#: those objects.
+_local_queues: weakref.WeakValueDictionary[str, LocalJobQueue] = weakref.WeakValueDictionary()
 
 
 class RedisJobQueue(JobQueue):
@@ -762,7 +788,7 @@ class RedisJobQueue(JobQueue):
         if name == self.name:
             return self
         found = _redis_queues.get((self.url, self.prefix, name))
-        if found is not None:
+        if found is not None and not found._closed:
             return found
         max_payload_bytes, max_events, allow_eviction = self._settings
         return RedisJobQueue(

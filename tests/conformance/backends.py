@@ -60,14 +60,14 @@ def _redis_sibling(queue: JobQueue, name: str) -> JobQueue:
     return RedisJobQueue(name, queue.url, prefix=queue.prefix)
 
 
-def _not_written(queue: JobQueue, name: str) -> JobQueue:
-    # TODO(local): a file holds one queue, and local flows refuse children in another queue.
-    raise NotImplementedError("another queue of the same backend is not written for it yet")
+def _local_sibling(queue: JobQueue, name: str) -> JobQueue:
+    assert isinstance(queue, LocalJobQueue)
+    return LocalJobQueue(name, queue.path.parent)
 
 
 #: Another queue of the same backend as ``queue`` (for flows spanning queues).
 SIBLINGS: dict[str, Sibling] = {
     "memory": _memory_sibling,
-    "local": _not_written,
+    "local": _local_sibling,
     "redis": _redis_sibling,
 }

@@ -204,7 +204,8 @@ pub fn check_nodes(
 }
 
 /// What happened to a child that its parent hears of.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ChildOutcome {
     /// Completed with this return value (JSON text).
     Completed(String),

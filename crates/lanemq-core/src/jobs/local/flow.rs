@@ -1,10 +1,16 @@
 //! The local backend's flows (the SQL side of `memory_flow`), decided by `jobs::flow`.
 //!
 //! A parent's children are rows of `flow_deps` (parent id, child key `<queue>:<id>`, bucket,
-//! value or reason). A file holds one queue, so a flow lives in one file: children in another
-//! queue are refused before anything is written. What a child's change means for its parent is
-//! applied at once, in the transaction of the operation that changed the child (a parent failed
-//! by a child tells its own parent in turn, so a failure climbs the tree).
+//! value or reason). What a child's change means for its parent is applied at once, in the
+//! transaction of the operation that changed the child, when the parent is in the same queue
+//! (a parent failed by a child tells its own parent in turn, so a failure climbs the tree).
+//! A file holds one queue: when the parent's queue is another (a file beside this one), that
+//! transaction writes a message instead, delivered exactly once right after it commits
+//! (`relay`). A flow's jobs in other queues are created the same way, under ids reserved in
+//! their files before the flow is written (`reserve`).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
 
 use rusqlite::{Connection, OptionalExtension};
 
@@ -16,24 +22,19 @@ use crate::jobs::flow::{
 };
 use crate::jobs::model::{Job, JobState, Millis};
 use crate::jobs::options::{check_payload, JobOptions};
+use std::sync::Arc;
 
 use super::manage;
 use super::ops::{self, fail_for_good, to_waiting, transition, Env};
+use super::relay::{self, Message, RemoteJob};
 use super::rows::{self, load, reserve, set_meta, sql, AutoIds};
+use super::schema;
 
 /// The buckets of `flow_deps`, in the order `Dependencies` pages them.
 const PROCESSED: i64 = 0;
 const UNPROCESSED: i64 = 1;
 const FAILED: i64 = 2;
 const IGNORED: i64 = 3;
-
-/// The refusal of a node that names another queue than the file's.
-fn other_queue(home: &str, queue: &str) -> CoreError {
-    CoreError::InvalidConfig(format!(
-        "unknown queue {queue:?}: flows across queues need queues in one file; a local file \
-         holds one queue ({home:?})"
-    ))
-}
 
 fn bucket_of(conn: &Connection, parent: &str, child_key: &str) -> CoreResult<Option<i64>> {
     conn.prepare_cached("SELECT bucket FROM flow_deps WHERE parent_id = ?1 AND child_key = ?2")
@@ -98,8 +99,8 @@ pub fn clear(conn: &Connection) -> CoreResult<()> {
         .map_err(sql)
 }
 
-/// Applies `outcome` of the child `child_id` to its parent; `true` if the child was one of the
-/// parent's pending dependencies.
+/// Applies `outcome` of the child `child_id` (of this queue) to its parent: here, or by a
+/// message to the parent's queue.
 fn apply(
     conn: &Connection,
     env: &mut Env,
@@ -107,28 +108,47 @@ fn apply(
     child_id: &str,
     outcome: ChildOutcome,
     now: Millis,
-) -> CoreResult<bool> {
+) -> CoreResult<()> {
     if parent.queue != env.queue {
-        return Ok(false);
+        let message = Message::Child {
+            parent: parent.id.clone(),
+            child: child_id.to_owned(),
+            outcome,
+            at: now,
+        };
+        return relay::send(conn, env, &parent.queue, &message);
     }
-    let Some(mut parent_job) = load(conn, &parent.id)? else {
-        return Ok(false);
-    };
     let child = ParentRef {
         queue: env.queue.clone(),
         id: child_id.to_owned(),
     };
+    apply_here(conn, env, &parent.id, &child, outcome, now).map(drop)
+}
+
+/// Applies `outcome` of `child` (of any queue) to its parent `parent_id` here; `true` if the
+/// child was one of the parent's pending dependencies.
+pub fn apply_here(
+    conn: &Connection,
+    env: &mut Env,
+    parent_id: &str,
+    child: &ParentRef,
+    outcome: ChildOutcome,
+    now: Millis,
+) -> CoreResult<bool> {
+    let Some(mut parent_job) = load(conn, parent_id)? else {
+        return Ok(false);
+    };
     let child_key = child.key();
-    if bucket_of(conn, &parent.id, &child_key)? != Some(UNPROCESSED) {
+    if bucket_of(conn, parent_id, &child_key)? != Some(UNPROCESSED) {
         return Ok(false);
     }
-    let pending_after = count_in(conn, &parent.id, UNPROCESSED)?.saturating_sub(1);
-    let (record, then) = flow::on_child(child_id, outcome, pending_after, parent_job.state);
+    let pending_after = count_in(conn, parent_id, UNPROCESSED)?.saturating_sub(1);
+    let (record, then) = flow::on_child(&child.id, outcome, pending_after, parent_job.state);
     match record {
-        Record::Processed(value) => put(conn, &parent.id, &child, PROCESSED, Some(&value))?,
-        Record::Failed(reason) => put(conn, &parent.id, &child, FAILED, Some(&reason))?,
-        Record::Ignored(reason) => put(conn, &parent.id, &child, IGNORED, Some(&reason))?,
-        Record::Dropped => drop_child(conn, &parent.id, &child_key)?,
+        Record::Processed(value) => put(conn, parent_id, child, PROCESSED, Some(&value))?,
+        Record::Failed(reason) => put(conn, parent_id, child, FAILED, Some(&reason))?,
+        Record::Ignored(reason) => put(conn, parent_id, child, IGNORED, Some(&reason))?,
+        Record::Dropped => drop_child(conn, parent_id, &child_key)?,
     }
     match then {
         Then::Stay => {}
@@ -200,29 +220,107 @@ pub fn settle_removals(conn: &Connection, env: &mut Env, now: Millis) -> CoreRes
 }
 
 /// Before `job` is retried by hand: counted again if its parent still waits for children.
-pub fn on_retry(conn: &Connection, env: &Env, job: &Job) -> CoreResult<()> {
+pub fn on_retry(conn: &Connection, env: &mut Env, job: &Job) -> CoreResult<()> {
     let Some(parent) = &job.options.parent else {
         return Ok(());
     };
-    if parent.queue != env.queue || !flow::retry_rejoins(rows::state(conn, &parent.id)?) {
-        return Ok(());
+    if parent.queue != env.queue {
+        let message = Message::Rejoin {
+            parent: parent.id.clone(),
+            child: job.id.to_string(),
+        };
+        return relay::send(conn, env, &parent.queue, &message);
     }
     let child = ParentRef {
         queue: env.queue.clone(),
         id: job.id.to_string(),
     };
-    put(conn, &parent.id, &child, UNPROCESSED, None)
+    rejoin(conn, &parent.id, &child)
+}
+
+/// `child` is pending again for `parent_id` here, if that still waits for its children.
+pub fn rejoin(conn: &Connection, parent_id: &str, child: &ParentRef) -> CoreResult<()> {
+    if !flow::retry_rejoins(rows::state(conn, parent_id)?) {
+        return Ok(());
+    }
+    put(conn, parent_id, child, UNPROCESSED, None)
+}
+
+/// `parent_id` here waits for `child` (a flow just created them).
+pub fn depend(conn: &Connection, parent_id: &str, child: &ParentRef) -> CoreResult<()> {
+    put(conn, parent_id, child, UNPROCESSED, None)
 }
 
 // ------------------------------------------------------------------------- operations
 
-/// The checks of a flow's nodes: in this file's queue, the payload fits, a custom id is free.
+/// Automatic ids reserved for a flow's jobs in other queues: per queue, the last id taken
+/// before them (they take the next ones in preorder, as that queue would).
+pub type Reserved = HashMap<String, u64>;
+
+/// Whether any of these nodes is in another queue than `home`.
+pub fn spans_queues(nodes: &[&FlowNode], home: &str) -> bool {
+    nodes.iter().any(|n| {
+        n.queue.as_deref().is_some_and(|q| q != home)
+            || spans_queues(
+                &n.children.iter().collect::<Vec<_>>(),
+                n.queue.as_deref().unwrap_or(home),
+            )
+    })
+}
+
+/// Before a flow with jobs in other queues is written, and outside this queue's transaction
+/// (no file is locked while another is): checks its nodes, and in each other queue's file that
+/// their custom ids are free, then reserves their automatic ids there (a flow refused after
+/// that leaves a gap in those ids).
+pub fn reserve_remote(
+    dir: Option<&PathBuf>,
+    home: &str,
+    nodes: &[&FlowNode],
+    path: &str,
+    max_payload_bytes: usize,
+) -> CoreResult<Reserved> {
+    let mut files: Vec<(String, Connection, u64)> = Vec::new();
+    flow::check_nodes(nodes, home, path, |queue, job: &NewJob| {
+        check_payload(&job.data, max_payload_bytes)?;
+        if queue == home {
+            return Ok(());
+        }
+        let at = match files.iter().position(|(q, _, _)| q == queue) {
+            Some(at) => at,
+            None => {
+                let conn = schema::open(&relay::sibling_path(dir, queue)?, queue)?;
+                files.push((queue.to_owned(), conn, 0));
+                files.len() - 1
+            }
+        };
+        let (_, conn, autos) = &mut files[at];
+        match job.options.job_id.as_deref() {
+            Some(id) if rows::state(conn, id)?.is_some() => Err(CoreError::InvalidConfig(format!(
+                "job_id {id:?} already exists in queue {queue:?}"
+            ))),
+            Some(_) => Ok(()),
+            None => {
+                *autos += 1;
+                Ok(())
+            }
+        }
+    })?;
+    let mut reserved = Reserved::new();
+    for (queue, conn, autos) in files {
+        reserved.insert(queue, rows::reserve_auto_ids(&conn, autos)?);
+    }
+    Ok(reserved)
+}
+
+/// The checks of a flow's nodes in this queue's transaction: the payload fits, a custom id
+/// here is free, another queue's file can be beside this one (`reserve_remote` checked the
+/// rest of theirs).
 fn check(conn: &Connection, env: &Env, nodes: &[&FlowNode], path: &str) -> CoreResult<()> {
     flow::check_nodes(nodes, &env.queue, path, |queue, job: &NewJob| {
-        if queue != env.queue {
-            return Err(other_queue(&env.queue, queue));
-        }
         check_payload(&job.data, env.max_payload_bytes)?;
+        if queue != env.queue {
+            return relay::sibling_path(env.dir.as_ref(), queue).map(drop);
+        }
         if let Some(id) = job.options.job_id.as_deref() {
             if rows::state(conn, id)?.is_some() {
                 return Err(CoreError::InvalidConfig(format!(
@@ -235,75 +333,176 @@ fn check(conn: &Connection, env: &Env, nodes: &[&FlowNode], path: &str) -> CoreR
     })
 }
 
+/// A flow's jobs for another queue, sent once the flow is written: parents first (with the
+/// dependencies of parents there), then the jobs without children, so a child never runs
+/// before its parent exists.
+#[derive(Default)]
+struct Remote {
+    parents: Vec<RemoteJob>,
+    leaves: Vec<RemoteJob>,
+    deps: Vec<(String, ParentRef)>,
+}
+
+/// What creating a flow keeps track of.
+struct Creating {
+    auto_ids: AutoIds,
+    reserved: Reserved,
+    remote: Vec<(String, Remote)>,
+}
+
+impl Creating {
+    fn remote(&mut self, queue: &str) -> &mut Remote {
+        let at = match self.remote.iter().position(|(q, _)| q == queue) {
+            Some(at) => at,
+            None => {
+                self.remote.push((queue.to_owned(), Remote::default()));
+                self.remote.len() - 1
+            }
+        };
+        &mut self.remote[at].1
+    }
+}
+
 fn create_node(
     conn: &Connection,
     env: &mut Env,
-    auto_ids: &mut AutoIds,
+    c: &mut Creating,
     node: FlowNode,
+    default_queue: &str,
     parent: Option<ParentRef>,
     now: Millis,
 ) -> CoreResult<AddedNode> {
+    let queue = node.queue.unwrap_or_else(|| default_queue.to_owned());
     let hold = !node.children.is_empty();
     let mut new = node.job;
     new.options.parent = parent.clone();
-    let seq = reserve(conn, "seq", 1)?;
-    let job = ops::create_with(conn, env, &new, seq, auto_ids, hold, now)?;
+    let job = if queue == env.queue {
+        let seq = reserve(conn, "seq", 1)?;
+        ops::create_with(conn, env, &new, seq, &mut c.auto_ids, hold, now)?
+    } else {
+        let id = match &new.options.job_id {
+            Some(id) => id.clone(),
+            None => {
+                let last = c.reserved.get_mut(&queue).ok_or_else(|| {
+                    CoreError::Storage(format!("no ids reserved in queue {queue:?}"))
+                })?;
+                *last += 1;
+                last.to_string()
+            }
+        };
+        let job = Job::added(
+            Arc::from(id.as_str()),
+            Arc::from(new.name.as_str()),
+            Arc::from(new.data.as_str()),
+            new.options.clone(),
+            (0, 0),
+            hold,
+            now,
+        );
+        let remote = RemoteJob {
+            id,
+            name: new.name,
+            data: new.data,
+            options: new.options,
+            hold,
+        };
+        let there = c.remote(&queue);
+        if hold {
+            there.parents.push(remote);
+        } else {
+            there.leaves.push(remote);
+        }
+        job
+    };
     let me = ParentRef {
-        queue: env.queue.clone(),
+        queue: queue.clone(),
         id: job.id.to_string(),
     };
     if let Some(parent) = parent {
-        put(conn, &parent.id, &me, UNPROCESSED, None)?;
+        if parent.queue == env.queue {
+            put(conn, &parent.id, &me, UNPROCESSED, None)?;
+        } else {
+            c.remote(&parent.queue).deps.push((parent.id, me.clone()));
+        }
     }
     let children = node
         .children
         .into_iter()
-        .map(|c| create_node(conn, env, auto_ids, c, Some(me.clone()), now))
+        .map(|child| create_node(conn, env, c, child, &queue, Some(me.clone()), now))
         .collect::<CoreResult<Vec<_>>>()?;
     Ok(AddedNode {
-        queue: env.queue.clone(),
+        queue,
         job,
         children,
     })
 }
 
 /// Creates checked nodes under `parent`, in preorder (automatic ids as the memory store takes
-/// them).
+/// them); those of other queues go out as messages, parents before leaves.
 fn create_all(
     conn: &Connection,
     env: &mut Env,
     nodes: Vec<FlowNode>,
     parent: Option<ParentRef>,
+    reserved: Reserved,
     now: Millis,
 ) -> CoreResult<Vec<AddedNode>> {
-    let mut auto_ids = AutoIds::read(conn)?;
+    let mut c = Creating {
+        auto_ids: AutoIds::read(conn)?,
+        reserved,
+        remote: Vec::new(),
+    };
+    let home = env.queue.clone();
     let added = nodes
         .into_iter()
-        .map(|n| create_node(conn, env, &mut auto_ids, n, parent.clone(), now))
+        .map(|n| create_node(conn, env, &mut c, n, &home, parent.clone(), now))
         .collect::<CoreResult<Vec<_>>>()?;
-    auto_ids.write(conn)?;
-    if any_waiting(&added) {
+    c.auto_ids.write(conn)?;
+    if any_waiting(&added, &home) {
         set_meta(conn, "drained", None)?;
+    }
+    let mut leaves = Vec::new();
+    for (queue, remote) in c.remote {
+        let message = Message::Create {
+            jobs: remote.parents,
+            deps: remote.deps,
+            at: now,
+        };
+        relay::send(conn, env, &queue, &message)?;
+        leaves.push((queue, remote.leaves));
+    }
+    for (queue, jobs) in leaves {
+        if !jobs.is_empty() {
+            let message = Message::Create {
+                jobs,
+                deps: Vec::new(),
+                at: now,
+            };
+            relay::send(conn, env, &queue, &message)?;
+        }
     }
     Ok(added)
 }
 
-/// Whether a node created waiting (a leaf without a delay), as a claim may then find it.
-fn any_waiting(nodes: &[AddedNode]) -> bool {
-    nodes
-        .iter()
-        .any(|n| n.job.state == JobState::Waiting || any_waiting(&n.children))
+/// Whether a node of this queue was created waiting (a leaf without a delay), as a claim may
+/// then find it.
+fn any_waiting(nodes: &[AddedNode], home: &str) -> bool {
+    nodes.iter().any(|n| {
+        (n.queue == home && n.job.state == JobState::Waiting) || any_waiting(&n.children, home)
+    })
 }
 
-/// Adds a flow: every node checked first, then all written.
+/// Adds a flow: every node checked first, then all written (`reserved`: the ids
+/// `reserve_remote` reserved for its jobs in other queues).
 pub fn add_flow(
     conn: &Connection,
     env: &mut Env,
     root: FlowNode,
+    reserved: Reserved,
     now: Millis,
 ) -> CoreResult<AddedNode> {
     check(conn, env, &[&root], "root")?;
-    Ok(create_all(conn, env, vec![root], None, now)?.remove(0))
+    Ok(create_all(conn, env, vec![root], None, reserved, now)?.remove(0))
 }
 
 /// Adds children to the active job `parent_id` held by `token` and parks it in
@@ -314,6 +513,7 @@ pub fn add_children(
     parent_id: &str,
     token: &str,
     children: Vec<FlowNode>,
+    reserved: Reserved,
     now: Millis,
 ) -> CoreResult<Vec<AddedNode>> {
     flow::check_children_count(parent_id, children.len())?;
@@ -334,7 +534,7 @@ pub fn add_children(
         queue: env.queue.clone(),
         id: parent_id.to_owned(),
     };
-    create_all(conn, env, children, Some(me), now)
+    create_all(conn, env, children, Some(me), reserved, now)
 }
 
 fn bucket(conn: &Connection, parent: &str, bucket: i64) -> CoreResult<Vec<(String, String)>> {
@@ -400,11 +600,27 @@ pub fn remove_child_dependency(
         return Ok(false);
     };
     rows::save(conn, &child)?;
-    apply(conn, env, &parent, child_id, ChildOutcome::Removed, now)
+    let me = ParentRef {
+        queue: env.queue.clone(),
+        id: child_id.to_owned(),
+    };
+    if parent.queue == env.queue {
+        return apply_here(conn, env, &parent.id, &me, ChildOutcome::Removed, now);
+    }
+    // The parent's file says whether it still waits for this child; the message delivered
+    // after the commit makes it stop.
+    let key = me.key();
+    let pending = relay::with_link(env, &parent.queue, |link, _| {
+        Ok(bucket_of(link, &parent.id, &key)? == Some(UNPROCESSED))
+    })?;
+    apply(conn, env, &parent, child_id, ChildOutcome::Removed, now)?;
+    Ok(pending)
 }
 
 /// Removes every unprocessed child of `parent_id` that no worker holds (each leaves the
 /// parent's dependencies, so the parent is released once none is left); returns how many.
+/// Children in other queues are removed there by a message (counted if they exist and no
+/// live lock holds them now).
 pub fn remove_unprocessed_children(
     conn: &Connection,
     env: &mut Env,
@@ -414,20 +630,33 @@ pub fn remove_unprocessed_children(
     rows::require(conn, parent_id)?;
     let mut stmt = conn
         .prepare_cached(
-            "SELECT child_id FROM flow_deps WHERE parent_id = ?1 AND bucket = ?2 \
+            "SELECT child_key, child_id FROM flow_deps WHERE parent_id = ?1 AND bucket = ?2 \
              ORDER BY child_key",
         )
         .map_err(sql)?;
     let children = stmt
         .query_map(rusqlite::params![parent_id, UNPROCESSED], |r| {
-            r.get::<_, String>(0)
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
         })
         .map_err(sql)?
         .collect::<rusqlite::Result<Vec<_>>>()
         .map_err(sql)?;
     drop(stmt);
     let mut removed = 0;
-    for child in children {
+    for (key, child) in children {
+        let queue = &key[..key.len().saturating_sub(child.len() + 1)];
+        if queue != env.queue {
+            let removable = relay::with_link(env, queue, |link, _| {
+                Ok(load(link, &child)?
+                    .is_some_and(|job| job.lock.as_ref().is_none_or(|l| l.expires_at <= now)))
+            })?;
+            if removable {
+                let message = Message::Remove { child, at: now };
+                relay::send(conn, env, queue, &message)?;
+                removed += 1;
+            }
+            continue;
+        }
         // A refused removal (a child under a live lock, or gone) writes nothing.
         match manage::remove(conn, env, &child, now) {
             Ok(()) => removed += 1,

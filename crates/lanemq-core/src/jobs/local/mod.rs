@@ -8,6 +8,7 @@ mod dedup;
 mod flow;
 mod manage;
 mod ops;
+mod relay;
 mod rows;
 mod scheduler;
 mod schema;
@@ -42,6 +43,11 @@ pub struct LocalBackend {
     ops: Sender<Box<dyn Op>>,
     shared: Arc<Shared>,
     path: Arc<PathBuf>,
+    queue: Arc<str>,
+    /// The directory of this queue's file when it is `<dir>/<queue>.sqlite3` (flows may then
+    /// span the queues whose files are beside it).
+    dir: Option<Arc<PathBuf>>,
+    max_payload_bytes: usize,
 }
 
 impl LocalBackend {
@@ -53,7 +59,12 @@ impl LocalBackend {
             changed: Default::default(),
             waiters: Mutex::new(Default::default()),
         });
-        let env = Env::new(queue, config.max_payload_bytes, config.max_events);
+        let mut env = Env::new(queue, config.max_payload_bytes, config.max_events);
+        let dir = path
+            .file_name()
+            .filter(|name| name.to_string_lossy() == format!("{queue}.sqlite3"))
+            .map(|_| path.parent().unwrap_or(Path::new("")).to_path_buf());
+        env.dir = dir.clone();
         let thread_shared = Arc::clone(&shared);
         std::thread::Builder::new()
             .name(format!("lanemq-local-{queue}"))
@@ -63,6 +74,9 @@ impl LocalBackend {
             ops,
             shared,
             path: Arc::new(path.to_path_buf()),
+            queue: Arc::from(queue),
+            dir: dir.map(Arc::new),
+            max_payload_bytes: config.max_payload_bytes,
         })
     }
 
@@ -101,6 +115,31 @@ impl LocalBackend {
             answer
                 .await
                 .map_err(|_| CoreError::Storage("the local queue is closed".into()))?
+        })
+    }
+
+    /// Reserves, in their files, the ids of a flow's jobs in other queues (`flow::reserve_remote`),
+    /// on a thread of its own: before this queue's transaction, which must not hold its lock
+    /// while waiting for another file's.
+    fn reserve_remote(&self, nodes: &[&FlowNode], path: &'static str) -> BoxFuture<flow::Reserved> {
+        if !flow::spans_queues(nodes, &self.queue) {
+            return Box::pin(async { Ok(flow::Reserved::new()) });
+        }
+        let owned: Vec<FlowNode> = nodes.iter().map(|n| (*n).clone()).collect();
+        let (dir, home, max) = (self.dir.clone(), self.queue.clone(), self.max_payload_bytes);
+        let (reply, answer) = oneshot::channel();
+        let spawned = std::thread::Builder::new()
+            .name("lanemq-local-flow".into())
+            .spawn(move || {
+                let refs: Vec<&FlowNode> = owned.iter().collect();
+                let dir = dir.as_deref();
+                let _ = reply.send(flow::reserve_remote(dir, &home, &refs, path, max));
+            });
+        Box::pin(async move {
+            spawned.map_err(|e| CoreError::Storage(format!("cannot start a thread: {e}")))?;
+            answer
+                .await
+                .map_err(|_| CoreError::Storage("the flow reservation stopped".into()))?
         })
     }
 
@@ -225,7 +264,11 @@ impl JobBackend for LocalBackend {
     }
 
     fn recover_stalled(&self, now: Millis) -> BoxFuture<(Vec<String>, Vec<String>)> {
-        self.call(move |conn, env| ops::recover_stalled(conn, env, now))
+        self.call(move |conn, env| {
+            // Also the pass that delivers flow messages a crash or a locked file held back.
+            env.outbox_pending = true;
+            ops::recover_stalled(conn, env, now)
+        })
     }
 
     fn holds_lock(&self, id: String, token: String, now: Millis) -> BoxFuture<bool> {
@@ -477,7 +520,14 @@ impl JobBackend for LocalBackend {
     }
 
     fn add_flow(&self, root: FlowNode, now: Millis) -> BoxFuture<AddedNode> {
-        self.call(move |conn, env| flow::add_flow(conn, env, root, now))
+        let reserving = self.reserve_remote(&[&root], "root");
+        let backend = self.clone();
+        Box::pin(async move {
+            let reserved = reserving.await?;
+            backend
+                .call(move |conn, env| flow::add_flow(conn, env, root, reserved, now))
+                .await
+        })
     }
 
     fn add_children(
@@ -487,7 +537,17 @@ impl JobBackend for LocalBackend {
         children: Vec<FlowNode>,
         now: Millis,
     ) -> BoxFuture<Vec<AddedNode>> {
-        self.call(move |conn, env| flow::add_children(conn, env, &parent_id, &token, children, now))
+        let nodes: Vec<&FlowNode> = children.iter().collect();
+        let reserving = self.reserve_remote(&nodes, "children");
+        let backend = self.clone();
+        Box::pin(async move {
+            let reserved = reserving.await?;
+            backend
+                .call(move |conn, env| {
+                    flow::add_children(conn, env, &parent_id, &token, children, reserved, now)
+                })
+                .await
+        })
     }
 
     fn get_dependencies(

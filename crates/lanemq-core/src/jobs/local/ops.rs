@@ -2,7 +2,9 @@
 //! mirror `MemoryStore` (the reference) step for step; the conformance suite holds both to it.
 
 use std::collections::hash_map::RandomState;
+use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use rusqlite::Connection;
@@ -38,6 +40,13 @@ pub struct Env {
     /// Unfinished children removed by this operation, with their parents: their parents hear
     /// of it once the removal's events are written (`flow::settle_removals`).
     pub flow_removed: Vec<(ParentRef, String)>,
+    /// The directory of this queue's file when it is `<dir>/<queue>.sqlite3`: other queues'
+    /// files are beside it, so flows may span them (`relay`).
+    pub dir: Option<PathBuf>,
+    /// Connections to other queues' files, opened once (`relay::with_link`).
+    pub links: HashMap<String, Connection>,
+    /// Set when a message was written to the outbox: delivered after the commit.
+    pub outbox_pending: bool,
 }
 
 impl Env {
@@ -50,10 +59,13 @@ impl Env {
             finished: Vec::new(),
             closing: false,
             flow_removed: Vec::new(),
+            dir: None,
+            links: HashMap::new(),
+            outbox_pending: false,
         }
     }
 
-    fn random(&self, seed: u64) -> u64 {
+    pub fn random(&self, seed: u64) -> u64 {
         let mut hasher = self.random.build_hasher();
         hasher.write_u64(seed);
         hasher.finish()
@@ -208,13 +220,26 @@ pub fn create_with(
         Some(id) => id.clone(),
         None => auto_ids.take().to_string(),
     };
+    create_as(conn, env, new, &id, seq, hold, now)
+}
+
+/// `create_with` under the id `id` (a flow's job whose id its parent's queue reserved here).
+pub fn create_as(
+    conn: &Connection,
+    env: &mut Env,
+    new: &NewJob,
+    id: &str,
+    seq: u64,
+    hold: bool,
+    now: Millis,
+) -> CoreResult<Job> {
     let order = if new.options.lifo {
         -(seq as i64)
     } else {
         seq as i64
     };
     let job = Job::added(
-        Arc::from(id.as_str()),
+        Arc::from(id),
         Arc::from(new.name.as_str()),
         Arc::from(new.data.as_str()),
         new.options.clone(),
@@ -224,19 +249,19 @@ pub fn create_with(
     );
     save(conn, &job)?;
     count_delta(conn, job.state, 1)?;
-    env.event(conn, now, "added", Some(&id), Some(("name", &new.name)))?;
+    env.event(conn, now, "added", Some(id), Some(("name", &new.name)))?;
     if hold {
-        env.event(conn, now, "waiting-children", Some(&id), None)?;
+        env.event(conn, now, "waiting-children", Some(id), None)?;
     } else if job.state == JobState::Delayed {
         env.event(
             conn,
             now,
             "delayed",
-            Some(&id),
+            Some(id),
             Some(("delay", &job.delay_until.to_string())),
         )?;
     } else {
-        env.event(conn, now, "waiting", Some(&id), None)?;
+        env.event(conn, now, "waiting", Some(id), None)?;
     }
     Ok(job)
 }

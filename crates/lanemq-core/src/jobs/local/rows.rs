@@ -251,6 +251,24 @@ impl AutoIds {
     }
 }
 
+/// Reserves `n` automatic ids in their own transaction (a flow's jobs in this queue, added from
+/// another queue's file); returns the last id taken before them.
+pub fn reserve_auto_ids(conn: &Connection, n: u64) -> CoreResult<u64> {
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(sql)?;
+    let reserved = meta_number(conn, "next_auto_id").and_then(|last| {
+        let last = last.unwrap_or(0);
+        set_meta(conn, "next_auto_id", Some(&(last + n).to_string()))?;
+        Ok(last)
+    });
+    match reserved {
+        Ok(last) => conn.execute_batch("COMMIT").map_err(sql).map(|()| last),
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    }
+}
+
 /// Drops the oldest events past `max_events`.
 pub fn trim_events(conn: &Connection, max_events: usize) -> CoreResult<()> {
     conn.prepare_cached("DELETE FROM events WHERE id <= (SELECT max(id) FROM events) - ?1")

@@ -90,7 +90,7 @@ CREATE TABLE IF NOT EXISTS schedulers (
 CREATE INDEX IF NOT EXISTS schedulers_next ON schedulers (next_run, key);
 -- Flows: a parent's children (child_key is '<queue>:<id>') in one of four buckets (0 processed,
 -- 1 unprocessed, 2 failed, 3 ignored) with the child's return value (processed) or failure
--- reason (failed, ignored). A file holds one queue, so parents and children are both here.
+-- reason (failed, ignored). Children may be in other queues (other files: see relay.rs).
 CREATE TABLE IF NOT EXISTS flow_deps (
     parent_id TEXT NOT NULL,
     child_key TEXT NOT NULL,
@@ -100,6 +100,18 @@ CREATE TABLE IF NOT EXISTS flow_deps (
     PRIMARY KEY (parent_id, child_key)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS flow_deps_bucket ON flow_deps (parent_id, bucket, child_key);
+-- Flows across queues (relay.rs): messages to the files of other queues, written with the
+-- change that causes them and deleted once delivered; and, per sender file, the last message
+-- applied here (sender = '<queue>#<its flow_epoch>'), so each is applied exactly once.
+CREATE TABLE IF NOT EXISTS flow_outbox (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    target TEXT NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS flow_inbox (
+    source TEXT PRIMARY KEY,
+    last_seq INTEGER NOT NULL
+) WITHOUT ROWID;
 ";
 
 /// Columns added since format 1 was first written (added to older files when they are opened;
@@ -114,11 +126,16 @@ fn storage(path: &Path, what: &str, error: impl std::fmt::Display) -> CoreError 
 /// full syncs. Refuses a file that belongs to another queue, has a newer or unknown format, or
 /// fails SQLite's integrity check; nothing is written in those cases.
 pub fn open(path: &Path, queue: &str) -> CoreResult<Connection> {
+    open_waiting(path, queue, std::time::Duration::from_secs(30))
+}
+
+/// `open`, waiting at most `busy` for another connection's lock (here and afterwards).
+pub fn open_waiting(path: &Path, queue: &str, busy: std::time::Duration) -> CoreResult<Connection> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| storage(dir, "cannot create the directory", e))?;
     }
     let conn = Connection::open(path).map_err(|e| storage(path, "cannot open", e))?;
-    conn.busy_timeout(std::time::Duration::from_secs(30))
+    conn.busy_timeout(busy)
         .map_err(|e| storage(path, "cannot set busy timeout", e))?;
     // quick_check reads every page: a truncated or corrupted file is reported here, at open,
     // rather than emptied or half-read later.

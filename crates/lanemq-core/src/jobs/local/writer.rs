@@ -101,6 +101,9 @@ pub struct Shared {
 }
 
 pub fn run(conn: Connection, mut env: Env, ops: Receiver<Box<dyn Op>>, shared: Arc<Shared>) {
+    // Flow messages an earlier writer of this file left undelivered.
+    env.outbox_pending = true;
+    super::relay::deliver_all(&conn, &mut env);
     loop {
         let first = match ops.recv_timeout(Duration::from_secs(3600)) {
             Ok(op) => op,
@@ -123,7 +126,10 @@ pub fn run(conn: Connection, mut env: Env, ops: Receiver<Box<dyn Op>>, shared: A
         });
         if committed.is_err() {
             let _ = conn.execute_batch("ROLLBACK");
+            env.outbox_pending = false;
         }
+        // Before answering: a caller then sees what the batch changed in other queues.
+        super::relay::deliver_all(&conn, &mut env);
         for op in batch {
             op.finish(&committed);
         }

@@ -1,0 +1,319 @@
+//! Flows across queues on the local backend. A file holds one queue, and SQLite commits one
+//! file at a time (a transaction over ATTACHed WAL files is atomic per file, not as a whole),
+//! so what a change in one queue means for another is a message: written to this file's
+//! `flow_outbox` in the transaction of the change, then delivered, once that committed, into
+//! the other queue's file (`<dir>/<queue>.sqlite3`, beside this one) by one transaction there
+//! that applies it and records it in `flow_inbox` (the last message applied from each
+//! sender). So a message is applied exactly once, even when a delivery is interrupted and
+//! repeated, and in the order it was written.
+//!
+//! The writer delivers right after its commit and before it answers, so a caller sees the
+//! other queue changed. Messages left over (a crash between commit and delivery, a file
+//! locked for longer than the busy timeout) are delivered when a writer of this file starts
+//! and by every stall-recovery pass (workers run one every `stalled_interval`).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{CoreError, CoreResult};
+use crate::jobs::backend::NewJob;
+use crate::jobs::flow::{ChildOutcome, ParentRef};
+use crate::jobs::model::Millis;
+use crate::jobs::options::JobOptions;
+
+use super::ops::Env;
+use super::rows::{self, meta, set_meta, sql};
+use super::{flow, manage, ops, schema};
+
+/// What one queue tells another.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Message {
+    /// A child in the sender's queue completed, failed for good or left (removed, detached):
+    /// its parent here hears of it.
+    Child {
+        parent: String,
+        child: String,
+        outcome: ChildOutcome,
+        at: Millis,
+    },
+    /// A child in the sender's queue was retried: counted again if its parent here still
+    /// waits for children.
+    Rejoin { parent: String, child: String },
+    /// Jobs of a flow added on the sender's queue, to create here under the ids reserved for
+    /// them, and the children (anywhere) that parents here wait for.
+    Create {
+        jobs: Vec<RemoteJob>,
+        deps: Vec<(String, ParentRef)>,
+        at: Millis,
+    },
+    /// Removes a child here (`remove_unprocessed_children` of its parent in the sender's queue).
+    Remove { child: String, at: Millis },
+}
+
+/// A job a flow creates in another queue.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RemoteJob {
+    pub id: String,
+    pub name: String,
+    pub data: String,
+    pub options: JobOptions,
+    pub hold: bool,
+}
+
+/// Refuses queue names that are not file names (the file is `<dir>/<queue>.sqlite3`).
+pub fn check_name(queue: &str) -> CoreResult<()> {
+    if queue.is_empty() || queue == "." || queue == ".." || queue.contains(['/', '\\', ':', '\0']) {
+        return Err(CoreError::InvalidConfig(format!(
+            "invalid queue name for a file name: {queue:?}"
+        )));
+    }
+    Ok(())
+}
+
+/// The file of queue `queue`, beside this queue's.
+pub fn sibling_path(dir: Option<&PathBuf>, queue: &str) -> CoreResult<PathBuf> {
+    let Some(dir) = dir else {
+        return Err(CoreError::InvalidConfig(format!(
+            "unknown queue {queue:?}: flows across queues need the queues' files in one \
+             directory (LocalJobQueue(name, directory)); this queue's file was named by its path"
+        )));
+    };
+    check_name(queue)?;
+    Ok(dir.join(format!("{queue}.sqlite3")))
+}
+
+/// How long a delivery waits for another file's write lock before it leaves its messages for
+/// a later pass (the writer does not stall its own queue behind another's).
+const LINK_BUSY: Duration = Duration::from_secs(1);
+
+/// Runs `f` with a connection to queue `queue`'s file (opened once per writer, created if
+/// new).
+pub fn with_link<T>(
+    env: &mut Env,
+    queue: &str,
+    f: impl FnOnce(&Connection, &mut Env) -> CoreResult<T>,
+) -> CoreResult<T> {
+    let conn = match env.links.remove(queue) {
+        Some(conn) => conn,
+        None => schema::open_waiting(&sibling_path(env.dir.as_ref(), queue)?, queue, LINK_BUSY)?,
+    };
+    let out = f(&conn, env);
+    env.links.insert(queue.to_owned(), conn);
+    out
+}
+
+/// Writes `message` for queue `target` (delivered after the commit).
+pub fn send(conn: &Connection, env: &mut Env, target: &str, message: &Message) -> CoreResult<()> {
+    let body = serde_json::to_string(message).map_err(|e| CoreError::Storage(e.to_string()))?;
+    conn.prepare_cached("INSERT INTO flow_outbox (target, body) VALUES (?1, ?2)")
+        .and_then(|mut stmt| stmt.execute([target, &body]))
+        .map_err(sql)?;
+    env.outbox_pending = true;
+    Ok(())
+}
+
+fn exec(conn: &Connection, statement: &str) -> CoreResult<()> {
+    conn.execute_batch(statement).map_err(sql)
+}
+
+/// This file as a sender: its queue and an epoch drawn when it first sent, so a file made
+/// anew under the same name does not pass for the old one in its receivers' inboxes.
+fn sender_id(conn: &Connection, env: &Env, queue: &str) -> CoreResult<String> {
+    let epoch = match meta(conn, "flow_epoch")? {
+        Some(epoch) => epoch,
+        None => {
+            let epoch = format!("{:016x}", env.random(crate::jobs::wall_clock_ms()));
+            set_meta(conn, "flow_epoch", Some(&epoch))?;
+            epoch
+        }
+    };
+    Ok(format!("{queue}#{epoch}"))
+}
+
+fn has_outbox(conn: &Connection) -> bool {
+    conn.query_row("SELECT 1 FROM flow_outbox LIMIT 1", [], |_| Ok(()))
+        .optional()
+        .ok()
+        .flatten()
+        .is_some()
+}
+
+/// Delivers what this file's outbox holds, then what the files it delivered to now hold in
+/// theirs (a parent failed by its child tells its own parent), as far as it goes. A delivery
+/// that fails leaves its messages for a later pass.
+pub fn deliver_all(conn: &Connection, env: &mut Env) {
+    if !std::mem::take(&mut env.outbox_pending) {
+        return;
+    }
+    let home = env.queue.clone();
+    let mut senders = vec![home.clone()];
+    let mut passes = 0;
+    while let Some(sender) = senders.pop() {
+        passes += 1;
+        if passes > 256 {
+            break;
+        }
+        let next = if sender == home {
+            deliver_from(conn, &sender, env)
+        } else {
+            with_link(env, &sender, |link, env| {
+                Ok(deliver_from(link, &sender, env))
+            })
+            .unwrap_or_default()
+        };
+        senders.extend(next);
+    }
+}
+
+/// Delivers one sender's outbox, target by target; returns the targets whose own outbox now
+/// holds messages.
+fn deliver_from(conn: &Connection, sender: &str, env: &mut Env) -> Vec<String> {
+    let Ok(source) = sender_id(conn, env, sender) else {
+        env.outbox_pending = true;
+        return Vec::new();
+    };
+    let rows: Vec<(i64, String, String)> = match conn
+        .prepare_cached("SELECT seq, target, body FROM flow_outbox ORDER BY seq LIMIT 10000")
+        .and_then(|mut stmt| {
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect()
+        }) {
+        Ok(rows) => rows,
+        Err(_) => {
+            env.outbox_pending = true;
+            return Vec::new();
+        }
+    };
+    // Runs of messages to one target, in the order they were written: a flow's parents reach
+    // their queues before any child of theirs elsewhere can run.
+    let mut runs: Vec<(String, Vec<(i64, &str)>)> = Vec::new();
+    for (seq, target, body) in &rows {
+        match runs.last_mut() {
+            Some((last, messages)) if last == target => messages.push((*seq, body.as_str())),
+            _ => runs.push((target.clone(), vec![(*seq, body.as_str())])),
+        }
+    }
+    let mut onward = Vec::new();
+    for (target, messages) in runs {
+        let delivered = with_link(env, &target, |link, env| {
+            let last = apply_all(link, &target, &source, sender, &messages, env)?;
+            Ok((last, has_outbox(link)))
+        });
+        let Ok((last, more)) = delivered else {
+            // Later messages wait too, so their order holds.
+            env.outbox_pending = true;
+            break;
+        };
+        let cleared = conn
+            .prepare_cached("DELETE FROM flow_outbox WHERE target = ?1 AND seq <= ?2")
+            .and_then(|mut stmt| stmt.execute(rusqlite::params![target, last]));
+        if cleared.is_err() {
+            env.outbox_pending = true;
+        }
+        if more && !onward.contains(&target) {
+            onward.push(target);
+        }
+    }
+    onward
+}
+
+/// Applies, in one transaction on `target`'s file, the messages from `source` it has not
+/// applied yet; returns the last one's number.
+fn apply_all(
+    conn: &Connection,
+    target: &str,
+    source: &str,
+    sender: &str,
+    messages: &[(i64, &str)],
+    env: &Env,
+) -> CoreResult<i64> {
+    exec(conn, "BEGIN IMMEDIATE")?;
+    let applied = (|| {
+        let last: i64 = conn
+            .query_row(
+                "SELECT last_seq FROM flow_inbox WHERE source = ?1",
+                [source],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(sql)?
+            .unwrap_or(0);
+        let mut here = Env::new(target, env.max_payload_bytes, env.max_events);
+        here.dir = env.dir.clone();
+        let mut newest = last;
+        for &(seq, body) in messages.iter().filter(|(seq, _)| *seq > last) {
+            newest = seq;
+            // A message that cannot apply (its JSON, a job that is gone) changes nothing and
+            // does not hold up the ones after it.
+            let Ok(message) = serde_json::from_str::<Message>(body) else {
+                continue;
+            };
+            exec(conn, "SAVEPOINT message")?;
+            if apply(conn, &mut here, sender, message).is_err() {
+                exec(conn, "ROLLBACK TO message")?;
+            }
+            exec(conn, "RELEASE message")?;
+            here.flow_removed.clear();
+        }
+        conn.prepare_cached("INSERT OR REPLACE INTO flow_inbox (source, last_seq) VALUES (?1, ?2)")
+            .and_then(|mut stmt| stmt.execute(rusqlite::params![source, newest]))
+            .map_err(sql)?;
+        rows::trim_events(conn, here.max_events)?;
+        Ok(messages.last().map_or(last, |(seq, _)| *seq))
+    })();
+    match applied {
+        Ok(last) => exec(conn, "COMMIT").map(|()| last),
+        Err(e) => {
+            let _ = exec(conn, "ROLLBACK");
+            Err(e)
+        }
+    }
+}
+
+/// Applies one message from queue `sender` here.
+fn apply(conn: &Connection, env: &mut Env, sender: &str, message: Message) -> CoreResult<()> {
+    let child_of = |id: String| ParentRef {
+        queue: sender.to_owned(),
+        id,
+    };
+    match message {
+        Message::Child {
+            parent,
+            child,
+            outcome,
+            at,
+        } => flow::apply_here(conn, env, &parent, &child_of(child), outcome, at).map(drop),
+        Message::Rejoin { parent, child } => flow::rejoin(conn, &parent, &child_of(child)),
+        Message::Create { jobs, deps, at } => {
+            let mut waiting = false;
+            for job in jobs {
+                if rows::state(conn, &job.id)?.is_some() {
+                    continue; // taken since it was reserved: that child is not created
+                }
+                let seq = rows::reserve(conn, "seq", 1)?;
+                let new = NewJob {
+                    name: job.name,
+                    data: job.data,
+                    options: job.options,
+                };
+                let created = ops::create_as(conn, env, &new, &job.id, seq, job.hold, at)?;
+                waiting |= created.state == crate::jobs::model::JobState::Waiting;
+            }
+            for (parent, child) in deps {
+                flow::depend(conn, &parent, &child)?;
+            }
+            if waiting {
+                set_meta(conn, "drained", None)?;
+            }
+            Ok(())
+        }
+        Message::Remove { child, at } => match manage::remove(conn, env, &child, at) {
+            Ok(()) | Err(CoreError::Refused(_) | CoreError::JobNotFound(_)) => Ok(()),
+            Err(other) => Err(other),
+        },
+    }
+}

@@ -28,6 +28,7 @@ import pytest
 from lanemq import (
     Backoff,
     ConfigError,
+    FlowJob,
     Job,
     JobStateError,
     JobWorker,
@@ -281,6 +282,40 @@ async def test_two_worker_processes_complete_every_job_once(
             assert job.attempts_made == 1
     finally:
         await queue.obliterate(force=True)
+
+
+async def test_worker_processes_release_a_parent_in_a_queue_they_never_opened(
+    redis_url: str, tmp_path: Path, spawn: Spawn
+) -> None:
+    # The workers only know the queue "shared": completing a child asks for its parent's
+    # queue's keys (LANEMQ_NEED_QUEUE), which their client links before anything is written.
+    prefix = redis_prefix()
+    parents = RedisJobQueue("parents", redis_url, prefix=prefix)
+    kids = RedisJobQueue("shared", redis_url, prefix=prefix)
+    flows = [
+        await parents.add_flow(
+            FlowJob(
+                "root", {"n": n}, children=[FlowJob("kid", i, queue="shared") for i in range(60)]
+            )
+        )
+        for n in range(3)
+    ]
+    ids = {kid.job.id for root in flows for kid in root.children}
+    assert len(ids) == 180
+    try:
+        await race_shared_workers(spawn, SHARED_WORKER, [redis_url, prefix], tmp_path, ids)
+        for root in flows:
+            assert await parents.get_state(root.job.id) == "waiting"
+            assert len(await parents.get_children_values(root.job.id)) == 60
+        released = [
+            e.job_id
+            for e in await parents.read_events()
+            if e.event == "waiting" and e.fields.get("prev") == "waiting-children"
+        ]
+        assert sorted(released) == sorted(root.job.id for root in flows)
+    finally:
+        await parents.obliterate(force=True)
+        await kids.obliterate(force=True)
 
 
 # ---------------------------------------------- a killed worker's jobs are recovered

@@ -46,7 +46,8 @@ local function block_base(name)
   end
   local base = block_bases[name]
   if base then return base end
-  local hex_name = string.gsub(name, ".", function(c) return string.format("%02x", string.byte(c)) end)
+  local hex_name = string.gsub(name, ".",
+    function(c) return string.format("%02x", string.byte(c)) end)
   error(redis.error_reply("LANEMQ_NEED_QUEUE " .. hex_name))
 end
 

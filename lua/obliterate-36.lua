@@ -12,5 +12,6 @@ if redis.call("HGET", META, "paused") ~= "1" then
 end
 local active = redis.call("ZCARD", ACTIVE)
 if not force and active > 0 then return {"active", active} end
-redis.call("DEL", unpack(KEYS))
+-- This queue's keys only: the blocks after them belong to queues linked by flows.
+redis.call("DEL", unpack(KEYS, 1, BLOCK))
 return {"ok"}

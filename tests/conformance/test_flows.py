@@ -517,6 +517,20 @@ async def test_add_children_into_another_queue_parks_the_parent(
     assert await queue.get_children_values(parent.id) == {key(other, kid): "kid"}
 
 
+async def test_obliterating_a_parents_queue_leaves_its_childrens_queue(
+    queue: JobQueue, sibling: Callable[[str], JobQueue]
+) -> None:
+    other = sibling("kids")
+    root = await queue.add_flow(
+        FlowJob("root", children=[FlowJob("kid", queue=other.name), FlowJob("near")]), now=T
+    )
+    await queue.obliterate(force=True)
+    assert await queue.get_job(root.job.id) is None
+    # The orphan runs on its own.
+    assert await finish_all(other, T + 1) == ["kid"]
+    assert await other.get_job_counts("completed") == {"completed": 1}
+
+
 async def test_a_queue_of_the_same_name_in_the_group_shares_the_store(
     queue: JobQueue, sibling: Callable[[str], JobQueue]
 ) -> None:

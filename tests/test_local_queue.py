@@ -367,45 +367,55 @@ async def _locked(spawn: Spawn, path: Path) -> AsyncIterator[None]:
         assert await locker.line() == "released", locker.stderr()
 
 
-async def _claim_kid(kids: LocalJobQueue) -> Job:
-    (kid,) = await kids.claim("w", lease=60.0)
-    assert kid.lock_token is not None
-    return kid
+@dataclass
+class _OneKidFlow:
+    """A parent in queue "parents" with one child in queue "kids" (its own file), claimed."""
+
+    parents: LocalJobQueue
+    kids: LocalJobQueue
+    root: str
+    kid: Job
+
+    @classmethod
+    async def add(cls, tmp_path: Path) -> _OneKidFlow:
+        parents, kids = LocalJobQueue("parents", tmp_path), LocalJobQueue("kids", tmp_path)
+        root = await parents.add_flow(FlowJob("root", children=[FlowJob("kid", queue="kids")]))
+        (kid,) = await kids.claim("w", lease=60.0)
+        return cls(parents, kids, root.job.id, kid)
+
+    async def complete_kid(self) -> None:
+        await self.kids.complete(self.kid.id, self.kid.lock_token or "", "done")
 
 
 async def test_a_flow_message_held_back_is_delivered_by_a_later_pass(
     tmp_path: Path, spawn: Spawn
 ) -> None:
-    parents, kids = LocalJobQueue("parents", tmp_path), LocalJobQueue("kids", tmp_path)
-    root = await parents.add_flow(FlowJob("root", children=[FlowJob("kid", queue="kids")]))
-    kid = await _claim_kid(kids)
-    async with _locked(spawn, parents.path):
-        await kids.complete(kid.id, kid.lock_token or "", "done")
+    flow = await _OneKidFlow.add(tmp_path)
+    async with _locked(spawn, flow.parents.path):
+        await flow.complete_kid()
     # The completion is durable; what it means for the parent waits in the kids' outbox until
     # the kids' writer runs again (any operation, or the stall pass every worker runs).
-    assert await parents.get_state(root.job.id) == "waiting_children"
-    await kids.recover_stalled()
-    assert await parents.get_state(root.job.id) == "waiting"
-    assert await parents.get_children_values(root.job.id) == {f"kids:{kid.id}": "done"}
-    await parents.close()
-    await kids.close()
+    assert await flow.parents.get_state(flow.root) == "waiting_children"
+    await flow.kids.recover_stalled()
+    assert await flow.parents.get_state(flow.root) == "waiting"
+    assert await flow.parents.get_children_values(flow.root) == {f"kids:{flow.kid.id}": "done"}
+    await flow.parents.close()
+    await flow.kids.close()
 
 
 async def test_a_flow_message_left_by_a_closed_writer_is_delivered_when_reopened(
     tmp_path: Path, spawn: Spawn
 ) -> None:
-    parents, kids = LocalJobQueue("parents", tmp_path), LocalJobQueue("kids", tmp_path)
-    root = await parents.add_flow(FlowJob("root", children=[FlowJob("kid", queue="kids")]))
-    kid = await _claim_kid(kids)
-    async with _locked(spawn, parents.path):
-        await kids.complete(kid.id, kid.lock_token or "", "done")
-        await kids.close()  # as a crash would, the writer stops with the message undelivered
-    assert await parents.get_state(root.job.id) == "waiting_children"
+    flow = await _OneKidFlow.add(tmp_path)
+    async with _locked(spawn, flow.parents.path):
+        await flow.complete_kid()
+        await flow.kids.close()  # as a crash would, the writer stops with the message undelivered
+    assert await flow.parents.get_state(flow.root) == "waiting_children"
     reopened = LocalJobQueue("kids", tmp_path)
-    assert await reopened.get_state(kid.id) == "completed"  # its writer delivered on start
-    assert await parents.get_state(root.job.id) == "waiting"
+    assert await reopened.get_state(flow.kid.id) == "completed"  # its writer delivered on start
+    assert await flow.parents.get_state(flow.root) == "waiting"
     await reopened.close()
-    await parents.close()
+    await flow.parents.close()
 
 
 # ------------------------------------------------- a killed worker's jobs are recovered

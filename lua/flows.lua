@@ -185,15 +185,34 @@ end
 
 -- Before a finished child is retried by hand: counted again while its parent still waits for
 -- its children (flow.rs retry_rejoins); otherwise it runs detached.
-local function rejoin(parent_id, child_key, child_queue)
-  if tonumber(get("state", parent_id)) ~= CHILDREN_STATE then return end
+local flow_on_retry
+
+-- A child retried by hand: its parent waits for it again if it still waits for children, or
+-- if it failed because of this child (flow.rs on_retry): then its failure is undone and its
+-- own parent hears of it as of a retried child.
+local function rejoin(parent_id, child_key, child_id, child_queue)
+  local state = tonumber(get("state", parent_id))
+  if state == FAILED_STATE then
+    local reason = get("reason", parent_id) or ""
+    local cause = "child " .. child_id .. " failed: "
+    if string.sub(reason, 1, #cause) ~= cause then return end
+    redis.call("ZREM", FAILED, hex(num("seq", parent_id)) .. parent_id)
+    set("state", parent_id, CHILDREN_STATE)
+    set("finished", parent_id, nil)
+    set("reason", parent_id, nil)
+    redis.call("ZADD", CHILDREN, NOW_TEXT, hex(num("seq", parent_id)) .. parent_id)
+    emit("waiting-children", parent_id, "prev", "failed")
+    flow_on_retry(parent_id, get("opts", parent_id))
+  elseif state ~= CHILDREN_STATE then
+    return
+  end
   dep_put(dep_prefix(parent_id), child_key, UNPROCESSED, child_queue)
 end
 
-local function flow_on_retry(id, opts_json)
+flow_on_retry = function(id, opts_json)
   local parent = parent_of(opts_json)
   if not parent then return end
-  in_queue(parent.queue, rejoin, parent.id, home() .. ":" .. id, home())
+  in_queue(parent.queue, rejoin, parent.id, home() .. ":" .. id, id, home())
 end
 
 -------------------------------------------------------------------------------- removing

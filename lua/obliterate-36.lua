@@ -6,12 +6,30 @@
 -- limit and no active cap. Returns {"ok"}.
 local now, max_events, force = tonumber(ARGV[1]), ARGV[2], ARGV[3] == "1"
 
+-- Unfinished children of parents in other queues leave them (lua/flows.lua); parents here go
+-- with the queue. Found (and the other queues' keys checked) before anything is written.
+local orphans = {}
+if home() then
+  for _, set_key in ipairs({WAITING, DELAYED, ACTIVE, CHILDREN}) do
+    local ids = {}
+    for _, m in ipairs(redis.call("ZRANGE", set_key, 0, -1)) do ids[#ids + 1] = string.sub(m, 15) end
+    for i, opts_json in ipairs(mget("opts", ids)) do
+      local parent = parent_of(opts_json)
+      if parent and parent.queue ~= home() then
+        need_chain(opts_json)
+        orphans[#orphans + 1] = {parent, ids[i]}
+      end
+    end
+  end
+end
+
 if redis.call("HGET", META, "paused") ~= "1" then
   redis.call("HSET", META, "paused", "1")
   emit("paused")
 end
 local active = redis.call("ZCARD", ACTIVE)
 if not force and active > 0 then return {"active", active} end
+for _, orphan in ipairs(orphans) do flow_apply(orphan[1], orphan[2], "removed") end
 -- This queue's keys only: the blocks after them belong to queues linked by flows.
 redis.call("DEL", unpack(KEYS, 1, BLOCK))
 return {"ok"}

@@ -292,6 +292,61 @@ async def test_a_retried_child_counts_again_while_its_parent_waits(queue: JobQue
     assert len(await queue.get_children_values(root.job.id)) == 2
 
 
+async def test_retrying_the_child_that_failed_its_parents_reopens_them(
+    queue: JobQueue, sibling: Callable[[str], JobQueue]
+) -> None:
+    # The failure climbed root <- mid (another queue) <- leaf; retrying the leaf undoes it.
+    mids = sibling("mids")
+    root = await queue.add_flow(
+        FlowJob(
+            "root",
+            children=[
+                FlowJob("mid", queue=mids.name, children=[FlowJob("leaf", queue=queue.name)]),
+                FlowJob("other"),
+            ],
+        ),
+        now=T,
+    )
+    mid = root.children[0].job
+    leaf = await fail_one(queue, "leaf", T + 1)
+    assert await state(queue, root.job.id) == "failed"
+    await queue.retry_job(leaf.id, now=T + 2)
+    assert await state(mids, mid.id) == "waiting_children"
+    reopened = await queue.get_job(root.job.id)
+    assert reopened is not None and reopened.state == "waiting_children"
+    assert reopened.failed_reason is None and reopened.finished_on is None
+    assert (await mids.get_dependencies(mid.id)).unprocessed == [key(queue, leaf)]
+    assert (await queue.get_dependencies(root.job.id)).failed == {}
+    assert sorted(await finish_all(queue, T + 3)) == ["leaf", "other"]
+    assert await finish_all(mids, T + 4) == ["mid"]
+    assert await finish_all(queue, T + 5) == ["root"]
+    assert await state(queue, root.job.id) == "completed"
+
+
+async def test_a_retried_child_leaves_a_parent_that_failed_for_another_reason(
+    queue: JobQueue,
+) -> None:
+    root = await queue.add_flow(
+        FlowJob(
+            "root",
+            children=[FlowJob("a"), FlowJob("b", options={"continue_parent_on_failure": True})],
+        ),
+        now=T,
+    )
+    b = await fail_one(queue, "b", T + 1)  # continue: the parent runs at once
+    jobs = await claim(queue, T + 2)
+    assert sorted(j.name for j in jobs) == ["a", "root"]
+    for job in jobs:
+        if job.name == "root":
+            await queue.fail(job.id, job.lock_token or "", "own", retry=False, now=T + 2)
+        else:
+            await queue.complete(job.id, job.lock_token or "", "a", now=T + 2)
+    await queue.retry_job(b.id, now=T + 3)
+    assert await state(queue, root.job.id) == "failed"  # for its own reason: it stays so
+    assert await finish_all(queue, T + 4) == ["b"]
+    assert await state(queue, root.job.id) == "failed"
+
+
 # ------------------------------------------------------------------------------ edits
 
 
@@ -529,6 +584,26 @@ async def test_obliterating_a_parents_queue_leaves_its_childrens_queue(
     # The orphan runs on its own.
     assert await finish_all(other, T + 1) == ["kid"]
     assert await other.get_job_counts("completed") == {"completed": 1}
+
+
+async def test_obliterating_a_childrens_queue_releases_their_parents(
+    queue: JobQueue, sibling: Callable[[str], JobQueue]
+) -> None:
+    other = sibling("kids")
+    root = await queue.add_flow(
+        FlowJob(
+            "root",
+            children=[
+                FlowJob("a", queue=other.name),
+                FlowJob("b", queue=other.name, options={"delay": 60.0}),
+            ],
+        ),
+        now=T,
+    )
+    assert await finish_all(other, T + 1) == ["a"]
+    await other.obliterate(force=True)  # b, still pending, goes: the parent waits no more
+    assert await state(queue, root.job.id) == "waiting"
+    assert await queue.get_children_values(root.job.id) == {key(other, root.children[0]): "a"}
 
 
 async def test_a_queue_of_the_same_name_in_the_group_shares_the_store(

@@ -7,6 +7,9 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, ConnectionAddr, IntoConnectionInfo};
 
+/// How long a command or script call may take before it fails as timed out.
+pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Whether the server may evict keys when full (a queue must not lose jobs to eviction).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EvictionPolicy {
@@ -65,10 +68,15 @@ pub async fn connect(url: &str, allow_eviction: bool) -> CoreResult<Connection> 
     let client = Client::open(url).map_err(|e| {
         CoreError::InvalidConfig(format!("invalid Redis URL for {address}: {}", e.kind_str()))
     })?;
-    // The first connection fails fast; once up, the manager reconnects by itself.
+    // The first connection fails fast; once up, the manager reconnects by itself. A reply may
+    // take long: a script that adds a big flow or bulk, or obliterates a big queue, on a busy
+    // server. redis-rs gives up after 500 ms by default, and a caller told "timed out" about a
+    // change that then happened may well make it twice; a dead server drops the connection
+    // instead, which fails at once.
     let config = ConnectionManagerConfig::new()
         .set_number_of_retries(1)
-        .set_connection_timeout(Some(Duration::from_secs(5)));
+        .set_connection_timeout(Some(Duration::from_secs(5)))
+        .set_response_timeout(Some(RESPONSE_TIMEOUT));
     let mut commands = client
         .get_connection_manager_with_config(config)
         .await

@@ -290,10 +290,30 @@ pub fn release_to(delay: Millis, now: Millis) -> (JobState, Millis) {
     }
 }
 
-/// Whether a retried child is counted again by its parent: only while the parent still waits
-/// for its children (BullMQ's rule); otherwise the retried child runs detached.
-pub fn retry_rejoins(parent_state: Option<JobState>) -> bool {
-    parent_state == Some(JobState::WaitingChildren)
+/// What a child retried by hand means for its parent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retried {
+    /// The parent still waits for children: the child is pending for it again (BullMQ's rule).
+    Rejoin,
+    /// The parent failed because of this child: it waits for it again, its failure undone
+    /// (and so up the tree, for the parents it failed in turn).
+    Reopen,
+    /// Otherwise the retried child runs on its own.
+    Detached,
+}
+
+/// What retrying the child `child_id` does to its parent, from the parent's state and failure
+/// reason (`None`: the parent is gone).
+pub fn on_retry(child_id: &str, parent: Option<(JobState, Option<&str>)>) -> Retried {
+    match parent {
+        Some((JobState::WaitingChildren, _)) => Retried::Rejoin,
+        Some((JobState::Failed, Some(reason)))
+            if reason.starts_with(&child_failed_reason(child_id, "")) =>
+        {
+            Retried::Reopen
+        }
+        _ => Retried::Detached,
+    }
 }
 
 /// Refuses `add_children` with nothing to add (the parent would wait for nothing).
@@ -454,9 +474,24 @@ mod tests {
     fn release_and_retry_rules() {
         assert_eq!(release_to(0, 100), (JobState::Waiting, 0));
         assert_eq!(release_to(50, 100), (JobState::Delayed, 150));
-        assert!(retry_rejoins(Some(JobState::WaitingChildren)));
-        assert!(!retry_rejoins(Some(JobState::Failed)));
-        assert!(!retry_rejoins(None));
+        let waiting = Some((JobState::WaitingChildren, None));
+        assert_eq!(on_retry("c", waiting), Retried::Rejoin);
+        let failed_by = |reason| Some((JobState::Failed, Some(reason)));
+        assert_eq!(
+            on_retry("c", failed_by("child c failed: boom")),
+            Retried::Reopen
+        );
+        // Failed by another child (whose id starts alike), or for its own reason.
+        assert_eq!(
+            on_retry("c", failed_by("child c2 failed: boom")),
+            Retried::Detached
+        );
+        assert_eq!(on_retry("c", failed_by("own")), Retried::Detached);
+        assert_eq!(
+            on_retry("c", Some((JobState::Completed, None))),
+            Retried::Detached
+        );
+        assert_eq!(on_retry("c", None), Retried::Detached);
         assert!(check_children_count("p", 0).is_err());
         assert!(check_children_count("p", 1).is_ok());
     }

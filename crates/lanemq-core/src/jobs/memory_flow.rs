@@ -14,7 +14,7 @@ use crate::error::{CoreError, CoreResult};
 use super::backend::NewJob;
 use super::flow::{
     self, AddedNode, ChildOutcome, Dependencies, DependencyCounts, FlowNode, ParentRef, Record,
-    Then,
+    Retried, Then,
 };
 use super::memory_backend::{finish, Queues};
 use super::model::{FinishedResult, Job, JobState, Millis};
@@ -156,8 +156,12 @@ impl MemoryStore {
         let child_key = event.child.key();
         let outcome = match event.change {
             Change::Retried => {
-                if !flow::retry_rejoins(Some(state)) {
-                    return false;
+                let reason = self.jobs[&key].failed_reason.as_deref();
+                let decision = flow::on_retry(&event.child.id, Some((state, reason)));
+                match decision {
+                    Retried::Detached => return false,
+                    Retried::Rejoin => {}
+                    Retried::Reopen => self.reopen_parent(&key, event.at),
                 }
                 let deps = self.flow.deps.entry(key).or_default();
                 deps.processed.remove(&child_key);
@@ -193,6 +197,22 @@ impl MemoryStore {
             }
         }
         true
+    }
+
+    /// A parent that failed because of a child retried by hand waits for its children again,
+    /// its failure undone; its own parent hears of it as of a retried child.
+    fn reopen_parent(&mut self, key: &JobId, now: Millis) {
+        self.transition(key, JobState::WaitingChildren, |job| {
+            job.finished_on = None;
+            job.failed_reason = None;
+        });
+        self.events.push(
+            now,
+            "waiting-children",
+            Some(key),
+            Some(("prev", "failed".into())),
+        );
+        self.tell_parent(key, Change::Retried, now);
     }
 
     /// A parent whose children are done: waiting, or delayed by its own delay from now.

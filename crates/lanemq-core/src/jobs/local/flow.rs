@@ -18,7 +18,7 @@ use crate::error::{CoreError, CoreResult};
 use crate::jobs::backend::NewJob;
 use crate::jobs::flow::{
     self, AddedNode, ChildOutcome, Dependencies, DependencyCounts, FlowNode, ParentRef, Record,
-    Then,
+    Retried, Then,
 };
 use crate::jobs::model::{Job, JobState, Millis};
 use crate::jobs::options::{check_payload, JobOptions};
@@ -90,6 +90,33 @@ pub fn on_delete(conn: &Connection, id: &str) -> CoreResult<()> {
         .and_then(|mut stmt| stmt.execute([id]))
         .map(|_| ())
         .map_err(sql)
+}
+
+/// Before an obliterate: unfinished children of parents in other queues leave them (the
+/// parents here go with the queue).
+pub fn on_obliterate(conn: &Connection, env: &mut Env, now: Millis) -> CoreResult<()> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT id, options FROM jobs WHERE state < 4 AND options LIKE '%\"parent\":{%'",
+        )
+        .map_err(sql)?;
+    let children = stmt
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+        .map_err(sql)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(sql)?;
+    drop(stmt);
+    for (id, options) in children {
+        let options: JobOptions = serde_json::from_str(&options)
+            .map_err(|e| CoreError::Storage(format!("job {id:?}: bad options: {e}")))?;
+        match options.parent {
+            Some(parent) if parent.queue != env.queue => {
+                apply(conn, env, &parent, &id, ChildOutcome::Removed, now)?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Obliterate: every dependency goes.
@@ -219,8 +246,8 @@ pub fn settle_removals(conn: &Connection, env: &mut Env, now: Millis) -> CoreRes
     Ok(())
 }
 
-/// Before `job` is retried by hand: counted again if its parent still waits for children.
-pub fn on_retry(conn: &Connection, env: &mut Env, job: &Job) -> CoreResult<()> {
+/// Before `job` is retried by hand (or, for a parent, reopened): its parent hears of it.
+pub fn on_retry(conn: &Connection, env: &mut Env, job: &Job, now: Millis) -> CoreResult<()> {
     let Some(parent) = &job.options.parent else {
         return Ok(());
     };
@@ -228,6 +255,7 @@ pub fn on_retry(conn: &Connection, env: &mut Env, job: &Job) -> CoreResult<()> {
         let message = Message::Rejoin {
             parent: parent.id.clone(),
             child: job.id.to_string(),
+            at: now,
         };
         return relay::send(conn, env, &parent.queue, &message);
     }
@@ -235,13 +263,41 @@ pub fn on_retry(conn: &Connection, env: &mut Env, job: &Job) -> CoreResult<()> {
         queue: env.queue.clone(),
         id: job.id.to_string(),
     };
-    rejoin(conn, &parent.id, &child)
+    rejoin(conn, env, &parent.id, &child, now)
 }
 
-/// `child` is pending again for `parent_id` here, if that still waits for its children.
-pub fn rejoin(conn: &Connection, parent_id: &str, child: &ParentRef) -> CoreResult<()> {
-    if !flow::retry_rejoins(rows::state(conn, parent_id)?) {
+/// `child` (of any queue) was retried by hand: its parent here waits for it again if it still
+/// waits for children, or if it failed because of it (then its failure is undone, and its own
+/// parent hears of it as of a retried child); see `flow::on_retry`.
+pub fn rejoin(
+    conn: &Connection,
+    env: &mut Env,
+    parent_id: &str,
+    child: &ParentRef,
+    now: Millis,
+) -> CoreResult<()> {
+    let Some(mut parent) = load(conn, parent_id)? else {
         return Ok(());
+    };
+    match flow::on_retry(
+        &child.id,
+        Some((parent.state, parent.failed_reason.as_deref())),
+    ) {
+        Retried::Detached => return Ok(()),
+        Retried::Rejoin => {}
+        Retried::Reopen => {
+            parent.finished_on = None;
+            parent.failed_reason = None;
+            transition(conn, &mut parent, JobState::WaitingChildren)?;
+            env.event(
+                conn,
+                now,
+                "waiting-children",
+                Some(parent_id),
+                Some(("prev", "failed")),
+            )?;
+            on_retry(conn, env, &parent, now)?;
+        }
     }
     put(conn, parent_id, child, UNPROCESSED, None)
 }

@@ -207,7 +207,7 @@ pub fn retry_job(conn: &Connection, env: &mut Env, id: &str, now: Millis) -> Cor
         "failed or completed",
     )?;
     dedup::on_retry(conn, &job, now)?;
-    flow::on_retry(conn, env, &job)?;
+    flow::on_retry(conn, env, &job, now)?;
     let prev = job.state.as_str();
     job.attempts_made = 0;
     job.stalled_count = 0;
@@ -458,6 +458,7 @@ pub fn obliterate(
             "cannot obliterate a queue with {active} active jobs (use force=True)"
         )));
     }
+    flow::on_obliterate(conn, env, now)?;
     let ids = ids_where(conn, "SELECT id FROM jobs", [])?;
     for id in ids {
         env.finished.push((id, FinishedResult::Missing));

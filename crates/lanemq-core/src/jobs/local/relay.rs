@@ -42,7 +42,11 @@ pub enum Message {
     },
     /// A child in the sender's queue was retried: counted again if its parent here still
     /// waits for children.
-    Rejoin { parent: String, child: String },
+    Rejoin {
+        parent: String,
+        child: String,
+        at: Millis,
+    },
     /// Jobs of a flow added on the sender's queue, to create here under the ids reserved for
     /// them, and the children (anywhere) that parents here wait for.
     Create {
@@ -287,7 +291,9 @@ fn apply(conn: &Connection, env: &mut Env, sender: &str, message: Message) -> Co
             outcome,
             at,
         } => flow::apply_here(conn, env, &parent, &child_of(child), outcome, at).map(drop),
-        Message::Rejoin { parent, child } => flow::rejoin(conn, &parent, &child_of(child)),
+        Message::Rejoin { parent, child, at } => {
+            flow::rejoin(conn, env, &parent, &child_of(child), at)
+        }
         Message::Create { jobs, deps, at } => {
             let mut waiting = false;
             for job in jobs {

@@ -1,4 +1,6 @@
--- Shared by every lanemq script (prepended when a script is loaded; see crates/lanemq-redis).
+-- Shared by every lanemq script: a script is loaded with the helpers of this file (and of
+-- jobs.lua, flows.lua, schedulers.lua) that it reaches, in front of it (see
+-- crates/lanemq-redis/src/compose.rs: keep helpers at the top level).
 -- Every script receives the same KEYS, in this order (see README.md for what each holds), for
 -- its queue and then, for flows spanning queues, the same 36 for each queue linked to it
 -- (lua/flows.lua). The names below are the keys of the queue the script is working in: bind()

@@ -1,5 +1,6 @@
--- Shared by the scripts that create, finish or remove jobs (after common.lua; see
--- crates/lanemq-redis/src/scripts.rs): creating jobs, dedup keys, failing for good.
+-- Helpers for the scripts that create, finish or remove jobs (after common.lua; each script
+-- gets those it reaches, see crates/lanemq-redis/src/compose.rs): creating jobs, dedup keys,
+-- failing for good, completing, claiming.
 
 -- Creates jobs from specs {name, data, opts (JSON), id ("" = automatic), prio (text), lifo,
 -- delay (ms), hold (a flow's parent: waits for its children first)}, validated by the client. A custom id that exists, or repeats an earlier spec,
@@ -247,7 +248,7 @@ end
 -- Tells a finished job's parent, if it has one (`flow_on_finish(id, opts_json, outcome,
 -- value)`, outcome "completed" or "failed"), and checks before anything is written that the
 -- script has the keys of the queues that may reach (`need_chain(opts_json)`): defined by
--- lua/flows.lua, loaded after this file.
+-- lua/flows.lua, after this file (a script that reaches them gets those definitions).
 local flow_on_finish, need_chain
 
 -- Fails an (unlocked) job for good: failed set, events, dedup key, retention

@@ -384,23 +384,22 @@ local function claim_jobs(worker, lease, max_jobs, seed)
       zadd(ACTIVE, active)
       reserve_events(#ids)
       for _, id in ipairs(ids) do emit("active", id, "prev", "waiting") end
-      local columns = {}
-      for _, field in ipairs({"name", "data", "opts", "prio", "ord", "created", "delay", "stalled",
-          "progress", "reason", "trace"}) do
-        columns[field] = mget(field, ids)
-      end
+      local name, data, opts, prio = mget("name", ids), mget("data", ids), mget("opts", ids),
+        mget("prio", ids)
+      local ord, created, delay, stalled = mget("ord", ids), mget("created", ids),
+        mget("delay", ids), mget("stalled", ids)
+      local progress, reason, trace = mget("progress", ids), mget("reason", ids),
+        mget("trace", ids)
       for i, id in ipairs(ids) do
-        local c = function(field) return columns[field][i] end
-        claimed[i] = {id, c("name"), c("data"), c("opts"), c("prio"), c("ord"), seqs[i],
-          c("created"), c("delay"), attempts[i], c("stalled"), c("progress"), c("reason"),
-          c("trace"), tokens[2 * i]}
+        claimed[i] = {id, name[i], data[i], opts[i], prio[i], ord[i], seqs[i], created[i],
+          delay[i], attempts[i], stalled[i], progress[i], reason[i], trace[i], tokens[2 * i]}
       end
       -- Occurrences of job schedulers produce their next ones after the loop, so a claim never
       -- claims the occurrence it produced. Only options naming a scheduler are decoded.
       for i, id in ipairs(ids) do
-        local opts = columns.opts[i]
-        if string.find(opts, '"scheduler"', 1, true) then
-          local key = cjson.decode(opts).scheduler
+        local json = opts[i]
+        if string.find(json, '"scheduler"', 1, true) then
+          local key = cjson.decode(json).scheduler
           if type(key) == "string" then scheduler_on_claim(key, id) end
         end
       end

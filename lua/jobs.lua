@@ -344,10 +344,12 @@ local function claim_jobs(worker, lease, max_jobs, seed)
     to_waiting(id, false, cjson.decode(get("opts", id)).lifo)
     emit("waiting", id, "prev", "delayed")
   end
-  if redis.call("HGET", META, "paused") == "1" then return {} end
+  -- The settings in one read (promotions change none of them).
+  local settings = redis.call("HMGET", META, "paused", "rate_max", "max_active")
+  if settings[1] == "1" then return {} end
 
   local allowed = max_jobs
-  local rate_max = tonumber(redis.call("HGET", META, "rate_max") or "0")
+  local rate_max = tonumber(settings[2] or "0")
   if rate_max > 0 then
     local duration = tonumber(redis.call("HGET", META, "rate_duration"))
     local start = tonumber(redis.call("HGET", META, "rate_start") or "0")
@@ -356,7 +358,7 @@ local function claim_jobs(worker, lease, max_jobs, seed)
     end
     allowed = math.min(allowed, rate_max - tonumber(redis.call("HGET", META, "rate_count") or "0"))
   end
-  local max_active = tonumber(redis.call("HGET", META, "max_active") or "0")
+  local max_active = tonumber(settings[3] or "0")
   if max_active > 0 then
     allowed = math.min(allowed, max_active - redis.call("ZCARD", ACTIVE))
   end
@@ -405,8 +407,11 @@ local function claim_jobs(worker, lease, max_jobs, seed)
       end
     end
     if rate_max > 0 then redis.call("HINCRBY", META, "rate_count", #claimed) end
-    -- Jobs left over: wake another idle worker (each wake-up pops the marker for one).
-    if #claimed > 0 and redis.call("ZCARD", WAITING) > 0 then wake(0) end
+    -- Jobs left over: wake another idle worker (each wake-up pops the marker for one). As
+    -- wake(0) does, without reading again whether the queue is paused: it is not.
+    if #claimed > 0 and redis.call("ZCARD", WAITING) > 0 then
+      redis.call("ZADD", MARKER, "LT", 0, "w")
+    end
   end
   if #claimed == 0 and redis.call("ZCARD", WAITING) == 0 and not redis.call("HGET", META, "drained") then
     redis.call("HSET", META, "drained", "1")

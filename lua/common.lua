@@ -43,6 +43,13 @@ local MAX_EVENTS_N = tonumber(MAX_EVENTS) or 0
 local WAITING_STATE, DELAYED_STATE, ACTIVE_STATE, CHILDREN_STATE, COMPLETED_STATE, FAILED_STATE =
   0, 1, 2, 3, 4, 5
 
+-- The helpers from here on, and the script's body after them, run in one function nested in
+-- the script (compose.rs): the names above are its upvalues. Making a closure searches the
+-- upvalues captured so far for each local it captures (Lua 5.1's luaF_findupval walks them,
+-- ~12 instructions a step), while an upvalue of the enclosing function is copied: every
+-- helper captures the keys, F and NOW. Keep only such plain names above (30 of them: a
+-- function may have 60 upvalues).
+-- compose: nested from here
 local function get(field, id) return redis.call("HGET", F[field], id) end
 local function num(field, id) return tonumber(redis.call("HGET", F[field], id) or "0") end
 local function set(field, id, value)

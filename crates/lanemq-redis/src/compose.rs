@@ -14,8 +14,18 @@
 //! one costs a helper, not an error). All statements defining a needed name are kept: the
 //! declaration `local flow_on_finish, need_chain` and the later `need_chain = function`. A
 //! statement that defines nothing (`bind(0)`) is always kept.
+//!
+//! From the statement under the line `-- compose: nested from here` (in `common.lua`) on, the
+//! statements and the body run in one function nested in the script, `return (function() ...
+//! end)()`: the names defined above it are that function's upvalues. Lua 5.1 makes a closure
+//! by finding each captured local among the open upvalues (a walk past every local captured
+//! so far), but copies an upvalue of the enclosing function; every helper captures some of the
+//! keys, `F` or `NOW`, the first names defined.
 
 use std::collections::{HashMap, HashSet};
+
+/// The line above the first statement that runs in the nested function.
+pub const NESTED_FROM: &str = "-- compose: nested from here";
 
 /// One top-level statement of a helper file, with the comments just above it.
 struct Statement<'a> {
@@ -28,6 +38,8 @@ pub struct Prelude<'a> {
     statements: Vec<Statement<'a>>,
     /// name -> indices of the statements defining it
     definers: HashMap<&'a str, Vec<usize>>,
+    /// The first statement of the nested function (past the last when there is none).
+    nested: usize,
 }
 
 fn is_name_start(c: u8) -> bool {
@@ -214,9 +226,14 @@ impl<'a> Prelude<'a> {
                 definers.entry(name).or_default().push(k);
             }
         }
+        let nested = statements
+            .iter()
+            .position(|s| s.text.lines().any(|line| line.trim_end() == NESTED_FROM))
+            .unwrap_or(statements.len());
         Prelude {
             statements,
             definers,
+            nested,
         }
     }
 
@@ -244,15 +261,36 @@ impl<'a> Prelude<'a> {
                 );
             }
         }
+        let nested = self.nested < self.statements.len();
         let mut out = String::new();
-        for (statement, _) in self.statements.iter().zip(&needed).filter(|(_, &n)| n) {
-            out.push_str(statement.text);
+        for (k, statement) in self.statements.iter().enumerate() {
+            if nested && k == self.nested {
+                out.push_str("return (function()\n");
+            }
+            if needed[k] {
+                out.push_str(statement.text);
+            }
         }
         if !out.ends_with('\n') {
             out.push('\n');
         }
         out.push_str(body);
+        if nested {
+            if !out.ends_with('\n') {
+                out.push('\n');
+            }
+            out.push_str("end)()\n");
+        }
         out
+    }
+
+    /// The names defined above the nested function (its upvalues, at most).
+    #[cfg(test)]
+    pub fn outer_names(&self) -> Vec<&'a str> {
+        self.statements[..self.nested]
+            .iter()
+            .flat_map(|s| s.defines.iter().copied())
+            .collect()
     }
 }
 
@@ -298,6 +336,25 @@ mod tests {
             prelude.compose("return h()"),
             "-- header\nlocal A, B\nlocal function g() return B end\nsetup()\nlocal h\n\
              h = function() return g() end\nreturn h()"
+        );
+    }
+
+    #[test]
+    fn runs_the_helpers_and_body_nested_from_the_marker() {
+        let common = "local A\nlocal function f() return A end\n-- compose: nested from here\n\
+                      local function g() return f() end\nlocal function unused() end\n";
+        let prelude = Prelude::new(&[common, "local function h() return A end\n"]);
+        assert_eq!(prelude.outer_names(), ["A", "f"]);
+        assert_eq!(
+            prelude.compose("return g()"),
+            "local A\nlocal function f() return A end\nreturn (function()\n\
+             -- compose: nested from here\nlocal function g() return f() end\nreturn g()\n\
+             end)()\n"
+        );
+        // Nothing of the nested part needed: only the body runs nested.
+        assert_eq!(
+            prelude.compose("return A"),
+            "local A\nreturn (function()\nreturn A\nend)()\n"
         );
     }
 }

@@ -113,4 +113,21 @@ mod tests {
         // bind(0) comes with every script.
         assert!(renew.contains("\nbind(0)\n"));
     }
+
+    #[test]
+    fn the_nested_function_stays_within_lua_limits() {
+        // Its upvalues are at most the names defined above it: Lua 5.1 allows 60.
+        let outer = PRELUDE.outer_names();
+        assert!(outer.contains(&"F") && outer.contains(&"NOW"), "{outer:?}");
+        assert!(
+            outer.len() < 60,
+            "{} names above the nested function",
+            outer.len()
+        );
+        for name in ["renew", "complete_claim"] {
+            let text = script(name);
+            assert!(text.contains("\nreturn (function()\n"), "{name}");
+            assert!(text.ends_with("\nend)()\n"), "{name}");
+        }
+    }
 }

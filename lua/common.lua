@@ -1,4 +1,6 @@
--- Shared by every lanemq script (prepended when a script is loaded; see crates/lanemq-redis).
+-- Shared by every lanemq script: a script is loaded with the helpers of this file (and of
+-- jobs.lua, flows.lua, schedulers.lua) that it reaches, in front of it (see
+-- crates/lanemq-redis/src/compose.rs: keep helpers at the top level).
 -- Every script receives the same KEYS, in this order (see README.md for what each holds), for
 -- its queue and then, for flows spanning queues, the same 36 for each queue linked to it
 -- (lua/flows.lua). The names below are the keys of the queue the script is working in: bind()
@@ -41,6 +43,13 @@ local MAX_EVENTS_N = tonumber(MAX_EVENTS) or 0
 local WAITING_STATE, DELAYED_STATE, ACTIVE_STATE, CHILDREN_STATE, COMPLETED_STATE, FAILED_STATE =
   0, 1, 2, 3, 4, 5
 
+-- The helpers from here on, and the script's body after them, run in one function nested in
+-- the script (compose.rs): the names above are its upvalues. Making a closure searches the
+-- upvalues captured so far for each local it captures (Lua 5.1's luaF_findupval walks them,
+-- ~12 instructions a step), while an upvalue of the enclosing function is copied: every
+-- helper captures the keys, F and NOW. Keep only such plain names above (30 of them: a
+-- function may have 60 upvalues).
+-- compose: nested from here
 local function get(field, id) return redis.call("HGET", F[field], id) end
 local function num(field, id) return tonumber(redis.call("HGET", F[field], id) or "0") end
 local function set(field, id, value)
@@ -49,19 +58,30 @@ local function set(field, id, value)
 end
 
 -- One command for one field of many jobs: the layout's point (a hash per field). Arguments go
--- out in chunks, as unpack() is bounded by Lua's C stack.
+-- out in chunks, as unpack() is bounded by Lua's C stack. No closure per call: these run a
+-- dozen times in every claim or completion, and each closure is garbage for the GC.
 local CHUNK = 500
-local function each_chunk(items, width, fn)
-  for first = 1, #items, CHUNK * width do
-    fn(unpack(items, first, math.min(first + CHUNK * width - 1, #items)))
+-- `command key items...`, once per chunk of at most CHUNK * width items; none for no items.
+local function chunked(command, key, items, width)
+  local n, step = #items, CHUNK * width
+  if n <= step then
+    if n > 0 then redis.call(command, key, unpack(items)) end
+    return
+  end
+  for first = 1, n, step do
+    redis.call(command, key, unpack(items, first, math.min(first + step - 1, n)))
   end
 end
 -- The hash's value for each of `ids` (false when absent), in order.
 local function hmget(key, ids)
+  local n = #ids
+  if n == 0 then return {} end
+  if n <= CHUNK then return redis.call("HMGET", key, unpack(ids)) end
   local out = {}
-  each_chunk(ids, 1, function(...)
-    for _, v in ipairs(redis.call("HMGET", key, ...)) do out[#out + 1] = v end
-  end)
+  for first = 1, n, CHUNK do
+    local last = math.min(first + CHUNK - 1, n)
+    for _, v in ipairs(redis.call("HMGET", key, unpack(ids, first, last))) do out[#out + 1] = v end
+  end
   return out
 end
 -- The field's value for each id.
@@ -72,19 +92,11 @@ local function push2(list, a, b)
   list[n + 1] = a; list[n + 2] = b
 end
 -- `pairs_` alternates id, value.
-local function mset(field, pairs_)
-  each_chunk(pairs_, 2, function(...) redis.call("HSET", F[field], ...) end)
-end
-local function mdel(field, ids)
-  each_chunk(ids, 1, function(...) redis.call("HDEL", F[field], ...) end)
-end
+local function mset(field, pairs_) chunked("HSET", F[field], pairs_, 2) end
+local function mdel(field, ids) chunked("HDEL", F[field], ids, 1) end
 -- `scored` alternates score, member.
-local function zadd(key, scored)
-  each_chunk(scored, 2, function(...) redis.call("ZADD", key, ...) end)
-end
-local function zrem(key, members)
-  each_chunk(members, 1, function(...) redis.call("ZREM", key, ...) end)
-end
+local function zadd(key, scored) chunked("ZADD", key, scored, 2) end
+local function zrem(key, members) chunked("ZREM", key, members, 1) end
 
 -- A per-field hash holds one entry per job. While a hash is small, Redis stores it as a
 -- listpack and finds an id by scanning every entry (~15,000 instructions at 100 jobs); one value
@@ -222,7 +234,7 @@ local function forget_dependencies(id)
   zrem(DEPS, members)
   local fields = {}
   for i, m in ipairs(members) do fields[i] = prefix .. string.sub(m, #prefix + 2) end
-  each_chunk(fields, 1, function(...) redis.call("HDEL", DEPS_VALUES, ...) end)
+  chunked("HDEL", DEPS_VALUES, fields, 1)
 end
 
 local function delete(id)

@@ -1,7 +1,7 @@
 -- Flows (BullMQ's FlowProducer): a parent waits in CHILDREN until its children are done. The
 -- decisions are crates/lanemq-core/src/jobs/flow.rs's (on_child, release_to, retry_rejoins),
--- which the other backends use. Loaded after jobs.lua by every script that loads it (see
--- crates/lanemq-redis/src/scripts.rs): finishing, failing, removing and retrying a child
+-- which the other backends use. Loaded after jobs.lua, by every script that reaches them (see
+-- crates/lanemq-redis/src/compose.rs): finishing, failing, removing and retrying a child
 -- tell its parent in the same script.
 --
 -- DEPS (sorted set, every score 0) holds one member per dependency: dep_prefix(parent), then

@@ -1,5 +1,6 @@
--- Shared by the scripts that create, finish or remove jobs (after common.lua; see
--- crates/lanemq-redis/src/scripts.rs): creating jobs, dedup keys, failing for good.
+-- Helpers for the scripts that create, finish or remove jobs (after common.lua; each script
+-- gets those it reaches, see crates/lanemq-redis/src/compose.rs): creating jobs, dedup keys,
+-- failing for good, completing, claiming.
 
 -- Creates jobs from specs {name, data, opts (JSON), id ("" = automatic), prio (text), lifo,
 -- delay (ms), hold (a flow's parent: waits for its children first)}, validated by the client. A custom id that exists, or repeats an earlier spec,
@@ -247,7 +248,7 @@ end
 -- Tells a finished job's parent, if it has one (`flow_on_finish(id, opts_json, outcome,
 -- value)`, outcome "completed" or "failed"), and checks before anything is written that the
 -- script has the keys of the queues that may reach (`need_chain(opts_json)`): defined by
--- lua/flows.lua, loaded after this file.
+-- lua/flows.lua, after this file (a script that reaches them gets those definitions).
 local flow_on_finish, need_chain
 
 -- Fails an (unlocked) job for good: failed set, events, dedup key, retention
@@ -343,10 +344,12 @@ local function claim_jobs(worker, lease, max_jobs, seed)
     to_waiting(id, false, cjson.decode(get("opts", id)).lifo)
     emit("waiting", id, "prev", "delayed")
   end
-  if redis.call("HGET", META, "paused") == "1" then return {} end
+  -- The settings in one read (promotions change none of them).
+  local settings = redis.call("HMGET", META, "paused", "rate_max", "max_active")
+  if settings[1] == "1" then return {} end
 
   local allowed = max_jobs
-  local rate_max = tonumber(redis.call("HGET", META, "rate_max") or "0")
+  local rate_max = tonumber(settings[2] or "0")
   if rate_max > 0 then
     local duration = tonumber(redis.call("HGET", META, "rate_duration"))
     local start = tonumber(redis.call("HGET", META, "rate_start") or "0")
@@ -355,7 +358,7 @@ local function claim_jobs(worker, lease, max_jobs, seed)
     end
     allowed = math.min(allowed, rate_max - tonumber(redis.call("HGET", META, "rate_count") or "0"))
   end
-  local max_active = tonumber(redis.call("HGET", META, "max_active") or "0")
+  local max_active = tonumber(settings[3] or "0")
   if max_active > 0 then
     allowed = math.min(allowed, max_active - redis.call("ZCARD", ACTIVE))
   end
@@ -383,30 +386,32 @@ local function claim_jobs(worker, lease, max_jobs, seed)
       zadd(ACTIVE, active)
       reserve_events(#ids)
       for _, id in ipairs(ids) do emit("active", id, "prev", "waiting") end
-      local columns = {}
-      for _, field in ipairs({"name", "data", "opts", "prio", "ord", "created", "delay", "stalled",
-          "progress", "reason", "trace"}) do
-        columns[field] = mget(field, ids)
-      end
+      local name, data, opts, prio = mget("name", ids), mget("data", ids), mget("opts", ids),
+        mget("prio", ids)
+      local ord, created, delay, stalled = mget("ord", ids), mget("created", ids),
+        mget("delay", ids), mget("stalled", ids)
+      local progress, reason, trace = mget("progress", ids), mget("reason", ids),
+        mget("trace", ids)
       for i, id in ipairs(ids) do
-        local c = function(field) return columns[field][i] end
-        claimed[i] = {id, c("name"), c("data"), c("opts"), c("prio"), c("ord"), seqs[i],
-          c("created"), c("delay"), attempts[i], c("stalled"), c("progress"), c("reason"),
-          c("trace"), tokens[2 * i]}
+        claimed[i] = {id, name[i], data[i], opts[i], prio[i], ord[i], seqs[i], created[i],
+          delay[i], attempts[i], stalled[i], progress[i], reason[i], trace[i], tokens[2 * i]}
       end
       -- Occurrences of job schedulers produce their next ones after the loop, so a claim never
       -- claims the occurrence it produced. Only options naming a scheduler are decoded.
       for i, id in ipairs(ids) do
-        local opts = columns.opts[i]
-        if string.find(opts, '"scheduler"', 1, true) then
-          local key = cjson.decode(opts).scheduler
+        local json = opts[i]
+        if string.find(json, '"scheduler"', 1, true) then
+          local key = cjson.decode(json).scheduler
           if type(key) == "string" then scheduler_on_claim(key, id) end
         end
       end
     end
     if rate_max > 0 then redis.call("HINCRBY", META, "rate_count", #claimed) end
-    -- Jobs left over: wake another idle worker (each wake-up pops the marker for one).
-    if #claimed > 0 and redis.call("ZCARD", WAITING) > 0 then wake(0) end
+    -- Jobs left over: wake another idle worker (each wake-up pops the marker for one). As
+    -- wake(0) does, without reading again whether the queue is paused: it is not.
+    if #claimed > 0 and redis.call("ZCARD", WAITING) > 0 then
+      redis.call("ZADD", MARKER, "LT", 0, "w")
+    end
   end
   if #claimed == 0 and redis.call("ZCARD", WAITING) == 0 and not redis.call("HGET", META, "drained") then
     redis.call("HSET", META, "drained", "1")

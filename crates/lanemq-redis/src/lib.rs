@@ -2,6 +2,7 @@
 //! `lua/README.md` for the key layout); `RedisJobBackend` is the `JobBackend` the bindings use.
 
 mod backend;
+mod compose;
 mod connect;
 mod contract;
 mod decode;

@@ -1,41 +1,40 @@
-//! The Lua scripts, embedded at build time. Each is loaded with the shared helpers of
-//! `lua/common.lua` in front of it (and those of `lua/jobs.lua` and `lua/flows.lua`, for
-//! scripts that create, finish or remove jobs, and then `lua/schedulers.lua`, for those that claim or manage job
-//! schedulers), so the helpers exist once in the source; redis-rs' `Script` calls it by SHA
-//! (EVALSHA) and loads it again if the server answers NOSCRIPT. Scripts that need no job
-//! helpers go without them: every helper defined costs each call a closure.
+//! The Lua scripts, embedded at build time. Each is loaded with the shared helpers it uses in
+//! front of it: the top-level definitions of `lua/common.lua`, `lua/jobs.lua`, `lua/flows.lua`
+//! and `lua/schedulers.lua` that its body reaches, in that order (see `compose.rs`), so the
+//! helpers exist once in the source while each call of a script pays only for its own (every
+//! helper defined costs each call a closure, and its garbage). redis-rs' `Script` calls it by
+//! SHA (EVALSHA) and loads it again if the server answers NOSCRIPT.
 
 use std::sync::LazyLock;
 
 use redis::Script;
+
+use crate::compose::Prelude;
 
 const COMMON: &str = include_str!("../../../lua/common.lua");
 const JOBS: &str = include_str!("../../../lua/jobs.lua");
 const FLOWS: &str = include_str!("../../../lua/flows.lua");
 const SCHEDULERS: &str = include_str!("../../../lua/schedulers.lua");
 
+static PRELUDE: LazyLock<Prelude<'static>> =
+    LazyLock::new(|| Prelude::new(&[COMMON, JOBS, FLOWS, SCHEDULERS]));
+
+/// The script's text: the helpers `body` uses, then `body`.
+fn text(body: &str) -> String {
+    PRELUDE.compose(body)
+}
+
 fn load(body: &str) -> Script {
-    Script::new(&format!("{COMMON}\n{body}"))
+    Script::new(&text(body))
 }
 
-fn load_with_jobs(body: &str) -> Script {
-    Script::new(&format!("{COMMON}\n{JOBS}\n{FLOWS}\n{body}"))
-}
-
-/// For the scripts that claim (claim_jobs calls `scheduler_on_claim`, which `jobs.lua`
-/// declares and `schedulers.lua` defines) or manage job schedulers.
-fn load_with_schedulers(body: &str) -> Script {
-    Script::new(&format!("{COMMON}\n{JOBS}\n{FLOWS}\n{SCHEDULERS}\n{body}"))
-}
-
-pub static ADD: LazyLock<Script> =
-    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/add-36.lua")));
+pub static ADD: LazyLock<Script> = LazyLock::new(|| load(include_str!("../../../lua/add-36.lua")));
 pub static CLAIM: LazyLock<Script> =
-    LazyLock::new(|| load_with_schedulers(include_str!("../../../lua/claim-36.lua")));
+    LazyLock::new(|| load(include_str!("../../../lua/claim-36.lua")));
 pub static COMPLETE: LazyLock<Script> =
-    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/complete-36.lua")));
+    LazyLock::new(|| load(include_str!("../../../lua/complete-36.lua")));
 pub static FAIL: LazyLock<Script> =
-    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/fail-36.lua")));
+    LazyLock::new(|| load(include_str!("../../../lua/fail-36.lua")));
 pub static RENEW: LazyLock<Script> =
     LazyLock::new(|| load(include_str!("../../../lua/renew-36.lua")));
 pub static DELAY: LazyLock<Script> =
@@ -43,13 +42,13 @@ pub static DELAY: LazyLock<Script> =
 pub static RELEASE: LazyLock<Script> =
     LazyLock::new(|| load(include_str!("../../../lua/release-36.lua")));
 pub static RECOVER: LazyLock<Script> =
-    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/recover-36.lua")));
+    LazyLock::new(|| load(include_str!("../../../lua/recover-36.lua")));
 pub static PROMOTE: LazyLock<Script> =
     LazyLock::new(|| load(include_str!("../../../lua/promote-36.lua")));
 pub static RESCHEDULE: LazyLock<Script> =
     LazyLock::new(|| load(include_str!("../../../lua/reschedule-36.lua")));
 pub static RETRY: LazyLock<Script> =
-    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/retry-36.lua")));
+    LazyLock::new(|| load(include_str!("../../../lua/retry-36.lua")));
 pub static PRIORITY: LazyLock<Script> =
     LazyLock::new(|| load(include_str!("../../../lua/priority-36.lua")));
 pub static EDIT: LazyLock<Script> =
@@ -57,7 +56,7 @@ pub static EDIT: LazyLock<Script> =
 pub static LOGS: LazyLock<Script> =
     LazyLock::new(|| load(include_str!("../../../lua/logs-36.lua")));
 pub static REMOVE: LazyLock<Script> =
-    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/remove-36.lua")));
+    LazyLock::new(|| load(include_str!("../../../lua/remove-36.lua")));
 pub static PAUSE: LazyLock<Script> =
     LazyLock::new(|| load(include_str!("../../../lua/pause-36.lua")));
 pub static OBLITERATE: LazyLock<Script> =
@@ -65,10 +64,70 @@ pub static OBLITERATE: LazyLock<Script> =
 pub static SETTINGS: LazyLock<Script> =
     LazyLock::new(|| load(include_str!("../../../lua/settings-36.lua")));
 pub static DEDUP: LazyLock<Script> =
-    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/dedup-36.lua")));
+    LazyLock::new(|| load(include_str!("../../../lua/dedup-36.lua")));
 pub static COMPLETE_CLAIM: LazyLock<Script> =
-    LazyLock::new(|| load_with_schedulers(include_str!("../../../lua/complete_claim-36.lua")));
+    LazyLock::new(|| load(include_str!("../../../lua/complete_claim-36.lua")));
 pub static SCHEDULERS_OP: LazyLock<Script> =
-    LazyLock::new(|| load_with_schedulers(include_str!("../../../lua/schedulers-36.lua")));
+    LazyLock::new(|| load(include_str!("../../../lua/schedulers-36.lua")));
 pub static FLOWS_OP: LazyLock<Script> =
-    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/flows-36.lua")));
+    LazyLock::new(|| load(include_str!("../../../lua/flows-36.lua")));
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn script(name: &str) -> String {
+        let path = format!("{}/../../lua/{name}-36.lua", env!("CARGO_MANIFEST_DIR"));
+        text(&std::fs::read_to_string(path).unwrap())
+    }
+
+    #[test]
+    fn scripts_get_the_helpers_they_reach() {
+        // Claims may produce a scheduler's next occurrence and finish flows' children.
+        for name in ["claim", "complete_claim"] {
+            let text = script(name);
+            assert!(text.contains("\nscheduler_on_claim = function"), "{name}");
+            assert!(text.contains("\nlocal scheduler_on_claim\n"), "{name}");
+        }
+        for name in [
+            "complete",
+            "complete_claim",
+            "fail",
+            "recover",
+            "remove",
+            "flows",
+        ] {
+            let text = script(name);
+            assert!(text.contains("\nflow_on_finish = function"), "{name}");
+            assert!(text.contains("\nneed_chain = function"), "{name}");
+        }
+        // Adding never finishes a job: no flows, no claims.
+        let add = script("add");
+        assert!(add.contains("local function create_jobs("));
+        assert!(!add.contains("need_chain = function"));
+        assert!(!add.contains("local function claim_jobs("));
+        // A lock check needs none of the job helpers.
+        let renew = script("renew");
+        assert!(renew.contains("local function check_values("));
+        assert!(!renew.contains("local function create_jobs("));
+        // bind(0) comes with every script.
+        assert!(renew.contains("\nbind(0)\n"));
+    }
+
+    #[test]
+    fn the_nested_function_stays_within_lua_limits() {
+        // Its upvalues are at most the names defined above it: Lua 5.1 allows 60.
+        let outer = PRELUDE.outer_names();
+        assert!(outer.contains(&"F") && outer.contains(&"NOW"), "{outer:?}");
+        assert!(
+            outer.len() < 60,
+            "{} names above the nested function",
+            outer.len()
+        );
+        for name in ["renew", "complete_claim"] {
+            let text = script(name);
+            assert!(text.contains("\nreturn (function()\n"), "{name}");
+            assert!(text.ends_with("\nend)()\n"), "{name}");
+        }
+    }
+}

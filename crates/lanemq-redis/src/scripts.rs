@@ -60,7 +60,7 @@ pub static REMOVE: LazyLock<Script> =
 pub static PAUSE: LazyLock<Script> =
     LazyLock::new(|| load(include_str!("../../../lua/pause-36.lua")));
 pub static OBLITERATE: LazyLock<Script> =
-    LazyLock::new(|| load_with_jobs(include_str!("../../../lua/obliterate-36.lua")));
+    LazyLock::new(|| load(include_str!("../../../lua/obliterate-36.lua")));
 pub static SETTINGS: LazyLock<Script> =
     LazyLock::new(|| load(include_str!("../../../lua/settings-36.lua")));
 pub static DEDUP: LazyLock<Script> =

@@ -9,12 +9,12 @@ use std::sync::Mutex;
 
 use lanemq_core::jobs::{Completion, Job, Millis, NewJob, JOB_STATES_COUNT};
 use lanemq_core::{CoreError, CoreResult};
-use redis::{Script, Value};
+use redis::Value;
 
 use crate::connect::{connect, Connection};
 use crate::decode::{self, items, text};
 use crate::keys::{Keys, JOB_FIELDS};
-use crate::scripts;
+use crate::scripts::{self, LuaScript};
 
 pub struct RedisBackend {
     pub(crate) connection: Connection,
@@ -64,15 +64,17 @@ impl RedisBackend {
     /// Runs a script with this queue's keys and those of the queues linked to it. A script
     /// that needs another queue's keys writes nothing and names it (`LANEMQ_NEED_QUEUE`): it
     /// is linked, and the script runs again.
-    pub(crate) async fn run(&self, script: &Script, args: Vec<String>) -> CoreResult<Value> {
+    pub(crate) async fn run(&self, script: &LuaScript, args: Vec<String>) -> CoreResult<Value> {
         loop {
-            let mut invocation = script.prepare_invoke();
+            let mut invocation = script.script.prepare_invoke();
             for key in &self.script_keys {
                 invocation.key(key);
             }
-            for (_, keys) in self.linked.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-                for key in keys {
-                    invocation.key(key);
+            if script.links {
+                for (_, keys) in self.linked.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                    for key in keys {
+                        invocation.key(key);
+                    }
                 }
             }
             for arg in &args {

@@ -8,11 +8,11 @@
 
 use lanemq_core::jobs::{index_range, JobOptions, JobState, Millis};
 use lanemq_core::{CoreError, CoreResult};
-use redis::{Script, Value};
+use redis::Value;
 
 use crate::backend::RedisBackend;
 use crate::decode::{items, text};
-use crate::scripts;
+use crate::scripts::{self, LuaScript};
 
 fn unexpected(what: &str) -> CoreError {
     CoreError::Storage(format!("redis: unexpected reply: {what}"))
@@ -60,7 +60,7 @@ impl RedisBackend {
     /// Runs a script with `now` and `max_events` in front of `args`.
     pub(crate) async fn change(
         &self,
-        script: &Script,
+        script: &LuaScript,
         now: Millis,
         args: &[&str],
     ) -> CoreResult<Value> {
@@ -72,7 +72,7 @@ impl RedisBackend {
     /// Runs a script that changes one job; see [`checked`].
     async fn change_job(
         &self,
-        script: &Script,
+        script: &LuaScript,
         id: &str,
         now: Millis,
         args: &[&str],

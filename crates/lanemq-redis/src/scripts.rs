@@ -24,52 +24,64 @@ fn text(body: &str) -> String {
     PRELUDE.compose(body)
 }
 
-fn load(body: &str) -> Script {
-    Script::new(&text(body))
+/// A script, and whether it may work in the keys of queues linked by flows (its helpers use
+/// `block_base`): only those are sent the linked queues' keys after their own.
+pub struct LuaScript {
+    pub script: Script,
+    pub links: bool,
 }
 
-pub static ADD: LazyLock<Script> = LazyLock::new(|| load(include_str!("../../../lua/add-36.lua")));
-pub static CLAIM: LazyLock<Script> =
+fn load(body: &str) -> LuaScript {
+    let text = text(body);
+    LuaScript {
+        links: text.contains("block_base("),
+        script: Script::new(&text),
+    }
+}
+
+pub static ADD: LazyLock<LuaScript> =
+    LazyLock::new(|| load(include_str!("../../../lua/add-36.lua")));
+pub static CLAIM: LazyLock<LuaScript> =
     LazyLock::new(|| load(include_str!("../../../lua/claim-36.lua")));
-pub static COMPLETE: LazyLock<Script> =
+pub static COMPLETE: LazyLock<LuaScript> =
     LazyLock::new(|| load(include_str!("../../../lua/complete-36.lua")));
-pub static FAIL: LazyLock<Script> =
+pub static FAIL: LazyLock<LuaScript> =
     LazyLock::new(|| load(include_str!("../../../lua/fail-36.lua")));
-pub static RENEW: LazyLock<Script> =
+pub static RENEW: LazyLock<LuaScript> =
     LazyLock::new(|| load(include_str!("../../../lua/renew-36.lua")));
-pub static DELAY: LazyLock<Script> =
+pub static DELAY: LazyLock<LuaScript> =
     LazyLock::new(|| load(include_str!("../../../lua/delay-36.lua")));
-pub static RELEASE: LazyLock<Script> =
+pub static RELEASE: LazyLock<LuaScript> =
     LazyLock::new(|| load(include_str!("../../../lua/release-36.lua")));
-pub static RECOVER: LazyLock<Script> =
+pub static RECOVER: LazyLock<LuaScript> =
     LazyLock::new(|| load(include_str!("../../../lua/recover-36.lua")));
-pub static PROMOTE: LazyLock<Script> =
+pub static PROMOTE: LazyLock<LuaScript> =
     LazyLock::new(|| load(include_str!("../../../lua/promote-36.lua")));
-pub static RESCHEDULE: LazyLock<Script> =
+pub static RESCHEDULE: LazyLock<LuaScript> =
     LazyLock::new(|| load(include_str!("../../../lua/reschedule-36.lua")));
-pub static RETRY: LazyLock<Script> =
+pub static RETRY: LazyLock<LuaScript> =
     LazyLock::new(|| load(include_str!("../../../lua/retry-36.lua")));
-pub static PRIORITY: LazyLock<Script> =
+pub static PRIORITY: LazyLock<LuaScript> =
     LazyLock::new(|| load(include_str!("../../../lua/priority-36.lua")));
-pub static EDIT: LazyLock<Script> =
+pub static EDIT: LazyLock<LuaScript> =
     LazyLock::new(|| load(include_str!("../../../lua/edit-36.lua")));
-pub static LOGS: LazyLock<Script> =
+pub static LOGS: LazyLock<LuaScript> =
     LazyLock::new(|| load(include_str!("../../../lua/logs-36.lua")));
-pub static REMOVE: LazyLock<Script> =
+pub static REMOVE: LazyLock<LuaScript> =
     LazyLock::new(|| load(include_str!("../../../lua/remove-36.lua")));
-pub static PAUSE: LazyLock<Script> =
+pub static PAUSE: LazyLock<LuaScript> =
     LazyLock::new(|| load(include_str!("../../../lua/pause-36.lua")));
-pub static OBLITERATE: LazyLock<Script> =
+pub static OBLITERATE: LazyLock<LuaScript> =
     LazyLock::new(|| load(include_str!("../../../lua/obliterate-36.lua")));
-pub static SETTINGS: LazyLock<Script> =
+pub static SETTINGS: LazyLock<LuaScript> =
     LazyLock::new(|| load(include_str!("../../../lua/settings-36.lua")));
-pub static DEDUP: LazyLock<Script> =
+pub static DEDUP: LazyLock<LuaScript> =
     LazyLock::new(|| load(include_str!("../../../lua/dedup-36.lua")));
-pub static COMPLETE_CLAIM: LazyLock<Script> =
+pub static COMPLETE_CLAIM: LazyLock<LuaScript> =
     LazyLock::new(|| load(include_str!("../../../lua/complete_claim-36.lua")));
-pub static SCHEDULERS_OP: LazyLock<Script> =
+pub static SCHEDULERS_OP: LazyLock<LuaScript> =
     LazyLock::new(|| load(include_str!("../../../lua/schedulers-36.lua")));
-pub static FLOWS_OP: LazyLock<Script> =
+pub static FLOWS_OP: LazyLock<LuaScript> =
     LazyLock::new(|| load(include_str!("../../../lua/flows-36.lua")));
 
 #[cfg(test)]
@@ -112,6 +124,23 @@ mod tests {
         assert!(!renew.contains("local function create_jobs("));
         // bind(0) comes with every script.
         assert!(renew.contains("\nbind(0)\n"));
+    }
+
+    #[test]
+    fn only_scripts_that_reach_other_queues_take_their_keys() {
+        for script in [
+            &*COMPLETE_CLAIM,
+            &*FAIL,
+            &*RECOVER,
+            &*REMOVE,
+            &*RETRY,
+            &*OBLITERATE,
+        ] {
+            assert!(script.links);
+        }
+        for script in [&*CLAIM, &*RENEW, &*ADD, &*PROMOTE, &*SETTINGS] {
+            assert!(!script.links);
+        }
     }
 
     #[test]

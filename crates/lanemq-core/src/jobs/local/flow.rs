@@ -288,18 +288,29 @@ pub fn rejoin(
         Retried::Reopen => {
             parent.finished_on = None;
             parent.failed_reason = None;
-            transition(conn, &mut parent, JobState::WaitingChildren)?;
-            env.event(
-                conn,
-                now,
-                "waiting-children",
-                Some(parent_id),
-                Some(("prev", "failed")),
-            )?;
+            wait_for_children(conn, env, &mut parent, "failed", now)?;
             on_retry(conn, env, &parent, now)?;
         }
     }
     put(conn, parent_id, child, UNPROCESSED, None)
+}
+
+/// Moves `job` to waiting_children, with its event (`prev`: the state it left).
+fn wait_for_children(
+    conn: &Connection,
+    env: &mut Env,
+    job: &mut Job,
+    prev: &str,
+    now: Millis,
+) -> CoreResult<()> {
+    transition(conn, job, JobState::WaitingChildren)?;
+    env.event(
+        conn,
+        now,
+        "waiting-children",
+        Some(&job.id),
+        Some(("prev", prev)),
+    )
 }
 
 /// `parent_id` here waits for `child` (a flow just created them).
@@ -578,14 +589,7 @@ pub fn add_children(
     check(conn, env, &nodes, "children")?;
     parent.attempts_made = parent.attempts_made.saturating_sub(1);
     parent.lock = None;
-    transition(conn, &mut parent, JobState::WaitingChildren)?;
-    env.event(
-        conn,
-        now,
-        "waiting-children",
-        Some(parent_id),
-        Some(("prev", "active")),
-    )?;
+    wait_for_children(conn, env, &mut parent, "active", now)?;
     let me = ParentRef {
         queue: env.queue.clone(),
         id: parent_id.to_owned(),

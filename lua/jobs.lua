@@ -3,10 +3,11 @@
 -- failing for good, completing, claiming.
 
 -- Creates jobs from specs {name, data, opts (JSON), id ("" = automatic), prio (text), lifo,
--- delay (ms), hold (a flow's parent: waits for its children first)}, validated by the client. A custom id that exists, or repeats an earlier spec,
--- creates nothing: `duplicated` is emitted and {0, job...} returned; a new job gives
--- {1, id, seq, order}. The jobs are written a field at a time (one HSET per field for all of
--- them), and their ids, sequence numbers and event ids are reserved with one HINCRBY each.
+-- delay (ms), hold (a flow's parent: waits for its children first)}, validated by the client.
+-- A custom id that exists, or repeats an earlier spec, creates nothing: `duplicated` is
+-- emitted and {0, job...} returned; a new job gives {1, id, seq, order}. The jobs are written
+-- a field at a time (one HSET per field for all of them), and their ids, sequence numbers and
+-- event ids are reserved with one HINCRBY each.
 local function create_jobs(specs)
   ensure_layout()
   local custom = {}
@@ -413,7 +414,8 @@ local function claim_jobs(worker, lease, max_jobs, seed)
       redis.call("ZADD", MARKER, "LT", 0, "w")
     end
   end
-  if #claimed == 0 and redis.call("ZCARD", WAITING) == 0 and not redis.call("HGET", META, "drained") then
+  if #claimed == 0 and redis.call("ZCARD", WAITING) == 0
+      and not redis.call("HGET", META, "drained") then
     redis.call("HSET", META, "drained", "1")
     emit("drained")
   end

@@ -12,7 +12,9 @@ local orphans = {}
 if home() then
   for _, set_key in ipairs({WAITING, DELAYED, ACTIVE, CHILDREN}) do
     local ids = {}
-    for _, m in ipairs(redis.call("ZRANGE", set_key, 0, -1)) do ids[#ids + 1] = string.sub(m, 15) end
+    for _, m in ipairs(redis.call("ZRANGE", set_key, 0, -1)) do
+      ids[#ids + 1] = string.sub(m, 15)
+    end
     for i, opts_json in ipairs(mget("opts", ids)) do
       local parent = parent_of(opts_json)
       if parent and parent.queue ~= home() then

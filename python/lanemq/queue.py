@@ -152,8 +152,11 @@ class JobQueue:
     def _flow_options(self, options: Any) -> JobOptions | None:
         return _options(options, {})
 
-    def _sibling(self, name: str) -> JobQueue:
-        """The queue object for queue ``name`` of this queue's backend (a flow's node)."""
+    def sibling(self, name: str) -> JobQueue:
+        """The queue ``name`` of this queue's backend, which flows may span: of the same
+        `MemoryGroup`, a local file in the same directory, or a Redis queue of the same server
+        and prefix. A queue this process already made is returned as it is (flow nodes in
+        other queues come back as those objects)."""
         if name == self.name:
             return self
         raise ConfigError(f"queue {name!r} is not reachable from queue {self.name!r}")
@@ -162,7 +165,7 @@ class JobQueue:
         nodes: list[JobNode] = []
         roots: list[JobNode] = []
         for queue_name, record, parent in rows:
-            node = JobNode(Job(self._sibling(queue_name), record))
+            node = JobNode(Job(self.sibling(queue_name), record))
             nodes.append(node)
             (roots if parent is None else nodes[parent].children).append(node)
         return roots
@@ -699,7 +702,7 @@ class InMemoryJobQueue(JobQueue):
         super().__init__(name, core)
         self.group._queues.setdefault(name, self)
 
-    def _sibling(self, name: str) -> JobQueue:
+    def sibling(self, name: str) -> JobQueue:
         if name == self.name:
             return self
         found = self.group._queues.get(name)
@@ -736,7 +739,7 @@ class LocalJobQueue(JobQueue):
         self._settings = (max_payload_bytes, max_events)
         _local_queues.setdefault(str(target.resolve()), self)
 
-    def _sibling(self, name: str) -> JobQueue:
+    def sibling(self, name: str) -> JobQueue:
         """The queue ``name`` whose file is beside this one's: one this process opened, or a
         new one."""
         if name == self.name:
@@ -778,22 +781,22 @@ class RedisJobQueue(JobQueue):
             raise ConfigError(f"invalid queue name: {name!r}")
         core = JobQueueCore.redis(url, name, prefix, max_payload_bytes, max_events, allow_eviction)
         super().__init__(name, core)
-        self.url = url
+        self._url = url  # may hold a password: not shown
         self.prefix = prefix
         self._settings = (max_payload_bytes, max_events, allow_eviction)
         _redis_queues.setdefault((url, prefix, name), self)
 
-    def _sibling(self, name: str) -> JobQueue:
+    def sibling(self, name: str) -> JobQueue:
         """A queue of the same server and prefix: one this process made, or a new one."""
         if name == self.name:
             return self
-        found = _redis_queues.get((self.url, self.prefix, name))
+        found = _redis_queues.get((self._url, self.prefix, name))
         if found is not None and not found._closed:
             return found
         max_payload_bytes, max_events, allow_eviction = self._settings
         return RedisJobQueue(
             name,
-            self.url,
+            self._url,
             prefix=self.prefix,
             max_payload_bytes=max_payload_bytes,
             max_events=max_events,

@@ -46,28 +46,3 @@ async def _redis(tmp_path: Path, redis_url: Callable[[], str]) -> tuple[JobQueue
 
 
 BACKENDS: dict[str, Factory] = {"memory": _memory, "local": _local, "redis": _redis}
-
-Sibling = Callable[[JobQueue, str], JobQueue]
-
-
-def _memory_sibling(queue: JobQueue, name: str) -> JobQueue:
-    assert isinstance(queue, InMemoryJobQueue)
-    return InMemoryJobQueue(name, group=queue.group)
-
-
-def _redis_sibling(queue: JobQueue, name: str) -> JobQueue:
-    assert isinstance(queue, RedisJobQueue)
-    return RedisJobQueue(name, queue.url, prefix=queue.prefix)
-
-
-def _local_sibling(queue: JobQueue, name: str) -> JobQueue:
-    assert isinstance(queue, LocalJobQueue)
-    return LocalJobQueue(name, queue.path.parent)
-
-
-#: Another queue of the same backend as ``queue`` (for flows spanning queues).
-SIBLINGS: dict[str, Sibling] = {
-    "memory": _memory_sibling,
-    "local": _local_sibling,
-    "redis": _redis_sibling,
-}

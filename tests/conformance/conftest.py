@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from lanemq import JobQueue
 
-from .backends import BACKENDS, SIBLINGS
+from .backends import BACKENDS
 
 
 @pytest.fixture(params=sorted(BACKENDS))
@@ -33,13 +33,13 @@ async def queue(
 
 
 @pytest.fixture
-async def sibling(backend: str, queue: JobQueue) -> AsyncIterator[Callable[[str], JobQueue]]:
+async def sibling(queue: JobQueue) -> AsyncIterator[Callable[[str], JobQueue]]:
     """Makes another queue of the queue's backend (``<queue name>-<suffix>``), emptied after
     the test: flows may span the two."""
     made: list[JobQueue] = []
 
     def make(suffix: str) -> JobQueue:
-        other = SIBLINGS[backend](queue, f"{queue.name}-{suffix}")
+        other = queue.sibling(f"{queue.name}-{suffix}")
         made.append(other)
         return other
 

@@ -19,9 +19,13 @@ local function backoff_delay(backoff, retry, random)
   return math.floor(math.min(jittered, 9223372036854775807) + 0.5)
 end
 
--- Jobs of a flow may reach other queues: all checked before anything is written.
+-- Every job's options in one read; a flow's jobs may reach other queues: all checked before
+-- anything is written.
+local ids = {}
+for i = 3, #ARGV, 8 do ids[#ids + 1] = ARGV[i] end
+local options = mget("opts", ids)
 if home() then
-  for i = 3, #ARGV, 8 do need_chain(get("opts", ARGV[i])) end
+  for _, opts_json in ipairs(options) do need_chain(opts_json) end
 end
 
 local out = {}
@@ -33,7 +37,7 @@ for i = 3, #ARGV, 8 do
   if refused then
     out[#out + 1] = refused
   else
-    local opts_json = get("opts", id)
+    local opts_json = options[(i - 3) / 8 + 1]
     local opts = cjson.decode(opts_json)
     set("reason", id, reason)
     if has_trace then

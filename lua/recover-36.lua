@@ -6,14 +6,18 @@ local now, max_events = tonumber(ARGV[1]), ARGV[2]
 local STALLED_REASON = "job stalled more than allowable limit"
 
 local recovered, failed = {}, {}
-local expired = redis.call("ZRANGEBYSCORE", ACTIVE, "-inf", int(now))
--- Jobs of a flow may reach other queues: all checked before anything is written.
-if home() then
-  for _, m in ipairs(expired) do need_chain(get("opts", string.sub(m, 15))) end
+local ids = {}
+for i, m in ipairs(redis.call("ZRANGEBYSCORE", ACTIVE, "-inf", int(now))) do
+  ids[i] = string.sub(m, 15)
 end
-for _, m in ipairs(expired) do
-  local id = string.sub(m, 15)
-  local opts_json = get("opts", id)
+-- Their options in one read; a flow's jobs may reach other queues: all checked before
+-- anything is written.
+local options = mget("opts", ids)
+if home() then
+  for _, opts_json in ipairs(options) do need_chain(opts_json) end
+end
+for i, id in ipairs(ids) do
+  local opts_json = options[i]
   local opts = cjson.decode(opts_json)
   local stalled = redis.call("HINCRBY", F["stalled"], id, 1)
   redis.call("HSET", F["attempts"], id, math.max(num("attempts", id) - 1, 0))

@@ -46,7 +46,19 @@ pub struct Server {
 }
 
 impl Server {
+    /// Starts a server on a free port. Tests run in parallel: a port found free may be taken by
+    /// another test's server before this one binds it, so the server that answers must be this
+    /// child (its `process_id`), else the child is stopped and another port tried.
     pub fn start(extra: &[&str]) -> Self {
+        for _ in 0..20 {
+            if let Some(server) = Self::try_start(extra) {
+                return server;
+            }
+        }
+        panic!("redis-server did not start on a free port");
+    }
+
+    fn try_start(extra: &[&str]) -> Option<Self> {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
@@ -69,12 +81,34 @@ impl Server {
         let child = command
             .spawn()
             .expect("redis-server must be on PATH (scripts/test installs it)");
+        // Dropped (killed) unless it is the server answering on the port.
+        let mut server = Self { child, port };
         let deadline = Instant::now() + Duration::from_secs(5);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        loop {
+            if server.child.try_wait().ok().flatten().is_some() {
+                return None; // it could not bind the port
+            }
+            if let Some(pid) = server.process_id() {
+                return (pid == server.child.id()).then_some(server);
+            }
             assert!(Instant::now() < deadline, "redis-server did not start");
             std::thread::sleep(Duration::from_millis(20));
         }
-        Self { child, port }
+    }
+
+    /// The `process_id` of the server answering on this port, if one does.
+    fn process_id(&self) -> Option<u32> {
+        let mut connection = redis::Client::open(self.url())
+            .ok()?
+            .get_connection()
+            .ok()?;
+        let info: String = redis::cmd("INFO")
+            .arg("server")
+            .query(&mut connection)
+            .ok()?;
+        info.lines()
+            .find_map(|line| line.strip_prefix("process_id:"))
+            .and_then(|pid| pid.trim().parse().ok())
     }
 
     pub fn url(&self) -> String {

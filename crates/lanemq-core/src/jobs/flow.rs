@@ -138,6 +138,31 @@ pub struct Dependencies {
     pub next: [Option<usize>; 4],
 }
 
+impl Dependencies {
+    /// A page of each whole set (each sorted by key): from its cursor (processed, unprocessed,
+    /// failed, ignored), at most `count` entries of each (`None`: all).
+    pub fn page(
+        processed: &[(String, String)],
+        unprocessed: &[String],
+        failed: &[(String, String)],
+        ignored: &[(String, String)],
+        cursors: [usize; 4],
+        count: Option<usize>,
+    ) -> Self {
+        let (processed, p) = page(processed, cursors[0], count);
+        let (unprocessed, u) = page(unprocessed, cursors[1], count);
+        let (failed, f) = page(failed, cursors[2], count);
+        let (ignored, i) = page(ignored, cursors[3], count);
+        Self {
+            processed,
+            unprocessed,
+            failed,
+            ignored,
+            next: [p, u, f, i],
+        }
+    }
+}
+
 /// How many children a parent has in each set.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DependencyCounts {
@@ -328,7 +353,7 @@ pub fn check_children_count(parent_id: &str, count: usize) -> CoreResult<()> {
 
 /// One page of a sorted set: from offset `cursor`, at most `count` entries (`None`: all);
 /// returns the page and the next cursor (`None` when the end is reached).
-pub fn page<T: Clone>(items: &[T], cursor: usize, count: Option<usize>) -> (Vec<T>, Option<usize>) {
+fn page<T: Clone>(items: &[T], cursor: usize, count: Option<usize>) -> (Vec<T>, Option<usize>) {
     let start = cursor.min(items.len());
     let end = count.map_or(items.len(), |c| start.saturating_add(c).min(items.len()));
     let next = (end < items.len()).then_some(end);

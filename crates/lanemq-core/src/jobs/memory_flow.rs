@@ -293,17 +293,14 @@ impl MemoryStore {
             set.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
         }
         let unprocessed: Vec<String> = deps.unprocessed.keys().cloned().collect();
-        let (processed, p) = flow::page(&pairs(&deps.processed), cursors[0], count);
-        let (unprocessed, u) = flow::page(&unprocessed, cursors[1], count);
-        let (failed, f) = flow::page(&pairs(&deps.failed), cursors[2], count);
-        let (ignored, i) = flow::page(&pairs(&deps.ignored), cursors[3], count);
-        Ok(Dependencies {
-            processed,
-            unprocessed,
-            failed,
-            ignored,
-            next: [p, u, f, i],
-        })
+        Ok(Dependencies::page(
+            &pairs(&deps.processed),
+            &unprocessed,
+            &pairs(&deps.failed),
+            &pairs(&deps.ignored),
+            cursors,
+            count,
+        ))
     }
 
     pub fn get_dependencies_count(&self, id: &str) -> CoreResult<DependencyCounts> {

@@ -624,17 +624,14 @@ pub fn get_dependencies(
         .into_iter()
         .map(|(k, _)| k)
         .collect();
-    let (processed, p) = flow::page(&bucket(conn, id, PROCESSED)?, cursors[0], count);
-    let (unprocessed, u) = flow::page(&unprocessed, cursors[1], count);
-    let (failed, f) = flow::page(&bucket(conn, id, FAILED)?, cursors[2], count);
-    let (ignored, i) = flow::page(&bucket(conn, id, IGNORED)?, cursors[3], count);
-    Ok(Dependencies {
-        processed,
-        unprocessed,
-        failed,
-        ignored,
-        next: [p, u, f, i],
-    })
+    Ok(Dependencies::page(
+        &bucket(conn, id, PROCESSED)?,
+        &unprocessed,
+        &bucket(conn, id, FAILED)?,
+        &bucket(conn, id, IGNORED)?,
+        cursors,
+        count,
+    ))
 }
 
 pub fn get_dependencies_count(conn: &Connection, id: &str) -> CoreResult<DependencyCounts> {

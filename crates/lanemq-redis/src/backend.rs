@@ -268,7 +268,7 @@ impl RedisBackend {
     /// Counts per state (ZCARD of each state's set), in `JobState::ALL` order.
     pub async fn counts(&self) -> CoreResult<[usize; JOB_STATES_COUNT]> {
         let mut pipe = redis::pipe();
-        for set in crate::reads::STATE_SETS {
+        for set in crate::keys::STATE_SETS {
             pipe.cmd("ZCARD").arg(self.keys.key(set));
         }
         let mut connection = self.connection.commands.clone();

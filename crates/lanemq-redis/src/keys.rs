@@ -27,6 +27,16 @@ pub const JOB_FIELDS: [&str; 20] = [
     "expires",
 ];
 
+/// The sorted set of each state, in `JobState::ALL` order.
+pub const STATE_SETS: [&str; 6] = [
+    "waiting",
+    "delayed",
+    "active",
+    "children",
+    "completed",
+    "failed",
+];
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Keys {
     base: String,
@@ -59,18 +69,7 @@ impl Keys {
 
     /// Every key a script may touch, in the order `lua/common.lua` names them (its `KEYS`).
     pub fn script_keys(&self) -> Vec<String> {
-        const QUEUE: [&str; 10] = [
-            "meta",
-            "waiting",
-            "delayed",
-            "active",
-            "children",
-            "completed",
-            "failed",
-            "logs",
-            "events",
-            "marker",
-        ];
+        const AFTER_STATES: [&str; 3] = ["logs", "events", "marker"];
         const AFTER_FIELDS: [&str; 6] = [
             "dedup",
             "dedup:expiry",
@@ -79,7 +78,10 @@ impl Keys {
             "deps",
             "deps:values",
         ];
-        let mut keys: Vec<String> = QUEUE.iter().map(|k| self.key(k)).collect();
+        let queue = std::iter::once("meta")
+            .chain(STATE_SETS)
+            .chain(AFTER_STATES);
+        let mut keys: Vec<String> = queue.map(|k| self.key(k)).collect();
         keys.extend(self.fields());
         keys.extend(AFTER_FIELDS.iter().map(|k| self.key(k)));
         keys

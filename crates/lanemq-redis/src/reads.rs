@@ -10,16 +10,7 @@ use redis::Value;
 
 use crate::backend::RedisBackend;
 use crate::decode::{items, text};
-
-/// The sorted set of each state, in `JobState::ALL` order.
-pub const STATE_SETS: [&str; 6] = [
-    "waiting",
-    "delayed",
-    "active",
-    "children",
-    "completed",
-    "failed",
-];
+use crate::keys::STATE_SETS;
 
 fn set_of(state: JobState) -> &'static str {
     STATE_SETS[JobState::ALL.iter().position(|s| *s == state).unwrap_or(0)]

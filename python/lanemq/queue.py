@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import _json
 from ._core import JobOptions, JobQueueCore, JobRecord, MemoryGroupCore
@@ -28,6 +28,23 @@ if TYPE_CHECKING:
     from ._core import _AddedRow
 
 STATES = ("waiting", "delayed", "active", "waiting_children", "completed", "failed")
+
+
+_Q = TypeVar("_Q", bound="JobQueue")
+
+
+def _register(registry: weakref.WeakValueDictionary[Any, _Q], key: Any, queue: _Q) -> None:
+    """Records ``queue`` as the process's object for ``key`` (what `JobQueue.sibling` hands
+    out), unless an open one is recorded already."""
+    found = registry.get(key)
+    if found is None or found._closed:
+        registry[key] = queue
+
+
+def _open(registry: weakref.WeakValueDictionary[Any, _Q], key: Any) -> _Q | None:
+    """The open queue recorded for ``key``, or None."""
+    found = registry.get(key)
+    return found if found is not None and not found._closed else None
 
 
 def _now(now: int | None) -> int:
@@ -700,12 +717,12 @@ class InMemoryJobQueue(JobQueue):
         self.group = MemoryGroup() if group is None else group
         core = JobQueueCore.memory(name, self.group._core, max_payload_bytes, max_events)
         super().__init__(name, core)
-        self.group._queues.setdefault(name, self)
+        _register(self.group._queues, name, self)
 
     def sibling(self, name: str) -> JobQueue:
         if name == self.name:
             return self
-        found = self.group._queues.get(name)
+        found = _open(self.group._queues, name)
         return found if found is not None else InMemoryJobQueue(name, group=self.group)
 
 
@@ -737,7 +754,7 @@ class LocalJobQueue(JobQueue):
         self.path = target
         super().__init__(name, JobQueueCore.local(str(target), name, max_payload_bytes, max_events))
         self._settings = (max_payload_bytes, max_events)
-        _local_queues.setdefault(str(target.resolve()), self)
+        _register(_local_queues, str(target.resolve()), self)
 
     def sibling(self, name: str) -> JobQueue:
         """The queue ``name`` whose file is beside this one's: one this process opened, or a
@@ -745,8 +762,8 @@ class LocalJobQueue(JobQueue):
         if name == self.name:
             return self
         target = self.path.parent / f"{name}.sqlite3"
-        found = _local_queues.get(str(target.resolve()))
-        if found is not None and not found._closed:
+        found = _open(_local_queues, str(target.resolve()))
+        if found is not None:
             return found
         max_payload_bytes, max_events = self._settings
         return LocalJobQueue(
@@ -784,14 +801,14 @@ class RedisJobQueue(JobQueue):
         self._url = url  # may hold a password: not shown
         self.prefix = prefix
         self._settings = (max_payload_bytes, max_events, allow_eviction)
-        _redis_queues.setdefault((url, prefix, name), self)
+        _register(_redis_queues, (url, prefix, name), self)
 
     def sibling(self, name: str) -> JobQueue:
         """A queue of the same server and prefix: one this process made, or a new one."""
         if name == self.name:
             return self
-        found = _redis_queues.get((self._url, self.prefix, name))
-        if found is not None and not found._closed:
+        found = _open(_redis_queues, (self._url, self.prefix, name))
+        if found is not None:
             return found
         max_payload_bytes, max_events, allow_eviction = self._settings
         return RedisJobQueue(

@@ -47,4 +47,5 @@ async def sibling(queue: JobQueue) -> AsyncIterator[Callable[[str], JobQueue]]:
         yield make
     finally:
         for other in made:
-            await other.obliterate(force=True)
+            # Through the open object of that queue (a test may have closed the one it made).
+            await queue.sibling(other.name).obliterate(force=True)

@@ -606,12 +606,15 @@ async def test_obliterating_a_childrens_queue_releases_their_parents(
     assert await queue.get_children_values(root.job.id) == {key(other, root.children[0]): "a"}
 
 
-async def test_a_queue_of_the_same_name_in_the_group_shares_the_store(
+async def test_a_sibling_is_the_queue_object_made_already_and_a_new_one_shares_its_jobs(
     queue: JobQueue, sibling: Callable[[str], JobQueue]
 ) -> None:
     other = sibling("shared")
-    again = sibling("shared")
+    assert sibling("shared") is other
     await other.add("x")
+    await other.close()
+    again = sibling("shared")  # a closed queue is not handed out: a new object of that queue
+    assert again is not other
     assert await again.count_pending() == 1
 
 

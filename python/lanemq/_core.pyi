@@ -11,6 +11,7 @@ __all__ = [
     "Dedup",
     "DurableJournal",
     "Hub",
+    "Interrupt",
     "JobOptions",
     "JobQueueCore",
     "JobRecord",
@@ -431,6 +432,9 @@ class JobQueueCore:
         self, worker_id: str, lease: int, max_jobs: int, now: int
     ) -> Awaitable[list[JobRecord]]: ...
     def wait_for_job(self, timeout: int | None = None) -> Awaitable[bool]: ...
+    def wait_and_claim(
+        self, worker_id: str, lease: int, max_jobs: int, timeout: int | None = None
+    ) -> tuple[Awaitable[list[JobRecord]], Interrupt]: ...
     def complete(self, id: str, token: str, result: str, now: int) -> Awaitable[None]: ...
     def complete_many(
         self, items: list[tuple[str, str, str]], now: int
@@ -544,6 +548,10 @@ class Hub:
     def fileno(self) -> int: ...
     def drain(self) -> None: ...
     def __len__(self) -> int: ...
+
+@final
+class Interrupt:
+    def interrupt(self) -> None: ...
 
 @final
 class Ready:

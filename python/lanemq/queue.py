@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 import weakref
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -275,6 +275,26 @@ class JobQueue:
         """Sleeps until a claim may return a job (True), or ``timeout`` seconds pass (False).
         Wakes on adds, releases, resumes and retries, and on time for delayed jobs."""
         return await self._core.wait_for_job(None if timeout is None else _ms("timeout", timeout))
+
+    def _wait_and_claim(
+        self, worker_id: str, lease: float, max_jobs: int, timeout: float | None
+    ) -> tuple[Awaitable[list[Job]], Callable[[], None]]:
+        """What an idle worker does, in one backend call: `wait_for_job`, then `claim` as soon
+        as the wait ends (no trip through the event loop between the two). Returns the
+        awaitable, which gives the claimed jobs (none after ``timeout``, or when interrupted
+        while still waiting), and the function that interrupts the wait. Interrupt rather
+        than cancel: a cancelled call could drop jobs its claim had just taken."""
+        pending, interrupt = self._core.wait_and_claim(
+            worker_id,
+            _ms("lease", lease),
+            max_jobs,
+            None if timeout is None else _ms("timeout", timeout),
+        )
+
+        async def claimed() -> list[Job]:
+            return [Job(self, record) for record in await pending]
+
+        return claimed(), interrupt.interrupt
 
     # -------------------------------------------------------------- finishing
 

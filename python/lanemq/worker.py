@@ -184,7 +184,6 @@ class JobWorker:
             await self._wait_for_exchange(loop)
         else:
             await self._idle(can_claim, loop)
-            self._starved = False
 
     async def _step_in_process(self, loop: asyncio.AbstractEventLoop) -> None:
         """`_step` for a backend in this process: its calls return at once, so there is
@@ -261,24 +260,48 @@ class JobWorker:
 
     async def _idle(self, can_claim: bool, loop: asyncio.AbstractEventLoop) -> None:
         """Sleeps until a slot frees, an outcome waits to be reported, close() is called, or
-        (with a free slot) the queue may have a job."""
+        (with a free slot) the queue may have a job. In that last case the backend claims in
+        the same call that waited, and the claimed jobs start here."""
         if self._closing or self._completed or self._failed or self._released:
             return  # (close() may have been called while the loop awaited the queue)
         wake = self._wake = loop.create_future()
         waits: list[asyncio.Future[Any]] = [wake]
+        claim: asyncio.Future[list[Job]] | None = None
+        interrupt: Callable[[], None] | None = None
+        asked = 0
         if can_claim:
-            waits.append(loop.create_task(self.queue.wait_for_job(self.stalled_interval)))
+            asked = min(self.concurrency - len(self._active) - self._claiming, self._share)
+            claimed, interrupt = self.queue._wait_and_claim(
+                self.id, self.lease, asked, self.stalled_interval
+            )
+            claim = asyncio.ensure_future(claimed)
+            waits.append(claim)
         elif self._pause_until > loop.time():
             waits.append(loop.create_task(asyncio.sleep(self._pause_until - loop.time())))
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            if claim is not None:
+                assert interrupt is not None
+                interrupt()
+                claim.add_done_callback(_retrieve)  # nobody takes its outcome now
+            raise
         finally:
             self._wake = None
-            for waiting in waits[1:]:
-                waiting.cancel()
-        for waiting in waits[1:]:
-            if waiting.done() and not waiting.cancelled() and waiting.exception() is not None:
-                raise waiting.exception()  # type: ignore[misc]
+            if claim is None:
+                for waiting in waits[1:]:
+                    waiting.cancel()
+        if claim is None:
+            self._starved = False
+            return
+        if not claim.done():
+            assert interrupt is not None
+            interrupt()  # it ends at once, with what it claimed if the claim had begun
+        jobs = await claim
+        # A short claim means the queue is empty: claim again only along with a report.
+        self._starved = len(jobs) < asked
+        for job in jobs:
+            self._start(job)
 
     def _poke(self) -> None:
         wake = self._wake
@@ -486,6 +509,12 @@ class LockLostWarning(Exception):
     def __init__(self, job_id: str, detail: str) -> None:
         super().__init__(f"job {job_id!r}: outcome not recorded: {detail}")
         self.job_id = job_id
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    """Marks the outcome of a future nobody awaits as seen, so asyncio does not log it."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _trace(error: BaseException) -> str | None:

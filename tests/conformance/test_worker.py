@@ -513,9 +513,10 @@ async def test_rate_limit_error_releases_job_and_pauses_claiming(queue: JobQueue
 
 async def test_rate_limit_pause_does_not_busy_poll(queue: JobQueue) -> None:
     """While paused by a RateLimitError the worker must sleep, not spin on the queue."""
-    calls = {"wait_for_job": 0, "claim": 0}
+    calls = {"wait_for_job": 0, "claim": 0, "wait_and_claim": 0}
     original_wait = queue.wait_for_job
     original_claim = queue.claim
+    original_wait_and_claim = queue._wait_and_claim
 
     async def counting_wait(timeout: float | None = None) -> bool:
         calls["wait_for_job"] += 1
@@ -525,8 +526,13 @@ async def test_rate_limit_pause_does_not_busy_poll(queue: JobQueue) -> None:
         calls["claim"] += 1
         return await original_claim(*args, **kwargs)
 
+    def counting_wait_and_claim(*args: Any) -> Any:
+        calls["wait_and_claim"] += 1
+        return original_wait_and_claim(*args)
+
     queue.wait_for_job = counting_wait  # type: ignore[method-assign]
     queue.claim = counting_claim  # type: ignore[method-assign]
+    queue._wait_and_claim = counting_wait_and_claim  # type: ignore[method-assign]
     runs = 0
 
     async def work(job: Job) -> str:
@@ -544,6 +550,7 @@ async def test_rate_limit_pause_does_not_busy_poll(queue: JobQueue) -> None:
     # A sleeping worker needs a handful of calls; a spinning one makes thousands.
     assert calls["claim"] <= 10, calls
     assert calls["wait_for_job"] <= 10, calls
+    assert calls["wait_and_claim"] <= 10, calls
 
 
 # ------------------------------------------------------------------------------ close

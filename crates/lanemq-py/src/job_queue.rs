@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use lanemq_core::jobs::{
-    Completion, FailOutcome, Failure, FinishedResult, JobBackend, JobState, LocalBackend, NewJob,
-    StoreConfig, Template,
+    wall_clock_ms, Completion, FailOutcome, Failure, FinishedResult, JobBackend, JobState,
+    LocalBackend, NewJob, StoreConfig, Template,
 };
 use lanemq_core::{CoreError, CoreResult};
 use lanemq_redis::{RedisBackend, RedisJobBackend};
@@ -15,6 +15,7 @@ use pyo3::prelude::*;
 use crate::bridge::{count, Int};
 use crate::errors::{invalid, to_py};
 use crate::flows::{self, MemoryGroupCore};
+use crate::interrupt::Interrupt;
 use crate::job_options::JobOptions;
 use crate::job_record::JobRecord;
 use crate::ready::resolve;
@@ -266,6 +267,39 @@ impl JobQueueCore {
         timeout: Option<u64>,
     ) -> PyResult<Bound<'py, PyAny>> {
         resolve(py, self.backend.wait_for_job(timeout), Ok)
+    }
+
+    /// What an idle worker does, in one step: waits until a claim may return a job (as
+    /// `wait_for_job`), then claims up to `max_jobs` at the time the wait ended, so the claim
+    /// follows the wake-up without a round trip through the event loop. Returns the awaitable
+    /// (the claimed records; none after `timeout` or once interrupted while still waiting)
+    /// and the `Interrupt` that ends the wait.
+    #[pyo3(signature = (worker_id, lease, max_jobs, timeout=None))]
+    fn wait_and_claim<'py>(
+        &self,
+        py: Python<'py>,
+        worker_id: String,
+        lease: u64,
+        max_jobs: usize,
+        timeout: Option<u64>,
+    ) -> PyResult<(Bound<'py, PyAny>, Interrupt)> {
+        let (interrupt, interrupted) = Interrupt::new();
+        let backend = Arc::clone(&self.backend);
+        let waited = backend.wait_for_job(timeout);
+        let claimed = Box::pin(async move {
+            let ready = tokio::select! {
+                biased;
+                () = interrupted.notified() => false,
+                ready = waited => ready?,
+            };
+            if !ready {
+                return Ok(Vec::new());
+            }
+            backend
+                .claim(worker_id, lease, max_jobs, wall_clock_ms())
+                .await
+        });
+        Ok((resolve(py, claimed, records)?, interrupt))
     }
 
     /// Completes `(id, token, result)` items; awaits `(id, error)` for those refused.

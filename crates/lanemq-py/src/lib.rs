@@ -9,6 +9,7 @@ mod durable_journal;
 mod errors;
 mod flows;
 mod hub;
+mod interrupt;
 mod job_options;
 mod job_queue;
 mod job_record;
@@ -54,5 +55,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<scheduler_record::SchedulerRecord>()?;
     m.add_class::<ready::Ready>()?;
     m.add_class::<hub::Hub>()?;
+    m.add_class::<interrupt::Interrupt>()?;
     Ok(())
 }

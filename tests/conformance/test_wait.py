@@ -267,3 +267,58 @@ async def test_wait_for_job_does_not_wake_while_paused(queue: JobQueue) -> None:
     assert time.monotonic() - started < LATE
     await resumer
     assert len(await queue.claim("w1", max_jobs=5)) == 2
+
+
+# ------------------------------------------------- wait and claim (idle workers)
+
+
+async def test_wait_and_claim_claims_the_job_that_woke_it(queue: JobQueue) -> None:
+    async def add() -> Job:
+        return await queue.add("w", "hello")
+
+    adder = asyncio.create_task(_later(0.05, add))
+    claimed, _ = queue._wait_and_claim("w1", 30.0, 5, 1.0)
+    started = time.monotonic()
+    jobs = await claimed
+    assert 0.04 <= time.monotonic() - started < LATE
+    added = await adder
+    assert [job.id for job in jobs] == [added.id]
+    assert jobs[0].lock_token
+    assert await queue.get_state(added.id) == "active"
+
+
+async def test_wait_and_claim_gives_nothing_after_its_timeout(queue: JobQueue) -> None:
+    claimed, _ = queue._wait_and_claim("w1", 30.0, 1, 0.05)
+    started = time.monotonic()
+    assert await claimed == []
+    assert 0.04 <= time.monotonic() - started < LATE
+
+
+async def test_interrupted_wait_and_claim_ends_at_once_and_takes_nothing(queue: JobQueue) -> None:
+    claimed, interrupt = queue._wait_and_claim("w1", 30.0, 1, 5.0)
+    pending = asyncio.ensure_future(claimed)
+    await asyncio.sleep(0.05)
+    assert not pending.done()
+    started = time.monotonic()
+    interrupt()
+    assert await asyncio.wait_for(pending, PROMPT) == []
+    assert time.monotonic() - started < PROMPT
+    # A job added after the interrupt is still there for the next claim.
+    job = await queue.add("w")
+    assert await queue.get_state(job.id) == "waiting"
+    [again] = await queue.claim("w2")
+    assert again.id == job.id
+
+
+async def test_wait_and_claim_interrupted_after_a_job_was_there_still_returns_it(
+    queue: JobQueue,
+) -> None:
+    job = await queue.add("w")
+    claimed, interrupt = queue._wait_and_claim("w1", 30.0, 1, 5.0)
+    interrupt()  # before the call ran at all: it must not wait, and must not lose the job
+    jobs = await asyncio.wait_for(claimed, PROMPT)
+    if jobs:
+        assert [j.id for j in jobs] == [job.id]
+        assert await queue.get_state(job.id) == "active"
+    else:
+        assert await queue.get_state(job.id) == "waiting"

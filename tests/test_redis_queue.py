@@ -616,6 +616,35 @@ async def test_worker_resumes_after_the_server_restarts(own_redis: MakeServer) -
         await _stop(worker, running)
 
 
+async def test_idle_waits_reuse_one_blocking_connection(own_redis: MakeServer) -> None:
+    """An idle worker waits once per job it gets: each wait must not open a connection."""
+    server = own_redis()
+    server.start()
+    queue = RedisJobQueue("idle", server.url, prefix=redis_prefix())
+
+    def connections_received() -> int:
+        with Resp("127.0.0.1", server.port) as probe:
+            stats = probe.command("INFO", "stats")
+        line = next(x for x in stats.splitlines() if x.startswith("total_connections_received:"))
+        return int(line.split(":")[1])
+
+    try:
+        assert await queue.wait_for_job(timeout=0.01) is False  # opens the blocking connection
+        before = connections_received()
+        for _ in range(20):
+            assert await queue.wait_for_job(timeout=0.01) is False
+        job = await queue.add("j")
+        claimed, _ = queue._wait_and_claim("w1", 30.0, 1, 1.0)
+        assert [j.id for j in await claimed] == [job.id]
+        for _ in range(5):
+            claimed, _ = queue._wait_and_claim("w1", 30.0, 1, 0.01)
+            assert await claimed == []
+        # The one connection more is the probe reading the count.
+        assert connections_received() - before == 1
+    finally:
+        await queue.close()
+
+
 # ----------------------------------------------------------------- eviction policy
 
 

@@ -30,6 +30,10 @@ pub struct RedisBackend {
     prefix: String,
     random: RandomState,
     calls: AtomicU64,
+    /// The dedicated connection of the last wait that ended (not dropped mid-command), kept
+    /// for the next: an idle worker waits once per job it gets, and a new connection each
+    /// time costs a connect and handshake (and leaves a socket in TIME_WAIT).
+    pub(crate) spare_blocking: Mutex<Option<redis::aio::MultiplexedConnection>>,
 }
 
 impl RedisBackend {
@@ -54,6 +58,7 @@ impl RedisBackend {
             prefix: prefix.to_owned(),
             random: RandomState::new(),
             calls: AtomicU64::new(0),
+            spare_blocking: Mutex::new(None),
         })
     }
 

@@ -19,6 +19,14 @@ const MAX_BLOCK: Duration = Duration::from_secs(1);
 
 impl RedisBackend {
     async fn blocking_connection(&self) -> CoreResult<redis::aio::MultiplexedConnection> {
+        let spare = self
+            .spare_blocking
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(connection) = spare {
+            return Ok(connection);
+        }
         let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
         self.connection
             .client
@@ -27,9 +35,29 @@ impl RedisBackend {
             .map_err(|e| self.error(e))
     }
 
+    /// Keeps `connection` for the next wait (its last command completed).
+    fn keep_blocking(&self, connection: Option<redis::aio::MultiplexedConnection>) {
+        if let Some(connection) = connection {
+            *self
+                .spare_blocking
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = Some(connection);
+        }
+    }
+
     pub async fn wait_for_job(&self, timeout: Option<Millis>) -> CoreResult<bool> {
-        let deadline = timeout.map(|t| Instant::now() + Duration::from_millis(t));
         let mut connection = None;
+        let ready = self.wait_for_job_on(&mut connection, timeout).await?;
+        self.keep_blocking(connection);
+        Ok(ready)
+    }
+
+    async fn wait_for_job_on(
+        &self,
+        connection: &mut Option<redis::aio::MultiplexedConnection>,
+        timeout: Option<Millis>,
+    ) -> CoreResult<bool> {
+        let deadline = timeout.map(|t| Instant::now() + Duration::from_millis(t));
         loop {
             let now = wall_clock_ms();
             let ready_at = self.next_ready_at(now).await?;
@@ -47,7 +75,7 @@ impl RedisBackend {
                 wait = wait.min(left);
             }
             if connection.is_none() {
-                connection = Some(self.blocking_connection().await?);
+                *connection = Some(self.blocking_connection().await?);
             }
             let blocking = connection.as_mut().expect("just made");
             let seconds = wait.as_secs_f64().max(0.001);
@@ -122,11 +150,13 @@ impl RedisBackend {
                 d.saturating_duration_since(Instant::now()).min(MAX_BLOCK)
             });
             if wait.is_zero() {
+                self.keep_blocking(Some(connection));
                 return Ok(false);
             }
             if !self.follow(&mut connection, after, wait).await?.is_empty()
                 || self.last_event_id().await? > after
             {
+                self.keep_blocking(Some(connection));
                 return Ok(true);
             }
         }
@@ -140,9 +170,20 @@ impl RedisBackend {
         id: &str,
         timeout: Option<Millis>,
     ) -> CoreResult<FinishedResult> {
+        let mut connection = None;
+        let result = self.wait_finished_on(&mut connection, id, timeout).await?;
+        self.keep_blocking(connection);
+        Ok(result)
+    }
+
+    async fn wait_finished_on(
+        &self,
+        connection: &mut Option<redis::aio::MultiplexedConnection>,
+        id: &str,
+        timeout: Option<Millis>,
+    ) -> CoreResult<FinishedResult> {
         let deadline = timeout.map(|t| Instant::now() + Duration::from_millis(t));
         let mut after = self.last_event_id().await?;
-        let mut connection = None;
         loop {
             let result = match self.finished_result(id).await? {
                 // Gone: it may have finished and been removed (remove_on_complete/fail) before
@@ -160,7 +201,7 @@ impl RedisBackend {
                 return Ok(result);
             }
             if connection.is_none() {
-                connection = Some(self.blocking_connection().await?);
+                *connection = Some(self.blocking_connection().await?);
             }
             let events = self
                 .follow(connection.as_mut().expect("just made"), after, wait)

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use lanemq_core::jobs::{
-    wall_clock_ms, Completion, FailOutcome, Failure, FinishedResult, JobBackend, JobState,
-    LocalBackend, NewJob, StoreConfig, Template,
+    wall_clock_ms, BoxFuture, Completion, FailOutcome, Failure, FinishedResult, JobBackend,
+    JobState, LocalBackend, NewJob, StoreConfig, Template,
 };
 use lanemq_core::{CoreError, CoreResult};
 use lanemq_redis::{RedisBackend, RedisJobBackend};
@@ -18,12 +18,31 @@ use crate::flows::{self, MemoryGroupCore};
 use crate::interrupt::Interrupt;
 use crate::job_options::JobOptions;
 use crate::job_record::JobRecord;
-use crate::ready::resolve;
+use crate::ready;
 use crate::scheduler_record::{self, SchedulerRecord};
 
 #[pyclass(frozen, module = "lanemq._core")]
 pub struct JobQueueCore {
     backend: Arc<dyn JobBackend>,
+    /// Whether the backend's calls may finish on their first poll (in-process backends) or
+    /// wait on a server (Redis): see `ready::resolve`.
+    inline: bool,
+}
+
+impl JobQueueCore {
+    fn resolve<'py, T, U, F>(
+        &self,
+        py: Python<'py>,
+        future: BoxFuture<T>,
+        convert: F,
+    ) -> PyResult<Bound<'py, PyAny>>
+    where
+        T: Send + 'static,
+        U: for<'a> IntoPyObject<'a> + Send + 'static,
+        F: FnOnce(T) -> PyResult<U> + Send + 'static,
+    {
+        ready::resolve(py, future, convert, self.inline)
+    }
 }
 
 fn new_job(name: String, data: String, options: Option<JobOptions>) -> NewJob {
@@ -93,6 +112,7 @@ impl JobQueueCore {
         };
         Ok(Self {
             backend: Arc::new(group.inner.queue(name, config)),
+            inline: true,
         })
     }
 
@@ -115,6 +135,7 @@ impl JobQueueCore {
             .map_err(to_py)?;
         Ok(Self {
             backend: Arc::new(backend),
+            inline: true,
         })
     }
 
@@ -139,6 +160,7 @@ impl JobQueueCore {
             .map_err(to_py)?;
         Ok(Self {
             backend: Arc::new(RedisJobBackend::new(backend, max_payload_bytes)),
+            inline: false,
         })
     }
 
@@ -151,7 +173,7 @@ impl JobQueueCore {
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
         let root = flows::node(root)?;
-        resolve(py, self.backend.add_flow(root, now), |node| {
+        self.resolve(py, self.backend.add_flow(root, now), |node| {
             Ok(flows::added(vec![node]))
         })
     }
@@ -170,7 +192,7 @@ impl JobQueueCore {
             .map(flows::node)
             .collect::<PyResult<Vec<_>>>()?;
         let future = self.backend.add_children(id, token, children, now);
-        resolve(py, future, |nodes| Ok(flows::added(nodes)))
+        self.resolve(py, future, |nodes| Ok(flows::added(nodes)))
     }
 
     #[pyo3(signature = (id, cursors, count=None))]
@@ -182,7 +204,7 @@ impl JobQueueCore {
         count: Option<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let future = self.backend.get_dependencies(id, cursors, count);
-        resolve(py, future, |deps| Ok(flows::dependencies(deps)))
+        self.resolve(py, future, |deps| Ok(flows::dependencies(deps)))
     }
 
     /// Awaits (processed, unprocessed, failed, ignored).
@@ -191,7 +213,7 @@ impl JobQueueCore {
         py: Python<'py>,
         id: String,
     ) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.get_dependencies_count(id), |c| {
+        self.resolve(py, self.backend.get_dependencies_count(id), |c| {
             Ok((c.processed, c.unprocessed, c.failed, c.ignored))
         })
     }
@@ -202,7 +224,7 @@ impl JobQueueCore {
         id: String,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.remove_child_dependency(id, now), Ok)
+        self.resolve(py, self.backend.remove_child_dependency(id, now), Ok)
     }
 
     fn remove_unprocessed_children<'py>(
@@ -211,7 +233,7 @@ impl JobQueueCore {
         id: String,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.remove_unprocessed_children(id, now), Ok)
+        self.resolve(py, self.backend.remove_unprocessed_children(id, now), Ok)
     }
 
     /// Adds a job: awaits (record, created).
@@ -225,7 +247,7 @@ impl JobQueueCore {
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
         let future = self.backend.add(new_job(name, data, options), now);
-        resolve(py, future, |(job, created)| {
+        self.resolve(py, future, |(job, created)| {
             Ok((JobRecord::from(job), created))
         })
     }
@@ -237,7 +259,7 @@ impl JobQueueCore {
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
         let jobs = jobs.into_iter().map(|(n, d, o)| new_job(n, d, o)).collect();
-        resolve(py, self.backend.add_bulk(jobs, now), |added| {
+        self.resolve(py, self.backend.add_bulk(jobs, now), |added| {
             Ok(added
                 .into_iter()
                 .map(|(job, created)| (JobRecord::from(job), created))
@@ -253,7 +275,7 @@ impl JobQueueCore {
         max_jobs: usize,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        resolve(
+        self.resolve(
             py,
             self.backend.claim(worker_id, lease, max_jobs, now),
             records,
@@ -266,7 +288,7 @@ impl JobQueueCore {
         py: Python<'py>,
         timeout: Option<u64>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.wait_for_job(timeout), Ok)
+        self.resolve(py, self.backend.wait_for_job(timeout), Ok)
     }
 
     /// What an idle worker does, in one step: waits until a claim may return a job (as
@@ -299,7 +321,7 @@ impl JobQueueCore {
                 .claim(worker_id, lease, max_jobs, wall_clock_ms())
                 .await
         });
-        Ok((resolve(py, claimed, records)?, interrupt))
+        Ok((self.resolve(py, claimed, records)?, interrupt))
     }
 
     /// Completes `(id, token, result)` items; awaits `(id, error)` for those refused.
@@ -314,7 +336,7 @@ impl JobQueueCore {
             .into_iter()
             .map(|(id, token, result)| Completion { id, token, result })
             .collect();
-        resolve(
+        self.resolve(
             py,
             self.backend.complete_many(items, now),
             move |outcomes| Ok(refusals(ids, outcomes)),
@@ -337,7 +359,7 @@ impl JobQueueCore {
             .into_iter()
             .map(|(id, token, result)| Completion { id, token, result })
             .collect();
-        resolve(
+        self.resolve(
             py,
             self.backend
                 .complete_and_claim(items, worker_id, lease, max_jobs, now),
@@ -357,7 +379,7 @@ impl JobQueueCore {
         let future = self
             .backend
             .complete_many(vec![Completion { id, token, result }], now);
-        resolve(py, future, |mut outcomes| {
+        self.resolve(py, future, |mut outcomes| {
             outcomes.pop().unwrap_or(Ok(())).map_err(to_py)
         })
     }
@@ -382,7 +404,7 @@ impl JobQueueCore {
                 delay: None,
             })
             .collect();
-        resolve(py, self.backend.fail_many(items, now), move |outcomes| {
+        self.resolve(py, self.backend.fail_many(items, now), move |outcomes| {
             Ok(ids
                 .into_iter()
                 .zip(outcomes)
@@ -420,7 +442,7 @@ impl JobQueueCore {
             }],
             now,
         );
-        resolve(py, future, |mut outcomes| {
+        self.resolve(py, future, |mut outcomes| {
             match outcomes
                 .pop()
                 .unwrap_or(Err(CoreError::Refused("no outcome".into())))
@@ -440,7 +462,7 @@ impl JobQueueCore {
         lease: u64,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        resolve(
+        self.resolve(
             py,
             self.backend.renew_many(vec![(id, token)], lease, now),
             |mut outcomes| outcomes.pop().unwrap_or(Ok(())).map_err(to_py),
@@ -456,7 +478,7 @@ impl JobQueueCore {
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
         let ids: Vec<String> = items.iter().map(|(id, _)| id.clone()).collect();
-        resolve(
+        self.resolve(
             py,
             self.backend.renew_many(items, lease, now),
             move |outcomes| {
@@ -478,7 +500,7 @@ impl JobQueueCore {
         delay_until: u64,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        resolve(
+        self.resolve(
             py,
             self.backend.move_to_delayed(id, token, delay_until, now),
             unit,
@@ -492,11 +514,11 @@ impl JobQueueCore {
         token: String,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.release(id, token, now), unit)
+        self.resolve(py, self.backend.release(id, token, now), unit)
     }
 
     fn recover_stalled<'py>(&self, py: Python<'py>, now: u64) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.recover_stalled(now), Ok)
+        self.resolve(py, self.backend.recover_stalled(now), Ok)
     }
 
     fn holds_lock<'py>(
@@ -506,17 +528,17 @@ impl JobQueueCore {
         token: String,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.holds_lock(id, token, now), Ok)
+        self.resolve(py, self.backend.holds_lock(id, token, now), Ok)
     }
 
     fn get_job<'py>(&self, py: Python<'py>, id: String) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.get_job(id), |job| {
+        self.resolve(py, self.backend.get_job(id), |job| {
             Ok(job.map(JobRecord::from))
         })
     }
 
     fn get_state<'py>(&self, py: Python<'py>, id: String) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.get_state(id), |state| {
+        self.resolve(py, self.backend.get_state(id), |state| {
             Ok(state.map(JobState::as_str))
         })
     }
@@ -527,7 +549,7 @@ impl JobQueueCore {
         states: Vec<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let states = self::states(&states)?;
-        resolve(py, self.backend.get_job_counts(states), |counts| {
+        self.resolve(py, self.backend.get_job_counts(states), |counts| {
             Ok(counts
                 .into_iter()
                 .map(|(s, n)| (s.as_str(), n))
@@ -536,7 +558,7 @@ impl JobQueueCore {
     }
 
     fn count_pending<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.count_pending(), Ok)
+        self.resolve(py, self.backend.count_pending(), Ok)
     }
 
     fn get_counts_per_priority<'py>(
@@ -544,7 +566,7 @@ impl JobQueueCore {
         py: Python<'py>,
         priorities: Vec<u32>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.get_counts_per_priority(priorities), Ok)
+        self.resolve(py, self.backend.get_counts_per_priority(priorities), Ok)
     }
 
     fn list_jobs<'py>(
@@ -556,7 +578,7 @@ impl JobQueueCore {
         ascending: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let states = self::states(&states)?;
-        resolve(
+        self.resolve(
             py,
             self.backend.list_jobs(states, start, end, ascending),
             records,
@@ -566,7 +588,7 @@ impl JobQueueCore {
     /// Awaits `(kind, value)`: ("missing", None), ("pending", state), ("completed", json or
     /// None), ("failed", reason).
     fn finished_result<'py>(&self, py: Python<'py>, id: String) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.finished_result(id), finished)
+        self.resolve(py, self.backend.finished_result(id), finished)
     }
 
     /// Like `finished_result`, once the job finishes (or `timeout` ms pass).
@@ -577,11 +599,11 @@ impl JobQueueCore {
         id: String,
         timeout: Option<u64>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.wait_finished(id, timeout), finished)
+        self.resolve(py, self.backend.wait_finished(id, timeout), finished)
     }
 
     fn promote<'py>(&self, py: Python<'py>, id: String, now: u64) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.promote(id, now), unit)
+        self.resolve(py, self.backend.promote(id, now), unit)
     }
 
     fn reschedule<'py>(
@@ -591,11 +613,11 @@ impl JobQueueCore {
         delay_until: u64,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.reschedule(id, delay_until, now), unit)
+        self.resolve(py, self.backend.reschedule(id, delay_until, now), unit)
     }
 
     fn retry_job<'py>(&self, py: Python<'py>, id: String, now: u64) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.retry_job(id, now), unit)
+        self.resolve(py, self.backend.retry_job(id, now), unit)
     }
 
     fn update_priority<'py>(
@@ -615,7 +637,7 @@ impl JobQueueCore {
             ));
         }
         let priority = priority as u32;
-        resolve(py, self.backend.update_priority(id, priority, lifo), unit)
+        self.resolve(py, self.backend.update_priority(id, priority, lifo), unit)
     }
 
     fn update_data<'py>(
@@ -624,7 +646,7 @@ impl JobQueueCore {
         id: String,
         data: String,
     ) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.update_data(id, data), unit)
+        self.resolve(py, self.backend.update_data(id, data), unit)
     }
 
     fn update_progress<'py>(
@@ -634,7 +656,7 @@ impl JobQueueCore {
         progress: String,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.update_progress(id, progress, now), unit)
+        self.resolve(py, self.backend.update_progress(id, progress, now), unit)
     }
 
     fn add_log<'py>(
@@ -644,7 +666,7 @@ impl JobQueueCore {
         line: String,
         keep: usize,
     ) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.add_log(id, line, keep), Ok)
+        self.resolve(py, self.backend.add_log(id, line, keep), Ok)
     }
 
     fn get_logs<'py>(
@@ -655,7 +677,7 @@ impl JobQueueCore {
         end: i64,
         ascending: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.get_logs(id, start, end, ascending), Ok)
+        self.resolve(py, self.backend.get_logs(id, start, end, ascending), Ok)
     }
 
     fn clear_logs<'py>(
@@ -664,7 +686,7 @@ impl JobQueueCore {
         id: String,
         keep: usize,
     ) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.clear_logs(id, keep), unit)
+        self.resolve(py, self.backend.clear_logs(id, keep), unit)
     }
 
     #[pyo3(signature = (id, lines, reason=None))]
@@ -675,27 +697,27 @@ impl JobQueueCore {
         lines: Vec<String>,
         reason: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.save_stacktrace(id, lines, reason), unit)
+        self.resolve(py, self.backend.save_stacktrace(id, lines, reason), unit)
     }
 
     fn remove<'py>(&self, py: Python<'py>, id: String, now: u64) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.remove(id, now), unit)
+        self.resolve(py, self.backend.remove(id, now), unit)
     }
 
     fn pause<'py>(&self, py: Python<'py>, now: u64) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.pause(now), unit)
+        self.resolve(py, self.backend.pause(now), unit)
     }
 
     fn resume<'py>(&self, py: Python<'py>, now: u64) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.resume(now), unit)
+        self.resolve(py, self.backend.resume(now), unit)
     }
 
     fn is_paused<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.is_paused(), Ok)
+        self.resolve(py, self.backend.is_paused(), Ok)
     }
 
     fn drain<'py>(&self, py: Python<'py>, delayed: bool, now: u64) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.drain(delayed, now), Ok)
+        self.resolve(py, self.backend.drain(delayed, now), Ok)
     }
 
     fn clean<'py>(
@@ -707,7 +729,7 @@ impl JobQueueCore {
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
         let state = JobState::parse(state).map_err(to_py)?;
-        resolve(py, self.backend.clean(grace, limit, state, now), Ok)
+        self.resolve(py, self.backend.clean(grace, limit, state, now), Ok)
     }
 
     fn obliterate<'py>(
@@ -716,7 +738,7 @@ impl JobQueueCore {
         force: bool,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.obliterate(force, now), unit)
+        self.resolve(py, self.backend.obliterate(force, now), unit)
     }
 
     fn set_rate_limit<'py>(
@@ -726,15 +748,15 @@ impl JobQueueCore {
         duration: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
         let max = count("max", max, 1)?;
-        resolve(py, self.backend.set_rate_limit(max, duration), unit)
+        self.resolve(py, self.backend.set_rate_limit(max, duration), unit)
     }
 
     fn get_rate_limit<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.get_rate_limit(), Ok)
+        self.resolve(py, self.backend.get_rate_limit(), Ok)
     }
 
     fn clear_rate_limit<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.clear_rate_limit(), unit)
+        self.resolve(py, self.backend.clear_rate_limit(), unit)
     }
 
     #[pyo3(signature = (max=None))]
@@ -744,15 +766,15 @@ impl JobQueueCore {
         max: Option<i64>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let max = max.map(|m| count("max_active", m, 1)).transpose()?;
-        resolve(py, self.backend.set_max_active(max), unit)
+        self.resolve(py, self.backend.set_max_active(max), unit)
     }
 
     fn get_max_active<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.get_max_active(), Ok)
+        self.resolve(py, self.backend.get_max_active(), Ok)
     }
 
     fn is_maxed<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.is_maxed(), Ok)
+        self.resolve(py, self.backend.is_maxed(), Ok)
     }
 
     /// The id of the job holding the dedup key `dedup_id` at `now`, or None if it is not held.
@@ -762,7 +784,7 @@ impl JobQueueCore {
         dedup_id: String,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.get_deduplication_job_id(dedup_id, now), Ok)
+        self.resolve(py, self.backend.get_deduplication_job_id(dedup_id, now), Ok)
     }
 
     /// Deletes the dedup key `dedup_id`; awaits True if a held key was deleted.
@@ -772,7 +794,7 @@ impl JobQueueCore {
         dedup_id: String,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.remove_deduplication_key(dedup_id, now), Ok)
+        self.resolve(py, self.backend.remove_deduplication_key(dedup_id, now), Ok)
     }
 
     /// Creates or updates the job scheduler `key`; awaits its pending occurrence. `every`,
@@ -803,11 +825,11 @@ impl JobQueueCore {
             options: options.map(|o| o.inner).unwrap_or_default(),
         };
         let future = self.backend.upsert_scheduler(key, spec, template, now);
-        resolve(py, future, |job| Ok(JobRecord::from(job)))
+        self.resolve(py, future, |job| Ok(JobRecord::from(job)))
     }
 
     fn get_scheduler<'py>(&self, py: Python<'py>, key: String) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.get_scheduler(key), |found| {
+        self.resolve(py, self.backend.get_scheduler(key), |found| {
             Ok(found.map(SchedulerRecord::from))
         })
     }
@@ -819,7 +841,7 @@ impl JobQueueCore {
         end: i64,
         ascending: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        resolve(
+        self.resolve(
             py,
             self.backend.list_schedulers(start, end, ascending),
             |all| {
@@ -832,7 +854,7 @@ impl JobQueueCore {
     }
 
     fn count_schedulers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.count_schedulers(), Ok)
+        self.resolve(py, self.backend.count_schedulers(), Ok)
     }
 
     /// Removes the scheduler `key` (and its occurrence, if it has not started); awaits True
@@ -843,7 +865,7 @@ impl JobQueueCore {
         key: String,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.remove_scheduler(key, now), Ok)
+        self.resolve(py, self.backend.remove_scheduler(key, now), Ok)
     }
 
     /// Events `(id, timestamp, event, job_id, fields)` with `start <= id <= end`.
@@ -854,7 +876,7 @@ impl JobQueueCore {
         end: u64,
         limit: usize,
     ) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.read_events(start, end, limit), |events| {
+        self.resolve(py, self.backend.read_events(start, end, limit), |events| {
             Ok(events
                 .into_iter()
                 .map(|e| {
@@ -875,16 +897,16 @@ impl JobQueueCore {
     }
 
     fn trim_events<'py>(&self, py: Python<'py>, max_len: usize) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.trim_events(max_len), Ok)
+        self.resolve(py, self.backend.trim_events(max_len), Ok)
     }
 
     fn last_event_id<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.last_event_id(), Ok)
+        self.resolve(py, self.backend.last_event_id(), Ok)
     }
 
     /// Releases the backend's file or connections once pending operations are done.
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.close(), unit)
+        self.resolve(py, self.backend.close(), unit)
     }
 
     /// Awaits True once an event after `after` exists (False after `timeout` ms).
@@ -895,6 +917,6 @@ impl JobQueueCore {
         after: u64,
         timeout: Option<u64>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        resolve(py, self.backend.wait_events(after, timeout), Ok)
+        self.resolve(py, self.backend.wait_events(after, timeout), Ok)
     }
 }

@@ -37,20 +37,27 @@ impl Ready {
     }
 }
 
-/// Turns a backend future into a Python awaitable: a `Ready` if the future completes on its
-/// first poll, otherwise an asyncio future driven by the tokio runtime. `convert` maps the
-/// value to something Python can hold.
+/// Turns a backend future into a Python awaitable: with `poll_first`, a `Ready` if the future
+/// completes on its first poll (made here, on the caller's thread), otherwise an asyncio
+/// future driven by the tokio runtime. `convert` maps the value to something Python can hold.
+///
+/// A backend whose calls wait on a server is not polled first: that poll would hand the
+/// request to its connection task, waking the runtime thread, and the spawn below would wake
+/// it again (measured: ~8.8 context switches per awaited Redis add instead of ~3.8).
 pub fn resolve<'py, T, U, F>(
     py: Python<'py>,
     mut future: BoxFuture<T>,
     convert: F,
+    poll_first: bool,
 ) -> PyResult<Bound<'py, PyAny>>
 where
     T: Send + 'static,
     U: for<'a> IntoPyObject<'a> + Send + 'static,
     F: FnOnce(T) -> PyResult<U> + Send + 'static,
 {
-    let polled = {
+    let polled = if !poll_first {
+        Poll::Pending
+    } else {
         // Timers and notifications created during the first poll need the runtime's context.
         let _runtime = pyo3_async_runtimes::tokio::get_runtime().enter();
         future

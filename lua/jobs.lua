@@ -39,39 +39,37 @@ local function create_jobs(specs)
   local columns = {name = {}, data = {}, opts = {}, prio = {}, seq = {}, created = {},
     delay = {}, state = {}, ord = {}}
   local waiting, delayed, held = {}, {}, {}
-  local waiting_state, delayed_state = tostring(WAITING_STATE), tostring(DELAYED_STATE)
-  local held_state = tostring(CHILDREN_STATE)
   local out = {}
   for k, spec in ipairs(specs) do
     if spec.dup then
       emit("duplicated", spec.id)
     else
       local id = spec.id
-      if id == "" then id = tostring(next_id); next_id = next_id + 1 end
+      if id == "" then id = string.format("%d", next_id); next_id = next_id + 1 end
       local seq, order = next_seq, next_seq + 1
       next_seq = next_seq + 2
       push2(columns.name, id, spec.name); push2(columns.data, id, spec.data)
       push2(columns.opts, id, spec.opts); push2(columns.prio, id, spec.prio)
-      push2(columns.seq, id, seq); push2(columns.created, id, NOW_TEXT)
+      push2(columns.seq, id, string.format("%d", seq)); push2(columns.created, id, NOW_TEXT)
       emit("added", id, "name", spec.name)
       if spec.hold then
-        push2(columns.state, id, held_state)
+        push2(columns.state, id, CHILDREN_TEXT)
         push2(held, NOW_TEXT, hex(seq) .. id)
         emit("waiting-children", id)
       elseif spec.delay > 0 then
         order = seq
         local due = int(NOW + spec.delay)
-        push2(columns.state, id, delayed_state)
+        push2(columns.state, id, DELAYED_TEXT)
         push2(columns.delay, id, due)
         push2(delayed, due, hex(seq) .. id)
         emit("delayed", id, "delay", due)
       else
         if spec.lifo then order = -order end
-        push2(columns.state, id, waiting_state)
+        push2(columns.state, id, WAITING_TEXT)
         push2(waiting, spec.prio, member(order, id))
         emit("waiting", id)
       end
-      push2(columns.ord, id, order)
+      push2(columns.ord, id, string.format("%d", order))
       out[k] = {1, id, seq, order}
     end
   end
@@ -88,7 +86,7 @@ local function create_jobs(specs)
     redis.call("HDEL", META, "drained")
   end
   -- New jobs wake idle workers: to claim, or to recompute when the next delayed one is due.
-  if #waiting > 0 then wake(0) elseif #delayed > 0 then wake(delayed[1]) end
+  if #waiting > 0 then wake("0") elseif #delayed > 0 then wake(delayed[1]) end
   return out
 end
 
@@ -282,7 +280,7 @@ local function complete_jobs(ids, tokens, results)
   local members, finished, scored = {}, {}, {}
   for i, id in ipairs(ids) do
     -- A job named twice in one batch: the second sees it completed, as it would one by one.
-    local state = seen[id] and tostring(COMPLETED_STATE) or states[i]
+    local state = seen[id] and COMPLETED_TEXT or states[i]
     local refused = check_values(id, tokens[i], state, held[i], expires[i])
     if refused then
       out[i] = refused
@@ -302,10 +300,9 @@ local function complete_jobs(ids, tokens, results)
     zrem(ACTIVE, members)
     mdel("token", finished); mdel("worker", finished); mdel("expires", finished)
     local state_pairs, finished_pairs, result_pairs = {}, {}, {}
-    local completed = tostring(COMPLETED_STATE)
     for _, i in ipairs(done) do
       local id = ids[i]
-      push2(state_pairs, id, completed)
+      push2(state_pairs, id, COMPLETED_TEXT)
       push2(finished_pairs, id, NOW_TEXT)
       push2(result_pairs, id, results[i])
     end
@@ -374,11 +371,11 @@ local function claim_jobs(worker, lease, max_jobs, seed)
       local attempts, seqs = mget("attempts", ids), mget("seq", ids)
       local states, tried, processed, tokens, workers, expiry, active = {}, {}, {}, {}, {}, {}, {}
       -- Text, not Lua numbers: formatting a number for redis.call costs more than the command.
-      local active_state, until_text = tostring(ACTIVE_STATE), int(now + lease)
+      local until_text = int(now + lease)
       for i, id in ipairs(ids) do
         attempts[i] = tonumber(attempts[i] or "0") + 1
-        push2(tokens, id, seed .. "-" .. i)
-        push2(states, id, active_state); push2(tried, id, attempts[i])
+        push2(tokens, id, string.format("%s-%d", seed, i))
+        push2(states, id, ACTIVE_TEXT); push2(tried, id, string.format("%d", attempts[i]))
         push2(processed, id, NOW_TEXT); push2(workers, id, worker); push2(expiry, id, until_text)
         push2(active, until_text, hex(tonumber(seqs[i])) .. id)
       end
@@ -411,7 +408,7 @@ local function claim_jobs(worker, lease, max_jobs, seed)
     -- Jobs left over: wake another idle worker (each wake-up pops the marker for one). As
     -- wake(0) does, without reading again whether the queue is paused: it is not.
     if #claimed > 0 and redis.call("ZCARD", WAITING) > 0 then
-      redis.call("ZADD", MARKER, "LT", 0, "w")
+      redis.call("ZADD", MARKER, "LT", "0", "w")
     end
   end
   if #claimed == 0 and redis.call("ZCARD", WAITING) == 0

@@ -162,7 +162,7 @@ mod tests {
 }
 
 /// Writes every composed script to `$LANEMQ_DUMP_SCRIPTS/<name>.lua`, for profiling them outside
-/// the client (benches/lua_cost.md): `LANEMQ_DUMP_SCRIPTS=/tmp/s cargo test -p lanemq-redis
+/// the client (benches/lua_cost.py): `LANEMQ_DUMP_SCRIPTS=/tmp/s cargo test -p lanemq-redis
 /// dump_composed_scripts -- --ignored`.
 #[cfg(test)]
 #[test]

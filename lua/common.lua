@@ -42,6 +42,10 @@ local MAX_EVENTS_N = tonumber(MAX_EVENTS) or 0
 
 local WAITING_STATE, DELAYED_STATE, ACTIVE_STATE, CHILDREN_STATE, COMPLETED_STATE, FAILED_STATE =
   0, 1, 2, 3, 4, 5
+-- The same as text, for redis.call: a Lua number is formatted with %.17g (~3,500 instructions
+-- under callgrind, more than a short HSET), and tostring costs as much.
+local WAITING_TEXT, DELAYED_TEXT, ACTIVE_TEXT, CHILDREN_TEXT, COMPLETED_TEXT, FAILED_TEXT =
+  "0", "1", "2", "3", "4", "5"
 
 -- The helpers from here on, and the script's body after them, run in one function nested in
 -- the script (compose.rs): the names above are its upvalues. Making a closure searches the
@@ -110,8 +114,11 @@ local function ensure_layout()
   redis.call("HSET", META, "layout", "1")
 end
 
--- Adds n to a counter in META and returns the new value.
-local function counter(name, n) return redis.call("HINCRBY", META, name, n) end
+-- Adds n (a whole number) to a counter in META and returns the new value. %d formats an
+-- integer directly: half the cost of the %.17g redis.call applies to a Lua number.
+local function counter(name, n)
+  return redis.call("HINCRBY", META, name, n == 1 and "1" or string.format("%d", n))
+end
 
 -- 14 hex digits of a non-negative integer below 2^53 (exact in Lua's doubles; %x formats a C
 -- long, 64 bits here).
@@ -139,7 +146,8 @@ local function emit(event, id, key, value, key2, value2)
   if MAX_EVENTS_N <= 0 then return end
   -- Approximate trimming (~): exact trimming cost ~9 us per XADD once the stream is full. The
   -- time goes in as the ARGV text: formatting a Lua number (%.14g) costs more than the XADD.
-  local entry_id = n .. "-0"
+  -- %d: the integer path of sprintf; `n .. "-0"` formats with %.14g, at twice the cost.
+  local entry_id = string.format("%d-0", n)
   if key2 then
     redis.call("XADD", EVENTS, "MAXLEN", "~", MAX_EVENTS, entry_id, "event", event, "ts", NOW_TEXT,
       "job", id, key, value, key2, value2)
@@ -170,11 +178,11 @@ local function to_waiting(id, front, lifo)
   local seq = counter("seq", 1)
   local order = seq
   if front or lifo then order = -seq end
-  set("ord", id, order)
-  set("state", id, WAITING_STATE)
-  redis.call("ZADD", WAITING, num("prio", id), member(order, id))
+  set("ord", id, string.format("%d", order))
+  set("state", id, WAITING_TEXT)
+  redis.call("ZADD", WAITING, get("prio", id) or "0", member(order, id))
   redis.call("HDEL", META, "drained")
-  wake(0)
+  wake("0")
 end
 
 -- A job as the client reads it: the id, then every field in FIELDS order.

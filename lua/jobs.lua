@@ -9,22 +9,31 @@
 -- a field at a time (one HSET per field for all of them), and their ids, sequence numbers and
 -- event ids are reserved with one HINCRBY each.
 local function create_jobs(specs)
-  ensure_layout()
-  local custom = {}
-  for _, spec in ipairs(specs) do
-    if spec.id ~= "" then custom[#custom + 1] = spec.id end
+  -- The layout flag, and what wake() and the drained flag need, in one read: nothing here
+  -- changes `paused` or `drained`.
+  local meta = redis.call("HMGET", META, "layout", "paused", "drained")
+  if not meta[1] then ensure_layout() end
+  local count, custom, customs = #specs, {}, 0
+  for k = 1, count do
+    local id = specs[k].id
+    if id ~= "" then customs = customs + 1; custom[customs] = id end
   end
   local existing, taken = {}, {}
-  for k, state in ipairs(mget("state", custom)) do
-    if state then existing[custom[k]] = true end
+  if customs > 0 then
+    local states = mget("state", custom)
+    for k = 1, customs do
+      if states[k] then existing[custom[k]] = true end
+    end
   end
   local autos, fresh, events = 0, 0, 0
-  for _, spec in ipairs(specs) do
-    if spec.id ~= "" and (existing[spec.id] or taken[spec.id]) then
+  for k = 1, count do
+    local spec = specs[k]
+    local id = spec.id
+    if id ~= "" and (existing[id] or taken[id]) then
       spec.dup = true
       events = events + 1
     else
-      if spec.id == "" then autos = autos + 1 else taken[spec.id] = true end
+      if id == "" then autos = autos + 1 else taken[id] = true end
       fresh = fresh + 1
       events = events + 2
     end
@@ -35,60 +44,79 @@ local function create_jobs(specs)
   reserve_events(events)
 
   -- Fields at their defaults (attempts, stalls and delay 0, progress 0, no stack trace) are not
-  -- written: an absent field reads as its default, here and in the client's decoding.
-  local columns = {name = {}, data = {}, opts = {}, prio = {}, seq = {}, created = {},
-    delay = {}, state = {}, ord = {}}
+  -- written: an absent field reads as its default, here and in the client's decoding. Every
+  -- new job has a pair (id, value) in each of these (at 2c - 1, 2c), delayed jobs in `delays`.
+  -- Appending with counters: a push2 call per value cost more than the HSETs.
+  local names, datas, optss, prios, seqs, created, states, ords, delays = {}, {}, {}, {}, {}, {},
+    {}, {}, {}
   local waiting, delayed, held = {}, {}, {}
-  local waiting_state, delayed_state = tostring(WAITING_STATE), tostring(DELAYED_STATE)
-  local held_state = tostring(CHILDREN_STATE)
+  local c, w, d, h = 0, 0, 0, 0
   local out = {}
-  for k, spec in ipairs(specs) do
+  for k = 1, count do
+    local spec = specs[k]
     if spec.dup then
       emit("duplicated", spec.id)
     else
       local id = spec.id
-      if id == "" then id = tostring(next_id); next_id = next_id + 1 end
+      if id == "" then id = string.format("%d", next_id); next_id = next_id + 1 end
       local seq, order = next_seq, next_seq + 1
       next_seq = next_seq + 2
-      push2(columns.name, id, spec.name); push2(columns.data, id, spec.data)
-      push2(columns.opts, id, spec.opts); push2(columns.prio, id, spec.prio)
-      push2(columns.seq, id, seq); push2(columns.created, id, NOW_TEXT)
+      c = c + 1
+      local a, b = 2 * c - 1, 2 * c
+      names[a] = id; names[b] = spec.name
+      datas[a] = id; datas[b] = spec.data
+      optss[a] = id; optss[b] = spec.opts
+      prios[a] = id; prios[b] = spec.prio
+      seqs[a] = id; seqs[b] = string.format("%d", seq)
+      created[a] = id; created[b] = NOW_TEXT
+      states[a] = id
       emit("added", id, "name", spec.name)
       if spec.hold then
-        push2(columns.state, id, held_state)
-        push2(held, NOW_TEXT, hex(seq) .. id)
+        states[b] = CHILDREN_TEXT
+        h = h + 2
+        held[h - 1] = NOW_TEXT; held[h] = hex(seq) .. id
         emit("waiting-children", id)
       elseif spec.delay > 0 then
         order = seq
         local due = int(NOW + spec.delay)
-        push2(columns.state, id, delayed_state)
-        push2(columns.delay, id, due)
-        push2(delayed, due, hex(seq) .. id)
+        states[b] = DELAYED_TEXT
+        d = d + 2
+        delays[d - 1] = id; delays[d] = due
+        delayed[d - 1] = due; delayed[d] = hex(seq) .. id
         emit("delayed", id, "delay", due)
       else
         if spec.lifo then order = -order end
-        push2(columns.state, id, waiting_state)
-        push2(waiting, spec.prio, member(order, id))
+        states[b] = WAITING_TEXT
+        w = w + 2
+        waiting[w - 1] = spec.prio; waiting[w] = member(order, id)
         emit("waiting", id)
       end
-      push2(columns.ord, id, order)
+      ords[a] = id; ords[b] = string.format("%d", order)
       out[k] = {1, id, seq, order}
     end
   end
 
-  for field, pairs_ in pairs(columns) do mset(field, pairs_) end
+  mset("name", names); mset("data", datas); mset("opts", optss); mset("prio", prios)
+  mset("seq", seqs); mset("created", created); mset("state", states); mset("ord", ords)
+  mset("delay", delays)
   zadd(DELAYED, delayed)
   zadd(CHILDREN, held)
   -- Duplicates are read once every new job is written (the original may be among them).
-  for k, spec in ipairs(specs) do
-    if spec.dup then out[k] = {0, job(spec.id)} end
+  if fresh < count then
+    for k = 1, count do
+      local spec = specs[k]
+      if spec.dup then out[k] = {0, job(spec.id)} end
+    end
   end
-  if #waiting > 0 then
+  if w > 0 then
     zadd(WAITING, waiting)
-    redis.call("HDEL", META, "drained")
+    if meta[3] then redis.call("HDEL", META, "drained") end
   end
   -- New jobs wake idle workers: to claim, or to recompute when the next delayed one is due.
-  if #waiting > 0 then wake(0) elseif #delayed > 0 then wake(delayed[1]) end
+  -- As wake() does, with `paused` as read above.
+  if meta[2] ~= "1" and (w > 0 or d > 0) then
+    redis.call("ZADD", MARKER, "LT", w > 0 and "0" or delayed[1], "w")
+  end
   return out
 end
 
@@ -271,58 +299,76 @@ end
 
 -------------------------------------------------------------------------------- completing
 -- Completes jobs `ids[i]` held by `tokens[i]` with `results[i]` (JSON). Each job is checked on
--- its own; a refused one changes nothing. Returns per job {} when completed, or {kind,
--- message} with kind "missing", "state" or "lock". The batch is read and written a field at a
--- time (one HMGET / HSET per field for all jobs), so a job costs little more than its event.
+-- its own; a refused one changes nothing. Returns per job 0 when completed (the client reads
+-- any reply that is not a refusal as success: a number costs the reply less than a table), or
+-- {kind, message} with kind "missing", "state" or "lock". The batch is read and written a
+-- field at a time (one HMGET / HSET per field for all jobs), so a job costs little more than
+-- its event. The loops count (no ipairs: a C call per step) and append with counters (no
+-- push2 call, no # per item): per job, this is most of the script's own work.
 local function complete_jobs(ids, tokens, results)
   local states, held, expires = mget("state", ids), mget("token", ids), mget("expires", ids)
   local seqs, opts = mget("seq", ids), mget("opts", ids)
 
   local out, done, seen = {}, {}, {}
   local members, finished, scored = {}, {}, {}
-  for i, id in ipairs(ids) do
+  local n = 0
+  for i = 1, #ids do
+    local id = ids[i]
     -- A job named twice in one batch: the second sees it completed, as it would one by one.
-    local state = seen[id] and tostring(COMPLETED_STATE) or states[i]
-    local refused = check_values(id, tokens[i], state, held[i], expires[i])
+    local state = seen[id] and COMPLETED_TEXT or states[i]
+    -- The usual case first, without a call; anything else is check_values' to judge.
+    local refused
+    if not (state == ACTIVE_TEXT and held[i] == tokens[i] and tonumber(expires[i] or "0") > NOW) then
+      refused = check_values(id, tokens[i], state, held[i], expires[i])
+    end
     if refused then
       out[i] = refused
     else
       seen[id] = true
       need_chain(opts[i])
-      out[i] = {}
-      done[#done + 1] = i
+      out[i] = 0
+      n = n + 1
+      done[n] = i
       local member = hex(tonumber(seqs[i])) .. id
-      members[#members + 1] = member
-      push2(scored, NOW_TEXT, member)
-      finished[#finished + 1] = id
+      members[n] = member
+      scored[2 * n - 1] = NOW_TEXT; scored[2 * n] = member
+      finished[n] = id
     end
   end
 
-  if #done > 0 then
+  if n > 0 then
     zrem(ACTIVE, members)
     mdel("token", finished); mdel("worker", finished); mdel("expires", finished)
     local state_pairs, finished_pairs, result_pairs = {}, {}, {}
-    local completed = tostring(COMPLETED_STATE)
-    for _, i in ipairs(done) do
-      local id = ids[i]
-      push2(state_pairs, id, completed)
-      push2(finished_pairs, id, NOW_TEXT)
-      push2(result_pairs, id, results[i])
+    for k = 1, n do
+      local id, result = finished[k], results[done[k]]
+      state_pairs[2 * k - 1] = id; state_pairs[2 * k] = COMPLETED_TEXT
+      finished_pairs[2 * k - 1] = id; finished_pairs[2 * k] = NOW_TEXT
+      result_pairs[2 * k - 1] = id; result_pairs[2 * k] = result
     end
     mset("state", state_pairs); mset("finished", finished_pairs); mset("result", result_pairs)
     zadd(COMPLETED, scored)
-    reserve_events(#done)
-    for _, i in ipairs(done) do
-      emit("completed", ids[i], "returnvalue", results[i])
+    reserve_events(n)
+    for k = 1, n do
+      emit("completed", finished[k], "returnvalue", results[done[k]])
     end
-    for _, i in ipairs(done) do
-      dedup_on_finish(ids[i], opts[i])
+    local parents = 0
+    for k = 1, n do
+      local json = opts[done[k]]
+      dedup_on_finish(finished[k], json)
       -- Most jobs keep everything: skip decoding their options.
-      if not string.find(opts[i], '"remove_on_complete":"keep_all"', 1, true) then
-        retain(COMPLETED, cjson.decode(opts[i]).remove_on_complete, ids[i])
+      if not string.find(json, '"remove_on_complete":"keep_all"', 1, true) then
+        retain(COMPLETED, cjson.decode(json).remove_on_complete, finished[k])
+      end
+      -- As parent_of does: only options naming a parent may have one.
+      if string.find(json, '"parent":{', 1, true) then parents = parents + 1 end
+    end
+    if parents > 0 then
+      for k = 1, n do
+        local i = done[k]
+        flow_on_finish(ids[i], opts[i], "completed", results[i])
       end
     end
-    for _, i in ipairs(done) do flow_on_finish(ids[i], opts[i], "completed", results[i]) end
   end
   return out
 end
@@ -367,43 +413,49 @@ local function claim_jobs(worker, lease, max_jobs, seed)
   local claimed = {}
   if allowed > 0 then
     local popped = redis.call("ZPOPMIN", WAITING, allowed)
-    local ids = {}
-    for i = 1, #popped, 2 do ids[#ids + 1] = string.sub(popped[i], 15) end
-    if #ids > 0 then
-      -- One command per field for the whole batch (as in complete_jobs).
+    local ids, n = {}, #popped / 2
+    for i = 1, n do ids[i] = string.sub(popped[2 * i - 1], 15) end
+    if n > 0 then
+      -- One command per field for the whole batch (as in complete_jobs, and as there the loops
+      -- count and append without calls).
       local attempts, seqs = mget("attempts", ids), mget("seq", ids)
       local states, tried, processed, tokens, workers, expiry, active = {}, {}, {}, {}, {}, {}, {}
       -- Text, not Lua numbers: formatting a number for redis.call costs more than the command.
-      local active_state, until_text = tostring(ACTIVE_STATE), int(now + lease)
-      for i, id in ipairs(ids) do
-        attempts[i] = tonumber(attempts[i] or "0") + 1
-        push2(tokens, id, seed .. "-" .. i)
-        push2(states, id, active_state); push2(tried, id, attempts[i])
-        push2(processed, id, NOW_TEXT); push2(workers, id, worker); push2(expiry, id, until_text)
-        push2(active, until_text, hex(tonumber(seqs[i])) .. id)
+      local until_text = int(now + lease)
+      for i = 1, n do
+        local id, a, b = ids[i], 2 * i - 1, 2 * i
+        local tried_n = tonumber(attempts[i] or "0") + 1
+        attempts[i] = tried_n
+        tokens[a] = id; tokens[b] = string.format("%s-%d", seed, i)
+        states[a] = id; states[b] = ACTIVE_TEXT
+        tried[a] = id; tried[b] = string.format("%d", tried_n)
+        processed[a] = id; processed[b] = NOW_TEXT
+        workers[a] = id; workers[b] = worker
+        expiry[a] = id; expiry[b] = until_text
+        active[a] = until_text; active[b] = hex(tonumber(seqs[i])) .. id
       end
       mset("state", states); mset("attempts", tried); mset("processed", processed)
       mset("token", tokens); mset("worker", workers); mset("expires", expiry)
       zadd(ACTIVE, active)
-      reserve_events(#ids)
-      for _, id in ipairs(ids) do emit("active", id, "prev", "waiting") end
+      reserve_events(n)
+      for i = 1, n do emit("active", ids[i], "prev", "waiting") end
       local name, data, opts, prio = mget("name", ids), mget("data", ids), mget("opts", ids),
         mget("prio", ids)
       local ord, created, delay, stalled = mget("ord", ids), mget("created", ids),
         mget("delay", ids), mget("stalled", ids)
       local progress, reason, trace = mget("progress", ids), mget("reason", ids),
         mget("trace", ids)
-      for i, id in ipairs(ids) do
-        claimed[i] = {id, name[i], data[i], opts[i], prio[i], ord[i], seqs[i], created[i],
+      for i = 1, n do
+        claimed[i] = {ids[i], name[i], data[i], opts[i], prio[i], ord[i], seqs[i], created[i],
           delay[i], attempts[i], stalled[i], progress[i], reason[i], trace[i], tokens[2 * i]}
       end
       -- Occurrences of job schedulers produce their next ones after the loop, so a claim never
       -- claims the occurrence it produced. Only options naming a scheduler are decoded.
-      for i, id in ipairs(ids) do
+      for i = 1, n do
         local json = opts[i]
         if string.find(json, '"scheduler"', 1, true) then
           local key = cjson.decode(json).scheduler
-          if type(key) == "string" then scheduler_on_claim(key, id) end
+          if type(key) == "string" then scheduler_on_claim(key, ids[i]) end
         end
       end
     end
@@ -411,7 +463,7 @@ local function claim_jobs(worker, lease, max_jobs, seed)
     -- Jobs left over: wake another idle worker (each wake-up pops the marker for one). As
     -- wake(0) does, without reading again whether the queue is paused: it is not.
     if #claimed > 0 and redis.call("ZCARD", WAITING) > 0 then
-      redis.call("ZADD", MARKER, "LT", 0, "w")
+      redis.call("ZADD", MARKER, "LT", "0", "w")
     end
   end
   if #claimed == 0 and redis.call("ZCARD", WAITING) == 0

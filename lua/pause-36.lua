@@ -10,6 +10,6 @@ if op == "pause" and not paused then
 elseif op == "resume" and paused then
   redis.call("HDEL", META, "paused")
   emit("resumed")
-  wake(0)
+  wake("0")
 end
 return {"ok"}

@@ -160,3 +160,23 @@ mod tests {
         }
     }
 }
+
+/// Writes every composed script to `$LANEMQ_DUMP_SCRIPTS/<name>.lua`, for profiling them outside
+/// the client (benches/lua_cost.py): `LANEMQ_DUMP_SCRIPTS=/tmp/s cargo test -p lanemq-redis
+/// dump_composed_scripts -- --ignored`.
+#[cfg(test)]
+#[test]
+#[ignore]
+fn dump_composed_scripts() {
+    let dir = std::env::var("LANEMQ_DUMP_SCRIPTS").expect("LANEMQ_DUMP_SCRIPTS");
+    std::fs::create_dir_all(&dir).unwrap();
+    let lua = format!("{}/../../lua", env!("CARGO_MANIFEST_DIR"));
+    for entry in std::fs::read_dir(lua).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if let Some(stem) = name.strip_suffix("-36.lua") {
+            let body = std::fs::read_to_string(&path).unwrap();
+            std::fs::write(format!("{dir}/{stem}.lua"), text(&body)).unwrap();
+        }
+    }
+}

@@ -1,0 +1,173 @@
+"""Redis CPU of the hot Lua scripts, in instructions (callgrind), repeatable on a noisy machine.
+
+    LANEMQ_DUMP_SCRIPTS=/tmp/scripts cargo test -p lanemq-redis dump_composed_scripts -- --ignored
+    python benches/lua_cost.py /tmp/scripts            # needs valgrind and redis-server
+
+Starts `redis-server` under callgrind on --port (6411), then runs a fixed workload by EVALSHA of
+the composed add.lua and complete_claim.lua: single adds, complete_and_claim cycles of batch 1,
+one add_bulk, complete_and_claim cycles of batch 50. After each phase it dumps the counters and
+prints the instructions per call or job inside EVALSHA, and how many of them the commands'
+execution (scriptCall) took; the rest is Lua, argument and reply conversion, and the GC.
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import redis
+
+OPTS = (
+    '{"priority":0,"lifo":false,"delay":0,"attempts":1,"remove_on_complete":"keep_all",'
+    '"remove_on_fail":"keep_all","max_stalled_count":1}'
+)
+FIELDS = [
+    "name",
+    "data",
+    "opts",
+    "state",
+    "prio",
+    "ord",
+    "seq",
+    "created",
+    "delay",
+    "processed",
+    "finished",
+    "attempts",
+    "stalled",
+    "progress",
+    "result",
+    "reason",
+    "trace",
+    "token",
+    "worker",
+    "expires",
+]
+KEYS = [
+    f"lanemq:{{bench}}:{k}"
+    for k in [
+        "meta",
+        "waiting",
+        "delayed",
+        "active",
+        "children",
+        "completed",
+        "failed",
+        "logs",
+        "events",
+        "marker",
+    ]
+    + [f"j:{f}" for f in FIELDS]
+    + ["dedup", "dedup:expiry", "schedulers", "schedulers:next", "deps", "deps:values"]
+]
+
+
+def inclusive(path, function):
+    out = subprocess.run(
+        ["callgrind_annotate", "--inclusive=yes", "--threshold=100", path],
+        capture_output=True,
+        text=True,
+    ).stdout
+    m = re.search(r"^\s*([\d,]+) .*:" + function + r" ", out, re.M)
+    return int(m.group(1).replace(",", "")) if m else 0
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("scripts", help="directory of composed scripts (add.lua, complete_claim.lua)")
+    p.add_argument("--port", type=int, default=6411)
+    p.add_argument("--single", type=int, default=300)
+    p.add_argument("--batch1", type=int, default=200)
+    p.add_argument("--bulk", type=int, default=1000)
+    a = p.parse_args()
+    out_dir = tempfile.mkdtemp(prefix="lua_cost.")
+    vg = subprocess.Popen(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--dump-instr=no",
+            f"--callgrind-out-file={out_dir}/cg.out",
+            "redis-server",
+            "--port",
+            str(a.port),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    r = redis.Redis(port=a.port)
+    for _ in range(100):
+        try:
+            r.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.3)
+    phases = []
+
+    def dump(name, units):
+        trigger = f"phase{len(phases) + 1}"  # callgrind_control takes no spaces here
+        subprocess.run(
+            ["callgrind_control", "-d", trigger, str(vg.pid)], check=True, stdout=subprocess.DEVNULL
+        )
+        phases.append((name, units))
+
+    add = r.script_load(open(os.path.join(a.scripts, "add.lua")).read())
+    cc = r.script_load(open(os.path.join(a.scripts, "complete_claim.lua")).read())
+
+    def job(i):
+        return ["noop", f'{{"i":{i}}}', OPTS, "", "0", "0", "0"]
+
+    def ADD(now, *jobs):
+        return r.evalsha(add, 36, *KEYS, now, 10000, *[x for j in jobs for x in j])
+
+    def CC(now, done, n, seed):
+        completions = [x for j in done for x in (j[0], j[14], "null")]
+        return r.evalsha(cc, 36, *KEYS, now, 10000, "w1", 30000, n, seed, *completions)
+
+    def check(refused):
+        assert not [o for o in refused if o not in ([], 0)], refused
+
+    now = 1_800_000_000_000
+    ADD(now, job(-1))  # the layout, and the scripts warm
+    _, jobs = CC(now, [], 1, "s")
+    CC(now, jobs, 0, "s")
+    subprocess.run(["callgrind_control", "-z", str(vg.pid)], check=True, stdout=subprocess.DEVNULL)
+    for i in range(a.single):
+        now += 1
+        ADD(now, job(i))
+    dump("add_single (per call)", a.single)
+    _, jobs = CC(now, [], 1, "s")
+    done = 0
+    while jobs and done < a.batch1:
+        now += 1
+        refused, jobs = CC(now, jobs, 1, f"s{done}")
+        check(refused)
+        done += 1
+    dump("complete_and_claim batch 1 (per job)", done)
+    ADD(now, *[job(i) for i in range(a.bulk)])
+    dump("add_bulk (per job)", a.bulk)
+    done = 0
+    while jobs:
+        now += 1
+        n = len(jobs)
+        refused, jobs = CC(now, jobs, 50, f"t{done}")
+        check(refused)
+        done += n
+    dump("complete_and_claim batch 50 (per job)", done)
+    r.shutdown(nosave=True)
+    vg.wait()
+    for k, (name, units) in enumerate(phases, 1):
+        path = f"{out_dir}/cg.out.{k}"
+        total, commands = inclusive(path, "evalShaCommand"), inclusive(path, "scriptCall")
+        print(f"{name:40} {total // units:9,d} instructions, commands {commands // units:9,d}")
+    print("callgrind files:", out_dir)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

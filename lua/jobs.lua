@@ -12,7 +12,7 @@ local function create_jobs(specs)
   -- The layout flag, and what wake() and the drained flag need, in one read: nothing here
   -- changes `paused` or `drained`.
   local meta = redis.call("HMGET", META, "layout", "paused", "drained")
-  if not meta[1] then ensure_layout() end
+  if meta[1] ~= LAYOUT then ensure_layout() end
   local count, custom, customs = #specs, {}, 0
   for k = 1, count do
     local id = specs[k].id
@@ -407,7 +407,7 @@ local function claim_jobs(worker, lease, max_jobs, seed)
   end
   local max_active = tonumber(settings[3] or "0")
   if max_active > 0 then
-    allowed = math.min(allowed, max_active - redis.call("ZCARD", ACTIVE))
+    allowed = math.min(allowed, max_active - active_count())
   end
 
   local claimed = {}

@@ -13,7 +13,7 @@ if home() then
   for _, set_key in ipairs({WAITING, DELAYED, ACTIVE, CHILDREN}) do
     local ids = {}
     for _, m in ipairs(redis.call("ZRANGE", set_key, 0, -1)) do
-      ids[#ids + 1] = string.sub(m, 15)
+      if job_member(m) then ids[#ids + 1] = string.sub(m, 15) end
     end
     for i, opts_json in ipairs(mget("opts", ids)) do
       local parent = parent_of(opts_json)
@@ -29,7 +29,7 @@ if redis.call("HGET", META, "paused") ~= "1" then
   redis.call("HSET", META, "paused", "1")
   emit("paused")
 end
-local active = redis.call("ZCARD", ACTIVE)
+local active = active_count()
 if not force and active > 0 then return {"active", active} end
 for _, orphan in ipairs(orphans) do flow_apply(orphan[1], orphan[2], "removed") end
 -- This queue's keys only: the blocks after them belong to queues linked by flows.

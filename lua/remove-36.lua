@@ -57,8 +57,8 @@ elseif op == "clean" then
       local members = redis.call("ZRANGE", SETS[state], start, start + page - 1)
       for _, m in ipairs(members) do
         local id = string.sub(m, 15)
-        local at = tonumber(get("finished", id) or get("created", id))
-        if at <= cutoff and not live_lock(id) then
+        local at = job_member(m) and tonumber(get("finished", id) or get("created", id))
+        if at and at <= cutoff and not live_lock(id) then
           doomed[#doomed + 1] = id
           if #doomed - 1 == limit then break end
         end

@@ -566,6 +566,24 @@ async def test_every_key_of_a_queue_is_on_the_slot_of_its_name(
         await queue.obliterate(force=True)
 
 
+async def test_small_sets_that_take_every_claim_are_not_listpacks(redis_url: str) -> None:
+    """A listpack finds a member by scanning it: the per-field hashes and the active set are
+    made real hash tables / skiplists from the first add (a performance property, checked
+    here because nothing else would notice it regress)."""
+    prefix = redis_prefix()
+    queue = RedisJobQueue("encodings", redis_url, prefix=prefix)
+    try:
+        job = await queue.add("j", {"n": 1})
+        [claimed] = await queue.claim("w1")
+        assert claimed.id == job.id
+        with Resp.of(redis_url) as server:
+            base = f"{prefix}:{{encodings}}:"
+            assert server.command("OBJECT", "ENCODING", base + "active") == "skiplist"
+            assert server.command("OBJECT", "ENCODING", base + "j:token") == "hashtable"
+    finally:
+        await queue.obliterate(force=True)
+
+
 # ------------------------------------------------------------------- reconnection
 
 

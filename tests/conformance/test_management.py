@@ -164,6 +164,30 @@ async def test_list_delayed_by_due_time_and_finished_by_finish_time(queue: JobQu
     assert _ids(await queue.list_jobs("completed", start=-1)) == [a.id]
 
 
+async def test_active_jobs_are_counted_listed_and_cleaned_alone(queue: JobQueue) -> None:
+    """The active set is ordered by lock expiry; counts, listings (both ways) and clean see
+    its jobs and nothing else (Redis keeps a sentinel member in it)."""
+    jobs = [await queue.add("a", i, now=T) for i in range(3)]
+    held = [await _claim_one(queue, now=T + i * 1_000, lease=1.0) for i in range(3)]
+    ids = [job.id for job in jobs]
+    assert [job.id for job in held] == ids
+    assert await queue.get_job_counts("active") == {"active": 3}
+    assert _ids(await queue.list_jobs("active")) == ids
+    assert _ids(await queue.list_jobs("active", ascending=False)) == ids[::-1]
+    assert _ids(await queue.list_jobs("active", start=0, end=0, ascending=False)) == [ids[2]]
+    assert _ids(await queue.list_jobs("active", start=1, ascending=False)) == ids[1::-1]
+    assert _ids(await queue.list_jobs("active", start=-1)) == [ids[2]]
+    assert [job.state for job in await queue.list_jobs()] == ["active"] * 3
+    # At T+2.5s the first two leases (to T+1s and T+2s) have run out: only those go.
+    assert sorted(await queue.clean(0, state="active", now=T + 2_500)) == sorted(ids[:2])
+    assert _ids(await queue.list_jobs("active", ascending=False)) == [ids[2]]
+    assert await queue.get_job_counts("active") == {"active": 1}
+    await queue.complete(ids[2], _token(held[2]), now=T + 2_600)
+    assert await queue.get_job_counts("active") == {"active": 0}
+    assert await queue.list_jobs("active", ascending=False) == []
+    assert await queue.clean(0, state="active", now=T + 60_000) == []
+
+
 async def test_list_several_states(queue: JobQueue) -> None:
     waiting = await queue.add("w", now=T)
     delayed = await queue.add("d", delay=5.0, now=T)

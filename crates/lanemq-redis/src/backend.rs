@@ -270,11 +270,11 @@ impl RedisBackend {
         decode::job(Value::Array(row)).map(Some)
     }
 
-    /// Counts per state (ZCARD of each state's set), in `JobState::ALL` order.
+    /// Counts per state (the jobs in each state's set), in `JobState::ALL` order.
     pub async fn counts(&self) -> CoreResult<[usize; JOB_STATES_COUNT]> {
         let mut pipe = redis::pipe();
         for set in crate::keys::STATE_SETS {
-            pipe.cmd("ZCARD").arg(self.keys.key(set));
+            count_jobs(&mut pipe, self.keys.key(set));
         }
         let mut connection = self.connection.commands.clone();
         let counts: Vec<usize> = pipe
@@ -300,4 +300,10 @@ fn needed_queue(error: &redis::RedisError) -> Option<String> {
         .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok())
         .collect::<Option<Vec<u8>>>()?;
     String::from_utf8(bytes).ok()
+}
+
+/// Counts the jobs of a state's sorted set: every score below +inf, which leaves out the
+/// sentinel that keeps `active` a skiplist (see `ensure_layout` in `lua/common.lua`).
+pub(crate) fn count_jobs(pipe: &mut redis::Pipeline, set_key: String) {
+    pipe.cmd("ZCOUNT").arg(set_key).arg("-inf").arg("(+inf");
 }

@@ -10,7 +10,7 @@ use lanemq_core::jobs::{index_range, JobOptions, JobState, Millis};
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
 
-use crate::backend::RedisBackend;
+use crate::backend::{count_jobs, RedisBackend};
 use crate::decode::{items, text};
 use crate::scripts::{self, LuaScript};
 
@@ -337,7 +337,7 @@ impl RedisBackend {
         pipe.cmd("HGET")
             .arg(self.keys.key("meta"))
             .arg("max_active");
-        pipe.cmd("ZCARD").arg(self.keys.key("active"));
+        count_jobs(&mut pipe, self.keys.key("active"));
         let (max, active): (Option<u32>, usize) = self.query(&pipe).await?;
         Ok(max.is_some_and(|max| active >= max as usize))
     }

@@ -8,7 +8,7 @@ use lanemq_core::jobs::{
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
 
-use crate::backend::RedisBackend;
+use crate::backend::{count_jobs, RedisBackend};
 use crate::decode::{items, text};
 use crate::keys::STATE_SETS;
 
@@ -119,11 +119,25 @@ impl RedisBackend {
                 continue;
             }
             let last = (skip + take).min(n) - 1;
+            let key = self.keys.key(set_of(state));
             let mut pipe = redis::pipe();
-            pipe.cmd(if ascending { "ZRANGE" } else { "ZREVRANGE" })
-                .arg(self.keys.key(set_of(state)))
-                .arg(skip)
-                .arg(last);
+            if !ascending && state == JobState::Active {
+                // The top rank of `active` is its sentinel (scored +inf): start below it. (By
+                // score, since an offset by score costs a step per member skipped, which only
+                // this small set can afford.)
+                pipe.cmd("ZREVRANGEBYSCORE")
+                    .arg(key)
+                    .arg("(+inf")
+                    .arg("-inf")
+                    .arg("LIMIT")
+                    .arg(skip)
+                    .arg(last - skip + 1);
+            } else {
+                pipe.cmd(if ascending { "ZRANGE" } else { "ZREVRANGE" })
+                    .arg(key)
+                    .arg(skip)
+                    .arg(last);
+            }
             let (members,): (Vec<String>,) = self.query(&pipe).await?;
             take -= members.len().min(take);
             skip = 0;
@@ -198,7 +212,7 @@ impl RedisBackend {
             .arg("rate_count")
             .arg("max_active");
         pipe.cmd("ZCARD").arg(self.keys.key("waiting"));
-        pipe.cmd("ZCARD").arg(self.keys.key("active"));
+        count_jobs(&mut pipe, self.keys.key("active"));
         pipe.cmd("ZRANGE")
             .arg(self.keys.key("delayed"))
             .arg(0)

@@ -25,7 +25,10 @@ a temporary directory) and stopped at the end.
 
 How a measurement runs
 ----------------------
-Every (system, workload) pair is one subprocess, started after a ``FLUSHALL`` (sent by the
+Workloads run in turn, each for every system before the next workload starts (so the runs
+a ratio compares are close in time); ``--rounds N`` does it all N times and keeps, per cell,
+the run of median value (for the latency rows, of median p50 and of median p99). Every
+(system, workload) pair is one subprocess, started after a ``FLUSHALL`` (sent by the
 small RESP client below): ``benches/bullmq_bench.mjs`` under ``node`` for BullMQ (Node), and
 this very file in runner mode (``--runner SYSTEM --spec JSON``) for the Python systems: with
 the scratch venv's Python for BullMQ (Python) and saq, with ``--lanemq-python`` (default: the
@@ -1253,6 +1256,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--timeout", type=float, default=300.0, help="s per run's wait")
     parser.add_argument(
+        "--rounds",
+        type=positive_int,
+        default=1,
+        help="measure everything this many times; each cell is the median run",
+    )
+    parser.add_argument(
         "--profile",
         action="store_true",
         help="extra process@100 runs with SLOWLOG on every command (per-script usec)",
@@ -1344,7 +1353,7 @@ def orchestrate(args: argparse.Namespace) -> int:
                 redis = None
         print()
         if redis is not None:
-            run_all(rows, counts, systems, results, redis, args.timeout)
+            run_all(rows, counts, systems, results, redis, args.timeout, args.rounds)
             if args.profile:
                 profiles = run_profiles(counts, systems, redis, args.timeout)
     finally:
@@ -1482,37 +1491,65 @@ def run_all(
     results: dict[str, dict[str, dict[str, Any]]],
     redis: RedisServer,
     timeout: float,
+    rounds: int = 1,
 ) -> None:
-    """Every workload of every available system, one system after another."""
-    for name in SYSTEMS:
-        system = systems[name]
-        if not system.ok:
-            continue
+    """Every workload of every available system, ``rounds`` times. Within a round each
+    workload runs for every system in turn before the next workload starts, so the runs a
+    ratio compares are minutes apart at most, whatever the machine's speed does over the
+    whole run. With several rounds, each (workload, system) keeps the run of median value
+    (all values are listed under ``rounds`` in its result)."""
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for round_number in range(1, rounds + 1):
+        if rounds > 1:
+            print(f"-- round {round_number} of {rounds}", flush=True)
         done: set[str] = set()
         for row in rows:
             run_key = f"{row.workload}@{row.concurrency}"
             if run_key in done:  # latency p50/p99 come from the same run
-                results[row.key][name] = results[prev_key(rows, row)][name]
                 continue
             done.add(run_key)
             spec = workload_spec(row.workload, row.concurrency, counts, redis.port, timeout)
-            try:
-                result = run_one(system, spec, redis, timeout)
-            except Exception as error:  # a report: note it and go on
-                result = {"error": f"{type(error).__name__}: {error}"}
-            results[row.key][name] = result
-            system.version = system.version or result.get("version")
-            if result.get("error"):
-                print(f"{LABELS[name]:<14} {row.key:<12} error: {result['error'][:300]}")
-            else:
-                wall = f"({result.get('wall_s', 0):.1f} s)"
-                problems = f" problems: {result['problems']}" if result.get("problems") else ""
-                if row.unit == "ms":
-                    p50, p99 = (format_value(result.get(k), "ms") for k in ("p50", "p99"))
-                    shown = f"p50 {p50} ms, p99 {p99} ms"
-                else:
-                    shown = f"{format_value(result.get('value'), 'jobs/s')} jobs/s"
-                print(f"{LABELS[name]:<14} {row.key:<12} {shown} {wall}{problems}", flush=True)
+            for name in SYSTEMS:
+                system = systems[name]
+                if not system.ok:
+                    continue
+                try:
+                    result = run_one(system, spec, redis, timeout)
+                except Exception as error:  # a report: note it and go on
+                    result = {"error": f"{type(error).__name__}: {error}"}
+                runs.setdefault(row.key, {}).setdefault(name, []).append(result)
+                system.version = system.version or result.get("version")
+                print_run(name, row, result)
+    for row in rows:
+        for name, measured in runs.get(prev_key(rows, row), {}).items():
+            results[row.key][name] = median_run(measured, row.field)
+
+
+def print_run(name: str, row: Row, result: dict[str, Any]) -> None:
+    if result.get("error"):
+        print(f"{LABELS[name]:<14} {row.key:<12} error: {result['error'][:300]}", flush=True)
+        return
+    wall = f"({result.get('wall_s', 0):.1f} s)"
+    problems = f" problems: {result['problems']}" if result.get("problems") else ""
+    if row.unit == "ms":
+        p50, p99 = (format_value(result.get(k), "ms") for k in ("p50", "p99"))
+        shown = f"p50 {p50} ms, p99 {p99} ms"
+    else:
+        shown = f"{format_value(result.get('value'), 'jobs/s')} jobs/s"
+    print(f"{LABELS[name]:<14} {row.key:<12} {shown} {wall}{problems}", flush=True)
+
+
+def median_run(measured: list[dict[str, Any]], field: str) -> dict[str, Any]:
+    """The run of median ``field`` (a row's value: jobs/s, p50 or p99) among those that gave
+    one (an error if none did), with every run's value of it listed under ``rounds``."""
+    valued = [r for r in measured if not r.get("error") and r.get(field) is not None]
+    if not valued:
+        return measured[-1]
+    valued.sort(key=lambda r: float(r[field]))
+    chosen = dict(valued[(len(valued) - 1) // 2])
+    if len(measured) > 1:
+        chosen["rounds"] = [r.get(field) for r in measured]
+    return chosen
 
 
 def prev_key(rows: list[Row], row: Row) -> str:

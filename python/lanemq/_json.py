@@ -32,3 +32,15 @@ def dumps_result(job_id: str, value: Any) -> str:
         return _encode(value)
     except (TypeError, ValueError):
         return dumps(value, f"return value of job {job_id!r}")
+
+
+def dumps_data(value: Any, name: str, index: int | None = None) -> str:
+    """A new job's payload as JSON; the refusal names the job by ``name`` (and its place in a
+    bulk add). The message is only built when it is refused: adds call this for every job."""
+    if value is None:
+        return "null"
+    try:
+        return _encode(value)
+    except (TypeError, ValueError):
+        where = f"job {name!r}" if index is None else f"job #{index} ({name!r})"
+        return dumps(value, f"data of {where}")

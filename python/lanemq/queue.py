@@ -143,7 +143,7 @@ class JobQueue:
         ``job_id`` that exists returns the existing job unchanged; so does a ``dedup`` key
         (`Dedup`) that is held, which returns the job holding it."""
         opts = _options(options, option_keywords)
-        body = _json.dumps(data, f"data of job {name!r}")
+        body = _json.dumps_data(data, name)
         record, _ = await self._core.add(name, body, opts, _now(now))
         return Job(self, record)
 
@@ -160,7 +160,7 @@ class JobQueue:
                 opts = _options(raw, {})
             else:
                 raise TypeError(f"job #{index}: expected (name, data[, options]), got {item!r}")
-            items.append((name, _json.dumps(data, f"data of job #{index} ({name!r})"), opts))
+            items.append((name, _json.dumps_data(data, name, index), opts))
         added = await self._core.add_bulk(items, _now(now))
         return [Job(self, record) for record, _ in added]
 

@@ -67,9 +67,9 @@ calls, usec per call and share of the server time per command.
 
 ``--profile`` adds runs of ``process@100`` for lanemq and BullMQ (Node), kept out of the table,
 with the server's SLOWLOG logging every command (``slowlog-log-slower-than 0``): that breaks
-EVALSHA down per script (lanemq's named by hashing ``lua/common.lua`` + the script as
-``crates/lanemq-redis/src/scripts.rs`` loads them, BullMQ's from its package). Logging every
-command slows the server, so those rates are not comparable with the table's.
+the script calls down per script (lanemq's FCALL names its function, ``lanemq_<hash>_<op>``;
+BullMQ's EVALSHA hashes are named from its package). Logging every command slows the server,
+so those rates are not comparable with the table's.
 """
 
 from __future__ import annotations
@@ -440,7 +440,7 @@ def expected_after_process(system: str, n: int) -> dict[str, int]:
 
 
 def aggregate_slowlog(entries: Iterable[Any], names: dict[str, str]) -> list[dict[str, Any]]:
-    """SLOWLOG entries -> per command (EVALSHA per script) calls, usec, usec/call, mean args."""
+    """SLOWLOG entries -> per command (EVALSHA and FCALL per script) calls, usec, usec/call."""
     table: dict[str, dict[str, Any]] = {}
     for entry in entries:
         if not isinstance(entry, list) or len(entry) < 4 or not isinstance(entry[3], list):
@@ -450,6 +450,8 @@ def aggregate_slowlog(entries: Iterable[Any], names: dict[str, str]) -> list[dic
         if command in ("evalsha", "eval", "evalsha_ro") and len(args) > 1:
             sha = args[1] if command != "eval" else hashlib.sha1(args[1].encode()).hexdigest()
             command = f"{command} {names.get(sha, sha[:12])}"
+        elif command in ("fcall", "fcall_ro") and len(args) > 1:
+            command = f"{command} {args[1]}"
         slot = table.setdefault(command, {"command": command, "calls": 0, "usec": 0})
         slot["calls"] += 1
         slot["usec"] += duration
@@ -472,9 +474,7 @@ class StatsProbe:
         self.script_names: dict[str, str] = {}
         if self.slowlog:
             system = spec.get("system")
-            if system == "lanemq":
-                self.script_names = lanemq_script_names()
-            elif system == "bullmq-python":
+            if system == "bullmq-python":
                 self.script_names = bullmq_python_script_names()
 
     def start(self) -> None:
@@ -641,27 +641,6 @@ WORKLOAD_RUNNERS: dict[str, Callable[[Adapter, dict[str, Any]], Awaitable[dict[s
     "process": run_process,
     "latency": run_latency,
 }
-
-
-def lanemq_script_names() -> dict[str, str]:
-    """sha1 -> script file, as crates/lanemq-redis/src/scripts.rs loads them: common.lua, then
-    jobs.lua and schedulers.lua for the scripts that use them, then the script, each followed
-    by a newline; so SLOWLOG's EVALSHA entries can be named. Every prelude is hashed for every
-    script."""
-    lua = REPO / "lua"
-    try:
-        common, jobs, schedulers = (
-            (lua / name).read_text() for name in ("common.lua", "jobs.lua", "schedulers.lua")
-        )
-        preludes = (common, f"{common}\n{jobs}", f"{common}\n{jobs}\n{schedulers}")
-        names: dict[str, str] = {}
-        for path in sorted(lua.glob("*-*.lua")):
-            body = path.read_text()
-            for prelude in preludes:
-                names[hashlib.sha1(f"{prelude}\n{body}".encode()).hexdigest()] = path.name
-        return names
-    except OSError:
-        return {}
 
 
 def bullmq_python_script_names() -> dict[str, str]:
@@ -1400,7 +1379,7 @@ def orchestrate(args: argparse.Namespace) -> int:
                 print()
                 print_stats(
                     f"Redis INFO commandstats, {LABELS[name]} process@100 (commands run by "
-                    "scripts are listed on their own AND inside evalsha's time):",
+                    "scripts are listed on their own AND inside evalsha's or fcall's time):",
                     parsed,
                     counts.process,
                     result.get("seconds"),

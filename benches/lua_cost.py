@@ -4,10 +4,12 @@
     python benches/lua_cost.py /tmp/scripts            # needs valgrind and redis-server
 
 Starts `redis-server` under callgrind on --port (6411), then runs a fixed workload by EVALSHA of
-the composed add.lua and complete_claim.lua: single adds, complete_and_claim cycles of batch 1,
-one add_bulk, complete_and_claim cycles of batch 50. After each phase it dumps the counters and
-prints the instructions per call or job inside EVALSHA, and how many of them the commands'
-execution (scriptCall) took; the rest is Lua, argument and reply conversion, and the GC.
+the composed add.lua and complete_claim.lua (with --fcall, by FCALL of their functions in
+library.lua, as the client runs them on Redis 7): single adds, complete_and_claim cycles of
+batch 1, one add_bulk, complete_and_claim cycles of batch 50. After each phase it dumps the
+counters and prints the instructions per call or job inside EVALSHA (or FCALL), and how many of
+them the commands' execution (scriptCall) took; the rest is Lua, argument and reply conversion,
+and the GC.
 """
 
 import argparse
@@ -82,6 +84,9 @@ def main():
     p.add_argument("--single", type=int, default=300)
     p.add_argument("--batch1", type=int, default=200)
     p.add_argument("--bulk", type=int, default=1000)
+    p.add_argument(
+        "--fcall", action="store_true", help="call the library's functions (library.lua) by FCALL"
+    )
     a = p.parse_args()
     out_dir = tempfile.mkdtemp(prefix="lua_cost.")
     vg = subprocess.Popen(
@@ -117,18 +122,30 @@ def main():
         )
         phases.append((name, units))
 
-    add = r.script_load(open(os.path.join(a.scripts, "add.lua")).read())
-    cc = r.script_load(open(os.path.join(a.scripts, "complete_claim.lua")).read())
+    if a.fcall:
+        loaded = r.function_load(open(os.path.join(a.scripts, "library.lua")).read(), True)
+        library = loaded.decode() if isinstance(loaded, bytes) else loaded
+
+        def call(op, *args):
+            return r.fcall(f"{library}_{op}", 36, *KEYS, *args)
+    else:
+        shas = {
+            op: r.script_load(open(os.path.join(a.scripts, f"{op}.lua")).read())
+            for op in ("add", "complete_claim")
+        }
+
+        def call(op, *args):
+            return r.evalsha(shas[op], 36, *KEYS, *args)
 
     def job(i):
         return ["noop", f'{{"i":{i}}}', OPTS, "", "0", "0", "0"]
 
     def ADD(now, *jobs):
-        return r.evalsha(add, 36, *KEYS, now, 10000, *[x for j in jobs for x in j])
+        return call("add", now, 10000, *[x for j in jobs for x in j])
 
     def CC(now, done, n, seed):
         completions = [x for j in done for x in (j[0], j[14], "null")]
-        return r.evalsha(cc, 36, *KEYS, now, 10000, "w1", 30000, n, seed, *completions)
+        return call("complete_claim", now, 10000, "w1", 30000, n, seed, *completions)
 
     def check(refused):
         assert not [o for o in refused if o not in ([], 0)], refused
@@ -164,7 +181,8 @@ def main():
     vg.wait()
     for k, (name, units) in enumerate(phases, 1):
         path = f"{out_dir}/cg.out.{k}"
-        total, commands = inclusive(path, "evalShaCommand"), inclusive(path, "scriptCall")
+        entry = "fcallCommand" if a.fcall else "evalShaCommand"
+        total, commands = inclusive(path, entry), inclusive(path, "scriptCall")
         print(f"{name:40} {total // units:9,d} instructions, commands {commands // units:9,d}")
     print("callgrind files:", out_dir)
 

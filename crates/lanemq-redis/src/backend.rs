@@ -9,9 +9,10 @@ use std::sync::Mutex;
 
 use lanemq_core::jobs::{Completion, Job, Millis, NewJob, JOB_STATES_COUNT};
 use lanemq_core::{CoreError, CoreResult};
+use redis::aio::ConnectionManager;
 use redis::Value;
 
-use crate::connect::{connect, Connection};
+use crate::connect::{connect, redis_error, Connection};
 use crate::decode::{self, items, text};
 use crate::keys::{Keys, JOB_FIELDS};
 use crate::scripts::{self, LuaScript};
@@ -34,6 +35,9 @@ pub struct RedisBackend {
     /// for the next: an idle worker waits once per job it gets, and a new connection each
     /// time costs a connect and handshake (and leaves a socket in TIME_WAIT).
     pub(crate) spare_blocking: Mutex<Option<redis::aio::MultiplexedConnection>>,
+    /// Whether scripts run as the functions of the library (`scripts::LIBRARY`), which the
+    /// server has from Redis 7 and Valkey 7.2 on; else by EVALSHA.
+    functions: bool,
 }
 
 impl RedisBackend {
@@ -45,6 +49,11 @@ impl RedisBackend {
         allow_eviction: bool,
     ) -> CoreResult<Self> {
         let connection = connect(url, allow_eviction).await?;
+        let functions = match load_library(&mut connection.commands.clone()).await {
+            Ok(()) => true,
+            Err(e) if not_supported(&e) => false,
+            Err(e) => return Err(redis_error(&connection.address, e)),
+        };
         let keys = Keys::new(prefix, queue);
         let script_keys = keys.script_keys();
         debug_assert_eq!(script_keys.len(), 16 + JOB_FIELDS.len());
@@ -59,35 +68,73 @@ impl RedisBackend {
             random: RandomState::new(),
             calls: AtomicU64::new(0),
             spare_blocking: Mutex::new(None),
+            functions,
         })
+    }
+
+    /// Runs every script by EVALSHA, as on a server without functions (for tests of that path).
+    pub fn without_functions(mut self) -> Self {
+        self.functions = false;
+        self
     }
 
     pub fn keys(&self) -> &Keys {
         &self.keys
     }
 
-    /// Runs a script with this queue's keys and those of the queues linked to it. A script
-    /// that needs another queue's keys writes nothing and names it (`LANEMQ_NEED_QUEUE`): it
-    /// is linked, and the script runs again.
+    /// Runs a script with this queue's keys and those of the queues linked to it: by FCALL
+    /// when the server has the library's functions (loaded again if the server lost them, as
+    /// after a restart without persistence), else by EVALSHA. A script that needs another
+    /// queue's keys writes nothing and names it (`LANEMQ_NEED_QUEUE`): it is linked, and the
+    /// script runs again.
     pub(crate) async fn run(&self, script: &LuaScript, args: Vec<String>) -> CoreResult<Value> {
+        let mut reloaded = false;
         loop {
+            let mut call = redis::cmd("FCALL");
             let mut invocation = script.script.prepare_invoke();
-            for key in &self.script_keys {
-                invocation.key(key);
-            }
-            if script.links {
-                for (_, keys) in self.linked.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-                    for key in keys {
+            {
+                let linked = self.linked.lock().unwrap_or_else(|e| e.into_inner());
+                let others = linked
+                    .iter()
+                    .filter(|_| script.links)
+                    .flat_map(|(_, keys)| keys);
+                if self.functions {
+                    let count = self.script_keys.len()
+                        + if script.links {
+                            linked.iter().map(|(_, keys)| keys.len()).sum()
+                        } else {
+                            0
+                        };
+                    call.arg(&script.function).arg(count);
+                    for key in self.script_keys.iter().chain(others) {
+                        call.arg(key);
+                    }
+                    for arg in &args {
+                        call.arg(arg);
+                    }
+                } else {
+                    for key in self.script_keys.iter().chain(others) {
                         invocation.key(key);
+                    }
+                    for arg in &args {
+                        invocation.arg(arg);
                     }
                 }
             }
-            for arg in &args {
-                invocation.arg(arg);
-            }
             let mut connection = self.connection.commands.clone();
-            match invocation.invoke_async(&mut connection).await {
+            let outcome = if self.functions {
+                call.query_async(&mut connection).await
+            } else {
+                invocation.invoke_async(&mut connection).await
+            };
+            match outcome {
                 Ok(value) => return Ok(value),
+                Err(e) if self.functions && !reloaded && function_missing(&e) => {
+                    reloaded = true;
+                    load_library(&mut connection)
+                        .await
+                        .map_err(|e| self.error(e))?;
+                }
                 Err(e) => match needed_queue(&e) {
                     Some(queue) if self.link(&queue) => {}
                     _ => return Err(self.error(e)),
@@ -306,4 +353,27 @@ fn needed_queue(error: &redis::RedisError) -> Option<String> {
 /// sentinel that keeps `active` a skiplist (see `ensure_layout` in `lua/common.lua`).
 pub(crate) fn count_jobs(pipe: &mut redis::Pipeline, set_key: String) {
     pipe.cmd("ZCOUNT").arg(set_key).arg("-inf").arg("(+inf");
+}
+
+/// Loads the library of every script (`scripts::LIBRARY`); loading it again replaces it with
+/// the same text.
+async fn load_library(connection: &mut ConnectionManager) -> redis::RedisResult<()> {
+    redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("REPLACE")
+        .arg(&scripts::LIBRARY.text)
+        .query_async::<String>(connection)
+        .await
+        .map(|_| ())
+}
+
+/// Whether the server has no functions (before Redis 7): an unknown command.
+fn not_supported(error: &redis::RedisError) -> bool {
+    let text = error.to_string().to_ascii_lowercase();
+    text.contains("unknown command") || text.contains("unknown subcommand")
+}
+
+/// Whether FCALL named a function the server does not have (it lost the library).
+fn function_missing(error: &redis::RedisError) -> bool {
+    error.to_string().contains("Function not found")
 }

@@ -284,6 +284,99 @@ impl<'a> Prelude<'a> {
         out
     }
 
+    /// Every helper and every script as one FUNCTION library named `name` (see
+    /// `scripts::LIBRARY`), each script `(op, body)` registered as the function `<name>_<op>`.
+    ///
+    /// The helpers are made once, when the library loads; what a script's text sets up on
+    /// every call is redone by `reset(keys, args)` before each call, in file order: the calls
+    /// that define nothing (`bind(0)`), and every value a module-level `local` gets (so per-call
+    /// state such as event ids or the flows' caches starts afresh, and no value can leak from
+    /// one call to the next), except constants: upper-case names given literals and other
+    /// constants, which are never assigned again. A plain declaration is reset to nil, unless a
+    /// later `name = function` statement defines it (the helpers declared ahead of use).
+    pub fn library(&self, name: &str, ops: &[(&str, &str)]) -> String {
+        let function_defined: HashSet<&str> = self
+            .statements
+            .iter()
+            .filter(|s| {
+                let head = s.text.lines().find(|l| starts_statement(l)).unwrap_or("");
+                !head.starts_with("local ")
+            })
+            .flat_map(|s| s.defines.iter().copied())
+            .collect();
+        let mut constants: HashSet<&str> = HashSet::new();
+        let mut out = format!("#!lua name={name}\nlocal KEYS, ARGV\n");
+        let mut reset =
+            String::from("local function reset(keys, args)\n  KEYS, ARGV = keys, args\n");
+        for statement in &self.statements {
+            let code_at = statement
+                .text
+                .lines()
+                .scan(0, |offset, line| {
+                    let at = *offset;
+                    *offset += line.len() + 1;
+                    Some((at, line))
+                })
+                .find(|(_, line)| starts_statement(line))
+                .map_or(0, |(at, _)| at);
+            let (comments, code) = statement.text.split_at(code_at.min(statement.text.len()));
+            if statement.defines.is_empty() {
+                reset.push_str(code);
+                continue;
+            }
+            let Some(list) = code.strip_prefix("local ") else {
+                out.push_str(statement.text); // `name = function`: made once
+                continue;
+            };
+            if list.starts_with("function ") {
+                out.push_str(statement.text);
+                continue;
+            }
+            let names = statement.defines.join(", ");
+            if let Some((_, value)) = list.split_once('=') {
+                // A constant (an upper-case name given literals and other constants) is set
+                // once, at load.
+                let upper = |n: &str| n.bytes().all(|c| !c.is_ascii_lowercase());
+                if statement.defines.iter().all(|n| upper(n))
+                    && identifiers(value).iter().all(|n| constants.contains(n))
+                {
+                    constants.extend(statement.defines.iter().copied());
+                    out.push_str(statement.text);
+                    continue;
+                }
+            }
+            out.push_str(comments);
+            out.push_str(&format!("local {names}\n"));
+            match list.split_once('=') {
+                Some((_, value)) => reset.push_str(&format!("{names} ={value}")),
+                None => {
+                    for n in statement
+                        .defines
+                        .iter()
+                        .filter(|n| !function_defined.contains(*n))
+                    {
+                        reset.push_str(&format!("{n} = nil\n"));
+                    }
+                }
+            }
+            if !reset.ends_with('\n') {
+                reset.push('\n');
+            }
+        }
+        reset.push_str("end\n");
+        out.push_str(&reset);
+        for (op, body) in ops {
+            out.push_str(&format!("local function op_{op}()\n{body}\nend\n"));
+        }
+        for (op, _) in ops {
+            out.push_str(&format!(
+                "redis.register_function('{name}_{op}', \
+                 function(keys, args) reset(keys, args) return op_{op}() end)\n"
+            ));
+        }
+        out
+    }
+
     /// The names defined above the nested function (its upvalues, at most).
     #[cfg(test)]
     pub fn outer_names(&self) -> Vec<&'a str> {

@@ -1,9 +1,14 @@
-//! The Lua scripts, embedded at build time. Each is loaded with the shared helpers it uses in
-//! front of it: the top-level definitions of `lua/common.lua`, `lua/jobs.lua`, `lua/flows.lua`
-//! and `lua/schedulers.lua` that its body reaches, in that order (see `compose.rs`), so the
-//! helpers exist once in the source while each call of a script pays only for its own (every
-//! helper defined costs each call a closure, and its garbage). redis-rs' `Script` calls it by
-//! SHA (EVALSHA) and loads it again if the server answers NOSCRIPT.
+//! The Lua scripts, embedded at build time, in two forms.
+//!
+//! - On Redis 7 and Valkey 7.2 on, all of them are the functions of one library (`LIBRARY`,
+//!   built by `Prelude::library`). Its helpers are made once, when the server loads it, not on
+//!   every call.
+//! - On older servers, each script is loaded with the shared helpers it uses in front of it:
+//!   the top-level definitions of `lua/common.lua`, `lua/jobs.lua`, `lua/flows.lua` and
+//!   `lua/schedulers.lua` that its body reaches, in that order (see `compose.rs`), so each call
+//!   pays only for its own (every helper defined costs each call a closure, and its garbage).
+//!   redis-rs' `Script` calls it by SHA (EVALSHA) and loads it again if the server answers
+//!   NOSCRIPT.
 
 use std::sync::LazyLock;
 
@@ -29,60 +34,95 @@ fn text(body: &str) -> String {
 pub struct LuaScript {
     pub script: Script,
     pub links: bool,
+    /// Its name in the FUNCTION library (`LIBRARY`), for FCALL.
+    pub function: String,
 }
 
-fn load(body: &str) -> LuaScript {
+/// Every script: its operation name, and its body (`lua/<op>-36.lua`).
+const OPS: [(&str, &str); 22] = [
+    ("add", include_str!("../../../lua/add-36.lua")),
+    ("claim", include_str!("../../../lua/claim-36.lua")),
+    ("complete", include_str!("../../../lua/complete-36.lua")),
+    ("fail", include_str!("../../../lua/fail-36.lua")),
+    ("renew", include_str!("../../../lua/renew-36.lua")),
+    ("delay", include_str!("../../../lua/delay-36.lua")),
+    ("release", include_str!("../../../lua/release-36.lua")),
+    ("recover", include_str!("../../../lua/recover-36.lua")),
+    ("promote", include_str!("../../../lua/promote-36.lua")),
+    ("reschedule", include_str!("../../../lua/reschedule-36.lua")),
+    ("retry", include_str!("../../../lua/retry-36.lua")),
+    ("priority", include_str!("../../../lua/priority-36.lua")),
+    ("edit", include_str!("../../../lua/edit-36.lua")),
+    ("logs", include_str!("../../../lua/logs-36.lua")),
+    ("remove", include_str!("../../../lua/remove-36.lua")),
+    ("pause", include_str!("../../../lua/pause-36.lua")),
+    ("obliterate", include_str!("../../../lua/obliterate-36.lua")),
+    ("settings", include_str!("../../../lua/settings-36.lua")),
+    ("dedup", include_str!("../../../lua/dedup-36.lua")),
+    (
+        "complete_claim",
+        include_str!("../../../lua/complete_claim-36.lua"),
+    ),
+    ("schedulers", include_str!("../../../lua/schedulers-36.lua")),
+    ("flows", include_str!("../../../lua/flows-36.lua")),
+];
+
+fn load(op: &str) -> LuaScript {
+    let body = OPS
+        .iter()
+        .find(|(name, _)| *name == op)
+        .map(|(_, body)| *body)
+        .expect("a script of OPS");
     let text = text(body);
     LuaScript {
         links: text.contains("block_base("),
         script: Script::new(&text),
+        function: format!("{}_{op}", LIBRARY.name),
     }
 }
 
-pub static ADD: LazyLock<LuaScript> =
-    LazyLock::new(|| load(include_str!("../../../lua/add-36.lua")));
-pub static CLAIM: LazyLock<LuaScript> =
-    LazyLock::new(|| load(include_str!("../../../lua/claim-36.lua")));
-pub static COMPLETE: LazyLock<LuaScript> =
-    LazyLock::new(|| load(include_str!("../../../lua/complete-36.lua")));
-pub static FAIL: LazyLock<LuaScript> =
-    LazyLock::new(|| load(include_str!("../../../lua/fail-36.lua")));
-pub static RENEW: LazyLock<LuaScript> =
-    LazyLock::new(|| load(include_str!("../../../lua/renew-36.lua")));
-pub static DELAY: LazyLock<LuaScript> =
-    LazyLock::new(|| load(include_str!("../../../lua/delay-36.lua")));
-pub static RELEASE: LazyLock<LuaScript> =
-    LazyLock::new(|| load(include_str!("../../../lua/release-36.lua")));
-pub static RECOVER: LazyLock<LuaScript> =
-    LazyLock::new(|| load(include_str!("../../../lua/recover-36.lua")));
-pub static PROMOTE: LazyLock<LuaScript> =
-    LazyLock::new(|| load(include_str!("../../../lua/promote-36.lua")));
-pub static RESCHEDULE: LazyLock<LuaScript> =
-    LazyLock::new(|| load(include_str!("../../../lua/reschedule-36.lua")));
-pub static RETRY: LazyLock<LuaScript> =
-    LazyLock::new(|| load(include_str!("../../../lua/retry-36.lua")));
-pub static PRIORITY: LazyLock<LuaScript> =
-    LazyLock::new(|| load(include_str!("../../../lua/priority-36.lua")));
-pub static EDIT: LazyLock<LuaScript> =
-    LazyLock::new(|| load(include_str!("../../../lua/edit-36.lua")));
-pub static LOGS: LazyLock<LuaScript> =
-    LazyLock::new(|| load(include_str!("../../../lua/logs-36.lua")));
-pub static REMOVE: LazyLock<LuaScript> =
-    LazyLock::new(|| load(include_str!("../../../lua/remove-36.lua")));
-pub static PAUSE: LazyLock<LuaScript> =
-    LazyLock::new(|| load(include_str!("../../../lua/pause-36.lua")));
-pub static OBLITERATE: LazyLock<LuaScript> =
-    LazyLock::new(|| load(include_str!("../../../lua/obliterate-36.lua")));
-pub static SETTINGS: LazyLock<LuaScript> =
-    LazyLock::new(|| load(include_str!("../../../lua/settings-36.lua")));
-pub static DEDUP: LazyLock<LuaScript> =
-    LazyLock::new(|| load(include_str!("../../../lua/dedup-36.lua")));
-pub static COMPLETE_CLAIM: LazyLock<LuaScript> =
-    LazyLock::new(|| load(include_str!("../../../lua/complete_claim-36.lua")));
-pub static SCHEDULERS_OP: LazyLock<LuaScript> =
-    LazyLock::new(|| load(include_str!("../../../lua/schedulers-36.lua")));
-pub static FLOWS_OP: LazyLock<LuaScript> =
-    LazyLock::new(|| load(include_str!("../../../lua/flows-36.lua")));
+/// Every script as the functions of one library (Redis 7 and Valkey 7.2 have them): its
+/// helpers are made once, when it is loaded, instead of on every call (see `Prelude::library`).
+pub struct Library {
+    pub name: String,
+    pub text: String,
+}
+
+/// Named by a hash of what it holds, so that two versions of lanemq sharing a server each
+/// have their own (function names are global to the server, so they carry it too).
+pub static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
+    let hash = Script::new(&PRELUDE.library("lanemq", &OPS))
+        .get_hash()
+        .to_owned();
+    let name = format!("lanemq_{}", &hash[..12]);
+    Library {
+        text: PRELUDE.library(&name, &OPS),
+        name,
+    }
+});
+
+pub static ADD: LazyLock<LuaScript> = LazyLock::new(|| load("add"));
+pub static CLAIM: LazyLock<LuaScript> = LazyLock::new(|| load("claim"));
+pub static COMPLETE: LazyLock<LuaScript> = LazyLock::new(|| load("complete"));
+pub static FAIL: LazyLock<LuaScript> = LazyLock::new(|| load("fail"));
+pub static RENEW: LazyLock<LuaScript> = LazyLock::new(|| load("renew"));
+pub static DELAY: LazyLock<LuaScript> = LazyLock::new(|| load("delay"));
+pub static RELEASE: LazyLock<LuaScript> = LazyLock::new(|| load("release"));
+pub static RECOVER: LazyLock<LuaScript> = LazyLock::new(|| load("recover"));
+pub static PROMOTE: LazyLock<LuaScript> = LazyLock::new(|| load("promote"));
+pub static RESCHEDULE: LazyLock<LuaScript> = LazyLock::new(|| load("reschedule"));
+pub static RETRY: LazyLock<LuaScript> = LazyLock::new(|| load("retry"));
+pub static PRIORITY: LazyLock<LuaScript> = LazyLock::new(|| load("priority"));
+pub static EDIT: LazyLock<LuaScript> = LazyLock::new(|| load("edit"));
+pub static LOGS: LazyLock<LuaScript> = LazyLock::new(|| load("logs"));
+pub static REMOVE: LazyLock<LuaScript> = LazyLock::new(|| load("remove"));
+pub static PAUSE: LazyLock<LuaScript> = LazyLock::new(|| load("pause"));
+pub static OBLITERATE: LazyLock<LuaScript> = LazyLock::new(|| load("obliterate"));
+pub static SETTINGS: LazyLock<LuaScript> = LazyLock::new(|| load("settings"));
+pub static DEDUP: LazyLock<LuaScript> = LazyLock::new(|| load("dedup"));
+pub static COMPLETE_CLAIM: LazyLock<LuaScript> = LazyLock::new(|| load("complete_claim"));
+pub static SCHEDULERS_OP: LazyLock<LuaScript> = LazyLock::new(|| load("schedulers"));
+pub static FLOWS_OP: LazyLock<LuaScript> = LazyLock::new(|| load("flows"));
 
 #[cfg(test)]
 mod tests {
@@ -127,6 +167,50 @@ mod tests {
     }
 
     #[test]
+    fn the_library_resets_per_call_state_before_every_call() {
+        let text = &LIBRARY.text;
+        assert!(text.starts_with(&format!("#!lua name={}\n", LIBRARY.name)));
+        let reset = text
+            .split("local function reset(keys, args)\n")
+            .nth(1)
+            .and_then(|rest| rest.split("\nend\n").next())
+            .expect("a reset function");
+        // The keys, the clock, event ids and the flows' caches start afresh on every call.
+        for line in [
+            "bind(0)",
+            "NOW, NOW_TEXT, MAX_EVENTS = tonumber(ARGV[1]), ARGV[1], ARGV[2]",
+            "event_next, event_last = 1, 0",
+            "home_queue = nil",
+            "block_bases = nil",
+            "bound_base = 0",
+            "removed_children = {}",
+        ] {
+            assert!(reset.lines().any(|l| l.trim() == line), "{line}: {reset}");
+        }
+        // Constants are set once, and helpers declared ahead of use are never undone.
+        assert!(text.contains("\nlocal LAYOUT = \"2\"\n"));
+        for name in [
+            "LAYOUT",
+            "FIELDS",
+            "need_chain",
+            "flow_on_finish",
+            "scheduler_on_claim",
+        ] {
+            assert!(
+                !reset
+                    .lines()
+                    .any(|l| l.trim_start().starts_with(&format!("{name} ="))),
+                "{name} is reset"
+            );
+        }
+        // Every script is a function of it.
+        for (op, _) in OPS {
+            assert!(text.contains(&format!("'{}_{op}'", LIBRARY.name)), "{op}");
+        }
+        assert_eq!(ADD.function, format!("{}_add", LIBRARY.name));
+    }
+
+    #[test]
     fn only_scripts_that_reach_other_queues_take_their_keys() {
         for script in [
             &*COMPLETE_CLAIM,
@@ -161,7 +245,8 @@ mod tests {
     }
 }
 
-/// Writes every composed script to `$LANEMQ_DUMP_SCRIPTS/<name>.lua`, for profiling them outside
+/// Writes every composed script to `$LANEMQ_DUMP_SCRIPTS/<name>.lua`, and the library to
+/// `library.lua`, for profiling them outside
 /// the client (benches/lua_cost.py): `LANEMQ_DUMP_SCRIPTS=/tmp/s cargo test -p lanemq-redis
 /// dump_composed_scripts -- --ignored`.
 #[cfg(test)]
@@ -179,4 +264,5 @@ fn dump_composed_scripts() {
             std::fs::write(format!("{dir}/{stem}.lua"), text(&body)).unwrap();
         }
     }
+    std::fs::write(format!("{dir}/library.lua"), &LIBRARY.text).unwrap();
 }

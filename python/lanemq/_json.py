@@ -26,21 +26,22 @@ def dumps(value: Any, what: str) -> str:
 
 def dumps_result(job_id: str, value: Any) -> str:
     """A job's return value as JSON (the message is only built when it is refused)."""
-    if value is None:
-        return "null"
-    try:
-        return _encode(value)
-    except (TypeError, ValueError):
-        return dumps(value, f"return value of job {job_id!r}")
+    return _dumps_named(value, "return value of job {!r}", job_id)
 
 
 def dumps_data(value: Any, name: str, index: int | None = None) -> str:
     """A new job's payload as JSON; the refusal names the job by ``name`` (and its place in a
     bulk add). The message is only built when it is refused: adds call this for every job."""
+    if index is None:
+        return _dumps_named(value, "data of job {!r}", name)
+    return _dumps_named(value, "data of job #{} ({!r})", index, name)
+
+
+def _dumps_named(value: Any, what: str, *parts: Any) -> str:
+    """`dumps`, with ``what.format(*parts)`` formatted only if ``value`` is refused."""
     if value is None:
         return "null"
     try:
         return _encode(value)
     except (TypeError, ValueError):
-        where = f"job {name!r}" if index is None else f"job #{index} ({name!r})"
-        return dumps(value, f"data of {where}")
+        return dumps(value, what.format(*parts))

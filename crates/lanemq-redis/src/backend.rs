@@ -92,31 +92,23 @@ impl RedisBackend {
             let mut invocation = script.script.prepare_invoke();
             {
                 let linked = self.linked.lock().unwrap_or_else(|e| e.into_inner());
-                let others = linked
-                    .iter()
-                    .filter(|_| script.links)
-                    .flat_map(|(_, keys)| keys);
+                let keys = self.script_keys.iter().chain(
+                    linked
+                        .iter()
+                        .filter(|_| script.links)
+                        .flat_map(|(_, keys)| keys),
+                );
                 if self.functions {
-                    let count = self.script_keys.len()
-                        + if script.links {
-                            linked.iter().map(|(_, keys)| keys.len()).sum()
-                        } else {
-                            0
-                        };
-                    call.arg(&script.function).arg(count);
-                    for key in self.script_keys.iter().chain(others) {
+                    call.arg(&script.function).arg(keys.clone().count());
+                    keys.for_each(|key| {
                         call.arg(key);
-                    }
-                    for arg in &args {
-                        call.arg(arg);
-                    }
+                    });
+                    call.arg(&args);
                 } else {
-                    for key in self.script_keys.iter().chain(others) {
+                    keys.for_each(|key| {
                         invocation.key(key);
-                    }
-                    for arg in &args {
-                        invocation.arg(arg);
-                    }
+                    });
+                    invocation.arg(&args);
                 }
             }
             let mut connection = self.connection.commands.clone();

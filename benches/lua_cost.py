@@ -22,50 +22,6 @@ import time
 
 import redis
 
-OPTS = (
-    '{"priority":0,"lifo":false,"delay":0,"attempts":1,"remove_on_complete":"keep_all",'
-    '"remove_on_fail":"keep_all","max_stalled_count":1}'
-)
-FIELDS = [
-    "name",
-    "data",
-    "opts",
-    "state",
-    "prio",
-    "ord",
-    "seq",
-    "created",
-    "delay",
-    "processed",
-    "finished",
-    "attempts",
-    "stalled",
-    "progress",
-    "result",
-    "reason",
-    "trace",
-    "token",
-    "worker",
-    "expires",
-]
-KEYS = [
-    f"lanemq:{{bench}}:{k}"
-    for k in [
-        "meta",
-        "waiting",
-        "delayed",
-        "active",
-        "children",
-        "completed",
-        "failed",
-        "logs",
-        "events",
-        "marker",
-    ]
-    + [f"j:{f}" for f in FIELDS]
-    + ["dedup", "dedup:expiry", "schedulers", "schedulers:next", "deps", "deps:values"]
-]
-
 
 def inclusive(path, function):
     out = subprocess.run(
@@ -88,6 +44,11 @@ def main():
         "--fcall", action="store_true", help="call the library's functions (library.lua) by FCALL"
     )
     a = p.parse_args()
+    # The KEYS of queue `bench`, as the client sends them (written by dump_composed_scripts).
+    with open(os.path.join(a.scripts, "keys.txt")) as listed:
+        keys = listed.read().split()
+    with open(os.path.join(a.scripts, "options.json")) as options:
+        opts = options.read()
     out_dir = tempfile.mkdtemp(prefix="lua_cost.")
     vg = subprocess.Popen(
         [
@@ -127,7 +88,7 @@ def main():
         library = loaded.decode() if isinstance(loaded, bytes) else loaded
 
         def call(op, *args):
-            return r.fcall(f"{library}_{op}", 36, *KEYS, *args)
+            return r.fcall(f"{library}_{op}", len(keys), *keys, *args)
     else:
         shas = {
             op: r.script_load(open(os.path.join(a.scripts, f"{op}.lua")).read())
@@ -135,10 +96,10 @@ def main():
         }
 
         def call(op, *args):
-            return r.evalsha(shas[op], 36, *KEYS, *args)
+            return r.evalsha(shas[op], len(keys), *keys, *args)
 
     def job(i):
-        return ["noop", f'{{"i":{i}}}', OPTS, "", "0", "0", "0"]
+        return ["noop", f'{{"i":{i}}}', opts, "", "0", "0", "0"]
 
     def ADD(now, *jobs):
         return call("add", now, 10000, *[x for j in jobs for x in j])

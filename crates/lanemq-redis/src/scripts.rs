@@ -245,8 +245,9 @@ mod tests {
     }
 }
 
-/// Writes every composed script to `$LANEMQ_DUMP_SCRIPTS/<name>.lua`, and the library to
-/// `library.lua`, for profiling them outside
+/// Writes every composed script to `$LANEMQ_DUMP_SCRIPTS/<name>.lua`, the library to
+/// `library.lua`, a queue's KEYS to `keys.txt` and default job options to `options.json`, for
+/// profiling them outside
 /// the client (benches/lua_cost.py): `LANEMQ_DUMP_SCRIPTS=/tmp/s cargo test -p lanemq-redis
 /// dump_composed_scripts -- --ignored`.
 #[cfg(test)]
@@ -265,4 +266,10 @@ fn dump_composed_scripts() {
         }
     }
     std::fs::write(format!("{dir}/library.lua"), &LIBRARY.text).unwrap();
+    // The KEYS a script of queue `bench` (prefix `lanemq`) gets, one per line.
+    let keys = crate::keys::Keys::new("lanemq", "bench").script_keys();
+    std::fs::write(format!("{dir}/keys.txt"), keys.join("\n") + "\n").unwrap();
+    // The options JSON of a job added without options.
+    let options = serde_json::to_string(&lanemq_core::jobs::JobOptions::default()).unwrap();
+    std::fs::write(format!("{dir}/options.json"), options).unwrap();
 }

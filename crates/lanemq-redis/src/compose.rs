@@ -30,6 +30,8 @@ pub const NESTED_FROM: &str = "-- compose: nested from here";
 /// One top-level statement of a helper file, with the comments just above it.
 struct Statement<'a> {
     text: &'a str,
+    /// `text` from its first line of code on (the comments above it cut off).
+    code: &'a str,
     defines: Vec<&'a str>,
 }
 
@@ -213,9 +215,21 @@ impl<'a> Prelude<'a> {
             starts.push(file.len());
             for pair in starts.windows(2) {
                 let text = &file[pair[0]..pair[1]];
-                let head = text.lines().find(|l| starts_statement(l)).unwrap_or("");
+                let mut offset = 0;
+                let code = text
+                    .lines()
+                    .find(|line| {
+                        let found = starts_statement(line);
+                        if !found {
+                            offset += line.len() + 1;
+                        }
+                        found
+                    })
+                    .map_or("", |_| &text[offset..]);
+                let head = code.lines().next().unwrap_or("");
                 statements.push(Statement {
                     text,
+                    code,
                     defines: defined_names(head),
                 });
             }
@@ -298,10 +312,7 @@ impl<'a> Prelude<'a> {
         let function_defined: HashSet<&str> = self
             .statements
             .iter()
-            .filter(|s| {
-                let head = s.text.lines().find(|l| starts_statement(l)).unwrap_or("");
-                !head.starts_with("local ")
-            })
+            .filter(|s| !s.code.starts_with("local "))
             .flat_map(|s| s.defines.iter().copied())
             .collect();
         let mut constants: HashSet<&str> = HashSet::new();
@@ -309,17 +320,8 @@ impl<'a> Prelude<'a> {
         let mut reset =
             String::from("local function reset(keys, args)\n  KEYS, ARGV = keys, args\n");
         for statement in &self.statements {
-            let code_at = statement
-                .text
-                .lines()
-                .scan(0, |offset, line| {
-                    let at = *offset;
-                    *offset += line.len() + 1;
-                    Some((at, line))
-                })
-                .find(|(_, line)| starts_statement(line))
-                .map_or(0, |(at, _)| at);
-            let (comments, code) = statement.text.split_at(code_at.min(statement.text.len()));
+            let code = statement.code;
+            let comments = &statement.text[..statement.text.len() - code.len()];
             if statement.defines.is_empty() {
                 reset.push_str(code);
                 continue;
@@ -333,22 +335,22 @@ impl<'a> Prelude<'a> {
                 continue;
             }
             let names = statement.defines.join(", ");
-            if let Some((_, value)) = list.split_once('=') {
-                // A constant (an upper-case name given literals and other constants) is set
-                // once, at load.
-                let upper = |n: &str| n.bytes().all(|c| !c.is_ascii_lowercase());
-                if statement.defines.iter().all(|n| upper(n))
+            let value = list.split_once('=').map(|(_, value)| value);
+            // A constant (an upper-case name given literals and other constants) is set once,
+            // at load.
+            let upper = |n: &str| n.bytes().all(|c| !c.is_ascii_lowercase());
+            if value.is_some_and(|value| {
+                statement.defines.iter().all(|n| upper(n))
                     && identifiers(value).iter().all(|n| constants.contains(n))
-                {
-                    constants.extend(statement.defines.iter().copied());
-                    out.push_str(statement.text);
-                    continue;
-                }
+            }) {
+                constants.extend(statement.defines.iter().copied());
+                out.push_str(statement.text);
+                continue;
             }
             out.push_str(comments);
             out.push_str(&format!("local {names}\n"));
-            match list.split_once('=') {
-                Some((_, value)) => reset.push_str(&format!("{names} ={value}")),
+            match value {
+                Some(value) => reset.push_str(&format!("{names} ={value}")),
                 None => {
                     for n in statement
                         .defines

@@ -58,9 +58,12 @@ local function in_queue(name, fn, ...)
   local base = block_base(name)
   local saved_base, saved_next, saved_last, saved_home =
     bound_base, event_next, event_last, home_queue
+  -- An entry of events belongs to one queue's stream: the one being built goes out first.
+  flush_events()
   bind(base)
   bound_base, event_next, event_last, home_queue = base, 1, 0, name
   local result = {fn(...)}
+  flush_events()
   bind(saved_base)
   bound_base, event_next, event_last, home_queue = saved_base, saved_next, saved_last, saved_home
   return unpack(result)

@@ -32,6 +32,8 @@ end
 local active = active_count()
 if not force and active > 0 then return {"active", active} end
 for _, orphan in ipairs(orphans) do flow_apply(orphan[1], orphan[2], "removed") end
--- This queue's keys only: the blocks after them belong to queues linked by flows.
+-- This queue's keys only: the blocks after them belong to queues linked by flows. Its events
+-- are written first, so that they go too (not left behind in a new stream).
+flush_events()
 redis.call("DEL", unpack(KEYS, 1, BLOCK))
 return {"ok"}

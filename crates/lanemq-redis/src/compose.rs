@@ -299,7 +299,8 @@ impl<'a> Prelude<'a> {
     }
 
     /// Every helper and every script as one FUNCTION library named `name` (see
-    /// `scripts::LIBRARY`), each script `(op, body)` registered as the function `<name>_<op>`.
+    /// `scripts::LIBRARY`), each script `(op, body)` registered as the function `<name>_<op>`,
+    /// which returns through the helper `through` (called with what the body returns).
     ///
     /// The helpers are made once, when the library loads; what a script's text sets up on
     /// every call is redone by `reset(keys, args)` before each call, in file order: the calls
@@ -308,7 +309,7 @@ impl<'a> Prelude<'a> {
     /// one call to the next), except constants: upper-case names given literals and other
     /// constants, which are never assigned again. A plain declaration is reset to nil, unless a
     /// later `name = function` statement defines it (the helpers declared ahead of use).
-    pub fn library(&self, name: &str, ops: &[(&str, &str)]) -> String {
+    pub fn library(&self, name: &str, ops: &[(&str, &str)], through: &str) -> String {
         let function_defined: HashSet<&str> = self
             .statements
             .iter()
@@ -373,7 +374,7 @@ impl<'a> Prelude<'a> {
         for (op, _) in ops {
             out.push_str(&format!(
                 "redis.register_function('{name}_{op}', \
-                 function(keys, args) reset(keys, args) return op_{op}() end)\n"
+                 function(keys, args) reset(keys, args) return {through}(op_{op}()) end)\n"
             ));
         }
         out

@@ -14,7 +14,7 @@ use crate::backend::{count_jobs, RedisBackend};
 use crate::decode::{items, text};
 use crate::scripts::{self, LuaScript};
 
-fn unexpected(what: &str) -> CoreError {
+pub(crate) fn unexpected(what: &str) -> CoreError {
     CoreError::Storage(format!("redis: unexpected reply: {what}"))
 }
 

@@ -11,6 +11,8 @@ use redis::Value;
 use crate::backend::{count_jobs, RedisBackend};
 use crate::decode::{items, text};
 use crate::keys::STATE_SETS;
+use crate::manage::unexpected;
+use crate::scripts;
 
 fn set_of(state: JobState) -> &'static str {
     STATE_SETS[JobState::ALL.iter().position(|s| *s == state).unwrap_or(0)]
@@ -162,34 +164,62 @@ impl RedisBackend {
         })
     }
 
+    /// Events with `start <= id <= end`, at most `limit` (0: all), oldest first. An entry's
+    /// id is its last event's (`parse_entry`), so the first entry read from `start` on may
+    /// begin before `start`, and entries are read a page at a time until one passes `end`.
+    /// Events below the floor of an explicit trim are gone (`lua/trim_events-36.lua`).
     pub async fn read_events(
         &self,
         start: u64,
         end: u64,
         limit: usize,
     ) -> CoreResult<Vec<StreamEvent>> {
+        const PAGE: usize = 500;
+        let events_key = self.keys.key("events");
         let mut pipe = redis::pipe();
-        let end = end.min(i64::MAX as u64 / 2);
-        let command = pipe
-            .cmd("XRANGE")
-            .arg(self.keys.key("events"))
-            .arg(format!("{start}-0"))
-            .arg(format!("{end}-0"));
-        if limit > 0 {
-            command.arg("COUNT").arg(limit);
+        pipe.cmd("HGET")
+            .arg(self.keys.key("meta"))
+            .arg("events_floor");
+        let (floor,): (Option<u64>,) = self.query(&pipe).await?;
+        let start = start.max(floor.unwrap_or(0));
+        let mut from = format!("{start}-0");
+        let mut out = Vec::new();
+        loop {
+            let mut pipe = redis::pipe();
+            pipe.cmd("XRANGE")
+                .arg(&events_key)
+                .arg(&from)
+                .arg("+")
+                .arg("COUNT")
+                .arg(PAGE);
+            let (entries,): (Value,) = self.query(&pipe).await?;
+            let entries = items(entries)?;
+            let full = entries.len() == PAGE;
+            for entry in entries {
+                for event in parse_entry(entry)? {
+                    if event.id > end || (limit > 0 && out.len() == limit) {
+                        return Ok(out);
+                    }
+                    from = format!("{}-0", event.id + 1);
+                    if event.id >= start {
+                        out.push(event);
+                    }
+                }
+            }
+            if !full {
+                return Ok(out);
+            }
         }
-        let (entries,): (Value,) = self.query(&pipe).await?;
-        items(entries)?.into_iter().map(parse_event).collect()
     }
 
     pub async fn trim_events(&self, max_len: usize) -> CoreResult<usize> {
-        let mut pipe = redis::pipe();
-        pipe.cmd("XTRIM")
-            .arg(self.keys.key("events"))
-            .arg("MAXLEN")
-            .arg(max_len);
-        let (dropped,): (usize,) = self.query(&pipe).await?;
-        Ok(dropped)
+        match self
+            .change(&scripts::TRIM_EVENTS, 0, &[&max_len.to_string()])
+            .await?
+        {
+            Value::Int(gone) => Ok(gone as usize),
+            other => Err(unexpected(&format!("trim_events: {other:?}"))),
+        }
     }
 
     pub async fn last_event_id(&self) -> CoreResult<u64> {
@@ -240,11 +270,15 @@ impl RedisBackend {
     }
 }
 
-/// An entry `[id, [field, value, ...]]` of the events stream.
-pub(crate) fn parse_event(entry: Value) -> CoreResult<StreamEvent> {
+/// The events of an entry `[id, [field, value, ...]]` of the events stream, oldest first. An
+/// entry holds the events of one script call (`emit` in `lua/common.lua`): `ts`, then per
+/// event `event <name>`, maybe `job <id>`, then its own fields. Its id is the last event's; the
+/// others' ids precede it one by one. (An entry of one event, written before events were
+/// gathered, has `ts` after `event`: it reads the same.)
+pub(crate) fn parse_entry(entry: Value) -> CoreResult<Vec<StreamEvent>> {
     let mut entry = items(entry)?.into_iter();
     let id = entry.next().and_then(|v| text(&v)).unwrap_or_default();
-    let id: u64 = id
+    let last: u64 = id
         .split('-')
         .next()
         .and_then(|n| n.parse().ok())
@@ -257,19 +291,27 @@ pub(crate) fn parse_event(entry: Value) -> CoreResult<StreamEvent> {
         .iter()
         .filter_map(text)
         .collect();
-    let mut event = StreamEvent {
-        id,
-        timestamp: 0,
-        event: "unknown",
-        job_id: None,
-        field: None,
-        extra: None,
-    };
+    let mut timestamp = 0;
+    let mut events: Vec<StreamEvent> = Vec::new();
     for pair in values.chunks(2) {
         let [key, value] = pair else { continue };
+        if key == "ts" {
+            timestamp = value.parse().unwrap_or(0);
+            continue;
+        }
+        if key == "event" || events.is_empty() {
+            events.push(StreamEvent {
+                id: 0,
+                timestamp: 0,
+                event: "unknown",
+                job_id: None,
+                field: None,
+                extra: None,
+            });
+        }
+        let event = events.last_mut().expect("pushed above");
         match key.as_str() {
             "event" => event.event = event_name(value),
-            "ts" => event.timestamp = value.parse().unwrap_or(0),
             "job" => event.job_id = Some(Arc::from(value.as_str())),
             other => {
                 let field = (field_name(other), Text::Owned(value.clone()));
@@ -282,5 +324,10 @@ pub(crate) fn parse_event(entry: Value) -> CoreResult<StreamEvent> {
             }
         }
     }
-    Ok(event)
+    let first = (last + 1).saturating_sub(events.len() as u64);
+    for (n, event) in events.iter_mut().enumerate() {
+        event.id = first + n as u64;
+        event.timestamp = timestamp;
+    }
+    Ok(events)
 }

@@ -24,9 +24,15 @@ const SCHEDULERS: &str = include_str!("../../../lua/schedulers.lua");
 static PRELUDE: LazyLock<Prelude<'static>> =
     LazyLock::new(|| Prelude::new(&[COMMON, JOBS, FLOWS, SCHEDULERS]));
 
-/// The script's text: the helpers `body` uses, then `body`.
+/// The helper of `lua/common.lua` every script returns through: it writes the call's events,
+/// which `emit` gathers into one stream entry.
+const RETURN_THROUGH: &str = "events_flushed";
+
+/// The script's text: the helpers `body` uses, then `body`, returning through `RETURN_THROUGH`.
 fn text(body: &str) -> String {
-    PRELUDE.compose(body)
+    PRELUDE.compose(&format!(
+        "return {RETURN_THROUGH}((function()\n{body}\nend)())"
+    ))
 }
 
 /// A script, and whether it may work in the keys of queues linked by flows (its helpers use
@@ -39,7 +45,7 @@ pub struct LuaScript {
 }
 
 /// Every script: its operation name, and its body (`lua/<op>-36.lua`).
-const OPS: [(&str, &str); 22] = [
+const OPS: [(&str, &str); 23] = [
     ("add", include_str!("../../../lua/add-36.lua")),
     ("claim", include_str!("../../../lua/claim-36.lua")),
     ("complete", include_str!("../../../lua/complete-36.lua")),
@@ -65,6 +71,10 @@ const OPS: [(&str, &str); 22] = [
     ),
     ("schedulers", include_str!("../../../lua/schedulers-36.lua")),
     ("flows", include_str!("../../../lua/flows-36.lua")),
+    (
+        "trim_events",
+        include_str!("../../../lua/trim_events-36.lua"),
+    ),
 ];
 
 fn load(op: &str) -> LuaScript {
@@ -91,12 +101,12 @@ pub struct Library {
 /// Named by a hash of what it holds, so that two versions of lanemq sharing a server each
 /// have their own (function names are global to the server, so they carry it too).
 pub static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
-    let hash = Script::new(&PRELUDE.library("lanemq", &OPS))
+    let hash = Script::new(&PRELUDE.library("lanemq", &OPS, RETURN_THROUGH))
         .get_hash()
         .to_owned();
     let name = format!("lanemq_{}", &hash[..12]);
     Library {
-        text: PRELUDE.library(&name, &OPS),
+        text: PRELUDE.library(&name, &OPS, RETURN_THROUGH),
         name,
     }
 });
@@ -118,6 +128,7 @@ pub static LOGS: LazyLock<LuaScript> = LazyLock::new(|| load("logs"));
 pub static REMOVE: LazyLock<LuaScript> = LazyLock::new(|| load("remove"));
 pub static PAUSE: LazyLock<LuaScript> = LazyLock::new(|| load("pause"));
 pub static OBLITERATE: LazyLock<LuaScript> = LazyLock::new(|| load("obliterate"));
+pub static TRIM_EVENTS: LazyLock<LuaScript> = LazyLock::new(|| load("trim_events"));
 pub static SETTINGS: LazyLock<LuaScript> = LazyLock::new(|| load("settings"));
 pub static DEDUP: LazyLock<LuaScript> = LazyLock::new(|| load("dedup"));
 pub static COMPLETE_CLAIM: LazyLock<LuaScript> = LazyLock::new(|| load("complete_claim"));

@@ -12,7 +12,7 @@ use redis::Value;
 
 use crate::backend::RedisBackend;
 use crate::decode::items;
-use crate::reads::parse_event;
+use crate::reads::parse_entry;
 
 /// The longest single block, so a waiter also notices changes that set no marker.
 const MAX_BLOCK: Duration = Duration::from_secs(1);
@@ -103,9 +103,12 @@ impl RedisBackend {
             .arg("COUNT")
             .arg(1000);
         let (entries,): (Value,) = self.query(&pipe).await?;
+        // Newest first: the entries come so, and an entry's events oldest first.
         for entry in items(entries)? {
-            if let Some(result) = ending(&parse_event(entry)?, id) {
-                return Ok(result);
+            for event in parse_entry(entry)?.iter().rev() {
+                if let Some(result) = ending(event, id) {
+                    return Ok(result);
+                }
             }
         }
         Ok(FinishedResult::Missing)
@@ -132,7 +135,7 @@ impl RedisBackend {
             for stream in streams {
                 let entries = items(stream)?.into_iter().nth(1).map(items).transpose()?;
                 for entry in entries.unwrap_or_default() {
-                    out.push(parse_event(entry)?);
+                    out.extend(parse_entry(entry)?);
                 }
             }
         }

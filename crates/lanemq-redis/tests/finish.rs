@@ -11,7 +11,6 @@ use lanemq_core::jobs::{
 };
 use lanemq_core::CoreError;
 use lanemq_redis::RedisBackend;
-use redis::Value;
 
 const STALLED: &str = "job stalled more than allowable limit";
 
@@ -59,49 +58,23 @@ async fn get(redis: &RedisBackend, id: &str) -> Job {
     redis.get_job(id).await.unwrap().expect("the job exists")
 }
 
-/// The event stream as (id, event, job, field), read straight from the stream key.
+/// The event stream as (id, event, job, field).
 type Event = (u64, String, Option<String>, Option<(String, String)>);
 
 async fn events(server: &Server) -> Vec<Event> {
-    let client = redis::Client::open(server.url()).unwrap();
-    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
-    let reply: Value = redis::cmd("XRANGE")
-        .arg("lanemq:{test}:events")
-        .arg("-")
-        .arg("+")
-        .query_async(&mut connection)
+    backend(server)
         .await
-        .unwrap();
-    let text = |v: &Value| match v {
-        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-        Value::SimpleString(s) => s.clone(),
-        other => panic!("not text: {other:?}"),
-    };
-    let Value::Array(entries) = reply else {
-        panic!("XRANGE reply: {reply:?}")
-    };
-    entries
-        .iter()
-        .map(|entry| {
-            let Value::Array(parts) = entry else {
-                panic!("entry: {entry:?}")
-            };
-            let Value::Array(fields) = &parts[1] else {
-                panic!("fields: {parts:?}")
-            };
-            let id = text(&parts[0]);
-            let fields: Vec<String> = fields.iter().map(text).collect();
-            let (mut event, mut job, mut field) = (String::new(), None, None);
-            for pair in fields.chunks(2) {
-                match pair[0].as_str() {
-                    "event" => event = pair[1].clone(),
-                    "ts" => {}
-                    "job" => job = Some(pair[1].clone()),
-                    key => field = Some((key.to_owned(), pair[1].clone())),
-                }
-            }
-            let n = id.strip_suffix("-0").unwrap().parse().unwrap();
-            (n, event, job, field)
+        .read_events(0, u64::MAX, 0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| {
+            (
+                e.id,
+                e.event.to_owned(),
+                e.job_id.map(|j| j.to_string()),
+                e.field.map(|(k, v)| (k.to_owned(), v.as_str().to_owned())),
+            )
         })
         .collect()
 }

@@ -52,26 +52,18 @@ async fn claim_names(redis: &RedisBackend, now: u64) -> Vec<String> {
 
 /// The events stream as (event, job, extra field and value), oldest first.
 async fn events(server: &Server) -> Vec<(String, Option<String>, Option<(String, String)>)> {
-    let entries: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
-        .arg("lanemq:{test}:events")
-        .arg("-")
-        .arg("+")
-        .query_async(&mut raw(server).await)
+    backend(server)
         .await
-        .unwrap();
-    entries
+        .read_events(0, u64::MAX, 0)
+        .await
+        .unwrap()
         .into_iter()
-        .map(|(_, fields)| {
-            let mut event = (String::new(), None, None);
-            for pair in fields.chunks(2) {
-                match pair[0].as_str() {
-                    "event" => event.0 = pair[1].clone(),
-                    "ts" => {}
-                    "job" => event.1 = Some(pair[1].clone()),
-                    key => event.2 = Some((key.to_owned(), pair[1].clone())),
-                }
-            }
-            event
+        .map(|e| {
+            (
+                e.event.to_owned(),
+                e.job_id.map(|j| j.to_string()),
+                e.field.map(|(k, v)| (k.to_owned(), v.as_str().to_owned())),
+            )
         })
         .collect()
 }

@@ -4,10 +4,47 @@ pickle). Encoding refuses what JSON cannot hold, naming what was refused."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from json import encoder as _encoder
 from typing import Any
 
-_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False, ensure_ascii=False).encode
+_slow_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False, ensure_ascii=False).encode
 loads = json.loads
+
+
+def _refuse(value: Any) -> Any:
+    # The message JSONEncoder.default gives.
+    raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")
+
+
+def _c_encoder() -> Callable[[Any, int], list[str]] | None:
+    """CPython's C encoder as `JSONEncoder.encode` configures it for the options above, made
+    once: `encode` makes one on every call, through two Python-level methods, which took 60%
+    of the time of encoding a small payload (1.45 us against 0.58, measured with timeit). The
+    markers dict finds circular references; None where there is no C encoder."""
+    make: Any = getattr(_encoder, "c_make_encoder", None)
+    if make is None:
+        return None
+    made: Callable[[Any, int], list[str]] = make(
+        {}, _refuse, _encoder.encode_basestring, None, ":", ",", False, False, False
+    )
+    return made
+
+
+_fast = _c_encoder()
+
+
+def _encode(value: Any) -> str:
+    """``value`` as compact JSON text, as `_slow_encode` gives it."""
+    global _fast
+    if _fast is None or isinstance(value, str):
+        return _slow_encode(value)
+    try:
+        return "".join(_fast(value, 0))
+    except BaseException:
+        # A refusal can leave entries in the markers dict: start again with a fresh one.
+        _fast = _c_encoder()
+        raise
 
 
 def dumps(value: Any, what: str) -> str:
@@ -18,10 +55,9 @@ def dumps(value: Any, what: str) -> str:
         return _encode(value)
     except TypeError as error:
         raise TypeError(f"{what} is not JSON-serialisable: {error}") from None
-    except ValueError as error:  # NaN or an infinity; the message does not say which
-        raise TypeError(
-            f"{what} is not JSON-serialisable: {error} (NaN, inf and -inf have no JSON form)"
-        ) from None
+    except ValueError as error:  # NaN or an infinity (not saying which), or a cycle
+        note = " (NaN, inf and -inf have no JSON form)" if "float" in str(error) else ""
+        raise TypeError(f"{what} is not JSON-serialisable: {error}{note}") from None
 
 
 def dumps_result(job_id: str, value: Any) -> str:

@@ -180,10 +180,22 @@ async def test_jitter_above_one_refused(queue: JobQueue) -> None:
         await queue.add("ok", None, attempts=2, backoff=Backoff.exponential(1.0, jitter=jitter))
 
 
+def _circular() -> list[object]:
+    loop: list[object] = [1]
+    loop.append({"again": loop})
+    return loop
+
+
 @pytest.mark.parametrize(
     ("data", "named"),
-    [(object(), "object"), ({1, 2}, "set"), (math.nan, "nan"), ({"deep": [math.inf]}, "float")],
-    ids=["object", "set", "nan", "nested-inf"],
+    [
+        (object(), "object"),
+        ({1, 2}, "set"),
+        (math.nan, "nan"),
+        ({"deep": [math.inf]}, "float"),
+        (_circular(), "circular"),
+    ],
+    ids=["object", "set", "nan", "nested-inf", "circular"],
 )
 async def test_non_json_data_refused_with_type_error(
     queue: JobQueue, data: object, named: str
@@ -194,6 +206,19 @@ async def test_non_json_data_refused_with_type_error(
     )
     # The message names what was refused (the type, or the non-finite value).
     assert named in message.lower(), message
+
+
+async def test_refused_data_leaves_later_payloads_encoded_alike(queue: JobQueue) -> None:
+    # The encoder is made once (lanemq._json): a refusal deep inside a container must leave
+    # nothing behind that changes how the next payloads are encoded.
+    shared = {"k": [1, 2.5, "é", None, True]}
+    for bad in ({"a": [{"b": object()}]}, _circular(), {"x": [shared, math.inf]}):
+        with pytest.raises(TypeError):
+            await queue.add("bad", bad, now=T)
+        job = await queue.add("good", {"twice": [shared, shared]}, now=T)
+        assert job.data == {"twice": [shared, shared]}
+        fetched = await queue.get_job(job.id)
+        assert fetched is not None and fetched.data == job.data
 
 
 async def test_options_given_twice_refused(queue: JobQueue) -> None:

@@ -148,13 +148,15 @@ local function member(order, id) return hex(order + ORDER_OFFSET) .. id end
 --
 -- A call's events go out together, as one stream entry (README.md, `events`): an XADD costs
 -- ~15,000 instructions, a third of adding a job in bulk and a fifth of processing one, while
--- one more event in an entry costs its few arguments. The entry's id is `<n>-0`, n the id of
--- its last event; its fields are `ts` (the call's time), then per event `event <name>`,
--- optionally `job <id>`, then the event's own fields. Its events' ids are consecutive, so the
--- reader numbers them back from n.
+-- one more event in an entry costs its few arguments. The entry's id is `<n>-<k>`, n the id
+-- of its last event, k how many it holds; its fields are `ts` (the call's time), then per event `<name> <job id>`
+-- (`""` for none: ids are never empty), then the event's own fields (event names and field
+-- names differ, as a Rust test checks). Its events' ids are consecutive, so the reader numbers
+-- them back from n. (Ranges and trims by event id use n, the id's first part, alone.)
 local event_next, event_last = 1, 0
--- The entry being built: its arguments after the id, their count, the id of its last event.
-local entry_args, entry_argc, entry_last = {}, 0, 0
+-- The entry being built: its arguments after the id, their count, the id of its last event,
+-- how many events it holds.
+local entry_args, entry_argc, entry_last, entry_events = {}, 0, 0, 0
 -- An entry is written once it holds this many arguments (unpack() is bounded by Lua's C stack).
 local ENTRY_ARGS = 1000
 local function reserve_events(n)
@@ -168,11 +170,11 @@ end
 -- integer path of sprintf; `n .. "-0"` formats with %.14g, at twice the cost.
 local function flush_events()
   if entry_argc == 0 then return end
-  local argc = entry_argc
-  entry_argc = 0
+  local argc, events = entry_argc, entry_events
+  entry_argc, entry_events = 0, 0
   local oldest = entry_last - MAX_EVENTS_N + 1
   redis.call("XADD", EVENTS, "MINID", "~", oldest > 0 and string.format("%d", oldest) or "0",
-    string.format("%d-0", entry_last), "ts", NOW_TEXT, unpack(entry_args, 1, argc))
+    string.format("%d-%d", entry_last, events), "ts", NOW_TEXT, unpack(entry_args, 1, argc))
 end
 
 -- Returns what it is given, once this call's events are written: every script returns
@@ -190,12 +192,11 @@ local function emit(event, id, key, value, key2, value2)
   -- An entry's ids must follow each other: a gap (ids reserved and left unused) starts another.
   if entry_argc > 0 and n ~= entry_last + 1 then flush_events() end
   local a, c = entry_args, entry_argc
-  a[c + 1] = "event"; a[c + 2] = event
+  a[c + 1] = event; a[c + 2] = id or ""
   c = c + 2
-  if id then a[c + 1] = "job"; a[c + 2] = id; c = c + 2 end
   if key then a[c + 1] = key; a[c + 2] = value; c = c + 2 end
   if key2 then a[c + 1] = key2; a[c + 2] = value2; c = c + 2 end
-  entry_argc, entry_last = c, n
+  entry_argc, entry_last, entry_events = c, n, entry_events + 1
   if c >= ENTRY_ARGS then flush_events() end
 end
 

@@ -8,22 +8,20 @@ local new_floor = last + 1 - tonumber(ARGV[3])
 if new_floor <= floor then return 0 end
 
 local gone = 0
--- An entry's events are its id's n predecessors and itself: those in [floor, new_floor) go.
+-- Entry `<id>-<n>` holds the events id - n + 1 .. id (n = 0: one event, written before a
+-- call's events were gathered): those in [floor, new_floor) go.
 local function count(entries)
   for _, entry in ipairs(entries) do
-    local id = tonumber(string.match(entry[1], "^%d+"))
-    local fields, n = entry[2], 0
-    for i = 1, #fields, 2 do
-      if fields[i] == "event" then n = n + 1 end
-    end
+    local id, n = string.match(entry[1], "^(%d+)-(%d+)$")
+    id, n = tonumber(id), math.max(tonumber(n), 1)
     local lo, hi = math.max(id - n + 1, floor), math.min(id, new_floor - 1)
     if hi >= lo then gone = gone + hi - lo + 1 end
   end
 end
 -- The entries ending below the new floor, then the first one ending at or past it.
-count(redis.call("XRANGE", EVENTS, string.format("%d-0", floor),
-  string.format("%d-0", new_floor - 1)))
-count(redis.call("XRANGE", EVENTS, string.format("%d-0", new_floor), "+", "COUNT", "1"))
+-- (An id without its second part means -0 as a start and its largest as an end.)
+count(redis.call("XRANGE", EVENTS, string.format("%d", floor), string.format("%d", new_floor - 1)))
+count(redis.call("XRANGE", EVENTS, string.format("%d", new_floor), "+", "COUNT", "1"))
 redis.call("XTRIM", EVENTS, "MINID", string.format("%d-0", new_floor))
 redis.call("HSET", META, "events_floor", string.format("%d", new_floor))
 return gone

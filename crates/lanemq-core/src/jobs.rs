@@ -24,7 +24,7 @@ mod store;
 mod tests;
 
 pub use backend::{ready, BoxFuture, Completion, Failure, JobBackend, NewJob};
-pub use events::{event_name, field_name, EventLog, Field, StreamEvent, Text};
+pub use events::{event_name, field_name, known_event_name, EventLog, Field, StreamEvent, Text};
 pub use flow::{AddedNode, Dependencies, DependencyCounts, FlowNode, ParentPolicy, ParentRef};
 pub use local::LocalBackend;
 pub use memory_backend::{wall_clock_ms, MemoryBackend, MemoryGroup};

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use lanemq_core::jobs::{
-    event_name, field_name, index_range, FinishedResult, Job, JobState, Millis, StreamEvent, Text,
+    event_name, field_name, index_range, known_event_name, FinishedResult, Job, JobState, Millis,
+    StreamEvent, Text,
 };
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
@@ -272,9 +273,9 @@ impl RedisBackend {
 
 /// The events of an entry `[id, [field, value, ...]]` of the events stream, oldest first. An
 /// entry holds the events of one script call (`emit` in `lua/common.lua`): `ts`, then per
-/// event `event <name>`, maybe `job <id>`, then its own fields. Its id is the last event's; the
-/// others' ids precede it one by one. (An entry of one event, written before events were
-/// gathered, has `ts` after `event`: it reads the same.)
+/// event `<name> <job id or "">`, then its own fields. Its id is the last event's; the others'
+/// ids precede it one by one. (An entry written before events were gathered holds one event,
+/// as `event <name> ts <ms> [job <id>]` and its fields: it reads the same.)
 pub(crate) fn parse_entry(entry: Value) -> CoreResult<Vec<StreamEvent>> {
     let mut entry = items(entry)?.into_iter();
     let id = entry.next().and_then(|v| text(&v)).unwrap_or_default();
@@ -299,11 +300,12 @@ pub(crate) fn parse_entry(entry: Value) -> CoreResult<Vec<StreamEvent>> {
             timestamp = value.parse().unwrap_or(0);
             continue;
         }
-        if key == "event" || events.is_empty() {
+        let named = known_event_name(key);
+        if named.is_some() || key == "event" || events.is_empty() {
             events.push(StreamEvent {
                 id: 0,
                 timestamp: 0,
-                event: "unknown",
+                event: named.unwrap_or("unknown"),
                 job_id: None,
                 field: None,
                 extra: None,
@@ -311,6 +313,10 @@ pub(crate) fn parse_entry(entry: Value) -> CoreResult<Vec<StreamEvent>> {
         }
         let event = events.last_mut().expect("pushed above");
         match key.as_str() {
+            _ if named.is_some() && !value.is_empty() => {
+                event.job_id = Some(Arc::from(value.as_str()));
+            }
+            _ if named.is_some() => {}
             "event" => event.event = event_name(value),
             "job" => event.job_id = Some(Arc::from(value.as_str())),
             other => {

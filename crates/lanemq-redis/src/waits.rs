@@ -114,7 +114,7 @@ impl RedisBackend {
         Ok(FinishedResult::Missing)
     }
 
-    /// Blocks until the stream has an entry after `after` or `wait` passes; returns the entries.
+    /// Blocks until the stream has an event after `after` or `wait` passes; returns those events.
     async fn follow(
         &self,
         connection: &mut redis::aio::MultiplexedConnection,
@@ -126,7 +126,8 @@ impl RedisBackend {
             .arg(wait.as_millis().max(1) as u64)
             .arg("STREAMS")
             .arg(self.keys.key("events"))
-            .arg(format!("{after}-0"))
+            // Past every entry whose last event is `after` (`<after>-<count>`, parse_entry).
+            .arg(format!("{after}-{}", u64::MAX))
             .query_async(connection)
             .await
             .map_err(|e| self.error(e))?;
@@ -135,7 +136,8 @@ impl RedisBackend {
             for stream in streams {
                 let entries = items(stream)?.into_iter().nth(1).map(items).transpose()?;
                 for entry in entries.unwrap_or_default() {
-                    out.extend(parse_entry(entry)?);
+                    // An entry may begin at or before `after`.
+                    out.extend(parse_entry(entry)?.into_iter().filter(|e| e.id > after));
                 }
             }
         }

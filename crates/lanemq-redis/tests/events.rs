@@ -157,3 +157,73 @@ async fn the_stream_keeps_about_max_events_events() {
     );
     assert_eq!(kept.last().map(|e| e.0), Some(4_000));
 }
+
+#[tokio::test]
+async fn entries_of_one_event_each_from_before_still_read() {
+    let server = Server::start(&[]);
+    let redis = queue(&server, 10_000).await;
+    let mut connection = raw(&server).await;
+    // As emit wrote them before a call's events were gathered into one entry.
+    for (id, fields) in [
+        (
+            "1-0",
+            vec![
+                "event",
+                "completed",
+                "ts",
+                "5",
+                "job",
+                "7",
+                "returnvalue",
+                "1",
+            ],
+        ),
+        ("2-0", vec!["event", "drained", "ts", "6"]),
+    ] {
+        let _: String = redis::cmd("XADD")
+            .arg(EVENTS)
+            .arg(id)
+            .arg(fields)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+    }
+    let events = redis.read_events(0, u64::MAX, 0).await.unwrap();
+    let shape: Vec<_> = events
+        .iter()
+        .map(|e| {
+            let field = e.field.as_ref().map(|(k, v)| (*k, v.as_str().to_owned()));
+            (
+                e.id,
+                e.timestamp,
+                e.event,
+                e.job_id.as_deref().map(str::to_owned),
+                field,
+            )
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            (
+                1,
+                5,
+                "completed",
+                Some("7".to_owned()),
+                Some(("returnvalue", "1".to_owned()))
+            ),
+            (2, 6, "drained", None, None),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn waiting_for_events_after_the_last_is_not_woken_by_its_entry() {
+    let server = Server::start(&[]);
+    let redis = queue(&server, 10_000).await;
+    add_bulk(&redis, 3).await; // events 1..=6 in entry 6-6
+    assert!(redis.wait_events(4, Some(1_000)).await.unwrap());
+    let started = std::time::Instant::now();
+    assert!(!redis.wait_events(6, Some(300)).await.unwrap());
+    assert!(started.elapsed() >= std::time::Duration::from_millis(250));
+}

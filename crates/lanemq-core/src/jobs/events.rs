@@ -96,6 +96,15 @@ pub fn event_name(name: &str) -> &'static str {
     known(&EVENT_NAMES, name)
 }
 
+/// `name` as the static name, if it is an event's (not a field's: the two sets differ, so a
+/// stream entry can name its events without a marker, as the Redis backend's does).
+pub fn known_event_name(name: &str) -> Option<&'static str> {
+    EVENT_NAMES[..EVENT_NAMES.len() - 1]
+        .iter()
+        .copied()
+        .find(|n| *n == name)
+}
+
 /// An event field name read back from storage, as the static name.
 pub fn field_name(name: &str) -> &'static str {
     known(&FIELD_NAMES, name)
@@ -210,5 +219,27 @@ impl EventLog {
 
     pub fn clear(&mut self) {
         self.events.clear();
+    }
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::*;
+
+    #[test]
+    fn event_names_and_field_names_differ() {
+        for field in FIELD_NAMES {
+            assert_eq!(
+                known_event_name(field),
+                None,
+                "{field} is a field and an event"
+            );
+        }
+        for structural in ["ts", "event", "job", ""] {
+            assert_eq!(known_event_name(structural), None);
+            assert_eq!(field_name(structural), FIELD_NAMES[FIELD_NAMES.len() - 1]);
+        }
+        assert_eq!(known_event_name("completed"), Some("completed"));
+        assert_eq!(known_event_name("unknown"), None);
     }
 }

@@ -149,10 +149,11 @@ local function member(order, id) return hex(order + ORDER_OFFSET) .. id end
 -- A call's events go out together, as one stream entry (README.md, `events`): an XADD costs
 -- ~15,000 instructions, a third of adding a job in bulk and a fifth of processing one, while
 -- one more event in an entry costs its few arguments. The entry's id is `<n>-<k>`, n the id
--- of its last event, k how many it holds; its fields are `ts` (the call's time), then per event `<name> <job id>`
--- (`""` for none: ids are never empty), then the event's own fields (event names and field
--- names differ, as a Rust test checks). Its events' ids are consecutive, so the reader numbers
--- them back from n. (Ranges and trims by event id use n, the id's first part, alone.)
+-- of its last event, k how many it holds; its fields are `ts` (the call's time), then per
+-- event `<name> <job id>` (`""` for none: ids are never empty), then the event's own fields
+-- (event names and field names differ, as a Rust test checks). Its events' ids are
+-- consecutive, so the reader numbers them back from n. (Ranges and trims by event id use n,
+-- the id's first part, alone.)
 local event_next, event_last = 1, 0
 -- The entry being built: its arguments after the id, their count, the id of its last event,
 -- how many events it holds.

@@ -356,8 +356,10 @@ local function complete_jobs(ids, tokens, results)
     for k = 1, n do
       local json = opts[done[k]]
       dedup_on_finish(finished[k], json)
-      -- Most jobs keep everything: skip decoding their options.
-      if not string.find(json, '"remove_on_complete":"keep_all"', 1, true) then
+      -- Most jobs keep everything (the default, left out of the JSON, or an older job's
+      -- explicit keep_all): skip decoding their options.
+      if string.find(json, '"remove_on_complete":', 1, true)
+          and not string.find(json, '"remove_on_complete":"keep_all"', 1, true) then
         retain(COMPLETED, cjson.decode(json).remove_on_complete, finished[k])
       end
       -- As parent_of does: only options naming a parent may have one.

@@ -7,14 +7,16 @@ local state = get("state", id)
 if not state then return {"missing"} end
 -- The options are serde's JSON: edited as text, since a cjson round trip would rewrite numbers
 -- (exponents past 14 digits). Quotes inside JSON strings are escaped, so these patterns can
--- only match the top-level keys.
-local opts, n_priority, n_lifo = get("opts", id), 0, 0
-opts, n_priority = string.gsub(opts, '"priority":%d+', '"priority":' .. priority, 1)
-opts, n_lifo = string.gsub(opts, '"lifo":%a+', '"lifo":' .. (lifo and "true" or "false"), 1)
-if n_priority ~= 1 or n_lifo ~= 1 then
-  return redis.error_reply("job " .. id .. ": stored options lack priority or lifo")
+-- only match the top-level keys (no nested option has these names). A key at its default is
+-- left out of the JSON (options.rs): then it goes in first.
+local function with_option(opts, pattern, key, value)
+  local edited, n = string.gsub(opts, '"' .. key .. '":' .. pattern, '"' .. key .. '":' .. value, 1)
+  if n == 1 then return edited end
+  if opts == "{}" then return '{"' .. key .. '":' .. value .. "}" end
+  return '{"' .. key .. '":' .. value .. "," .. string.sub(opts, 2)
 end
-set("opts", id, opts)
+local opts = with_option(get("opts", id), "%d+", "priority", priority)
+set("opts", id, with_option(opts, "%a+", "lifo", lifo and "true" or "false"))
 set("prio", id, priority)
 if tonumber(state) == WAITING_STATE then
   redis.call("ZREM", WAITING, member(num("ord", id), id))

@@ -344,6 +344,56 @@ async fn update_priority_reorders_waiting_jobs_and_updates_the_options() {
 }
 
 #[tokio::test]
+async fn update_priority_writes_options_stored_without_defaults_or_with_them() {
+    let server = Server::start(&[]);
+    let redis = backend(&server).await;
+    let jobs = add(&redis, vec![job("plain", |_| {}), job("old", |_| {})], T).await;
+    let opts_of = |id: &str| {
+        let id = id.to_owned();
+        let server = &server;
+        async move {
+            let stored: String = redis::cmd("HGET")
+                .arg("lanemq:{test}:j:opts")
+                .arg(id)
+                .query_async(&mut raw(server).await)
+                .await
+                .unwrap();
+            stored
+        }
+    };
+    // Default options are stored as `{}` (options.rs leaves defaults out).
+    assert_eq!(opts_of(&jobs[0].id).await, "{}");
+    // As a job added before that change stored them.
+    let old = r#"{"priority":0,"lifo":false,"delay":0,"attempts":1,"remove_on_complete":"keep_all","remove_on_fail":"keep_all","max_stalled_count":1}"#;
+    let _: usize = redis::cmd("HSET")
+        .arg("lanemq:{test}:j:opts")
+        .arg(jobs[1].id.to_string())
+        .arg(old)
+        .query_async(&mut raw(&server).await)
+        .await
+        .unwrap();
+    for job in &jobs {
+        redis
+            .update_priority(job.id.to_string(), 2, true)
+            .await
+            .unwrap();
+        let options = get(&redis, &job.id).await.options;
+        assert_eq!(
+            (options.priority, options.lifo, options.attempts),
+            (2, true, 1)
+        );
+    }
+    assert_eq!(opts_of(&jobs[0].id).await, r#"{"lifo":true,"priority":2}"#);
+    assert_eq!(
+        opts_of(&jobs[1].id).await,
+        old.replace(
+            r#""priority":0,"lifo":false"#,
+            r#""priority":2,"lifo":true"#
+        )
+    );
+}
+
+#[tokio::test]
 async fn update_data_progress_and_stacktrace() {
     let server = Server::start(&[]);
     let redis = backend(&server).await;

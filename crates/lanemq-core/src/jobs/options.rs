@@ -72,6 +72,14 @@ fn is_false(value: &bool) -> bool {
     !*value
 }
 
+fn is_zero<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
+}
+
+fn is_one(value: &u32) -> bool {
+    *value == 1
+}
+
 /// Deduplication (BullMQ's modes): while the key `id` is held, an add with the same id returns
 /// the job holding it instead of adding another. Without `ttl` the key is held while its job is
 /// unfinished (simple mode); with `ttl` for that long after it was set, whatever the job's state
@@ -131,27 +139,31 @@ impl Dedup {
     }
 }
 
+/// A job's options. As JSON (how the backends store them), a field at its default is left out
+/// and read back as the default: the default options are `{}`, not 132 bytes that every job
+/// would store, send back with every claim and have parsed (the Lua scripts read an absent
+/// option as its default too).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_id: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub priority: u32,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub lifo: bool,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub delay: Millis,
-    #[serde(default = "one")]
+    #[serde(default = "one", skip_serializing_if = "is_one")]
     pub attempts: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backoff: Option<Backoff>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<Millis>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub remove_on_complete: Retention,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub remove_on_fail: Retention,
-    #[serde(default = "one")]
+    #[serde(default = "one", skip_serializing_if = "is_one")]
     pub max_stalled_count: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dedup: Option<Dedup>,

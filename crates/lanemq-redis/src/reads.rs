@@ -177,23 +177,32 @@ impl RedisBackend {
     ) -> CoreResult<Vec<StreamEvent>> {
         const PAGE: usize = 500;
         let events_key = self.keys.key("events");
-        let mut pipe = redis::pipe();
-        pipe.cmd("HGET")
-            .arg(self.keys.key("meta"))
-            .arg("events_floor");
-        let (floor,): (Option<u64>,) = self.query(&pipe).await?;
-        let start = start.max(floor.unwrap_or(0));
         let mut from = format!("{start}-0");
+        // The first page comes with the floor, in one round trip.
+        let mut floor = None;
         let mut out = Vec::new();
         loop {
             let mut pipe = redis::pipe();
+            if floor.is_none() {
+                pipe.cmd("HGET")
+                    .arg(self.keys.key("meta"))
+                    .arg("events_floor");
+            }
             pipe.cmd("XRANGE")
                 .arg(&events_key)
                 .arg(&from)
                 .arg("+")
                 .arg("COUNT")
                 .arg(PAGE);
-            let (entries,): (Value,) = self.query(&pipe).await?;
+            let entries = match floor {
+                Some(_) => self.query::<(Value,)>(&pipe).await?.0,
+                None => {
+                    let (stored, entries): (Option<u64>, Value) = self.query(&pipe).await?;
+                    floor = Some(stored.unwrap_or(0));
+                    entries
+                }
+            };
+            let lowest = start.max(floor.unwrap_or(0));
             let entries = items(entries)?;
             let full = entries.len() == PAGE;
             for entry in entries {
@@ -202,7 +211,7 @@ impl RedisBackend {
                         return Ok(out);
                     }
                     from = format!("{}-0", event.id + 1);
-                    if event.id >= start {
+                    if event.id >= lowest {
                         out.push(event);
                     }
                 }
@@ -294,39 +303,33 @@ pub(crate) fn parse_entry(entry: Value) -> CoreResult<Vec<StreamEvent>> {
         .collect();
     let mut timestamp = 0;
     let mut events: Vec<StreamEvent> = Vec::new();
+    let begun = |event: &'static str, job: Option<&str>| StreamEvent {
+        id: 0,
+        timestamp: 0,
+        event,
+        job_id: job.map(Arc::from),
+        field: None,
+        extra: None,
+    };
     for pair in values.chunks(2) {
         let [key, value] = pair else { continue };
         if key == "ts" {
             timestamp = value.parse().unwrap_or(0);
-            continue;
-        }
-        let named = known_event_name(key);
-        if named.is_some() || key == "event" || events.is_empty() {
-            events.push(StreamEvent {
-                id: 0,
-                timestamp: 0,
-                event: named.unwrap_or("unknown"),
-                job_id: None,
-                field: None,
-                extra: None,
-            });
-        }
-        let event = events.last_mut().expect("pushed above");
-        match key.as_str() {
-            _ if named.is_some() && !value.is_empty() => {
-                event.job_id = Some(Arc::from(value.as_str()));
+        } else if let Some(name) = known_event_name(key) {
+            events.push(begun(name, Some(value.as_str()).filter(|v| !v.is_empty())));
+        } else if key == "event" {
+            events.push(begun(event_name(value), None)); // the older format
+        } else if let Some(event) = events.last_mut() {
+            if key == "job" {
+                event.job_id = Some(Arc::from(value.as_str())); // the older format
+                continue;
             }
-            _ if named.is_some() => {}
-            "event" => event.event = event_name(value),
-            "job" => event.job_id = Some(Arc::from(value.as_str())),
-            other => {
-                let field = (field_name(other), Text::Owned(value.clone()));
-                // The first other field is `field`; a second (deduplicated's) is `extra`.
-                if event.field.is_none() {
-                    event.field = Some(field);
-                } else {
-                    event.extra = Some(Box::new(field));
-                }
+            let field = (field_name(key), Text::Owned(value.clone()));
+            // The first other field is `field`; a second (deduplicated's) is `extra`.
+            if event.field.is_none() {
+                event.field = Some(field);
+            } else {
+                event.extra = Some(Box::new(field));
             }
         }
     }

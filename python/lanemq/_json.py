@@ -4,6 +4,7 @@ pickle). Encoding refuses what JSON cannot hold, naming what was refused."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from json import encoder as _encoder
 from typing import Any
@@ -31,19 +32,27 @@ def _c_encoder() -> Callable[[Any, int], list[str]] | None:
     return made
 
 
-_fast = _c_encoder()
+class _Encoders(threading.local):
+    """One C encoder per thread: its markers dict must not be shared by two encodings at once
+    (a payload whose container runs Python code can let another thread in mid-encoding)."""
+
+    def __init__(self) -> None:
+        self.fast = _c_encoder()
+
+
+_encoders = _Encoders()
 
 
 def _encode(value: Any) -> str:
     """``value`` as compact JSON text, as `_slow_encode` gives it."""
-    global _fast
-    if _fast is None or isinstance(value, str):
+    fast = _encoders.fast
+    if fast is None or isinstance(value, str):
         return _slow_encode(value)
     try:
-        return "".join(_fast(value, 0))
+        return "".join(fast(value, 0))
     except BaseException:
         # A refusal can leave entries in the markers dict: start again with a fresh one.
-        _fast = _c_encoder()
+        _encoders.fast = _c_encoder()
         raise
 
 

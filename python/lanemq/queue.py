@@ -670,7 +670,7 @@ class JobQueue:
     async def read_events(
         self, start: int = 0, end: int | None = None, limit: int = 0
     ) -> list[QueueEvent]:
-        """Stream entries with ``start <= id <= end``, at most ``limit`` (0: all)."""
+        """Events with ``start <= id <= end``, oldest first, at most ``limit`` (0: all)."""
         rows = await self._core.read_events(start, 2**63 - 1 if end is None else end, limit)
         return [
             QueueEvent(i, ts, event, job_id, dict(fields)) for i, ts, event, job_id, fields in rows

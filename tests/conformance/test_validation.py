@@ -209,8 +209,8 @@ async def test_non_json_data_refused_with_type_error(
 
 
 async def test_refused_data_leaves_later_payloads_encoded_alike(queue: JobQueue) -> None:
-    # The encoder is made once (lanemq._json): a refusal deep inside a container must leave
-    # nothing behind that changes how the next payloads are encoded.
+    # The encoder is kept between payloads (lanemq._json): a refusal deep inside a container
+    # must leave nothing behind that changes how the next payloads are encoded.
     shared = {"k": [1, 2.5, "é", None, True]}
     for bad in ({"a": [{"b": object()}]}, _circular(), {"x": [shared, math.inf]}):
         with pytest.raises(TypeError):

@@ -1,0 +1,94 @@
+"""What one awaited call costs from asyncio on this machine: lanemq's add against bare round
+trips of redis-py's asyncio client, which does its I/O on the event loop's own thread.
+
+    python benches/round_trip.py            # starts its own redis-server; about half a minute
+
+add_single and the latency targets are sums of such awaited calls. A PING from redis-py is
+the least an asyncio client can pay for one (no script, no thread hop); lanemq's add pays
+that, its runtime thread's two hand-offs, and the add function in Redis (INFO commandstats,
+printed as "in Redis"). Each line is one run of --calls calls, alternating, --rounds times.
+"""
+
+import argparse
+import asyncio
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import redis
+import redis.asyncio as aredis
+from lanemq import RedisJobQueue
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def measure(port, calls, rounds):
+    sync = redis.Redis(port=port)
+    queue = RedisJobQueue("round-trip", f"redis://127.0.0.1:{port}/0")
+    client = aredis.Redis(port=port)
+    await queue.add("warm", None)
+    await client.ping()
+
+    async def lanemq_add(i):
+        await queue.add("noop", {"i": i})
+
+    async def ping(_):
+        await client.ping()
+
+    async def eval_return(_):
+        await client.eval("return 1", 0)
+
+    cases = [
+        ("lanemq add", lanemq_add, "cmdstat_fcall"),
+        ("redis-py PING", ping, None),
+        ("redis-py EVAL 'return 1'", eval_return, "cmdstat_eval"),
+    ]
+    print(f"{'call':26} {'per second':>11} {'us per call':>12} {'in Redis':>9}")
+    for _ in range(rounds):
+        for label, call, stat in cases:
+            sync.config_resetstat()
+            start = time.perf_counter()
+            for i in range(calls):
+                await call(i)
+            elapsed = time.perf_counter() - start
+            server = sync.info("commandstats").get(stat, {}).get("usec", 0) if stat else 0
+            inside = f"{server / calls:8.1f}" if stat else "       -"
+            print(f"{label:26} {calls / elapsed:11,.0f} {elapsed * 1e6 / calls:12.1f} {inside}")
+    await client.aclose()
+    await queue.close()
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--calls", type=int, default=5_000)
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--redis-server", default="redis-server")
+    a = p.parse_args()
+    port = free_port()
+    server = subprocess.Popen(
+        [a.redis_server, "--port", str(port), "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        cwd=tempfile.mkdtemp(prefix="round_trip."),
+    )
+    try:
+        probe = redis.Redis(port=port)
+        for _ in range(100):
+            try:
+                probe.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.1)
+        asyncio.run(measure(port, a.calls, a.rounds))
+    finally:
+        server.terminate()
+        server.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -93,25 +93,48 @@ impl RedisBackend {
         }
     }
 
-    /// How a job that no longer exists ended, if the recent event stream says (else `Missing`).
+    /// How a job that no longer exists ended, if the entries holding the newest 1,000 events
+    /// say (else `Missing`). An entry holds a whole call's events (up to ~250), so entries are
+    /// read newest first, a page at a time, until that many events have been looked at.
     async fn outcome_from_events(&self, id: &str) -> CoreResult<FinishedResult> {
-        let mut pipe = redis::pipe();
-        pipe.cmd("XREVRANGE")
-            .arg(self.keys.key("events"))
-            .arg("+")
-            .arg("-")
-            .arg("COUNT")
-            .arg(1000);
-        let (entries,): (Value,) = self.query(&pipe).await?;
-        // Newest first: the entries come so, and an entry's events oldest first.
-        for entry in items(entries)? {
-            for event in parse_entry(entry)?.iter().rev() {
-                if let Some(result) = ending(event, id) {
-                    return Ok(result);
+        const EVENTS: usize = 1000;
+        const PAGE: usize = 20;
+        let mut before = String::from("+");
+        let mut seen = 0;
+        loop {
+            let mut pipe = redis::pipe();
+            pipe.cmd("XREVRANGE")
+                .arg(self.keys.key("events"))
+                .arg(&before)
+                .arg("-")
+                .arg("COUNT")
+                .arg(PAGE);
+            let (entries,): (Value,) = self.query(&pipe).await?;
+            let entries = items(entries)?;
+            let last_page = entries.len() < PAGE;
+            // Newest first: the entries come so, and an entry's events oldest first.
+            for entry in entries {
+                let events = parse_entry(entry)?;
+                for event in events.iter().rev() {
+                    if let Some(result) = ending(event, id) {
+                        return Ok(result);
+                    }
+                }
+                seen += events.len();
+                if seen >= EVENTS {
+                    return Ok(FinishedResult::Missing);
+                }
+                match events.first() {
+                    // Entries end at their last event's id: the next page ends below the
+                    // oldest event seen (`<n>` as an end covers every `<n>-<k>`).
+                    Some(oldest) if oldest.id > 1 => before = (oldest.id - 1).to_string(),
+                    _ => return Ok(FinishedResult::Missing),
                 }
             }
+            if last_page {
+                return Ok(FinishedResult::Missing);
+            }
         }
-        Ok(FinishedResult::Missing)
     }
 
     /// Blocks until the stream has an event after `after` or `wait` passes; returns those events.

@@ -5,6 +5,7 @@
 mod common;
 
 use common::{job, raw, Server, T};
+use lanemq_core::jobs::{Completion, FinishedResult};
 use lanemq_redis::RedisBackend;
 
 const EVENTS: &str = "lanemq:{test}:events";
@@ -226,4 +227,58 @@ async fn waiting_for_events_after_the_last_is_not_woken_by_its_entry() {
     let started = std::time::Instant::now();
     assert!(!redis.wait_events(6, Some(300)).await.unwrap());
     assert!(started.elapsed() >= std::time::Duration::from_millis(250));
+}
+
+#[tokio::test]
+async fn a_removed_job_s_outcome_is_found_among_the_newest_events() {
+    let server = Server::start(&[]);
+    let redis = queue(&server, 100_000).await;
+    let gone = |name: &str| {
+        job(name, |o| {
+            o.remove_on_complete = lanemq_core::jobs::Retention::RemoveAll
+        })
+    };
+    let added = redis
+        .add_bulk(vec![gone("first"), gone("second")], T, 1 << 20)
+        .await
+        .unwrap();
+    let ids: Vec<String> = added.iter().map(|(j, _)| j.id.to_string()).collect();
+    for (k, id) in ids.iter().enumerate() {
+        let [claimed] = &redis.claim("w", 30_000, 1, T).await.unwrap()[..] else {
+            panic!("one job claimed")
+        };
+        assert_eq!(&claimed.id.to_string(), id);
+        let token = claimed.lock.as_ref().expect("locked").token.clone();
+        let done = Completion {
+            id: id.clone(),
+            token,
+            result: format!("{k}"),
+        };
+        redis.complete_many(vec![done], T).await.unwrap();
+        assert!(redis.get_job(id).await.unwrap().is_none(), "removed");
+        // Between the two: 1,800 events in entries of two calls, and 100 one-call entries.
+        if k == 0 {
+            add_bulk(&redis, 450).await;
+            add_bulk(&redis, 450).await;
+            for _ in 0..50 {
+                add_bulk(&redis, 1).await;
+            }
+        }
+    }
+    let outcome = |id: String| {
+        let redis = &redis;
+        async move { redis.wait_finished(&id, Some(10)).await.unwrap() }
+    };
+    // "second" ended among the newest events; "first" 1,900 events ago, past the entries of
+    // the newest 1,000 that are looked at.
+    assert_eq!(
+        outcome(ids[1].clone()).await,
+        FinishedResult::Completed(Some("1".into()))
+    );
+    assert_eq!(outcome(ids[0].clone()).await, FinishedResult::Missing);
+    add_bulk(&redis, 1).await;
+    assert_eq!(
+        outcome(ids[1].clone()).await,
+        FinishedResult::Completed(Some("1".into()))
+    );
 }

@@ -361,8 +361,17 @@ async fn update_priority_writes_options_stored_without_defaults_or_with_them() {
             stored
         }
     };
-    // Default options are stored as `{}` (options.rs leaves defaults out).
+    // Default options are stored as `{}` (options.rs leaves defaults out), and priority 0 is
+    // not written at all: it reads back as 0.
     assert_eq!(opts_of(&jobs[0].id).await, "{}");
+    let prio: Option<String> = redis::cmd("HGET")
+        .arg("lanemq:{test}:j:prio")
+        .arg(jobs[0].id.to_string())
+        .query_async(&mut raw(&server).await)
+        .await
+        .unwrap();
+    assert_eq!(prio, None);
+    assert_eq!(get(&redis, &jobs[0].id).await.priority, 0);
     // As a job added before that change stored them.
     let old = r#"{"priority":0,"lifo":false,"delay":0,"attempts":1,"remove_on_complete":"keep_all","remove_on_fail":"keep_all","max_stalled_count":1}"#;
     let _: usize = redis::cmd("HSET")

@@ -344,12 +344,17 @@ local function complete_jobs(ids, tokens, results)
   if n > 0 then
     zrem(ACTIVE, members)
     mdel("token", finished); mdel("worker", finished); mdel("expires", finished)
-    local state_pairs, finished_pairs, result_pairs = {}, {}, {}
+    -- A null result is not written (a completed job without one reads as null, decode.rs):
+    -- each write is an insert into a big hash (benches/README.md).
+    local state_pairs, finished_pairs, result_pairs, r = {}, {}, {}, 0
     for k = 1, n do
       local id, result = finished[k], results[done[k]]
       state_pairs[2 * k - 1] = id; state_pairs[2 * k] = COMPLETED_TEXT
       finished_pairs[2 * k - 1] = id; finished_pairs[2 * k] = NOW_TEXT
-      result_pairs[2 * k - 1] = id; result_pairs[2 * k] = result
+      if result ~= "null" then
+        r = r + 2
+        result_pairs[r - 1] = id; result_pairs[r] = result
+      end
     end
     mset("state", state_pairs); mset("finished", finished_pairs); mset("result", result_pairs)
     zadd(COMPLETED, scored)

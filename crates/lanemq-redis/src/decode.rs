@@ -109,7 +109,10 @@ pub fn job(value: Value) -> CoreResult<Job> {
         attempts_made: int(12) as u32,
         stalled_count: int(13) as u32,
         progress: Arc::from(text(&v[14]).unwrap_or_else(|| "0".into())),
-        return_value: text(&v[15]).map(Arc::from),
+        // A completed job's null result is not stored (complete_jobs in lua/jobs.lua).
+        return_value: text(&v[15])
+            .or_else(|| (state == JobState::Completed).then(|| "null".to_owned()))
+            .map(Arc::from),
         failed_reason: text(&v[16]),
         stacktrace: serde_json::from_str(&text(&v[17]).unwrap_or_else(|| "[]".into()))
             .unwrap_or_default(),

@@ -159,7 +159,10 @@ impl RedisBackend {
             self.query(&pipe).await?;
         Ok(match state.and_then(|s| JobState::ALL.get(s).copied()) {
             None => FinishedResult::Missing,
-            Some(JobState::Completed) => FinishedResult::Completed(result.map(Arc::from)),
+            // A null result is not stored (complete_jobs in lua/jobs.lua).
+            Some(JobState::Completed) => {
+                FinishedResult::Completed(Some(Arc::from(result.as_deref().unwrap_or("null"))))
+            }
             Some(JobState::Failed) => FinishedResult::Failed(reason.unwrap_or_default()),
             Some(state) => FinishedResult::NotFinished(state),
         })

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{backend, job, raw, Server, T};
-use lanemq_core::jobs::{Completion, Failure, Job, JobState, NewJob, MAX_PRIORITY};
+use lanemq_core::jobs::{Completion, Failure, FinishedResult, Job, JobState, NewJob, MAX_PRIORITY};
 use lanemq_core::CoreError;
 use lanemq_redis::RedisBackend;
 
@@ -400,6 +400,40 @@ async fn update_priority_writes_options_stored_without_defaults_or_with_them() {
             r#""priority":2,"lifo":true"#
         )
     );
+}
+
+#[tokio::test]
+async fn a_null_result_is_not_stored_and_reads_back_as_null() {
+    let server = Server::start(&[]);
+    let redis = backend(&server).await;
+    add(&redis, vec![job("a", |_| {}), job("b", |_| {})], T).await;
+    let claimed = redis.claim("w", LEASE, 2, T).await.unwrap();
+    let done = claimed
+        .iter()
+        .zip(["null", "7"])
+        .map(|(j, result)| Completion {
+            id: j.id.to_string(),
+            token: j.lock.clone().unwrap().token,
+            result: result.into(),
+        })
+        .collect();
+    let outcomes = redis.complete_many(done, T).await.unwrap();
+    assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+    for (job, result) in claimed.iter().zip(["null", "7"]) {
+        let stored: Option<String> = redis::cmd("HGET")
+            .arg("lanemq:{test}:j:result")
+            .arg(job.id.to_string())
+            .query_async(&mut raw(&server).await)
+            .await
+            .unwrap();
+        assert_eq!(stored.as_deref(), (result != "null").then_some(result));
+        let read = get(&redis, &job.id).await;
+        assert_eq!(read.return_value.as_deref(), Some(result));
+        assert_eq!(
+            redis.finished_result(&job.id).await.unwrap(),
+            FinishedResult::Completed(Some(result.into()))
+        );
+    }
 }
 
 #[tokio::test]

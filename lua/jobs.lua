@@ -312,10 +312,12 @@ end
 -- push2 call, no # per item): per job, this is most of the script's own work.
 local function complete_jobs(ids, tokens, results)
   local states, held, expires = mget("state", ids), mget("token", ids), mget("expires", ids)
-  local seqs, opts = mget("seq", ids), mget("opts", ids)
+  local opts = mget("opts", ids)
 
   local out, done, seen = {}, {}, {}
   local members, finished, scored = {}, {}, {}
+  -- Completed jobs whose token does not carry their member's prefix (see below).
+  local unprefixed, u = {}, 0
   local n = 0
   for i = 1, #ids do
     local id = ids[i]
@@ -334,10 +336,30 @@ local function complete_jobs(ids, tokens, results)
       out[i] = 0
       n = n + 1
       done[n] = i
-      local member = hex(tonumber(seqs[i])) .. id
-      members[n] = member
-      scored[2 * n - 1] = NOW_TEXT; scored[2 * n] = member
+      -- The token is the one the claim stored (checked above), and a claim's token starts
+      -- with the 14 hex digits of the job's seq and a "." (claim_jobs): the member comes
+      -- from it, without reading the big `seq` hash. Tokens made before that have no ".".
+      local token = tokens[i]
+      if string.byte(token, 15) == 46 then
+        local member = string.sub(token, 1, 14) .. id
+        members[n] = member
+        scored[2 * n - 1] = NOW_TEXT; scored[2 * n] = member
+      else
+        u = u + 1
+        unprefixed[u] = n
+      end
       finished[n] = id
+    end
+  end
+  if u > 0 then
+    local their_ids = {}
+    for k = 1, u do their_ids[k] = finished[unprefixed[k]] end
+    local seqs = mget("seq", their_ids)
+    for k = 1, u do
+      local at = unprefixed[k]
+      local member = hex(tonumber(seqs[k])) .. their_ids[k]
+      members[at] = member
+      scored[2 * at - 1] = NOW_TEXT; scored[2 * at] = member
     end
   end
 
@@ -454,8 +476,12 @@ local function claim_jobs(worker, lease, max_jobs, seed)
       local states, tried, processed, tokens, workers, expiry, active = {}, {}, {}, {}, {}, {}, {}
       -- Text, not Lua numbers: formatting a number for redis.call costs more than the command.
       local until_text = int(now + lease)
+      -- A token is the job's member prefix, ".", the seed and "-<n>": complete_jobs takes the
+      -- member from it (so the prefix must stay 14 characters followed by a ".").
+      local dot_seed = "." .. seed
       for i = 1, n do
         local id, a, b = ids[i], 2 * i - 1, 2 * i
+        local prefix = hex(tonumber(seqs[i]))
         -- A first attempt (no count stored) needs no tonumber or format (~2,000 each).
         local before, tried_n, tried_text = attempts[i], 1, "1"
         if before then
@@ -463,13 +489,13 @@ local function claim_jobs(worker, lease, max_jobs, seed)
           tried_text = string.format("%d", tried_n)
         end
         attempts[i] = tried_n
-        tokens[a] = id; tokens[b] = seed .. token_suffix(i)
+        tokens[a] = id; tokens[b] = prefix .. dot_seed .. token_suffix(i)
         states[a] = id; states[b] = ACTIVE_TEXT
         tried[a] = id; tried[b] = tried_text
         processed[a] = id; processed[b] = NOW_TEXT
         workers[a] = id; workers[b] = worker
         expiry[a] = id; expiry[b] = until_text
-        active[a] = until_text; active[b] = hex(tonumber(seqs[i])) .. id
+        active[a] = until_text; active[b] = prefix .. id
       end
       mset("state", states); mset("attempts", tried); mset("processed", processed)
       mset("token", tokens); mset("worker", workers); mset("expires", expiry)

@@ -437,6 +437,60 @@ async fn a_null_result_is_not_stored_and_reads_back_as_null() {
 }
 
 #[tokio::test]
+async fn a_token_made_before_tokens_carried_the_member_still_completes() {
+    let server = Server::start(&[]);
+    let redis = backend(&server).await;
+    add(&redis, vec![job("a", |_| {}), job("b", |_| {})], T).await;
+    let claimed = redis.claim("w", LEASE, 2, T).await.unwrap();
+    // A claim's token starts with the job's member prefix (claim_jobs); give the first job
+    // a token as claims made them before (no "."), as after an upgrade mid-job.
+    let old_token = "0123456789abcdef-1".to_owned();
+    let _: usize = redis::cmd("HSET")
+        .arg("lanemq:{test}:j:token")
+        .arg(claimed[0].id.to_string())
+        .arg(&old_token)
+        .query_async(&mut raw(&server).await)
+        .await
+        .unwrap();
+    let new_token = claimed[1].lock.clone().unwrap().token;
+    assert_eq!(new_token.as_bytes()[14], b'.', "{new_token}");
+    let done = vec![
+        Completion {
+            id: claimed[0].id.to_string(),
+            token: old_token,
+            result: "1".into(),
+        },
+        Completion {
+            id: claimed[1].id.to_string(),
+            token: new_token,
+            result: "2".into(),
+        },
+    ];
+    let outcomes = redis.complete_many(done, T + 1).await.unwrap();
+    assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+    // Both left active and are listed as completed, oldest first.
+    let counts = redis.counts().await.unwrap();
+    assert_eq!(
+        counts[JobState::ALL
+            .iter()
+            .position(|s| *s == JobState::Active)
+            .unwrap()],
+        0
+    );
+    let completed = redis
+        .list_jobs(vec![JobState::Completed], 0, -1, true)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|j| j.id.to_string())
+        .collect::<Vec<_>>();
+    assert_eq!(
+        completed,
+        [claimed[0].id.to_string(), claimed[1].id.to_string()]
+    );
+}
+
+#[tokio::test]
 async fn update_data_progress_and_stacktrace() {
     let server = Server::start(&[]);
     let redis = backend(&server).await;

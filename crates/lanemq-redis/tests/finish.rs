@@ -7,7 +7,7 @@ mod common;
 use common::{backend, job, Server, T};
 use lanemq_core::jobs::{
     Backoff, BackoffKind, FailOutcome, Failure, Job, JobOptions, JobState, MemoryStore, NewJob,
-    Retention, StoreConfig,
+    Retention, StoreConfig, StreamEvent,
 };
 use lanemq_core::CoreError;
 use lanemq_redis::RedisBackend;
@@ -61,22 +61,18 @@ async fn get(redis: &RedisBackend, id: &str) -> Job {
 /// The event stream as (id, event, job, field).
 type Event = (u64, String, Option<String>, Option<(String, String)>);
 
+fn event_shape(e: StreamEvent) -> Event {
+    (
+        e.id,
+        e.event.to_owned(),
+        e.job_id.map(|j| j.to_string()),
+        e.field.map(|(k, v)| (k.to_owned(), v.as_str().to_owned())),
+    )
+}
+
 async fn events(server: &Server) -> Vec<Event> {
-    backend(server)
-        .await
-        .read_events(0, u64::MAX, 0)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| {
-            (
-                e.id,
-                e.event.to_owned(),
-                e.job_id.map(|j| j.to_string()),
-                e.field.map(|(k, v)| (k.to_owned(), v.as_str().to_owned())),
-            )
-        })
-        .collect()
+    let read = backend(server).await.read_events(0, u64::MAX, 0).await;
+    read.unwrap().into_iter().map(event_shape).collect()
 }
 
 /// The events of one job as (event, field key, field value).
@@ -875,14 +871,7 @@ async fn mirrors_the_memory_store() {
     let from_memory: Vec<Event> = memory
         .read_events(0, u64::MAX, 0)
         .into_iter()
-        .map(|e| {
-            (
-                e.id,
-                e.event.to_owned(),
-                e.job_id.map(|j| j.to_string()),
-                e.field.map(|(k, v)| (k.to_owned(), v.as_str().to_owned())),
-            )
-        })
+        .map(event_shape)
         .collect();
     assert_eq!(events(&server).await, from_memory);
 }

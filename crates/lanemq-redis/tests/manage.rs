@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{backend, job, raw, Server, T};
+use common::{backend, job, raw, store_field, stored_field, Server, T};
 use lanemq_core::jobs::{Completion, Failure, FinishedResult, Job, JobState, NewJob, MAX_PRIORITY};
 use lanemq_core::CoreError;
 use lanemq_redis::RedisBackend;
@@ -348,39 +348,17 @@ async fn update_priority_writes_options_stored_without_defaults_or_with_them() {
     let server = Server::start(&[]);
     let redis = backend(&server).await;
     let jobs = add(&redis, vec![job("plain", |_| {}), job("old", |_| {})], T).await;
-    let opts_of = |id: &str| {
-        let id = id.to_owned();
-        let server = &server;
-        async move {
-            let stored: String = redis::cmd("HGET")
-                .arg("lanemq:{test}:j:opts")
-                .arg(id)
-                .query_async(&mut raw(server).await)
-                .await
-                .unwrap();
-            stored
-        }
-    };
     // Default options are stored as `{}` (options.rs leaves defaults out), and priority 0 is
     // not written at all: it reads back as 0.
-    assert_eq!(opts_of(&jobs[0].id).await, "{}");
-    let prio: Option<String> = redis::cmd("HGET")
-        .arg("lanemq:{test}:j:prio")
-        .arg(jobs[0].id.to_string())
-        .query_async(&mut raw(&server).await)
-        .await
-        .unwrap();
-    assert_eq!(prio, None);
+    assert_eq!(
+        stored_field(&server, "opts", &jobs[0].id).await.as_deref(),
+        Some("{}")
+    );
+    assert_eq!(stored_field(&server, "prio", &jobs[0].id).await, None);
     assert_eq!(get(&redis, &jobs[0].id).await.priority, 0);
     // As a job added before that change stored them.
     let old = r#"{"priority":0,"lifo":false,"delay":0,"attempts":1,"remove_on_complete":"keep_all","remove_on_fail":"keep_all","max_stalled_count":1}"#;
-    let _: usize = redis::cmd("HSET")
-        .arg("lanemq:{test}:j:opts")
-        .arg(jobs[1].id.to_string())
-        .arg(old)
-        .query_async(&mut raw(&server).await)
-        .await
-        .unwrap();
+    store_field(&server, "opts", &jobs[1].id, old).await;
     for job in &jobs {
         redis
             .update_priority(job.id.to_string(), 2, true)
@@ -392,13 +370,16 @@ async fn update_priority_writes_options_stored_without_defaults_or_with_them() {
             (2, true, 1)
         );
     }
-    assert_eq!(opts_of(&jobs[0].id).await, r#"{"lifo":true,"priority":2}"#);
     assert_eq!(
-        opts_of(&jobs[1].id).await,
-        old.replace(
+        stored_field(&server, "opts", &jobs[0].id).await.as_deref(),
+        Some(r#"{"lifo":true,"priority":2}"#)
+    );
+    assert_eq!(
+        stored_field(&server, "opts", &jobs[1].id).await,
+        Some(old.replace(
             r#""priority":0,"lifo":false"#,
             r#""priority":2,"lifo":true"#
-        )
+        ))
     );
 }
 
@@ -420,12 +401,7 @@ async fn a_null_result_is_not_stored_and_reads_back_as_null() {
     let outcomes = redis.complete_many(done, T).await.unwrap();
     assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
     for (job, result) in claimed.iter().zip(["null", "7"]) {
-        let stored: Option<String> = redis::cmd("HGET")
-            .arg("lanemq:{test}:j:result")
-            .arg(job.id.to_string())
-            .query_async(&mut raw(&server).await)
-            .await
-            .unwrap();
+        let stored = stored_field(&server, "result", &job.id).await;
         assert_eq!(stored.as_deref(), (result != "null").then_some(result));
         let read = get(&redis, &job.id).await;
         assert_eq!(read.return_value.as_deref(), Some(result));
@@ -445,13 +421,7 @@ async fn a_token_made_before_tokens_carried_the_member_still_completes() {
     // A claim's token starts with the job's member prefix (claim_jobs); give the first job
     // a token as claims made them before (no "."), as after an upgrade mid-job.
     let old_token = "0123456789abcdef-1".to_owned();
-    let _: usize = redis::cmd("HSET")
-        .arg("lanemq:{test}:j:token")
-        .arg(claimed[0].id.to_string())
-        .arg(&old_token)
-        .query_async(&mut raw(&server).await)
-        .await
-        .unwrap();
+    store_field(&server, "token", &claimed[0].id, &old_token).await;
     let new_token = claimed[1].lock.clone().unwrap().token;
     assert_eq!(new_token.as_bytes()[14], b'.', "{new_token}");
     let done = vec![

@@ -122,3 +122,24 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+/// The stored value of job field `field` (`lanemq:{test}:j:<field>`) for job `id`, read raw.
+pub async fn stored_field(server: &Server, field: &str, id: &str) -> Option<String> {
+    redis::cmd("HGET")
+        .arg(format!("lanemq:{{test}}:j:{field}"))
+        .arg(id)
+        .query_async(&mut raw(server).await)
+        .await
+        .unwrap()
+}
+
+/// Writes job field `field` of job `id` raw, as an earlier version may have stored it.
+pub async fn store_field(server: &Server, field: &str, id: &str, value: &str) {
+    let _: usize = redis::cmd("HSET")
+        .arg(format!("lanemq:{{test}}:j:{field}"))
+        .arg(id)
+        .arg(value)
+        .query_async(&mut raw(server).await)
+        .await
+        .unwrap();
+}

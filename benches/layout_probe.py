@@ -13,13 +13,10 @@ commandstats) for each layout.
 """
 
 import argparse
-import socket
-import subprocess
 import sys
-import tempfile
-import time
 
 import redis
+from compare import RedisServer
 
 READS = ["name", "data", "opts", "prio", "ord", "seq", "created", "delay", "attempts"]
 READS += ["stalled", "progress", "reason", "trace"]
@@ -64,32 +61,16 @@ end)
 """
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--jobs", type=int, default=100_000)
     p.add_argument("--batch", type=int, default=50)
     p.add_argument("--redis-server", default="redis-server")
     a = p.parse_args()
-    port = free_port()
-    server = subprocess.Popen(
-        [a.redis_server, "--port", str(port), "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-        cwd=tempfile.mkdtemp(prefix="layout_probe."),
-    )
+    server = RedisServer(a.redis_server)  # compare.py's: a private server, no persistence
+    server.start()
     try:
-        r = redis.Redis(port=port)
-        for _ in range(100):
-            try:
-                r.ping()
-                break
-            except redis.ConnectionError:
-                time.sleep(0.1)
+        r = redis.Redis(port=server.port)
         r.function_load(LIBRARY, replace=True)
         pipe = r.pipeline(transaction=False)
         for field in READS + WRITES:  # real hash tables from the start, as lanemq's sentinel
@@ -111,8 +92,7 @@ def main():
                 usec = r.info("commandstats")["cmdstat_fcall"]["usec"]
                 print(f"  {attempt:12} {layout:10} {usec / claimed:6.2f} us")
     finally:
-        server.terminate()
-        server.wait()
+        server.cleanup()
 
 
 if __name__ == "__main__":

@@ -11,21 +11,13 @@ printed as "in Redis"). Each line is one run of --calls calls, alternating, --ro
 
 import argparse
 import asyncio
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 
 import redis
 import redis.asyncio as aredis
+from compare import RedisServer
 from lanemq import RedisJobQueue
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 async def measure(port, calls, rounds):
@@ -70,24 +62,12 @@ def main():
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--redis-server", default="redis-server")
     a = p.parse_args()
-    port = free_port()
-    server = subprocess.Popen(
-        [a.redis_server, "--port", str(port), "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-        cwd=tempfile.mkdtemp(prefix="round_trip."),
-    )
+    server = RedisServer(a.redis_server)  # compare.py's: a private server, no persistence
+    server.start()
     try:
-        probe = redis.Redis(port=port)
-        for _ in range(100):
-            try:
-                probe.ping()
-                break
-            except redis.ConnectionError:
-                time.sleep(0.1)
-        asyncio.run(measure(port, a.calls, a.rounds))
+        asyncio.run(measure(server.port, a.calls, a.rounds))
     finally:
-        server.terminate()
-        server.wait()
+        server.cleanup()
 
 
 if __name__ == "__main__":

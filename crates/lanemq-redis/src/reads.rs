@@ -181,30 +181,20 @@ impl RedisBackend {
         const PAGE: usize = 500;
         let events_key = self.keys.key("events");
         let mut from = format!("{start}-0");
-        // The first page comes with the floor, in one round trip.
-        let mut floor = None;
         let mut out = Vec::new();
         loop {
+            // Each page comes with the floor, in one round trip (most reads are one page).
             let mut pipe = redis::pipe();
-            if floor.is_none() {
-                pipe.cmd("HGET")
-                    .arg(self.keys.key("meta"))
-                    .arg("events_floor");
-            }
+            pipe.cmd("HGET")
+                .arg(self.keys.key("meta"))
+                .arg("events_floor");
             pipe.cmd("XRANGE")
                 .arg(&events_key)
                 .arg(&from)
                 .arg("+")
                 .arg("COUNT")
                 .arg(PAGE);
-            let entries = match floor {
-                Some(_) => self.query::<(Value,)>(&pipe).await?.0,
-                None => {
-                    let (stored, entries): (Option<u64>, Value) = self.query(&pipe).await?;
-                    floor = Some(stored.unwrap_or(0));
-                    entries
-                }
-            };
+            let (floor, entries): (Option<u64>, Value) = self.query(&pipe).await?;
             let lowest = start.max(floor.unwrap_or(0));
             let entries = items(entries)?;
             let full = entries.len() == PAGE;

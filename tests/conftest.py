@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from redis_support import MakeServer, RedisServer
 from support import Child, Spawn
 
 
@@ -92,3 +93,21 @@ async def spawn(tmp_path: Path) -> AsyncIterator[Spawn]:
                 await child.wait()
             except asyncio.TimeoutError:
                 pass
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[MakeServer]:
+    """Makes redis-servers of the test's own; every one still running at teardown is stopped."""
+    servers: list[RedisServer] = []
+    numbers = itertools.count(1)
+
+    def make() -> RedisServer:
+        server = RedisServer(tmp_path / f"redis-{next(numbers)}")
+        servers.append(server)
+        return server
+
+    try:
+        yield make
+    finally:
+        for server in servers:
+            server.stop()

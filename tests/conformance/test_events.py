@@ -31,6 +31,7 @@ class _Follower:
 
     def __init__(self, queue: JobQueue, after: int | None = None) -> None:
         self.seen: list[QueueEvent] = []
+        self._queue = queue
         self._arrived = asyncio.Event()
         self._stream: AsyncIterator[QueueEvent] = queue.events(after=after)
         self.task: asyncio.Task[None] = asyncio.create_task(self._run())
@@ -41,9 +42,13 @@ class _Follower:
             self._arrived.set()
 
     async def started(self) -> None:
-        """Lets the task reach its first wait on the stream."""
+        """Lets the task take its starting point. A few turns of the loop let it send its
+        first call. A read of the test's own goes the same way (on Redis, the ordinary
+        connection; adds take the wire, which could overtake it) and is answered after it, so
+        the follower's starting point is taken before anything the test adds next."""
         for _ in range(5):
             await asyncio.sleep(0)
+        await self._queue.read_events(0, 0)
 
     async def wait_for(self, count: int, timeout: float = 0.3) -> list[QueueEvent]:
         """Waits until at least ``count`` events arrived; fails the test after ``timeout``."""

@@ -22,6 +22,7 @@ pub mod scheduler;
 mod store;
 #[cfg(test)]
 mod tests;
+mod wire;
 
 pub use backend::{ready, BoxFuture, Completion, Failure, JobBackend, NewJob};
 pub use events::{event_name, field_name, known_event_name, EventLog, Field, StreamEvent, Text};
@@ -36,3 +37,4 @@ pub use options::{
 pub use paging::index_range;
 pub use scheduler::{JobScheduler, Template};
 pub use store::{Claimed, FailOutcome, MemoryStore, StoreConfig};
+pub use wire::{CompletedAndClaimed, Settle, Settled, Wire, WireCall, WireCalls};

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use lanemq_core::jobs::{
     wall_clock_ms, BoxFuture, Completion, FailOutcome, Failure, FinishedResult, JobBackend,
-    JobState, LocalBackend, NewJob, StoreConfig, Template,
+    JobState, LocalBackend, NewJob, StoreConfig, Template, WireCall, WireCalls,
 };
 use lanemq_core::{CoreError, CoreResult};
 use lanemq_redis::{RedisBackend, RedisJobBackend};
@@ -20,6 +20,7 @@ use crate::job_options::JobOptions;
 use crate::job_record::JobRecord;
 use crate::ready;
 use crate::scheduler_record::{self, SchedulerRecord};
+use crate::wire_link::{WireLink, Wired};
 
 #[pyclass(frozen, module = "lanemq._core")]
 pub struct JobQueueCore {
@@ -27,6 +28,8 @@ pub struct JobQueueCore {
     /// Whether the backend's calls may finish on their first poll (in-process backends) or
     /// wait on a server (Redis): see `ready::resolve`.
     inline: bool,
+    /// The backend's wire for the hot calls, if it has one (Redis): see `wire_link`.
+    wired: Option<Wired>,
 }
 
 impl JobQueueCore {
@@ -42,6 +45,32 @@ impl JobQueueCore {
         F: FnOnce(T) -> PyResult<U> + Send + 'static,
     {
         ready::resolve(py, future, convert, self.inline)
+    }
+
+    /// The wire link of the running loop, if this backend has a wire and it is there for it.
+    fn link<'py>(&self, py: Python<'py>) -> PyResult<Option<(&Wired, Bound<'py, WireLink>)>> {
+        let Some(wired) = &self.wired else {
+            return Ok(None);
+        };
+        Ok(wired.link(py)?.map(|link| (wired, link)))
+    }
+}
+
+/// Sends a prepared wire call; a call refused before it was prepared raises when awaited, as
+/// the ordinary call would.
+fn on_wire<'py, T, U, F>(
+    link: &Bound<'py, WireLink>,
+    call: CoreResult<WireCall<T>>,
+    convert: F,
+) -> PyResult<Bound<'py, PyAny>>
+where
+    T: Send + 'static,
+    U: for<'a> IntoPyObject<'a> + Send + 'static,
+    F: FnOnce(T) -> PyResult<U> + Send + 'static,
+{
+    match call {
+        Ok(call) => WireLink::call(link, call, convert),
+        Err(error) => ready::already(link.py(), Err(to_py(error))),
     }
 }
 
@@ -113,6 +142,7 @@ impl JobQueueCore {
         Ok(Self {
             backend: Arc::new(group.inner.queue(name, config)),
             inline: true,
+            wired: None,
         })
     }
 
@@ -136,6 +166,7 @@ impl JobQueueCore {
         Ok(Self {
             backend: Arc::new(backend),
             inline: true,
+            wired: None,
         })
     }
 
@@ -158,9 +189,13 @@ impl JobQueueCore {
         let backend = py
             .detach(|| pyo3_async_runtimes::tokio::get_runtime().block_on(connect))
             .map_err(to_py)?;
+        let backend = RedisJobBackend::new(backend, max_payload_bytes);
+        let calls: Arc<dyn WireCalls> = Arc::new(backend.clone());
+        let first = py.detach(|| pyo3_async_runtimes::tokio::get_runtime().block_on(calls.open()));
         Ok(Self {
-            backend: Arc::new(RedisJobBackend::new(backend, max_payload_bytes)),
+            backend: Arc::new(backend),
             inline: false,
+            wired: Wired::new(calls, first),
         })
     }
 
@@ -246,10 +281,12 @@ impl JobQueueCore {
         options: Option<JobOptions>,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let future = self.backend.add(new_job(name, data, options), now);
-        self.resolve(py, future, |(job, created)| {
-            Ok((JobRecord::from(job), created))
-        })
+        let job = new_job(name, data, options);
+        let convert = |(job, created)| Ok((JobRecord::from(job), created));
+        if let Some((wired, link)) = self.link(py)? {
+            return on_wire(&link, wired.calls.add(job, now), convert);
+        }
+        self.resolve(py, self.backend.add(job, now), convert)
     }
 
     fn add_bulk<'py>(
@@ -259,12 +296,16 @@ impl JobQueueCore {
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
         let jobs = jobs.into_iter().map(|(n, d, o)| new_job(n, d, o)).collect();
-        self.resolve(py, self.backend.add_bulk(jobs, now), |added| {
+        let convert = |added: Vec<(lanemq_core::jobs::Job, bool)>| {
             Ok(added
                 .into_iter()
                 .map(|(job, created)| (JobRecord::from(job), created))
                 .collect::<Vec<_>>())
-        })
+        };
+        if let Some((wired, link)) = self.link(py)? {
+            return on_wire(&link, wired.calls.add_bulk(jobs, now), convert);
+        }
+        self.resolve(py, self.backend.add_bulk(jobs, now), convert)
     }
 
     fn claim<'py>(
@@ -275,6 +316,10 @@ impl JobQueueCore {
         max_jobs: usize,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
+        if let Some((wired, link)) = self.link(py)? {
+            let call = wired.calls.claim(worker_id, lease, max_jobs, now);
+            return on_wire(&link, call, records);
+        }
         self.resolve(
             py,
             self.backend.claim(worker_id, lease, max_jobs, now),
@@ -336,11 +381,11 @@ impl JobQueueCore {
             .into_iter()
             .map(|(id, token, result)| Completion { id, token, result })
             .collect();
-        self.resolve(
-            py,
-            self.backend.complete_many(items, now),
-            move |outcomes| Ok(refusals(ids, outcomes)),
-        )
+        let convert = move |outcomes| Ok(refusals(ids, outcomes));
+        if let Some((wired, link)) = self.link(py)? {
+            return on_wire(&link, wired.calls.complete_many(items, now), convert);
+        }
+        self.resolve(py, self.backend.complete_many(items, now), convert)
     }
 
     /// `complete_many`, then `claim`, in one backend step: awaits `((id, error) for those
@@ -359,12 +404,17 @@ impl JobQueueCore {
             .into_iter()
             .map(|(id, token, result)| Completion { id, token, result })
             .collect();
-        self.resolve(
-            py,
-            self.backend
-                .complete_and_claim(items, worker_id, lease, max_jobs, now),
-            move |(outcomes, claimed)| Ok((refusals(ids, outcomes), records(claimed)?)),
-        )
+        let convert = move |(outcomes, claimed)| Ok((refusals(ids, outcomes), records(claimed)?));
+        if let Some((wired, link)) = self.link(py)? {
+            let call = wired
+                .calls
+                .complete_and_claim(items, worker_id, lease, max_jobs, now);
+            return on_wire(&link, call, convert);
+        }
+        let future = self
+            .backend
+            .complete_and_claim(items, worker_id, lease, max_jobs, now);
+        self.resolve(py, future, convert)
     }
 
     /// Completes one job; raises `LockMismatchError` / `JobStateError` / `JobNotFoundError`.
@@ -376,12 +426,13 @@ impl JobQueueCore {
         result: String,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let future = self
-            .backend
-            .complete_many(vec![Completion { id, token, result }], now);
-        self.resolve(py, future, |mut outcomes| {
-            outcomes.pop().unwrap_or(Ok(())).map_err(to_py)
-        })
+        let items = vec![Completion { id, token, result }];
+        let convert =
+            |mut outcomes: Vec<CoreResult<()>>| outcomes.pop().unwrap_or(Ok(())).map_err(to_py);
+        if let Some((wired, link)) = self.link(py)? {
+            return on_wire(&link, wired.calls.complete_many(items, now), convert);
+        }
+        self.resolve(py, self.backend.complete_many(items, now), convert)
     }
 
     /// Fails `(id, token, error, stacktrace, retry)` items; awaits `(id, retried, error)`.
@@ -906,6 +957,9 @@ impl JobQueueCore {
 
     /// Releases the backend's file or connections once pending operations are done.
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        if let Some(wired) = &self.wired {
+            wired.close(py)?;
+        }
         self.resolve(py, self.backend.close(), unit)
     }
 

@@ -17,6 +17,7 @@ mod lane_config;
 mod lane_scheduler;
 mod ready;
 mod scheduler_record;
+mod wire_link;
 
 /// The runtime that drives backend futures: one worker thread. A call's round trip crosses
 /// threads twice (the loop's thread hands the request to the runtime, the runtime hands the

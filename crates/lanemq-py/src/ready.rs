@@ -72,34 +72,58 @@ where
                     .map(|v| v.into_any().unbind())
                     .map_err(Into::into)
             });
-            Ok(Bound::new(
-                py,
-                Ready {
-                    outcome: Some(outcome),
-                },
-            )?
-            .into_any())
+            already(py, outcome)
         }
         Poll::Pending => {
-            // The loop's hub resolves the asyncio future; the runtime task never touches Python.
-            static HUB_FOR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-            let hub_for = HUB_FOR.import(py, "lanemq._hub", "hub_for")?;
-            let (asyncio_future, hub) = hub_for
-                .call0()?
-                .extract::<(Bound<'py, PyAny>, Bound<'py, Hub>)>()?;
-            let finish = hub.borrow().register(asyncio_future.clone().unbind());
-            pyo3_async_runtimes::tokio::get_runtime().spawn(async move {
-                let outcome = future.await;
-                finish(Box::new(move |py: Python<'_>| {
-                    let value = convert(outcome.map_err(to_py)?)?;
-                    Ok(value
-                        .into_pyobject(py)
-                        .map_err(Into::into)?
-                        .into_any()
-                        .unbind())
-                }));
-            });
+            let (asyncio_future, hub) = hub_for(py)?;
+            spawn_into(&hub, &asyncio_future, future, convert);
             Ok(asyncio_future)
         }
     }
+}
+
+/// An awaitable that gives `outcome` at once.
+pub fn already(py: Python<'_>, outcome: PyResult<Py<PyAny>>) -> PyResult<Bound<'_, PyAny>> {
+    Ok(Bound::new(
+        py,
+        Ready {
+            outcome: Some(outcome),
+        },
+    )?
+    .into_any())
+}
+
+/// A new asyncio future of the running loop, and the loop's hub (`lanemq._hub.hub_for`).
+pub fn hub_for(py: Python<'_>) -> PyResult<(Bound<'_, PyAny>, Bound<'_, Hub>)> {
+    static HUB_FOR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    HUB_FOR
+        .import(py, "lanemq._hub", "hub_for")?
+        .call0()?
+        .extract::<(Bound<'_, PyAny>, Bound<'_, Hub>)>()
+}
+
+/// Runs `future` on the tokio runtime and resolves `asyncio_future` (of `hub`'s loop) with its
+/// converted outcome. The loop's hub resolves it; the runtime task never touches Python.
+pub fn spawn_into<T, U, F>(
+    hub: &Bound<'_, Hub>,
+    asyncio_future: &Bound<'_, PyAny>,
+    future: BoxFuture<T>,
+    convert: F,
+) where
+    T: Send + 'static,
+    U: for<'a> IntoPyObject<'a> + Send + 'static,
+    F: FnOnce(T) -> PyResult<U> + Send + 'static,
+{
+    let finish = hub.borrow().register(asyncio_future.clone().unbind());
+    pyo3_async_runtimes::tokio::get_runtime().spawn(async move {
+        let outcome = future.await;
+        finish(Box::new(move |py: Python<'_>| {
+            let value = convert(outcome.map_err(to_py)?)?;
+            Ok(value
+                .into_pyobject(py)
+                .map_err(Into::into)?
+                .into_any()
+                .unbind())
+        }));
+    });
 }

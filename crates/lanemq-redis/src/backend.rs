@@ -88,33 +88,17 @@ impl RedisBackend {
     pub(crate) async fn run(&self, script: &LuaScript, args: Vec<String>) -> CoreResult<Value> {
         let mut reloaded = false;
         loop {
-            let mut call = redis::cmd("FCALL");
-            let mut invocation = script.script.prepare_invoke();
-            {
-                let linked = self.linked.lock().unwrap_or_else(|e| e.into_inner());
-                let keys = self.script_keys.iter().chain(
-                    linked
-                        .iter()
-                        .filter(|_| script.links)
-                        .flat_map(|(_, keys)| keys),
-                );
-                if self.functions {
-                    call.arg(&script.function).arg(keys.clone().count());
-                    keys.for_each(|key| {
-                        call.arg(key);
-                    });
-                    call.arg(&args);
-                } else {
-                    keys.for_each(|key| {
-                        invocation.key(key);
-                    });
-                    invocation.arg(&args);
-                }
-            }
             let mut connection = self.connection.commands.clone();
             let outcome = if self.functions {
-                call.query_async(&mut connection).await
+                self.function_call(script, &args)
+                    .query_async(&mut connection)
+                    .await
             } else {
+                let mut invocation = script.script.prepare_invoke();
+                self.with_keys(script, |key| {
+                    invocation.key(key);
+                });
+                invocation.arg(&args);
                 invocation.invoke_async(&mut connection).await
             };
             match outcome {
@@ -130,6 +114,59 @@ impl RedisBackend {
                     _ => return Err(self.error(e)),
                 },
             }
+        }
+    }
+
+    /// Calls `each` with every key `script` gets: this queue's, then (for scripts that follow
+    /// flows) those of the queues linked to it.
+    fn with_keys(&self, script: &LuaScript, mut each: impl FnMut(&str)) {
+        let linked = self.linked.lock().unwrap_or_else(|e| e.into_inner());
+        let keys = self.script_keys.iter().chain(
+            linked
+                .iter()
+                .filter(|_| script.links)
+                .flat_map(|(_, keys)| keys),
+        );
+        keys.for_each(|key| each(key));
+    }
+
+    /// `FCALL <function> <number of keys> <keys...> <args...>`.
+    fn function_call(&self, script: &LuaScript, args: &[String]) -> redis::Cmd {
+        let mut keys = Vec::new();
+        self.with_keys(script, |key| keys.push(key.to_owned()));
+        let mut call = redis::cmd("FCALL");
+        call.arg(&script.function)
+            .arg(keys.len())
+            .arg(keys)
+            .arg(args);
+        call
+    }
+
+    /// The call `run` makes first, as bytes for a wire (`crate::wire`): FCALL, or EVALSHA on a
+    /// server without functions.
+    pub(crate) fn request(&self, script: &LuaScript, args: &[String]) -> Vec<u8> {
+        if self.functions {
+            return self.function_call(script, args).get_packed_command();
+        }
+        let mut keys = Vec::new();
+        self.with_keys(script, |key| keys.push(key.to_owned()));
+        let mut call = redis::cmd("EVALSHA");
+        call.arg(script.script.get_hash())
+            .arg(keys.len())
+            .arg(keys)
+            .arg(args);
+        call.get_packed_command()
+    }
+
+    /// Whether a script's error reply is one `run` handles by itself and calls again (the
+    /// library or script is missing, a flow needs another queue linked): such a script wrote
+    /// nothing, and the call can go again the ordinary way.
+    pub(crate) fn runs_again(&self, error: &redis::RedisError) -> bool {
+        if self.functions {
+            function_missing(error) || needed_queue(error).is_some()
+        } else {
+            error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
+                || needed_queue(error).is_some()
         }
     }
 
@@ -161,6 +198,17 @@ impl RedisBackend {
         now: Millis,
         max_payload_bytes: usize,
     ) -> CoreResult<Vec<(Job, bool)>> {
+        let args = self.add_args(&jobs, now, max_payload_bytes)?;
+        Self::added(self.run(&scripts::ADD, args).await?, jobs, now)
+    }
+
+    /// The add script's arguments; refuses the whole batch if one job is invalid.
+    pub(crate) fn add_args(
+        &self,
+        jobs: &[NewJob],
+        now: Millis,
+        max_payload_bytes: usize,
+    ) -> CoreResult<Vec<String>> {
         let mut args = vec![now.to_string(), self.max_events.to_string()];
         for (index, job) in jobs.iter().enumerate() {
             job.options
@@ -184,7 +232,15 @@ impl RedisBackend {
                 job.options.delay.to_string(),
             ]);
         }
-        let reply = self.run(&scripts::ADD, args).await?;
+        Ok(args)
+    }
+
+    /// The jobs the add script's `reply` reports, each with whether it was created.
+    pub(crate) fn added(
+        reply: Value,
+        jobs: Vec<NewJob>,
+        now: Millis,
+    ) -> CoreResult<Vec<(Job, bool)>> {
         items(reply)?
             .into_iter()
             .zip(jobs)
@@ -202,7 +258,7 @@ impl RedisBackend {
             .collect()
     }
 
-    fn claim_args(
+    pub(crate) fn claim_args(
         &self,
         worker_id: &str,
         lease: Millis,
@@ -219,7 +275,7 @@ impl RedisBackend {
         ]
     }
 
-    fn claimed(
+    pub(crate) fn claimed(
         &self,
         reply: Value,
         worker_id: &str,
@@ -232,7 +288,10 @@ impl RedisBackend {
             .collect()
     }
 
-    fn completed(completions: &[Completion], reply: Value) -> CoreResult<Vec<CoreResult<()>>> {
+    pub(crate) fn completed(
+        completions: &[Completion],
+        reply: Value,
+    ) -> CoreResult<Vec<CoreResult<()>>> {
         Ok(completions
             .iter()
             .zip(items(reply)?)
@@ -240,7 +299,13 @@ impl RedisBackend {
             .collect())
     }
 
-    fn push_completions(args: &mut Vec<String>, completions: &[Completion]) {
+    pub(crate) fn complete_args(&self, completions: &[Completion], now: Millis) -> Vec<String> {
+        let mut args = vec![now.to_string(), self.max_events.to_string()];
+        Self::push_completions(&mut args, completions);
+        args
+    }
+
+    pub(crate) fn push_completions(args: &mut Vec<String>, completions: &[Completion]) {
         for c in completions {
             args.extend([c.id.clone(), c.token.clone(), c.result.clone()]);
         }
@@ -265,8 +330,7 @@ impl RedisBackend {
         completions: Vec<Completion>,
         now: Millis,
     ) -> CoreResult<Vec<CoreResult<()>>> {
-        let mut args = vec![now.to_string(), self.max_events.to_string()];
-        Self::push_completions(&mut args, &completions);
+        let args = self.complete_args(&completions, now);
         Self::completed(&completions, self.run(&scripts::COMPLETE, args).await?)
     }
 
@@ -281,11 +345,25 @@ impl RedisBackend {
     ) -> CoreResult<(Vec<CoreResult<()>>, Vec<Job>)> {
         let mut args = self.claim_args(worker_id, lease, max_jobs, now);
         Self::push_completions(&mut args, &completions);
-        let mut reply = items(self.run(&scripts::COMPLETE_CLAIM, args).await?)?.into_iter();
-        let short = || CoreError::Storage("redis: short complete_and_claim reply".into());
-        let outcomes = Self::completed(&completions, reply.next().ok_or_else(short)?)?;
-        let claimed = self.claimed(reply.next().ok_or_else(short)?, worker_id, lease, now)?;
+        let reply = self.run(&scripts::COMPLETE_CLAIM, args).await?;
+        let (outcomes, claimed) =
+            self.completed_and_claimed(&completions, reply, worker_id, lease, now)?;
         self.after_claim(&claimed, now).await;
+        Ok((outcomes, claimed))
+    }
+
+    pub(crate) fn completed_and_claimed(
+        &self,
+        completions: &[Completion],
+        reply: Value,
+        worker_id: &str,
+        lease: Millis,
+        now: Millis,
+    ) -> CoreResult<(Vec<CoreResult<()>>, Vec<Job>)> {
+        let mut reply = items(reply)?.into_iter();
+        let short = || CoreError::Storage("redis: short complete_and_claim reply".into());
+        let outcomes = Self::completed(completions, reply.next().ok_or_else(short)?)?;
+        let claimed = self.claimed(reply.next().ok_or_else(short)?, worker_id, lease, now)?;
         Ok((outcomes, claimed))
     }
 

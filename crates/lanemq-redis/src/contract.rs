@@ -26,6 +26,14 @@ impl RedisJobBackend {
             max_payload_bytes,
         }
     }
+
+    pub(crate) fn backend(&self) -> &Arc<RedisBackend> {
+        &self.backend
+    }
+
+    pub(crate) fn max_payload_bytes(&self) -> usize {
+        self.max_payload_bytes
+    }
 }
 
 /// `backend.$method(args...)` as a boxed future over a clone of the shared backend.

@@ -15,8 +15,11 @@ mod reads;
 mod schedulers;
 mod scripts;
 mod waits;
+mod wire;
+mod wire_calls;
 
 pub use backend::RedisBackend;
 pub use connect::{connect, describe, Connection, EvictionPolicy};
 pub use contract::RedisJobBackend;
 pub use keys::Keys;
+pub use wire::RedisWire;

@@ -1,0 +1,484 @@
+//! `WireLink`: a backend's wire (`lanemq_core::jobs::Wire`) driven by one asyncio event loop,
+//! and `Wired`, which keeps a queue's wire open and attached to the loop that uses it.
+//!
+//! A call writes its request from the caller's thread (the loop's) and gets an asyncio future;
+//! the loop calls `on_readable` when replies arrive, and they resolve the futures in the order
+//! the requests went out. No runtime thread takes part, which saves an awaited Redis call
+//! about half its time on a machine of two cores (`benches/round_trip.py`).
+//!
+//! A wire serves one loop: a queue used from another loop meanwhile makes ordinary calls. A
+//! broken wire fails the calls it had sent (as a dropped connection does) and sends the rest
+//! the ordinary way; the queue then opens a new wire in the background, and makes ordinary
+//! calls until it is there.
+
+use std::collections::VecDeque;
+use std::io::ErrorKind;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use lanemq_core::jobs::{Settle, Settled, Wire, WireCall, WireCalls};
+use lanemq_core::{CoreError, CoreResult};
+use pyo3::prelude::*;
+use pyo3::sync::{MutexExt, PyOnceLock};
+use pyo3::BoundObject;
+
+use crate::errors::to_py;
+use crate::ready;
+
+/// How long a queue makes ordinary calls after it failed to open a wire, before it tries again.
+const RETRY_OPEN: Duration = Duration::from_secs(1);
+
+/// How much one read takes at most.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Reads a call's reply (`None`: the request never reached the server whole) and resolves its
+/// asyncio future with it.
+type Resolve = Box<dyn FnOnce(Python<'_>, Option<&[u8]>, &Bound<'_, PyAny>) -> PyResult<()> + Send>;
+
+fn resolver<T, U, F>(settle: Settle<T>, convert: F) -> Resolve
+where
+    T: Send + 'static,
+    U: for<'a> IntoPyObject<'a> + Send + 'static,
+    F: FnOnce(T) -> PyResult<U> + Send + 'static,
+{
+    Box::new(move |py, reply, future| {
+        if future.call_method0("done")?.is_truthy()? {
+            return Ok(()); // cancelled: the outcome is dropped, as the hub drops it
+        }
+        match settle(reply) {
+            Settled::Done(outcome) => {
+                let value = outcome.map_err(to_py).and_then(convert).and_then(|value| {
+                    value
+                        .into_pyobject(py)
+                        .map(|v| v.into_any().unbind())
+                        .map_err(Into::into)
+                });
+                match value {
+                    Ok(value) => future.call_method1("set_result", (value,))?,
+                    Err(error) => future.call_method1("set_exception", (error.value(py),))?,
+                };
+            }
+            Settled::Continue(rest) => {
+                let (_, hub) = ready::hub_for(py)?;
+                ready::spawn_into(&hub, future, rest, convert);
+            }
+        }
+        Ok(())
+    })
+}
+
+struct Waiting {
+    future: Py<PyAny>,
+    resolve: Resolve,
+    /// Where its request ends in the bytes the link has taken to send.
+    end: u64,
+}
+
+struct LinkState {
+    /// `None` once the link is closed or broken.
+    wire: Option<Box<dyn Wire>>,
+    unsent: Vec<u8>,
+    /// Bytes taken to send, and bytes written, since the link opened.
+    taken: u64,
+    written: u64,
+    received: Vec<u8>,
+    /// Where reads land first: allocated once, as zeroing it costs more than the copy.
+    chunk: Box<[u8]>,
+    waiting: VecDeque<Waiting>,
+    watching_writes: bool,
+    /// Closed by its queue: it takes no new call and detaches when the last reply is in.
+    closing: bool,
+}
+
+impl LinkState {
+    /// Writes what the socket takes of `unsent`; an error breaks the link.
+    fn flush(&mut self) -> Result<(), String> {
+        let Some(wire) = self.wire.as_mut() else {
+            return Err("closed".into());
+        };
+        let mut done = 0;
+        while done < self.unsent.len() {
+            match wire.write(&self.unsent[done..]) {
+                Ok(0) => return Err("the connection took no bytes".into()),
+                Ok(n) => done += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        self.unsent.drain(..done);
+        self.written += done as u64;
+        Ok(())
+    }
+}
+
+/// What a broken or closed link leaves to finish outside its lock.
+struct Ended {
+    wire: Option<Box<dyn Wire>>,
+    /// Calls whose request went out whole: their outcome is unknown.
+    sent: Vec<Waiting>,
+    /// Calls whose request did not: they go on the ordinary way.
+    unsent: Vec<Waiting>,
+    watching_writes: bool,
+}
+
+#[pyclass(frozen, module = "lanemq._core")]
+pub struct WireLink {
+    event_loop: Py<PyAny>,
+    fd: i32,
+    address: String,
+    state: Mutex<LinkState>,
+}
+
+#[pymethods]
+impl WireLink {
+    /// Reads what arrived and resolves the calls it answers (called by the loop).
+    fn on_readable(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let py = slf.py();
+        let link = slf.get();
+        let mut state = link.lock(py);
+        let mut broken: Option<String> = None;
+        let st = &mut *state;
+        loop {
+            let Some(wire) = st.wire.as_mut() else {
+                return Ok(()); // a late callback of a link already ended
+            };
+            match wire.read(&mut st.chunk) {
+                Ok(0) => {
+                    broken = Some("the server closed the connection".into());
+                    break;
+                }
+                Ok(n) => {
+                    st.received.extend_from_slice(&st.chunk[..n]);
+                    if n < st.chunk.len() {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => {
+                    broken = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        let mut answered = Vec::new();
+        let mut at = 0;
+        while let Some(wire) = state.wire.as_ref() {
+            match wire.frame(&state.received[at..]) {
+                Ok(Some(len)) => match state.waiting.pop_front() {
+                    Some(call) => {
+                        answered.push((call, at..at + len));
+                        at += len;
+                    }
+                    None => {
+                        broken = Some("a reply came that no call asked for".into());
+                        break;
+                    }
+                },
+                Ok(None) => break,
+                Err(e) => {
+                    broken = Some(e);
+                    break;
+                }
+            }
+        }
+        let received = std::mem::take(&mut state.received);
+        state.received = received[at..].to_vec();
+        let ended = match &broken {
+            Some(_) => Some(Self::end(&mut state)),
+            None if state.closing && state.waiting.is_empty() => Some(Self::end(&mut state)),
+            None => None,
+        };
+        drop(state);
+        let mut first_error = None;
+        for (call, range) in answered {
+            let future = call.future.bind(py);
+            if let Err(e) = (call.resolve)(py, Some(&received[range]), future) {
+                first_error.get_or_insert(e);
+            }
+        }
+        if let Some(ended) = ended {
+            link.finish(py, ended, broken.as_deref().unwrap_or("closed"))?;
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Writes what is left to send (called by the loop while some is).
+    fn on_writable(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let py = slf.py();
+        let link = slf.get();
+        let mut state = link.lock(py);
+        match state.flush() {
+            Ok(()) if state.unsent.is_empty() && state.watching_writes => {
+                state.watching_writes = false;
+                drop(state);
+                link.event_loop
+                    .call_method1(py, "remove_writer", (link.fd,))?;
+                Ok(())
+            }
+            Ok(()) => Ok(()),
+            Err(why) => {
+                let ended = Self::end(&mut state);
+                drop(state);
+                link.finish(py, ended, &why)
+            }
+        }
+    }
+}
+
+impl WireLink {
+    /// Makes a link of `wire` and has `event_loop` watch it.
+    fn attach<'py>(
+        py: Python<'py>,
+        wire: Box<dyn Wire>,
+        event_loop: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let (fd, address) = (wire.fileno(), wire.address().to_owned());
+        let link = Bound::new(
+            py,
+            Self {
+                event_loop: event_loop.clone().unbind(),
+                fd,
+                address,
+                state: Mutex::new(LinkState {
+                    wire: Some(wire),
+                    unsent: Vec::new(),
+                    taken: 0,
+                    written: 0,
+                    received: Vec::new(),
+                    chunk: vec![0; READ_CHUNK].into_boxed_slice(),
+                    waiting: VecDeque::new(),
+                    watching_writes: false,
+                    closing: false,
+                }),
+            },
+        )?;
+        event_loop.call_method1("add_reader", (fd, link.getattr("on_readable")?))?;
+        Ok(link)
+    }
+
+    fn lock(&self, py: Python<'_>) -> std::sync::MutexGuard<'_, LinkState> {
+        self.state
+            .lock_py_attached(py)
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn usable(&self, py: Python<'_>) -> bool {
+        let state = self.lock(py);
+        state.wire.is_some() && !state.closing
+    }
+
+    /// Sends `call`; awaits its outcome, converted by `convert`.
+    pub fn call<'py, T, U, F>(
+        slf: &Bound<'py, Self>,
+        call: WireCall<T>,
+        convert: F,
+    ) -> PyResult<Bound<'py, PyAny>>
+    where
+        T: Send + 'static,
+        U: for<'a> IntoPyObject<'a> + Send + 'static,
+        F: FnOnce(T) -> PyResult<U> + Send + 'static,
+    {
+        let py = slf.py();
+        let link = slf.get();
+        let future = link.event_loop.bind(py).call_method0("create_future")?;
+        let resolve = resolver(call.settle, convert);
+        let mut state = link.lock(py);
+        if state.wire.is_none() || state.closing {
+            drop(state);
+            resolve(py, None, &future)?;
+            return Ok(future);
+        }
+        state.taken += call.request.len() as u64;
+        let end = state.taken;
+        state.unsent.extend_from_slice(&call.request);
+        state.waiting.push_back(Waiting {
+            future: future.clone().unbind(),
+            resolve,
+            end,
+        });
+        match state.flush() {
+            Ok(()) if state.unsent.is_empty() || state.watching_writes => Ok(future),
+            Ok(()) => {
+                state.watching_writes = true;
+                drop(state);
+                let writable = slf.getattr("on_writable")?;
+                link.event_loop
+                    .call_method1(py, "add_writer", (link.fd, writable))?;
+                Ok(future)
+            }
+            Err(why) => {
+                let ended = Self::end(&mut state);
+                drop(state);
+                link.finish(py, ended, &why)?;
+                Ok(future)
+            }
+        }
+    }
+
+    /// Takes the link apart (under its lock); `finish` does the rest.
+    fn end(state: &mut LinkState) -> Ended {
+        let written = state.written;
+        let (sent, unsent) = state
+            .waiting
+            .drain(..)
+            .partition(|call| call.end <= written);
+        state.unsent.clear();
+        Ended {
+            wire: state.wire.take(),
+            sent,
+            unsent,
+            watching_writes: std::mem::take(&mut state.watching_writes),
+        }
+    }
+
+    /// Stops the loop watching the socket, closes it, fails the calls that were sent and
+    /// sends the others the ordinary way.
+    fn finish(&self, py: Python<'_>, ended: Ended, why: &str) -> PyResult<()> {
+        let event_loop = self.event_loop.bind(py);
+        if ended.wire.is_some() {
+            event_loop.call_method1("remove_reader", (self.fd,))?;
+            if ended.watching_writes {
+                event_loop.call_method1("remove_writer", (self.fd,))?;
+            }
+        }
+        drop(ended.wire);
+        let lost = CoreError::Connection(format!("redis at {}: {why}", self.address));
+        for call in ended.sent {
+            let future = call.future.bind(py);
+            if !future.call_method0("done")?.is_truthy()? {
+                let error = to_py(lost.clone());
+                future.call_method1("set_exception", (error.value(py),))?;
+            }
+        }
+        for call in ended.unsent {
+            (call.resolve)(py, None, call.future.bind(py))?;
+        }
+        Ok(())
+    }
+
+    /// Takes no new call; detaches once the calls it has are answered.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let mut state = self.lock(py);
+        state.closing = true;
+        if !state.waiting.is_empty() {
+            return Ok(());
+        }
+        let ended = Self::end(&mut state);
+        drop(state);
+        self.finish(py, ended, "closed")
+    }
+}
+
+enum Slot {
+    /// Open, and not yet watched by a loop.
+    Spare(Box<dyn Wire>),
+    Attached(Py<WireLink>),
+    Opening,
+    /// Opening failed: try again after this.
+    Down(Instant),
+    Closed,
+}
+
+/// A queue's wire: opened with the queue, attached to the first loop that calls, opened
+/// again in the background when it breaks.
+pub struct Wired {
+    pub calls: Arc<dyn WireCalls>,
+    slot: Arc<Mutex<Slot>>,
+}
+
+impl Wired {
+    /// `first` is the outcome of opening the queue's first wire: a backend that refuses to
+    /// open one (TLS) makes ordinary calls only.
+    pub fn new(calls: Arc<dyn WireCalls>, first: CoreResult<Box<dyn Wire>>) -> Option<Self> {
+        let slot = match first {
+            Ok(wire) => Slot::Spare(wire),
+            Err(CoreError::Refused(_)) => return None,
+            Err(_) => Slot::Down(Instant::now() + RETRY_OPEN),
+        };
+        Some(Self {
+            calls,
+            slot: Arc::new(Mutex::new(slot)),
+        })
+    }
+
+    /// The link to make a call on from the running loop, if the wire is there for it.
+    pub fn link<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, WireLink>>> {
+        static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+        let Ok(event_loop) = GET_RUNNING_LOOP
+            .import(py, "asyncio", "get_running_loop")?
+            .call0()
+        else {
+            return Ok(None); // no loop: the ordinary call raises as it always did
+        };
+        let mut slot = self
+            .slot
+            .lock_py_attached(py)
+            .unwrap_or_else(|e| e.into_inner());
+        match &*slot {
+            Slot::Attached(link) => {
+                let link = link.bind(py);
+                let same_loop = link.get().event_loop.bind(py).is(&event_loop);
+                if same_loop && link.get().usable(py) {
+                    return Ok(Some(link.clone()));
+                }
+                let old_loop = link.get().event_loop.bind(py);
+                if same_loop || old_loop.call_method0("is_closed")?.is_truthy()? {
+                    link.get().close(py)?;
+                    *slot = Slot::Opening;
+                    self.reopen();
+                }
+                Ok(None)
+            }
+            Slot::Spare(_) => {
+                let Slot::Spare(wire) = std::mem::replace(&mut *slot, Slot::Opening) else {
+                    unreachable!("matched above");
+                };
+                match WireLink::attach(py, wire, &event_loop) {
+                    Ok(link) => {
+                        *slot = Slot::Attached(link.clone().unbind());
+                        Ok(Some(link))
+                    }
+                    Err(_) => {
+                        *slot = Slot::Down(Instant::now() + RETRY_OPEN);
+                        Ok(None)
+                    }
+                }
+            }
+            Slot::Down(at) if Instant::now() >= *at => {
+                *slot = Slot::Opening;
+                self.reopen();
+                Ok(None)
+            }
+            Slot::Down(_) | Slot::Opening | Slot::Closed => Ok(None),
+        }
+    }
+
+    /// Opens a new wire on the runtime; it waits as `Spare` for the next call.
+    fn reopen(&self) {
+        let (calls, slot) = (Arc::clone(&self.calls), Arc::clone(&self.slot));
+        pyo3_async_runtimes::tokio::get_runtime().spawn(async move {
+            let opened = calls.open().await;
+            let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+            if matches!(*slot, Slot::Opening) {
+                *slot = match opened {
+                    Ok(wire) => Slot::Spare(wire),
+                    Err(_) => Slot::Down(Instant::now() + RETRY_OPEN),
+                };
+            }
+        });
+    }
+
+    /// The queue closes: its wire takes no new call and closes once the last is answered.
+    pub fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let mut slot = self
+            .slot
+            .lock_py_attached(py)
+            .unwrap_or_else(|e| e.into_inner());
+        if let Slot::Attached(link) = std::mem::replace(&mut *slot, Slot::Closed) {
+            link.bind(py).get().close(py)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,178 @@
+//! `RedisJobBackend`'s hot calls for a wire (`lanemq_core::jobs::WireCalls`): the same script
+//! calls as the ordinary ones, with the same arguments and replies. A reply that `run` would
+//! answer by calling again (the server lost the library, a flow needs a queue linked) and a
+//! claim of a scheduler's job (whose upkeep takes more calls) go on as the ordinary call.
+
+use std::sync::Arc;
+
+use lanemq_core::jobs::{
+    BoxFuture, CompletedAndClaimed, Completion, Job, JobBackend, Millis, NewJob, Settle, Settled,
+    Wire, WireCall, WireCalls,
+};
+use lanemq_core::CoreResult;
+use redis::Value;
+
+use crate::backend::RedisBackend;
+use crate::contract::RedisJobBackend;
+use crate::scripts::{self, LuaScript};
+use crate::wire::RedisWire;
+
+impl RedisJobBackend {
+    /// A wire call of `script` with `args`. `state` is what reading the reply needs: `decode`
+    /// reads a successful reply with it, `again` makes the ordinary call from it for the
+    /// replies `run` handles by itself.
+    fn wire_call<S: Send + 'static, T: Send + 'static>(
+        &self,
+        script: &LuaScript,
+        args: &[String],
+        state: S,
+        decode: impl FnOnce(&Arc<RedisBackend>, Value, S) -> Settled<T> + Send + 'static,
+        again: impl FnOnce(Self, S) -> BoxFuture<T> + Send + 'static,
+    ) -> WireCall<T> {
+        let ordinary = self.clone();
+        let backend = Arc::clone(self.backend());
+        let request = backend.request(script, args);
+        let settle: Settle<T> = Box::new(move |bytes| {
+            let Some(bytes) = bytes else {
+                return Settled::Continue(again(ordinary, state));
+            };
+            let reply = redis::parse_redis_value(bytes).and_then(Value::extract_error);
+            match reply {
+                Ok(value) => decode(&backend, value, state),
+                Err(e) if backend.runs_again(&e) => Settled::Continue(again(ordinary, state)),
+                Err(e) => Settled::Done(Err(backend.error(e))),
+            }
+        });
+        WireCall { request, settle }
+    }
+}
+
+/// Claimed jobs as a wire call ends: done, unless one belongs to a scheduler, whose upkeep
+/// (`after_claim`) takes further calls. `wrap` makes the call's value from them.
+fn after_claim<T: Send + 'static>(
+    backend: &Arc<RedisBackend>,
+    claimed: Vec<Job>,
+    now: Millis,
+    wrap: impl FnOnce(Vec<Job>) -> T + Send + 'static,
+) -> Settled<T> {
+    if claimed.iter().all(|job| job.options.scheduler.is_none()) {
+        return Settled::Done(Ok(wrap(claimed)));
+    }
+    let backend = Arc::clone(backend);
+    Settled::Continue(Box::pin(async move {
+        backend.after_claim(&claimed, now).await;
+        Ok(wrap(claimed))
+    }))
+}
+
+fn done<T>(outcome: CoreResult<T>) -> Settled<T> {
+    Settled::Done(outcome)
+}
+
+impl WireCalls for RedisJobBackend {
+    fn open(&self) -> BoxFuture<Box<dyn Wire>> {
+        let backend = Arc::clone(self.backend());
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                let info = backend.connection.client.get_connection_info();
+                RedisWire::open(info, &backend.connection.address)
+                    .map(|wire| Box::new(wire) as Box<dyn Wire>)
+            })
+            .await
+            .map_err(|e| lanemq_core::CoreError::Connection(e.to_string()))?
+        })
+    }
+
+    fn add(&self, job: NewJob, now: Millis) -> CoreResult<WireCall<(Job, bool)>> {
+        let args =
+            self.backend()
+                .add_args(std::slice::from_ref(&job), now, self.max_payload_bytes())?;
+        Ok(self.wire_call(
+            &scripts::ADD,
+            &args,
+            job,
+            move |_, reply, job| {
+                done(RedisBackend::added(reply, vec![job], now).map(|mut added| added.remove(0)))
+            },
+            move |ordinary, job| JobBackend::add(&ordinary, job, now),
+        ))
+    }
+
+    fn add_bulk(&self, jobs: Vec<NewJob>, now: Millis) -> CoreResult<WireCall<Vec<(Job, bool)>>> {
+        let args = self
+            .backend()
+            .add_args(&jobs, now, self.max_payload_bytes())?;
+        Ok(self.wire_call(
+            &scripts::ADD,
+            &args,
+            jobs,
+            move |_, reply, jobs| done(RedisBackend::added(reply, jobs, now)),
+            move |ordinary, jobs| JobBackend::add_bulk(&ordinary, jobs, now),
+        ))
+    }
+
+    fn claim(
+        &self,
+        worker_id: String,
+        lease: Millis,
+        max_jobs: usize,
+        now: Millis,
+    ) -> CoreResult<WireCall<Vec<Job>>> {
+        let args = self.backend().claim_args(&worker_id, lease, max_jobs, now);
+        Ok(self.wire_call(
+            &scripts::CLAIM,
+            &args,
+            worker_id,
+            move |backend, reply, worker_id| match backend.claimed(reply, &worker_id, lease, now) {
+                Ok(claimed) => after_claim(backend, claimed, now, |jobs| jobs),
+                Err(e) => done(Err(e)),
+            },
+            move |ordinary, worker_id| {
+                JobBackend::claim(&ordinary, worker_id, lease, max_jobs, now)
+            },
+        ))
+    }
+
+    fn complete_many(
+        &self,
+        items: Vec<Completion>,
+        now: Millis,
+    ) -> CoreResult<WireCall<Vec<CoreResult<()>>>> {
+        let args = self.backend().complete_args(&items, now);
+        Ok(self.wire_call(
+            &scripts::COMPLETE,
+            &args,
+            items,
+            move |_, reply, items| done(RedisBackend::completed(&items, reply)),
+            move |ordinary, items| JobBackend::complete_many(&ordinary, items, now),
+        ))
+    }
+
+    fn complete_and_claim(
+        &self,
+        items: Vec<Completion>,
+        worker_id: String,
+        lease: Millis,
+        max_jobs: usize,
+        now: Millis,
+    ) -> CoreResult<WireCall<CompletedAndClaimed>> {
+        let mut args = self.backend().claim_args(&worker_id, lease, max_jobs, now);
+        RedisBackend::push_completions(&mut args, &items);
+        Ok(self.wire_call(
+            &scripts::COMPLETE_CLAIM,
+            &args,
+            (items, worker_id),
+            move |backend, reply, (items, worker_id)| match backend
+                .completed_and_claimed(&items, reply, &worker_id, lease, now)
+            {
+                Ok((outcomes, claimed)) => {
+                    after_claim(backend, claimed, now, |jobs| (outcomes, jobs))
+                }
+                Err(e) => done(Err(e)),
+            },
+            move |ordinary, (items, worker_id)| {
+                JobBackend::complete_and_claim(&ordinary, items, worker_id, lease, max_jobs, now)
+            },
+        ))
+    }
+}

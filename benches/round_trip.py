@@ -1,16 +1,19 @@
 """What one awaited call costs from asyncio on this machine: lanemq's add against bare round
-trips of redis-py's asyncio client, which does its I/O on the event loop's own thread.
+trips, of redis-py's asyncio client and of a socket the loop watches with no client at all.
 
     python benches/round_trip.py            # starts its own redis-server; about half a minute
 
-add_single and the latency targets are sums of such awaited calls. A PING from redis-py is
-the least an asyncio client can pay for one (no script, no thread hop); lanemq's add pays
-that, its runtime thread's two hand-offs, and the add function in Redis (INFO commandstats,
-printed as "in Redis"). Each line is one run of --calls calls, alternating, --rounds times.
+add_single and the latency targets are sums of such awaited calls. The loop-socket PING
+(``loop.add_reader`` and ``sock.send``, as lanemq's wire does it, without parsing) is the
+least an asyncio caller can pay for one; redis-py adds its client's Python on top. lanemq's
+add pays the loop-socket round trip, its binding, and the add function in Redis (INFO
+commandstats, printed as "in Redis"). Each line is one run of --calls calls, alternating,
+--rounds times.
 """
 
 import argparse
 import asyncio
+import socket
 import sys
 import time
 
@@ -36,10 +39,30 @@ async def measure(port, calls, rounds):
     async def eval_return(_):
         await client.eval("return 1", 0)
 
+    loop = asyncio.get_running_loop()
+    raw = socket.create_connection(("127.0.0.1", port))
+    raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    raw.setblocking(False)
+    replies = []
+
+    def on_readable():
+        data = raw.recv(65536)
+        if replies and not replies[0].done():
+            replies.pop(0).set_result(data)
+
+    loop.add_reader(raw.fileno(), on_readable)
+
+    async def loop_ping(_):
+        reply = loop.create_future()
+        replies.append(reply)
+        raw.send(b"PING\r\n")
+        await reply
+
     cases = [
         ("lanemq add", lanemq_add, "cmdstat_fcall"),
         ("redis-py PING", ping, None),
         ("redis-py EVAL 'return 1'", eval_return, "cmdstat_eval"),
+        ("loop-socket PING", loop_ping, None),
     ]
     print(f"{'call':26} {'per second':>11} {'us per call':>12} {'in Redis':>9}")
     for _ in range(rounds):
@@ -52,6 +75,8 @@ async def measure(port, calls, rounds):
             server = sync.info("commandstats").get(stat, {}).get("usec", 0) if stat else 0
             inside = f"{server / calls:8.1f}" if stat else "       -"
             print(f"{label:26} {calls / elapsed:11,.0f} {elapsed * 1e6 / calls:12.1f} {inside}")
+    loop.remove_reader(raw.fileno())
+    raw.close()
     await client.aclose()
     await queue.close()
 

@@ -95,8 +95,10 @@ impl RedisBackend {
                     .await
             } else {
                 let mut invocation = script.script.prepare_invoke();
-                self.with_keys(script, |key| {
-                    invocation.key(key);
+                self.with_keys(script, |_, keys| {
+                    keys.for_each(|key| {
+                        invocation.key(key);
+                    });
                 });
                 invocation.arg(&args);
                 invocation.invoke_async(&mut connection).await
@@ -117,29 +119,45 @@ impl RedisBackend {
         }
     }
 
-    /// Calls `each` with every key `script` gets: this queue's, then (for scripts that follow
-    /// flows) those of the queues linked to it.
-    fn with_keys(&self, script: &LuaScript, mut each: impl FnMut(&str)) {
+    /// Calls `each` with the number of keys `script` gets, and them: this queue's, then (for
+    /// scripts that follow flows) those of the queues linked to it. One lock, so the count is
+    /// that of the keys.
+    fn with_keys(
+        &self,
+        script: &LuaScript,
+        each: impl FnOnce(usize, &mut dyn Iterator<Item = &String>),
+    ) {
         let linked = self.linked.lock().unwrap_or_else(|e| e.into_inner());
-        let keys = self.script_keys.iter().chain(
-            linked
-                .iter()
-                .filter(|_| script.links)
-                .flat_map(|(_, keys)| keys),
-        );
-        keys.for_each(|key| each(key));
+        let linked = linked.iter().filter(|_| script.links);
+        let keys = self
+            .script_keys
+            .iter()
+            .chain(linked.flat_map(|(_, keys)| keys));
+        each(keys.clone().count(), &mut keys.into_iter());
     }
 
-    /// `FCALL <function> <number of keys> <keys...> <args...>`.
-    fn function_call(&self, script: &LuaScript, args: &[String]) -> redis::Cmd {
-        let mut keys = Vec::new();
-        self.with_keys(script, |key| keys.push(key.to_owned()));
-        let mut call = redis::cmd("FCALL");
-        call.arg(&script.function)
-            .arg(keys.len())
-            .arg(keys)
-            .arg(args);
+    /// `<command> <target> <number of keys> <keys...> <args...>`: FCALL of a function, or
+    /// EVALSHA of a script.
+    fn keyed_call(
+        &self,
+        command: &str,
+        target: &str,
+        script: &LuaScript,
+        args: &[String],
+    ) -> redis::Cmd {
+        let mut call = redis::cmd(command);
+        self.with_keys(script, |count, keys| {
+            call.arg(target).arg(count);
+            keys.for_each(|key| {
+                call.arg(key);
+            });
+        });
+        call.arg(args);
         call
+    }
+
+    fn function_call(&self, script: &LuaScript, args: &[String]) -> redis::Cmd {
+        self.keyed_call("FCALL", &script.function, script, args)
     }
 
     /// The call `run` makes first, as bytes for a wire (`crate::wire`): FCALL, or EVALSHA on a
@@ -148,14 +166,8 @@ impl RedisBackend {
         if self.functions {
             return self.function_call(script, args).get_packed_command();
         }
-        let mut keys = Vec::new();
-        self.with_keys(script, |key| keys.push(key.to_owned()));
-        let mut call = redis::cmd("EVALSHA");
-        call.arg(script.script.get_hash())
-            .arg(keys.len())
-            .arg(keys)
-            .arg(args);
-        call.get_packed_command()
+        self.keyed_call("EVALSHA", script.script.get_hash(), script, args)
+            .get_packed_command()
     }
 
     /// Whether a script's error reply is one `run` handles by itself and calls again (the

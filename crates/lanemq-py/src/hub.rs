@@ -90,13 +90,9 @@ impl Hub {
                 .remove(&token);
             let Some(future) = future else { continue };
             let future = future.bind(py);
-            if future.call_method0("done")?.is_truthy()? {
-                continue; // cancelled meanwhile: the outcome is dropped
+            if !is_done(future)? {
+                resolve_with(future, deliver(py))?;
             }
-            match deliver(py) {
-                Ok(value) => future.call_method1("set_result", (value,))?,
-                Err(error) => future.call_method1("set_exception", (error.value(py),))?,
-            };
         }
         Ok(())
     }
@@ -119,4 +115,19 @@ impl Hub {
         let shared = Arc::clone(&self.shared);
         move |deliver| shared.push(token, deliver)
     }
+}
+
+/// Whether an asyncio future is done already. Only its caller cancelling it does that before
+/// its outcome comes, and the outcome is then dropped.
+pub fn is_done(future: &Bound<'_, PyAny>) -> PyResult<bool> {
+    future.call_method0("done")?.is_truthy()
+}
+
+/// Resolves an asyncio future with `outcome`: its value, or its exception.
+pub fn resolve_with(future: &Bound<'_, PyAny>, outcome: PyResult<Py<PyAny>>) -> PyResult<()> {
+    match outcome {
+        Ok(value) => future.call_method1("set_result", (value,))?,
+        Err(error) => future.call_method1("set_exception", (error.value(future.py()),))?,
+    };
+    Ok(())
 }

@@ -5,6 +5,7 @@
 use std::task::{Context, Poll, Waker};
 
 use lanemq_core::jobs::BoxFuture;
+use lanemq_core::CoreResult;
 use pyo3::exceptions::PyStopIteration;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -65,21 +66,31 @@ where
             .poll(&mut Context::from_waker(Waker::noop()))
     };
     match polled {
-        Poll::Ready(result) => {
-            let outcome = result.map_err(to_py).and_then(convert).and_then(|value| {
-                value
-                    .into_pyobject(py)
-                    .map(|v| v.into_any().unbind())
-                    .map_err(Into::into)
-            });
-            already(py, outcome)
-        }
+        Poll::Ready(result) => already(py, to_python(py, result, convert)),
         Poll::Pending => {
             let (asyncio_future, hub) = hub_for(py)?;
             spawn_into(&hub, &asyncio_future, future, convert);
             Ok(asyncio_future)
         }
     }
+}
+
+/// A backend call's outcome as its awaitable gives it: the value `convert` makes, or the error
+/// as a Python exception.
+pub fn to_python<T, U>(
+    py: Python<'_>,
+    outcome: CoreResult<T>,
+    convert: impl FnOnce(T) -> PyResult<U>,
+) -> PyResult<Py<PyAny>>
+where
+    U: for<'a> IntoPyObject<'a>,
+{
+    let value = convert(outcome.map_err(to_py)?)?;
+    Ok(value
+        .into_pyobject(py)
+        .map_err(Into::into)?
+        .into_any()
+        .unbind())
 }
 
 /// An awaitable that gives `outcome` at once.
@@ -118,12 +129,7 @@ pub fn spawn_into<T, U, F>(
     pyo3_async_runtimes::tokio::get_runtime().spawn(async move {
         let outcome = future.await;
         finish(Box::new(move |py: Python<'_>| {
-            let value = convert(outcome.map_err(to_py)?)?;
-            Ok(value
-                .into_pyobject(py)
-                .map_err(Into::into)?
-                .into_any()
-                .unbind())
+            to_python(py, outcome, convert)
         }));
     });
 }

@@ -20,9 +20,9 @@ use lanemq_core::jobs::{Settle, Settled, Wire, WireCall, WireCalls};
 use lanemq_core::{CoreError, CoreResult};
 use pyo3::prelude::*;
 use pyo3::sync::{MutexExt, PyOnceLock};
-use pyo3::BoundObject;
 
 use crate::errors::to_py;
+use crate::hub::{is_done, resolve_with};
 use crate::ready;
 
 /// How long a queue makes ordinary calls after it failed to open a wire, before it tries again.
@@ -42,28 +42,17 @@ where
     F: FnOnce(T) -> PyResult<U> + Send + 'static,
 {
     Box::new(move |py, reply, future| {
-        if future.call_method0("done")?.is_truthy()? {
-            return Ok(()); // cancelled: the outcome is dropped, as the hub drops it
+        if is_done(future)? {
+            return Ok(());
         }
         match settle(reply) {
-            Settled::Done(outcome) => {
-                let value = outcome.map_err(to_py).and_then(convert).and_then(|value| {
-                    value
-                        .into_pyobject(py)
-                        .map(|v| v.into_any().unbind())
-                        .map_err(Into::into)
-                });
-                match value {
-                    Ok(value) => future.call_method1("set_result", (value,))?,
-                    Err(error) => future.call_method1("set_exception", (error.value(py),))?,
-                };
-            }
+            Settled::Done(outcome) => resolve_with(future, ready::to_python(py, outcome, convert)),
             Settled::Continue(rest) => {
                 let (_, hub) = ready::hub_for(py)?;
                 ready::spawn_into(&hub, future, rest, convert);
+                Ok(())
             }
         }
-        Ok(())
     })
 }
 
@@ -347,9 +336,8 @@ impl WireLink {
         let lost = CoreError::Connection(format!("redis at {}: {why}", self.address));
         for call in ended.sent {
             let future = call.future.bind(py);
-            if !future.call_method0("done")?.is_truthy()? {
-                let error = to_py(lost.clone());
-                future.call_method1("set_exception", (error.value(py),))?;
+            if !is_done(future)? {
+                resolve_with(future, Err(to_py(lost.clone())))?;
             }
         }
         for call in ended.unsent {

@@ -59,22 +59,21 @@ where
 struct Waiting {
     future: Py<PyAny>,
     resolve: Resolve,
-    /// Where its request ends in the bytes the link has taken to send.
+    /// Where its request ends in the bytes the link sends (counted as `written` is).
     end: u64,
 }
 
 struct LinkState {
     /// `None` once the link is closed or broken.
     wire: Option<Box<dyn Wire>>,
+    /// Bytes not written yet. The loop watches for writability exactly while there are some.
     unsent: Vec<u8>,
-    /// Bytes taken to send, and bytes written, since the link opened.
-    taken: u64,
+    /// Bytes written since the link opened.
     written: u64,
     received: Vec<u8>,
     /// Where reads land first: allocated once, as zeroing it costs more than the copy.
     chunk: Box<[u8]>,
     waiting: VecDeque<Waiting>,
-    watching_writes: bool,
     /// Closed by its queue: it takes no new call and detaches when the last reply is in.
     closing: bool,
 }
@@ -108,7 +107,8 @@ struct Ended {
     sent: Vec<Waiting>,
     /// Calls whose request did not: they go on the ordinary way.
     unsent: Vec<Waiting>,
-    watching_writes: bool,
+    /// Whether the loop was watching for writability.
+    writing: bool,
 }
 
 #[pyclass(frozen, module = "lanemq._core")]
@@ -199,8 +199,7 @@ impl WireLink {
         let link = slf.get();
         let mut state = link.lock(py);
         match state.flush() {
-            Ok(()) if state.unsent.is_empty() && state.watching_writes => {
-                state.watching_writes = false;
+            Ok(()) if state.unsent.is_empty() => {
                 drop(state);
                 link.event_loop
                     .call_method1(py, "remove_writer", (link.fd,))?;
@@ -233,12 +232,10 @@ impl WireLink {
                 state: Mutex::new(LinkState {
                     wire: Some(wire),
                     unsent: Vec::new(),
-                    taken: 0,
                     written: 0,
                     received: Vec::new(),
                     chunk: vec![0; READ_CHUNK].into_boxed_slice(),
                     waiting: VecDeque::new(),
-                    watching_writes: false,
                     closing: false,
                 }),
             },
@@ -279,18 +276,20 @@ impl WireLink {
             resolve(py, None, &future)?;
             return Ok(future);
         }
-        state.taken += call.request.len() as u64;
-        let end = state.taken;
+        let writing = !state.unsent.is_empty();
         state.unsent.extend_from_slice(&call.request);
+        let end = state.written + state.unsent.len() as u64;
         state.waiting.push_back(Waiting {
             future: future.clone().unbind(),
             resolve,
             end,
         });
+        if writing {
+            return Ok(future); // behind bytes the loop's writer callback is sending
+        }
         match state.flush() {
-            Ok(()) if state.unsent.is_empty() || state.watching_writes => Ok(future),
+            Ok(()) if state.unsent.is_empty() => Ok(future),
             Ok(()) => {
-                state.watching_writes = true;
                 drop(state);
                 let writable = slf.getattr("on_writable")?;
                 link.event_loop
@@ -313,12 +312,13 @@ impl WireLink {
             .waiting
             .drain(..)
             .partition(|call| call.end <= written);
+        let writing = !state.unsent.is_empty();
         state.unsent.clear();
         Ended {
             wire: state.wire.take(),
             sent,
             unsent,
-            watching_writes: std::mem::take(&mut state.watching_writes),
+            writing,
         }
     }
 
@@ -328,7 +328,7 @@ impl WireLink {
         let event_loop = self.event_loop.bind(py);
         if ended.wire.is_some() {
             event_loop.call_method1("remove_reader", (self.fd,))?;
-            if ended.watching_writes {
+            if ended.writing {
                 event_loop.call_method1("remove_writer", (self.fd,))?;
             }
         }

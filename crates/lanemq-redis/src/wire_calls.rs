@@ -29,16 +29,15 @@ impl RedisJobBackend {
         decode: impl FnOnce(&Arc<RedisBackend>, Value, S) -> Settled<T> + Send + 'static,
         again: impl FnOnce(Self, S) -> BoxFuture<T> + Send + 'static,
     ) -> WireCall<T> {
+        let request = self.backend().request(script, args);
         let ordinary = self.clone();
-        let backend = Arc::clone(self.backend());
-        let request = backend.request(script, args);
         let settle: Settle<T> = Box::new(move |bytes| {
             let Some(bytes) = bytes else {
                 return Settled::Continue(again(ordinary, state));
             };
-            let reply = redis::parse_redis_value(bytes).and_then(Value::extract_error);
-            match reply {
-                Ok(value) => decode(&backend, value, state),
+            let backend = ordinary.backend();
+            match redis::parse_redis_value(bytes).and_then(Value::extract_error) {
+                Ok(value) => decode(backend, value, state),
                 Err(e) if backend.runs_again(&e) => Settled::Continue(again(ordinary, state)),
                 Err(e) => Settled::Done(Err(backend.error(e))),
             }

@@ -1,7 +1,8 @@
 """RedisJobQueue's hot calls (add, add_bulk, claim, complete) on the connection the event loop
-drives: many calls in flight at once, a request bigger than the socket takes at once, a
-cancelled call, one loop after another, a call in flight when the server dies, and the
-handshake (password, ACL user, database, unix socket) that connection makes on its own."""
+drives: that they take it (and a new one once it is killed), many calls in flight at once, a
+request bigger than the socket takes at once, a cancelled call, one loop after another, a
+call in flight when the server dies, and the handshake (password, ACL user, database, unix
+socket) that connection makes on its own."""
 
 from __future__ import annotations
 
@@ -17,6 +18,51 @@ from redis_support import MakeServer, Resp
 from support import redis_prefix
 
 WAIT = 10.0  # upper bound for anything awaited in a test; never reached when things work
+
+
+def _last_commands(port: int) -> dict[str, str]:
+    """The last command of each client of the server but the one asking, by client id."""
+    with Resp("127.0.0.1", port) as raw:
+        listing = raw.command("CLIENT", "LIST")
+    clients = [dict(f.split("=", 1) for f in line.split()) for line in listing.splitlines()]
+    return {c["id"]: c["cmd"] for c in clients if c["cmd"] != "client|list"}
+
+
+async def test_hot_calls_take_a_connection_of_their_own_and_a_new_one_once_it_is_killed(
+    own_redis: MakeServer,
+) -> None:
+    server = own_redis()
+    server.start()
+    queue = RedisJobQueue("wire-own", server.url, prefix=redis_prefix())
+
+    async def wire_after_an_add_and_a_count() -> str | None:
+        """The client whose last command is the add's FCALL while another connection
+        counted after it, if there is one (there is none if both went the same way)."""
+        await queue.add("job")
+        await queue.get_job_counts("waiting")  # ZCOUNTs, on the ordinary connection
+        commands = _last_commands(server.port)
+        assert "zcount" in commands.values(), commands
+        wires = [client for client, cmd in commands.items() if cmd == "fcall"]
+        assert len(wires) <= 1, commands
+        return wires[0] if wires else None
+
+    try:
+        first = await wire_after_an_add_and_a_count()
+        assert first is not None, "the add went over the connection the count took"
+        with Resp("127.0.0.1", server.port) as raw:
+            assert raw.command("CLIENT", "KILL", "ID", first) == 1
+        # A call sent before the loop saw the connection close would fail, as on any
+        # connection the server drops; once it has, calls go on (the ordinary way) while a
+        # new wire opens in the background, and then take that.
+        await asyncio.sleep(0.05)
+        deadline = asyncio.get_running_loop().time() + WAIT
+        while await wire_after_an_add_and_a_count() in (None, first):
+            assert asyncio.get_running_loop().time() < deadline, "no new wire"
+            await asyncio.sleep(0.05)
+        counts = await queue.get_job_counts("waiting")
+        assert counts["waiting"] >= 3
+    finally:
+        await queue.close()
 
 
 async def test_calls_in_flight_together_each_get_their_own_reply(redis_url: str) -> None:

@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::{job, raw, Server, T};
-use lanemq_core::jobs::{Completion, FinishedResult};
+use common::{completion, job, raw, Server, T};
+use lanemq_core::jobs::FinishedResult;
 use lanemq_redis::RedisBackend;
 
 const EVENTS: &str = "lanemq:{test}:events";
@@ -248,12 +248,7 @@ async fn a_removed_job_s_outcome_is_found_among_the_newest_events() {
             panic!("one job claimed")
         };
         assert_eq!(&claimed.id.to_string(), id);
-        let token = claimed.lock.as_ref().expect("locked").token.clone();
-        let done = Completion {
-            id: id.clone(),
-            token,
-            result: format!("{k}"),
-        };
+        let done = completion(claimed, &k.to_string());
         redis.complete_many(vec![done], T).await.unwrap();
         assert!(redis.get_job(id).await.unwrap().is_none(), "removed");
         // Between the two: 1,800 events in entries of two calls, and 100 one-call entries.

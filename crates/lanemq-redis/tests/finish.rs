@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{backend, job, Server, T};
+use common::{backend, completion, job, Server, T};
 use lanemq_core::jobs::{
     Backoff, BackoffKind, FailOutcome, Failure, Job, JobOptions, JobState, MemoryStore, NewJob,
     Retention, StoreConfig, StreamEvent,
@@ -189,14 +189,7 @@ async fn exponential_backoff_doubles_and_jitter_takes_off_up_to_its_fraction() {
     let claimed = claim_one(&redis, 100_000, now).await;
     assert_eq!(claimed.attempts_made, 4);
     redis
-        .complete_many(
-            vec![lanemq_core::jobs::Completion {
-                id: claimed.id.to_string(),
-                token: token(&claimed),
-                result: "1".into(),
-            }],
-            now,
-        )
+        .complete_many(vec![completion(&claimed, "1")], now)
         .await
         .unwrap();
 

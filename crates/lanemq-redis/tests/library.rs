@@ -3,8 +3,8 @@
 
 mod common;
 
-use common::{backend, job, raw, Server, T};
-use lanemq_core::jobs::{Completion, JobState};
+use common::{backend, completion, job, raw, Server, T};
+use lanemq_core::jobs::JobState;
 use lanemq_redis::RedisBackend;
 
 /// Adds a job, claims it and completes it; the job ends completed with its result.
@@ -17,16 +17,8 @@ async fn round_trip(redis: &RedisBackend, name: &str) {
     let claimed = redis.claim("w", 1000, 1, T).await.unwrap();
     assert_eq!(claimed.len(), 1);
     assert_eq!(claimed[0].id.to_string(), id);
-    let token = claimed[0].lock.clone().unwrap().token;
     let outcomes = redis
-        .complete_many(
-            vec![Completion {
-                id: id.clone(),
-                token,
-                result: "7".into(),
-            }],
-            T + 1,
-        )
+        .complete_many(vec![completion(&claimed[0], "7")], T + 1)
         .await
         .unwrap();
     assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");

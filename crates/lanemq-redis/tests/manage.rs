@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{backend, job, raw, store_field, stored_field, Server, T};
+use common::{backend, completion, job, raw, store_field, stored_field, Server, T};
 use lanemq_core::jobs::{Completion, Failure, FinishedResult, Job, JobState, NewJob, MAX_PRIORITY};
 use lanemq_core::CoreError;
 use lanemq_redis::RedisBackend;
@@ -27,14 +27,7 @@ async fn get(redis: &RedisBackend, id: &str) -> Job {
 /// Claims `n` jobs and completes them at `now`; returns their ids.
 async fn complete(redis: &RedisBackend, n: usize, now: u64) -> Vec<String> {
     let claimed = redis.claim("w", LEASE, n, now).await.unwrap();
-    let done = claimed
-        .iter()
-        .map(|j| Completion {
-            id: j.id.to_string(),
-            token: j.lock.clone().unwrap().token,
-            result: "\"ok\"".into(),
-        })
-        .collect();
+    let done = claimed.iter().map(|j| completion(j, "\"ok\"")).collect();
     let outcomes = redis.complete_many(done, now).await.unwrap();
     assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
     claimed.iter().map(|j| j.id.to_string()).collect()
@@ -392,11 +385,7 @@ async fn a_null_result_is_not_stored_and_reads_back_as_null() {
     let done = claimed
         .iter()
         .zip(["null", "7"])
-        .map(|(j, result)| Completion {
-            id: j.id.to_string(),
-            token: j.lock.clone().unwrap().token,
-            result: result.into(),
-        })
+        .map(|(j, result)| completion(j, result))
         .collect();
     let outcomes = redis.complete_many(done, T).await.unwrap();
     assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");

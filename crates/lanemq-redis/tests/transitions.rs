@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{backend, job, raw, Server, T};
+use common::{backend, completion, job, raw, Server, T};
 use lanemq_core::jobs::{Completion, JobState, Retention};
 
 #[tokio::test]
@@ -50,14 +50,7 @@ async fn complete_is_fenced_and_retention_applies() {
     assert!(claimed
         .iter()
         .all(|j| j.state == JobState::Active && j.attempts_made == 1));
-    let done: Vec<Completion> = claimed
-        .iter()
-        .map(|j| Completion {
-            id: j.id.to_string(),
-            token: j.lock.clone().unwrap().token,
-            result: "42".into(),
-        })
-        .collect();
+    let done: Vec<Completion> = claimed.iter().map(|j| completion(j, "42")).collect();
     let stale = Completion {
         id: "welcome:ops".into(),
         token: "stale".into(),
@@ -125,16 +118,8 @@ async fn job_field_hashes_are_hash_tables_from_the_first_job() {
         .await
         .unwrap();
     let claimed = redis.claim("w", 1000, 1, T).await.unwrap();
-    let token = claimed[0].lock.clone().unwrap().token;
     redis
-        .complete_many(
-            vec![Completion {
-                id: claimed[0].id.to_string(),
-                token,
-                result: "null".into(),
-            }],
-            T,
-        )
+        .complete_many(vec![completion(&claimed[0], "null")], T)
         .await
         .unwrap();
     let mut connection = raw(&server).await;

@@ -6,7 +6,7 @@ mod common;
 
 use std::io::ErrorKind;
 
-use common::{backend, job, raw, Server, T};
+use common::{backend, completion, job, raw, Server, T};
 use lanemq_core::jobs::{Completion, JobBackend, JobState, Settled, Wire, WireCall, WireCalls};
 use lanemq_core::CoreError;
 use lanemq_redis::{RedisBackend, RedisJobBackend};
@@ -100,13 +100,7 @@ async fn the_hot_calls_on_a_wire_do_what_the_ordinary_calls_do() {
         claimed[0].id, added.id,
         "the first added, priority 0, goes first"
     );
-    let token = claimed[0].lock.as_ref().expect("locked").token.clone();
-
-    let finish = vec![Completion {
-        id: added.id.to_string(),
-        token,
-        result: "7".into(),
-    }];
+    let finish = vec![completion(&claimed[0], "7")];
     let call = wired(&queue)
         .complete_and_claim(finish, "w".into(), 30_000, 5, T + 2)
         .unwrap();
@@ -118,11 +112,7 @@ async fn the_hot_calls_on_a_wire_do_what_the_ordinary_calls_do() {
 
     let items = next
         .iter()
-        .map(|job| Completion {
-            id: job.id.to_string(),
-            token: job.lock.as_ref().unwrap().token.clone(),
-            result: "null".into(),
-        })
+        .map(|job| completion(job, "null"))
         .chain([Completion {
             id: added.id.to_string(),
             token: "stale".into(),

@@ -7,7 +7,7 @@ use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use lanemq_core::jobs::{JobOptions, NewJob};
+use lanemq_core::jobs::{Completion, Job, JobOptions, NewJob};
 use lanemq_redis::RedisBackend;
 
 /// A fixed clock for tests (ms since the epoch).
@@ -21,6 +21,15 @@ pub fn job(name: &str, f: impl FnOnce(&mut JobOptions)) -> NewJob {
         name: name.into(),
         data: "null".into(),
         options,
+    }
+}
+
+/// The completion of claimed `job` (with its lock's token) with `result` (JSON text).
+pub fn completion(job: &Job, result: &str) -> Completion {
+    Completion {
+        id: job.id.to_string(),
+        token: job.lock.as_ref().expect("a claimed job").token.clone(),
+        result: result.into(),
     }
 }
 

@@ -22,4 +22,3 @@ pub use backend::RedisBackend;
 pub use connect::{connect, describe, Connection, EvictionPolicy};
 pub use contract::RedisJobBackend;
 pub use keys::Keys;
-pub use wire::RedisWire;

@@ -173,7 +173,7 @@ impl Wire for RedisWire {
 }
 
 /// The length of the first whole RESP2 reply in `bytes`, `None` while it is incomplete.
-pub fn frame(bytes: &[u8]) -> Result<Option<usize>, String> {
+pub(crate) fn frame(bytes: &[u8]) -> Result<Option<usize>, String> {
     reply_end(bytes, 0)
 }
 

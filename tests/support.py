@@ -29,6 +29,18 @@ async def wait_until(
         await asyncio.sleep(0.002)
 
 
+async def eventually(
+    check: Callable[[], Awaitable[bool]], what: str, timeout: float = CHILD_WAIT
+) -> None:
+    """Awaits ``check`` until it is true; fails the test after ``timeout`` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not await check():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
 async def collect(sub: Subscription) -> list[Event]:
     """Closes ``sub`` and returns the events still buffered in it."""
     sub.close()

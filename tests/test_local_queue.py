@@ -14,14 +14,14 @@ import signal
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from lanemq import ConfigError, FlowJob, Job, JobWorker, LocalJobQueue, StorageError
-from support import Spawn, race_shared_workers, shared_worker
+from support import Spawn, eventually, race_shared_workers, shared_worker
 
 WAIT = 10.0  # upper bound for anything awaited in a test; never reached when things work
 
@@ -78,16 +78,6 @@ def _view(job: Job) -> dict[str, Any]:
         "failed_reason": job.failed_reason,
         "stacktrace": job.stacktrace,
     }
-
-
-async def _eventually(
-    check: Callable[[], Awaitable[bool]], what: str, timeout: float = WAIT
-) -> None:
-    deadline = time.monotonic() + timeout
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 # ------------------------------------------------------------------ scenario 40: reopen
@@ -449,7 +439,7 @@ async def test_jobs_of_a_killed_worker_process_are_recovered(tmp_path: Path, spa
     async def all_active() -> bool:
         return (await queue.get_job_counts("active"))["active"] == 5
 
-    await _eventually(all_active, "the child to hold 5 jobs")
+    await eventually(all_active, "the child to hold 5 jobs")
     # Past one lease: the live child renews across processes, so nothing is stalled yet.
     await asyncio.sleep(1.4)
     assert await queue.recover_stalled() == ([], [])
@@ -471,7 +461,7 @@ async def test_jobs_of_a_killed_worker_process_are_recovered(tmp_path: Path, spa
         async def all_completed() -> bool:
             return (await queue.get_job_counts("completed"))["completed"] == 5
 
-        await _eventually(all_completed, "the recovered jobs to complete")
+        await eventually(all_completed, "the recovered jobs to complete")
     took = time.monotonic() - started
     assert took < 5.0, f"recovery took {took:.2f}s with lease 1.0s and stalled_interval 0.2s"
     assert sorted(stalled) == sorted(ids)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,22 +30,12 @@ from lanemq import (
     StorageError,
 )
 from redis_support import MakeServer, Resp, address, free_port
-from support import Spawn, race_shared_workers, redis_prefix, shared_worker
+from support import Spawn, eventually, race_shared_workers, redis_prefix, shared_worker
 
 WAIT = 10.0  # upper bound for anything awaited in a test; never reached when things work
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-async def _eventually(
-    check: Callable[[], Awaitable[bool]], what: str, timeout: float = WAIT
-) -> None:
-    deadline = time.monotonic() + timeout
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 def _glob_escape(text: str) -> str:
@@ -196,7 +185,7 @@ async def test_jobs_of_a_sigkilled_worker_process_are_recovered(
     async def all_active() -> bool:
         return (await queue.get_job_counts("active"))["active"] == 5
 
-    await _eventually(all_active, "the child to hold 5 jobs")
+    await eventually(all_active, "the child to hold 5 jobs")
     # Past one lease: the live child renews its leases, so nothing is stalled yet.
     await asyncio.sleep(1.3)
     assert await queue.recover_stalled() == ([], [])
@@ -219,7 +208,7 @@ async def test_jobs_of_a_sigkilled_worker_process_are_recovered(
             async def all_completed() -> bool:
                 return (await queue.get_job_counts("completed"))["completed"] == 5
 
-            await _eventually(all_completed, "the recovered jobs to complete")
+            await eventually(all_completed, "the recovered jobs to complete")
         took = time.monotonic() - started
         assert took < 5.0, f"recovery took {took:.2f}s with lease 1.0s and stalled_interval 0.2s"
         assert sorted(stalled) == sorted(ids)
@@ -468,7 +457,7 @@ async def test_worker_resumes_after_the_server_restarts(own_redis: MakeServer) -
                 )
             return (await fresh.get_job_counts("completed"))["completed"] == len(after)
 
-        await _eventually(all_completed, "the worker to resume after the restart", 8.0)
+        await eventually(all_completed, "the worker to resume after the restart", 8.0)
         for job in after:
             assert (await fresh.finished_result(job.id)).value == {"n": job.data["n"]}
         assert not running.done()

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from lanemq import Job, JobWorker, RedisJobQueue
 from redis_support import MakeServer, Resp
-from support import redis_prefix
+from support import eventually, redis_prefix
 
 WAIT = 10.0  # upper bound for anything awaited in a test; never reached when things work
 
@@ -55,10 +55,11 @@ async def test_hot_calls_take_a_connection_of_their_own_and_a_new_one_once_it_is
         # connection the server drops; once it has, calls go on (the ordinary way) while a
         # new wire opens in the background, and then take that.
         await asyncio.sleep(0.05)
-        deadline = asyncio.get_running_loop().time() + WAIT
-        while await wire_after_an_add_and_a_count() in (None, first):
-            assert asyncio.get_running_loop().time() < deadline, "no new wire"
-            await asyncio.sleep(0.05)
+
+        async def a_new_wire() -> bool:
+            return await wire_after_an_add_and_a_count() not in (None, first)
+
+        await eventually(a_new_wire, "a new wire to take the adds", WAIT)
         counts = await queue.get_job_counts("waiting")
         assert counts["waiting"] >= 3
     finally:
@@ -161,15 +162,17 @@ async def test_a_call_in_flight_when_the_server_dies_fails_as_a_connection_error
     assert f"127.0.0.1:{server.port}" in str(raised.value)
 
     server.start()  # same port, empty: the library is gone too
-    deadline = asyncio.get_running_loop().time() + WAIT
-    while True:
+    added: list[Job] = []
+
+    async def added_again() -> bool:
         try:
-            job = await queue.add("after", {"n": 2})
-            break
+            added.append(await queue.add("after", {"n": 2}))
         except ConnectionError:
-            if asyncio.get_running_loop().time() > deadline:
-                raise
-            await asyncio.sleep(0.05)
+            return False
+        return True
+
+    await eventually(added_again, "an add to succeed after the restart", WAIT)
+    job = added[0]
     more = [await queue.add("after", {"n": n}) for n in range(3, 23)]
     assert [j.data["n"] for j in more] == list(range(3, 23))
     counts = await queue.get_job_counts("waiting")

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use lanemq_core::jobs::{
     wall_clock_ms, BoxFuture, Completion, FailOutcome, Failure, FinishedResult, JobBackend,
-    JobState, LocalBackend, NewJob, StoreConfig, Template, WireCall, WireCalls,
+    JobState, LocalBackend, NewJob, StoreConfig, Template, WireCalls,
 };
 use lanemq_core::{CoreError, CoreResult};
 use lanemq_redis::{RedisBackend, RedisJobBackend};
@@ -53,24 +53,6 @@ impl JobQueueCore {
             return Ok(None);
         };
         Ok(wired.link(py)?.map(|link| (wired, link)))
-    }
-}
-
-/// Sends a prepared wire call; a call refused before it was prepared raises when awaited, as
-/// the ordinary call would.
-fn on_wire<'py, T, U, F>(
-    link: &Bound<'py, WireLink>,
-    call: CoreResult<WireCall<T>>,
-    convert: F,
-) -> PyResult<Bound<'py, PyAny>>
-where
-    T: Send + 'static,
-    U: for<'a> IntoPyObject<'a> + Send + 'static,
-    F: FnOnce(T) -> PyResult<U> + Send + 'static,
-{
-    match call {
-        Ok(call) => WireLink::call(link, call, convert),
-        Err(error) => ready::already(link.py(), Err(to_py(error))),
     }
 }
 
@@ -284,7 +266,7 @@ impl JobQueueCore {
         let job = new_job(name, data, options);
         let convert = |(job, created)| Ok((JobRecord::from(job), created));
         if let Some((wired, link)) = self.link(py)? {
-            return on_wire(&link, wired.calls.add(job, now), convert);
+            return WireLink::call(&link, wired.calls.add(job, now), convert);
         }
         self.resolve(py, self.backend.add(job, now), convert)
     }
@@ -303,7 +285,7 @@ impl JobQueueCore {
                 .collect::<Vec<_>>())
         };
         if let Some((wired, link)) = self.link(py)? {
-            return on_wire(&link, wired.calls.add_bulk(jobs, now), convert);
+            return WireLink::call(&link, wired.calls.add_bulk(jobs, now), convert);
         }
         self.resolve(py, self.backend.add_bulk(jobs, now), convert)
     }
@@ -318,7 +300,7 @@ impl JobQueueCore {
     ) -> PyResult<Bound<'py, PyAny>> {
         if let Some((wired, link)) = self.link(py)? {
             let call = wired.calls.claim(worker_id, lease, max_jobs, now);
-            return on_wire(&link, call, records);
+            return WireLink::call(&link, call, records);
         }
         self.resolve(
             py,
@@ -383,7 +365,7 @@ impl JobQueueCore {
             .collect();
         let convert = move |outcomes| Ok(refusals(ids, outcomes));
         if let Some((wired, link)) = self.link(py)? {
-            return on_wire(&link, wired.calls.complete_many(items, now), convert);
+            return WireLink::call(&link, wired.calls.complete_many(items, now), convert);
         }
         self.resolve(py, self.backend.complete_many(items, now), convert)
     }
@@ -409,7 +391,7 @@ impl JobQueueCore {
             let call = wired
                 .calls
                 .complete_and_claim(items, worker_id, lease, max_jobs, now);
-            return on_wire(&link, call, convert);
+            return WireLink::call(&link, call, convert);
         }
         let future = self
             .backend
@@ -430,7 +412,7 @@ impl JobQueueCore {
         let convert =
             |mut outcomes: Vec<CoreResult<()>>| outcomes.pop().unwrap_or(Ok(())).map_err(to_py);
         if let Some((wired, link)) = self.link(py)? {
-            return on_wire(&link, wired.calls.complete_many(items, now), convert);
+            return WireLink::call(&link, wired.calls.complete_many(items, now), convert);
         }
         self.resolve(py, self.backend.complete_many(items, now), convert)
     }

@@ -255,10 +255,11 @@ impl WireLink {
         state.wire.is_some() && !state.closing
     }
 
-    /// Sends `call`; awaits its outcome, converted by `convert`.
+    /// Sends `call`; awaits its outcome, converted by `convert`. A call refused before it was
+    /// made raises when awaited, as the ordinary call would.
     pub fn call<'py, T, U, F>(
         slf: &Bound<'py, Self>,
-        call: WireCall<T>,
+        call: CoreResult<WireCall<T>>,
         convert: F,
     ) -> PyResult<Bound<'py, PyAny>>
     where
@@ -267,6 +268,10 @@ impl WireLink {
         F: FnOnce(T) -> PyResult<U> + Send + 'static,
     {
         let py = slf.py();
+        let call = match call {
+            Ok(call) => call,
+            Err(error) => return ready::already(py, Err(to_py(error))),
+        };
         let link = slf.get();
         let future = link.event_loop.bind(py).call_method0("create_future")?;
         let resolve = resolver(call.settle, convert);

@@ -1,8 +1,9 @@
 //! Calls on a connection that the caller's event loop drives.
 //!
 //! A backend's ordinary calls run on the tokio runtime, which costs an awaited call two thread
-//! hand-offs (to the runtime and back to the event loop). On a machine of two cores that is
-//! about 70 us of a ~140 us round trip (`benches/round_trip.py`). A backend that can also speak
+//! hand-offs (to the runtime and back to the event loop). On a machine of two cores a bare
+//! round trip that way took 93-144 us, against 53-66 us on a socket the loop watches itself
+//! (`benches/round_trip.py` has the latter). A backend that can also speak
 //! over a plain non-blocking socket offers `WireCalls`: each call comes back as the request's
 //! bytes and a function that reads its reply. The bindings write the request from the caller's
 //! thread, the event loop reads the socket when it is readable, and replies are matched to

@@ -12,6 +12,7 @@ mod flows;
 mod keys;
 mod manage;
 mod reads;
+mod resp;
 mod schedulers;
 mod scripts;
 mod waits;

@@ -1,5 +1,5 @@
 //! `RedisWire`: a plain non-blocking socket to the server for calls an event loop drives (see
-//! `lanemq_core::jobs::Wire`), and the RESP framing that splits its replies.
+//! `lanemq_core::jobs::Wire`). `resp` splits its replies and decodes them.
 //!
 //! It speaks RESP2, which a connection gets until it says HELLO: the replies of our scripts
 //! are the same in both. TLS is left to the ordinary connection (`open` refuses it).
@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use lanemq_core::jobs::Wire;
 use lanemq_core::{CoreError, CoreResult};
+
+use crate::resp::frame;
 use redis::{ConnectionAddr, ConnectionInfo};
 
 /// How long connecting and the handshake may take.
@@ -169,75 +171,5 @@ impl Wire for RedisWire {
 
     fn frame(&self, buffered: &[u8]) -> Result<Option<usize>, String> {
         frame(buffered)
-    }
-}
-
-/// The length of the first whole RESP2 reply in `bytes`, `None` while it is incomplete.
-pub(crate) fn frame(bytes: &[u8]) -> Result<Option<usize>, String> {
-    reply_end(bytes, 0)
-}
-
-fn reply_end(bytes: &[u8], start: usize) -> Result<Option<usize>, String> {
-    let Some(&kind) = bytes.get(start) else {
-        return Ok(None);
-    };
-    let Some(line) = bytes[start..].windows(2).position(|w| w == b"\r\n") else {
-        return Ok(None);
-    };
-    let line_end = start + line;
-    let after_line = line_end + 2;
-    let count = || -> Result<i64, String> {
-        std::str::from_utf8(&bytes[start + 1..line_end])
-            .ok()
-            .and_then(|t| t.parse().ok())
-            .ok_or_else(|| format!("bad RESP length after {:?}", kind as char))
-    };
-    match kind {
-        b'+' | b'-' | b':' => Ok(Some(after_line)),
-        b'$' => {
-            let len = count()?;
-            if len < 0 {
-                return Ok(Some(after_line));
-            }
-            let end = after_line + len as usize + 2;
-            Ok((bytes.len() >= end).then_some(end))
-        }
-        b'*' => {
-            let len = count()?;
-            let mut at = after_line;
-            for _ in 0..len.max(0) {
-                match reply_end(bytes, at)? {
-                    Some(end) => at = end,
-                    None => return Ok(None),
-                }
-            }
-            Ok(Some(at))
-        }
-        other => Err(format!("unexpected RESP type byte {other:#04x}")),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::frame;
-
-    #[test]
-    fn frames_whole_replies_and_waits_for_the_rest() {
-        let reply = b"*3\r\n$3\r\nabc\r\n*2\r\n:1\r\n$-1\r\n-ERR x\r\n";
-        assert_eq!(frame(reply), Ok(Some(reply.len())));
-        for cut in 0..reply.len() {
-            assert_eq!(frame(&reply[..cut]), Ok(None), "cut at {cut}");
-        }
-        let two = b"+OK\r\n:5\r\n";
-        assert_eq!(frame(two), Ok(Some(5)));
-        assert_eq!(frame(b"*-1\r\n"), Ok(Some(5)));
-        // A bulk string may hold CR LF.
-        assert_eq!(frame(b"$4\r\na\r\nb\r\n"), Ok(Some(10)));
-    }
-
-    #[test]
-    fn refuses_what_is_not_resp2() {
-        assert!(frame(b"%1\r\n").is_err());
-        assert!(frame(b"$x\r\n").is_err());
     }
 }

@@ -15,6 +15,7 @@ use redis::Value;
 use crate::backend::RedisBackend;
 use crate::contract::RedisJobBackend;
 use crate::scripts::{self, LuaScript};
+use crate::resp;
 use crate::wire::RedisWire;
 
 impl RedisJobBackend {
@@ -36,7 +37,7 @@ impl RedisJobBackend {
                 return Settled::Continue(again(ordinary, state));
             };
             let backend = ordinary.backend();
-            match redis::parse_redis_value(bytes).and_then(Value::extract_error) {
+            match resp::decode(bytes).and_then(Value::extract_error) {
                 Ok(value) => decode(backend, value, state),
                 Err(e) if backend.runs_again(&e) => Settled::Continue(again(ordinary, state)),
                 Err(e) => Settled::Done(Err(backend.error(e))),

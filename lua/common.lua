@@ -142,6 +142,14 @@ local function hex(n) return string.format("%014x", n) end
 local ORDER_OFFSET = 4503599627370496
 local function member(order, id) return hex(order + ORDER_OFFSET) .. id end
 
+-- A waiting job's order: `ord`, or its seq where none is written (create_jobs writes one only
+-- when it differs: a big hash's insert fewer per job).
+local function order_of(id)
+  local ord = get("ord", id)
+  if ord then return tonumber(ord) end
+  return num("seq", id)
+end
+
 -- Event ids are the META counter `event`. A script that knows how many events it is about to
 -- write reserves them with one HINCRBY (`reserve_events`); `emit` takes the next reserved id,
 -- or reserves one on the spot.
@@ -285,7 +293,7 @@ local function delete(id)
   local state, seq = tonumber(get("state", id)), num("seq", id)
   local sets = {[WAITING_STATE] = WAITING, [DELAYED_STATE] = DELAYED, [ACTIVE_STATE] = ACTIVE,
     [CHILDREN_STATE] = CHILDREN, [COMPLETED_STATE] = COMPLETED, [FAILED_STATE] = FAILED}
-  if state == WAITING_STATE then redis.call("ZREM", WAITING, member(num("ord", id), id))
+  if state == WAITING_STATE then redis.call("ZREM", WAITING, member(order_of(id), id))
   elseif sets[state] then redis.call("ZREM", sets[state], hex(seq) .. id) end
   for _, field in ipairs(FIELDS) do redis.call("HDEL", F[field], id) end
   redis.call("HDEL", LOGS, id)

@@ -5,10 +5,13 @@
 -- Creates jobs from specs {name, data, opts (JSON), id ("" = automatic), prio (text), lifo,
 -- delay (ms), hold (a flow's parent: waits for its children first)}, validated by the client.
 -- A custom id that exists, or repeats an earlier spec, creates nothing: `duplicated` is
--- emitted and {0, job...} returned; a new job gives {1, id, seq, order}. The jobs are written
+-- emitted and {0, job...} returned; a new job gives {1, id, seq, order}, or nothing when
+-- `compact` (its caller's client derives them: automatic ids and seqs count up from the first
+-- ones, returned second and third, in the specs' order). The jobs are written
 -- a field at a time (one HSET per field for all of them), and their ids, sequence numbers and
--- event ids are reserved with one HINCRBY each.
-local function create_jobs(specs)
+-- event ids are reserved with one HINCRBY each. A new job's order is its seq (negated when
+-- LIFO), so `ord` is written only for LIFO jobs (`order_of`).
+local function create_jobs(specs, compact)
   -- The layout flag, and what wake() and the drained flag need, in one read: nothing here
   -- changes `paused` or `drained`.
   local meta = redis.call("HMGET", META, "layout", "paused", "drained")
@@ -39,12 +42,12 @@ local function create_jobs(specs)
     end
   end
   local next_id = autos > 0 and counter("id", autos) - autos + 1 or 0
-  -- Two sequence numbers per new job: its seq and its place in waiting (to_waiting's order).
-  local next_seq = fresh > 0 and counter("seq", 2 * fresh) - 2 * fresh + 1 or 0
+  local next_seq = fresh > 0 and counter("seq", fresh) - fresh + 1 or 0
+  local first_id, first_seq = next_id, next_seq
   reserve_events(events)
 
   -- Fields at their defaults (priority, attempts, stalls and delay 0, progress 0, no stack
-  -- trace) are not written: an absent field reads as its default, here and in the client's
+  -- trace, the order when it is the seq) are not written: an absent field reads as its default, here and in the client's
   -- decoding (each write is an insert into a big hash, benches/README.md). Every new job has a
   -- pair (id, value) in each of these (at 2c - 1, 2c), delayed jobs in `delays`, jobs with a
   -- priority in `prios` (at p - 1, p). Appending with counters: a push2 call per value cost
@@ -52,7 +55,7 @@ local function create_jobs(specs)
   local names, datas, optss, prios, seqs, created, states, ords, delays = {}, {}, {}, {}, {}, {},
     {}, {}, {}
   local waiting, delayed, held = {}, {}, {}
-  local c, w, d, h, p = 0, 0, 0, 0, 0
+  local c, w, d, h, p, o = 0, 0, 0, 0, 0, 0
   local out = {}
   for k = 1, count do
     local spec = specs[k]
@@ -61,8 +64,9 @@ local function create_jobs(specs)
     else
       local id = spec.id
       if id == "" then id = string.format("%d", next_id); next_id = next_id + 1 end
-      local seq, order = next_seq, next_seq + 1
-      next_seq = next_seq + 2
+      local seq = next_seq
+      local order = seq
+      next_seq = next_seq + 1
       c = c + 1
       local a, b = 2 * c - 1, 2 * c
       names[a] = id; names[b] = spec.name
@@ -82,7 +86,6 @@ local function create_jobs(specs)
         held[h - 1] = NOW_TEXT; held[h] = hex(seq) .. id
         emit("waiting-children", id)
       elseif spec.delay > 0 then
-        order = seq
         local due = int(NOW + spec.delay)
         states[b] = DELAYED_TEXT
         d = d + 2
@@ -90,14 +93,17 @@ local function create_jobs(specs)
         delayed[d - 1] = due; delayed[d] = hex(seq) .. id
         emit("delayed", id, "delay", due)
       else
-        if spec.lifo then order = -order end
+        if spec.lifo then
+          order = -seq
+          o = o + 2
+          ords[o - 1] = id; ords[o] = string.format("%d", order)
+        end
         states[b] = WAITING_TEXT
         w = w + 2
         waiting[w - 1] = spec.prio; waiting[w] = member(order, id)
         emit("waiting", id)
       end
-      ords[a] = id; ords[b] = string.format("%d", order)
-      out[k] = {1, id, seq, order}
+      if not compact then out[k] = {1, id, seq, order} end
     end
   end
 
@@ -122,7 +128,7 @@ local function create_jobs(specs)
   if meta[2] ~= "1" and (w > 0 or d > 0) then
     redis.call("ZADD", MARKER, "LT", w > 0 and "0" or delayed[1], "w")
   end
-  return out
+  return out, first_id, first_seq
 end
 
 -- A spec from a job's options JSON (a keep_last job stored on a dedup key).

@@ -19,7 +19,7 @@ local opts = with_option(get("opts", id), "%d+", "priority", priority)
 set("opts", id, with_option(opts, "%a+", "lifo", lifo and "true" or "false"))
 set("prio", id, priority)
 if tonumber(state) == WAITING_STATE then
-  redis.call("ZREM", WAITING, member(num("ord", id), id))
+  redis.call("ZREM", WAITING, member(order_of(id), id))
   to_waiting(id, false, lifo)
 end
 return {"ok"}

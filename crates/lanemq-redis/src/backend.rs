@@ -247,13 +247,18 @@ impl RedisBackend {
         Ok(args)
     }
 
-    /// The jobs the add script's `reply` reports, each with whether it was created.
+    /// The jobs the add script's `reply` reports, each with whether it was created: the compact
+    /// reply (`decode::added_compact`) or one entry per job.
     pub(crate) fn added(
         reply: Value,
         jobs: Vec<NewJob>,
         now: Millis,
     ) -> CoreResult<Vec<(Job, bool)>> {
-        items(reply)?
+        let reply = items(reply)?;
+        if matches!(reply.first(), Some(Value::Int(_))) {
+            return decode::added_compact(reply, jobs, now);
+        }
+        reply
             .into_iter()
             .zip(jobs)
             .map(|(entry, new)| {

@@ -1,5 +1,6 @@
 //! Script replies as core types.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use lanemq_core::jobs::{Job, JobOptions, JobState, Lock, Millis, NewJob};
@@ -36,6 +37,61 @@ pub fn added(new: NewJob, id: &str, (seq, order): (&str, &str), hold: bool, now:
     let place = (seq.parse().unwrap_or(0), order.parse().unwrap_or(0));
     let (name, data) = (Arc::from(new.name), Arc::from(new.data));
     Job::added(Arc::from(id), name, data, new.options, place, hold, now)
+}
+
+/// The jobs of `add-36.lua`'s compact reply: the first automatic id, the first seq, then
+/// (position from 1, `{0, job...}`) for each job that existed. The new jobs take automatic ids
+/// and seqs counting up from the first ones, in order, as `create_jobs` gives them; a new job's
+/// order is its seq, negated when LIFO and not delayed.
+pub fn added_compact(
+    reply: Vec<Value>,
+    jobs: Vec<NewJob>,
+    now: Millis,
+) -> CoreResult<Vec<(Job, bool)>> {
+    let short = || bad("a short compact add reply");
+    let mut reply = reply.into_iter();
+    let mut int = |what| {
+        reply
+            .next()
+            .as_ref()
+            .and_then(number)
+            .ok_or_else(|| bad(what))
+    };
+    let (mut auto_id, mut seq) = (int("first id")?, int("first seq")?);
+    let mut existed = HashMap::new();
+    while let Some(position) = reply.next() {
+        let position = number(&position).ok_or_else(|| bad("an existing job's position"))?;
+        existed.insert(position, reply.next().ok_or_else(short)?);
+    }
+    let jobs: Vec<(Job, bool)> = jobs
+        .into_iter()
+        .enumerate()
+        .map(|(index, new)| {
+            if let Some(entry) = existed.remove(&(index as i64 + 1)) {
+                let stored = items(entry)?.into_iter().nth(1).ok_or_else(short)?;
+                return Ok((job(stored)?, false));
+            }
+            let id: Arc<str> = match new.options.job_id.as_deref() {
+                Some(id) if !id.is_empty() => Arc::from(id),
+                _ => {
+                    auto_id += 1;
+                    Arc::from((auto_id - 1).to_string())
+                }
+            };
+            let lifo = new.options.lifo && new.options.delay == 0;
+            let place = (seq as u64, if lifo { -seq } else { seq });
+            seq += 1;
+            let (name, data) = (Arc::from(new.name), Arc::from(new.data));
+            Ok((
+                Job::added(id, name, data, new.options, place, false, now),
+                true,
+            ))
+        })
+        .collect::<CoreResult<_>>()?;
+    if !existed.is_empty() {
+        return Err(bad("an existing job past the batch"));
+    }
+    Ok(jobs)
 }
 
 /// A job from `claim-36.lua`'s reply: the stored fields it returns, then the token; the lock,
@@ -100,7 +156,8 @@ pub fn job(value: Value) -> CoreResult<Job> {
         data: Arc::from(string(2)),
         state,
         priority: int(5) as u32,
-        order: int(6),
+        // A job's order is its seq unless written (`order_of` in lua/common.lua).
+        order: number(&v[6]).unwrap_or(int(7)),
         seq: int(7) as u64,
         created_at: int(8) as Millis,
         delay_until: int(9) as Millis,

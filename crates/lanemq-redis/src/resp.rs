@@ -69,7 +69,9 @@ fn value(bytes: &[u8], at: &mut usize) -> Option<Value> {
     *at = start + line.len() + 2;
     match kind {
         b'+' if line == b"OK" => Some(Value::Okay),
-        b'+' => Some(Value::SimpleString(std::str::from_utf8(line).ok()?.to_owned())),
+        b'+' => Some(Value::SimpleString(
+            std::str::from_utf8(line).ok()?.to_owned(),
+        )),
         b':' => Some(Value::Int(number(line)?)),
         b'$' => {
             let Ok(len) = usize::try_from(number(line)?) else {

@@ -14,8 +14,8 @@ use redis::Value;
 
 use crate::backend::RedisBackend;
 use crate::contract::RedisJobBackend;
-use crate::scripts::{self, LuaScript};
 use crate::resp;
+use crate::scripts::{self, LuaScript};
 use crate::wire::RedisWire;
 
 impl RedisJobBackend {

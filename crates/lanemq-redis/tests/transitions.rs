@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{backend, completion, job, raw, Server, T};
+use common::{backend, completion, job, raw, stored_field, Server, T};
 use lanemq_core::jobs::{Completion, JobState, Retention};
 
 #[tokio::test]
@@ -33,6 +33,94 @@ async fn claims_in_priority_then_fifo_order_with_zero_first_and_lifo_newest_firs
         .map(|j| j.name.to_string())
         .collect();
     assert_eq!(order, ["lifo", "none-a", "none-b", "p1", "p5"]);
+}
+
+/// The add reply leaves new jobs' ids, seqs and orders for the client to derive, and `ord` is
+/// stored only where it differs from `seq` (LIFO): what add returns must be what was stored,
+/// and jobs of both kinds must leave `waiting` when removed, reprioritised or rescheduled.
+#[tokio::test]
+async fn added_jobs_match_what_was_stored_and_leave_waiting_cleanly() {
+    let server = Server::start(&[]);
+    let redis = backend(&server).await;
+    let first = redis
+        .add_bulk(
+            vec![job("taken", |o| o.job_id = Some("c1".into()))],
+            T,
+            1 << 20,
+        )
+        .await
+        .unwrap();
+    let batch = vec![
+        job("auto-1", |_| {}),
+        job("custom", |o| o.job_id = Some("c2".into())),
+        job("exists", |o| o.job_id = Some("c1".into())),
+        job("auto-2", |o| o.lifo = true),
+        job("again", |o| o.job_id = Some("c2".into())),
+        job("auto-3", |o| o.delay = 500),
+        job("auto-4", |o| (o.lifo, o.delay) = (true, 500)),
+        job("auto-5", |o| o.priority = 3),
+        job("auto-6", |o| (o.lifo, o.priority) = (true, 3)),
+    ];
+    let added = redis.add_bulk(batch, T, 1 << 20).await.unwrap();
+    let created: Vec<bool> = added.iter().map(|(_, created)| *created).collect();
+    assert_eq!(
+        created,
+        [true, true, false, true, false, true, true, true, true]
+    );
+    assert_eq!(added[2].0.name.as_ref(), "taken");
+    assert_eq!(added[4].0.name.as_ref(), "custom");
+    let ids: Vec<&str> = added.iter().map(|(job, _)| job.id.as_ref()).collect();
+    assert_eq!(ids, ["1", "c2", "c1", "2", "c2", "3", "4", "5", "6"]);
+    let mut seqs = vec![first[0].0.seq];
+    for (job, _) in &added {
+        let stored = redis.get_job(&job.id).await.unwrap().unwrap();
+        let shape = |j: &lanemq_core::jobs::Job| {
+            (
+                j.name.clone(),
+                j.state,
+                j.seq,
+                j.order,
+                j.priority,
+                j.delay_until,
+            )
+        };
+        assert_eq!(shape(job), shape(&stored), "job {}", job.id);
+        if !seqs.contains(&job.seq) {
+            seqs.push(job.seq);
+        }
+    }
+    // One seq per new job, counting up; FIFO orders are the seq, LIFO ones its negation.
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
+    assert_eq!(added[0].0.order, added[0].0.seq as i64);
+    assert_eq!(added[3].0.order, -(added[3].0.seq as i64));
+    assert_eq!(
+        added[6].0.order, added[6].0.seq as i64,
+        "a delayed job keeps its seq"
+    );
+    assert_eq!(stored_field(&server, "ord", "1").await, None);
+    let lifo_order = stored_field(&server, "ord", "2").await;
+    assert_eq!(lifo_order, Some(added[3].0.order.to_string()));
+    for id in ["1", "2"] {
+        redis.remove(id.into(), T).await.unwrap();
+    }
+    redis.update_priority("5".into(), 1, true).await.unwrap();
+    redis.update_priority("6".into(), 1, false).await.unwrap();
+    redis.reschedule("c1".into(), T + 100, T).await.unwrap();
+    let waiting: Vec<String> = redis
+        .claim("w", 1000, 10, T)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|j| j.id.to_string())
+        .collect();
+    assert_eq!(waiting, ["c2", "5", "6"]);
+    let mut raw = raw(&server).await;
+    let left: usize = redis::cmd("ZCARD")
+        .arg("lanemq:{test}:waiting")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(left, 0, "nothing stale left in waiting");
 }
 
 #[tokio::test]

@@ -144,7 +144,7 @@ class JobQueue:
         (`Dedup`) that is held, which returns the job holding it."""
         opts = _options(options, option_keywords)
         body = _json.dumps_data(data, name)
-        record, _ = await self._core.add(name, body, opts, _now(now))
+        record = await self._core.add(name, body, opts, _now(now))
         return Job(self, record)
 
     async def add_bulk(self, jobs: Iterable[Sequence[Any]], *, now: int | None = None) -> list[Job]:
@@ -162,7 +162,7 @@ class JobQueue:
                 raise TypeError(f"job #{index}: expected (name, data[, options]), got {item!r}")
             items.append((name, _json.dumps_data(data, name, index), opts))
         added = await self._core.add_bulk(items, _now(now))
-        return [Job(self, record) for record, _ in added]
+        return [Job(self, record) for record in added]
 
     # ------------------------------------------------------------------ flows
 

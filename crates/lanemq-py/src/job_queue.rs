@@ -253,7 +253,8 @@ impl JobQueueCore {
         self.resolve(py, self.backend.remove_unprocessed_children(id, now), Ok)
     }
 
-    /// Adds a job: awaits (record, created).
+    /// Adds a job: awaits its record (the existing job's, where its custom id or dedup key was
+    /// taken).
     #[pyo3(signature = (name, data, options, now))]
     fn add<'py>(
         &self,
@@ -264,7 +265,7 @@ impl JobQueueCore {
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
         let job = new_job(name, data, options);
-        let convert = |(job, created)| Ok((JobRecord::from(job), created));
+        let convert = |(job, _)| Ok(JobRecord::from(job));
         if let Some((wired, link)) = self.link(py)? {
             return WireLink::call(&link, wired.calls.add(job, now), convert);
         }
@@ -281,7 +282,7 @@ impl JobQueueCore {
         let convert = |added: Vec<(lanemq_core::jobs::Job, bool)>| {
             Ok(added
                 .into_iter()
-                .map(|(job, created)| (JobRecord::from(job), created))
+                .map(|(job, _)| JobRecord::from(job))
                 .collect::<Vec<_>>())
         };
         if let Some((wired, link)) = self.link(py)? {

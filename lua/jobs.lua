@@ -338,7 +338,9 @@ local function complete_jobs(ids, tokens, results)
       out[i] = refused
     else
       seen[id] = true
-      need_chain(opts[i])
+      -- Default options (stored as "{}", an interned string: the test is a pointer compare)
+      -- name no parent, dedup key, retention or scheduler: their checks are skipped.
+      if opts[i] ~= "{}" then need_chain(opts[i]) end
       out[i] = 0
       n = n + 1
       done[n] = i
@@ -393,15 +395,17 @@ local function complete_jobs(ids, tokens, results)
     local parents = 0
     for k = 1, n do
       local json = opts[done[k]]
-      dedup_on_finish(finished[k], json)
-      -- Most jobs keep everything (the default, left out of the JSON, or an older job's
-      -- explicit keep_all): skip decoding their options.
-      if string.find(json, '"remove_on_complete":', 1, true)
-          and not string.find(json, '"remove_on_complete":"keep_all"', 1, true) then
-        retain(COMPLETED, cjson.decode(json).remove_on_complete, finished[k])
+      if json ~= "{}" then
+        dedup_on_finish(finished[k], json)
+        -- Most jobs keep everything (the default, left out of the JSON, or an older job's
+        -- explicit keep_all): skip decoding their options.
+        if string.find(json, '"remove_on_complete":', 1, true)
+            and not string.find(json, '"remove_on_complete":"keep_all"', 1, true) then
+          retain(COMPLETED, cjson.decode(json).remove_on_complete, finished[k])
+        end
+        -- As parent_of does: only options naming a parent may have one.
+        if string.find(json, '"parent":{', 1, true) then parents = parents + 1 end
       end
-      -- As parent_of does: only options naming a parent may have one.
-      if string.find(json, '"parent":{', 1, true) then parents = parents + 1 end
     end
     if parents > 0 then
       for k = 1, n do
@@ -485,6 +489,12 @@ local function claim_jobs(worker, lease, max_jobs, seed)
       -- A token is the job's member prefix, ".", the seed and "-<n>": complete_jobs takes the
       -- member from it (so the prefix must stay 14 characters followed by a ".").
       local dot_seed = "." .. seed
+      -- Jobs tried before (attempts stored), the only ones that may have a stall count,
+      -- progress, reason or trace: edit-36.lua stores attempts 0 with a progress or trace set
+      -- before the first claim, fail_for_good's reason is cleared or comes with attempts
+      -- before a job waits again, and stalls and failures follow claims. A first claim reads
+      -- none of those four big hashes.
+      local again, again_at, r = {}, {}, 0
       for i = 1, n do
         local id, a, b = ids[i], 2 * i - 1, 2 * i
         local prefix = hex(tonumber(seqs[i]))
@@ -493,6 +503,8 @@ local function claim_jobs(worker, lease, max_jobs, seed)
         if before then
           tried_n = tonumber(before) + 1
           tried_text = string.format("%d", tried_n)
+          r = r + 1
+          again[r] = id; again_at[r] = i
         end
         attempts[i] = tried_n
         tokens[a] = id; tokens[b] = prefix .. dot_seed .. token_suffix(i)
@@ -509,9 +521,19 @@ local function claim_jobs(worker, lease, max_jobs, seed)
       reserve_events(n)
       for i = 1, n do emit("active", ids[i], "prev", "waiting") end
       local name, data, opts = mget("name", ids), mget("data", ids), mget("opts", ids)
-      local created, delay, stalled = mget("created", ids), mget("delay", ids), mget("stalled", ids)
-      local progress, reason, trace = mget("progress", ids), mget("reason", ids),
-        mget("trace", ids)
+      local created, delay = mget("created", ids), mget("delay", ids)
+      local stalled, progress, reason, trace = {}, {}, {}, {}
+      for i = 1, n do
+        stalled[i] = false; progress[i] = false; reason[i] = false; trace[i] = false
+      end
+      if r > 0 then
+        local s, p, f, t = mget("stalled", again), mget("progress", again),
+          mget("reason", again), mget("trace", again)
+        for k = 1, r do
+          local i = again_at[k]
+          stalled[i] = s[k]; progress[i] = p[k]; reason[i] = f[k]; trace[i] = t[k]
+        end
+      end
       for i = 1, n do
         claimed[i] = {ids[i], name[i], data[i], opts[i], prio[i], ord[i], seqs[i], created[i],
           delay[i], attempts[i], stalled[i], progress[i], reason[i], trace[i], tokens[2 * i]}
@@ -520,7 +542,7 @@ local function claim_jobs(worker, lease, max_jobs, seed)
       -- claims the occurrence it produced. Only options naming a scheduler are decoded.
       for i = 1, n do
         local json = opts[i]
-        if string.find(json, '"scheduler"', 1, true) then
+        if json ~= "{}" and string.find(json, '"scheduler"', 1, true) then
           local key = cjson.decode(json).scheduler
           if type(key) == "string" then scheduler_on_claim(key, ids[i]) end
         end

@@ -123,6 +123,35 @@ async fn added_jobs_match_what_was_stored_and_leave_waiting_cleanly() {
     assert_eq!(left, 0, "nothing stale left in waiting");
 }
 
+/// A first claim reads no stall count, progress, reason or trace (claim_jobs): a job given
+/// progress or a stack trace before its first claim must still carry them when claimed.
+#[tokio::test]
+async fn a_first_claim_carries_progress_and_trace_set_while_waiting() {
+    let server = Server::start(&[]);
+    let redis = backend(&server).await;
+    let added = redis
+        .add_bulk(vec![job("edited", |_| {}), job("plain", |_| {})], T, 1 << 20)
+        .await
+        .unwrap();
+    let id = added[0].0.id.to_string();
+    redis
+        .update_progress(id.clone(), "42".into(), T)
+        .await
+        .unwrap();
+    redis
+        .save_stacktrace(id.clone(), vec!["at line 1".into()], Some("noted".into()))
+        .await
+        .unwrap();
+    let claimed = redis.claim("w", 1000, 2, T).await.unwrap();
+    assert_eq!(claimed[0].id.as_ref(), id);
+    assert_eq!(claimed[0].progress.as_ref(), "42");
+    assert_eq!(claimed[0].stacktrace, ["at line 1"]);
+    assert_eq!(claimed[0].failed_reason.as_deref(), Some("noted"));
+    assert_eq!(claimed[0].attempts_made, 1);
+    assert_eq!(claimed[1].progress.as_ref(), "0");
+    assert!(claimed[1].stacktrace.is_empty() && claimed[1].failed_reason.is_none());
+}
+
 #[tokio::test]
 async fn complete_is_fenced_and_retention_applies() {
     let server = Server::start(&[]);

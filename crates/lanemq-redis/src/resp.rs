@@ -1,7 +1,24 @@
-//! RESP2 replies read off a `RedisWire`: where one ends in the bytes read so far (`frame`),
-//! and the value it holds (`decode`).
+//! RESP2 on a `RedisWire`: requests written as arrays of bulk strings (`array`, `bulk`), and
+//! replies: where one ends in the bytes read so far (`frame`), and the value it holds
+//! (`decode`).
 
 use redis::{RedisResult, Value};
+
+/// Starts a request of `len` arguments; each follows as a `bulk`.
+pub(crate) fn array(out: &mut Vec<u8>, len: usize) {
+    out.push(b'*');
+    out.extend_from_slice(len.to_string().as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+/// One argument of a request.
+pub(crate) fn bulk(out: &mut Vec<u8>, arg: &[u8]) {
+    out.push(b'$');
+    out.extend_from_slice(arg.len().to_string().as_bytes());
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(arg);
+    out.extend_from_slice(b"\r\n");
+}
 
 /// The length of the first whole RESP2 reply in `bytes`, `None` while it is incomplete.
 pub(crate) fn frame(bytes: &[u8]) -> Result<Option<usize>, String> {
@@ -102,7 +119,7 @@ fn number(line: &[u8]) -> Option<i64> {
 
 #[cfg(test)]
 mod tests {
-    use super::{decode, frame};
+    use super::{array, bulk, decode, frame};
     use redis::Value;
 
     #[test]
@@ -144,5 +161,20 @@ mod tests {
             assert_eq!(ours, theirs, "{}", String::from_utf8_lossy(reply));
         }
         assert_eq!(decode(b"$-1\r\n").ok(), Some(Value::Nil));
+    }
+
+    #[test]
+    fn writes_requests_as_redis_rs_packs_them() {
+        let args: [&[u8]; 4] = [b"FCALL", b"", b"k\r\n", "\u{e9}t\u{e9}".as_bytes()];
+        let mut ours = Vec::new();
+        array(&mut ours, args.len());
+        for arg in args {
+            bulk(&mut ours, arg);
+        }
+        let mut theirs = redis::cmd("FCALL");
+        for arg in &args[1..] {
+            theirs.arg(*arg);
+        }
+        assert_eq!(ours, theirs.get_packed_command());
     }
 }

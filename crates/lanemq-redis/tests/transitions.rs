@@ -130,7 +130,11 @@ async fn a_first_claim_carries_progress_and_trace_set_while_waiting() {
     let server = Server::start(&[]);
     let redis = backend(&server).await;
     let added = redis
-        .add_bulk(vec![job("edited", |_| {}), job("plain", |_| {})], T, 1 << 20)
+        .add_bulk(
+            vec![job("edited", |_| {}), job("plain", |_| {})],
+            T,
+            1 << 20,
+        )
         .await
         .unwrap();
     let id = added[0].0.id.to_string();

@@ -90,6 +90,14 @@ local function hmget(key, ids)
 end
 -- The field's value for each id.
 local function mget(field, ids) return hmget(F[field], ids) end
+-- A job's options JSON. Default options, "{}", are not stored (create_jobs): an absent value
+-- reads as them. (For a job that does not exist too: callers check its state for that.)
+local function opts_of(id) return redis.call("HGET", F.opts, id) or "{}" end
+local function opts_all(ids)
+  local all = mget("opts", ids)
+  for i = 1, #ids do all[i] = all[i] or "{}" end
+  return all
+end
 -- Appends two items (an id and its value, a score and its member).
 local function push2(list, a, b)
   local n = #list

@@ -23,7 +23,7 @@ end
 -- anything is written.
 local ids = {}
 for i = 3, #ARGV, 8 do ids[#ids + 1] = ARGV[i] end
-local options = mget("opts", ids)
+local options = opts_all(ids)
 if home() then
   for _, opts_json in ipairs(options) do need_chain(opts_json) end
 end

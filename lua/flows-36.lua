@@ -183,7 +183,7 @@ elseif op == "counts" then
   for b, bucket in ipairs(BUCKETS) do out[b + 1] = dep_count(prefix, bucket) end
   return out
 elseif op == "detach" then
-  if get("opts", id) ~= ARGV[5] then return {"retry"} end
+  if opts_of(id) ~= ARGV[5] then return {"retry"} end
   need_chain(ARGV[5])
   set("opts", id, ARGV[6])
   local parent = parent_of(ARGV[5])

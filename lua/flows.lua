@@ -163,7 +163,7 @@ local function apply_in_parent(id, child_key, child_id, outcome, value, policy)
     if waiting then failure = "child " .. child_id .. " failed: " .. value end
   end
   if not (release or failure) then return true end
-  local opts_json = get("opts", id)
+  local opts_json = opts_of(id)
   local opts = cjson.decode(opts_json)
   if failure then
     redis.call("ZREM", CHILDREN, hex(num("seq", id)) .. id)
@@ -205,7 +205,7 @@ local function rejoin(parent_id, child_key, child_id, child_queue)
     set("reason", parent_id, nil)
     redis.call("ZADD", CHILDREN, NOW_TEXT, hex(num("seq", parent_id)) .. parent_id)
     emit("waiting-children", parent_id, "prev", "failed")
-    flow_on_retry(parent_id, get("opts", parent_id))
+    flow_on_retry(parent_id, opts_of(parent_id))
   elseif state ~= CHILDREN_STATE then
     return
   end
@@ -232,7 +232,7 @@ local removed_children = {}
 -- Deletes job `id` and the dedup key it holds, noting it if it is an unfinished child.
 local function discard(id, state)
   if state ~= COMPLETED_STATE and state ~= FAILED_STATE then
-    local parent = parent_of(get("opts", id))
+    local parent = parent_of(opts_of(id))
     if parent then removed_children[#removed_children + 1] = {parent, id} end
   end
   dedup_on_removal(id)
@@ -251,7 +251,7 @@ local function remove_job(id)
   local state = tonumber(get("state", id))
   if not state then return "missing" end
   if live_lock(id) then return "locked" end
-  need_chain(get("opts", id))
+  need_chain(opts_of(id))
   discard(id, state)
   emit("removed", id, "prev", STATE_NAMES[state])
   settle_removals()

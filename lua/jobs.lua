@@ -47,7 +47,7 @@ local function create_jobs(specs, compact)
   reserve_events(events)
 
   -- Fields at their defaults (priority, attempts, stalls and delay 0, progress 0, no stack
-  -- trace, the order when it is the seq) are not written: an absent field reads as its default, here and in the client's
+  -- trace, the order when it is the seq, options "{}") are not written: an absent field reads as its default, here and in the client's
   -- decoding (each write is an insert into a big hash, benches/README.md). Every new job has a
   -- pair (id, value) in each of these (at 2c - 1, 2c), delayed jobs in `delays`, jobs with a
   -- priority in `prios` (at p - 1, p). Appending with counters: a push2 call per value cost
@@ -55,7 +55,7 @@ local function create_jobs(specs, compact)
   local names, datas, optss, prios, seqs, created, states, ords, delays = {}, {}, {}, {}, {}, {},
     {}, {}, {}
   local waiting, delayed, held = {}, {}, {}
-  local c, w, d, h, p, o = 0, 0, 0, 0, 0, 0
+  local c, w, d, h, p, l, o = 0, 0, 0, 0, 0, 0, 0
   local out = {}
   for k = 1, count do
     local spec = specs[k]
@@ -71,7 +71,10 @@ local function create_jobs(specs, compact)
       local a, b = 2 * c - 1, 2 * c
       names[a] = id; names[b] = spec.name
       datas[a] = id; datas[b] = spec.data
-      optss[a] = id; optss[b] = spec.opts
+      if spec.opts ~= "{}" then
+        o = o + 2
+        optss[o - 1] = id; optss[o] = spec.opts
+      end
       if spec.prio ~= "0" then
         p = p + 2
         prios[p - 1] = id; prios[p] = spec.prio
@@ -95,8 +98,8 @@ local function create_jobs(specs, compact)
       else
         if spec.lifo then
           order = -seq
-          o = o + 2
-          ords[o - 1] = id; ords[o] = string.format("%d", order)
+          l = l + 2
+          ords[l - 1] = id; ords[l] = string.format("%d", order)
         end
         states[b] = WAITING_TEXT
         w = w + 2
@@ -263,7 +266,7 @@ end
 
 -- Before job `id` is removed (remove, clean, drain; not retention): deletes its own key.
 local function dedup_on_removal(id)
-  local dedup = dedup_of(get("opts", id))
+  local dedup = dedup_of(opts_of(id))
   if not dedup then return end
   local raw = redis.call("HGET", DEDUP, dedup.id)
   if raw and cjson.decode(raw).owner == id then key_delete(dedup.id) end
@@ -318,7 +321,7 @@ end
 -- push2 call, no # per item): per job, this is most of the script's own work.
 local function complete_jobs(ids, tokens, results)
   local states, held, expires = mget("state", ids), mget("token", ids), mget("expires", ids)
-  local opts = mget("opts", ids)
+  local opts = opts_all(ids)
 
   local out, done, seen = {}, {}, {}
   local members, finished, scored = {}, {}, {}
@@ -444,7 +447,7 @@ local function claim_jobs(worker, lease, max_jobs, seed)
   for _, due in ipairs(redis.call("ZRANGEBYSCORE", DELAYED, "-inf", NOW_TEXT)) do
     local id = string.sub(due, 15)
     redis.call("ZREM", DELAYED, due)
-    to_waiting(id, false, cjson.decode(get("opts", id)).lifo)
+    to_waiting(id, false, cjson.decode(opts_of(id)).lifo)
     emit("waiting", id, "prev", "delayed")
   end
   -- The settings in one read (promotions change none of them).
@@ -520,7 +523,7 @@ local function claim_jobs(worker, lease, max_jobs, seed)
       zadd(ACTIVE, active)
       reserve_events(n)
       for i = 1, n do emit("active", ids[i], "prev", "waiting") end
-      local name, data, opts = mget("name", ids), mget("data", ids), mget("opts", ids)
+      local name, data, opts = mget("name", ids), mget("data", ids), opts_all(ids)
       local created, delay = mget("created", ids), mget("delay", ids)
       local stalled, progress, reason, trace = {}, {}, {}, {}
       for i = 1, n do

@@ -15,7 +15,7 @@ if home() then
     for _, m in ipairs(redis.call("ZRANGE", set_key, 0, -1)) do
       if job_member(m) then ids[#ids + 1] = string.sub(m, 15) end
     end
-    for i, opts_json in ipairs(mget("opts", ids)) do
+    for i, opts_json in ipairs(opts_all(ids)) do
       local parent = parent_of(opts_json)
       if parent and parent.queue ~= home() then
         need_chain(opts_json)

@@ -15,7 +15,7 @@ local function with_option(opts, pattern, key, value)
   if opts == "{}" then return '{"' .. key .. '":' .. value .. "}" end
   return '{"' .. key .. '":' .. value .. "," .. string.sub(opts, 2)
 end
-local opts = with_option(get("opts", id), "%d+", "priority", priority)
+local opts = with_option(opts_of(id), "%d+", "priority", priority)
 set("opts", id, with_option(opts, "%a+", "lifo", lifo and "true" or "false"))
 set("prio", id, priority)
 if tonumber(state) == WAITING_STATE then

@@ -6,6 +6,6 @@ local state = get("state", id)
 if not state then return {"missing"} end
 if tonumber(state) ~= DELAYED_STATE then return {"state", state} end
 redis.call("ZREM", DELAYED, hex(num("seq", id)) .. id)
-to_waiting(id, false, cjson.decode(get("opts", id)).lifo)
+to_waiting(id, false, cjson.decode(opts_of(id)).lifo)
 emit("waiting", id, "prev", "delayed")
 return {"ok"}

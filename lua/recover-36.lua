@@ -12,7 +12,7 @@ for i, m in ipairs(redis.call("ZRANGEBYSCORE", ACTIVE, "-inf", int(now))) do
 end
 -- Their options in one read; a flow's jobs may reach other queues: all checked before
 -- anything is written.
-local options = mget("opts", ids)
+local options = opts_all(ids)
 if home() then
   for _, opts_json in ipairs(options) do need_chain(opts_json) end
 end

@@ -33,7 +33,7 @@ elseif op == "drain" then
     end
   end
   if home() then
-    for _, m in ipairs(doomed) do need_chain(get("opts", string.sub(m, 15))) end
+    for _, m in ipairs(doomed) do need_chain(opts_of(string.sub(m, 15))) end
   end
   for _, m in ipairs(doomed) do
     local id = string.sub(m, 15)
@@ -68,7 +68,7 @@ elseif op == "clean" then
     end
   end
   if home() then
-    for i = 2, #doomed do need_chain(get("opts", doomed[i])) end
+    for i = 2, #doomed do need_chain(opts_of(doomed[i])) end
   end
   for i = 2, #doomed do discard(doomed[i], state) end
   cleaned(#doomed - 1)

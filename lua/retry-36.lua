@@ -9,7 +9,7 @@ local state = get("state", id)
 if not state then return {"missing"} end
 local finished = FINISHED[tonumber(state)]
 if not finished then return {"state", state} end
-local opts_json = get("opts", id)
+local opts_json = opts_of(id)
 need_chain(opts_json)
 local refused = dedup_on_retry(id, opts_json)
 if refused then return {"refused", refused} end

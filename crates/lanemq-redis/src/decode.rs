@@ -139,8 +139,11 @@ pub fn job(value: Value) -> CoreResult<Job> {
     let string = |i: usize| text(&v[i]).unwrap_or_default();
     let int = |i: usize| number(&v[i]).unwrap_or(0);
     let opt = |i: usize| number(&v[i]).map(|n| n as Millis);
-    let options: JobOptions =
-        serde_json::from_str(&string(3)).map_err(|e| bad(&format!("job options: {e}")))?;
+    // Default options are not stored (`opts_of` in lua/common.lua).
+    let options: JobOptions = match text(&v[3]) {
+        Some(json) => serde_json::from_str(&json).map_err(|e| bad(&format!("job options: {e}")))?,
+        None => JobOptions::default(),
+    };
     let state = JobState::ALL
         .get(int(4) as usize)
         .copied()

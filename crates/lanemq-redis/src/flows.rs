@@ -264,9 +264,18 @@ impl RedisBackend {
     pub async fn remove_child_dependency(&self, child_id: String, now: Millis) -> CoreResult<bool> {
         loop {
             let mut pipe = redis::pipe();
+            pipe.cmd("HGET")
+                .arg(self.keys.field("state"))
+                .arg(&child_id);
             pipe.cmd("HGET").arg(self.keys.field("opts")).arg(&child_id);
-            let (read,): (Option<String>,) = self.query(&pipe).await?;
-            let read = read.ok_or_else(|| CoreError::JobNotFound(child_id.clone()))?;
+            let (state, read): (Option<String>, Option<String>) = self.query(&pipe).await?;
+            if state.is_none() {
+                return Err(CoreError::JobNotFound(child_id.clone()));
+            }
+            // Default options are not stored, and name no parent (`opts_of` in lua/common.lua).
+            let Some(read) = read else {
+                return Ok(false);
+            };
             let mut options: JobOptions = serde_json::from_str(&read)
                 .map_err(|e| CoreError::Storage(format!("redis: bad options: {e}")))?;
             if options.parent.take().is_none() {

@@ -340,18 +340,25 @@ async fn update_priority_reorders_waiting_jobs_and_updates_the_options() {
 async fn update_priority_writes_options_stored_without_defaults_or_with_them() {
     let server = Server::start(&[]);
     let redis = backend(&server).await;
-    let jobs = add(&redis, vec![job("plain", |_| {}), job("old", |_| {})], T).await;
-    // Default options are stored as `{}` (options.rs leaves defaults out), and priority 0 is
-    // not written at all: it reads back as 0.
-    assert_eq!(
-        stored_field(&server, "opts", &jobs[0].id).await.as_deref(),
-        Some("{}")
-    );
+    let jobs = add(
+        &redis,
+        vec![
+            job("plain", |_| {}),
+            job("old", |_| {}),
+            job("braces", |_| {}),
+        ],
+        T,
+    )
+    .await;
+    // Default options (`{}`: options.rs leaves defaults out) and priority 0 are not written
+    // at all: they read back as the defaults.
+    assert_eq!(stored_field(&server, "opts", &jobs[0].id).await, None);
     assert_eq!(stored_field(&server, "prio", &jobs[0].id).await, None);
     assert_eq!(get(&redis, &jobs[0].id).await.priority, 0);
-    // As a job added before that change stored them.
+    // As jobs added by earlier versions stored them: every default, then `{}`.
     let old = r#"{"priority":0,"lifo":false,"delay":0,"attempts":1,"remove_on_complete":"keep_all","remove_on_fail":"keep_all","max_stalled_count":1}"#;
     store_field(&server, "opts", &jobs[1].id, old).await;
+    store_field(&server, "opts", &jobs[2].id, "{}").await;
     for job in &jobs {
         redis
             .update_priority(job.id.to_string(), 2, true)

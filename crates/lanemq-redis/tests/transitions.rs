@@ -35,9 +35,10 @@ async fn claims_in_priority_then_fifo_order_with_zero_first_and_lifo_newest_firs
     assert_eq!(order, ["lifo", "none-a", "none-b", "p1", "p5"]);
 }
 
-/// The add reply leaves new jobs' ids, seqs and orders for the client to derive, and `ord` is
-/// stored only where it differs from `seq` (LIFO): what add returns must be what was stored,
-/// and jobs of both kinds must leave `waiting` when removed, reprioritised or rescheduled.
+/// The add reply leaves new jobs' ids, seqs and orders for the client to derive, `ord` is
+/// stored only where it differs from `seq` (LIFO), and default options not at all: what add
+/// returns must be what was stored, and jobs of both kinds must leave `waiting` when removed,
+/// reprioritised or rescheduled.
 #[tokio::test]
 async fn added_jobs_match_what_was_stored_and_leave_waiting_cleanly() {
     let server = Server::start(&[]);
@@ -98,6 +99,21 @@ async fn added_jobs_match_what_was_stored_and_leave_waiting_cleanly() {
         "a delayed job keeps its seq"
     );
     assert_eq!(stored_field(&server, "ord", "1").await, None);
+    assert_eq!(
+        stored_field(&server, "opts", "1").await,
+        None,
+        "default options"
+    );
+    assert!(stored_field(&server, "opts", "2").await.is_some());
+    // A job without stored options exists all the same, and has no parent to leave.
+    assert_eq!(
+        redis.remove_child_dependency("1".into(), T).await,
+        Ok(false)
+    );
+    assert_eq!(
+        redis.remove_child_dependency("nope".into(), T).await,
+        Err(lanemq_core::CoreError::JobNotFound("nope".into()))
+    );
     let lifo_order = stored_field(&server, "ord", "2").await;
     assert_eq!(lifo_order, Some(added[3].0.order.to_string()));
     for id in ["1", "2"] {

@@ -15,6 +15,7 @@ use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use pyo3::intern;
 use pyo3::prelude::*;
 
 /// Turns a finished future's outcome into the value (or exception) for its asyncio future.
@@ -120,14 +121,18 @@ impl Hub {
 /// Whether an asyncio future is done already. Only its caller cancelling it does that before
 /// its outcome comes, and the outcome is then dropped.
 pub fn is_done(future: &Bound<'_, PyAny>) -> PyResult<bool> {
-    future.call_method0("done")?.is_truthy()
+    // Interned: a method name from a &str is a new Python string on every call.
+    future
+        .call_method0(intern!(future.py(), "done"))?
+        .is_truthy()
 }
 
 /// Resolves an asyncio future with `outcome`: its value, or its exception.
 pub fn resolve_with(future: &Bound<'_, PyAny>, outcome: PyResult<Py<PyAny>>) -> PyResult<()> {
+    let py = future.py();
     match outcome {
-        Ok(value) => future.call_method1("set_result", (value,))?,
-        Err(error) => future.call_method1("set_exception", (error.value(future.py()),))?,
+        Ok(value) => future.call_method1(intern!(py, "set_result"), (value,))?,
+        Err(error) => future.call_method1(intern!(py, "set_exception"), (error.value(py),))?,
     };
     Ok(())
 }

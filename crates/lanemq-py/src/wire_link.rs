@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use lanemq_core::jobs::{Settle, Settled, Wire, WireCall, WireCalls};
 use lanemq_core::{CoreError, CoreResult};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::{MutexExt, PyOnceLock};
 
@@ -273,7 +274,10 @@ impl WireLink {
             Err(error) => return ready::already(py, Err(to_py(error))),
         };
         let link = slf.get();
-        let future = link.event_loop.bind(py).call_method0("create_future")?;
+        let future = link
+            .event_loop
+            .bind(py)
+            .call_method0(intern!(py, "create_future"))?;
         let resolve = resolver(call.settle, convert);
         let mut state = link.lock(py);
         if state.wire.is_none() || state.closing {

@@ -47,11 +47,12 @@ local function create_jobs(specs, compact)
   reserve_events(events)
 
   -- Fields at their defaults (priority, attempts, stalls and delay 0, progress 0, no stack
-  -- trace, the order when it is the seq, options "{}") are not written: an absent field reads as its default, here and in the client's
-  -- decoding (each write is an insert into a big hash, benches/README.md). Every new job has a
-  -- pair (id, value) in each of these (at 2c - 1, 2c), delayed jobs in `delays`, jobs with a
-  -- priority in `prios` (at p - 1, p). Appending with counters: a push2 call per value cost
-  -- more than the HSETs.
+  -- trace, the order when it is the seq, options "{}") are not written: an absent field reads
+  -- as its default, here and in the client's decoding (each write is an insert into a big
+  -- hash, benches/README.md). Every new job has a pair (id, value) in each of these (at
+  -- 2c - 1, 2c), delayed jobs in `delays`, jobs with a priority in `prios` (at p - 1, p),
+  -- LIFO ones in `ords` (at l - 1, l), those with options in `optss` (at o - 1, o).
+  -- Appending with counters: a push2 call per value cost more than the HSETs.
   local names, datas, optss, prios, seqs, created, states, ords, delays = {}, {}, {}, {}, {}, {},
     {}, {}, {}
   local waiting, delayed, held = {}, {}, {}

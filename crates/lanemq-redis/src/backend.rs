@@ -177,20 +177,19 @@ impl RedisBackend {
         } else {
             ("EVALSHA", script.script.get_hash())
         };
-        let linked = self.linked.lock().unwrap_or_else(|e| e.into_inner());
-        let linked: Vec<&String> = match script.links {
-            true => linked.iter().flat_map(|(_, keys)| keys).collect(),
-            false => Vec::new(),
-        };
-        let keys = self.script_keys.len() + linked.len();
         let size: usize = args.iter().map(|arg| arg.len() + 16).sum();
         let mut out = Vec::with_capacity(self.packed_keys.len() + size + 96);
-        resp::array(&mut out, 3 + keys + args.len());
-        resp::bulk(&mut out, command.as_bytes());
-        resp::bulk(&mut out, target.as_bytes());
-        resp::bulk(&mut out, keys.to_string().as_bytes());
-        out.extend_from_slice(&self.packed_keys);
-        for arg in linked.into_iter().chain(args) {
+        self.with_keys(script, |count, keys| {
+            resp::array(&mut out, 3 + count + args.len());
+            resp::bulk(&mut out, command.as_bytes());
+            resp::bulk(&mut out, target.as_bytes());
+            resp::bulk(&mut out, count.to_string().as_bytes());
+            out.extend_from_slice(&self.packed_keys);
+            for key in keys.skip(self.script_keys.len()) {
+                resp::bulk(&mut out, key.as_bytes());
+            }
+        });
+        for arg in args {
             resp::bulk(&mut out, arg.as_bytes());
         }
         out

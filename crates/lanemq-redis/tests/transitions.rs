@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{backend, completion, job, raw, stored_field, Server, T};
+use common::{backend, completion, job, raw, store_field, stored_field, Server, T};
 use lanemq_core::jobs::{Completion, JobState, Retention};
 
 #[tokio::test]
@@ -137,6 +137,54 @@ async fn added_jobs_match_what_was_stored_and_leave_waiting_cleanly() {
         .await
         .unwrap();
     assert_eq!(left, 0, "nothing stale left in waiting");
+}
+
+/// Jobs as earlier versions stored them, `{}` for default options and an `ord` one past the
+/// seq for every waiting job, are removed and claimed as before (`opts_of`, `order_of`).
+#[tokio::test]
+async fn jobs_stored_by_earlier_versions_still_leave_waiting() {
+    let server = Server::start(&[]);
+    let redis = backend(&server).await;
+    let added = redis
+        .add_bulk(vec![job("old-a", |_| {}), job("old-b", |_| {})], T, 1 << 20)
+        .await
+        .unwrap();
+    let mut raw = raw(&server).await;
+    for (job, _) in &added {
+        let order = job.seq as i64 + 1;
+        let offset = 1i64 << 52;
+        let new_member = format!("{:014x}{}", job.seq as i64 + offset, job.id);
+        let old_member = format!("{:014x}{}", order + offset, job.id);
+        let _: () = redis::pipe()
+            .cmd("ZREM")
+            .arg("lanemq:{test}:waiting")
+            .arg(new_member)
+            .cmd("ZADD")
+            .arg("lanemq:{test}:waiting")
+            .arg(0)
+            .arg(old_member)
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+        store_field(&server, "ord", &job.id, &order.to_string()).await;
+        store_field(&server, "opts", &job.id, "{}").await;
+    }
+    redis.remove(added[0].0.id.to_string(), T).await.unwrap();
+    let claimed = redis.claim("w", 1000, 10, T).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].name.as_ref(), "old-b");
+    assert_eq!(claimed[0].order, claimed[0].seq as i64 + 1);
+    let outcomes = redis
+        .complete_many(vec![completion(&claimed[0], "1")], T)
+        .await
+        .unwrap();
+    assert!(outcomes[0].is_ok(), "{outcomes:?}");
+    let left: usize = redis::cmd("ZCARD")
+        .arg("lanemq:{test}:waiting")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(left, 0);
 }
 
 /// A first claim reads no stall count, progress, reason or trace (claim_jobs): a job given

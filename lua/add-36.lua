@@ -2,14 +2,13 @@
 -- job id ("" for an automatic one), priority, lifo (0/1), delay (ms). Every job was validated by
 -- the client before this runs.
 --
--- Without dedup options, the jobs are created together (create_jobs) and the reply is
--- {first automatic id, first seq, then k, {0, job...} for each job k that existed (its custom
--- id did, or an earlier job in the batch had it)}: the client derives every new job's id, seq
--- and order as create_jobs assigned them, which saves a table per job here and its reply
--- (`RedisBackend::added`). With dedup options, each such job is decided on its own, in order,
--- so a batch can deduplicate against itself, and the reply has an entry per job: {0, job...}
--- when it created nothing (its custom id existed, or a dedup key returned its owner), or
--- {1, id, seq, order}.
+-- Plain jobs are created together (create_jobs); a job with dedup options is decided on its
+-- own, in order, so a batch can deduplicate against itself. Only create_jobs takes ids and
+-- seqs here, so the new jobs' automatic ids and seqs count up in the jobs' order. The reply is
+-- {first automatic id, first seq (0 where none was taken), then k, {0, job...} for each job k
+-- that created nothing (its custom id existed, or a dedup key returned its owner)}: the client
+-- derives every new job's id, seq and order (`decode::added_jobs`), which saves a table per
+-- job here and in the reply.
 local specs, deduplicating = {}, false
 for i = 3, #ARGV, 7 do
   local spec = {name = ARGV[i], data = ARGV[i + 1], opts = ARGV[i + 2], id = ARGV[i + 3],
@@ -19,32 +18,44 @@ for i = 3, #ARGV, 7 do
   specs[#specs + 1] = spec
 end
 
+local existed, first_id, first_seq
 if not deduplicating then
-  local existed, first_id, first_seq = create_jobs(specs, true)
-  local out = {first_id, first_seq}
-  for k = 1, #specs do
-    if existed[k] then out[#out + 1] = k; out[#out + 1] = existed[k] end
+  -- All in one creation: the loop below, without its bookkeeping (~10k instructions a call).
+  existed, first_id, first_seq = create_jobs(specs, true)
+else
+  existed, first_id, first_seq = {}, 0, 0
+  -- Notes the first automatic id and seq a creation took (0 where it took none).
+  local function took(id, seq)
+    if first_id == 0 then first_id = id end
+    if first_seq == 0 then first_seq = seq end
   end
-  return out
-end
-
-local out, batch, slots = {}, {}, {}
-
-local function create_batch()
-  if #batch == 0 then return end
-  for k, result in ipairs(create_jobs(batch)) do out[slots[k]] = result end
-  batch, slots = {}, {}
-end
-
-for k, spec in ipairs(specs) do
-  out[k] = false
-  if spec.dedup then
-    create_batch()
-    out[k] = add_deduplicated(spec, spec.dedup)
-  else
-    batch[#batch + 1] = spec
-    slots[#slots + 1] = k
+  local batch, slots = {}, {}
+  local function create_batch()
+    if #batch == 0 then return end
+    local dups, id, seq = create_jobs(batch, true)
+    took(id, seq)
+    for j = 1, #batch do existed[slots[j]] = dups[j] end
+    batch, slots = {}, {}
   end
+  for k, spec in ipairs(specs) do
+    if spec.dedup then
+      create_batch()
+      local result = add_deduplicated(spec, spec.dedup)
+      if result[1] == 1 then
+        took(spec.id == "" and tonumber(result[2]) or 0, result[3])
+      else
+        existed[k] = result
+      end
+    else
+      batch[#batch + 1] = spec
+      slots[#slots + 1] = k
+    end
+  end
+  create_batch()
 end
-create_batch()
+
+local out = {first_id, first_seq}
+for k = 1, #specs do
+  if existed[k] then out[#out + 1] = k; out[#out + 1] = existed[k] end
+end
 return out

@@ -13,7 +13,7 @@ use redis::aio::ConnectionManager;
 use redis::Value;
 
 use crate::connect::{connect, Connection};
-use crate::decode::{self, items, text};
+use crate::decode::{self, items};
 use crate::keys::{Keys, JOB_FIELDS};
 use crate::resp;
 use crate::scripts::{self, LuaScript};
@@ -236,7 +236,7 @@ impl RedisBackend {
         max_payload_bytes: usize,
     ) -> CoreResult<Vec<(Job, bool)>> {
         let args = self.add_args(&jobs, now, max_payload_bytes)?;
-        Self::added(self.run(&scripts::ADD, args).await?, jobs, now)
+        decode::added_jobs(self.run(&scripts::ADD, args).await?, jobs, now)
     }
 
     /// The add script's arguments; refuses the whole batch if one job is invalid.
@@ -270,34 +270,6 @@ impl RedisBackend {
             ]);
         }
         Ok(args)
-    }
-
-    /// The jobs the add script's `reply` reports, each with whether it was created: the compact
-    /// reply (`decode::added_compact`) or one entry per job.
-    pub(crate) fn added(
-        reply: Value,
-        jobs: Vec<NewJob>,
-        now: Millis,
-    ) -> CoreResult<Vec<(Job, bool)>> {
-        let reply = items(reply)?;
-        if matches!(reply.first(), Some(Value::Int(_))) {
-            return decode::added_compact(reply, jobs, now);
-        }
-        reply
-            .into_iter()
-            .zip(jobs)
-            .map(|(entry, new)| {
-                let mut entry = items(entry)?.into_iter();
-                let created = entry.next().and_then(|v| text(&v)).as_deref() == Some("1");
-                let short = || CoreError::Storage("redis: short add reply".into());
-                if !created {
-                    return Ok((decode::job(entry.next().ok_or_else(short)?)?, false));
-                }
-                let mut field = || entry.next().and_then(|v| text(&v)).ok_or_else(short);
-                let (id, seq, order) = (field()?, field()?, field()?);
-                Ok((decode::added(new, &id, (&seq, &order), false, now), true))
-            })
-            .collect()
     }
 
     pub(crate) fn claim_args(

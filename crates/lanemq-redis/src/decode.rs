@@ -31,25 +31,21 @@ pub fn items(value: Value) -> CoreResult<Vec<Value>> {
     }
 }
 
-/// A job `add-36.lua` created: what the client sent, with the id and place the script gave it.
-/// With `hold`, a flow's parent waiting for its children.
-pub fn added(new: NewJob, id: &str, (seq, order): (&str, &str), hold: bool, now: Millis) -> Job {
-    let place = (seq.parse().unwrap_or(0), order.parse().unwrap_or(0));
+/// A job a script created (`create_jobs`): what the client sent, with the id and place (seq,
+/// order) the script gave it. With `hold`, a flow's parent waiting for its children.
+pub fn added(new: NewJob, id: Arc<str>, place: (u64, i64), hold: bool, now: Millis) -> Job {
     let (name, data) = (Arc::from(new.name), Arc::from(new.data));
-    Job::added(Arc::from(id), name, data, new.options, place, hold, now)
+    Job::added(id, name, data, new.options, place, hold, now)
 }
 
-/// The jobs of `add-36.lua`'s compact reply: the first automatic id, the first seq, then
-/// (position from 1, `{0, job...}`) for each job that existed. The new jobs take automatic ids
-/// and seqs counting up from the first ones, in order, as `create_jobs` gives them; a new job's
-/// order is its seq, negated when LIFO and not delayed.
-pub fn added_compact(
-    reply: Vec<Value>,
-    jobs: Vec<NewJob>,
-    now: Millis,
-) -> CoreResult<Vec<(Job, bool)>> {
-    let short = || bad("a short compact add reply");
-    let mut reply = reply.into_iter();
+/// The jobs `add-36.lua` reports, each with whether it was created. Its reply is the first
+/// automatic id, the first seq, then (position from 1, `{0, job...}`) for each job that
+/// created nothing. The new jobs take automatic ids and seqs counting up from the first ones,
+/// in order, as `create_jobs` gives them; a new job's order is its seq, negated when LIFO and
+/// not delayed.
+pub fn added_jobs(reply: Value, jobs: Vec<NewJob>, now: Millis) -> CoreResult<Vec<(Job, bool)>> {
+    let short = || bad("a short add reply");
+    let mut reply = items(reply)?.into_iter();
     let mut int = |what| {
         reply
             .next()
@@ -81,11 +77,7 @@ pub fn added_compact(
             let lifo = new.options.lifo && new.options.delay == 0;
             let place = (seq as u64, if lifo { -seq } else { seq });
             seq += 1;
-            let (name, data) = (Arc::from(new.name), Arc::from(new.data));
-            Ok((
-                Job::added(id, name, data, new.options, place, false, now),
-                true,
-            ))
+            Ok((added(new, id, place, false, now), true))
         })
         .collect::<CoreResult<_>>()?;
     if !existed.is_empty() {

@@ -78,7 +78,8 @@ fn build(
             let queue = node.queue.unwrap_or_else(|| queue.to_owned());
             let mut new = node.job;
             new.options.parent = parent.cloned();
-            let job = decode::added(new, &id, (&seq, &order), hold, now);
+            let place = (seq.parse().unwrap_or(0), order.parse().unwrap_or(0));
+            let job = decode::added(new, id.as_str().into(), place, hold, now);
             let me = ParentRef {
                 queue: queue.clone(),
                 id,

@@ -14,6 +14,7 @@ use redis::Value;
 
 use crate::backend::RedisBackend;
 use crate::contract::RedisJobBackend;
+use crate::decode;
 use crate::resp;
 use crate::scripts::{self, LuaScript};
 use crate::wire::RedisWire;
@@ -92,7 +93,7 @@ impl WireCalls for RedisJobBackend {
             &args,
             job,
             move |_, reply, job| {
-                done(RedisBackend::added(reply, vec![job], now).map(|mut added| added.remove(0)))
+                done(decode::added_jobs(reply, vec![job], now).map(|mut added| added.remove(0)))
             },
             move |ordinary, job| JobBackend::add(&ordinary, job, now),
         ))
@@ -106,7 +107,7 @@ impl WireCalls for RedisJobBackend {
             &scripts::ADD,
             &args,
             jobs,
-            move |_, reply, jobs| done(RedisBackend::added(reply, jobs, now)),
+            move |_, reply, jobs| done(decode::added_jobs(reply, jobs, now)),
             move |ordinary, jobs| JobBackend::add_bulk(&ordinary, jobs, now),
         ))
     }

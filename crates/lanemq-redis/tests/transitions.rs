@@ -4,7 +4,7 @@
 mod common;
 
 use common::{backend, completion, job, raw, store_field, stored_field, Server, T};
-use lanemq_core::jobs::{Completion, JobState, Retention};
+use lanemq_core::jobs::{Completion, Dedup, JobState, Retention};
 
 #[tokio::test]
 async fn claims_in_priority_then_fifo_order_with_zero_first_and_lifo_newest_first() {
@@ -137,6 +137,57 @@ async fn added_jobs_match_what_was_stored_and_leave_waiting_cleanly() {
         .await
         .unwrap();
     assert_eq!(left, 0, "nothing stale left in waiting");
+}
+
+/// Jobs with dedup options are decided one by one between the plain ones, and the add reply
+/// still leaves every new job's id, seq and order to the client: what add returns must be
+/// what was stored, whether a dedup key created the job, returned its owner or replaced it.
+#[tokio::test]
+async fn a_batch_mixing_dedup_and_plain_jobs_returns_what_was_stored() {
+    let server = Server::start(&[]);
+    let redis = backend(&server).await;
+    let dedup = |id: &str, replace: bool| {
+        let mut key = Dedup::simple(id);
+        key.replace = replace;
+        Some(key)
+    };
+    redis
+        .add_bulk(
+            vec![job("r1", |o| {
+                (o.delay, o.dedup) = (1000, dedup("k3", true))
+            })],
+            T,
+            1 << 20,
+        )
+        .await
+        .unwrap();
+    let batch = vec![
+        job("c", |o| o.job_id = Some("x".into())),
+        job("b", |o| o.dedup = dedup("k", false)),
+        job("a", |_| {}),
+        job("d", |o| o.dedup = dedup("k", false)),
+        job("e", |o| {
+            (o.job_id, o.dedup) = (Some("y".into()), dedup("k2", false))
+        }),
+        job("r2", |o| (o.lifo, o.dedup) = (true, dedup("k3", true))),
+        job("f", |o| o.lifo = true),
+    ];
+    let added = redis.add_bulk(batch, T, 1 << 20).await.unwrap();
+    let created: Vec<bool> = added.iter().map(|(_, created)| *created).collect();
+    assert_eq!(created, [true, true, true, false, true, true, true]);
+    let names: Vec<&str> = added.iter().map(|(job, _)| job.name.as_ref()).collect();
+    assert_eq!(names, ["c", "b", "a", "b", "e", "r2", "f"]);
+    let ids: Vec<&str> = added.iter().map(|(job, _)| job.id.as_ref()).collect();
+    assert_eq!(ids, ["x", "2", "3", "2", "y", "4", "5"]);
+    assert!(
+        redis.get_job("1").await.unwrap().is_none(),
+        "r1 was replaced"
+    );
+    for (job, _) in &added {
+        let stored = redis.get_job(&job.id).await.unwrap().unwrap();
+        let shape = |j: &lanemq_core::jobs::Job| (j.name.clone(), j.state, j.seq, j.order);
+        assert_eq!(shape(job), shape(&stored), "job {}", job.id);
+    }
 }
 
 /// Jobs as earlier versions stored them, `{}` for default options and an `ord` one past the

@@ -21,7 +21,23 @@ pub fn text(value: &Value) -> Option<String> {
 }
 
 fn number(value: &Value) -> Option<i64> {
-    text(value).and_then(|t| t.parse().ok())
+    match value {
+        Value::Int(n) => Some(*n),
+        Value::BulkString(bytes) => std::str::from_utf8(bytes).ok()?.parse().ok(),
+        Value::SimpleString(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+/// `text`, as shared text: one copy of the bytes, where `Arc::from(text(..))` makes two.
+fn shared(value: &Value) -> Option<Arc<str>> {
+    match value {
+        Value::BulkString(bytes) => Some(match String::from_utf8_lossy(bytes) {
+            std::borrow::Cow::Borrowed(s) => Arc::from(s),
+            std::borrow::Cow::Owned(s) => Arc::from(s),
+        }),
+        other => text(other).map(Arc::from),
+    }
 }
 
 pub fn items(value: Value) -> CoreResult<Vec<Value>> {
@@ -89,11 +105,11 @@ pub fn added_jobs(reply: Value, jobs: Vec<NewJob>, now: Millis) -> CoreResult<Ve
 /// A job from `claim-36.lua`'s reply: the stored fields it returns, then the token; the lock,
 /// state and processed time are what the claim set.
 pub fn claimed(value: Value, worker: &str, lease: Millis, now: Millis) -> CoreResult<Job> {
-    let v = items(value)?;
+    let mut v = items(value)?;
     if v.len() != 15 {
         return Err(bad("a claimed job with the wrong number of fields"));
     }
-    let get = |i: usize| v[i].clone();
+    let mut get = |i: usize| std::mem::replace(&mut v[i], Value::Nil);
     let nil = Value::Nil;
     // Laid out as `job(id)` would: id, then JOB_FIELDS order.
     let row = vec![
@@ -128,7 +144,6 @@ pub fn job(value: Value) -> CoreResult<Job> {
     if v.len() != 21 {
         return Err(bad("a job with the wrong number of fields"));
     }
-    let string = |i: usize| text(&v[i]).unwrap_or_default();
     let int = |i: usize| number(&v[i]).unwrap_or(0);
     let opt = |i: usize| number(&v[i]).map(|n| n as Millis);
     // Default options are not stored (`opts_of` in lua/common.lua).
@@ -140,15 +155,16 @@ pub fn job(value: Value) -> CoreResult<Job> {
         .get(int(4) as usize)
         .copied()
         .ok_or_else(|| bad("job state"))?;
+    let arc = |i: usize| shared(&v[i]).unwrap_or_else(|| Arc::from(""));
     let lock = text(&v[18]).map(|token| Lock {
         token,
-        worker_id: Arc::from(string(19)),
+        worker_id: arc(19),
         expires_at: int(20) as Millis,
     });
     Ok(Job {
-        id: Arc::from(string(0)),
-        name: Arc::from(string(1)),
-        data: Arc::from(string(2)),
+        id: arc(0),
+        name: arc(1),
+        data: arc(2),
         state,
         priority: int(5) as u32,
         // A job's order is its seq unless written (`order_of` in lua/common.lua).
@@ -160,11 +176,10 @@ pub fn job(value: Value) -> CoreResult<Job> {
         finished_on: opt(11),
         attempts_made: int(12) as u32,
         stalled_count: int(13) as u32,
-        progress: Arc::from(text(&v[14]).unwrap_or_else(|| "0".into())),
+        progress: shared(&v[14]).unwrap_or_else(|| Arc::from("0")),
         // A completed job's null result is not stored (complete_jobs in lua/jobs.lua).
-        return_value: text(&v[15])
-            .or_else(|| (state == JobState::Completed).then(|| "null".to_owned()))
-            .map(Arc::from),
+        return_value: shared(&v[15])
+            .or_else(|| (state == JobState::Completed).then(|| Arc::from("null"))),
         failed_reason: text(&v[16]),
         stacktrace: serde_json::from_str(&text(&v[17]).unwrap_or_else(|| "[]".into()))
             .unwrap_or_default(),

@@ -1,10 +1,11 @@
 //! `LocalBackend`: the job contract in a local SQLite file (WAL mode, full sync), shared safely
 //! by several processes. Each process runs its operations on one writer thread that commits them
 //! in batches (group commit); answers come after the commit, so an acknowledged change survives
-//! the process being killed. Waits wake at once for changes made in this process and poll every
-//! `CROSS_PROCESS_POLL` for changes made by others.
+//! the process being killed. Waits wake at once for changes made in this process, and through
+//! the doorbell (`doorbell`, a watch on the file's directory) for commits of other processes.
 
 mod dedup;
+mod doorbell;
 mod flow;
 mod manage;
 mod ops;
@@ -35,8 +36,12 @@ use crate::schedule::ScheduleSpec;
 use ops::Env;
 use writer::{Call, Op, Shared};
 
-/// How often a waiter re-reads the file for changes made by other processes.
+/// How often a waiter re-reads the file for changes made by other processes when the doorbell
+/// could not be set up.
 const CROSS_PROCESS_POLL: Duration = Duration::from_millis(50);
+/// How often it re-reads the file anyway with the doorbell: a backstop for a watch that misses
+/// a commit (say, one made over a network filesystem), cheap enough to cost nothing idle.
+const DOORBELL_BACKSTOP: Duration = Duration::from_secs(1);
 
 #[derive(Clone)]
 pub struct LocalBackend {
@@ -55,8 +60,10 @@ impl LocalBackend {
     pub fn open(path: &Path, queue: &str, config: StoreConfig) -> CoreResult<Self> {
         let conn = schema::open(path, queue)?;
         let (ops, receiver) = channel();
+        let changed = Arc::new(tokio::sync::Notify::new());
         let shared = Arc::new(Shared {
-            changed: Default::default(),
+            ring: doorbell::Ring::start(path, Arc::clone(&changed)),
+            changed,
             waiters: Mutex::new(Default::default()),
         });
         let mut env = Env::new(queue, config.max_payload_bytes, config.max_events);
@@ -82,6 +89,15 @@ impl LocalBackend {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// How long a waiter may go without re-reading the file.
+    fn poll_period(&self) -> Duration {
+        if self.shared.ring.is_some() {
+            DOORBELL_BACKSTOP
+        } else {
+            CROSS_PROCESS_POLL
+        }
     }
 
     /// Queues `f` for the writer thread, in a savepoint so a failure undoes what it wrote;
@@ -161,7 +177,7 @@ impl LocalBackend {
                     return Ok(true);
                 }
                 let now = tokio::time::Instant::now();
-                let mut until = now + CROSS_PROCESS_POLL;
+                let mut until = now + backend.poll_period();
                 if let Some(at) = recheck_at {
                     let wait = Duration::from_millis(at.saturating_sub(wall_clock_ms()));
                     until = until.min(now + wait);
@@ -324,6 +340,10 @@ impl JobBackend for LocalBackend {
                 .push(sender);
             let deadline = timeout.map(|t| tokio::time::Instant::now() + Duration::from_millis(t));
             loop {
+                // Armed before the look: a commit of another process after it still wakes us.
+                let notified = backend.shared.changed.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
                 let look = id.clone();
                 let result = backend
                     .direct(move |conn, _| match manage::finished_result(conn, &look)? {
@@ -334,15 +354,23 @@ impl JobBackend for LocalBackend {
                 if !matches!(result, FinishedResult::NotFinished(_)) {
                     return Ok(result);
                 }
-                let mut until = tokio::time::Instant::now() + CROSS_PROCESS_POLL;
+                let mut until = tokio::time::Instant::now() + backend.poll_period();
                 if let Some(deadline) = deadline {
                     if tokio::time::Instant::now() >= deadline {
                         return Ok(result);
                     }
                     until = until.min(deadline);
                 }
-                if let Ok(Ok(told)) = tokio::time::timeout_at(until, &mut receiver).await {
-                    return Ok(told);
+                tokio::select! {
+                    told = &mut receiver => {
+                        if let Ok(told) = told {
+                            return Ok(told);
+                        }
+                        // The writer is gone: the next look reports the queue closed.
+                        tokio::time::sleep_until(until).await;
+                    }
+                    () = &mut notified => {}
+                    () = tokio::time::sleep_until(until) => {}
                 }
             }
         })

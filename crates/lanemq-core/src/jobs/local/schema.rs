@@ -2,7 +2,7 @@
 //! is opened. One file holds one queue; its name is recorded so the file cannot be reopened as
 //! another queue.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OptionalExtension};
 
@@ -123,8 +123,11 @@ fn storage(path: &Path, what: &str, error: impl std::fmt::Display) -> CoreError 
 }
 
 /// Opens (creating it if needed) the queue file at `path` for queue `queue`, in WAL mode with
-/// full syncs. Refuses a file that belongs to another queue, has a newer or unknown format, or
-/// fails SQLite's integrity check; nothing is written in those cases.
+/// full syncs. Refuses a file that is empty (0 bytes), belongs to another queue, has a newer or
+/// unknown format, or fails SQLite's integrity check; nothing is written in those cases.
+///
+/// SQLite cannot detect everything: a `-wal` that was deleted (or came from another copy of
+/// the file) loses the commits it held since the last checkpoint without an error.
 pub fn open(path: &Path, queue: &str) -> CoreResult<Connection> {
     open_waiting(path, queue, std::time::Duration::from_secs(30))
 }
@@ -133,6 +136,20 @@ pub fn open(path: &Path, queue: &str) -> CoreResult<Connection> {
 pub fn open_waiting(path: &Path, queue: &str, busy: std::time::Duration) -> CoreResult<Connection> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| storage(dir, "cannot create the directory", e))?;
+    }
+    match std::fs::metadata(path) {
+        // SQLite would take an empty file for a new database and make it a new, empty queue:
+        // a file that lost its contents must be refused, not silently started over.
+        Ok(found) if found.len() == 0 => {
+            return Err(storage(
+                path,
+                "refused",
+                "the file is empty (0 bytes), so it is not a queue file; remove it to start a new queue",
+            ))
+        }
+        Ok(_) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => create(path, queue, busy)?,
+        Err(error) => return Err(storage(path, "cannot read", error)),
     }
     let conn = Connection::open(path).map_err(|e| storage(path, "cannot open", e))?;
     conn.busy_timeout(busy)
@@ -146,6 +163,13 @@ pub fn open_waiting(path: &Path, queue: &str, busy: std::time::Duration) -> Core
         return Err(storage(path, "the queue file is corrupted", check));
     }
     check_identity(&conn, path, queue)?;
+    initialise(&conn, path, queue)?;
+    Ok(conn)
+}
+
+/// Puts the file in WAL mode with full syncs and writes the schema and metadata that are
+/// missing (all of them in a new file).
+fn initialise(conn: &Connection, path: &Path, queue: &str) -> CoreResult<()> {
     conn.pragma_update(None, "journal_mode", "WAL")
         .map_err(|e| storage(path, "cannot enable WAL", e))?;
     // FULL: a commit is on disk when it returns, so an acknowledged write survives even a power
@@ -154,7 +178,7 @@ pub fn open_waiting(path: &Path, queue: &str, busy: std::time::Duration) -> Core
         .map_err(|e| storage(path, "cannot set synchronous", e))?;
     conn.execute_batch(SCHEMA)
         .map_err(|e| storage(path, "cannot create the schema", e))?;
-    add_columns(&conn, path)?;
+    add_columns(conn, path)?;
     let tx = conn
         .unchecked_transaction()
         .map_err(|e| storage(path, "cannot start a transaction", e))?;
@@ -170,7 +194,43 @@ pub fn open_waiting(path: &Path, queue: &str, busy: std::time::Duration) -> Core
     }
     tx.commit()
         .map_err(|e| storage(path, "cannot commit metadata", e))?;
-    Ok(conn)
+    Ok(())
+}
+
+/// Creates a new queue file at `path` whole: the file is made under another name beside it and
+/// linked into place, which fails if `path` appeared meanwhile. So no process ever sees the
+/// file empty, and of two processes creating it at the same moment one wins and the other
+/// opens the winner's file.
+fn create(path: &Path, queue: &str, busy: std::time::Duration) -> CoreResult<()> {
+    let mut draft = path.as_os_str().to_owned();
+    draft.push(format!(".new-{}-{}", std::process::id(), draft_counter()));
+    let draft = PathBuf::from(draft);
+    let made = (|| {
+        let conn = Connection::open(&draft).map_err(|e| storage(&draft, "cannot create", e))?;
+        conn.busy_timeout(busy)
+            .map_err(|e| storage(&draft, "cannot set busy timeout", e))?;
+        initialise(&conn, &draft, queue)?;
+        // Closing checkpoints the draft's WAL into it, so the file alone is the queue.
+        conn.close()
+            .map_err(|(_, e)| storage(&draft, "cannot close", e))
+    })();
+    let linked = made.and_then(|()| match std::fs::hard_link(&draft, path) {
+        Ok(()) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(error) => Err(storage(path, "cannot create", error)),
+    });
+    for leftover in ["", "-wal", "-shm"] {
+        let mut file = draft.clone().into_os_string();
+        file.push(leftover);
+        let _ = std::fs::remove_file(file);
+    }
+    linked
+}
+
+/// Tells apart the drafts of one process.
+fn draft_counter() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Adds the `ADDED_COLUMNS` that a file written before them lacks.

@@ -96,8 +96,12 @@ pub type Waiters = Mutex<std::collections::HashMap<String, Vec<oneshot::Sender<F
 
 /// Shared between the backend handle and its writer thread.
 pub struct Shared {
-    pub changed: Notify,
+    /// Woken when the file changed: by this process's writer after a batch that wrote, and by
+    /// the doorbell for every process's commits.
+    pub changed: Arc<Notify>,
     pub waiters: Waiters,
+    /// The file's registration with the doorbell (None: waiters poll for other processes).
+    pub ring: Option<super::doorbell::Ring>,
 }
 
 pub fn run(conn: Connection, mut env: Env, ops: Receiver<Box<dyn Op>>, shared: Arc<Shared>) {
@@ -111,6 +115,7 @@ pub fn run(conn: Connection, mut env: Env, ops: Receiver<Box<dyn Op>>, shared: A
             Err(RecvTimeoutError::Disconnected) => break,
         };
         let mut batch = vec![first];
+        let changes_before = conn.total_changes();
         while batch.len() < BATCH {
             match ops.try_recv() {
                 Ok(op) => batch.push(op),
@@ -130,23 +135,41 @@ pub fn run(conn: Connection, mut env: Env, ops: Receiver<Box<dyn Op>>, shared: A
         }
         // Before answering: a caller then sees what the batch changed in other queues.
         super::relay::deliver_all(&conn, &mut env);
-        for op in batch {
-            op.finish(&committed);
+        let wrote = conn.total_changes() != changes_before;
+        if env.closing {
+            // Closing the connection checkpoints the WAL and removes it; `close()` answers
+            // only after that, so the file is whole and alone when it returns.
+            drop(conn);
+            answer(batch, &committed, &mut env, &shared, wrote);
+            return;
         }
-        let finished = std::mem::take(&mut env.finished);
-        if committed.is_ok() && !finished.is_empty() {
-            let mut waiters = shared.waiters.lock().unwrap_or_else(|e| e.into_inner());
-            for (id, result) in finished {
-                for waiter in waiters.remove(&id).unwrap_or_default() {
-                    let _ = waiter.send(result.clone());
-                }
+        answer(batch, &committed, &mut env, &shared, wrote);
+    }
+}
+
+/// Answers a batch's operations, then its job waiters, then (if it wrote) whoever waits for a
+/// change. Only a batch that wrote wakes those: their checks are reads, and a check that woke
+/// every waiter, itself included, kept an idle worker spinning.
+fn answer(
+    batch: Vec<Box<dyn Op>>,
+    committed: &CoreResult<()>,
+    env: &mut Env,
+    shared: &Shared,
+    wrote: bool,
+) {
+    for op in batch {
+        op.finish(committed);
+    }
+    let finished = std::mem::take(&mut env.finished);
+    if committed.is_ok() && !finished.is_empty() {
+        let mut waiters = shared.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        for (id, result) in finished {
+            for waiter in waiters.remove(&id).unwrap_or_default() {
+                let _ = waiter.send(result.clone());
             }
         }
-        shared.changed.notify_waiters();
-        if env.closing {
-            break;
-        }
     }
-    // Closing the connection checkpoints the WAL.
-    drop(conn);
+    if wrote {
+        shared.changed.notify_waiters();
+    }
 }

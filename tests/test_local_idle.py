@@ -22,7 +22,7 @@ import asyncio, sys
 from lanemq import LocalJobQueue
 
 async def main() -> None:
-    queue = LocalJobQueue("idle", sys.argv[1])
+    queue = LocalJobQueue(sys.argv[2], sys.argv[1])
     job = await queue.add("hello", {"from": "elsewhere"})
     print(job.id, flush=True)
     await queue.close()
@@ -35,17 +35,21 @@ async def test_idle_waits_use_no_cpu_and_still_wake_for_a_job_of_another_process
     tmp_path: Path, spawn: Spawn
 ) -> None:
     queue = LocalJobQueue("idle", tmp_path)
-    seen: list[str] = []
+    unworked = LocalJobQueue("unworked", tmp_path)
+    completed = asyncio.Event()
 
     async def hello(job: Job) -> str:
         return f"hello {job.data['from']}"
 
     async def follow() -> None:
         async for event in queue.events():
-            seen.append(event.event)
+            if event.event == "completed":
+                completed.set()
+                return
 
     worker = JobWorker(queue, hello, concurrency=10)
-    waits = [asyncio.create_task(follow()), asyncio.create_task(queue.wait_for_job(timeout=60))]
+    follower = asyncio.create_task(follow())
+    waiting = asyncio.create_task(unworked.wait_for_job(timeout=60))
     async with worker:
         await asyncio.sleep(0.3)  # past start-up
         cpu = time.process_time()
@@ -53,14 +57,18 @@ async def test_idle_waits_use_no_cpu_and_still_wake_for_a_job_of_another_process
         used = time.process_time() - cpu
         assert used < MOST_CPU_WHILE_IDLE, f"idle waits used {used:.2f}s of CPU in {IDLE_SECONDS}s"
 
-        child = await spawn(ADD_ONE, str(tmp_path))
+        # Each wait wakes for a job another process adds.
+        child = await spawn(ADD_ONE, str(tmp_path), "idle")
         job_id = await child.line()
         assert job_id, child.stderr()
         job = await queue.get_job(job_id)
         assert job is not None
         assert await job.wait(timeout=10.0) == "hello elsewhere"
-        # The wait for a job returned when the other process's job arrived.
-        assert await asyncio.wait_for(waits[1], 10.0) is True
-    waits[0].cancel()
-    assert "completed" in seen
+        await asyncio.wait_for(completed.wait(), 10.0)
+        await asyncio.wait_for(follower, 10.0)
+        assert not waiting.done()
+        child = await spawn(ADD_ONE, str(tmp_path), "unworked")
+        assert await child.line(), child.stderr()
+        assert await asyncio.wait_for(waiting, 10.0) is True
     await queue.close()
+    await unworked.close()

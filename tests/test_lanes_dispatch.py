@@ -308,6 +308,15 @@ def test_invalid_config_raises_config_error_naming_field(
     assert field in str(info.value)
 
 
+@pytest.mark.parametrize("timeout", [0.0, -1.0, float("inf")])
+def test_a_refused_lane_timeout_says_what_is_allowed(timeout: float) -> None:
+    # Zero is refused, so the message must not say ">= 0".
+    with pytest.raises(
+        ConfigError, match=r"invalid timeout: .* \(must be a finite number of seconds > 0\)"
+    ):
+        LaneConfig("a", 0, timeout=timeout)
+
+
 def test_max_below_min_message_names_both_fields() -> None:
     with pytest.raises(ValueError) as info:
         LaneConfig("a", 0, min_concurrency=3, max_concurrency=2)

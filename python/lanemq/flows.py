@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import _json
+from ._checks import job_name
 from ._core import JobOptions
 
 if TYPE_CHECKING:
@@ -69,6 +70,7 @@ def flow_args(
     """A flow as the core takes it: ``(queue, name, data, options, children)``, encoded."""
     if not isinstance(flow, FlowJob):
         raise TypeError(f"flow node {path}: expected a FlowJob, got {flow!r}")
+    job_name(flow.name, f"name of flow node {path}")
     data = _json.dumps(flow.data, f"data of flow node {path} ({flow.name!r})")
     children = [
         flow_args(child, options, f"{path}.children[{i}]") for i, child in enumerate(flow.children)

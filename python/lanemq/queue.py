@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import _json
+from . import _checks, _json
 from ._core import JobOptions, JobQueueCore, JobRecord, MemoryGroupCore
 from .exceptions import ConfigError, JobFailedError, JobNotFoundError
 from .flows import Dependencies, FlowJob, JobNode, flow_args
@@ -69,6 +69,22 @@ def _options(
     if isinstance(options, dict):
         return JobOptions(**options, **extra)
     raise TypeError(f"options must be JobOptions, a dict or None, got {options!r}")
+
+
+def _bulk_texts(items: list[tuple[str, str, Any]]) -> Iterable[tuple[str, Any]]:
+    """The texts of an `add_bulk` call (name, encoded data), named, for a refusal."""
+    for index, (name, body, _) in enumerate(items):
+        yield f"name of job #{index}", name
+        yield f"data of job #{index}", body
+
+
+def _flow_texts(flow: FlowJob, path: str = "root") -> Iterable[tuple[str, Any]]:
+    """The texts of a flow, named by node, for a refusal of one of them."""
+    yield f"queue of flow node {path}", flow.queue
+    yield f"name of flow node {path}", flow.name
+    yield f"data of flow node {path}", flow.data
+    for i, child in enumerate(flow.children):
+        yield from _flow_texts(child, f"{path}.children[{i}]")
 
 
 def _error_text(error: str | BaseException) -> str:
@@ -142,9 +158,13 @@ class JobQueue:
         ``remove_on_complete``, ``remove_on_fail``, ``max_stalled_count``, ``dedup``). A custom
         ``job_id`` that exists returns the existing job unchanged; so does a ``dedup`` key
         (`Dedup`) that is held, which returns the job holding it."""
+        _checks.job_name(name)
         opts = _options(options, option_keywords)
         body = _json.dumps_data(data, name)
-        record = await self._core.add(name, body, opts, _now(now))
+        try:
+            record = await self._core.add(name, body, opts, _now(now))
+        except UnicodeEncodeError as error:
+            raise _checks.not_unicode(error, [("job name", name), ("data", data)]) from None
         return Job(self, record)
 
     async def add_bulk(self, jobs: Iterable[Sequence[Any]], *, now: int | None = None) -> list[Job]:
@@ -160,8 +180,12 @@ class JobQueue:
                 opts = _options(raw, {})
             else:
                 raise TypeError(f"job #{index}: expected (name, data[, options]), got {item!r}")
+            _checks.job_name(name, f"name of job #{index}")
             items.append((name, _json.dumps_data(data, name, index), opts))
-        added = await self._core.add_bulk(items, _now(now))
+        try:
+            added = await self._core.add_bulk(items, _now(now))
+        except UnicodeEncodeError as error:
+            raise _checks.not_unicode(error, _bulk_texts(items)) from None
         return [Job(self, record) for record in added]
 
     # ------------------------------------------------------------------ flows
@@ -193,7 +217,10 @@ class JobQueue:
         checked first (options, queue, payload; a custom ``job_id`` must be free), then all are
         written in one step. A node with children is created in ``waiting_children``."""
         args = flow_args(flow, self._flow_options)
-        rows = await self._core.add_flow(args, _now(now))
+        try:
+            rows = await self._core.add_flow(args, _now(now))
+        except UnicodeEncodeError as error:
+            raise _checks.not_unicode(error, _flow_texts(flow)) from None
         return self._nodes(rows)[0]
 
     async def _add_children(
@@ -206,7 +233,11 @@ class JobQueue:
             flow_args(child, self._flow_options, f"children[{i}]")
             for i, child in enumerate(children)
         ]
-        rows = await self._core.add_children(job.id, token, args, _now(now))
+        try:
+            rows = await self._core.add_children(job.id, token, args, _now(now))
+        except UnicodeEncodeError as error:
+            texts = [text for child in children for text in _flow_texts(child)]
+            raise _checks.not_unicode(error, texts) from None
         return self._nodes(rows)
 
     async def get_dependencies(
@@ -268,7 +299,7 @@ class JobQueue:
         limit and the global concurrency limit."""
         if max_jobs < 1:
             raise ConfigError(f"invalid max_jobs: {max_jobs} (must be >= 1)")
-        records = await self._core.claim(worker_id, _ms("lease", lease), max_jobs, _now(now))
+        records = await self._core.claim(worker_id, _checks.lease_ms(lease), max_jobs, _now(now))
         return [Job(self, record) for record in records]
 
     async def wait_for_job(self, timeout: float | None = None) -> bool:
@@ -286,7 +317,7 @@ class JobQueue:
         than cancel: a cancelled call could drop jobs its claim had just taken."""
         pending, interrupt = self._core.wait_and_claim(
             worker_id,
-            _ms("lease", lease),
+            _checks.lease_ms(lease),
             max_jobs,
             None if timeout is None else _ms("timeout", timeout),
         )
@@ -329,7 +360,7 @@ class JobQueue:
             raise ConfigError(f"invalid max_jobs: {max_jobs} (must be >= 0)")
         encoded = [(i, t, _json.dumps_result(i, r)) for i, t, r in items]
         refused, records = await self._core.complete_and_claim(
-            encoded, worker_id, _ms("lease", lease), max_jobs, _now(now)
+            encoded, worker_id, _checks.lease_ms(lease), max_jobs, _now(now)
         )
         return refused, [Job(self, record) for record in records]
 
@@ -366,13 +397,13 @@ class JobQueue:
 
     async def renew(self, job_id: str, token: str, lease: float, *, now: int | None = None) -> None:
         """Extends the lease to now + ``lease`` seconds."""
-        await self._core.renew(job_id, token, _ms("lease", lease), _now(now))
+        await self._core.renew(job_id, token, _checks.lease_ms(lease), _now(now))
 
     async def renew_many(
         self, items: Iterable[tuple[str, str]], lease: float, *, now: int | None = None
     ) -> list[str]:
         """Renews many leases in one step; returns the ids whose lease was lost."""
-        return await self._core.renew_many(list(items), _ms("lease", lease), _now(now))
+        return await self._core.renew_many(list(items), _checks.lease_ms(lease), _now(now))
 
     async def move_to_delayed(
         self,
@@ -573,6 +604,7 @@ class JobQueue:
         if not 2 <= len(template) <= 3:
             raise TypeError(f"template must be (name, data[, options]), got {template!r}")
         name, data = template[0], template[1]
+        _checks.job_name(name, f"job name of the template of scheduler {key!r}")
         opts = _options(template[2] if len(template) == 3 else None, {})
         body = _json.dumps(data, f"data of the template of scheduler {key!r}")
         record = await self._core.upsert_scheduler(

@@ -8,7 +8,15 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from lanemq import Backoff, ConfigError, InMemoryJobQueue, JobOptions, JobQueue, QueueEvent
+from lanemq import (
+    Backoff,
+    ConfigError,
+    FlowJob,
+    InMemoryJobQueue,
+    JobOptions,
+    JobQueue,
+    QueueEvent,
+)
 
 T = 1_700_000_000_000
 MAX_PRIORITY = 2**21
@@ -351,3 +359,61 @@ async def test_same_custom_id_twice_in_one_bulk(queue: JobQueue) -> None:
     assert [job.data for job in added] == [{"v": 1}, {"v": 1}]
     assert await queue.get_job_counts("waiting") == {"waiting": 1}
     assert [ev.event for ev in await queue.read_events()] == ["added", "waiting", "duplicated"]
+
+
+# ------------------------------------------- names, ids, numbers and text that are refused
+
+
+@pytest.mark.parametrize(
+    ("call", "fragments"),
+    [
+        (lambda q: q.add("x", None, job_id=5), ["job_id", "5", "must be a string"]),
+        (lambda q: q.add("x", None, job_id="a\udc80"), ["job_id", "lone surrogate"]),
+        (lambda q: q.add("a\udc80", None), ["job name", "lone surrogate"]),
+        (lambda q: q.add("x", {"k": "v\udc80"}), ["data", "lone surrogate"]),
+        (lambda q: q.add("x", None, priority=1.5), ["priority", "1.5", "integer"]),
+        (lambda q: q.add("x", None, attempts=2.5), ["attempts", "2.5", "integer"]),
+        (lambda q: q.add("", None), ["job name", "''", "non-empty"]),
+        (lambda q: q.add_bulk([("ok", 1), ("", 2)]), ["name of job #1", "non-empty"]),
+        (lambda q: q.add_bulk([("ok", 1), ("x", "\udc80")]), ["data of job #1", "surrogate"]),
+        (lambda q: q.add_flow(FlowJob("p", None, children=[FlowJob("", 1)])), ["children[0]"]),
+        (
+            lambda q: q.upsert_scheduler("s", every=60, template=("", None)),
+            ["job name of the template", "non-empty"],
+        ),
+        (
+            lambda q: q.upsert_scheduler("s", cron="61 * * * *", template=("x", None)),
+            ["minute field", "61", "0-59"],
+        ),
+        (
+            lambda q: q.upsert_scheduler("s", cron="0 25 * * *", template=("x", None)),
+            ["hour field", "25", "0-23"],
+        ),
+        (
+            lambda q: q.upsert_scheduler("s", cron="*/0 * * * *", template=("x", None)),
+            ["minute field", "step"],
+        ),
+    ],
+)
+async def test_bad_input_is_a_config_error_naming_the_field(
+    queue: JobQueue, call: Callable[[JobQueue], Awaitable[object]], fragments: list[str]
+) -> None:
+    await _seed(queue)
+    await _assert_refused(queue, lambda: call(queue), ConfigError, *fragments)
+
+
+@pytest.mark.parametrize("lease", [0, 0.0, -1, math.nan])
+async def test_a_lease_of_zero_or_less_is_refused(queue: JobQueue, lease: float) -> None:
+    await _seed(queue)
+    await _assert_refused(queue, lambda: queue.claim("w", lease, 1), ConfigError, "lease")
+    [job] = await queue.claim("w", 30.0, 1)
+    assert job.lock_token is not None
+    await _assert_refused(
+        queue, lambda: queue.renew(job.id, job.lock_token or "", lease), ConfigError, "lease"
+    )
+    await _assert_refused(
+        queue, lambda: queue.renew_many([(job.id, job.lock_token or "")], lease), ConfigError
+    )
+    # The job is still held by its claim and can be completed.
+    await queue.complete(job.id, job.lock_token, "done")
+    assert await queue.get_state(job.id) == "completed"

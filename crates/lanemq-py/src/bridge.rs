@@ -20,13 +20,17 @@ pub fn seconds_to_micros(field: &str, seconds: f64) -> PyResult<Micros> {
     Ok((seconds * 1e6).round() as Micros)
 }
 
-/// Like `seconds_to_micros`, but zero is refused too.
+/// Like `seconds_to_micros`, but zero is refused too (with one message for every refused
+/// value, so it never says ">= 0" of a field that refuses 0).
 pub fn positive_seconds(field: &str, seconds: f64) -> PyResult<Micros> {
-    let micros = seconds_to_micros(field, seconds)?;
-    if micros == 0 {
-        return Err(invalid(field, seconds, "must be greater than 0"));
+    let why = "must be a finite number of seconds > 0";
+    if !seconds.is_finite() || seconds <= 0.0 {
+        return Err(invalid(field, seconds, why));
     }
-    Ok(micros)
+    match (seconds * 1e6).round() as Micros {
+        0 => Err(invalid(field, seconds, why)),
+        micros => Ok(micros),
+    }
 }
 
 /// Seconds (finite, >= 0) to whole milliseconds; the error names `field`.
@@ -64,7 +68,7 @@ pub fn count(field: &str, value: i64, min: i64) -> PyResult<u32> {
 /// An integer argument that may be arbitrarily large in Python. Out-of-range values are kept
 /// as their text so `Int::get` can raise a `ConfigError` naming the field and the value, where
 /// plain extraction would raise an `OverflowError`.
-pub struct Int(Result<i64, String>);
+pub struct Int(Result<i64, (String, &'static str)>);
 
 impl Int {
     pub const fn of(value: i64) -> Self {
@@ -74,22 +78,40 @@ impl Int {
     pub fn get(&self, field: &str) -> PyResult<i64> {
         self.0
             .clone()
-            .map_err(|shown| invalid(field, shown, "out of range"))
+            .map_err(|(shown, why)| invalid(field, shown, why))
     }
 }
 
 impl<'a, 'py> FromPyObject<'a, 'py> for Int {
     type Error = PyErr;
 
+    /// Keeps a value that is not an integer (or too large) to be refused by `get`, which knows
+    /// the field's name: the error then says which option was wrong.
     fn extract(value: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
         match value.extract::<i64>() {
             Ok(v) => Ok(Self(Ok(v))),
             Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(value.py()) => {
-                Ok(Self(Err(value.repr()?.to_string())))
+                Ok(Self(Err((value.repr()?.to_string(), "out of range"))))
             }
-            Err(e) => Err(e),
+            Err(_) => Ok(Self(Err((value.repr()?.to_string(), "must be an integer")))),
         }
     }
+}
+
+/// A text argument called `field`: a `str` that is valid Unicode (no lone surrogates, which
+/// cannot be stored as UTF-8), or a `ConfigError` naming the field and the value.
+pub fn text(field: &str, value: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(text) = value.cast::<pyo3::types::PyString>() {
+        return text.to_str().map(str::to_owned).map_err(|_| {
+            invalid(
+                field,
+                value.repr().map_or_else(|_| "?".into(), |r| r.to_string()),
+                "holds a lone surrogate, which is not valid Unicode text",
+            )
+        });
+    }
+    let shown = value.repr()?.to_string();
+    Err(invalid(field, shown, "must be a string"))
 }
 
 pub fn wall_clock_ms() -> u64 {

@@ -4,7 +4,7 @@
 use lanemq_core::jobs::{self as core, BackoffKind, Retention};
 use pyo3::prelude::*;
 
-use crate::bridge::{count, millis_to_seconds, seconds_to_millis, Int};
+use crate::bridge::{count, millis_to_seconds, seconds_to_millis, text, Int};
 use crate::errors::{invalid, to_py};
 
 /// How long to wait before retrying a failed job.
@@ -254,7 +254,7 @@ impl JobOptions {
             continue_parent_on_failure=False)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
-        job_id: Option<String>,
+        job_id: Option<&Bound<'_, PyAny>>,
         priority: Int,
         lifo: bool,
         delay: f64,
@@ -279,6 +279,7 @@ impl JobOptions {
         ];
         let parent_policy =
             core::ParentPolicy::from_options(parent_policy, flags).map_err(to_py)?;
+        let job_id = job_id.map(job_id_text).transpose()?;
         let priority = priority.get("priority")?;
         let attempts = attempts.get("attempts")?;
         let max_stalled_count = max_stalled_count.get("max_stalled_count")?;
@@ -379,4 +380,17 @@ impl JobOptions {
         self.to_json().hash(&mut hasher);
         hasher.finish()
     }
+}
+
+/// A custom job id: a string (integers are refused by name, not as a `TypeError`: numeric ids
+/// are the automatic ones, so a custom id must not look like one).
+fn job_id_text(value: &Bound<'_, PyAny>) -> PyResult<String> {
+    if value.is_instance_of::<pyo3::types::PyInt>() {
+        return Err(invalid(
+            "job_id",
+            value.repr()?,
+            "must be a string; integer ids are reserved for automatic ids",
+        ));
+    }
+    text("job_id", value)
 }

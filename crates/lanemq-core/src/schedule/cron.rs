@@ -40,7 +40,7 @@ impl CronRule {
             .sloppy_ranges(true)
             .build()
             .parse(expr)
-            .map_err(|e| invalid(e.to_string()))?;
+            .map_err(|e| invalid(explain(expr).unwrap_or_else(|| e.to_string())))?;
         let tz: Tz = tz
             .parse()
             .map_err(|_| CoreError::InvalidConfig(format!("invalid time zone {tz:?}")))?;
@@ -89,6 +89,53 @@ fn check_field_count(expr: &str) -> Result<(), String> {
             if n == 1 { "" } else { "s" }
         )),
     }
+}
+
+/// Which field of a refused pattern is wrong, when a number in it is out of its field's range or
+/// a part is not a number or name at all: croner's own message ("Component error: Number out of
+/// bounds.") names neither the field nor the value.
+fn explain(expr: &str) -> Option<String> {
+    const FIVE: [(&str, u32, u32); 5] = [
+        ("minute", 0, 59),
+        ("hour", 0, 23),
+        ("day-of-month", 1, 31),
+        ("month", 1, 12),
+        ("day-of-week", 0, 7),
+    ];
+    let fields: Vec<&str> = expr.split_whitespace().collect();
+    let named: Vec<(&str, u32, u32)> = match fields.len() {
+        5 => FIVE.to_vec(),
+        6 => std::iter::once(("second", 0, 59)).chain(FIVE).collect(),
+        _ => return None,
+    };
+    for (field, (name, low, high)) in fields.iter().zip(named) {
+        for part in field.split([',', '-', '/', '#']) {
+            let part = part.trim_end_matches(['L', 'W']);
+            if part.is_empty() || part == "*" || part == "?" {
+                continue;
+            }
+            if part.chars().all(|c| c.is_ascii_alphabetic()) {
+                continue; // names (MON, JAN) and letters croner knows or refuses itself
+            }
+            match part.parse::<u32>() {
+                Ok(n) if field.contains('/') && field.ends_with(&format!("/{part}")) => {
+                    if n == 0 {
+                        return Some(format!("{name} field {field:?}: a step must be at least 1"));
+                    }
+                }
+                Ok(n) if n < low || n > high => {
+                    return Some(format!(
+                        "{name} field {field:?}: {n} is out of range {low}-{high}"
+                    ));
+                }
+                Ok(_) => {}
+                Err(_) => {
+                    return Some(format!("{name} field {field:?}: {part:?} is not a number"));
+                }
+            }
+        }
+    }
+    None
 }
 
 fn out_of_range(at: Millis) -> CoreError {

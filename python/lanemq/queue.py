@@ -673,7 +673,8 @@ class JobQueue:
     async def obliterate(self, force: bool = False, *, now: int | None = None) -> None:
         """Deletes the queue's jobs, job schedulers, events and settings. Pauses first; with
         active jobs it is refused (`JobStateError`) and the queue stays paused, unless
-        ``force``."""
+        ``force``. Counters go too, as in BullMQ: the next automatic id is ``"1"`` and the next
+        event id 1 (so an `events` iterator started before should be started again)."""
         await self._core.obliterate(force, _now(now))
 
     async def set_rate_limit(self, max_jobs: int, duration: float) -> None:

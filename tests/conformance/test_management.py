@@ -552,6 +552,19 @@ async def test_obliterate_force_empties_everything(queue: JobQueue) -> None:
     assert claimed.id == fresh.id
 
 
+async def test_obliterate_restarts_automatic_ids_and_event_ids(queue: JobQueue) -> None:
+    # BullMQ deletes every key of the queue, counters included; every backend does the same.
+    for i in range(3):
+        await queue.add("w", i, now=T)
+    assert (await queue.read_events())[-1].id > 1
+    await queue.obliterate(force=True, now=T + 1)
+    fresh = await queue.add("w", now=T + 2)
+    assert fresh.id == "1"
+    events = await queue.read_events()
+    assert [e.id for e in events] == list(range(1, len(events) + 1))
+    assert (events[0].event, events[0].job_id) == ("added", "1")
+
+
 async def test_obliterate_without_active_jobs(queue: JobQueue) -> None:
     job = await queue.add("w", now=T)
     await queue.obliterate(now=T + 1)

@@ -401,7 +401,10 @@ impl MemoryStore {
         self.waiting_children.clear();
         self.completed.clear();
         self.failed.clear();
-        self.events.clear();
+        // Nothing of the queue is left, counters included (BullMQ deletes every key): the next
+        // automatic id is "1" and the next event id 1, on every backend.
+        self.events.restart();
+        self.next_auto_id = 1;
         self.dedup.clear();
         self.schedulers.clear();
         self.rate_limit = None;

@@ -71,7 +71,7 @@ pub struct MemoryStore {
     pub(super) schedulers: Schedulers,
     pub(super) flow: Flows,
     seq: u64,
-    next_auto_id: u64,
+    pub(super) next_auto_id: u64,
     drained_reported: bool,
     random: RandomState,
     /// The progress of a job that reported none, shared by all of them.

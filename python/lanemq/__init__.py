@@ -13,6 +13,7 @@ from ._core import (
     PriorityBoost,
     RateLimit,
     RetryPolicy,
+    __version__,
 )
 from ._handle import CommandHandle
 from .events import Event, Subscription
@@ -102,4 +103,5 @@ __all__ = [
     "Subscription",
     "UnknownLaneError",
     "UnrecoverableError",
+    "__version__",
 ]

@@ -4,6 +4,8 @@ from collections.abc import Awaitable
 from os import PathLike
 from typing import Any, final
 
+__version__: str
+
 __all__ = [
     "AlertConfig",
     "Backoff",
@@ -24,6 +26,7 @@ __all__ = [
     "Ready",
     "RetryPolicy",
     "SchedulerRecord",
+    "__version__",
 ]
 
 @final

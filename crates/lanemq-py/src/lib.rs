@@ -38,6 +38,9 @@ fn init_runtime() {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     init_runtime();
+    // The crate's version is the package's (pyproject.toml takes it from Cargo.toml), so the
+    // binary and `lanemq.__version__` cannot disagree.
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<lane_config::RetryPolicy>()?;
     m.add_class::<lane_config::RateLimit>()?;
     m.add_class::<lane_config::PriorityBoost>()?;

@@ -308,3 +308,51 @@ async def test_storage_can_be_reopened_right_after_close(tmp_path: Path) -> None
                 ) from None
         finally:
             await m.close()
+
+
+DONE_THEN_KILLED = """
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+
+from lanemq import LaneConfig, LocalStorage, QueueManager
+
+
+async def main() -> None:
+    runs = Path(sys.argv[2])
+    m = QueueManager([LaneConfig("query", 0)], storage=LocalStorage(sys.argv[1]))
+
+    async def work(payload):
+        with runs.open("a") as f:
+            f.write(f"{payload['n']}\\n")
+        return payload["n"]
+
+    m.register("work", work)
+    handle = await m.submit_named("query", "work", {"n": 7})
+    assert await handle == 7
+    # Killed the moment the caller has the result: nothing else of this process runs.
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+asyncio.run(main())
+"""
+
+
+async def test_a_command_killed_as_it_finishes_does_not_run_again(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    for trial in range(5):
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            DONE_THEN_KILLED,
+            str(tmp_path / "store"),
+            str(runs),
+            stderr=asyncio.subprocess.PIPE,
+        )
+        _, err = await asyncio.wait_for(proc.communicate(), 30)
+        assert proc.returncode == -signal.SIGKILL, err.decode(errors="replace")
+        # The completion was journaled before the handle resolved: nothing is replayed.
+        assert await replayed(tmp_path / "store", "work") == [], f"trial {trial}"
+    assert runs.read_text().split() == ["7"] * 5

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import functools
 import inspect
+import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -37,6 +38,8 @@ from .exceptions import (
     UnrecoverableError,
 )
 from .storage import LocalStorage
+
+log = logging.getLogger("lanemq.lanes")
 
 T = TypeVar("T")
 
@@ -375,13 +378,17 @@ class QueueManager:
             else:
                 if handle._state != RUNNING:  # it swallowed its cancellation
                     self._clear_interrupt(handle, task)
+                finished = handle.id
+                if self._durable and finished in self._durable:
+                    try:
+                        await self._journal_done(finished)
+                    except asyncio.CancelledError:  # the runner is being cancelled (close)
+                        self._finish_done(handle, result)
+                        raise
                 if bus.active:
                     self._emit_for("queue.command.completed", handle)
                 handle._finish(DONE, result)
-                finished = handle.id
                 handle = core.complete_and_pop(finished)
-                if self._durable:
-                    self._forget_stored(finished)
                 if self._drained and not core.in_flight:
                     self._notify_drained()
             finally:
@@ -496,6 +503,30 @@ class QueueManager:
             if not waiter.done():
                 waiter.set_result(None)
         self._drained.clear()
+
+    async def _journal_done(self, command_id: int) -> None:
+        """Removes a completed durable command from the journal (fsynced) before its handle
+        resolves: a process killed once a caller saw the result must not run it again at the
+        next start. The removal goes on if the runner is cancelled meanwhile."""
+        key = self._durable.pop(command_id)
+        if self._storage is None:
+            return
+        removal = self._loop().create_task(self._storage.forget(key))
+        self._background.add(removal)
+        removal.add_done_callback(self._background.discard)
+        try:
+            await asyncio.shield(removal)
+        except Exception:
+            # It ran to its end; at worst it runs once more after a restart (at least once).
+            log.exception("cannot remove completed command %s from the journal", command_id)
+
+    def _finish_done(self, handle: CommandHandle[Any], result: Any) -> None:
+        """Completes ``handle`` for a runner that stops right after it."""
+        self._emit_for("queue.command.completed", handle)
+        handle._finish(DONE, result)
+        self._core.complete(handle.id)
+        if self._drained and not self._core.in_flight:
+            self._notify_drained()
 
     def _forget_stored(self, command_id: int) -> None:
         key = self._durable.pop(command_id, None)

@@ -114,6 +114,13 @@ impl LaneScheduler {
         Ok(self.core.pop(now).and_then(|s| self.handle(py, s.id)))
     }
 
+    /// Marks a running command done without starting another: for a runner that stops (it is
+    /// being cancelled) right after the command finished.
+    fn complete(&mut self, id: u64) -> PyResult<()> {
+        let now = self.now();
+        self.core.complete(id, now).map(drop).map_err(to_py)
+    }
+
     /// Handles of the commands waiting to start (pending or waiting to retry), oldest first.
     fn waiting(&self, py: Python<'_>) -> Vec<Py<PyAny>> {
         self.core

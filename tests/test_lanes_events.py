@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from lanemq import (
@@ -49,7 +50,9 @@ async def test_success_emits_submitted_started_completed_in_order() -> None:
         assert event.payload["command_id"] == handle.id
         assert event.payload["lane_id"] == "work"
         assert event.payload["command_type"] == "ping"
-        assert event.timestamp > 0
+        # Milliseconds since the epoch, as job events and job fields.
+        assert isinstance(event.timestamp, int)
+        assert abs(event.timestamp - time.time() * 1000) < 60_000
     assert events[1].payload["attempt"] == 1
     assert events[0].timestamp <= events[1].timestamp <= events[2].timestamp
 

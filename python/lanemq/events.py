@@ -18,11 +18,17 @@ LAGGED = "queue.events.lagged"
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One event: its key (e.g. ``queue.command.completed``), its payload and wall time (s)."""
+    """One event: its key (e.g. ``queue.command.completed``), its payload, and when it happened
+    in milliseconds since the Unix epoch (as every timestamp of lanemq, job events included;
+    durations in payloads, such as a retry's ``delay``, are seconds, as in the options)."""
 
     key: str
     payload: dict[str, Any] = field(default_factory=dict)
-    timestamp: float = 0.0
+    timestamp: int = 0
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 class _Gap:
@@ -85,7 +91,7 @@ class Subscription(AsyncIterator[Event]):
             if self._buffer:
                 item = self._buffer.popleft()
                 if isinstance(item, _Gap):
-                    return Event(LAGGED, {"missed": item.missed}, time.time())
+                    return Event(LAGGED, {"missed": item.missed}, _now_ms())
                 return item
             if self._closed:
                 raise StopAsyncIteration
@@ -128,7 +134,7 @@ class EventBus:
         for subscription in self._subscriptions:
             if subscription.matches(key):
                 if event is None:
-                    event = Event(key, payload, time.time())
+                    event = Event(key, payload, _now_ms())
                 subscription._push(event)
 
     def close(self) -> None:

@@ -65,6 +65,16 @@ class Job:
 
     @property
     def attempts_made(self) -> int:
+        """Attempts that ended (failed, or completed), as BullMQ's ``attemptsMade``: 0 while
+        the first attempt runs. An attempt given back (stalled, released, moved to delayed
+        with `DelayedError`) does not count."""
+        made = self._record.attempts_made
+        return made - 1 if made and self._record.state == "active" else made
+
+    @property
+    def attempts_started(self) -> int:
+        """Attempts started, the running one included: 1 while the first attempt runs (the
+        number of the current attempt, for a processor). Attempts given back do not count."""
         return self._record.attempts_made
 
     @property

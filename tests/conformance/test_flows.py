@@ -430,7 +430,7 @@ async def test_add_children_from_a_processor_runs_the_parent_again(queue: JobQue
     @worker.processor("parent")
     async def parent(job: Job) -> Any:
         values = await job.get_children_values()
-        runs.append({"attempts_made": job.attempts_made, "values": values})
+        runs.append({"attempts_started": job.attempts_started, "values": values})
         if not values:
             nodes = await job.add_children([FlowJob("child", n) for n in (1, 2)])
             assert [n.job.parent_id for n in nodes] == [job.id, job.id]
@@ -447,8 +447,8 @@ async def test_add_children_from_a_processor_runs_the_parent_again(queue: JobQue
         result = await added.wait(timeout=5)
     assert result == [10, 20]
     assert len(runs) == 2
-    assert runs[0] == {"attempts_made": 1, "values": {}}
-    assert runs[1]["attempts_made"] == 1  # the first run's attempt was given back
+    assert runs[0] == {"attempts_started": 1, "values": {}}
+    assert runs[1]["attempts_started"] == 1  # the first run's attempt was given back
     assert len(runs[1]["values"]) == 2
     final = await queue.get_job(added.id)
     assert final is not None and final.attempts_made == 1 and final.state == "completed"

@@ -45,14 +45,14 @@ async def test_claim_locks_the_job(queue: JobQueue) -> None:
     job = await _claim_one(queue, T + 10, lease=5.0, worker="worker-a")
     assert job.id == added.id
     assert job.state == "active"
-    assert job.attempts_made == 1
+    assert job.attempts_started == 1
     assert job.processed_on == T + 10
     assert job.data == {"to": "ops"}
 
     stored = await _stored(queue, job.id)
     assert stored.state == "active"
     assert stored.lock_token == _token(job)
-    assert stored.attempts_made == 1 and stored.processed_on == T + 10
+    assert stored.attempts_started == 1 and stored.processed_on == T + 10
     assert await queue.get_state(job.id) == "active"
     assert await queue.get_job_counts("waiting", "active") == {"waiting": 0, "active": 1}
 
@@ -68,7 +68,7 @@ async def test_claim_max_jobs_locks_each(queue: JobQueue) -> None:
     jobs = await queue.claim("w", lease=5.0, max_jobs=5, now=T + 1)
     assert [job.data for job in jobs] == [0, 1, 2]
     assert len({_token(job) for job in jobs}) == 3
-    assert all(job.state == "active" and job.attempts_made == 1 for job in jobs)
+    assert all(job.state == "active" and job.attempts_started == 1 for job in jobs)
 
 
 async def test_scenario_18_stalled_worker_loses_the_job(queue: JobQueue) -> None:
@@ -87,7 +87,7 @@ async def test_scenario_18_stalled_worker_loses_the_job(queue: JobQueue) -> None
     held_by_b = await _claim_one(queue, T + 1600, lease=30.0, worker="B")
     token_b = _token(held_by_b)
     assert held_by_b.id == job.id and token_b != token_a
-    assert held_by_b.attempts_made == 1  # the stalled attempt was given back
+    assert held_by_b.attempts_started == 1  # the stalled attempt was given back
 
     with pytest.raises(LockMismatchError):
         await queue.complete(job.id, token_a, "from A", now=T + 1700)
@@ -131,7 +131,7 @@ async def test_complete_and_fail_errors_are_distinct(queue: JobQueue) -> None:
             await attempt
         assert not isinstance(mismatch.value, (JobStateError, JobNotFoundError))
     stored = await _stored(queue, active.id)
-    assert (stored.state, stored.lock_token, stored.attempts_made) == ("active", token, 1)
+    assert (stored.state, stored.lock_token, stored.attempts_started) == ("active", token, 1)
 
     # Missing job -> JobNotFoundError (a LookupError).
     for attempt in (
@@ -237,7 +237,7 @@ async def test_expired_lock_refused_before_recovery(queue: JobQueue) -> None:
             await queue.move_to_delayed(job.id, token, 1.0, now=now)
     # Nothing recovered it yet, and the refused calls changed nothing.
     stored = await _stored(queue, job.id)
-    assert (stored.state, stored.lock_token, stored.attempts_made) == ("active", token, 1)
+    assert (stored.state, stored.lock_token, stored.attempts_started) == ("active", token, 1)
     assert await queue.recover_stalled(now=T + 5000) == ([job.id], [])
 
     # One millisecond before expiry the holder may still finish.
@@ -287,7 +287,7 @@ async def test_recovered_job_goes_to_front_of_its_priority(queue: JobQueue) -> N
     assert await queue.recover_stalled(now=T + 1000) == ([job.id], [])
     claimed = await queue.claim("w", max_jobs=3, now=T + 1001)
     assert [c.name for c in claimed] == ["urgent", "stalls", "newer"]
-    assert claimed[1].attempts_made == 1  # the stalled attempt was given back
+    assert claimed[1].attempts_started == 1  # the stalled attempt was given back
 
 
 async def test_recover_stalled_twice_back_to_back_recovers_once(queue: JobQueue) -> None:
@@ -339,7 +339,7 @@ async def test_move_to_delayed_uses_no_attempt(queue: JobQueue) -> None:
     assert await queue.claim("w", now=T + 2099) == []
     again = await _claim_one(queue, T + 2100)
     assert again.id == job.id
-    assert again.attempts_made == 1
+    assert again.attempts_started == 1
 
     # With attempts=1 the attempt in hand is still the first: a failure now is final, and
     # `retries-exhausted` says attemptsMade 1.
@@ -364,7 +364,7 @@ async def test_release_goes_to_front_without_using_an_attempt(queue: JobQueue) -
     for i in range(3):
         claimed = await _claim_one(queue, T + 10 + i)
         assert claimed.id == job.id  # back at the front, ahead of "second"
-        assert claimed.attempts_made == 1
+        assert claimed.attempts_started == 1
         await queue.release(job.id, _token(claimed), now=T + 10 + i)
         stored = await _stored(queue, job.id)
         assert (stored.state, stored.lock_token, stored.attempts_made) == ("waiting", None, 0)

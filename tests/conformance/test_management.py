@@ -57,7 +57,7 @@ async def test_get_job_and_state(queue: JobQueue) -> None:
     await _claim_one(queue)
     assert await queue.get_state(added.id) == "active"
     active = await queue.get_job(added.id)
-    assert active is not None and active.state == "active" and active.attempts_made == 1
+    assert active is not None and active.state == "active" and active.attempts_started == 1
 
 
 async def test_get_job_and_state_of_a_missing_job(queue: JobQueue) -> None:

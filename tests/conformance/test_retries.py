@@ -33,7 +33,7 @@ async def _events(queue: JobQueue, job_id: str) -> list[tuple[str, dict[str, str
 async def test_scenario_20_fixed_backoff_then_terminal_failure(queue: JobQueue) -> None:
     job = await queue.add("mail", {"to": "ops"}, attempts=2, backoff=Backoff.fixed(2.0), now=T)
     first = await _claim_one(queue, T)
-    assert first.attempts_made == 1
+    assert first.attempts_started == 1
 
     assert await queue.fail(job.id, _token(first), "smtp down", now=T) is True
     delayed = await _stored(queue, job.id)
@@ -48,7 +48,7 @@ async def test_scenario_20_fixed_backoff_then_terminal_failure(queue: JobQueue) 
     assert await queue.get_state(job.id) == "delayed"
     second = await _claim_one(queue, T + 2000)
     assert second.id == job.id
-    assert second.attempts_made == 2
+    assert second.attempts_started == 2
 
     assert await queue.fail(job.id, _token(second), "smtp still down", now=T + 2100) is False
     failed = await _stored(queue, job.id)
@@ -87,7 +87,7 @@ async def test_exponential_backoff_doubles(queue: JobQueue) -> None:
         now = due
     assert waits == [1000, 2000, 4000]
     last = await _claim_one(queue, now)
-    assert last.attempts_made == 4
+    assert last.attempts_started == 4
     assert await queue.fail(job.id, _token(last), "done", now=now) is False
 
 
@@ -136,7 +136,7 @@ async def test_explicit_delay_overrides_backoff(queue: JobQueue) -> None:
     assert await queue.fail(job.id, _token(claimed), "soon", delay=0.5, now=T + 1) is True
     assert (await _stored(queue, job.id)).delay_until == T + 501
     assert await queue.claim("w", now=T + 500) == []
-    assert (await _claim_one(queue, T + 501)).attempts_made == 2
+    assert (await _claim_one(queue, T + 501)).attempts_started == 2
 
 
 async def test_explicit_delay_without_backoff(queue: JobQueue) -> None:
@@ -159,7 +159,7 @@ async def test_attempts_without_backoff_go_straight_back_to_waiting(queue: JobQu
     names = [job.name for job in await queue.claim("w", max_jobs=2, now=T + 3)]
     assert names == ["behind", "x"]
     again = await _stored(queue, job.id)
-    assert again.attempts_made == 2
+    assert again.attempts_started == 2
 
 
 async def test_scenario_15_delayed_job_promoted_by_claim(queue: JobQueue) -> None:
@@ -174,7 +174,7 @@ async def test_scenario_15_delayed_job_promoted_by_claim(queue: JobQueue) -> Non
     # No timer, no promote(): the claim itself moves the due job and hands it out.
     claimed = await _claim_one(queue, T + 5000)
     assert claimed.id == job.id and claimed.data == {"n": 1}
-    assert claimed.attempts_made == 1
+    assert claimed.attempts_started == 1
     assert await queue.get_job_counts("delayed", "active") == {"delayed": 0, "active": 1}
 
 
@@ -231,7 +231,7 @@ async def test_retry_job_moves_failed_job_back_with_attempts_reset(queue: JobQue
 
     # The full budget of attempts is back: the first failure after the retry is retried.
     claimed = await _claim_one(queue, T + 11)
-    assert claimed.attempts_made == 1
+    assert claimed.attempts_started == 1
     assert await queue.fail(job.id, _token(claimed), "once more", now=T + 12) is True
 
 
@@ -244,7 +244,7 @@ async def test_retry_job_runs_a_completed_job_again(queue: JobQueue) -> None:
     stored = await _stored(queue, job.id)
     assert (stored.state, stored.attempts_made, stored.return_value) == ("waiting", 0, None)
     again = await _claim_one(queue, T + 3)
-    assert again.attempts_made == 1
+    assert again.attempts_started == 1
     await queue.complete(job.id, _token(again), {"second": True}, now=T + 4)
     assert (await queue.finished_result(job.id)).value == {"second": True}
 

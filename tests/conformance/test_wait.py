@@ -88,7 +88,7 @@ async def test_wait_keeps_waiting_through_a_retried_failure(queue: JobQueue) -> 
     assert not waiter.done(), "wait() ended on a failure that is retried"
 
     second = await _claim(queue)
-    assert second.attempts_made == 2
+    assert second.attempts_started == 2
     await queue.complete(second.id, _token(second), "finally")
     assert await asyncio.wait_for(waiter, 0.3) == "finally"
 

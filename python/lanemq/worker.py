@@ -36,7 +36,13 @@ class JobWorker:
     """Processes jobs of ``queue``: ``processors`` maps job names to ``async def f(job)``
     (a single callable handles every name). At most ``concurrency`` jobs run at once; each
     claim holds a job for ``lease`` seconds, renewed every ``renew_every`` (default: half the
-    lease) while it runs."""
+    lease) while it runs.
+
+    Counters (of this worker object, since it was made): ``processed``, the jobs it completed;
+    ``failed``, the jobs it failed for good (no retry left, `UnrecoverableError`, no processor;
+    as BullMQ's failed metric and the queue's ``failed`` state count them); ``attempts_failed``,
+    every failed attempt it recorded, retried or not (as the ``failed`` hook fires). Jobs that
+    stalled recovery fails are not counted here: this worker did not run them."""
 
     def __init__(
         self,
@@ -93,6 +99,7 @@ class JobWorker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.processed = 0
         self.failed = 0
+        self.attempts_failed = 0
 
     # --------------------------------------------------------------- set-up
 
@@ -389,9 +396,10 @@ class JobWorker:
                 if problem is not None:
                     await self._hook("error", LockLostWarning(job.id, problem))
                     continue
-                self.failed += 1
+                self.attempts_failed += 1
                 await self._hook("failed", job, error)
                 if not retried:
+                    self.failed += 1
                     await self._hook("dead", job, error)
         if self._released:
             released, self._released = self._released, []

@@ -1,4 +1,5 @@
-"""`JobWorker`: runs `async def` processors for a queue's jobs on the caller's event loop.
+"""`JobWorker`: runs processors for a queue's jobs: ``async def`` ones on the caller's event
+loop, plain ``def`` ones in worker threads.
 
 The loop claims jobs in batches up to its free capacity, starts one asyncio task per job, and
 reports outcomes in batches (`complete_many` / `fail_many`), so no job costs an awaited round
@@ -15,6 +16,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from ._worker_calls import AsyncProcessor, Processor, as_async
 from .exceptions import (
     ConfigError,
     DelayedError,
@@ -27,7 +29,6 @@ from .queue import JobQueue
 
 log = logging.getLogger("lanemq.worker")
 
-Processor = Callable[[Job], Awaitable[Any]]
 P = TypeVar("P", bound=Processor)
 HOOKS = ("completed", "failed", "dead", "stalled", "error")
 
@@ -37,6 +38,16 @@ class JobWorker:
     (a single callable handles every name). At most ``concurrency`` jobs run at once; each
     claim holds a job for ``lease`` seconds, renewed every ``renew_every`` (default: half the
     lease) while it runs.
+
+    A plain ``def f(job)`` processor (one that is not an ``async def`` function, a
+    `functools.partial` of one, or an object with an ``async def __call__``) runs in the
+    loop's default executor, so at most that executor's threads run at once (``min(32, CPUs +
+    4)`` by default; `loop.set_default_executor` sets more). Its result or exception counts as
+    a coroutine's would. It calls the job's methods through `Job.sync` (``job.sync.log("x")``,
+    ``job.sync.update_progress(50)``), which run them on the worker's loop. A thread cannot be
+    stopped: when the job times out it fails with `TimeoutError` at once, the thread runs on,
+    its result is ignored and its later writes through `Job.sync` raise `LockMismatchError`.
+    If such a function returns an awaitable, that is awaited on the loop.
 
     Counters (of this worker object, since it was made): ``processed``, the jobs it completed;
     ``failed``, the jobs it failed for good (no retry left, `UnrecoverableError`, no processor;
@@ -69,12 +80,17 @@ class JobWorker:
         self.renew_every = renew_every
         self.stalled_interval = stalled_interval
         self.id = name or f"worker-{uuid.uuid4().hex[:12]}"
-        self._processors: dict[str, Processor] = {}
-        self._default: Processor | None = None
+        # The processors as registered, and as called (`_rebuild` makes the second from the
+        # first: plain functions go to a thread).
+        self._handlers: dict[str, Processor] = {}
+        self._default_handler: Processor | None = None
+        self._processors: dict[str, AsyncProcessor] = {}
+        self._default: AsyncProcessor | None = None
         if callable(processors):
-            self._default = processors
+            self._default_handler = processors
         elif processors is not None:
-            self._processors.update(processors)
+            self._handlers.update(processors)
+        self._rebuild()
         self._hooks: dict[str, list[Callable[..., Any]]] = {hook: [] for hook in HOOKS}
         self._active: dict[asyncio.Task[Any], Job] = {}
         self._timers: dict[asyncio.Task[Any], asyncio.TimerHandle] = {}
@@ -104,18 +120,26 @@ class JobWorker:
     # --------------------------------------------------------------- set-up
 
     def processor(self, name: str | None = None) -> Callable[[P], P]:
-        """Registers ``async def f(job)`` for jobs called ``name`` (every name when None)."""
+        """Registers ``async def f(job)`` (or a plain ``def``, run in a thread) for jobs
+        called ``name`` (every name when None)."""
 
         def register(fn: P) -> P:
             if not callable(fn):
                 raise TypeError(f"processor must be callable, got {fn!r}")
             if name is None:
-                self._default = fn
+                self._default_handler = fn
             else:
-                self._processors[name] = fn
+                self._handlers[name] = fn
+            self._rebuild()
             return fn
 
         return register
+
+    def _rebuild(self) -> None:
+        """Makes the callables `_start` calls from the registered processors."""
+        self._processors = {name: as_async(fn) for name, fn in self._handlers.items()}
+        handler = self._default_handler
+        self._default = None if handler is None else as_async(handler)
 
     def on(self, event: str, callback: Callable[..., Any]) -> None:
         """Hooks: ``completed(job, result)``, ``failed(job, error)`` (every failed attempt),
@@ -351,6 +375,9 @@ class JobWorker:
             self._poke()
             return
         if task.cancelled():
+            # The worker lets go of the job: writes still to come from it (a plain def
+            # processor's thread runs on) are refused.
+            job.lease_lost = True
             if task in self._timed_out:
                 self._timed_out.discard(task)
                 timeout = job._record.timeout

@@ -110,7 +110,12 @@ class JobWorker:
         self._pause_until = 0.0
         self._closing = False
         self._force = False
+        # When close()'s grace ends (loop time), and the tasks it cancelled then: their jobs
+        # go back to waiting.
+        self._deadline: float | None = None
+        self._releasing: set[asyncio.Task[Any]] = set()
         self._running: asyncio.Task[None] | None = None
+        self._run_done: asyncio.Future[None] | None = None
         self._stopped = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.processed = 0
@@ -158,6 +163,7 @@ class JobWorker:
         self._running = asyncio.current_task()
         loop = self._loop = asyncio.get_running_loop()
         self._stopped = asyncio.Event()
+        run_done = self._run_done = loop.create_future()
         chores = [
             loop.create_task(self._every(self.renew_every, self._renew)),
             loop.create_task(self._every(self.stalled_interval, self._recover)),
@@ -179,10 +185,13 @@ class JobWorker:
         finally:
             # Renewals go on while running jobs finish; a chore in progress completes (its
             # hooks included) before run() returns.
-            await self._wind_down()
-            self._stopped.set()
-            await asyncio.gather(*chores, return_exceptions=True)
-            self._running = None
+            try:
+                await self._wind_down()
+            finally:
+                self._stopped.set()
+                await asyncio.gather(*chores, return_exceptions=True)
+                self._running = self._run_done = None
+                run_done.set_result(None)
 
     async def _step(self, loop: asyncio.AbstractEventLoop) -> None:
         """Reports completions and claims up to the free capacity, with up to two such calls
@@ -368,6 +377,8 @@ class JobWorker:
                 timer.cancel()
         if job is None:
             return
+        if self._releasing and task in self._releasing and not task.cancelled():
+            self._releasing.discard(task)  # it finished despite the cancellation
         if job._parked:
             # add_children parked it (lock released): nothing to report, whatever followed.
             if not task.cancelled():
@@ -383,6 +394,9 @@ class JobWorker:
                 timeout = job._record.timeout
                 error = TimeoutError(f"job {job.id} timed out after {timeout}s")
                 self._failed.append((job, error, True))
+            elif task in self._releasing:
+                self._releasing.discard(task)
+                self._released.append(job)  # close()'s grace ran out: back to waiting
             elif not self._force:
                 self._failed.append((job, asyncio.CancelledError("the job was cancelled"), True))
             # Under close(force=True) the job is abandoned to stalled recovery.
@@ -429,15 +443,22 @@ class JobWorker:
                     self.failed += 1
                     await self._hook("dead", job, error)
         if self._released:
+            # All at once (a local queue commits calls issued together once; close() may
+            # release a whole batch).
             released, self._released = self._released, []
-            for index, job in enumerate(released):
-                try:
-                    await self.queue.release(job.id, job.lock_token or "")
-                except LockMismatchError as error:
-                    await self._hook("error", error)
-                except Exception:
-                    self._released[:0] = released[index:]  # released on the next try
-                    raise
+            answers = await asyncio.gather(
+                *(self.queue.release(job.id, job.lock_token or "") for job in released),
+                return_exceptions=True,
+            )
+            broken: BaseException | None = None
+            for job, answer in zip(released, answers, strict=True):
+                if isinstance(answer, LockMismatchError):
+                    await self._hook("error", answer)
+                elif isinstance(answer, BaseException):
+                    self._released.append(job)  # released on the next try
+                    broken = broken or answer
+            if broken is not None:
+                raise broken
 
     async def _report(self, done: list[tuple[Job, Any]], free: int) -> list[Job]:
         """Reports the completions ``done`` and claims up to ``free`` jobs."""
@@ -509,7 +530,30 @@ class JobWorker:
     # ------------------------------------------------------------------ close
 
     async def _wind_down(self) -> None:
+        """Lets running jobs finish (reporting each outcome as it comes) until close()'s
+        grace runs out, then cancels what still runs and gives those jobs back; with
+        ``force``, cancels everything and leaves it to stalled recovery."""
         await self._settle()
+        loop = self._loop
+        assert loop is not None
+        while self._active and not self._force:
+            deadline = self._deadline
+            if deadline is not None and loop.time() >= deadline:
+                self._release_running()
+                break
+            wake = self._wake = loop.create_future()
+            try:
+                await asyncio.wait(
+                    [wake], timeout=None if deadline is None else deadline - loop.time()
+                )
+            finally:
+                self._wake = None
+            if self._completed or self._failed or self._released:
+                try:
+                    await self._flush()
+                except Exception as error:  # kept; the last flush below tries again
+                    log.warning("worker %s: reporting while closing failed: %s", self.id, error)
+                    await self._hook("error", error)
         if self._force:
             for task in list(self._active):
                 task.cancel()
@@ -517,18 +561,59 @@ class JobWorker:
             await asyncio.gather(*self._active, return_exceptions=True)
         await self._flush()
 
-    async def close(self, force: bool = False) -> None:
-        """Stops claiming and waits for running jobs to finish and be reported; with
-        ``force``, cancels them instead and leaves them to stalled recovery."""
+    def _release_running(self) -> None:
+        """Cancels the jobs still running when the grace ran out; `_done` puts them in
+        ``_released``, and the flush gives them back to waiting (no attempt used)."""
+        log.warning(
+            "worker %s: grace ran out with %d jobs running: cancelling them and releasing them "
+            "to waiting",
+            self.id,
+            len(self._active),
+        )
+        for task in list(self._active):
+            self._releasing.add(task)
+            task.cancel()
+
+    async def close(self, force: bool = False, grace: float | None = None) -> None:
+        """Stops claiming at once and waits for running jobs to finish and be reported, at
+        most ``grace`` seconds (None: as long as they take; 0: not at all). Jobs still running
+        then are cancelled and released back to waiting at once (`JobQueue.release`: at the
+        front of their priority, the attempt given back, so ``attempts_made`` is as before the
+        claim; no lease wait, not reported as failed). A plain ``def`` processor's thread
+        cannot be stopped: its job is released all the same and what the thread does later is
+        ignored. With ``force``, cancels running jobs at once and leaves them to stalled
+        recovery (their leases run out), as before; this also cuts a pending grace short.
+        Returns once the worker has stopped. Calling it again may shorten the grace."""
+        if grace is not None and (
+            isinstance(grace, bool) or not isinstance(grace, int | float) or not grace >= 0
+        ):
+            raise ConfigError(f"invalid grace: {grace!r} (must be None or >= 0 seconds)")
+        if grace is not None:
+            deadline = asyncio.get_running_loop().time() + grace
+            if self._deadline is None or deadline < self._deadline:
+                self._deadline = deadline
+        if not self._closing and self._running is not None:
+            log.info(
+                "worker %s: closing%s with %d jobs running",
+                self.id,
+                " (force)" if force else "" if grace is None else f" (grace {grace}s)",
+                len(self._active),
+            )
         self._closing = True
         self._force = self._force or force
         self._poke()
         running = self._running
         if running is not None and running is not asyncio.current_task():
-            await asyncio.gather(running, return_exceptions=True)
+            run_done = self._run_done
+            if run_done is not None:
+                # Not the task: run() may be awaited by a task that goes on afterwards.
+                await asyncio.shield(run_done)
+            else:  # started by __aenter__, not yet running
+                await asyncio.gather(running, return_exceptions=True)
 
     async def __aenter__(self) -> JobWorker:
-        self._closing = False
+        self._closing = self._force = False
+        self._deadline = None
         self._running = asyncio.get_running_loop().create_task(self.run())
         await asyncio.sleep(0)
         return self

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from ._worker_calls import AsyncProcessor, Processor, as_async
+from ._worker_stepping import step
 from .exceptions import (
     ConfigError,
     DelayedError,
@@ -192,6 +193,29 @@ class JobWorker:
                 await asyncio.gather(*chores, return_exceptions=True)
                 self._running = self._run_done = None
                 run_done.set_result(None)
+
+    async def run_once(self) -> int:
+        """Claims one batch (up to ``concurrency`` jobs that are ready: waiting, or delayed and
+        due), runs it to its end, reports the outcomes and returns how many it processed: the
+        completions and failed attempts recorded (a job moved to delayed, released after a
+        `RateLimitError` or whose lease was lost is not counted). For tests and scripts; it
+        renews leases meanwhile, but runs no stalled recovery (`JobQueue.recover_stalled`).
+        Raises `RuntimeError` while `run()` (or another step) is in progress."""
+        return await step(self, until_idle=False, timeout=None)
+
+    async def run_until_idle(self, timeout: float | None = None) -> int:
+        """Processes what is ready until nothing is (no waiting job, no delayed job due; a
+        retry whose backoff has not passed is not ready) and nothing runs, then returns the
+        number processed, counted as `run_once` counts. A job that a finished one made ready
+        (a retry without backoff, a flow's parent) is processed too. After ``timeout``
+        seconds it stops: the jobs still running are cancelled and released back to waiting
+        (as `close` does when its grace runs out) and `TimeoutError` is raised. Nothing is left
+        running when it returns or raises."""
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0
+        ):
+            raise ConfigError(f"invalid timeout: {timeout!r} (must be None or >= 0 seconds)")
+        return await step(self, until_idle=True, timeout=timeout)
 
     async def _step(self, loop: asyncio.AbstractEventLoop) -> None:
         """Reports completions and claims up to the free capacity, with up to two such calls

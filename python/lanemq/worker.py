@@ -16,7 +16,14 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from ._worker_calls import AsyncProcessor, Processor, as_async
+from ._worker_calls import (
+    AsyncProcessor,
+    Middleware,
+    Processor,
+    as_async,
+    is_async_callable,
+    with_middleware,
+)
 from ._worker_stepping import step
 from .exceptions import (
     ConfigError,
@@ -31,6 +38,7 @@ from .queue import JobQueue
 log = logging.getLogger("lanemq.worker")
 
 P = TypeVar("P", bound=Processor)
+M = TypeVar("M", bound=Middleware)
 HOOKS = ("completed", "failed", "dead", "stalled", "error")
 
 
@@ -85,6 +93,7 @@ class JobWorker:
         # first: plain functions go to a thread).
         self._handlers: dict[str, Processor] = {}
         self._default_handler: Processor | None = None
+        self._middleware: list[Middleware] = []
         self._processors: dict[str, AsyncProcessor] = {}
         self._default: AsyncProcessor | None = None
         if callable(processors):
@@ -141,11 +150,32 @@ class JobWorker:
 
         return register
 
+    def use(self, middleware: M) -> M:
+        """Adds ``async def middleware(job, call_next)`` around every processor call:
+        ``await call_next()`` runs the next middleware (or the processor) and returns its
+        result, which the middleware may change; exceptions pass through it, to catch or
+        let go. The first one added is outermost. Middleware runs on the event loop, also
+        around a plain ``def`` processor (only that goes to a thread), so context variables
+        it sets are seen by the processor. (A job with no processor is failed without it.)
+        Returns ``middleware``, so it works as a decorator. Without middleware the processor
+        is called directly: nothing to pay for."""
+        if not is_async_callable(middleware):
+            raise TypeError(
+                f"middleware must be an async def (job, call_next) callable, got {middleware!r}"
+            )
+        self._middleware.append(middleware)
+        self._rebuild()
+        return middleware
+
     def _rebuild(self) -> None:
-        """Makes the callables `_start` calls from the registered processors."""
-        self._processors = {name: as_async(fn) for name, fn in self._handlers.items()}
+        """Makes the callables `_start` calls from the registered processors and middleware."""
+        self._processors = {name: self._callable(fn) for name, fn in self._handlers.items()}
         handler = self._default_handler
-        self._default = None if handler is None else as_async(handler)
+        self._default = None if handler is None else self._callable(handler)
+
+    def _callable(self, processor: Processor) -> AsyncProcessor:
+        call = as_async(processor)
+        return with_middleware(call, self._middleware) if self._middleware else call
 
     def on(self, event: str, callback: Callable[..., Any]) -> None:
         """Hooks: ``completed(job, result)``, ``failed(job, error)`` (every failed attempt),

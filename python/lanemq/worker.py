@@ -9,6 +9,7 @@ every ``stalled_interval``."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 import traceback
@@ -25,6 +26,7 @@ from ._worker_calls import (
     with_middleware,
 )
 from ._worker_stepping import step
+from ._worker_unknown import UnknownJobNameWarning, postpone_unknown
 from .exceptions import (
     ConfigError,
     DelayedError,
@@ -36,6 +38,8 @@ from .job import Job
 from .queue import JobQueue
 
 log = logging.getLogger("lanemq.worker")
+
+__all__ = ["JobWorker", "LockLostWarning", "UnknownJobNameWarning"]
 
 P = TypeVar("P", bound=Processor)
 M = TypeVar("M", bound=Middleware)
@@ -62,7 +66,13 @@ class JobWorker:
     ``failed``, the jobs it failed for good (no retry left, `UnrecoverableError`, no processor;
     as BullMQ's failed metric and the queue's ``failed`` state count them); ``attempts_failed``,
     every failed attempt it recorded, retried or not (as the ``failed`` hook fires). Jobs that
-    stalled recovery fails are not counted here: this worker did not run them."""
+    stalled recovery fails are not counted here: this worker did not run them.
+
+    A job whose name has no processor is failed at once (BullMQ's behaviour), unless
+    ``unknown_name_retries`` is N > 0 (for rolling deploys, where a newer worker knows the
+    name): then it is moved back to delayed for ``unknown_name_delay`` seconds, at most N
+    times in all (counted across workers, by a log line on the job each time), then failed;
+    each postponement calls the ``error`` hooks with an `UnknownJobNameWarning`."""
 
     def __init__(
         self,
@@ -73,6 +83,8 @@ class JobWorker:
         renew_every: float | None = None,
         stalled_interval: float = 30.0,
         name: str | None = None,
+        unknown_name_retries: int = 0,
+        unknown_name_delay: float = 5.0,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"invalid concurrency: {concurrency} (must be >= 1)")
@@ -83,11 +95,29 @@ class JobWorker:
             raise ConfigError(f"invalid renew_every: {renew_every} (must be > 0 and < lease)")
         if not stalled_interval > 0:
             raise ConfigError(f"invalid stalled_interval: {stalled_interval} (must be > 0)")
+        if (
+            isinstance(unknown_name_retries, bool)
+            or not isinstance(unknown_name_retries, int)
+            or unknown_name_retries < 0
+        ):
+            raise ConfigError(
+                f"invalid unknown_name_retries: {unknown_name_retries!r} (must be an int >= 0)"
+            )
+        if (
+            isinstance(unknown_name_delay, bool)
+            or not isinstance(unknown_name_delay, int | float)
+            or not unknown_name_delay >= 0
+        ):
+            raise ConfigError(
+                f"invalid unknown_name_delay: {unknown_name_delay!r} (must be >= 0 seconds)"
+            )
         self.queue = queue
         self.concurrency = concurrency
         self.lease = lease
         self.renew_every = renew_every
         self.stalled_interval = stalled_interval
+        self.unknown_name_retries = unknown_name_retries
+        self.unknown_name_delay = unknown_name_delay
         self.id = name or f"worker-{uuid.uuid4().hex[:12]}"
         # The processors as registered, and as called (`_rebuild` makes the second from the
         # first: plain functions go to a thread).
@@ -405,9 +435,11 @@ class JobWorker:
     def _start(self, job: Job) -> None:
         processor = self._processors.get(job.name, self._default)
         if processor is None:
-            error = UnrecoverableError(f"no processor for job name {job.name!r}")
-            self._failed.append((job, error, False))
-            return
+            if not self.unknown_name_retries:
+                error = UnrecoverableError(f"no processor for job name {job.name!r}")
+                self._failed.append((job, error, False))
+                return
+            processor = functools.partial(postpone_unknown, self)
         loop = self._loop
         assert loop is not None
         coroutine: Any = processor(job)

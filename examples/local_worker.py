@@ -11,7 +11,7 @@ import argparse
 import asyncio
 from typing import Any
 
-from lanemq import Job, JobQueue, JobWorker, LocalJobQueue
+from lanemq import Job, JobWorker, LocalJobQueue
 
 
 async def resize(job: Job) -> dict[str, Any]:
@@ -20,27 +20,22 @@ async def resize(job: Job) -> dict[str, Any]:
     return {"image": job.data["image"], "width": job.data["width"]}
 
 
-async def wait_until_idle(queue: JobQueue) -> None:
-    """Returns once no job is waiting, delayed or active."""
-    # (a poll every 0.1 s: fine for a demo, and robust to jobs added by other processes)
-    while any((await queue.get_job_counts("waiting", "delayed", "active")).values()):  # noqa: ASYNC110
-        await asyncio.sleep(0.1)
-
-
 async def main(until_idle: bool) -> None:
     queue = LocalJobQueue("thumbnails", "./lanemq-data")
     worker = JobWorker(queue, {"resize": resize}, concurrency=4)
-    async with worker:  # claims and runs jobs in the background until closed
-        if until_idle:
-            await wait_until_idle(queue)
-        else:
-            await asyncio.Event().wait()  # until Ctrl-C
-    # (leaving `async with` lets running jobs finish and reports them)
-    print(f"worker: processed {worker.processed} jobs")
+    if until_idle:
+        processed = await worker.run_until_idle()  # what is ready, then return
+    else:
+        await worker.run()  # until Ctrl-C
+        processed = worker.processed  # (not reached: Ctrl-C ends it with KeyboardInterrupt)
+    print(f"worker: processed {processed} jobs")
     await queue.close()
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--until-idle", action="store_true", help="stop once nothing is left")
-    asyncio.run(main(parser.parse_args().until_idle))
+    try:
+        asyncio.run(main(parser.parse_args().until_idle))
+    except KeyboardInterrupt:  # (after run() let the running jobs finish)
+        print("worker: stopped")

@@ -8,14 +8,16 @@ import importlib.util
 import itertools
 import os
 import re
+import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from types import ModuleType
 
+import lanemq
 import pytest
 from redis_support import MakeServer
-from support import Child
+from support import CHILD_WAIT, Child
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 RUN_WAIT = 60.0  # upper bound for an example to finish; never reached when things work
@@ -139,6 +141,19 @@ async def test_local_producer_and_worker_processes(start: Start) -> None:
             for n in (1, 2, 3)
         ),
     ]
+
+
+async def test_local_worker_without_until_idle_runs_until_ctrl_c(
+    start: Start, tmp_path: Path
+) -> None:
+    queue = lanemq.LocalJobQueue("thumbnails", tmp_path / "lanemq-data")
+    job = await queue.add("resize", {"image": "a.png", "width": 10})
+    worker = await start("local_worker.py")
+    assert await worker.line() == "worker: resized a.png to 10px"
+    assert await job.wait(timeout=CHILD_WAIT) == {"image": "a.png", "width": 10}
+    worker.proc.send_signal(signal.SIGINT)
+    assert await finish(worker) == "worker: stopped\n"
+    await queue.close()
 
 
 async def test_sync_producer_threads_and_a_worker_process(start: Start) -> None:

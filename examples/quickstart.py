@@ -36,9 +36,9 @@ async def main() -> None:
     ]
     async with manager:
         results = [await handle for handle in handles]
-    print("submitted:", ", ".join(h.lane_id for h in handles))
-    print("started:  ", ", ".join(order))
-    print("results:  ", ", ".join(results))
+    print("lanes submitted in this order:", ", ".join(h.lane_id for h in handles))
+    print("lanes started by priority:", ", ".join(order))
+    print("lane results (each handle awaited):", ", ".join(results))
 
     attempts = 0
 
@@ -54,15 +54,15 @@ async def main() -> None:
 
     lanes = [LaneConfig("jobs", priority=0, max_concurrency=2, retry=RetryPolicy.fixed(2, 0.05))]
     async with QueueManager(lanes) as manager:
-        print("flaky:    ", await manager.submit("jobs", flaky))
+        print("flaky lane command:", await manager.submit("jobs", flaky))
         try:
             await manager.submit("jobs", broken)
         except RuntimeError as error:
-            print("broken:   ", error)
+            print("broken lane command raised:", error)
         for letter in manager.dead_letters():
             print(f"dead letter: {letter.command_type}, {letter.attempts} attempts: {letter.error}")
-        completed = manager.metrics()["jobs"]["completed"]
-        print("metrics:   jobs lane completed", completed)
+        metrics = manager.metrics()["jobs"]
+        print(f"lane metrics: {metrics['completed']} completed, {metrics['retried']} retried")
 
     await jobs_demo()
 
@@ -78,25 +78,30 @@ async def jobs_demo() -> None:
     )
     await queue.resume()
 
-    worker = JobWorker(queue, concurrency=1)
-    sent: list[str] = []
+    worker = JobWorker(queue, concurrency=1)  # one at a time, so the order shows priorities
+    runs: list[str] = []
     tries = 0
 
     @worker.processor("send")
     async def send(job: Job) -> dict[str, str]:
         nonlocal tries
-        if job.data["to"].startswith("flaky"):
+        to = job.data["to"]
+        if to.startswith("flaky"):
             tries += 1
             if tries == 1:
+                runs.append(f"{to} (priority {job.priority}; failed: provider timed out)")
                 raise ConnectionError("provider timed out")
+            runs.append(f"{to} (retry)")
+        else:
+            runs.append(f"{to} (priority {job.priority})")
         await job.update_progress(100)
-        sent.append(job.data["to"])
-        return {"sent": job.data["to"]}
+        return {"sent": to}
 
     async with worker:
         result = await flaky.wait(timeout=10)
-    print("jobs sent:", ", ".join(sent))
-    print("flaky job:", result, f"after {tries} attempts")
+    # Priority 0 (none) runs first, then 1, 10; a failed attempt waits out its backoff.
+    print("jobs ran in this order:", ", ".join(runs))
+    print("flaky job result:", result, f"after {tries} attempts")
     counts = await queue.get_job_counts("completed", "failed")
     print(f"stored in {queue.path}: {counts} ({before} completed by earlier runs)")
 

@@ -17,7 +17,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, Protocol, TypeVar, overload
 
 from ._core import AlertConfig, DeadLetter, LaneConfig, LaneScheduler
 from ._handle import (
@@ -42,6 +42,8 @@ from .storage import LocalStorage
 log = logging.getLogger("lanemq.lanes")
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+P = ParamSpec("P")
 
 DEFAULT_LANES = (
     ("system", 0, 5),
@@ -51,6 +53,13 @@ DEFAULT_LANES = (
     ("skill", 4, 3),
     ("prompt", 5, 2),
 )
+
+
+class Executable(Protocol[T_co]):
+    """A command object: ``async def execute(self)``, and optionally a ``command_type``
+    attribute that names it in events, metrics and dead letters."""
+
+    def execute(self) -> Awaitable[T_co]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,8 +229,30 @@ class QueueManager:
 
     # ---------------------------------------------------------------- submitting
 
+    # The overloads type a submit from its command: the arguments are checked against the
+    # callable's signature (ParamSpec) and the result is what the command returns (awaited
+    # if it is an awaitable).
+
+    @overload
     def submit_nowait(
-        self, lane_id: str, command: Callable[..., Any] | Any, /, *args: Any, **kwargs: Any
+        self,
+        lane_id: str,
+        command: Callable[P, Awaitable[T]],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> CommandHandle[T]: ...
+
+    @overload
+    def submit_nowait(
+        self, lane_id: str, command: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> CommandHandle[T]: ...
+
+    @overload
+    def submit_nowait(self, lane_id: str, command: Executable[T], /) -> CommandHandle[T]: ...
+
+    def submit_nowait(
+        self, lane_id: str, command: Any, /, *args: Any, **kwargs: Any
     ) -> CommandHandle[Any]:
         """Queues ``command(*args, **kwargs)`` in ``lane_id`` and returns its handle at once.
         ``command`` is an async callable, a plain callable (run in a worker thread), or an
@@ -252,9 +283,25 @@ class QueueManager:
             self._start_runners()
         return handle
 
+    @overload
     async def submit(
-        self, lane_id: str, command: Callable[..., Awaitable[T]] | Any, /, *args: Any, **kwargs: Any
-    ) -> Any:
+        self,
+        lane_id: str,
+        command: Callable[P, Awaitable[T]],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T: ...
+
+    @overload
+    async def submit(
+        self, lane_id: str, command: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T: ...
+
+    @overload
+    async def submit(self, lane_id: str, command: Executable[T], /) -> T: ...
+
+    async def submit(self, lane_id: str, command: Any, /, *args: Any, **kwargs: Any) -> Any:
         """Runs ``command(*args, **kwargs)`` in ``lane_id`` and returns its result (or raises
         its error, `CommandTimeoutError` on the lane's timeout)."""
         return await self.submit_nowait(lane_id, command, *args, **kwargs)
@@ -601,4 +648,4 @@ class QueueManager:
                         self._spawn(outcome)
 
 
-__all__ = ["DEFAULT_LANES", "Alert", "QueueManager"]
+__all__ = ["DEFAULT_LANES", "Alert", "Executable", "QueueManager"]

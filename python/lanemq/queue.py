@@ -15,10 +15,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequen
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from . import _checks, _json
-from ._core import JobOptions, JobQueueCore, JobRecord, MemoryGroupCore
+from ._core import Backoff, Dedup, JobOptions, JobQueueCore, JobRecord, KeepJobs, MemoryGroupCore
 from .exceptions import ConfigError, JobFailedError, JobNotFoundError
 from .flows import Dependencies, FlowJob, JobNode, flow_args
 from .job import Job
@@ -87,6 +87,41 @@ def _flow_texts(flow: FlowJob, path: str = "root") -> Iterable[tuple[str, Any]]:
         yield from _flow_texts(child, f"{path}.children[{i}]")
 
 
+#: The keyword options of `JobQueue.add`, in the order it passes them to `_given_options`,
+#: and their defaults (those of `JobOptions`).
+_OPTION_NAMES = (
+    "job_id",
+    "priority",
+    "lifo",
+    "delay",
+    "attempts",
+    "backoff",
+    "timeout",
+    "remove_on_complete",
+    "remove_on_fail",
+    "max_stalled_count",
+    "dedup",
+)
+_OPTION_DEFAULTS: tuple[Any, ...] = (None, 0, False, 0.0, 1, None, None, None, None, 1, None)
+
+#: What `add_bulk` takes per job: ``(name, data)`` or ``(name, data, options)``.
+BulkItem: TypeAlias = "tuple[str, Any] | tuple[str, Any, JobOptions | dict[str, Any] | None]"
+
+
+def _given_options(values: tuple[Any, ...]) -> dict[str, Any]:
+    """The keyword options that differ from their defaults, by name: an add with none of
+    them passes no options at all (stored as defaults, which costs nothing). Equality is
+    numeric (``priority=0.0`` is the default 0), which keeps the common case one tuple
+    comparison."""
+    if values == _OPTION_DEFAULTS:
+        return {}
+    return {
+        name: value
+        for name, value, default in zip(_OPTION_NAMES, values, _OPTION_DEFAULTS, strict=True)
+        if value is not default and value != default
+    }
+
+
 def _error_text(error: str | BaseException) -> str:
     if isinstance(error, BaseException):
         return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
@@ -150,16 +185,46 @@ class JobQueue:
         data: Any = None,
         options: JobOptions | dict[str, Any] | None = None,
         *,
+        job_id: str | None = None,
+        priority: int = 0,
+        lifo: bool = False,
+        delay: float = 0.0,
+        attempts: int = 1,
+        backoff: Backoff | None = None,
+        timeout: float | None = None,
+        remove_on_complete: bool | int | KeepJobs | None = None,
+        remove_on_fail: bool | int | KeepJobs | None = None,
+        max_stalled_count: int = 1,
+        dedup: Dedup | None = None,
         now: int | None = None,
-        **option_keywords: Any,
     ) -> Job:
-        """Adds a job. Options come as `JobOptions`, a dict or keywords (``job_id``,
-        ``priority``, ``lifo``, ``delay``, ``attempts``, ``backoff``, ``timeout``,
-        ``remove_on_complete``, ``remove_on_fail``, ``max_stalled_count``, ``dedup``). A custom
-        ``job_id`` that exists returns the existing job unchanged; so does a ``dedup`` key
-        (`Dedup`) that is held, which returns the job holding it."""
+        """Adds a job. Options are keywords (typed, so a type checker catches a misspelt
+        one), or ``options``: a `JobOptions` or a dict of its fields (which also takes the
+        flow options, ``parent_policy`` and the like); a keyword that differs from its default
+        cannot be combined with `JobOptions`. ``job_id``: a custom id; one that exists returns
+        the existing job unchanged. ``priority``: 0 (none, first) or 1..2^21, lower first.
+        ``lifo``: last in, first out within the priority. ``delay``: seconds before it may run.
+        ``attempts`` and ``backoff`` (`Backoff`): retries. ``timeout``: seconds an attempt
+        may run. ``remove_on_complete`` / ``remove_on_fail``: retention (True: remove; a
+        count, or `KeepJobs`). ``max_stalled_count``: stalls allowed before it fails.
+        ``dedup`` (`Dedup`): while its key is held, the add returns the job holding it."""
         _checks.job_name(name)
-        opts = _options(options, option_keywords)
+        given = _given_options(
+            (
+                job_id,
+                priority,
+                lifo,
+                delay,
+                attempts,
+                backoff,
+                timeout,
+                remove_on_complete,
+                remove_on_fail,
+                max_stalled_count,
+                dedup,
+            )
+        )
+        opts = _options(options, given)
         body = _json.dumps_data(data, name)
         try:
             record = await self._core.add(name, body, opts, _now(now))
@@ -167,9 +232,10 @@ class JobQueue:
             raise _checks.not_unicode(error, [("job name", name), ("data", data)]) from None
         return Job(self, record)
 
-    async def add_bulk(self, jobs: Iterable[Sequence[Any]], *, now: int | None = None) -> list[Job]:
+    async def add_bulk(self, jobs: Iterable[BulkItem], *, now: int | None = None) -> list[Job]:
         """Adds ``(name, data)`` or ``(name, data, options)`` tuples atomically: if any is
-        invalid, none is added. The result keeps the input order."""
+        invalid, none is added. ``options`` is `JobOptions` (checked by a type checker), a
+        dict of its fields or None. The result keeps the input order."""
         items: list[tuple[str, str, JobOptions | None]] = []
         for index, item in enumerate(jobs):
             if len(item) == 2:

@@ -1,0 +1,71 @@
+"""Correct uses of lanemq's typed options and submits: mypy --strict must accept every line
+(tests/typing_check/test_typing.py checks it). It is type-checked, not run."""
+
+from __future__ import annotations
+
+import functools
+
+from lanemq import (
+    Backoff,
+    Dedup,
+    InMemoryJobQueue,
+    JobOptions,
+    KeepJobs,
+    QueueManager,
+)
+from lanemq.sync import LocalJobQueue
+
+
+async def cancel_session(session_id: str, *, force: bool = False) -> int:
+    return len(session_id) + force
+
+
+def render(template: str, count: int) -> str:  # a plain function: runs in a worker thread
+    return template * count
+
+
+class Reindex:
+    command_type = "reindex"
+
+    async def execute(self) -> list[str]:
+        return ["done"]
+
+
+async def jobs() -> None:
+    queue = InMemoryJobQueue("email")
+    await queue.add(
+        "send",
+        {"to": "ops@example.com"},
+        job_id="welcome:ops",
+        priority=10,
+        lifo=True,
+        delay=5.0,
+        attempts=3,
+        backoff=Backoff.exponential(1.0),
+        timeout=30.0,
+        remove_on_complete=KeepJobs(count=1000),
+        remove_on_fail=True,
+        max_stalled_count=2,
+        dedup=Dedup("user:42", ttl=60.0),
+    )
+    await queue.add("send", None, JobOptions(priority=1))
+    await queue.add("send", None, {"priority": 1, "parent_policy": None})
+    await queue.add_bulk([("a", 1), ("b", 2, JobOptions(delay=1.0)), ("c", 3, {"lifo": True})])
+
+
+def sync_jobs() -> int:
+    with LocalJobQueue("email", "./lanemq-data") as queue:
+        job = queue.add("send", {"to": "ops@example.com"}, priority=3, attempts=2)
+        queue.add_bulk([("a", 1), ("b", 2, JobOptions(priority=4))])
+        return job.priority
+
+
+async def lanes() -> None:
+    async with QueueManager.with_default_lanes() as manager:
+        count: int = await manager.submit("control", cancel_session, "s-42", force=True)
+        text: str = await manager.submit("query", render, "ab", 3)
+        names: list[str] = await manager.submit("system", Reindex())
+        partial: int = await manager.submit("control", functools.partial(cancel_session, "s"))
+        handle = manager.submit_nowait("prompt", cancel_session, "s-43")
+        later: int = await handle
+        print(count, text, names, partial, later)

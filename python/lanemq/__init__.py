@@ -50,6 +50,7 @@ from .queue import (
 )
 from .schedulers import JobScheduler
 from .storage import LocalStorage
+from .urls import from_url
 from .worker import JobWorker, LockLostWarning
 
 __all__ = [
@@ -102,4 +103,5 @@ __all__ = [
     "Subscription",
     "UnknownLaneError",
     "UnrecoverableError",
+    "from_url",
 ]

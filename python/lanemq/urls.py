@@ -12,6 +12,7 @@ Errors name the URL with any password replaced by ``***``."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 from urllib.parse import SplitResult, parse_qs, urlsplit
 
@@ -62,6 +63,16 @@ def from_url(url: str, name: str, **options: Any) -> JobQueue:
     if scheme == "local":
         return LocalJobQueue(name, _local_path(url, rest), **options)
     raise ConfigError(f"unknown queue URL scheme {scheme!r} in {redact_url(url)!r} (use {_KNOWN})")
+
+
+def local_queue_file(url: str, name: str) -> Path | None:
+    """The file the queue ``name`` of a ``local:`` URL lives in (named as `LocalJobQueue`
+    names it), or None for a URL of another scheme. Opens nothing."""
+    scheme, _, rest = url.partition(":")
+    if scheme.lower() != "local":
+        return None
+    path = Path(_local_path(url, rest))
+    return path if path.suffix in (".db", ".sqlite", ".sqlite3") else path / f"{name}.sqlite3"
 
 
 def _local_path(url: str, rest: str) -> str:
@@ -132,4 +143,4 @@ def _db_problem(db: str, where: str) -> str | None:
     return None if db.isdigit() else f"the database number ({where}) is not a number"
 
 
-__all__ = ["from_url", "redact_url"]
+__all__ = ["from_url", "local_queue_file", "redact_url"]

@@ -1,10 +1,12 @@
-"""`Job`: a job as a queue returned it, with the calls a processor makes on it."""
+"""`Job`: a job as a queue returned it, with the calls a processor makes on it; `JobSync`:
+blocking versions of those calls for a plain ``def`` processor's thread."""
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Coroutine, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import _json
 from ._core import JobOptions, JobRecord
@@ -15,13 +17,19 @@ if TYPE_CHECKING:
     from .queue import JobQueue
 
 _UNSET: Any = object()
+T = TypeVar("T")
 
 
 class Job:
     """A snapshot of one job. Fields reflect the moment it was read (`refresh()` reads it
     again); a job claimed by a worker also carries its ``lock_token``."""
 
-    __slots__ = ("_data", "_parked", "_queue", "_record", "lease_lost")
+    __slots__ = ("_data", "_loop", "_parked", "_queue", "_record", "lease_lost")
+
+    #: The event loop the job's calls run on, for `sync`: set by a worker that runs the job's
+    #: processor in a thread, or when `sync` is first read on a loop. (Unset until then: no
+    #: cost for jobs that never need it.)
+    _loop: asyncio.AbstractEventLoop
 
     def __init__(self, queue: JobQueue, record: JobRecord) -> None:
         self._queue = queue
@@ -136,6 +144,25 @@ class Job:
     def queue(self) -> JobQueue:
         return self._queue
 
+    @property
+    def sync(self) -> JobSync:
+        """Blocking versions of this job's calls, for a thread: a plain ``def`` processor
+        (which `JobWorker` runs in a worker thread) calls ``job.sync.update_progress(50)`` or
+        ``job.sync.log("...")``; each runs the call on the worker's event loop and waits for
+        it. Read it on the loop to hand it to a thread of your own. Calling it from the loop's
+        own thread raises `RuntimeError` (it would deadlock): await the async method there."""
+        loop = getattr(self, "_loop", None)
+        if loop is None:
+            try:
+                loop = self._loop = asyncio.get_running_loop()
+            except RuntimeError:
+                raise RuntimeError(
+                    f"job {self.id!r}: job.sync does not know this job's event loop: read "
+                    "job.sync once on the loop (or use it in a plain def processor, which "
+                    "JobWorker runs in a thread)"
+                ) from None
+        return JobSync(self, loop)
+
     # ---------------------------------------------------------------- actions
 
     async def refresh(self) -> Job:
@@ -237,3 +264,69 @@ class Job:
 
     def __repr__(self) -> str:
         return f"<Job id={self.id!r} name={self.name!r} state={self.state}>"
+
+
+class JobSync:
+    """`Job`'s calls as blocking functions for a thread other than the event loop's (see
+    `Job.sync`). Each call runs the async method on the job's loop
+    (`asyncio.run_coroutine_threadsafe`) and returns its result or raises its exception."""
+
+    __slots__ = ("_job", "_loop")
+
+    def __init__(self, job: Job, loop: asyncio.AbstractEventLoop) -> None:
+        self._job = job
+        self._loop = loop
+
+    def _call(self, method: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
+        loop = self._loop
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        name = getattr(method, "__name__", "call")
+        if running is loop:
+            raise RuntimeError(
+                f"job.sync.{name}() was called on the event loop's own thread, where it "
+                f"would wait for itself: use `await job.{name}(...)` there"
+            )
+        if loop.is_closed() or not loop.is_running():
+            raise RuntimeError(f"job.sync.{name}(): the job's event loop is not running")
+        return asyncio.run_coroutine_threadsafe(method(*args), loop).result()
+
+    def update_progress(self, value: Any) -> None:
+        self._call(self._job.update_progress, value)
+
+    def log(self, line: str, keep: int = 0) -> int:
+        """Appends a log line (keeping the newest ``keep`` when > 0); returns the count."""
+        return self._call(self._job.log, line, keep)
+
+    def update_data(self, data: Any) -> None:
+        self._call(self._job.update_data, data)
+
+    def ensure_lease(self) -> None:
+        """Raises `LockMismatchError` if the job's lease is no longer held."""
+        self._call(self._job.ensure_lease)
+
+    def move_to_delayed(self, delay: float) -> None:
+        """Parks the job for ``delay`` seconds without using an attempt; then raise
+        `DelayedError` from the processor."""
+        self._call(self._job.move_to_delayed, delay)
+
+    def add_children(self, children: Iterable[FlowJob]) -> list[JobNode]:
+        """Adds children and parks the job until they are done (see `Job.add_children`)."""
+        return self._call(self._job.add_children, list(children))
+
+    def get_children_values(self) -> dict[str, Any]:
+        return self._call(self._job.get_children_values)
+
+    def get_logs(
+        self, start: int = 0, end: int = -1, ascending: bool = True
+    ) -> tuple[list[str], int]:
+        return self._call(self._job.get_logs, start, end, ascending)
+
+    def get_state(self) -> str:
+        return self._call(self._job.get_state)
+
+    def refresh(self) -> Job:
+        """Reads the job again (keeping its lock token)."""
+        return self._call(self._job.refresh)

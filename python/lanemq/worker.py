@@ -1,4 +1,5 @@
-"""`JobWorker`: runs `async def` processors for a queue's jobs on the caller's event loop.
+"""`JobWorker`: runs processors for a queue's jobs: ``async def`` ones on the caller's event
+loop, plain ``def`` ones in worker threads.
 
 The loop claims jobs in batches up to its free capacity, starts one asyncio task per job, and
 reports outcomes in batches (`complete_many` / `fail_many`), so no job costs an awaited round
@@ -15,6 +16,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from ._worker_calls import AsyncProcessor, Processor, as_async
 from .exceptions import (
     ConfigError,
     DelayedError,
@@ -27,7 +29,6 @@ from .queue import JobQueue
 
 log = logging.getLogger("lanemq.worker")
 
-Processor = Callable[[Job], Awaitable[Any]]
 P = TypeVar("P", bound=Processor)
 HOOKS = ("completed", "failed", "dead", "stalled", "error")
 
@@ -36,7 +37,23 @@ class JobWorker:
     """Processes jobs of ``queue``: ``processors`` maps job names to ``async def f(job)``
     (a single callable handles every name). At most ``concurrency`` jobs run at once; each
     claim holds a job for ``lease`` seconds, renewed every ``renew_every`` (default: half the
-    lease) while it runs."""
+    lease) while it runs.
+
+    A plain ``def f(job)`` processor (one that is not an ``async def`` function, a
+    `functools.partial` of one, or an object with an ``async def __call__``) runs in the
+    loop's default executor, so at most that executor's threads run at once (``min(32, CPUs +
+    4)`` by default; `loop.set_default_executor` sets more). Its result or exception counts as
+    a coroutine's would. It calls the job's methods through `Job.sync` (``job.sync.log("x")``,
+    ``job.sync.update_progress(50)``), which run them on the worker's loop. A thread cannot be
+    stopped: when the job times out it fails with `TimeoutError` at once, the thread runs on,
+    its result is ignored and its later writes through `Job.sync` raise `LockMismatchError`.
+    If such a function returns an awaitable, that is awaited on the loop.
+
+    Counters (of this worker object, since it was made): ``processed``, the jobs it completed;
+    ``failed``, the jobs it failed for good (no retry left, `UnrecoverableError`, no processor;
+    as BullMQ's failed metric and the queue's ``failed`` state count them); ``attempts_failed``,
+    every failed attempt it recorded, retried or not (as the ``failed`` hook fires). Jobs that
+    stalled recovery fails are not counted here: this worker did not run them."""
 
     def __init__(
         self,
@@ -63,12 +80,17 @@ class JobWorker:
         self.renew_every = renew_every
         self.stalled_interval = stalled_interval
         self.id = name or f"worker-{uuid.uuid4().hex[:12]}"
-        self._processors: dict[str, Processor] = {}
-        self._default: Processor | None = None
+        # The processors as registered, and as called (`_rebuild` makes the second from the
+        # first: plain functions go to a thread).
+        self._handlers: dict[str, Processor] = {}
+        self._default_handler: Processor | None = None
+        self._processors: dict[str, AsyncProcessor] = {}
+        self._default: AsyncProcessor | None = None
         if callable(processors):
-            self._default = processors
+            self._default_handler = processors
         elif processors is not None:
-            self._processors.update(processors)
+            self._handlers.update(processors)
+        self._rebuild()
         self._hooks: dict[str, list[Callable[..., Any]]] = {hook: [] for hook in HOOKS}
         self._active: dict[asyncio.Task[Any], Job] = {}
         self._timers: dict[asyncio.Task[Any], asyncio.TimerHandle] = {}
@@ -88,27 +110,41 @@ class JobWorker:
         self._pause_until = 0.0
         self._closing = False
         self._force = False
+        # When close()'s grace ends (loop time), and the tasks it cancelled then: their jobs
+        # go back to waiting.
+        self._deadline: float | None = None
+        self._releasing: set[asyncio.Task[Any]] = set()
         self._running: asyncio.Task[None] | None = None
+        self._run_done: asyncio.Future[None] | None = None
         self._stopped = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.processed = 0
         self.failed = 0
+        self.attempts_failed = 0
 
     # --------------------------------------------------------------- set-up
 
     def processor(self, name: str | None = None) -> Callable[[P], P]:
-        """Registers ``async def f(job)`` for jobs called ``name`` (every name when None)."""
+        """Registers ``async def f(job)`` (or a plain ``def``, run in a thread) for jobs
+        called ``name`` (every name when None)."""
 
         def register(fn: P) -> P:
             if not callable(fn):
                 raise TypeError(f"processor must be callable, got {fn!r}")
             if name is None:
-                self._default = fn
+                self._default_handler = fn
             else:
-                self._processors[name] = fn
+                self._handlers[name] = fn
+            self._rebuild()
             return fn
 
         return register
+
+    def _rebuild(self) -> None:
+        """Makes the callables `_start` calls from the registered processors."""
+        self._processors = {name: as_async(fn) for name, fn in self._handlers.items()}
+        handler = self._default_handler
+        self._default = None if handler is None else as_async(handler)
 
     def on(self, event: str, callback: Callable[..., Any]) -> None:
         """Hooks: ``completed(job, result)``, ``failed(job, error)`` (every failed attempt),
@@ -140,6 +176,7 @@ class JobWorker:
         self._running = asyncio.current_task()
         loop = self._loop = asyncio.get_running_loop()
         self._stopped = asyncio.Event()
+        run_done = self._run_done = loop.create_future()
         chores = [
             loop.create_task(self._every(self.renew_every, self._renew)),
             loop.create_task(self._every(self.stalled_interval, self._recover)),
@@ -161,10 +198,13 @@ class JobWorker:
         finally:
             # Renewals go on while running jobs finish; a chore in progress completes (its
             # hooks included) before run() returns.
-            await self._wind_down()
-            self._stopped.set()
-            await asyncio.gather(*chores, return_exceptions=True)
-            self._running = None
+            try:
+                await self._wind_down()
+            finally:
+                self._stopped.set()
+                await asyncio.gather(*chores, return_exceptions=True)
+                self._running = self._run_done = None
+                run_done.set_result(None)
 
     async def _step(self, loop: asyncio.AbstractEventLoop) -> None:
         """Reports completions and claims up to the free capacity, with up to two such calls
@@ -350,6 +390,8 @@ class JobWorker:
                 timer.cancel()
         if job is None:
             return
+        if self._releasing and task in self._releasing and not task.cancelled():
+            self._releasing.discard(task)  # it finished despite the cancellation
         if job._parked:
             # add_children parked it (lock released): nothing to report, whatever followed.
             if not task.cancelled():
@@ -357,11 +399,17 @@ class JobWorker:
             self._poke()
             return
         if task.cancelled():
+            # The worker lets go of the job: writes still to come from it (a plain def
+            # processor's thread runs on) are refused.
+            job.lease_lost = True
             if task in self._timed_out:
                 self._timed_out.discard(task)
                 timeout = job._record.timeout
                 error = TimeoutError(f"job {job.id} timed out after {timeout}s")
                 self._failed.append((job, error, True))
+            elif task in self._releasing:
+                self._releasing.discard(task)
+                self._released.append(job)  # close()'s grace ran out: back to waiting
             elif not self._force:
                 self._failed.append((job, asyncio.CancelledError("the job was cancelled"), True))
             # Under close(force=True) the job is abandoned to stalled recovery.
@@ -402,20 +450,28 @@ class JobWorker:
                 if problem is not None:
                     await self._hook("error", LockLostWarning(job.id, problem))
                     continue
-                self.failed += 1
+                self.attempts_failed += 1
                 await self._hook("failed", job, error)
                 if not retried:
+                    self.failed += 1
                     await self._hook("dead", job, error)
         if self._released:
+            # All at once (a local queue commits calls issued together once; close() may
+            # release a whole batch).
             released, self._released = self._released, []
-            for index, job in enumerate(released):
-                try:
-                    await self.queue.release(job.id, job.lock_token or "")
-                except LockMismatchError as error:
-                    await self._hook("error", error)
-                except Exception:
-                    self._released[:0] = released[index:]  # released on the next try
-                    raise
+            answers = await asyncio.gather(
+                *(self.queue.release(job.id, job.lock_token or "") for job in released),
+                return_exceptions=True,
+            )
+            broken: BaseException | None = None
+            for job, answer in zip(released, answers, strict=True):
+                if isinstance(answer, LockMismatchError):
+                    await self._hook("error", answer)
+                elif isinstance(answer, BaseException):
+                    self._released.append(job)  # released on the next try
+                    broken = broken or answer
+            if broken is not None:
+                raise broken
 
     async def _report(self, done: list[tuple[Job, Any]], free: int) -> list[Job]:
         """Reports the completions ``done`` and claims up to ``free`` jobs."""
@@ -487,7 +543,30 @@ class JobWorker:
     # ------------------------------------------------------------------ close
 
     async def _wind_down(self) -> None:
+        """Lets running jobs finish (reporting each outcome as it comes) until close()'s
+        grace runs out, then cancels what still runs and gives those jobs back; with
+        ``force``, cancels everything and leaves it to stalled recovery."""
         await self._settle()
+        loop = self._loop
+        assert loop is not None
+        while self._active and not self._force:
+            deadline = self._deadline
+            if deadline is not None and loop.time() >= deadline:
+                self._release_running()
+                break
+            wake = self._wake = loop.create_future()
+            try:
+                await asyncio.wait(
+                    [wake], timeout=None if deadline is None else deadline - loop.time()
+                )
+            finally:
+                self._wake = None
+            if self._completed or self._failed or self._released:
+                try:
+                    await self._flush()
+                except Exception as error:  # kept; the last flush below tries again
+                    log.warning("worker %s: reporting while closing failed: %s", self.id, error)
+                    await self._hook("error", error)
         if self._force:
             for task in list(self._active):
                 task.cancel()
@@ -495,18 +574,59 @@ class JobWorker:
             await asyncio.gather(*self._active, return_exceptions=True)
         await self._flush()
 
-    async def close(self, force: bool = False) -> None:
-        """Stops claiming and waits for running jobs to finish and be reported; with
-        ``force``, cancels them instead and leaves them to stalled recovery."""
+    def _release_running(self) -> None:
+        """Cancels the jobs still running when the grace ran out; `_done` puts them in
+        ``_released``, and the flush gives them back to waiting (no attempt used)."""
+        log.warning(
+            "worker %s: grace ran out with %d jobs running: cancelling them and releasing them "
+            "to waiting",
+            self.id,
+            len(self._active),
+        )
+        for task in list(self._active):
+            self._releasing.add(task)
+            task.cancel()
+
+    async def close(self, force: bool = False, grace: float | None = None) -> None:
+        """Stops claiming at once and waits for running jobs to finish and be reported, at
+        most ``grace`` seconds (None: as long as they take; 0: not at all). Jobs still running
+        then are cancelled and released back to waiting at once (`JobQueue.release`: at the
+        front of their priority, the attempt given back, so ``attempts_made`` is as before the
+        claim; no lease wait, not reported as failed). A plain ``def`` processor's thread
+        cannot be stopped: its job is released all the same and what the thread does later is
+        ignored. With ``force``, cancels running jobs at once and leaves them to stalled
+        recovery (their leases run out), as before; this also cuts a pending grace short.
+        Returns once the worker has stopped. Calling it again may shorten the grace."""
+        if grace is not None and (
+            isinstance(grace, bool) or not isinstance(grace, int | float) or not grace >= 0
+        ):
+            raise ConfigError(f"invalid grace: {grace!r} (must be None or >= 0 seconds)")
+        if grace is not None:
+            deadline = asyncio.get_running_loop().time() + grace
+            if self._deadline is None or deadline < self._deadline:
+                self._deadline = deadline
+        if not self._closing and self._running is not None:
+            log.info(
+                "worker %s: closing%s with %d jobs running",
+                self.id,
+                " (force)" if force else "" if grace is None else f" (grace {grace}s)",
+                len(self._active),
+            )
         self._closing = True
         self._force = self._force or force
         self._poke()
         running = self._running
         if running is not None and running is not asyncio.current_task():
-            await asyncio.gather(running, return_exceptions=True)
+            run_done = self._run_done
+            if run_done is not None:
+                # Not the task: run() may be awaited by a task that goes on afterwards.
+                await asyncio.shield(run_done)
+            else:  # started by __aenter__, not yet running
+                await asyncio.gather(running, return_exceptions=True)
 
     async def __aenter__(self) -> JobWorker:
-        self._closing = False
+        self._closing = self._force = False
+        self._deadline = None
         self._running = asyncio.get_running_loop().create_task(self.run())
         await asyncio.sleep(0)
         return self

@@ -253,7 +253,8 @@ async def test_retries_then_success(queue: JobQueue) -> None:
     assert stored.attempts_made == 3
     assert stored.return_value == "finally"
     assert worker.processed == 1
-    assert worker.failed == 2
+    assert worker.failed == 0  # jobs failed for good
+    assert worker.attempts_failed == 2
 
 
 async def test_retries_exhausted_fire_dead_once(queue: JobQueue) -> None:

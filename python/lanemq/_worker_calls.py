@@ -1,0 +1,57 @@
+"""How `JobWorker` calls a processor: an ``async def`` one as it is, a plain ``def`` one in a
+worker thread."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from .job import Job
+
+Processor = Callable[[Job], Any]
+"""``async def f(job)``, or a plain ``def f(job)`` (run in a worker thread)."""
+AsyncProcessor = Callable[[Job], Awaitable[Any]]
+
+
+def is_async_callable(fn: Any) -> bool:
+    """Whether calling ``fn`` gives a coroutine: an ``async def`` function, a
+    `functools.partial` of one, or an object whose class has an ``async def __call__``."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(type(fn), "__call__", None)  # noqa: B004 - the class's __call__, not fn's
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+def as_async(processor: Processor) -> AsyncProcessor:
+    """``processor`` itself when it is async (no wrapper: the hot path stays as it was), else
+    an async function that runs it in a worker thread."""
+    if is_async_callable(processor):
+        return processor
+    return in_thread(processor)
+
+
+def in_thread(processor: Processor) -> AsyncProcessor:
+    """Runs the plain callable ``processor`` in the loop's default executor, with the
+    caller's context variables (as `asyncio.to_thread` does), and gives its result; one that
+    returns an awaitable after all has it awaited on the loop. Cancelling the call (a job
+    timeout, close) cannot stop the thread: the call ends at once and whatever the thread
+    does later is ignored (its writes through `Job.sync` are refused once the worker has let
+    the job go)."""
+
+    @functools.wraps(processor)
+    async def run_in_thread(job: Job) -> Any:
+        loop = asyncio.get_running_loop()
+        job._loop = loop
+        context = contextvars.copy_context()
+        result = await loop.run_in_executor(None, context.run, processor, job)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    return run_in_thread

@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from .queue_commands import queue_group
+from .worker_command import worker_command
 
 
 @click.group("lanemq")
@@ -16,6 +17,7 @@ def main() -> None:
     Run `lanemq COMMAND --help` for a command's options."""
 
 
+main.add_command(worker_command)
 main.add_command(queue_group)
 
 __all__ = ["main"]

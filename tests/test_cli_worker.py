@@ -94,6 +94,9 @@ def raises() -> lanemq.JobWorker:
 '''
 
 
+APP_QUEUES = ("jobs", "pair-a", "pair-b", "async", "solo")
+
+
 class WorkerProcess:
     """A ``python -m lanemq worker ...`` child; stderr goes to a file."""
 
@@ -122,6 +125,11 @@ async def start(tmp_path: Path) -> AsyncIterator[Start]:
     """Starts ``python -m lanemq worker args...`` in ``tmp_path`` (where ``app.py`` is);
     every child still running at teardown is killed, by PID."""
     (tmp_path / "app.py").write_text(APP)
+    # The queue files exist before the command opens them (app.py opens them all), so the
+    # test never creates a file while the child does: that race is the local backend's own
+    # business (tests/test_local_files.py), not the command's.
+    for name in APP_QUEUES:
+        await LocalJobQueue(name, tmp_path / "data").close()
     children: list[WorkerProcess] = []
 
     async def run(*args: str, runner: list[str] | None = None) -> WorkerProcess:

@@ -51,7 +51,7 @@ from .queue import (
 from .schedulers import JobScheduler
 from .storage import LocalStorage
 from .urls import from_url
-from .worker import JobWorker, LockLostWarning
+from .worker import JobWorker, LockLostWarning, UnknownJobNameWarning
 
 __all__ = [
     "DEFAULT_LANES",
@@ -101,6 +101,7 @@ __all__ = [
     "ShutdownError",
     "StorageError",
     "Subscription",
+    "UnknownJobNameWarning",
     "UnknownLaneError",
     "UnrecoverableError",
     "from_url",

@@ -1,5 +1,5 @@
 """How `JobWorker` calls a processor: an ``async def`` one as it is, a plain ``def`` one in a
-worker thread."""
+worker thread; middleware around either."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import asyncio
 import contextvars
 import functools
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from .job import Job
@@ -15,6 +15,9 @@ from .job import Job
 Processor = Callable[[Job], Any]
 """``async def f(job)``, or a plain ``def f(job)`` (run in a worker thread)."""
 AsyncProcessor = Callable[[Job], Awaitable[Any]]
+Middleware = Callable[[Job, Callable[[], Awaitable[Any]]], Awaitable[Any]]
+"""``async def middleware(job, call_next)``: ``await call_next()`` runs the next middleware or
+the processor and gives its result."""
 
 
 def is_async_callable(fn: Any) -> bool:
@@ -55,3 +58,19 @@ def in_thread(processor: Processor) -> AsyncProcessor:
         return result
 
     return run_in_thread
+
+
+def with_middleware(call: AsyncProcessor, middleware: Sequence[Middleware]) -> AsyncProcessor:
+    """``call`` inside ``middleware``, the first one outermost."""
+    for layer in reversed(middleware):
+        call = _layer(layer, call)
+    return call
+
+
+def _layer(middleware: Middleware, inner: AsyncProcessor) -> AsyncProcessor:
+    async def around(job: Job) -> Any:
+        # call_next makes the coroutine only when called: a middleware that skips the
+        # processor leaves no coroutine unawaited.
+        return await middleware(job, lambda: inner(job))
+
+    return around

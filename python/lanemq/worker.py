@@ -9,6 +9,7 @@ every ``stalled_interval``."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 import traceback
@@ -16,7 +17,16 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from ._worker_calls import AsyncProcessor, Processor, as_async
+from ._worker_calls import (
+    AsyncProcessor,
+    Middleware,
+    Processor,
+    as_async,
+    is_async_callable,
+    with_middleware,
+)
+from ._worker_stepping import step
+from ._worker_unknown import UnknownJobNameWarning, postpone_unknown
 from .exceptions import (
     ConfigError,
     DelayedError,
@@ -29,7 +39,10 @@ from .queue import JobQueue
 
 log = logging.getLogger("lanemq.worker")
 
+__all__ = ["JobWorker", "LockLostWarning", "UnknownJobNameWarning"]
+
 P = TypeVar("P", bound=Processor)
+M = TypeVar("M", bound=Middleware)
 HOOKS = ("completed", "failed", "dead", "stalled", "error")
 
 
@@ -53,7 +66,13 @@ class JobWorker:
     ``failed``, the jobs it failed for good (no retry left, `UnrecoverableError`, no processor;
     as BullMQ's failed metric and the queue's ``failed`` state count them); ``attempts_failed``,
     every failed attempt it recorded, retried or not (as the ``failed`` hook fires). Jobs that
-    stalled recovery fails are not counted here: this worker did not run them."""
+    stalled recovery fails are not counted here: this worker did not run them.
+
+    A job whose name has no processor is failed at once (BullMQ's behaviour), unless
+    ``unknown_name_retries`` is N > 0 (for rolling deploys, where a newer worker knows the
+    name): then it is moved back to delayed for ``unknown_name_delay`` seconds, at most N
+    times in all (counted across workers, by a log line on the job each time), then failed;
+    each postponement calls the ``error`` hooks with an `UnknownJobNameWarning`."""
 
     def __init__(
         self,
@@ -64,6 +83,8 @@ class JobWorker:
         renew_every: float | None = None,
         stalled_interval: float = 30.0,
         name: str | None = None,
+        unknown_name_retries: int = 0,
+        unknown_name_delay: float = 5.0,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"invalid concurrency: {concurrency} (must be >= 1)")
@@ -74,16 +95,35 @@ class JobWorker:
             raise ConfigError(f"invalid renew_every: {renew_every} (must be > 0 and < lease)")
         if not stalled_interval > 0:
             raise ConfigError(f"invalid stalled_interval: {stalled_interval} (must be > 0)")
+        if (
+            isinstance(unknown_name_retries, bool)
+            or not isinstance(unknown_name_retries, int)
+            or unknown_name_retries < 0
+        ):
+            raise ConfigError(
+                f"invalid unknown_name_retries: {unknown_name_retries!r} (must be an int >= 0)"
+            )
+        if (
+            isinstance(unknown_name_delay, bool)
+            or not isinstance(unknown_name_delay, int | float)
+            or not unknown_name_delay >= 0
+        ):
+            raise ConfigError(
+                f"invalid unknown_name_delay: {unknown_name_delay!r} (must be >= 0 seconds)"
+            )
         self.queue = queue
         self.concurrency = concurrency
         self.lease = lease
         self.renew_every = renew_every
         self.stalled_interval = stalled_interval
+        self.unknown_name_retries = unknown_name_retries
+        self.unknown_name_delay = unknown_name_delay
         self.id = name or f"worker-{uuid.uuid4().hex[:12]}"
         # The processors as registered, and as called (`_rebuild` makes the second from the
         # first: plain functions go to a thread).
         self._handlers: dict[str, Processor] = {}
         self._default_handler: Processor | None = None
+        self._middleware: list[Middleware] = []
         self._processors: dict[str, AsyncProcessor] = {}
         self._default: AsyncProcessor | None = None
         if callable(processors):
@@ -140,11 +180,32 @@ class JobWorker:
 
         return register
 
+    def use(self, middleware: M) -> M:
+        """Adds ``async def middleware(job, call_next)`` around every processor call:
+        ``await call_next()`` runs the next middleware (or the processor) and returns its
+        result, which the middleware may change; exceptions pass through it, to catch or
+        let go. The first one added is outermost. Middleware runs on the event loop, also
+        around a plain ``def`` processor (only that goes to a thread), so context variables
+        it sets are seen by the processor. (A job with no processor is failed without it.)
+        Returns ``middleware``, so it works as a decorator. Without middleware the processor
+        is called directly: nothing to pay for."""
+        if not is_async_callable(middleware):
+            raise TypeError(
+                f"middleware must be an async def (job, call_next) callable, got {middleware!r}"
+            )
+        self._middleware.append(middleware)
+        self._rebuild()
+        return middleware
+
     def _rebuild(self) -> None:
-        """Makes the callables `_start` calls from the registered processors."""
-        self._processors = {name: as_async(fn) for name, fn in self._handlers.items()}
+        """Makes the callables `_start` calls from the registered processors and middleware."""
+        self._processors = {name: self._callable(fn) for name, fn in self._handlers.items()}
         handler = self._default_handler
-        self._default = None if handler is None else as_async(handler)
+        self._default = None if handler is None else self._callable(handler)
+
+    def _callable(self, processor: Processor) -> AsyncProcessor:
+        call = as_async(processor)
+        return with_middleware(call, self._middleware) if self._middleware else call
 
     def on(self, event: str, callback: Callable[..., Any]) -> None:
         """Hooks: ``completed(job, result)``, ``failed(job, error)`` (every failed attempt),
@@ -205,6 +266,29 @@ class JobWorker:
                 await asyncio.gather(*chores, return_exceptions=True)
                 self._running = self._run_done = None
                 run_done.set_result(None)
+
+    async def run_once(self) -> int:
+        """Claims one batch (up to ``concurrency`` jobs that are ready: waiting, or delayed and
+        due), runs it to its end, reports the outcomes and returns how many it processed: the
+        completions and failed attempts recorded (a job moved to delayed, released after a
+        `RateLimitError` or whose lease was lost is not counted). For tests and scripts; it
+        renews leases meanwhile, but runs no stalled recovery (`JobQueue.recover_stalled`).
+        Raises `RuntimeError` while `run()` (or another step) is in progress."""
+        return await step(self, until_idle=False, timeout=None)
+
+    async def run_until_idle(self, timeout: float | None = None) -> int:
+        """Processes what is ready until nothing is (no waiting job, no delayed job due; a
+        retry whose backoff has not passed is not ready) and nothing runs, then returns the
+        number processed, counted as `run_once` counts. A job that a finished one made ready
+        (a retry without backoff, a flow's parent) is processed too. After ``timeout``
+        seconds it stops: the jobs still running are cancelled and released back to waiting
+        (as `close` does when its grace runs out) and `TimeoutError` is raised. Nothing is left
+        running when it returns or raises."""
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0
+        ):
+            raise ConfigError(f"invalid timeout: {timeout!r} (must be None or >= 0 seconds)")
+        return await step(self, until_idle=True, timeout=timeout)
 
     async def _step(self, loop: asyncio.AbstractEventLoop) -> None:
         """Reports completions and claims up to the free capacity, with up to two such calls
@@ -364,9 +448,11 @@ class JobWorker:
     def _start(self, job: Job) -> None:
         processor = self._processors.get(job.name, self._default)
         if processor is None:
-            error = UnrecoverableError(f"no processor for job name {job.name!r}")
-            self._failed.append((job, error, False))
-            return
+            if not self.unknown_name_retries:
+                error = UnrecoverableError(f"no processor for job name {job.name!r}")
+                self._failed.append((job, error, False))
+                return
+            processor = functools.partial(postpone_unknown, self)
         loop = self._loop
         assert loop is not None
         coroutine: Any = processor(job)

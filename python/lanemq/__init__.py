@@ -51,6 +51,7 @@ from .queue import (
 )
 from .schedulers import JobScheduler
 from .storage import LocalStorage
+from .urls import from_url
 from .worker import JobWorker, LockLostWarning, UnknownJobNameWarning
 
 __all__ = [
@@ -105,4 +106,5 @@ __all__ = [
     "UnknownLaneError",
     "UnrecoverableError",
     "__version__",
+    "from_url",
 ]

@@ -215,6 +215,19 @@ class JobWorker:
             raise ValueError(f"unknown worker event: {event!r} (events: {', '.join(HOOKS)})")
         self._hooks[event].append(callback)
 
+    @property
+    def concurrency(self) -> int:
+        """At most this many jobs run at once. It may be set before `run()` (as ``lanemq
+        worker --concurrency`` does); each claim then asks for up to half of it."""
+        return self._concurrency
+
+    @concurrency.setter
+    def concurrency(self, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"invalid concurrency: {value!r} (must be an integer >= 1)")
+        self._concurrency = value
+        self._share = max(1, (value + 1) // 2)
+
     # ------------------------------------------------------------------ run
 
     async def run(self) -> None:

@@ -1,0 +1,5 @@
+"""``python -m lanemq``: the ``lanemq`` command."""
+
+from lanemq.cli import main
+
+main()

@@ -1,0 +1,23 @@
+"""The ``lanemq`` command: ``lanemq worker`` runs job workers, ``lanemq queue`` looks at and
+manages a queue. Also ``python -m lanemq``."""
+
+from __future__ import annotations
+
+import click
+
+from .queue_commands import queue_group
+from .worker_command import worker_command
+
+
+@click.group("lanemq")
+@click.version_option(package_name="lanemq")
+def main() -> None:
+    """lanemq: run job workers and manage job queues.
+
+    Run `lanemq COMMAND --help` for a command's options."""
+
+
+main.add_command(worker_command)
+main.add_command(queue_group)
+
+__all__ = ["main"]

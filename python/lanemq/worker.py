@@ -25,6 +25,7 @@ from ._worker_calls import (
     is_async_callable,
     with_middleware,
 )
+from ._worker_signals import SignalHandlers
 from ._worker_stepping import step
 from ._worker_unknown import UnknownJobNameWarning, postpone_unknown
 from .exceptions import (
@@ -217,12 +218,27 @@ class JobWorker:
 
     # ------------------------------------------------------------------ run
 
-    async def run(self) -> None:
-        """Processes jobs until `close()`."""
+    async def run(
+        self, *, install_signal_handlers: bool = False, grace: float | None = 8.0
+    ) -> None:
+        """Processes jobs until `close()`.
+
+        With ``install_signal_handlers`` (Unix, main thread; `RuntimeError` otherwise), SIGTERM
+        or SIGINT starts ``close(grace=grace)`` (default 8 s, below Docker's 10 s stop timeout)
+        and a second one ``close(force=True)``; run() then returns normally, and the handlers
+        there before (the loop's or Python's) are back."""
+        if grace is not None and (
+            isinstance(grace, bool) or not isinstance(grace, int | float) or not grace >= 0
+        ):
+            raise ConfigError(f"invalid grace: {grace!r} (must be None or >= 0 seconds)")
         if self._running is not None and self._running is not asyncio.current_task():
             raise RuntimeError(f"worker {self.id} is already running")
+        loop = asyncio.get_running_loop()
+        signals = SignalHandlers(self, loop, grace) if install_signal_handlers else None
+        if signals is not None:
+            signals.install()
         self._running = asyncio.current_task()
-        loop = self._loop = asyncio.get_running_loop()
+        self._loop = loop
         self._stopped = asyncio.Event()
         run_done = self._run_done = loop.create_future()
         chores = [
@@ -253,6 +269,9 @@ class JobWorker:
                 await asyncio.gather(*chores, return_exceptions=True)
                 self._running = self._run_done = None
                 run_done.set_result(None)
+                if signals is not None:
+                    signals.restore()
+                    await signals.finish()
 
     async def run_once(self) -> int:
         """Claims one batch (up to ``concurrency`` jobs that are ready: waiting, or delayed and

@@ -55,7 +55,7 @@ async def test_sigterm_mid_job_lets_it_finish_and_exits_0(spawn: Spawn, tmp_path
     job = await queue.add("sleep", 1.0)
     marker = tmp_path / "ran"
     child = await spawn(WORKER, str(tmp_path), str(marker))
-    assert await child.line(timeout=30) == f"started {job.id}", child.stderr()
+    assert (await lines_until(child, "started"))[-1] == f"started {job.id}", child.stderr()
     child.proc.send_signal(signal.SIGTERM)
     output = await lines_until(child, "run returned")
     assert await child.wait(timeout=30) == 0, child.stderr()
@@ -74,7 +74,7 @@ async def test_sigint_past_the_grace_releases_the_job_and_exits_0(
     job = await queue.add("sleep", 60.0)
     marker = tmp_path / "ran"
     child = await spawn(WORKER, str(tmp_path), str(marker), "0.2")
-    assert await child.line(timeout=30) == f"started {job.id}", child.stderr()
+    assert (await lines_until(child, "started"))[-1] == f"started {job.id}", child.stderr()
     child.proc.send_signal(signal.SIGINT)
     output = await lines_until(child, "run returned")
     assert await child.wait(timeout=30) == 0, child.stderr()
@@ -96,7 +96,7 @@ async def test_a_second_signal_forces(spawn: Spawn, tmp_path: Path) -> None:
     queue = LocalJobQueue("signals", tmp_path)
     job = await queue.add("sleep", 60.0)
     child = await spawn(WORKER, str(tmp_path), str(tmp_path / "ran"), "60")
-    assert await child.line(timeout=30) == f"started {job.id}", child.stderr()
+    assert (await lines_until(child, "started"))[-1] == f"started {job.id}", child.stderr()
     child.proc.send_signal(signal.SIGTERM)
     await lines_until(child, "SIGTERM received")
     child.proc.send_signal(signal.SIGTERM)

@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from . import _worker_log
 from ._worker_calls import (
     AsyncProcessor,
     Middleware,
@@ -239,6 +240,12 @@ class JobWorker:
             signals.install()
         self._running = asyncio.current_task()
         self._loop = loop
+        log.info(
+            "worker %s: running on queue %s (concurrency %d)",
+            self.id,
+            self.queue.name,
+            self.concurrency,
+        )
         self._stopped = asyncio.Event()
         run_done = self._run_done = loop.create_future()
         chores = [
@@ -269,6 +276,13 @@ class JobWorker:
                 await asyncio.gather(*chores, return_exceptions=True)
                 self._running = self._run_done = None
                 run_done.set_result(None)
+                log.info(
+                    "worker %s: stopped (%d completed, %d failed for good, %d failed attempts)",
+                    self.id,
+                    self.processed,
+                    self.failed,
+                    self.attempts_failed,
+                )
                 if signals is not None:
                     signals.restore()
                     await signals.finish()
@@ -459,6 +473,7 @@ class JobWorker:
                 self._failed.append((job, error, False))
                 return
             processor = functools.partial(postpone_unknown, self)
+        _worker_log.started(self.id, job)
         loop = self._loop
         assert loop is not None
         coroutine: Any = processor(job)
@@ -515,6 +530,7 @@ class JobWorker:
                 self._released.append(job)
                 loop = asyncio.get_running_loop()
                 self._pause_until = max(self._pause_until, loop.time() + raised.delay)
+                log.debug("worker %s: rate limited: claims paused for %ss", self.id, raised.delay)
             else:
                 retry = not isinstance(raised, UnrecoverableError)
                 self._failed.append((job, raised, retry))
@@ -540,8 +556,10 @@ class JobWorker:
                 raise
             for (job, error, _), (_, retried, problem) in zip(failed, outcomes, strict=True):
                 if problem is not None:
+                    _worker_log.not_recorded(self.id, job.id, "failure", problem)
                     await self._hook("error", LockLostWarning(job.id, problem))
                     continue
+                _worker_log.failed(self.id, job, error, retried)
                 self.attempts_failed += 1
                 await self._hook("failed", job, error)
                 if not retried:
@@ -558,6 +576,7 @@ class JobWorker:
             broken: BaseException | None = None
             for job, answer in zip(released, answers, strict=True):
                 if isinstance(answer, LockMismatchError):
+                    _worker_log.not_recorded(self.id, job.id, "release", answer)
                     await self._hook("error", answer)
                 elif isinstance(answer, BaseException):
                     self._released.append(job)  # released on the next try
@@ -581,6 +600,7 @@ class JobWorker:
             raise
         self.processed += len(done) - len(errors)
         lost = dict(errors)
+        _worker_log.completed(self.id, done, lost)
         for lost_id, detail in errors:
             await self._hook("error", LockLostWarning(lost_id, detail))
         if self._hooks["completed"]:
@@ -625,6 +645,7 @@ class JobWorker:
 
     async def _recover(self) -> None:
         recovered, failed = await self.queue.recover_stalled()
+        _worker_log.stalled(self.id, recovered, failed)
         for job_id in recovered + failed:
             await self._hook("stalled", job_id)
         for job_id in failed:

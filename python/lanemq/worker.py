@@ -26,6 +26,7 @@ from ._worker_calls import (
     is_async_callable,
     with_middleware,
 )
+from ._worker_close import check_seconds, wind_down
 from ._worker_signals import SignalHandlers
 from ._worker_stepping import step
 from ._worker_unknown import UnknownJobNameWarning, postpone_unknown
@@ -61,7 +62,8 @@ class JobWorker:
     a coroutine's would. It calls the job's methods through `Job.sync` (``job.sync.log("x")``,
     ``job.sync.update_progress(50)``), which run them on the worker's loop. A thread cannot be
     stopped: when the job times out it fails with `TimeoutError` at once, the thread runs on,
-    its result is ignored and its later writes through `Job.sync` raise `LockMismatchError`.
+    its result is ignored and its later writes through `Job.sync` raise `LockMismatchError`
+    (the process still waits for the thread at exit: `asyncio.run` joins the executor).
     If such a function returns an awaitable, that is awaited on the loop.
 
     Counters (of this worker object, since it was made): ``processed``, the jobs it completed;
@@ -97,22 +99,10 @@ class JobWorker:
             raise ConfigError(f"invalid renew_every: {renew_every} (must be > 0 and < lease)")
         if not stalled_interval > 0:
             raise ConfigError(f"invalid stalled_interval: {stalled_interval} (must be > 0)")
-        if (
-            isinstance(unknown_name_retries, bool)
-            or not isinstance(unknown_name_retries, int)
-            or unknown_name_retries < 0
-        ):
-            raise ConfigError(
-                f"invalid unknown_name_retries: {unknown_name_retries!r} (must be an int >= 0)"
-            )
-        if (
-            isinstance(unknown_name_delay, bool)
-            or not isinstance(unknown_name_delay, int | float)
-            or not unknown_name_delay >= 0
-        ):
-            raise ConfigError(
-                f"invalid unknown_name_delay: {unknown_name_delay!r} (must be >= 0 seconds)"
-            )
+        retries = unknown_name_retries
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise ConfigError(f"invalid unknown_name_retries: {retries!r} (must be an int >= 0)")
+        check_seconds("unknown_name_delay", unknown_name_delay, optional=False)
         self.queue = queue
         self.concurrency = concurrency
         self.lease = lease
@@ -228,10 +218,7 @@ class JobWorker:
         or SIGINT starts ``close(grace=grace)`` (default 8 s, below Docker's 10 s stop timeout)
         and a second one ``close(force=True)``; run() then returns normally, and the handlers
         there before (the loop's or Python's) are back."""
-        if grace is not None and (
-            isinstance(grace, bool) or not isinstance(grace, int | float) or not grace >= 0
-        ):
-            raise ConfigError(f"invalid grace: {grace!r} (must be None or >= 0 seconds)")
+        check_seconds("grace", grace)
         if self._running is not None and self._running is not asyncio.current_task():
             raise RuntimeError(f"worker {self.id} is already running")
         loop = asyncio.get_running_loop()
@@ -304,10 +291,7 @@ class JobWorker:
         seconds it stops: the jobs still running are cancelled and released back to waiting
         (as `close` does when its grace runs out) and `TimeoutError` is raised. Nothing is left
         running when it returns or raises."""
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0
-        ):
-            raise ConfigError(f"invalid timeout: {timeout!r} (must be None or >= 0 seconds)")
+        check_seconds("timeout", timeout)
         return await step(self, until_idle=True, timeout=timeout)
 
     async def _step(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -656,49 +640,7 @@ class JobWorker:
     # ------------------------------------------------------------------ close
 
     async def _wind_down(self) -> None:
-        """Lets running jobs finish (reporting each outcome as it comes) until close()'s
-        grace runs out, then cancels what still runs and gives those jobs back; with
-        ``force``, cancels everything and leaves it to stalled recovery."""
-        await self._settle()
-        loop = self._loop
-        assert loop is not None
-        while self._active and not self._force:
-            deadline = self._deadline
-            if deadline is not None and loop.time() >= deadline:
-                self._release_running()
-                break
-            wake = self._wake = loop.create_future()
-            try:
-                await asyncio.wait(
-                    [wake], timeout=None if deadline is None else deadline - loop.time()
-                )
-            finally:
-                self._wake = None
-            if self._completed or self._failed or self._released:
-                try:
-                    await self._flush()
-                except Exception as error:  # kept; the last flush below tries again
-                    log.warning("worker %s: reporting while closing failed: %s", self.id, error)
-                    await self._hook("error", error)
-        if self._force:
-            for task in list(self._active):
-                task.cancel()
-        if self._active:
-            await asyncio.gather(*self._active, return_exceptions=True)
-        await self._flush()
-
-    def _release_running(self) -> None:
-        """Cancels the jobs still running when the grace ran out; `_done` puts them in
-        ``_released``, and the flush gives them back to waiting (no attempt used)."""
-        log.warning(
-            "worker %s: grace ran out with %d jobs running: cancelling them and releasing them "
-            "to waiting",
-            self.id,
-            len(self._active),
-        )
-        for task in list(self._active):
-            self._releasing.add(task)
-            task.cancel()
+        await wind_down(self)
 
     async def close(self, force: bool = False, grace: float | None = None) -> None:
         """Stops claiming at once and waits for running jobs to finish and be reported, at
@@ -710,10 +652,7 @@ class JobWorker:
         ignored. With ``force``, cancels running jobs at once and leaves them to stalled
         recovery (their leases run out), as before; this also cuts a pending grace short.
         Returns once the worker has stopped. Calling it again may shorten the grace."""
-        if grace is not None and (
-            isinstance(grace, bool) or not isinstance(grace, int | float) or not grace >= 0
-        ):
-            raise ConfigError(f"invalid grace: {grace!r} (must be None or >= 0 seconds)")
+        check_seconds("grace", grace)
         if grace is not None:
             deadline = asyncio.get_running_loop().time() + grace
             if self._deadline is None or deadline < self._deadline:

@@ -481,8 +481,10 @@ class JobWorker:
                 timer.cancel()
         if job is None:
             return
-        if self._releasing and task in self._releasing and not task.cancelled():
-            self._releasing.discard(task)  # it finished despite the cancellation
+        released_at_close = False
+        if self._releasing:
+            released_at_close = task in self._releasing
+            self._releasing.discard(task)
         if job._parked:
             # add_children parked it (lock released): nothing to report, whatever followed.
             if not task.cancelled():
@@ -498,8 +500,7 @@ class JobWorker:
                 timeout = job._record.timeout
                 error = TimeoutError(f"job {job.id} timed out after {timeout}s")
                 self._failed.append((job, error, True))
-            elif task in self._releasing:
-                self._releasing.discard(task)
+            elif released_at_close:
                 self._released.append(job)  # close()'s grace ran out: back to waiting
             elif not self._force:
                 self._failed.append((job, asyncio.CancelledError("the job was cancelled"), True))

@@ -16,14 +16,10 @@ log = logging.getLogger("lanemq.worker")
 
 
 def started(worker_id: str, job: Job) -> None:
-    if log.isEnabledFor(logging.DEBUG):
-        log.debug(
-            "worker %s: job %s (%s) started, attempt %d",
-            worker_id,
-            job.id,
-            job.name,
-            job.attempts_made,
-        )
+    """(The worker checks that DEBUG is enabled first.)"""
+    log.debug(
+        "worker %s: job %s (%s) started, attempt %d", worker_id, job.id, job.name, job.attempts_made
+    )
 
 
 def completed(worker_id: str, done: Iterable[tuple[Job, Any]], lost: dict[str, str]) -> None:

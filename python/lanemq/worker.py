@@ -457,7 +457,8 @@ class JobWorker:
                 self._failed.append((job, error, False))
                 return
             processor = functools.partial(postpone_unknown, self)
-        _worker_log.started(self.id, job)
+        if log.isEnabledFor(logging.DEBUG):  # (the only per-job cost of logging)
+            _worker_log.started(self.id, job)
         loop = self._loop
         assert loop is not None
         coroutine: Any = processor(job)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conformance.backends import BACKENDS
-from lanemq import Backoff, ConfigError, FlowJob, Job, JobQueue, JobWorker
+from lanemq import Backoff, ConfigError, FlowJob, Job, JobQueue, JobWorker, RateLimitError
 
 LIMIT = 10.0
 
@@ -214,3 +214,19 @@ async def test_invalid_timeout_is_refused(queue: JobQueue) -> None:
         with pytest.raises(ConfigError, match="timeout"):
             await worker.run_until_idle(timeout=bad)  # type: ignore[arg-type]
     assert await queue.get_state(job.id) == "waiting"  # nothing was claimed
+
+
+async def test_a_rate_limit_pause_is_waited_out(queue: JobQueue) -> None:
+    runs: list[int] = []
+
+    async def work(job: Job) -> str:
+        runs.append(job.attempts_made)
+        if len(runs) == 1:
+            raise RateLimitError(delay=0.05)
+        return "ok"
+
+    job = await queue.add("r", None, attempts=1)
+    worker = JobWorker(queue, work)
+    assert await asyncio.wait_for(worker.run_until_idle(), LIMIT) == 1
+    assert runs == [1, 1]  # released without using the attempt, then run again
+    assert (await queue.finished_result(job.id)).value == "ok"

@@ -219,29 +219,31 @@ def test_job_sync_without_a_known_loop_says_so() -> None:
         job.sync.log("x")
 
 
+def where() -> str:
+    """Where the caller runs: the test's loop is in the main thread."""
+    return "loop" if threading.current_thread() is threading.main_thread() else "thread"
+
+
 class AsyncCallable:
     async def __call__(self, job: Job) -> str:
-        return f"async object on {'loop' if threading.get_ident() == LOOP[0] else 'thread'}"
+        return f"async object on {where()}"
 
 
 class SyncCallable:
     def __call__(self, job: Job) -> str:
-        return f"sync object on {'loop' if threading.get_ident() == LOOP[0] else 'thread'}"
+        return f"sync object on {where()}"
 
 
-LOOP = [0]
+async def located(prefix: str, job: Job) -> str:
+    return f"{prefix} on {where()}"
 
 
-async def where(prefix: str, job: Job) -> str:
-    return f"{prefix} on {'loop' if threading.get_ident() == LOOP[0] else 'thread'}"
-
-
-def blocking_where(prefix: str, job: Job) -> str:
-    return f"{prefix} on {'loop' if threading.get_ident() == LOOP[0] else 'thread'}"
+def blocking_located(prefix: str, job: Job) -> str:
+    return f"{prefix} on {where()}"
 
 
 async def test_kinds_of_callables_are_detected(queue: JobQueue) -> None:
-    LOOP[0] = threading.get_ident()
+    assert where() == "loop"
 
     async def coroutine_of(job: Job) -> str:
         return "awaitable from a def"
@@ -249,8 +251,8 @@ async def test_kinds_of_callables_are_detected(queue: JobQueue) -> None:
     processors = {
         "async-object": AsyncCallable(),
         "sync-object": SyncCallable(),
-        "async-partial": functools.partial(where, "async partial"),
-        "sync-partial": functools.partial(blocking_where, "sync partial"),
+        "async-partial": functools.partial(located, "async partial"),
+        "sync-partial": functools.partial(blocking_located, "sync partial"),
         "returns-awaitable": lambda job: coroutine_of(job),
     }
     worker = JobWorker(queue, processors)

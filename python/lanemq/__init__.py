@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from ._core import (
     AlertConfig,
     Backoff,
@@ -53,6 +55,10 @@ from .schedulers import JobScheduler
 from .storage import LocalStorage
 from .urls import from_url
 from .worker import JobWorker, LockLostWarning, UnknownJobNameWarning
+
+# A library does not configure logging: without a handler of the application's, nothing is
+# printed (not even Python's "last resort" warnings).
+logging.getLogger("lanemq").addHandler(logging.NullHandler())
 
 __all__ = [
     "DEFAULT_LANES",

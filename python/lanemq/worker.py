@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from . import _worker_log
 from ._worker_calls import (
     AsyncProcessor,
     Middleware,
@@ -25,6 +26,8 @@ from ._worker_calls import (
     is_async_callable,
     with_middleware,
 )
+from ._worker_close import check_seconds, wind_down
+from ._worker_signals import SignalHandlers
 from ._worker_stepping import step
 from ._worker_unknown import UnknownJobNameWarning, postpone_unknown
 from .exceptions import (
@@ -59,7 +62,8 @@ class JobWorker:
     a coroutine's would. It calls the job's methods through `Job.sync` (``job.sync.log("x")``,
     ``job.sync.update_progress(50)``), which run them on the worker's loop. A thread cannot be
     stopped: when the job times out it fails with `TimeoutError` at once, the thread runs on,
-    its result is ignored and its later writes through `Job.sync` raise `LockMismatchError`.
+    its result is ignored and its later writes through `Job.sync` raise `LockMismatchError`
+    (the process still waits for the thread at exit: `asyncio.run` joins the executor).
     If such a function returns an awaitable, that is awaited on the loop.
 
     Counters (of this worker object, since it was made): ``processed``, the jobs it completed;
@@ -95,22 +99,10 @@ class JobWorker:
             raise ConfigError(f"invalid renew_every: {renew_every} (must be > 0 and < lease)")
         if not stalled_interval > 0:
             raise ConfigError(f"invalid stalled_interval: {stalled_interval} (must be > 0)")
-        if (
-            isinstance(unknown_name_retries, bool)
-            or not isinstance(unknown_name_retries, int)
-            or unknown_name_retries < 0
-        ):
-            raise ConfigError(
-                f"invalid unknown_name_retries: {unknown_name_retries!r} (must be an int >= 0)"
-            )
-        if (
-            isinstance(unknown_name_delay, bool)
-            or not isinstance(unknown_name_delay, int | float)
-            or not unknown_name_delay >= 0
-        ):
-            raise ConfigError(
-                f"invalid unknown_name_delay: {unknown_name_delay!r} (must be >= 0 seconds)"
-            )
+        retries = unknown_name_retries
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise ConfigError(f"invalid unknown_name_retries: {retries!r} (must be an int >= 0)")
+        check_seconds("unknown_name_delay", unknown_name_delay, optional=False)
         self.queue = queue
         self.concurrency = concurrency
         self.lease = lease
@@ -230,12 +222,30 @@ class JobWorker:
 
     # ------------------------------------------------------------------ run
 
-    async def run(self) -> None:
-        """Processes jobs until `close()`."""
+    async def run(
+        self, *, install_signal_handlers: bool = False, grace: float | None = 8.0
+    ) -> None:
+        """Processes jobs until `close()`.
+
+        With ``install_signal_handlers`` (Unix, main thread; `RuntimeError` otherwise), SIGTERM
+        or SIGINT starts ``close(grace=grace)`` (default 8 s, below Docker's 10 s stop timeout)
+        and a second one ``close(force=True)``; run() then returns normally, and the handlers
+        there before (the loop's or Python's) are back."""
+        check_seconds("grace", grace)
         if self._running is not None and self._running is not asyncio.current_task():
             raise RuntimeError(f"worker {self.id} is already running")
+        loop = asyncio.get_running_loop()
+        signals = SignalHandlers(self, loop, grace) if install_signal_handlers else None
+        if signals is not None:
+            signals.install()
         self._running = asyncio.current_task()
-        loop = self._loop = asyncio.get_running_loop()
+        self._loop = loop
+        log.info(
+            "worker %s: running on queue %s (concurrency %d)",
+            self.id,
+            self.queue.name,
+            self.concurrency,
+        )
         self._stopped = asyncio.Event()
         run_done = self._run_done = loop.create_future()
         chores = [
@@ -266,6 +276,16 @@ class JobWorker:
                 await asyncio.gather(*chores, return_exceptions=True)
                 self._running = self._run_done = None
                 run_done.set_result(None)
+                log.info(
+                    "worker %s: stopped (%d completed, %d failed for good, %d failed attempts)",
+                    self.id,
+                    self.processed,
+                    self.failed,
+                    self.attempts_failed,
+                )
+                if signals is not None:
+                    signals.restore()
+                    await signals.finish()
 
     async def run_once(self) -> int:
         """Claims one batch (up to ``concurrency`` jobs that are ready: waiting, or delayed and
@@ -284,10 +304,7 @@ class JobWorker:
         seconds it stops: the jobs still running are cancelled and released back to waiting
         (as `close` does when its grace runs out) and `TimeoutError` is raised. Nothing is left
         running when it returns or raises."""
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0
-        ):
-            raise ConfigError(f"invalid timeout: {timeout!r} (must be None or >= 0 seconds)")
+        check_seconds("timeout", timeout)
         return await step(self, until_idle=True, timeout=timeout)
 
     async def _step(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -453,6 +470,8 @@ class JobWorker:
                 self._failed.append((job, error, False))
                 return
             processor = functools.partial(postpone_unknown, self)
+        if log.isEnabledFor(logging.DEBUG):  # (the only per-job cost of logging)
+            _worker_log.started(self.id, job)
         loop = self._loop
         assert loop is not None
         coroutine: Any = processor(job)
@@ -476,8 +495,10 @@ class JobWorker:
                 timer.cancel()
         if job is None:
             return
-        if self._releasing and task in self._releasing and not task.cancelled():
-            self._releasing.discard(task)  # it finished despite the cancellation
+        released_at_close = False
+        if self._releasing:
+            released_at_close = task in self._releasing
+            self._releasing.discard(task)
         if job._parked:
             # add_children parked it (lock released): nothing to report, whatever followed.
             if not task.cancelled():
@@ -493,8 +514,7 @@ class JobWorker:
                 timeout = job._record.timeout
                 error = TimeoutError(f"job {job.id} timed out after {timeout}s")
                 self._failed.append((job, error, True))
-            elif task in self._releasing:
-                self._releasing.discard(task)
+            elif released_at_close:
                 self._released.append(job)  # close()'s grace ran out: back to waiting
             elif not self._force:
                 self._failed.append((job, asyncio.CancelledError("the job was cancelled"), True))
@@ -509,6 +529,7 @@ class JobWorker:
                 self._released.append(job)
                 loop = asyncio.get_running_loop()
                 self._pause_until = max(self._pause_until, loop.time() + raised.delay)
+                log.debug("worker %s: rate limited: claims paused for %ss", self.id, raised.delay)
             else:
                 retry = not isinstance(raised, UnrecoverableError)
                 self._failed.append((job, raised, retry))
@@ -534,8 +555,10 @@ class JobWorker:
                 raise
             for (job, error, _), (_, retried, problem) in zip(failed, outcomes, strict=True):
                 if problem is not None:
+                    _worker_log.not_recorded(self.id, job.id, "failure", problem)
                     await self._hook("error", LockLostWarning(job.id, problem))
                     continue
+                _worker_log.failed(self.id, job, error, retried)
                 self.attempts_failed += 1
                 await self._hook("failed", job, error)
                 if not retried:
@@ -552,6 +575,7 @@ class JobWorker:
             broken: BaseException | None = None
             for job, answer in zip(released, answers, strict=True):
                 if isinstance(answer, LockMismatchError):
+                    _worker_log.not_recorded(self.id, job.id, "release", answer)
                     await self._hook("error", answer)
                 elif isinstance(answer, BaseException):
                     self._released.append(job)  # released on the next try
@@ -575,6 +599,7 @@ class JobWorker:
             raise
         self.processed += len(done) - len(errors)
         lost = dict(errors)
+        _worker_log.completed(self.id, done, lost)
         for lost_id, detail in errors:
             await self._hook("error", LockLostWarning(lost_id, detail))
         if self._hooks["completed"]:
@@ -619,6 +644,7 @@ class JobWorker:
 
     async def _recover(self) -> None:
         recovered, failed = await self.queue.recover_stalled()
+        _worker_log.stalled(self.id, recovered, failed)
         for job_id in recovered + failed:
             await self._hook("stalled", job_id)
         for job_id in failed:
@@ -629,49 +655,7 @@ class JobWorker:
     # ------------------------------------------------------------------ close
 
     async def _wind_down(self) -> None:
-        """Lets running jobs finish (reporting each outcome as it comes) until close()'s
-        grace runs out, then cancels what still runs and gives those jobs back; with
-        ``force``, cancels everything and leaves it to stalled recovery."""
-        await self._settle()
-        loop = self._loop
-        assert loop is not None
-        while self._active and not self._force:
-            deadline = self._deadline
-            if deadline is not None and loop.time() >= deadline:
-                self._release_running()
-                break
-            wake = self._wake = loop.create_future()
-            try:
-                await asyncio.wait(
-                    [wake], timeout=None if deadline is None else deadline - loop.time()
-                )
-            finally:
-                self._wake = None
-            if self._completed or self._failed or self._released:
-                try:
-                    await self._flush()
-                except Exception as error:  # kept; the last flush below tries again
-                    log.warning("worker %s: reporting while closing failed: %s", self.id, error)
-                    await self._hook("error", error)
-        if self._force:
-            for task in list(self._active):
-                task.cancel()
-        if self._active:
-            await asyncio.gather(*self._active, return_exceptions=True)
-        await self._flush()
-
-    def _release_running(self) -> None:
-        """Cancels the jobs still running when the grace ran out; `_done` puts them in
-        ``_released``, and the flush gives them back to waiting (no attempt used)."""
-        log.warning(
-            "worker %s: grace ran out with %d jobs running: cancelling them and releasing them "
-            "to waiting",
-            self.id,
-            len(self._active),
-        )
-        for task in list(self._active):
-            self._releasing.add(task)
-            task.cancel()
+        await wind_down(self)
 
     async def close(self, force: bool = False, grace: float | None = None) -> None:
         """Stops claiming at once and waits for running jobs to finish and be reported, at
@@ -683,10 +667,7 @@ class JobWorker:
         ignored. With ``force``, cancels running jobs at once and leaves them to stalled
         recovery (their leases run out), as before; this also cuts a pending grace short.
         Returns once the worker has stopped. Calling it again may shorten the grace."""
-        if grace is not None and (
-            isinstance(grace, bool) or not isinstance(grace, int | float) or not grace >= 0
-        ):
-            raise ConfigError(f"invalid grace: {grace!r} (must be None or >= 0 seconds)")
+        check_seconds("grace", grace)
         if grace is not None:
             deadline = asyncio.get_running_loop().time() + grace
             if self._deadline is None or deadline < self._deadline:

@@ -1,0 +1,70 @@
+"""How a `JobWorker` stops: running jobs finish until close()'s grace runs out, then the rest
+are cancelled and released back to waiting; and the check of the seconds its methods take."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from .exceptions import ConfigError
+
+if TYPE_CHECKING:
+    from .worker import JobWorker
+
+log = logging.getLogger("lanemq.worker")
+
+
+def check_seconds(name: str, value: Any, *, optional: bool = True) -> None:
+    """Raises `ConfigError` naming ``name`` unless ``value`` is a number of seconds >= 0 (or
+    None, when ``optional``)."""
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        allowed = "None or >= 0 seconds" if optional else ">= 0 seconds"
+        raise ConfigError(f"invalid {name}: {value!r} (must be {allowed})")
+
+
+async def wind_down(worker: JobWorker) -> None:
+    """Lets running jobs finish (reporting each outcome as it comes) until close()'s grace
+    runs out, then cancels what still runs and gives those jobs back; with ``force``,
+    cancels everything and leaves it to stalled recovery. Then reports what is left."""
+    await worker._settle()
+    loop = worker._loop
+    assert loop is not None
+    while worker._active and not worker._force:
+        deadline = worker._deadline
+        if deadline is not None and loop.time() >= deadline:
+            release_running(worker)
+            break
+        wake = worker._wake = loop.create_future()  # poked as each job ends, and by close()
+        try:
+            await asyncio.wait([wake], timeout=None if deadline is None else deadline - loop.time())
+        finally:
+            worker._wake = None
+        if worker._completed or worker._failed or worker._released:
+            try:
+                await worker._flush()
+            except Exception as error:  # kept; the last flush below tries again
+                log.warning("worker %s: reporting while closing failed: %s", worker.id, error)
+                await worker._hook("error", error)
+    if worker._force:
+        for task in list(worker._active):
+            task.cancel()
+    if worker._active:
+        await asyncio.gather(*worker._active, return_exceptions=True)
+    await worker._flush()
+
+
+def release_running(worker: JobWorker) -> None:
+    """Cancels the jobs still running when the grace ran out; `_done` puts them in
+    ``_released``, and the flush gives them back to waiting (no attempt used)."""
+    log.warning(
+        "worker %s: grace ran out with %d jobs running: cancelling them and releasing them "
+        "to waiting",
+        worker.id,
+        len(worker._active),
+    )
+    for task in list(worker._active):
+        worker._releasing.add(task)
+        task.cancel()

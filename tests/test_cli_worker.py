@@ -207,7 +207,7 @@ async def test_sigterm_lets_the_running_job_finish_and_exits_0(
     assert re.search(
         r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO lanemq\.cli: SIGTERM: ", log, re.M
     )
-    assert "worker" in log and "queue 'jobs', concurrency 1" in log
+    assert "running on queue jobs (concurrency 1)" in log
 
 
 async def test_a_job_longer_than_the_grace_goes_back_to_waiting(
@@ -295,7 +295,7 @@ async def test_lists_async_factories_and_the_concurrency_override(
     child = await start("app:make_pair", "app:make_async", "app:both", "--concurrency", "2")
     await _run_until_done(tmp_path, child, {"pair-a": 2, "pair-b": 2, "async": 2, "jobs": 0})
     log = child.stderr()
-    assert log.count("concurrency 2") == 4  # pair-a, pair-b, async, jobs: each wired once
+    assert log.count("(concurrency 2)") == 4  # pair-a, pair-b, async, jobs: each wired once
 
 
 async def test_config_file_with_concurrency_per_target(tmp_path: Path, start: Start) -> None:

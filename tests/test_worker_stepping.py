@@ -220,7 +220,7 @@ async def test_a_rate_limit_pause_is_waited_out(queue: JobQueue) -> None:
     runs: list[int] = []
 
     async def work(job: Job) -> str:
-        runs.append(job.attempts_made)
+        runs.append(job.attempts_started)
         if len(runs) == 1:
             raise RateLimitError(delay=0.05)
         return "ok"

@@ -18,7 +18,11 @@ log = logging.getLogger("lanemq.worker")
 def started(worker_id: str, job: Job) -> None:
     """(The worker checks that DEBUG is enabled first.)"""
     log.debug(
-        "worker %s: job %s (%s) started, attempt %d", worker_id, job.id, job.name, job.attempts_made
+        "worker %s: job %s (%s) started, attempt %d",
+        worker_id,
+        job.id,
+        job.name,
+        job.attempts_started,
     )
 
 
@@ -43,7 +47,7 @@ def failed(worker_id: str, job: Job, error: BaseException, retried: bool) -> Non
         worker_id,
         job.id,
         job.name,
-        job.attempts_made,
+        job.attempts_started,
         type(error).__name__,
         error,
         "will retry" if retried else "failed for good",

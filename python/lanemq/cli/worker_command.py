@@ -11,11 +11,9 @@ import os
 import signal
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import click
 
-from ..job import Job
 from ..queue import JobQueue
 from ..worker import JobWorker
 from .logs import LEVELS, configure_logging
@@ -85,23 +83,18 @@ def worker_command(
         named += read_config(config_file)
     if not named:
         raise click.UsageError("name at least one TARGET (module.path:attr) or a --config file")
-    code = asyncio.run(_serve(named, concurrency, grace, log_level.upper() == "DEBUG"))
+    code = asyncio.run(_serve(named, concurrency, grace))
     raise SystemExit(code)
 
 
-async def _serve(targets: list[Target], concurrency: int | None, grace: float, debug: bool) -> int:
+async def _serve(targets: list[Target], concurrency: int | None, grace: float) -> int:
+    # Each worker logs its own start, jobs, failures, stalls and stop under lanemq.worker.
     workers = await resolve(targets, concurrency)
-    for worker in workers:
-        _log_outcomes(worker, debug)
     loop = asyncio.get_running_loop()
     runs = {loop.create_task(worker.run()): worker for worker in workers}
     stop = _Stop(workers, grace)
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.on_signal, signum)
-    for worker in workers:
-        log.info(
-            "worker %s: queue %r, concurrency %d", worker.id, worker.queue.name, worker.concurrency
-        )
     log.info("running %d worker(s); SIGTERM or SIGINT stops them", len(workers))
     failed = False
     try:
@@ -169,32 +162,6 @@ class _Stop:
         for outcome in await asyncio.gather(*self._closing, return_exceptions=True):
             if isinstance(outcome, BaseException):
                 log.error("closing a worker failed: %r", outcome)
-
-
-def _log_outcomes(worker: JobWorker, debug: bool) -> None:
-    """Logs failed and stalled jobs and worker errors (and, at DEBUG, completions)."""
-
-    def failed(job: Job, error: BaseException) -> None:
-        log.warning("worker %s: job %s (%s) failed: %s", worker.id, job.id, job.name, _text(error))
-
-    def dead(job: Job, error: BaseException) -> None:
-        log.error("worker %s: job %s (%s) failed for good", worker.id, job.id, job.name)
-
-    def stalled(job_id: str) -> None:
-        log.warning("worker %s: job %s stalled (its worker stopped renewing it)", worker.id, job_id)
-
-    def errored(error: BaseException) -> None:
-        log.warning("worker %s: %s", worker.id, _text(error))
-
-    def completed(job: Job, result: Any) -> None:
-        log.debug("worker %s: job %s (%s) completed", worker.id, job.id, job.name)
-
-    worker.on("failed", failed)
-    worker.on("dead", dead)
-    worker.on("stalled", stalled)
-    worker.on("error", errored)
-    if debug:  # (a completed hook costs a call per job: only when it is shown)
-        worker.on("completed", completed)
 
 
 def _text(error: BaseException) -> str:

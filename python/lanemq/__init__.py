@@ -17,6 +17,7 @@ from ._core import (
 from ._handle import CommandHandle
 from .events import Event, Subscription
 from .exceptions import (
+    BackendAuthenticationError,
     BackendConnectionError,
     CommandNotFoundError,
     CommandStateError,
@@ -56,6 +57,7 @@ __all__ = [
     "DEFAULT_LANES",
     "Alert",
     "AlertConfig",
+    "BackendAuthenticationError",
     "BackendConnectionError",
     "Backoff",
     "CommandHandle",

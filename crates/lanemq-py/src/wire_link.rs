@@ -454,9 +454,17 @@ impl Wired {
                 Ok(None)
             }
             Slot::Spare(_) => {
-                let Slot::Spare(wire) = std::mem::replace(&mut *slot, Slot::Opening) else {
+                let Slot::Spare(mut wire) = std::mem::replace(&mut *slot, Slot::Opening) else {
                     unreachable!("matched above");
                 };
+                // Nobody watched it while it waited: the server may have closed it since.
+                let mut probe = [0u8; 1];
+                let idle =
+                    matches!(wire.read(&mut probe), Err(e) if e.kind() == ErrorKind::WouldBlock);
+                if !idle {
+                    self.reopen();
+                    return Ok(None);
+                }
                 match WireLink::attach(py, wire, &event_loop) {
                     Ok(link) => {
                         *slot = Slot::Attached(link.clone().unbind());

@@ -450,6 +450,8 @@ async def test_tls_urls_check_the_certificate(own_redis: MakeServer, tmp_path: P
         RedisJobQueue("tls", url + "#insecure")
     with pytest.raises(ConfigError, match="tls_ca_file"):
         RedisJobQueue("tls", f"redis://127.0.0.1:{server.port}/0", tls_ca_file=ca)
+    with pytest.raises(ConfigError, match="tls_ca_file"):
+        RedisJobQueue("tls", url, tls_ca_file=tmp_path / "missing.pem")
 
 
 def _tls_files(directory: Path) -> tuple[Path, Path, Path]:

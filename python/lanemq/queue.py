@@ -841,6 +841,8 @@ class RedisJobQueue(JobQueue):
             raise ConfigError(f"invalid url: a {type(url).__name__} (must be a str)")
         if not (isinstance(connect_timeout, (int, float)) and 0 < connect_timeout < float("inf")):
             raise ConfigError(f"invalid connect_timeout: {connect_timeout!r} (must be > 0 seconds)")
+        if tls_ca_file is not None and not os.path.isfile(tls_ca_file):
+            raise ConfigError(f"invalid tls_ca_file: {os.fspath(tls_ca_file)!r} (no such file)")
         core = JobQueueCore.redis(
             url,
             name,

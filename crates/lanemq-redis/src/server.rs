@@ -260,9 +260,8 @@ impl Server {
             CoreError::Connection(format!("redis at {}: {what}: {e}", self.address))
         };
         let config = AsyncConnectionConfig::new().set_response_timeout(response_timeout);
-        let settings = self.info.redis_settings();
         let opening = async {
-            let (connection, driver) = match &self.transport {
+            match &self.transport {
                 Transport::Tcp { host, port, tls } => {
                     let stream = tokio::net::TcpStream::connect((host.as_str(), *port))
                         .await
@@ -276,39 +275,37 @@ impl Server {
                                 .connect(stream)
                                 .await
                                 .map_err(|e| failed("TLS handshake failed", e))?;
-                            let (c, d) =
-                                MultiplexedConnection::new_with_config(settings, stream, config)
-                                    .await
-                                    .map_err(|e| self.error(e))?;
-                            (c, tokio::spawn(d))
+                            self.start(stream, config).await
                         }
-                        None => {
-                            let (c, d) =
-                                MultiplexedConnection::new_with_config(settings, stream, config)
-                                    .await
-                                    .map_err(|e| self.error(e))?;
-                            (c, tokio::spawn(d))
-                        }
+                        None => self.start(stream, config).await,
                     }
                 }
                 Transport::Unix(path) => {
                     let stream = tokio::net::UnixStream::connect(path)
                         .await
                         .map_err(|e| failed("cannot connect", e))?;
-                    let (c, d) = MultiplexedConnection::new_with_config(settings, stream, config)
-                        .await
-                        .map_err(|e| self.error(e))?;
-                    (c, tokio::spawn(d))
+                    self.start(stream, config).await
                 }
-            };
-            Ok((connection, driver))
+            }
         };
-        let (connection, driver) = self.bounded("cannot connect", opening).await?;
+        self.bounded("cannot connect", opening).await
+    }
+
+    /// Makes the handshake (AUTH, SELECT) on `stream` and runs the connection's task; the
+    /// connection is marked dead the moment that task ends (the server closed it).
+    async fn start<S>(&self, stream: S, config: AsyncConnectionConfig) -> CoreResult<Live>
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let settings = self.info.redis_settings();
+        let (connection, driver) = MultiplexedConnection::new_with_config(settings, stream, config)
+            .await
+            .map_err(|e| self.error(e))?;
         let alive = Arc::new(AtomicBool::new(true));
         let mourner = Mourner(Arc::clone(&alive));
         tokio::spawn(async move {
             let _mourner = mourner;
-            let _ = driver.await;
+            driver.await;
         });
         Ok(Live { connection, alive })
     }

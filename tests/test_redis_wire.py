@@ -47,6 +47,7 @@ async def test_hot_calls_take_a_connection_of_their_own_and_a_new_one_once_it_is
         return wires[0] if wires else None
 
     try:
+        await queue.connect()  # opens the wire too (else the first calls go the ordinary way)
         first = await wire_after_an_add_and_a_count()
         assert first is not None, "the add went over the connection the count took"
         with Resp("127.0.0.1", server.port) as raw:

@@ -20,6 +20,7 @@ from ._core import (
 from ._handle import CommandHandle
 from .events import Event, Subscription
 from .exceptions import (
+    BackendAuthenticationError,
     BackendConnectionError,
     CommandNotFoundError,
     CommandStateError,
@@ -64,6 +65,7 @@ __all__ = [
     "DEFAULT_LANES",
     "Alert",
     "AlertConfig",
+    "BackendAuthenticationError",
     "BackendConnectionError",
     "Backoff",
     "CommandHandle",

@@ -42,8 +42,15 @@ class StorageError(LaneError, OSError):
 
 
 class BackendConnectionError(StorageError, ConnectionError):
-    """The backend's server (Redis) could not be reached; the message names its address,
-    never its password. Workers retry with backoff and resume by themselves."""
+    """The backend's server (Redis) cannot serve now: unreachable, connection dropped, no
+    answer within the connect timeout, or still loading its data after a restart
+    (``LOADING``). The message names its address, never its password. Workers retry and
+    resume by themselves once the server answers."""
+
+
+class BackendAuthenticationError(BackendConnectionError):
+    """The backend's server refused the credentials of the URL (wrong password or user, or
+    none given where one is required). Retrying does not help until the URL is fixed."""
 
 
 class UnrecoverableError(LaneError):
@@ -92,6 +99,7 @@ class RateLimitError(JobError):
 
 
 __all__ = [
+    "BackendAuthenticationError",
     "BackendConnectionError",
     "CommandNotFoundError",
     "CommandStateError",

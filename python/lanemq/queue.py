@@ -8,6 +8,7 @@ tests can drive time; it defaults to the wall clock."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 import weakref
@@ -173,6 +174,12 @@ class JobQueue:
 
     async def __aenter__(self) -> JobQueue:
         return self
+
+    async def _wait_reachable(self, timeout: float) -> bool:
+        """Waits until the backend answers again (a server backend asks it often), at most
+        ``timeout`` seconds; whether it did. An in-process backend just waits."""
+        await asyncio.sleep(timeout)
+        return True
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
@@ -899,9 +906,22 @@ class RedisJobQueue(JobQueue):
     """The job contract on Redis or Valkey, for many processes on many hosts. Every state
     transition is one Lua script; all keys of a queue share the hash tag ``{name}`` under
     ``prefix``, so a queue lives on one Redis Cluster slot. A server whose maxmemory-policy may
-    evict keys is refused unless ``allow_eviction``. Flows may span the queues of one server
-    and prefix; on Redis Cluster those queues must share a slot, so give them a prefix with a
-    hash tag (``prefix="{app}"``), as BullMQ's flows require."""
+    evict keys is refused (`ConfigError`) unless ``allow_eviction``; a user who may read it
+    neither from ``INFO memory`` nor from ``CONFIG GET`` gets a warning on the ``lanemq``
+    logger instead. Flows may span the queues of one server and prefix; on Redis Cluster those
+    queues must share a slot, so give them a prefix with a hash tag (``prefix="{app}"``), as
+    BullMQ's flows require.
+
+    Making the object does no I/O (a module-level queue imports fine while Redis is down): the
+    first call connects, or ``await queue.connect()``, or ``async with queue``. Connecting
+    never blocks the event loop and gives up after ``connect_timeout`` seconds with
+    `BackendConnectionError` (`BackendAuthenticationError` when the credentials are refused).
+    Queue objects of one URL and options share their connections. ``url`` is
+    ``redis://[[user]:password@]host[:port][/db]``, ``rediss://...`` (TLS: the certificate must
+    chain to the system's authorities or to those in the PEM file ``tls_ca_file``) or
+    ``unix:///path/to/redis.sock[?db=N&user=U&pass=P]``; one that does not parse raises
+    `ConfigError` at once. The password is kept in the Rust core only: ``url`` (and ``repr``)
+    show it masked."""
 
     def __init__(
         self,
@@ -912,37 +932,75 @@ class RedisJobQueue(JobQueue):
         max_payload_bytes: int = 16 * 1024 * 1024,
         max_events: int = 10_000,
         allow_eviction: bool = False,
+        connect_timeout: float = 5.0,
+        tls_ca_file: str | os.PathLike[str] | None = None,
     ) -> None:
-        if not name or not isinstance(name, str) or any(c in name for c in "{}"):
-            raise ConfigError(f"invalid queue name: {name!r}")
-        core = JobQueueCore.redis(url, name, prefix, max_payload_bytes, max_events, allow_eviction)
+        _check_redis_name(name)
+        if not isinstance(url, str):
+            raise ConfigError(f"invalid url: a {type(url).__name__} (must be a str)")
+        if not (isinstance(connect_timeout, (int, float)) and 0 < connect_timeout < float("inf")):
+            raise ConfigError(f"invalid connect_timeout: {connect_timeout!r} (must be > 0 seconds)")
+        if tls_ca_file is not None and not os.path.isfile(tls_ca_file):
+            raise ConfigError(f"invalid tls_ca_file: {os.fspath(tls_ca_file)!r} (no such file)")
+        core = JobQueueCore.redis(
+            url,
+            name,
+            prefix,
+            max_payload_bytes,
+            max_events,
+            allow_eviction,
+            max(1, round(connect_timeout * 1000)),
+            None if tls_ca_file is None else os.fspath(tls_ca_file),
+        )
+        self._attach(name, core, prefix)
+
+    def _attach(self, name: str, core: JobQueueCore, prefix: str) -> None:
         super().__init__(name, core)
-        self._url = url  # may hold a password: not shown
+        #: The server's URL, password masked.
+        self.url = core.masked_url()
         self.prefix = prefix
-        self._settings = (max_payload_bytes, max_events, allow_eviction)
-        _register(_redis_queues, (url, prefix, name), self)
+        # Equal for queue objects that share connections (no secret in it).
+        self._server = core.server_id()
+        _register(_redis_queues, (self._server, prefix, name), self)
+
+    def __repr__(self) -> str:
+        return f"RedisJobQueue({self.name!r}, url={self.url!r}, prefix={self.prefix!r})"
+
+    async def connect(self) -> None:
+        """Connects now (if this process has no connection to the server yet) and checks the
+        server for this queue; a later call would do it anyway. Raises
+        `BackendConnectionError` (`BackendAuthenticationError`) or `ConfigError`."""
+        await self._core.connect()
+
+    async def __aenter__(self) -> RedisJobQueue:
+        await self.connect()
+        return self
+
+    async def _wait_reachable(self, timeout: float) -> bool:
+        return await self._core.wait_reachable(_ms("timeout", timeout))
 
     def sibling(self, name: str) -> JobQueue:
-        """A queue of the same server and prefix: one this process made, or a new one."""
+        """A queue of the same server, prefix and settings (sharing the connections): one
+        this process made, or a new one."""
         if name == self.name:
             return self
-        found = _open(_redis_queues, (self._url, self.prefix, name))
+        found = _open(_redis_queues, (self._server, self.prefix, name))
         if found is not None:
             return found
-        max_payload_bytes, max_events, allow_eviction = self._settings
-        return RedisJobQueue(
-            name,
-            self._url,
-            prefix=self.prefix,
-            max_payload_bytes=max_payload_bytes,
-            max_events=max_events,
-            allow_eviction=allow_eviction,
-        )
+        _check_redis_name(name)
+        sibling = RedisJobQueue.__new__(RedisJobQueue)
+        sibling._attach(name, self._core.redis_sibling(name), self.prefix)
+        return sibling
 
 
-#: The Redis queues this process made, by (url, prefix, name): a flow's nodes in other queues
-#: come back as those objects.
-_redis_queues: weakref.WeakValueDictionary[tuple[str, str, str], RedisJobQueue] = (
+def _check_redis_name(name: object) -> None:
+    if not name or not isinstance(name, str) or any(c in name for c in "{}"):
+        raise ConfigError(f"invalid queue name: {name!r}")
+
+
+#: The Redis queues this process made, by (server id, prefix, name): a flow's nodes in other
+#: queues come back as those objects.
+_redis_queues: weakref.WeakValueDictionary[tuple[int, str, str], RedisJobQueue] = (
     weakref.WeakValueDictionary()
 )
 

@@ -31,6 +31,7 @@ from ._worker_signals import SignalHandlers
 from ._worker_stepping import step
 from ._worker_unknown import UnknownJobNameWarning, postpone_unknown
 from .exceptions import (
+    BackendConnectionError,
     ConfigError,
     DelayedError,
     LockMismatchError,
@@ -261,11 +262,16 @@ class JobWorker:
                         backoff = 0.0
                 except Exception as error:
                     # The backend failed (say, Redis went away): keep the outcomes, wait, retry;
-                    # the worker resumes by itself once the backend is back.
+                    # the worker resumes by itself once the backend is back. An unreachable
+                    # server is asked every 0.1 s meanwhile and the wait ends when it answers:
+                    # the leases of finished jobs run out while their outcomes wait.
                     backoff = min(max(backoff * 2, 0.1), 5.0)
                     log.warning("worker %s: %s; retrying in %.1fs", self.id, error, backoff)
                     await self._hook("error", error)
-                    await self._pause(backoff, loop)
+                    if isinstance(error, BackendConnectionError):
+                        await self._pause_until_reachable(backoff, loop)
+                    else:
+                        await self._pause(backoff, loop)
         finally:
             # Renewals go on while running jobs finish; a chore in progress completes (its
             # hooks included) before run() returns.
@@ -306,6 +312,17 @@ class JobWorker:
         running when it returns or raises."""
         check_seconds("timeout", timeout)
         return await step(self, until_idle=True, timeout=timeout)
+
+    async def _pause_until_reachable(self, seconds: float, loop: asyncio.AbstractEventLoop) -> None:
+        """Sleeps ``seconds``, or less if the backend answers again or close() is called."""
+        wake = self._wake = loop.create_future()
+        probe = asyncio.ensure_future(self.queue._wait_reachable(seconds))
+        try:
+            await asyncio.wait((wake, probe), timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._wake = None
+            probe.cancel()
+            probe.add_done_callback(_retrieve)
 
     async def _step(self, loop: asyncio.AbstractEventLoop) -> None:
         """Reports completions and claims up to the free capacity, with up to two such calls

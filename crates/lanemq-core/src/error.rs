@@ -39,9 +39,12 @@ pub enum CoreError {
     /// The operation is refused as things stand (e.g. removing a locked job).
     #[error("{0}")]
     Refused(String),
-    /// The backend's server could not be reached (refused, dropped, timed out).
+    /// The backend's server could not be reached (refused, dropped, timed out, still loading).
     #[error("{0}")]
     Connection(String),
+    /// The backend's server refused the credentials (a `Connection` error of its own kind).
+    #[error("{0}")]
+    Authentication(String),
     /// Reading or writing durable storage failed.
     #[error("storage error: {0}")]
     Storage(String),

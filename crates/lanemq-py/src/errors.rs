@@ -11,6 +11,7 @@ pyo3::import_exception!(lanemq.exceptions, CommandNotFoundError);
 pyo3::import_exception!(lanemq.exceptions, CommandStateError);
 pyo3::import_exception!(lanemq.exceptions, StorageError);
 pyo3::import_exception!(lanemq.exceptions, BackendConnectionError);
+pyo3::import_exception!(lanemq.exceptions, BackendAuthenticationError);
 pyo3::import_exception!(lanemq.exceptions, JobNotFoundError);
 pyo3::import_exception!(lanemq.exceptions, JobStateError);
 pyo3::import_exception!(lanemq.exceptions, LockMismatchError);
@@ -25,6 +26,7 @@ pub fn to_py(err: CoreError) -> PyErr {
         CoreError::CommandState { .. } => CommandStateError::new_err(message),
         CoreError::Storage(_) => StorageError::new_err(message),
         CoreError::Connection(_) => BackendConnectionError::new_err(message),
+        CoreError::Authentication(_) => BackendAuthenticationError::new_err(message),
         CoreError::JobNotFound(_) => JobNotFoundError::new_err(message),
         CoreError::JobState { .. } | CoreError::Refused(_) => JobStateError::new_err(message),
         CoreError::LockMismatch(_) => LockMismatchError::new_err(message),

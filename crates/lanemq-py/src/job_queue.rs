@@ -9,7 +9,7 @@ use lanemq_core::jobs::{
     JobState, LocalBackend, NewJob, StoreConfig, Template, WireCalls,
 };
 use lanemq_core::{CoreError, CoreResult};
-use lanemq_redis::{RedisBackend, RedisJobBackend};
+use lanemq_redis::{RedisBackend, RedisJobBackend, Server, ServerOptions};
 use pyo3::prelude::*;
 
 use crate::bridge::{count, Int};
@@ -30,6 +30,40 @@ pub struct JobQueueCore {
     inline: bool,
     /// The backend's wire for the hot calls, if it has one (Redis): see `wire_link`.
     wired: Option<Wired>,
+    /// What a Redis queue knows of its server and settings (its siblings share them).
+    redis: Option<RedisParts>,
+}
+
+struct RedisParts {
+    backend: RedisJobBackend,
+    settings: RedisSettings,
+}
+
+#[derive(Clone)]
+struct RedisSettings {
+    prefix: String,
+    max_payload_bytes: usize,
+    max_events: usize,
+    allow_eviction: bool,
+}
+
+impl RedisParts {
+    fn server(&self) -> &Arc<Server> {
+        self.backend.server()
+    }
+}
+
+/// Logs `message` on the `lanemq` logger (on the loop's thread, which holds the GIL).
+fn log_warning(message: &str) {
+    Python::attach(|py| {
+        let logged = py
+            .import("logging")
+            .and_then(|logging| logging.call_method1("getLogger", ("lanemq",)))
+            .and_then(|logger| logger.call_method1("warning", (message,)));
+        if let Err(error) = logged {
+            error.write_unraisable(py, None);
+        }
+    });
 }
 
 impl JobQueueCore {
@@ -44,15 +78,61 @@ impl JobQueueCore {
         U: for<'a> IntoPyObject<'a> + Send + 'static,
         F: FnOnce(T) -> PyResult<U> + Send + 'static,
     {
+        let Some(redis) = &self.redis else {
+            return ready::resolve(py, future, convert, self.inline);
+        };
+        // A warning of the first connect (the eviction policy could not be read) is logged
+        // when a call it delayed returns.
+        let server = Arc::clone(redis.server());
+        let convert = move |value| {
+            if let Some(warning) = server.take_warning() {
+                log_warning(&warning);
+            }
+            convert(value)
+        };
         ready::resolve(py, future, convert, self.inline)
     }
 
-    /// The wire link of the running loop, if this backend has a wire and it is there for it.
+    /// The wire link of the running loop, if this backend has a wire and it is there for it
+    /// (and this queue made its checks of the server: until then calls go the ordinary way,
+    /// which makes them).
     fn link<'py>(&self, py: Python<'py>) -> PyResult<Option<(&Wired, Bound<'py, WireLink>)>> {
-        let Some(wired) = &self.wired else {
+        let (Some(wired), Some(redis)) = (&self.wired, &self.redis) else {
             return Ok(None);
         };
+        if !redis.backend.is_ready() {
+            return Ok(None);
+        }
         Ok(wired.link(py)?.map(|link| (wired, link)))
+    }
+
+    /// The queue `queue` on `server` (sharing its connections), with `settings`.
+    fn redis_on(server: Arc<Server>, settings: RedisSettings, queue: &str) -> Self {
+        let backend = RedisBackend::on(
+            server,
+            &settings.prefix,
+            queue,
+            settings.max_events,
+            settings.allow_eviction,
+        );
+        let backend = RedisJobBackend::new(backend, settings.max_payload_bytes);
+        let server = backend.server();
+        let wired = server.wire_capable().then(|| {
+            let calls: Arc<dyn WireCalls> = Arc::new(backend.clone());
+            Wired::shared(calls, server.id())
+        });
+        Self {
+            backend: Arc::new(backend.clone()),
+            inline: false,
+            wired,
+            redis: Some(RedisParts { backend, settings }),
+        }
+    }
+
+    fn redis_parts(&self) -> PyResult<&RedisParts> {
+        self.redis
+            .as_ref()
+            .ok_or_else(|| to_py(CoreError::Refused("not a Redis queue".into())))
     }
 }
 
@@ -125,6 +205,7 @@ impl JobQueueCore {
             backend: Arc::new(group.inner.queue(name, config)),
             inline: true,
             wired: None,
+            redis: None,
         })
     }
 
@@ -149,36 +230,91 @@ impl JobQueueCore {
             backend: Arc::new(backend),
             inline: true,
             wired: None,
+            redis: None,
         })
     }
 
-    /// A Redis (or Valkey) backend; connects before returning.
+    /// A Redis (or Valkey) backend, without I/O: it connects on its first call (or
+    /// `connect`), within `connect_timeout` ms. Queues of one URL and options share their
+    /// connections. A URL that does not parse raises `ConfigError` (its password masked).
     #[staticmethod]
     #[pyo3(signature = (url, queue, prefix="lanemq", max_payload_bytes=16_777_216, max_events=10_000,
-        allow_eviction=false))]
+        allow_eviction=false, connect_timeout=5_000, tls_ca_file=None))]
+    #[allow(clippy::too_many_arguments)]
     fn redis(
-        py: Python<'_>,
         url: &str,
         queue: &str,
         prefix: &str,
         max_payload_bytes: i64,
         max_events: i64,
         allow_eviction: bool,
+        connect_timeout: i64,
+        tls_ca_file: Option<PathBuf>,
     ) -> PyResult<Self> {
         let max_payload_bytes = count("max_payload_bytes", max_payload_bytes, 1)? as usize;
         let max_events = count("max_events", max_events, 0)? as usize;
-        let connect = RedisBackend::connect(url, prefix, queue, max_events, allow_eviction);
-        let backend = py
-            .detach(|| pyo3_async_runtimes::tokio::get_runtime().block_on(connect))
-            .map_err(to_py)?;
-        let backend = RedisJobBackend::new(backend, max_payload_bytes);
-        let calls: Arc<dyn WireCalls> = Arc::new(backend.clone());
-        let first = py.detach(|| pyo3_async_runtimes::tokio::get_runtime().block_on(calls.open()));
-        Ok(Self {
-            backend: Arc::new(backend),
-            inline: false,
-            wired: Wired::new(calls, first),
-        })
+        let connect_timeout = count("connect_timeout", connect_timeout, 1)?;
+        let options = ServerOptions {
+            connect_timeout: std::time::Duration::from_millis(u64::from(connect_timeout)),
+            tls_ca_file,
+        };
+        let server = Server::shared(url, &options).map_err(to_py)?;
+        let settings = RedisSettings {
+            prefix: prefix.to_owned(),
+            max_payload_bytes,
+            max_events,
+            allow_eviction,
+        };
+        Ok(Self::redis_on(server, settings, queue))
+    }
+
+    /// The queue `queue` of this Redis queue's server, prefix and settings (sharing its
+    /// connections).
+    fn redis_sibling(&self, queue: &str) -> PyResult<Self> {
+        let parts = self.redis_parts()?;
+        Ok(Self::redis_on(
+            Arc::clone(parts.server()),
+            parts.settings.clone(),
+            queue,
+        ))
+    }
+
+    /// Connects (unless the server's connections are up; the wire too) and makes this queue's
+    /// checks of the server; raises `BackendConnectionError` (`BackendAuthenticationError` for refused
+    /// credentials) or `ConfigError` (an evicting server).
+    fn connect<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let backend = self.redis_parts()?.backend.clone();
+        let wire = self.wired.as_ref().and_then(|wired| wired.prepare(py));
+        let future: BoxFuture<()> = Box::pin(async move {
+            backend.backend_ready().await?;
+            // The wire too, so the hot calls after this take it.
+            if let Some(wire) = wire {
+                wire.await;
+            }
+            Ok(())
+        });
+        self.resolve(py, future, unit)
+    }
+
+    /// Awaits True once the server answers (asked every 100 ms), False after `timeout` ms.
+    fn wait_reachable<'py>(&self, py: Python<'py>, timeout: u64) -> PyResult<Bound<'py, PyAny>> {
+        let server = Arc::clone(self.redis_parts()?.server());
+        let future: BoxFuture<bool> = Box::pin(async move {
+            Ok(server
+                .wait_reachable(std::time::Duration::from_millis(timeout))
+                .await)
+        });
+        self.resolve(py, future, Ok)
+    }
+
+    /// Equal for queues that share connections (one server, one set of options).
+    fn server_id(&self) -> PyResult<u64> {
+        Ok(self.redis_parts()?.server().id())
+    }
+
+    /// The server's URL with its password masked.
+    fn masked_url(&self) -> PyResult<String> {
+        Ok(self.redis_parts()?.server().masked_url().to_owned())
     }
 
     /// Adds a flow (a node is `(queue, name, data, options, children)`): awaits the added

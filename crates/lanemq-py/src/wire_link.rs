@@ -1,5 +1,6 @@
 //! `WireLink`: a backend's wire (`lanemq_core::jobs::Wire`) driven by one asyncio event loop,
-//! and `Wired`, which keeps a queue's wire open and attached to the loop that uses it.
+//! and `Wired`, a queue's share of its server's wire, kept open and attached to the loop that
+//! uses it (one wire per server: the queues of one server share it).
 //!
 //! A call writes its request from the caller's thread (the loop's) and gets an asyncio future;
 //! the loop calls `on_readable` when replies arrive, and they resolve the futures in the order
@@ -11,9 +12,10 @@
 //! the ordinary way; the queue then opens a new wire in the background, and makes ordinary
 //! calls until it is there.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io::ErrorKind;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use lanemq_core::jobs::{Settle, Settled, Wire, WireCall, WireCalls};
@@ -369,35 +371,57 @@ impl WireLink {
 }
 
 enum Slot {
+    /// Not opened yet (or closed by the server's last queue): opened by the next call.
+    Idle,
     /// Open, and not yet watched by a loop.
     Spare(Box<dyn Wire>),
     Attached(Py<WireLink>),
     Opening,
     /// Opening failed: try again after this.
     Down(Instant),
-    Closed,
 }
 
-/// A queue's wire: opened with the queue, attached to the first loop that calls, opened
-/// again in the background when it breaks.
+/// A server's wire, shared by the queues of that server (`Server::id`).
+struct SharedSlot {
+    slot: Mutex<Slot>,
+    /// Queues holding it open: the last one's close closes the wire.
+    users: AtomicUsize,
+}
+
+static SLOTS: LazyLock<Mutex<HashMap<u64, Weak<SharedSlot>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// A queue's share of its server's wire: opened when a call first needs it (in the
+/// background; calls go the ordinary way meanwhile), attached to the first loop that calls,
+/// opened again in the background when it breaks. One wire serves every queue of a server.
 pub struct Wired {
     pub calls: Arc<dyn WireCalls>,
-    slot: Arc<Mutex<Slot>>,
+    shared: Arc<SharedSlot>,
+    closed: AtomicBool,
 }
 
 impl Wired {
-    /// `first` is the outcome of opening the queue's first wire: a backend that refuses to
-    /// open one (TLS) makes ordinary calls only.
-    pub fn new(calls: Arc<dyn WireCalls>, first: CoreResult<Box<dyn Wire>>) -> Option<Self> {
-        let slot = match first {
-            Ok(wire) => Slot::Spare(wire),
-            Err(CoreError::Refused(_)) => return None,
-            Err(_) => Slot::Down(Instant::now() + RETRY_OPEN),
+    /// The share of the wire of server `server_id` for a queue whose calls are `calls`.
+    pub fn shared(calls: Arc<dyn WireCalls>, server_id: u64) -> Self {
+        let mut slots = SLOTS.lock().unwrap_or_else(|e| e.into_inner());
+        slots.retain(|_, slot| slot.strong_count() > 0);
+        let shared = match slots.get(&server_id).and_then(Weak::upgrade) {
+            Some(shared) => shared,
+            None => {
+                let shared = Arc::new(SharedSlot {
+                    slot: Mutex::new(Slot::Idle),
+                    users: AtomicUsize::new(0),
+                });
+                slots.insert(server_id, Arc::downgrade(&shared));
+                shared
+            }
         };
-        Some(Self {
+        shared.users.fetch_add(1, Ordering::AcqRel);
+        Self {
             calls,
-            slot: Arc::new(Mutex::new(slot)),
-        })
+            shared,
+            closed: AtomicBool::new(false),
+        }
     }
 
     /// The link to make a call on from the running loop, if the wire is there for it.
@@ -410,6 +434,7 @@ impl Wired {
             return Ok(None); // no loop: the ordinary call raises as it always did
         };
         let mut slot = self
+            .shared
             .slot
             .lock_py_attached(py)
             .unwrap_or_else(|e| e.into_inner());
@@ -429,9 +454,17 @@ impl Wired {
                 Ok(None)
             }
             Slot::Spare(_) => {
-                let Slot::Spare(wire) = std::mem::replace(&mut *slot, Slot::Opening) else {
+                let Slot::Spare(mut wire) = std::mem::replace(&mut *slot, Slot::Opening) else {
                     unreachable!("matched above");
                 };
+                // Nobody watched it while it waited: the server may have closed it since.
+                let mut probe = [0u8; 1];
+                let idle =
+                    matches!(wire.read(&mut probe), Err(e) if e.kind() == ErrorKind::WouldBlock);
+                if !idle {
+                    self.reopen();
+                    return Ok(None);
+                }
                 match WireLink::attach(py, wire, &event_loop) {
                     Ok(link) => {
                         *slot = Slot::Attached(link.clone().unbind());
@@ -443,39 +476,83 @@ impl Wired {
                     }
                 }
             }
+            Slot::Idle => {
+                *slot = Slot::Opening;
+                self.reopen();
+                Ok(None)
+            }
             Slot::Down(at) if Instant::now() >= *at => {
                 *slot = Slot::Opening;
                 self.reopen();
                 Ok(None)
             }
-            Slot::Down(_) | Slot::Opening | Slot::Closed => Ok(None),
+            Slot::Down(_) | Slot::Opening => Ok(None),
         }
     }
 
     /// Opens a new wire on the runtime; it waits as `Spare` for the next call.
     fn reopen(&self) {
-        let (calls, slot) = (Arc::clone(&self.calls), Arc::clone(&self.slot));
-        pyo3_async_runtimes::tokio::get_runtime().spawn(async move {
+        pyo3_async_runtimes::tokio::get_runtime().spawn(self.opening());
+    }
+
+    /// Opens the wire (the slot is `Opening`); it waits as `Spare` for the next call.
+    fn opening(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let (calls, shared) = (Arc::clone(&self.calls), Arc::clone(&self.shared));
+        async move {
             let opened = calls.open().await;
-            let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+            let mut slot = shared.slot.lock().unwrap_or_else(|e| e.into_inner());
             if matches!(*slot, Slot::Opening) {
                 *slot = match opened {
                     Ok(wire) => Slot::Spare(wire),
                     Err(_) => Slot::Down(Instant::now() + RETRY_OPEN),
                 };
             }
-        });
+        }
     }
 
-    /// The queue closes: its wire takes no new call and closes once the last is answered.
-    pub fn close(&self, py: Python<'_>) -> PyResult<()> {
+    /// Opens the wire now unless it is open or opening (`connect` awaits it, so the calls
+    /// after it take the wire).
+    pub fn prepare(&self, py: Python<'_>) -> Option<impl std::future::Future<Output = ()> + Send> {
         let mut slot = self
+            .shared
             .slot
             .lock_py_attached(py)
             .unwrap_or_else(|e| e.into_inner());
-        if let Slot::Attached(link) = std::mem::replace(&mut *slot, Slot::Closed) {
+        match &*slot {
+            Slot::Idle | Slot::Down(_) => {
+                *slot = Slot::Opening;
+                Some(self.opening())
+            }
+            Slot::Spare(_) | Slot::Attached(_) | Slot::Opening => None,
+        }
+    }
+
+    /// The queue closes: once every queue of the server has, the wire takes no new call and
+    /// closes once the last is answered.
+    pub fn close(&self, py: Python<'_>) -> PyResult<()> {
+        if self.closed.swap(true, Ordering::AcqRel)
+            || self.shared.users.fetch_sub(1, Ordering::AcqRel) != 1
+        {
+            return Ok(());
+        }
+        let mut slot = self
+            .shared
+            .slot
+            .lock_py_attached(py)
+            .unwrap_or_else(|e| e.into_inner());
+        if let Slot::Attached(link) = std::mem::replace(&mut *slot, Slot::Idle) {
             link.bind(py).get().close(py)?;
         }
         Ok(())
+    }
+}
+
+impl Drop for Wired {
+    fn drop(&mut self) {
+        // Dropped without close: the wire stays for the server's other queues (or until the
+        // last share goes, with its link's loop).
+        if !self.closed.swap(true, Ordering::AcqRel) {
+            self.shared.users.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 }

@@ -4,22 +4,24 @@
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use lanemq_core::jobs::{Completion, Job, Millis, NewJob, JOB_STATES_COUNT};
 use lanemq_core::{CoreError, CoreResult};
-use redis::aio::ConnectionManager;
+use redis::aio::MultiplexedConnection;
 use redis::Value;
+use tokio::sync::OnceCell;
 
-use crate::connect::{connect, Connection};
+use crate::connect::{check_policy, is_connection_class, read_policy};
 use crate::decode::{self, items};
 use crate::keys::{Keys, JOB_FIELDS};
 use crate::resp;
 use crate::scripts::{self, LuaScript};
+use crate::server::{Server, ServerOptions};
 
 pub struct RedisBackend {
-    pub(crate) connection: Connection,
+    pub(crate) server: Arc<Server>,
     pub(crate) keys: Keys,
     /// The queue's name (flows name their jobs `<queue>:<id>`).
     pub(crate) queue: String,
@@ -34,27 +36,42 @@ pub struct RedisBackend {
     prefix: String,
     random: RandomState,
     calls: AtomicU64,
-    /// The dedicated connection of the last wait that ended (not dropped mid-command), kept
-    /// for the next: an idle worker waits once per job it gets, and a new connection each
-    /// time costs a connect and handshake (and leaves a socket in TIME_WAIT).
-    pub(crate) spare_blocking: Mutex<Option<redis::aio::MultiplexedConnection>>,
-    /// Whether scripts run as the functions of the library (`scripts::LIBRARY`), which the
-    /// server has from Redis 7 and Valkey 7.2 on; else by EVALSHA.
-    functions: bool,
+    allow_eviction: bool,
+    /// Set once this queue's first call connected and checked the server (`ready`).
+    ready: OnceCell<()>,
+    /// Runs scripts by EVALSHA even where the server has functions (`without_functions`).
+    evalsha_only: bool,
+    closed: AtomicBool,
 }
 
 impl RedisBackend {
-    pub async fn connect(
+    /// A queue of the server `url` names, without I/O: it connects on its first call (or
+    /// `ready`). Queues of one URL and options share their connections (`Server`).
+    pub fn open(
         url: &str,
+        options: &ServerOptions,
         prefix: &str,
         queue: &str,
         max_events: usize,
         allow_eviction: bool,
     ) -> CoreResult<Self> {
-        let connection = connect(url, allow_eviction).await?;
-        // A server that cannot load it (before Redis 7, FUNCTION renamed away or not allowed
-        // to this user) runs the scripts by EVALSHA. (The tests check the library loads.)
-        let functions = load_library(&mut connection.commands.clone()).await.is_ok();
+        Ok(Self::on(
+            Server::shared(url, options)?,
+            prefix,
+            queue,
+            max_events,
+            allow_eviction,
+        ))
+    }
+
+    /// A queue on `server` (shared with the queues already there).
+    pub fn on(
+        server: Arc<Server>,
+        prefix: &str,
+        queue: &str,
+        max_events: usize,
+        allow_eviction: bool,
+    ) -> Self {
         let keys = Keys::new(prefix, queue);
         let script_keys = keys.script_keys();
         debug_assert_eq!(script_keys.len(), 16 + JOB_FIELDS.len());
@@ -62,8 +79,9 @@ impl RedisBackend {
         for key in &script_keys {
             resp::bulk(&mut packed_keys, key.as_bytes());
         }
-        Ok(Self {
-            connection,
+        server.acquire();
+        Self {
+            server,
             keys,
             queue: queue.to_owned(),
             script_keys,
@@ -73,14 +91,103 @@ impl RedisBackend {
             prefix: prefix.to_owned(),
             random: RandomState::new(),
             calls: AtomicU64::new(0),
-            spare_blocking: Mutex::new(None),
-            functions,
-        })
+            allow_eviction,
+            ready: OnceCell::new(),
+            evalsha_only: false,
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    /// Opens a queue and connects it at once (`open`, then `ready`).
+    pub async fn connect(
+        url: &str,
+        prefix: &str,
+        queue: &str,
+        max_events: usize,
+        allow_eviction: bool,
+    ) -> CoreResult<Self> {
+        let backend = Self::open(
+            url,
+            &ServerOptions::default(),
+            prefix,
+            queue,
+            max_events,
+            allow_eviction,
+        )?;
+        backend.ready().await?;
+        Ok(backend)
+    }
+
+    pub fn server(&self) -> &Arc<Server> {
+        &self.server
+    }
+
+    /// Connects (if no other queue of the server has) and checks the server for this queue,
+    /// once: the eviction policy (refused unless `allow_eviction`; a warning when the user may
+    /// not read it) and whether scripts run as functions. Bounded by the connect timeout.
+    pub async fn ready(&self) -> CoreResult<()> {
+        if self.ready.initialized() {
+            return Ok(());
+        }
+        self.ready
+            .get_or_try_init(|| {
+                self.server.bounded("cannot connect", async {
+                    let mut connection = self.server.commands().await?;
+                    let address = self.server.address();
+                    match read_policy(&mut connection, address).await? {
+                        Ok(policy) => check_policy(&policy, address, self.allow_eviction)?,
+                        Err(why) => self.server.warn(format!(
+                            "redis at {address}: cannot read maxmemory-policy ({why}); going on \
+                             without the check that the server never evicts job keys"
+                        )),
+                    }
+                    self.server
+                        .functions(|| async {
+                            let mut connection = self.server.commands().await?;
+                            match load_library(&mut connection).await {
+                                Ok(()) => Ok(true),
+                                // The server cannot serve now: learn it later.
+                                Err(e) if is_connection_class(&e) => Err(self.server.error(e)),
+                                // Before Redis 7, FUNCTION renamed away or not allowed to this
+                                // user: scripts run by EVALSHA. (The tests check it loads.)
+                                Err(_) => Ok(false),
+                            }
+                        })
+                        .await?;
+                    Ok(())
+                })
+            })
+            .await
+            .map(|_| ())
+    }
+
+    /// Whether `ready` succeeded (calls made without awaiting, on a wire, need it).
+    pub fn is_ready(&self) -> bool {
+        self.ready.initialized()
+    }
+
+    /// The command connection, once this queue is ready.
+    pub(crate) async fn connection(&self) -> CoreResult<MultiplexedConnection> {
+        self.ready().await?;
+        self.server.commands().await
+    }
+
+    /// Whether scripts run as the functions of the library (`scripts::LIBRARY`), which the
+    /// server has from Redis 7 and Valkey 7.2 on; else by EVALSHA.
+    fn functions(&self) -> bool {
+        !self.evalsha_only && self.server.known_functions().unwrap_or(true)
+    }
+
+    /// This queue is done with the server (the last queue's close closes the connections).
+    pub fn close(&self) {
+        if !self.closed.swap(true, Ordering::AcqRel) {
+            self.server.release();
+        }
     }
 
     /// Runs every script by EVALSHA, as on a server without functions (for tests of that path).
     pub fn without_functions(mut self) -> Self {
-        self.functions = false;
+        self.evalsha_only = true;
         self
     }
 
@@ -96,8 +203,9 @@ impl RedisBackend {
     pub(crate) async fn run(&self, script: &LuaScript, args: Vec<String>) -> CoreResult<Value> {
         let mut reloaded = false;
         loop {
-            let mut connection = self.connection.commands.clone();
-            let outcome = if self.functions {
+            let mut connection = self.connection().await?;
+            let functions = self.functions();
+            let outcome = if functions {
                 self.function_call(script, &args)
                     .query_async(&mut connection)
                     .await
@@ -113,7 +221,7 @@ impl RedisBackend {
             };
             match outcome {
                 Ok(value) => return Ok(value),
-                Err(e) if self.functions && !reloaded && function_missing(&e) => {
+                Err(e) if functions && !reloaded && function_missing(&e) => {
                     reloaded = true;
                     load_library(&mut connection)
                         .await
@@ -172,7 +280,7 @@ impl RedisBackend {
     /// server without functions. This queue's keys go in as packed once: packing the call
     /// through a `redis::Cmd`, key by key, took 4% of the client's CPU per awaited add (perf).
     pub(crate) fn request(&self, script: &LuaScript, args: &[String]) -> Vec<u8> {
-        let (command, target) = if self.functions {
+        let (command, target) = if self.functions() {
             ("FCALL", script.function.as_str())
         } else {
             ("EVALSHA", script.script.get_hash())
@@ -199,7 +307,7 @@ impl RedisBackend {
     /// library or script is missing, a flow needs another queue linked): such a script wrote
     /// nothing, and the call can go again the ordinary way.
     pub(crate) fn runs_again(&self, error: &redis::RedisError) -> bool {
-        if self.functions {
+        if self.functions() {
             function_missing(error) || needed_queue(error).is_some()
         } else {
             error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
@@ -386,7 +494,7 @@ impl RedisBackend {
         for field in self.keys.fields() {
             pipe.cmd("HGET").arg(field).arg(id);
         }
-        let mut connection = self.connection.commands.clone();
+        let mut connection = self.connection().await?;
         let values: Vec<Value> = pipe
             .query_async(&mut connection)
             .await
@@ -405,7 +513,7 @@ impl RedisBackend {
         for set in crate::keys::STATE_SETS {
             count_jobs(&mut pipe, self.keys.key(set));
         }
-        let mut connection = self.connection.commands.clone();
+        let mut connection = self.connection().await?;
         let counts: Vec<usize> = pipe
             .query_async(&mut connection)
             .await
@@ -441,7 +549,7 @@ pub(crate) fn count_jobs(pipe: &mut redis::Pipeline, set_key: String) {
 /// carries a hash of its text, so a library of that name is this one; and loading without
 /// REPLACE refuses an existing name before compiling (a load compiles ~2,000 lines of Lua,
 /// ~4 ms of the server's time, on every connect otherwise).
-async fn load_library(connection: &mut ConnectionManager) -> redis::RedisResult<()> {
+async fn load_library(connection: &mut MultiplexedConnection) -> redis::RedisResult<()> {
     match redis::cmd("FUNCTION")
         .arg("LOAD")
         .arg(&scripts::LIBRARY.text)
@@ -456,4 +564,10 @@ async fn load_library(connection: &mut ConnectionManager) -> redis::RedisResult<
 /// Whether FCALL named a function the server does not have (it lost the library).
 fn function_missing(error: &redis::RedisError) -> bool {
     error.to_string().contains("Function not found")
+}
+
+impl Drop for RedisBackend {
+    fn drop(&mut self) {
+        self.close();
+    }
 }

@@ -1,14 +1,10 @@
-//! Connecting: a reconnecting multiplexed connection for commands, and the checks made before a
-//! queue is used. Errors name the address, never the password.
+//! What a URL says and what errors mean: the address (and the URL with its password masked)
+//! for messages, the classification of Redis errors, and the eviction-policy check made before
+//! a queue is used. Errors name the address, never the password.
 
-use lanemq_core::{CoreError, CoreResult};
-use std::time::Duration;
-
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{Client, ConnectionAddr, IntoConnectionInfo};
-
-/// How long a command or script call may take before it fails as timed out.
-pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
+use lanemq_core::CoreError;
+use redis::aio::MultiplexedConnection;
+use redis::{ConnectionAddr, IntoConnectionInfo};
 
 /// Whether the server may evict keys when full (a queue must not lose jobs to eviction).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,17 +15,20 @@ pub enum EvictionPolicy {
     Evicting(String),
 }
 
-#[derive(Clone)]
-pub struct Connection {
-    pub commands: ConnectionManager,
-    pub client: Client,
-    pub address: String,
+impl EvictionPolicy {
+    fn named(name: &str) -> Self {
+        match name.trim() {
+            "" | "noeviction" => Self::Safe,
+            other => Self::Evicting(other.to_owned()),
+        }
+    }
 }
 
 /// `url` without its credentials, for messages.
 pub fn describe(url: &str) -> String {
-    match url.into_connection_info() {
+    match parseable(url).into_connection_info() {
         Ok(info) => match info.addr() {
+            ConnectionAddr::Tcp(host, port) if is_tls(url) => format!("rediss://{host}:{port}"),
             ConnectionAddr::Tcp(host, port) => format!("redis://{host}:{port}"),
             ConnectionAddr::TcpTls { host, port, .. } => format!("rediss://{host}:{port}"),
             ConnectionAddr::Unix(path) => format!("unix://{}", path.display()),
@@ -39,80 +38,183 @@ pub fn describe(url: &str) -> String {
     }
 }
 
-fn connection_error(address: &str, what: &str, error: redis::RedisError) -> CoreError {
-    match redis_error(address, error) {
-        CoreError::Connection(m) => CoreError::Connection(format!("{what}: {m}")),
-        other => other,
+/// Whether `url` asks for TLS (`rediss://`).
+pub fn is_tls(url: &str) -> bool {
+    url.get(..9)
+        .is_some_and(|s| s.eq_ignore_ascii_case("rediss://"))
+}
+
+/// `url` as redis-rs parses it: a `rediss://` URL as `redis://` (this crate makes its TLS
+/// streams itself, so redis-rs needs no TLS feature to read the address).
+pub(crate) fn parseable(url: &str) -> std::borrow::Cow<'_, str> {
+    if is_tls(url) {
+        format!("redis://{}", &url[9..]).into()
+    } else {
+        url.into()
     }
 }
 
-/// A Redis error as a core error: unreachable servers are `Connection` errors (Python's
-/// `ConnectionError`), the rest `Storage`. The message names the address, never the password.
-pub fn redis_error(address: &str, error: redis::RedisError) -> CoreError {
-    let message = format!("redis at {address}: {error}");
-    if error.is_io_error()
+/// `url` as given, with its password (the user info's, or a `pass`/`password` query
+/// parameter's) replaced by `***`: for messages and reprs. It works on text that does not
+/// parse, too (a bad URL is named in its error).
+pub fn mask_url(url: &str) -> String {
+    let (scheme, rest) = match url.find("://") {
+        Some(at) => url.split_at(at + 3),
+        None => ("", url),
+    };
+    // The user info ends at the last '@' before the query (a password may hold '/' or '@').
+    let query_at = rest.find(['?', '#']).unwrap_or(rest.len());
+    let (before_query, tail) = rest.split_at(query_at);
+    let authority = match before_query.rfind('@') {
+        Some(at) => {
+            let (user_info, host) = before_query.split_at(at);
+            match user_info.split_once(':') {
+                Some((user, _)) => format!("{user}:***{host}"),
+                None => format!("***{host}"),
+            }
+        }
+        None => before_query.to_owned(),
+    };
+    let (path_query, fragment) = match tail.find('#') {
+        Some(at) => tail.split_at(at),
+        None => (tail, ""),
+    };
+    let path_query = match path_query.split_once('?') {
+        Some((path, query)) => {
+            let masked: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((key, _))
+                        if key.eq_ignore_ascii_case("pass")
+                            || key.eq_ignore_ascii_case("password") =>
+                    {
+                        format!("{key}=***")
+                    }
+                    _ => pair.to_owned(),
+                })
+                .collect();
+            format!("{path}?{}", masked.join("&"))
+        }
+        None => path_query.to_owned(),
+    };
+    format!("{scheme}{authority}{path_query}{fragment}")
+}
+
+/// Whether `error` says the credentials were refused (or are missing).
+fn is_auth_failure(error: &redis::RedisError) -> bool {
+    error.kind() == redis::ErrorKind::AuthenticationFailed
+        || matches!(error.code(), Some("NOAUTH" | "WRONGPASS"))
+}
+
+/// Whether `error` means the server cannot serve now (unreachable, dropped, timed out, still
+/// loading its data, refusing the credentials): a connection error, not a storage one.
+pub(crate) fn is_connection_class(error: &redis::RedisError) -> bool {
+    error.is_io_error()
         || error.is_connection_refusal()
         || error.is_connection_dropped()
         || error.is_timeout()
-    {
+        || error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::BusyLoading)
+        || is_auth_failure(error)
+}
+
+/// A Redis error as a core error: refused credentials are `Authentication` errors; a server
+/// that cannot be reached, dropped the connection, timed out or is still loading its data
+/// (`LOADING`) is a `Connection` error (Python's `ConnectionError`); the rest are `Storage`.
+/// The message names the address, never the password.
+pub fn redis_error(address: &str, error: redis::RedisError) -> CoreError {
+    let message = format!("redis at {address}: {error}");
+    if is_auth_failure(&error) {
+        CoreError::Authentication(format!(
+            "{message} (the server refused the credentials of the URL)"
+        ))
+    } else if error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::BusyLoading) {
+        CoreError::Connection(format!("{message} (the server is still loading its data)"))
+    } else if is_connection_class(&error) {
         CoreError::Connection(message)
     } else {
         CoreError::Storage(message)
     }
 }
 
-/// Connects to `url` and checks the server's eviction policy. With `allow_eviction` false, a
-/// server that may evict keys is refused (`InvalidConfig`), since evicted job keys are lost jobs.
-pub async fn connect(url: &str, allow_eviction: bool) -> CoreResult<Connection> {
-    let address = describe(url);
-    let client = Client::open(url).map_err(|e| {
-        CoreError::InvalidConfig(format!("invalid Redis URL for {address}: {}", e.kind_str()))
-    })?;
-    // The first connection fails fast; once up, the manager reconnects by itself. A reply may
-    // take long: a script that adds a big flow or bulk, or obliterates a big queue, on a busy
-    // server. redis-rs gives up after 500 ms by default, and a caller told "timed out" about a
-    // change that then happened may well make it twice; a dead server drops the connection
-    // instead, which fails at once.
-    let config = ConnectionManagerConfig::new()
-        .set_number_of_retries(1)
-        .set_connection_timeout(Some(Duration::from_secs(5)))
-        .set_response_timeout(Some(RESPONSE_TIMEOUT));
-    let mut commands = client
-        .get_connection_manager_with_config(config)
-        .await
-        .map_err(|e| connection_error(&address, "cannot connect", e))?;
-    let policy: Vec<String> = redis::cmd("CONFIG")
+/// The server's eviction policy: from `INFO memory`, which managed services allow, else from
+/// `CONFIG GET`; `Err(why)` (a reason for a warning) when the user may run neither.
+pub(crate) async fn read_policy(
+    connection: &mut MultiplexedConnection,
+    address: &str,
+) -> Result<Result<EvictionPolicy, String>, CoreError> {
+    let info = redis::cmd("INFO")
+        .arg("memory")
+        .query_async::<String>(connection)
+        .await;
+    let info_refused = match info {
+        Ok(text) => {
+            let field = text
+                .lines()
+                .find_map(|line| line.strip_prefix("maxmemory_policy:"));
+            match field {
+                Some(name) => return Ok(Ok(EvictionPolicy::named(name))),
+                None => "INFO memory has no maxmemory_policy".to_owned(),
+            }
+        }
+        Err(e) if is_connection_class(&e) => return Err(redis_error(address, e)),
+        Err(e) => e.to_string(),
+    };
+    let config = redis::cmd("CONFIG")
         .arg("GET")
         .arg("maxmemory-policy")
-        .query_async(&mut commands)
-        .await
-        .map_err(|e| connection_error(&address, "cannot read maxmemory-policy", e))?;
-    let policy = match policy.get(1).map(String::as_str) {
-        None | Some("noeviction") => EvictionPolicy::Safe,
-        Some(other) => EvictionPolicy::Evicting(other.to_owned()),
-    };
-    if let EvictionPolicy::Evicting(name) = &policy {
-        if !allow_eviction {
-            return Err(CoreError::InvalidConfig(format!(
-                "redis at {address} has maxmemory-policy {name}: it may evict job keys; set it \
-                 to noeviction, or pass allow_eviction=True to accept the risk"
-            )));
-        }
+        .query_async::<Vec<String>>(connection)
+        .await;
+    match config {
+        Ok(pair) => Ok(Ok(EvictionPolicy::named(
+            pair.get(1).map_or("", String::as_str),
+        ))),
+        Err(e) if is_connection_class(&e) => Err(redis_error(address, e)),
+        Err(e) => Ok(Err(format!("{info_refused}; {e}"))),
     }
-    Ok(Connection {
-        commands,
-        client,
-        address,
-    })
 }
 
-trait KindStr {
-    fn kind_str(&self) -> String;
+/// Refuses a server that may evict keys unless `allow_eviction`: evicted job keys are lost jobs.
+pub(crate) fn check_policy(
+    policy: &EvictionPolicy,
+    address: &str,
+    allow_eviction: bool,
+) -> Result<(), CoreError> {
+    match policy {
+        EvictionPolicy::Evicting(name) if !allow_eviction => {
+            Err(CoreError::InvalidConfig(format!(
+                "redis at {address} has maxmemory-policy {name}: it may evict job keys; set it to \
+             noeviction, or pass allow_eviction=True to accept the risk"
+            )))
+        }
+        _ => Ok(()),
+    }
 }
 
-impl KindStr for redis::RedisError {
-    /// The error's category only: a parse error's detail may quote the URL, password included.
-    fn kind_str(&self) -> String {
-        format!("{:?}", self.kind())
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_the_password_wherever_the_url_holds_one() {
+        assert_eq!(
+            mask_url("redis://user:s3cret@127.0.0.1:6379/0"),
+            "redis://user:***@127.0.0.1:6379/0"
+        );
+        assert_eq!(
+            mask_url("redis://:s3cret@host/2?protocol=resp2"),
+            "redis://:***@host/2?protocol=resp2"
+        );
+        assert_eq!(
+            mask_url("unix:///tmp/r.sock?db=3&pass=s3cret"),
+            "unix:///tmp/r.sock?db=3&pass=***"
+        );
+        assert_eq!(
+            mask_url("redis://user:s3cret@127.0.0.1:notaport/0"),
+            "redis://user:***@127.0.0.1:notaport/0"
+        );
+        assert_eq!(mask_url("redis://s3cret@host"), "redis://***@host");
+        assert_eq!(mask_url("redis://u:a/b@c@h:1/0"), "redis://u:***@h:1/0");
+        assert_eq!(mask_url("redis://host:1/0"), "redis://host:1/0");
+        assert_eq!(describe("rediss://u:p@h:7/0"), "rediss://h:7");
     }
 }

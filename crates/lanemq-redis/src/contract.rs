@@ -31,6 +31,21 @@ impl RedisJobBackend {
         &self.backend
     }
 
+    /// The server whose connections this queue shares.
+    pub fn server(&self) -> &Arc<crate::Server> {
+        self.backend.server()
+    }
+
+    /// Whether this queue connected and checked the server (`RedisBackend::ready`).
+    pub fn is_ready(&self) -> bool {
+        self.backend.is_ready()
+    }
+
+    /// Connects and checks the server for this queue (`RedisBackend::ready`).
+    pub async fn backend_ready(&self) -> CoreResult<()> {
+        self.backend.ready().await
+    }
+
     pub(crate) fn max_payload_bytes(&self) -> usize {
         self.max_payload_bytes
     }
@@ -316,5 +331,9 @@ impl JobBackend for RedisJobBackend {
     }
     fn remove_unprocessed_children(&self, parent_id: String, now: Millis) -> BoxFuture<usize> {
         call!(self, |b| b.remove_unprocessed_children(parent_id, now))
+    }
+    fn close(&self) -> BoxFuture<()> {
+        self.backend.close();
+        Box::pin(std::future::ready(Ok(())))
     }
 }

@@ -156,7 +156,7 @@ impl RedisBackend {
         let mut pipe = redis::pipe();
         pipe.cmd("HGET").arg(self.keys.field("token")).arg(&id);
         pipe.cmd("HGET").arg(self.keys.field("expires")).arg(&id);
-        let mut connection = self.connection.commands.clone();
+        let mut connection = self.connection().await?;
         let (held, expires): (Option<String>, Option<String>) = pipe
             .query_async(&mut connection)
             .await

@@ -15,11 +15,14 @@ mod reads;
 mod resp;
 mod schedulers;
 mod scripts;
+mod server;
+mod tls;
 mod waits;
 mod wire;
 mod wire_calls;
 
 pub use backend::RedisBackend;
-pub use connect::{connect, describe, Connection, EvictionPolicy};
+pub use connect::{describe, is_tls, mask_url, EvictionPolicy};
 pub use contract::RedisJobBackend;
 pub use keys::Keys;
+pub use server::{Server, ServerOptions, CONNECT_TIMEOUT, RESPONSE_TIMEOUT};

@@ -24,14 +24,14 @@ type ReadyState = (Vec<Option<u64>>, usize, usize, Vec<(String, f64)>);
 
 impl RedisBackend {
     pub(crate) fn error(&self, error: redis::RedisError) -> CoreError {
-        crate::connect::redis_error(&self.connection.address, error)
+        self.server.error(error)
     }
 
     pub(crate) async fn query<T: redis::FromRedisValue>(
         &self,
         pipe: &redis::Pipeline,
     ) -> CoreResult<T> {
-        let mut connection = self.connection.commands.clone();
+        let mut connection = self.connection().await?;
         pipe.query_async(&mut connection)
             .await
             .map_err(|e| self.error(e))

@@ -13,35 +13,22 @@ use redis::Value;
 use crate::backend::RedisBackend;
 use crate::decode::items;
 use crate::reads::parse_entry;
+use crate::server::Live;
 
 /// The longest single block, so a waiter also notices changes that set no marker.
 const MAX_BLOCK: Duration = Duration::from_secs(1);
 
 impl RedisBackend {
-    async fn blocking_connection(&self) -> CoreResult<redis::aio::MultiplexedConnection> {
-        let spare = self
-            .spare_blocking
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(connection) = spare {
-            return Ok(connection);
-        }
-        let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
-        self.connection
-            .client
-            .get_multiplexed_async_connection_with_config(&config)
-            .await
-            .map_err(|e| self.error(e))
+    /// A connection for a wait, from the server's spares (once this queue is ready).
+    async fn blocking_connection(&self) -> CoreResult<Live> {
+        self.ready().await?;
+        self.server.blocking().await
     }
 
-    /// Keeps `connection` for the next wait (its last command completed).
-    fn keep_blocking(&self, connection: Option<redis::aio::MultiplexedConnection>) {
+    /// Puts `connection` back among the server's spares (its last command completed).
+    fn keep_blocking(&self, connection: Option<Live>) {
         if let Some(connection) = connection {
-            *self
-                .spare_blocking
-                .lock()
-                .unwrap_or_else(|e| e.into_inner()) = Some(connection);
+            self.server.keep_blocking(connection);
         }
     }
 
@@ -54,7 +41,7 @@ impl RedisBackend {
 
     async fn wait_for_job_on(
         &self,
-        connection: &mut Option<redis::aio::MultiplexedConnection>,
+        connection: &mut Option<Live>,
         timeout: Option<Millis>,
     ) -> CoreResult<bool> {
         let deadline = timeout.map(|t| Instant::now() + Duration::from_millis(t));
@@ -82,7 +69,7 @@ impl RedisBackend {
             let woken: Option<(String, String, f64)> = redis::cmd("BZPOPMIN")
                 .arg(self.keys.key("marker"))
                 .arg(seconds)
-                .query_async(blocking)
+                .query_async(&mut blocking.connection)
                 .await
                 .map_err(|e| self.error(e))?;
             if woken.is_some_and(|(_, _, due)| due <= wall_clock_ms() as f64) {
@@ -140,7 +127,7 @@ impl RedisBackend {
     /// Blocks until the stream has an event after `after` or `wait` passes; returns those events.
     async fn follow(
         &self,
-        connection: &mut redis::aio::MultiplexedConnection,
+        connection: &mut Live,
         after: u64,
         wait: Duration,
     ) -> CoreResult<Vec<StreamEvent>> {
@@ -151,7 +138,7 @@ impl RedisBackend {
             .arg(self.keys.key("events"))
             // Past every entry whose last event is `after` (`<after>-<count>`, parse_entry).
             .arg(format!("{after}-{}", u64::MAX))
-            .query_async(connection)
+            .query_async(&mut connection.connection)
             .await
             .map_err(|e| self.error(e))?;
         let mut out = Vec::new();
@@ -206,7 +193,7 @@ impl RedisBackend {
 
     async fn wait_finished_on(
         &self,
-        connection: &mut Option<redis::aio::MultiplexedConnection>,
+        connection: &mut Option<Live>,
         id: &str,
         timeout: Option<Millis>,
     ) -> CoreResult<FinishedResult> {

@@ -16,9 +16,6 @@ use lanemq_core::{CoreError, CoreResult};
 use crate::resp::frame;
 use redis::{ConnectionAddr, ConnectionInfo};
 
-/// How long connecting and the handshake may take.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
-
 enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),
@@ -30,9 +27,9 @@ pub struct RedisWire {
 }
 
 impl RedisWire {
-    /// Connects (blocking, bounded by `HANDSHAKE_TIMEOUT`), authenticates and selects the
+    /// Connects (blocking, each step bounded by `timeout`), authenticates and selects the
     /// database as `info` says, then turns non-blocking. `address` names the server in errors.
-    pub fn open(info: &ConnectionInfo, address: &str) -> CoreResult<Self> {
+    pub fn open(info: &ConnectionInfo, address: &str, timeout: Duration) -> CoreResult<Self> {
         let failed = |what: &str, e: &dyn std::fmt::Display| {
             CoreError::Connection(format!("redis at {address}: {what}: {e}"))
         };
@@ -44,7 +41,7 @@ impl RedisWire {
                     let mut last = None;
                     let mut connected = None;
                     for addr in addrs {
-                        match TcpStream::connect_timeout(&addr, HANDSHAKE_TIMEOUT) {
+                        match TcpStream::connect_timeout(&addr, timeout) {
                             Ok(s) => {
                                 connected = Some(s);
                                 break;
@@ -73,7 +70,7 @@ impl RedisWire {
             stream,
             address: address.to_owned(),
         };
-        wire.set_timeout(Some(HANDSHAKE_TIMEOUT))
+        wire.set_timeout(Some(timeout))
             .map_err(|e| failed("cannot set a timeout", &e))?;
         let settings = info.redis_settings();
         if let Some(password) = settings.password() {
@@ -82,8 +79,9 @@ impl RedisWire {
                 auth.arg(user);
             }
             auth.arg(password);
-            wire.handshake(&auth)
-                .map_err(|e| failed("authentication failed", &e))?;
+            wire.handshake(&auth).map_err(|e| {
+                CoreError::Authentication(format!("redis at {address}: authentication failed: {e}"))
+            })?;
         }
         if settings.db() != 0 {
             wire.handshake(redis::cmd("SELECT").arg(settings.db()))

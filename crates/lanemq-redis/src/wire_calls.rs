@@ -72,11 +72,13 @@ fn done<T>(outcome: CoreResult<T>) -> Settled<T> {
 
 impl WireCalls for RedisJobBackend {
     fn open(&self) -> BoxFuture<Box<dyn Wire>> {
-        let backend = Arc::clone(self.backend());
+        let server = Arc::clone(self.backend().server());
         Box::pin(async move {
+            // Reachable and the credentials good first (as the command connection says), so a
+            // server that does not answer costs no blocking thread for long.
+            server.commands().await?;
             tokio::task::spawn_blocking(move || {
-                let info = backend.connection.client.get_connection_info();
-                RedisWire::open(info, &backend.connection.address)
+                RedisWire::open(server.info(), server.address(), server.connect_timeout())
                     .map(|wire| Box::new(wire) as Box<dyn Wire>)
             })
             .await

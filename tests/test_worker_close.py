@@ -7,25 +7,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
-from conformance.backends import BACKENDS
+from conformance.backends import queue_fixture
 from lanemq import ConfigError, Job, JobQueue, JobWorker
 
 LIMIT = 10.0
 
 
-@pytest.fixture(params=["memory", "local", "redis"])
-async def queue(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[JobQueue]:
-    made, cleanup = await BACKENDS[request.param](
-        tmp_path, lambda: str(request.getfixturevalue("redis_url"))
-    )
-    try:
-        yield made
-    finally:
-        await cleanup()
+queue = queue_fixture("memory", "local", "redis")
 
 
 class Recorder:

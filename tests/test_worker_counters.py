@@ -5,23 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
-from pathlib import Path
 
-import pytest
-from conformance.backends import BACKENDS
+from conformance.backends import queue_fixture
 from lanemq import Backoff, Job, JobFailedError, JobQueue, JobWorker, UnrecoverableError
 
 LIMIT = 10.0
 
 
-@pytest.fixture(params=["memory", "local"])
-async def queue(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[JobQueue]:
-    made, cleanup = await BACKENDS[request.param](tmp_path, lambda: "")
-    try:
-        yield made
-    finally:
-        await cleanup()
+queue = queue_fixture("memory", "local")
 
 
 async def test_counters_count_jobs_and_attempts(queue: JobQueue) -> None:

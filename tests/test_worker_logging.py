@@ -6,23 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
-from conformance.backends import BACKENDS
+from conformance.backends import queue_fixture
 from lanemq import Job, JobFailedError, JobQueue, JobWorker
 
 LIMIT = 10.0
 
 
-@pytest.fixture(params=["memory", "local"])
-async def queue(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[JobQueue]:
-    made, cleanup = await BACKENDS[request.param](tmp_path, lambda: "")
-    try:
-        yield made
-    finally:
-        await cleanup()
+queue = queue_fixture("memory", "local")
 
 
 def records(caplog: pytest.LogCaptureFixture, level: int) -> list[str]:

@@ -8,25 +8,18 @@ import contextvars
 import gc
 import threading
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from conformance.backends import BACKENDS
+from conformance.backends import queue_fixture
 from lanemq import Job, JobFailedError, JobQueue, JobWorker, UnrecoverableError
 
 LIMIT = 10.0
 Next = Callable[[], Awaitable[Any]]
 
 
-@pytest.fixture(params=["memory", "local"])
-async def queue(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[JobQueue]:
-    made, cleanup = await BACKENDS[request.param](tmp_path, lambda: "")
-    try:
-        yield made
-    finally:
-        await cleanup()
+queue = queue_fixture("memory", "local")
 
 
 async def test_middleware_runs_in_registration_order_around_the_processor(

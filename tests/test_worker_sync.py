@@ -9,12 +9,10 @@ import asyncio
 import functools
 import threading
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from conformance.backends import BACKENDS
+from conformance.backends import queue_fixture
 from lanemq import (
     Backoff,
     DelayedError,
@@ -30,13 +28,7 @@ from lanemq import (
 LIMIT = 10.0
 
 
-@pytest.fixture(params=["memory", "local"])
-async def queue(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[JobQueue]:
-    made, cleanup = await BACKENDS[request.param](tmp_path, lambda: "")
-    try:
-        yield made
-    finally:
-        await cleanup()
+queue = queue_fixture("memory", "local")
 
 
 async def test_def_processor_runs_in_a_thread_and_completes(queue: JobQueue) -> None:

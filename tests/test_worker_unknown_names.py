@@ -6,12 +6,10 @@ conformance suite checks that default)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from conformance.backends import BACKENDS
+from conformance.backends import queue_fixture
 from lanemq import (
     ConfigError,
     Job,
@@ -25,15 +23,7 @@ from lanemq import (
 LIMIT = 10.0
 
 
-@pytest.fixture(params=["memory", "local", "redis"])
-async def queue(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[JobQueue]:
-    made, cleanup = await BACKENDS[request.param](
-        tmp_path, lambda: str(request.getfixturevalue("redis_url"))
-    )
-    try:
-        yield made
-    finally:
-        await cleanup()
+queue = queue_fixture("memory", "local", "redis")
 
 
 async def old_code(job: Job) -> str:

@@ -5,9 +5,11 @@ unchanged."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
+import pytest
 from lanemq import InMemoryJobQueue, JobQueue, LocalJobQueue, RedisJobQueue
 
 _names = itertools.count(1)
@@ -46,3 +48,21 @@ async def _redis(tmp_path: Path, redis_url: Callable[[], str]) -> tuple[JobQueue
 
 
 BACKENDS: dict[str, Factory] = {"memory": _memory, "local": _local, "redis": _redis}
+
+
+def queue_fixture(*names: str) -> Any:
+    """A ``queue`` fixture for a test module outside the suite: a fresh queue per test on each
+    backend of ``names`` (the Redis one on the session's own server), cleaned up after it.
+    Assign it to ``queue`` in the module."""
+
+    @pytest.fixture(params=list(names))
+    async def queue(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[JobQueue]:
+        made, cleanup = await BACKENDS[request.param](
+            tmp_path, lambda: str(request.getfixturevalue("redis_url"))
+        )
+        try:
+            yield made
+        finally:
+            await cleanup()
+
+    return queue

@@ -123,6 +123,32 @@ async def test_job_shorter_than_grace_completes(queue: JobQueue) -> None:
     assert worker.processed == 1
 
 
+async def test_a_run_after_a_stepping_timeout_gets_its_full_grace(queue: JobQueue) -> None:
+    # run_until_idle's timeout left its deadline behind, and a later run's close(grace=...)
+    # released the job at once instead of letting it finish.
+    started = asyncio.Event()
+
+    async def short(job: Job) -> str:
+        started.set()
+        await asyncio.sleep(0.3)
+        return "done"
+
+    worker = JobWorker(queue, short)
+    await queue.add("short", None)
+    with pytest.raises(TimeoutError):
+        await worker.run_until_idle(timeout=0.05)
+    assert await queue.get_job_counts("waiting") == {"waiting": 1}  # released by the timeout
+    started.clear()
+    task = await start(worker)
+    try:
+        await asyncio.wait_for(started.wait(), LIMIT)
+        await asyncio.wait_for(worker.close(grace=5.0), LIMIT)
+        task.result()
+    finally:
+        await finish(task)
+    assert await queue.get_job_counts("completed", "waiting") == {"completed": 1, "waiting": 0}
+
+
 async def test_grace_finishes_short_jobs_and_releases_long_ones(queue: JobQueue) -> None:
     running = 0
     both = asyncio.Event()

@@ -241,6 +241,11 @@ class JobWorker:
             signals.install()
         self._running = asyncio.current_task()
         self._loop = loop
+        if not self._closing:
+            # A fresh run: a grace or force left by an earlier close() or run_until_idle()
+            # timeout must not cut this run's close() short.
+            self._deadline = None
+            self._force = False
         log.info(
             "worker %s: running on queue %s (concurrency %d)",
             self.id,

@@ -308,6 +308,24 @@ def test_invalid_config_raises_config_error_naming_field(
     assert field in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("options", "fragment"),
+    [
+        ({"priority": 1.5}, "invalid priority: 1.5 (must be an integer)"),
+        ({"priority": "1"}, "invalid priority: '1' (must be an integer)"),
+        ({"max_concurrency": True}, "invalid max_concurrency: True (must be an integer, not"),
+        ({"priority": 0, "timeout": "5"}, "invalid timeout: '5' (must be a number of seconds)"),
+    ],
+)
+def test_a_lane_option_of_the_wrong_type_is_a_config_error_naming_it(
+    options: dict[str, object], fragment: str
+) -> None:
+    arguments = {"priority": 0, **options}
+    with pytest.raises(ConfigError) as refused:
+        LaneConfig("a", **arguments)  # type: ignore[arg-type]
+    assert fragment in str(refused.value)
+
+
 @pytest.mark.parametrize("timeout", [0.0, -1.0, float("inf")])
 def test_a_refused_lane_timeout_says_what_is_allowed(timeout: float) -> None:
     # Zero is refused, so the message must not say ">= 0".

@@ -88,6 +88,13 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Int {
     /// Keeps a value that is not an integer (or too large) to be refused by `get`, which knows
     /// the field's name: the error then says which option was wrong.
     fn extract(value: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        // A bool is an int to Python, but `priority=True` is a mistake, not a priority.
+        if value.is_instance_of::<pyo3::types::PyBool>() {
+            return Ok(Self(Err((
+                value.repr()?.to_string(),
+                "must be an integer, not a bool",
+            ))));
+        }
         match value.extract::<i64>() {
             Ok(v) => Ok(Self(Ok(v))),
             Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(value.py()) => {
@@ -95,6 +102,35 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Int {
             }
             Err(_) => Ok(Self(Err((value.repr()?.to_string(), "must be an integer")))),
         }
+    }
+}
+
+/// A number of seconds given for an argument, kept as it came so that `get` can refuse a
+/// value that is not a number (a string, a bool) with the argument's name.
+pub struct Seconds(Result<f64, String>);
+
+impl Seconds {
+    pub const fn of(value: f64) -> Self {
+        Self(Ok(value))
+    }
+
+    pub fn get(&self, field: &str) -> PyResult<f64> {
+        self.0
+            .clone()
+            .map_err(|shown| invalid(field, shown, "must be a number of seconds"))
+    }
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Seconds {
+    type Error = PyErr;
+
+    fn extract(value: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        if value.is_instance_of::<pyo3::types::PyBool>() {
+            return Ok(Self(Err(value.repr()?.to_string())));
+        }
+        Ok(Self(value.extract::<f64>().map_err(|_| {
+            value.repr().map_or_else(|_| "?".into(), |r| r.to_string())
+        })))
     }
 }
 

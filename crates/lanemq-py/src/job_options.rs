@@ -4,7 +4,7 @@
 use lanemq_core::jobs::{self as core, BackoffKind, Retention};
 use pyo3::prelude::*;
 
-use crate::bridge::{count, millis_to_seconds, seconds_to_millis, text, Int};
+use crate::bridge::{count, millis_to_seconds, seconds_to_millis, text, Int, Seconds};
 use crate::errors::{invalid, to_py};
 
 /// How long to wait before retrying a failed job.
@@ -242,7 +242,7 @@ pub struct JobOptions {
 #[pymethods]
 impl JobOptions {
     #[new]
-    #[pyo3(signature = (job_id=None, priority=Int::of(0), lifo=false, delay=0.0, attempts=Int::of(1),
+    #[pyo3(signature = (job_id=None, priority=Int::of(0), lifo=false, delay=Seconds::of(0.0), attempts=Int::of(1),
         backoff=None, timeout=None, remove_on_complete=None, remove_on_fail=None,
         max_stalled_count=Int::of(1), dedup=None, parent_policy=None, fail_parent_on_failure=false,
         ignore_dependency_on_failure=false, remove_dependency_on_failure=false,
@@ -257,10 +257,10 @@ impl JobOptions {
         job_id: Option<&Bound<'_, PyAny>>,
         priority: Int,
         lifo: bool,
-        delay: f64,
+        delay: Seconds,
         attempts: Int,
-        backoff: Option<Backoff>,
-        timeout: Option<f64>,
+        backoff: Option<&Bound<'_, PyAny>>,
+        timeout: Option<Seconds>,
         remove_on_complete: Option<&Bound<'_, PyAny>>,
         remove_on_fail: Option<&Bound<'_, PyAny>>,
         max_stalled_count: Int,
@@ -293,6 +293,9 @@ impl JobOptions {
         if attempts < 1 {
             return Err(invalid("attempts", attempts, "must be at least 1"));
         }
+        let delay = delay.get("delay")?;
+        let timeout = timeout.map(|t| t.get("timeout")).transpose()?;
+        let backoff = backoff.map(backoff_of).transpose()?;
         let timeout = match timeout {
             Some(t) if t <= 0.0 || !t.is_finite() => {
                 return Err(invalid("timeout", t, "must be > 0 seconds"))
@@ -393,4 +396,15 @@ fn job_id_text(value: &Bound<'_, PyAny>) -> PyResult<String> {
         ));
     }
     text("job_id", value)
+}
+
+/// The `backoff` option: a `Backoff`, or a `ConfigError` saying how to make one.
+fn backoff_of(value: &Bound<'_, PyAny>) -> PyResult<Backoff> {
+    value.extract::<Backoff>().map_err(|_| {
+        invalid(
+            "backoff",
+            value.repr().map_or_else(|_| "?".into(), |r| r.to_string()),
+            "must be a Backoff: Backoff.fixed(seconds) or Backoff.exponential(seconds)",
+        )
+    })
 }

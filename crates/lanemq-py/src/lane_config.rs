@@ -4,7 +4,7 @@
 use lanemq_core::lanes as core;
 use pyo3::prelude::*;
 
-use crate::bridge::{count, micros_to_seconds, positive_seconds, seconds_to_micros};
+use crate::bridge::{count, micros_to_seconds, positive_seconds, seconds_to_micros, Int, Seconds};
 use crate::errors::{invalid, to_py};
 
 /// How a failed lane command is retried: `max_retries` retries after the first run.
@@ -229,20 +229,31 @@ pub struct LaneConfig {
 #[pymethods]
 impl LaneConfig {
     #[new]
-    #[pyo3(signature = (lane_id, priority, min_concurrency=1, max_concurrency=1, timeout=None,
-        retry=None, rate_limit=None, priority_boost=None, pressure_threshold=None))]
+    #[pyo3(signature = (lane_id, priority, min_concurrency=Int::of(1), max_concurrency=Int::of(1), timeout=None,
+        retry=None, rate_limit=None, priority_boost=None, pressure_threshold=None),
+        text_signature = "(lane_id, priority, min_concurrency=1, max_concurrency=1, timeout=None, \
+            retry=None, rate_limit=None, priority_boost=None, pressure_threshold=None)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         lane_id: String,
-        priority: i64,
-        min_concurrency: i64,
-        max_concurrency: i64,
-        timeout: Option<f64>,
+        priority: Int,
+        min_concurrency: Int,
+        max_concurrency: Int,
+        timeout: Option<Seconds>,
         retry: Option<RetryPolicy>,
         rate_limit: Option<RateLimit>,
         priority_boost: Option<PriorityBoost>,
-        pressure_threshold: Option<i64>,
+        pressure_threshold: Option<Int>,
     ) -> PyResult<Self> {
+        let (priority, min_concurrency, max_concurrency) = (
+            priority.get("priority")?,
+            min_concurrency.get("min_concurrency")?,
+            max_concurrency.get("max_concurrency")?,
+        );
+        let timeout = timeout.map(|t| t.get("timeout")).transpose()?;
+        let pressure_threshold = pressure_threshold
+            .map(|p| p.get("pressure_threshold"))
+            .transpose()?;
         let retry = retry.unwrap_or_else(RetryPolicy::none);
         let inner = core::LaneConfig {
             lane_id,

@@ -313,6 +313,13 @@ async def test_a_missing_local_queue_is_not_created(tmp_path: Path) -> None:
     assert list((tmp_path / "data").iterdir()) == []
 
 
+async def test_an_option_between_the_arguments_is_not_taken_for_a_name(tmp_path: Path) -> None:
+    # `queue URL --json stats` read "--json" as the queue NAME and showed an empty queue.
+    result = await lanemq("queue", URL, "--json", "stats", cwd=tmp_path)
+    assert result.code == 2, result
+    assert "'--json' is not a queue NAME" in result.err and "stats --json" in result.err
+
+
 async def test_bad_urls_exit_2_without_the_password(tmp_path: Path) -> None:
     for url in ("bogus://:hunter2@host", "redis://:hunter2@host:99999/0", "memory://"):
         result = await lanemq("queue", url, "email", "stats", cwd=tmp_path)

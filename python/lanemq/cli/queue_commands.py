@@ -131,6 +131,15 @@ def queue_group(ctx: click.Context, url: str, name: str, prefix: str | None, as_
     \b
         lanemq queue local:./lanemq-data email stats
         lanemq queue redis://localhost:6379/0 email jobs --state failed --json"""
+    for value, what in ((url, "URL"), (name, "NAME")):
+        # click takes an option written between URL, NAME and the command for an argument:
+        # say where options go rather than open a queue called "--json".
+        if value.startswith("-"):
+            raise click.UsageError(
+                f"{value!r} is not a queue {what}: put options before URL "
+                "(lanemq queue --json URL NAME stats) or after the command "
+                "(lanemq queue URL NAME stats --json)"
+            )
     ctx.obj = QueueRef(url, name, prefix, as_json)
 
 

@@ -4,7 +4,7 @@ The app's lifespan opens the queue and runs a JobWorker on the app's event loop;
 other processes (or hosts, with RedisJobQueue) would do just as well: a request only waits for
 its job to finish, without polling.
 
-    uvicorn examples.fastapi_app:app   # serve it (pip install fastapi uvicorn)
+    uvicorn examples.fastapi_app:app   # serve it (pip install '.[test]' uvicorn)
     python examples/fastapi_app.py     # one request through FastAPI's TestClient, no server
 """
 

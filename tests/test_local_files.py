@@ -8,7 +8,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from lanemq import LocalJobQueue, StorageError
+from lanemq import InMemoryJobQueue, LocalJobQueue, StorageError
 from support import Spawn
 
 OPEN_AND_ADD = """
@@ -65,3 +65,9 @@ async def test_close_returns_once_the_file_is_closed(tmp_path: Path) -> None:
         await queue.close()
         assert not wal.exists(), f"round {round_}: the -wal is still there after close()"
     await asyncio.sleep(0)
+
+
+def test_queues_show_their_name_and_where_they_live(tmp_path: Path) -> None:
+    local = LocalJobQueue("reports", tmp_path)
+    assert repr(local) == f"LocalJobQueue('reports', path={str(tmp_path / 'reports.sqlite3')!r})"
+    assert repr(InMemoryJobQueue("scratch")) == "InMemoryJobQueue('scratch')"

@@ -93,7 +93,7 @@ async def test_recovered_stalls_at_warning(
     worker = JobWorker(queue, work, stalled_interval=0.05, name="w-stall")
     async with worker:
         assert await asyncio.wait_for(job.wait(), LIMIT) == "ok"
-    assert f"worker w-stall: 1 stalled jobs back to waiting (lease expired): {job.id}" in records(
+    assert f"worker w-stall: 1 stalled job(s) back to waiting (lease expired): {job.id}" in records(
         caplog, logging.WARNING
     )
 
@@ -114,10 +114,10 @@ async def test_close_and_grace_expiry(queue: JobQueue, caplog: pytest.LogCapture
     await task
     info = records(caplog, logging.INFO)
     assert any(m.startswith("worker w-close: running on queue") for m in info), info
-    assert "worker w-close: closing (grace 0.05s) with 1 jobs running" in info
+    assert "worker w-close: closing (grace 0.05s) with 1 job(s) running" in info
     assert any(m.startswith("worker w-close: stopped") for m in info), info
     warnings = records(caplog, logging.WARNING)
-    assert any("grace ran out with 1 jobs running" in m for m in warnings), warnings
+    assert any("stopping with 1 job(s) still running" in m for m in warnings), warnings
     assert not any("failed" in m for m in warnings)  # released, not failed
 
 

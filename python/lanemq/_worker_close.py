@@ -60,8 +60,8 @@ def release_running(worker: JobWorker) -> None:
     """Cancels the jobs still running when the grace ran out; `_done` puts them in
     ``_released``, and the flush gives them back to waiting (no attempt used)."""
     log.warning(
-        "worker %s: grace ran out with %d jobs running: cancelling them and releasing them "
-        "to waiting",
+        "worker %s: stopping with %d job(s) still running (grace over or cut short): "
+        "cancelling them and releasing them to waiting",
         worker.id,
         len(worker._active),
     )

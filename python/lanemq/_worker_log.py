@@ -61,7 +61,7 @@ def not_recorded(worker_id: str, job_id: str, what: str, detail: object) -> None
 def stalled(worker_id: str, recovered: list[str], failed: list[str]) -> None:
     if recovered:
         log.warning(
-            "worker %s: %d stalled jobs back to waiting (lease expired): %s",
+            "worker %s: %d stalled job(s) back to waiting (lease expired): %s",
             worker_id,
             len(recovered),
             ", ".join(recovered),

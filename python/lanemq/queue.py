@@ -166,6 +166,9 @@ class JobQueue:
         self.name = name
         self._core = core
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
     async def close(self) -> None:
         """Releases the backend's resources (a local queue's file) once pending operations are
         done. The queue cannot be used afterwards."""
@@ -881,6 +884,9 @@ class LocalJobQueue(JobQueue):
         super().__init__(name, JobQueueCore.local(str(target), name, max_payload_bytes, max_events))
         self._settings = (max_payload_bytes, max_events)
         _register(_local_queues, str(target.resolve()), self)
+
+    def __repr__(self) -> str:
+        return f"LocalJobQueue({self.name!r}, path={str(self.path)!r})"
 
     def sibling(self, name: str) -> JobQueue:
         """The queue ``name`` whose file is beside this one's: one this process opened, or a

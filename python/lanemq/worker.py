@@ -696,7 +696,7 @@ class JobWorker:
                 self._deadline = deadline
         if not self._closing and self._running is not None:
             log.info(
-                "worker %s: closing%s with %d jobs running",
+                "worker %s: closing%s with %d job(s) running",
                 self.id,
                 " (force)" if force else "" if grace is None else f" (grace {grace}s)",
                 len(self._active),

@@ -6,7 +6,9 @@
 //! `{"locked"}`, `{"refused", message}` or `{"active", count}` when the change is refused (and nothing was written,
 //! except obliterate's pause).
 
-use lanemq_core::jobs::{index_range, JobOptions, JobState, Millis};
+use lanemq_core::jobs::{
+    index_range, rate_limit_end, rate_limited_until, JobOptions, JobState, Millis,
+};
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
 
@@ -306,6 +308,48 @@ impl RedisBackend {
 
     pub async fn clear_rate_limit(&self) -> CoreResult<()> {
         self.change(&scripts::SETTINGS, 0, &["norate"])
+            .await
+            .map(drop)
+    }
+
+    /// Holds every claim back for `duration` ms from `now` (META `rate_until`, which the claim
+    /// reads with the other settings).
+    pub async fn rate_limit(&self, duration: Millis, now: Millis) -> CoreResult<()> {
+        let end = rate_limit_end(duration, now)?.to_string();
+        self.change(&scripts::SETTINGS, now, &["wait", &end])
+            .await
+            .map(drop)
+    }
+
+    /// How long the rate limits still hold claims back at `now`, in ms (0: they do not).
+    pub async fn get_rate_limit_ttl(&self, now: Millis) -> CoreResult<Millis> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("HMGET")
+            .arg(self.keys.key("meta"))
+            .arg("rate_until")
+            .arg("rate_max")
+            .arg("rate_duration")
+            .arg("rate_start")
+            .arg("rate_count");
+        let (settings,): (Vec<Option<u64>>,) = self.query(&pipe).await?;
+        let get = |i: usize| settings.get(i).copied().flatten();
+        let limit = get(1)
+            .zip(get(2))
+            .map(|(max, duration)| (max as u32, duration));
+        let (until, start, used) = (get(0), get(3), get(4));
+        let end = rate_limited_until(
+            now,
+            until.unwrap_or(0),
+            limit,
+            start.unwrap_or(0),
+            used.unwrap_or(0),
+        );
+        Ok(end.map_or(0, |end| end - now))
+    }
+
+    /// Ends the manual wait and the current window, and wakes idle workers.
+    pub async fn remove_rate_limit_key(&self) -> CoreResult<()> {
+        self.change(&scripts::SETTINGS, 0, &["unlimit"])
             .await
             .map(drop)
     }

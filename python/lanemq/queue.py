@@ -793,6 +793,14 @@ class JobQueue:
         Idle workers wake. The windowed limit itself stays set."""
         await self._core.remove_rate_limit_key()
 
+    async def remove_orphaned_jobs(self) -> int:
+        """Removes the data of jobs that no state references, left by a crash or a bug
+        (BullMQ's ``removeOrphanedJobs``), and returns how many. On Redis it scans the
+        queue's job fields in batches, one short script call each, so a big queue does not
+        hold the server; jobs in any state are untouched. In-memory and local queues write a
+        job and its state in one transaction and cannot hold such data: they return 0."""
+        return await self._core.remove_orphaned_jobs()
+
     async def set_max_active(self, max_active: int | None) -> None:
         """At most ``max_active`` jobs active at once across all workers (None: no limit)."""
         await self._core.set_max_active(max_active)

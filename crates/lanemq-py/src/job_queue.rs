@@ -948,6 +948,11 @@ impl JobQueueCore {
         self.resolve(py, self.backend.remove_rate_limit_key(), unit)
     }
 
+    /// Awaits how many jobs that no state referenced were removed.
+    fn remove_orphaned_jobs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.resolve(py, self.backend.remove_orphaned_jobs(), Ok)
+    }
+
     #[pyo3(signature = (max=None))]
     fn set_max_active<'py>(
         &self,

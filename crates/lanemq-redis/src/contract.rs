@@ -259,6 +259,9 @@ impl JobBackend for RedisJobBackend {
     fn remove_rate_limit_key(&self) -> BoxFuture<()> {
         call!(self, |b| b.remove_rate_limit_key())
     }
+    fn remove_orphaned_jobs(&self) -> BoxFuture<usize> {
+        call!(self, |b| b.remove_orphaned_jobs())
+    }
     fn set_max_active(&self, max: Option<u32>) -> BoxFuture<()> {
         call!(self, |b| b.set_max_active(max))
     }

@@ -170,6 +170,9 @@ pub trait JobBackend: Send + Sync + 'static {
     /// Ends the manual wait and the current window (the next claim opens a new one), waking
     /// idle workers.
     fn remove_rate_limit_key(&self) -> BoxFuture<()>;
+    /// Removes the data of jobs that no state references (left by a crash or a bug) and
+    /// returns how many. Only a store that is not one transaction can hold such jobs.
+    fn remove_orphaned_jobs(&self) -> BoxFuture<usize>;
     fn set_max_active(&self, max: Option<u32>) -> BoxFuture<()>;
     fn get_max_active(&self) -> BoxFuture<Option<u32>>;
     fn is_maxed(&self) -> BoxFuture<bool>;

@@ -93,7 +93,7 @@ class RateLimitError(JobError):
     """Raise it from a processor to give its job back: the job goes back to waiting (at the
     front) without using an attempt, and this worker pauses claiming for ``delay`` seconds.
     To make every worker wait, in every process (an API answered "too many requests"), hold
-    the whole queue back first::
+    the whole queue back first:
 
         await job.queue.rate_limit(30.0)
         raise RateLimitError()

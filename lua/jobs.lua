@@ -438,7 +438,8 @@ end
 -- lua/schedulers.lua, which the scripts that claim load after this file.
 local scheduler_on_claim
 
--- Promotes due delayed jobs, then (unless paused, and within the rate limit and the active cap)
+-- Promotes due delayed jobs, then (unless paused or in a rate-limit wait, and within the rate
+-- limit's window and the active cap)
 -- moves up to max_jobs from the front of waiting to active, each locked with a fresh token
 -- (`seed`-n) until now + lease. Returns per claimed job only what the client cannot know:
 -- {id, name, data, opts, prio, ord, seq, created, delay, attempts, stalled, progress, reason,
@@ -452,18 +453,33 @@ local function claim_jobs(worker, lease, max_jobs, seed)
     emit("waiting", id, "prev", "delayed")
   end
   -- The settings in one read (promotions change none of them).
-  local settings = redis.call("HMGET", META, "paused", "rate_max", "max_active")
+  local settings = redis.call("HMGET", META, "paused", "rate_max", "max_active", "rate_until")
   if settings[1] == "1" then return {} end
 
   local allowed = max_jobs
   local rate_max = tonumber(settings[2] or "0")
-  if rate_max > 0 then
+  -- When a rate limit holds this claim back: until its end (text), else nil. A manual wait
+  -- (queue.rate_limit) holds every claim back until it ends; the window is neither opened nor
+  -- counted meanwhile.
+  local held_until
+  local waits_until = settings[4]
+  if waits_until and tonumber(waits_until) > now then
+    allowed, held_until = 0, waits_until
+  elseif rate_max > 0 then
     local duration = tonumber(redis.call("HGET", META, "rate_duration"))
     local start = tonumber(redis.call("HGET", META, "rate_start") or "0")
     if now >= start + duration then
       redis.call("HSET", META, "rate_start", NOW_TEXT, "rate_count", 0)
     end
-    allowed = math.min(allowed, rate_max - tonumber(redis.call("HGET", META, "rate_count") or "0"))
+    local left = rate_max - tonumber(redis.call("HGET", META, "rate_count") or "0")
+    allowed = math.min(allowed, left)
+    if left <= 0 then held_until = int(start + duration) end
+  end
+  if held_until then
+    -- A due marker (set by an add or a release meanwhile) would wake an idle worker to claim
+    -- nothing: it says when the limit ends instead (GT: unless it is later), and the worker
+    -- that pops it recomputes its wait (waits.rs), which ends then.
+    redis.call("ZADD", MARKER, "GT", held_until, "w")
   end
   local max_active = tonumber(settings[3] or "0")
   if max_active > 0 then

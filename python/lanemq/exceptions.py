@@ -90,8 +90,15 @@ class DelayedError(JobError):
 
 
 class RateLimitError(JobError):
-    """Raise it from a processor (after `queue.rate_limit(...)`, or to back off): the job goes
-    back to waiting without using an attempt, and the worker pauses claiming for ``delay``."""
+    """Raise it from a processor to give its job back: the job goes back to waiting (at the
+    front) without using an attempt, and this worker pauses claiming for ``delay`` seconds.
+    To make every worker wait, in every process (an API answered "too many requests"), hold
+    the whole queue back first:
+
+        await job.queue.rate_limit(30.0)
+        raise RateLimitError()
+
+    Claims then return nothing until the wait ends, and idle workers wake when it does."""
 
     def __init__(self, delay: float = 0.0, message: str = "rate limited") -> None:
         super().__init__(message)

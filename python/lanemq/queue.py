@@ -58,6 +58,17 @@ def _ms(field: str, seconds: float) -> int:
     return round(seconds * 1000)
 
 
+def _wait_ms(seconds: float) -> int:
+    """A `rate_limit` wait in milliseconds (at least 1), for a number of seconds > 0 (NaN
+    and infinity refused; the core refuses a wait ending past 2^53 ms, where times stop being
+    exact)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+        raise ConfigError(f"invalid rate limit wait: {seconds!r} (must be > 0 seconds)")
+    if not seconds * 1000 < 2**53:  # also refuses inf
+        raise ConfigError(f"invalid rate limit wait: {seconds!r} seconds (too long)")
+    return max(1, round(seconds * 1000))
+
+
 def _options(
     options: JobOptions | dict[str, Any] | None, extra: dict[str, Any]
 ) -> JobOptions | None:
@@ -763,6 +774,35 @@ class JobQueue:
 
     async def clear_rate_limit(self) -> None:
         await self._core.clear_rate_limit()
+
+    async def rate_limit(self, seconds: float, *, now: int | None = None) -> None:
+        """Holds the whole queue back for ``seconds`` (BullMQ's ``rateLimit``): until then no
+        claim returns a job, for any worker in any process, and idle workers wake when the
+        wait ends. For a processor told by an API to back off: ``await
+        job.queue.rate_limit(30)``, then ``raise RateLimitError()`` to give its job back
+        without using an attempt. A later call replaces the wait; the windowed limit
+        (`set_rate_limit`) still applies, so the later of the two ends wins."""
+        await self._core.rate_limit(_wait_ms(seconds), _now(now))
+
+    async def get_rate_limit_ttl(self, *, now: int | None = None) -> float:
+        """Seconds until the rate limits let claims go on (BullMQ's ``getRateLimitTtl``): the
+        rest of a `rate_limit` wait, or of the window of `set_rate_limit` once its claims are
+        used up, whichever ends later; 0.0 when claims may go on now."""
+        return await self._core.get_rate_limit_ttl(_now(now)) / 1000
+
+    async def remove_rate_limit_key(self) -> None:
+        """Ends the `rate_limit` wait and the current window of the windowed limit (BullMQ's
+        ``removeRateLimitKey``), so claims go on at once: the next claim opens a new window.
+        Idle workers wake. The windowed limit itself stays set."""
+        await self._core.remove_rate_limit_key()
+
+    async def remove_orphaned_jobs(self) -> int:
+        """Removes the data of jobs that no state references, left by a crash or a bug
+        (BullMQ's ``removeOrphanedJobs``), and returns how many. On Redis it scans the
+        queue's job fields in batches, one short script call each, so a big queue does not
+        hold the server; jobs in any state are untouched. In-memory and local queues write a
+        job and its state in one transaction and cannot hold such data: they return 0."""
+        return await self._core.remove_orphaned_jobs()
 
     async def set_max_active(self, max_active: int | None) -> None:
         """At most ``max_active`` jobs active at once across all workers (None: no limit)."""

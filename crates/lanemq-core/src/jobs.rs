@@ -29,7 +29,10 @@ pub use events::{event_name, field_name, known_event_name, EventLog, Field, Stre
 pub use flow::{AddedNode, Dependencies, DependencyCounts, FlowNode, ParentPolicy, ParentRef};
 pub use local::LocalBackend;
 pub use memory_backend::{wall_clock_ms, MemoryBackend, MemoryGroup};
-pub use model::{next_ready_at, FinishedResult, Job, JobState, Lock, Millis, JOB_STATES_COUNT};
+pub use model::{
+    next_ready_at, rate_limit_end, rate_limited_until, FinishedResult, Job, JobState, Lock, Millis,
+    JOB_STATES_COUNT, MAX_RATE_LIMIT_END,
+};
 pub use options::{
     check_payload, validate_job_id, Backoff, BackoffKind, Dedup, JobOptions, Retention,
     DEFAULT_MAX_PAYLOAD_BYTES, MAX_PRIORITY,

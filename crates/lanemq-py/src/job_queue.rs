@@ -929,6 +929,30 @@ impl JobQueueCore {
         self.resolve(py, self.backend.clear_rate_limit(), unit)
     }
 
+    /// Holds every claim back for `duration` ms from `now`.
+    fn rate_limit<'py>(
+        &self,
+        py: Python<'py>,
+        duration: u64,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.resolve(py, self.backend.rate_limit(duration, now), unit)
+    }
+
+    /// Awaits how long the rate limits still hold claims back at `now`, in ms.
+    fn get_rate_limit_ttl<'py>(&self, py: Python<'py>, now: u64) -> PyResult<Bound<'py, PyAny>> {
+        self.resolve(py, self.backend.get_rate_limit_ttl(now), Ok)
+    }
+
+    fn remove_rate_limit_key<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.resolve(py, self.backend.remove_rate_limit_key(), unit)
+    }
+
+    /// Awaits how many jobs that no state referenced were removed.
+    fn remove_orphaned_jobs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.resolve(py, self.backend.remove_orphaned_jobs(), Ok)
+    }
+
     #[pyo3(signature = (max=None))]
     fn set_max_active<'py>(
         &self,

@@ -250,6 +250,18 @@ impl JobBackend for RedisJobBackend {
     fn clear_rate_limit(&self) -> BoxFuture<()> {
         call!(self, |b| b.clear_rate_limit())
     }
+    fn rate_limit(&self, duration: Millis, now: Millis) -> BoxFuture<()> {
+        call!(self, |b| b.rate_limit(duration, now))
+    }
+    fn get_rate_limit_ttl(&self, now: Millis) -> BoxFuture<Millis> {
+        call!(self, |b| b.get_rate_limit_ttl(now))
+    }
+    fn remove_rate_limit_key(&self) -> BoxFuture<()> {
+        call!(self, |b| b.remove_rate_limit_key())
+    }
+    fn remove_orphaned_jobs(&self) -> BoxFuture<usize> {
+        call!(self, |b| b.remove_orphaned_jobs())
+    }
     fn set_max_active(&self, max: Option<u32>) -> BoxFuture<()> {
         call!(self, |b| b.set_max_active(max))
     }

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use lanemq_core::jobs::{
-    event_name, field_name, index_range, known_event_name, FinishedResult, Job, JobState, Millis,
-    StreamEvent, Text,
+    event_name, field_name, index_range, known_event_name, rate_limited_until, FinishedResult, Job,
+    JobState, Millis, StreamEvent, Text,
 };
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
@@ -243,7 +243,8 @@ impl RedisBackend {
             .arg("rate_duration")
             .arg("rate_start")
             .arg("rate_count")
-            .arg("max_active");
+            .arg("max_active")
+            .arg("rate_until");
         pipe.cmd("ZCARD").arg(self.keys.key("waiting"));
         count_jobs(&mut pipe, self.keys.key("active"));
         pipe.cmd("ZRANGE")
@@ -253,13 +254,11 @@ impl RedisBackend {
             .arg("WITHSCORES");
         let (settings, waiting, active, first): ReadyState = self.query(&pipe).await?;
         let get = |i: usize| settings.get(i).copied().flatten();
-        let mut window_end = None;
-        if let (Some(max), Some(duration)) = (get(1), get(2)) {
-            let start = get(3).unwrap_or(0);
-            if now < start + duration && get(4).unwrap_or(0) >= max {
-                window_end = Some(start + duration);
-            }
-        }
+        let limit = get(1)
+            .zip(get(2))
+            .map(|(max, duration)| (max as u32, duration));
+        let (start, used, until) = (get(3).unwrap_or(0), get(4).unwrap_or(0), get(6));
+        let window_end = rate_limited_until(now, until.unwrap_or(0), limit, start, used);
         let maxed = get(5).is_some_and(|max| active as u64 >= max);
         let next_delayed = first.first().map(|(_, due)| *due as Millis);
         Ok(lanemq_core::jobs::next_ready_at(

@@ -45,7 +45,7 @@ pub struct LuaScript {
 }
 
 /// Every script: its operation name, and its body (`lua/<op>-36.lua`).
-const OPS: [(&str, &str); 23] = [
+const OPS: [(&str, &str); 24] = [
     ("add", include_str!("../../../lua/add-36.lua")),
     ("claim", include_str!("../../../lua/claim-36.lua")),
     ("complete", include_str!("../../../lua/complete-36.lua")),
@@ -75,6 +75,7 @@ const OPS: [(&str, &str); 23] = [
         "trim_events",
         include_str!("../../../lua/trim_events-36.lua"),
     ),
+    ("orphans", include_str!("../../../lua/orphans-36.lua")),
 ];
 
 fn load(op: &str) -> LuaScript {
@@ -134,6 +135,7 @@ pub static DEDUP: LazyLock<LuaScript> = LazyLock::new(|| load("dedup"));
 pub static COMPLETE_CLAIM: LazyLock<LuaScript> = LazyLock::new(|| load("complete_claim"));
 pub static SCHEDULERS_OP: LazyLock<LuaScript> = LazyLock::new(|| load("schedulers"));
 pub static FLOWS_OP: LazyLock<LuaScript> = LazyLock::new(|| load("flows"));
+pub static ORPHANS: LazyLock<LuaScript> = LazyLock::new(|| load("orphans"));
 
 #[cfg(test)]
 mod tests {

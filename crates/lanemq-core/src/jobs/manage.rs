@@ -408,6 +408,8 @@ impl MemoryStore {
         self.dedup.clear();
         self.schedulers.clear();
         self.rate_limit = None;
+        self.rate_window = (0, 0);
+        self.rate_until = 0;
         self.max_active = None;
         self.paused = false;
         Ok(())
@@ -429,6 +431,24 @@ impl MemoryStore {
 
     pub fn clear_rate_limit(&mut self) {
         self.rate_limit = None;
+    }
+
+    /// Holds every claim back for `duration` ms from `now` (BullMQ's `rateLimit`); a later
+    /// call replaces the wait. The windowed limit still applies: the later end wins.
+    pub fn rate_limit(&mut self, duration: Millis, now: Millis) -> CoreResult<()> {
+        self.rate_until = super::model::rate_limit_end(duration, now)?;
+        Ok(())
+    }
+
+    /// How long the rate limits still hold claims back at `now`, in ms (0: they do not).
+    pub fn get_rate_limit_ttl(&self, now: Millis) -> Millis {
+        self.rate_limited_until(now).map_or(0, |end| end - now)
+    }
+
+    /// Ends the manual wait and the current window (the next claim opens a new one).
+    pub fn remove_rate_limit_key(&mut self) {
+        self.rate_until = 0;
+        self.rate_window = (0, 0);
     }
 
     pub fn set_max_active(&mut self, max: Option<u32>) -> CoreResult<()> {

@@ -549,6 +549,27 @@ impl JobBackend for MemoryBackend {
         })
     }
 
+    fn rate_limit(&self, duration: Millis, now: Millis) -> BoxFuture<()> {
+        self.write(|s| s.store.rate_limit(duration, now))
+    }
+
+    fn get_rate_limit_ttl(&self, now: Millis) -> BoxFuture<Millis> {
+        self.read(|store| Ok(store.get_rate_limit_ttl(now)))
+    }
+
+    fn remove_rate_limit_key(&self) -> BoxFuture<()> {
+        // A write: waiters learn at once that claims may go on.
+        self.write(|s| {
+            s.store.remove_rate_limit_key();
+            Ok(())
+        })
+    }
+
+    fn remove_orphaned_jobs(&self) -> BoxFuture<usize> {
+        // Every job is in its state's index by construction (one lock, no partial writes).
+        ready(Ok(0))
+    }
+
     fn set_max_active(&self, max: Option<u32>) -> BoxFuture<()> {
         self.write(|s| s.store.set_max_active(max))
     }

@@ -177,6 +177,40 @@ impl Job {
     }
 }
 
+/// The latest time a rate-limit wait may end: `now` plus this must stay exact in a double
+/// (Lua numbers, JSON), so a wait ends before 2^53 ms.
+pub const MAX_RATE_LIMIT_END: Millis = (1 << 53) - 1;
+
+/// When a manual rate-limit wait of `duration` ms set at `now` ends; refused (`InvalidConfig`,
+/// nothing changed) when it is 0 or would end past `MAX_RATE_LIMIT_END`.
+pub fn rate_limit_end(duration: Millis, now: Millis) -> CoreResult<Millis> {
+    match now.checked_add(duration) {
+        Some(end) if duration > 0 && end <= MAX_RATE_LIMIT_END => Ok(end),
+        _ => Err(CoreError::InvalidConfig(format!(
+            "invalid rate limit wait: {duration} ms (must be > 0 and end before 2^53 ms)"
+        ))),
+    }
+}
+
+/// Until when the rate limits hold claims back at `now`, if they do: the later of the manual
+/// wait (`queue.rate_limit`, ending at `wait_until`; 0 for none) and, when the window of the
+/// windowed limit `limit` (max jobs, duration) that started at `window_start` has used all of
+/// its `used` claims, the end of that window. `None` when a claim may go on now.
+pub fn rate_limited_until(
+    now: Millis,
+    wait_until: Millis,
+    limit: Option<(u32, Millis)>,
+    window_start: Millis,
+    used: u64,
+) -> Option<Millis> {
+    let manual = (wait_until > now).then_some(wait_until);
+    let window = limit
+        .map(|(max, duration)| (max, window_start.saturating_add(duration)))
+        .filter(|&(max, end)| now < end && used >= u64::from(max))
+        .map(|(_, end)| end);
+    manual.max(window)
+}
+
 /// When a claim could next return something, from what decides it: `None` when only new work
 /// (or a resume) can help, `Some(now)` when a claim may succeed now.
 pub fn next_ready_at(

@@ -64,7 +64,10 @@ pub struct MemoryStore {
     pub(super) failed: BTreeSet<(Millis, u64, JobId)>,
     pub(super) paused: bool,
     pub(super) rate_limit: Option<(u32, Millis)>,
-    rate_window: (Millis, u32),
+    /// The current window of the rate limit: when it started, how many claims it gave.
+    pub(super) rate_window: (Millis, u32),
+    /// When the manual rate-limit wait (`rate_limit`) ends; 0 for none.
+    pub(super) rate_until: Millis,
     pub(super) max_active: Option<u32>,
     pub(super) events: EventLog,
     pub(super) dedup: DedupKeys,
@@ -104,6 +107,7 @@ impl MemoryStore {
             paused: false,
             rate_limit: None,
             rate_window: (0, 0),
+            rate_until: 0,
             max_active: None,
             seq: 0,
             next_auto_id: 1,
@@ -394,8 +398,12 @@ impl MemoryStore {
         promoted
     }
 
-    /// How many jobs the rate limit lets start now.
+    /// How many jobs the rate limits let start now: none during a manual wait, else what is
+    /// left of the window (opening a new one if the last one ended).
     fn rate_allowance(&mut self, now: Millis) -> usize {
+        if now < self.rate_until {
+            return 0;
+        }
         let Some((max, duration)) = self.rate_limit else {
             return usize::MAX;
         };
@@ -463,14 +471,17 @@ impl MemoryStore {
         claimed
     }
 
+    /// Until when the rate limits hold claims back at `now` (`model::rate_limited_until`).
+    pub fn rate_limited_until(&self, now: Millis) -> Option<Millis> {
+        let (start, used) = self.rate_window;
+        let limit = self.rate_limit;
+        super::model::rate_limited_until(now, self.rate_until, limit, start, used.into())
+    }
+
     /// When a claim could next return something, if nothing is claimable now: the next delayed
-    /// job's due time or the end of the rate-limit window. `None` when only new work can help.
-    pub fn next_ready_at(&mut self, now: Millis) -> Option<Millis> {
-        let window_end = if self.rate_allowance(now) == 0 {
-            Some(self.rate_window.0 + self.rate_limit.map_or(0, |(_, d)| d))
-        } else {
-            None
-        };
+    /// job's due time or the end of a rate-limit wait. `None` when only new work can help.
+    pub fn next_ready_at(&self, now: Millis) -> Option<Millis> {
+        let window_end = self.rate_limited_until(now);
         let next_delayed = self.delayed.first().map(|(due, _, _)| *due);
         let (paused, waiting, maxed) = (self.paused, !self.waiting.is_empty(), self.is_maxed());
         super::model::next_ready_at(now, paused, waiting, window_end, maxed, next_delayed)

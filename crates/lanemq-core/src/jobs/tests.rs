@@ -381,3 +381,72 @@ fn drain_keeps_the_delayed_pending_occurrences() {
     s.obliterate(true, T).unwrap();
     assert_eq!(s.count_schedulers(), 0);
 }
+
+#[test]
+fn the_later_end_of_the_rate_limits_holds_claims_back() {
+    // Neither: claims go on. A wait only, a window only, both (the later end).
+    assert_eq!(rate_limited_until(T, 0, None, 0, 0), None);
+    assert_eq!(rate_limited_until(T, T + 5, None, 0, 0), Some(T + 5));
+    assert_eq!(
+        rate_limited_until(T, T, None, 0, 0),
+        None,
+        "a wait ends at its end"
+    );
+    let window = Some((2, 1_000));
+    assert_eq!(
+        rate_limited_until(T, 0, window, T - 10, 1),
+        None,
+        "a claim left"
+    );
+    assert_eq!(rate_limited_until(T, 0, window, T - 10, 2), Some(T + 990));
+    assert_eq!(
+        rate_limited_until(T, 0, window, T - 1_000, 2),
+        None,
+        "window over"
+    );
+    assert_eq!(
+        rate_limited_until(T, T + 5, window, T - 10, 2),
+        Some(T + 990)
+    );
+    assert_eq!(
+        rate_limited_until(T, T + 5_000, window, T - 10, 2),
+        Some(T + 5_000)
+    );
+}
+
+#[test]
+fn a_rate_limit_wait_is_refused_at_zero_and_past_exact_times() {
+    assert_eq!(rate_limit_end(500, T).unwrap(), T + 500);
+    for (duration, now) in [(0, T), (MAX_RATE_LIMIT_END, T), (u64::MAX, T)] {
+        assert!(matches!(
+            rate_limit_end(duration, now),
+            Err(CoreError::InvalidConfig(_))
+        ));
+    }
+    let mut s = store();
+    s.rate_limit(1_000, T).unwrap();
+    assert!(s.rate_limit(0, T + 1).is_err());
+    assert_eq!(
+        s.get_rate_limit_ttl(T + 1),
+        999,
+        "a refused call changes nothing"
+    );
+}
+
+#[test]
+fn a_claim_during_a_rate_limit_wait_opens_no_window() {
+    let mut s = store();
+    for _ in 0..3 {
+        add(&mut s, JobOptions::default());
+    }
+    s.set_rate_limit(2, 1_000).unwrap();
+    s.rate_limit(500, T).unwrap();
+    assert!(s.claim("w", 1000, 5, T + 100).is_empty());
+    assert_eq!(s.next_ready_at(T + 100), Some(T + 500));
+    // The window opens at the first claim after the wait, with all of its claims.
+    assert_eq!(s.claim("w", 1000, 5, T + 500).len(), 2);
+    assert_eq!(s.get_rate_limit_ttl(T + 600), 900);
+    s.remove_rate_limit_key();
+    assert_eq!(s.get_rate_limit_ttl(T + 600), 0);
+    assert_eq!(s.claim("w", 1000, 5, T + 600).len(), 1);
+}

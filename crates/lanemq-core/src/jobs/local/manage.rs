@@ -469,7 +469,7 @@ pub fn obliterate(
          DELETE FROM schedulers; \
          UPDATE counts SET n = 0; \
          DELETE FROM meta WHERE key IN ('paused', 'rate_max', 'rate_duration', 'rate_start', \
-         'rate_count', 'max_active', 'drained', 'next_auto_id'); \
+         'rate_count', 'rate_until', 'max_active', 'drained', 'next_auto_id'); \
          DELETE FROM sqlite_sequence WHERE name = 'events';",
     )
     .map_err(sql)?;

@@ -485,6 +485,27 @@ impl JobBackend for LocalBackend {
         })
     }
 
+    fn rate_limit(&self, duration: Millis, now: Millis) -> BoxFuture<()> {
+        self.call(move |conn, _| ops::set_rate_limit_wait(conn, duration, now))
+    }
+
+    fn get_rate_limit_ttl(&self, now: Millis) -> BoxFuture<Millis> {
+        self.direct(move |conn, _| {
+            Ok(ops::rate_limited_until(conn, now)?.map_or(0, |end| end - now))
+        })
+    }
+
+    fn remove_rate_limit_key(&self) -> BoxFuture<()> {
+        // The commit wakes this process's waiters, and other processes' through the doorbell.
+        self.call(|conn, _| ops::remove_rate_limit_key(conn))
+    }
+
+    fn remove_orphaned_jobs(&self) -> BoxFuture<usize> {
+        // A job is one row whose state column is its state, written in one transaction: no
+        // data can outlive its state.
+        super::backend::ready(Ok(0))
+    }
+
     fn set_max_active(&self, max: Option<u32>) -> BoxFuture<()> {
         self.call(move |conn, _| {
             if max == Some(0) {

@@ -308,8 +308,45 @@ pub fn rate_limit(conn: &Connection) -> CoreResult<Option<(u32, Millis)>> {
     )
 }
 
-/// How many jobs the rate limit lets start now (opening a new window if the last one ended).
+/// When the manual rate-limit wait (`rate_limit`) ends; 0 for none.
+fn rate_until(conn: &Connection) -> CoreResult<Millis> {
+    Ok(meta_number(conn, "rate_until")?.unwrap_or(0))
+}
+
+/// Until when the rate limits hold claims back at `now` (`model::rate_limited_until`).
+pub fn rate_limited_until(conn: &Connection, now: Millis) -> CoreResult<Option<Millis>> {
+    let limit = rate_limit(conn)?;
+    let (start, used) = match limit {
+        Some(_) => (
+            meta_number(conn, "rate_start")?.unwrap_or(0),
+            meta_number(conn, "rate_count")?.unwrap_or(0),
+        ),
+        None => (0, 0),
+    };
+    let until = rate_until(conn)?;
+    Ok(model::rate_limited_until(now, until, limit, start, used))
+}
+
+/// Holds every claim back for `duration` ms from `now` (`MemoryStore::rate_limit`).
+pub fn set_rate_limit_wait(conn: &Connection, duration: Millis, now: Millis) -> CoreResult<()> {
+    let end = model::rate_limit_end(duration, now)?;
+    set_meta(conn, "rate_until", Some(&end.to_string()))
+}
+
+/// Ends the manual wait and the current window (`MemoryStore::remove_rate_limit_key`).
+pub fn remove_rate_limit_key(conn: &Connection) -> CoreResult<()> {
+    for key in ["rate_until", "rate_start", "rate_count"] {
+        set_meta(conn, key, None)?;
+    }
+    Ok(())
+}
+
+/// How many jobs the rate limits let start now: none during a manual wait, else what is left
+/// of the window (opening a new window if the last one ended).
 fn rate_allowance(conn: &Connection, now: Millis) -> CoreResult<usize> {
+    if now < rate_until(conn)? {
+        return Ok(0);
+    }
     let Some((max, duration)) = rate_limit(conn)? else {
         return Ok(usize::MAX);
     };
@@ -399,14 +436,7 @@ pub fn next_ready_at(conn: &Connection, now: Millis) -> CoreResult<Option<Millis
             |r| r.get(0),
         )
         .map_err(sql)?;
-    let mut window_end = None;
-    if let Some((max, duration)) = rate_limit(conn)? {
-        let start = meta_number(conn, "rate_start")?.unwrap_or(0);
-        let used = meta_number(conn, "rate_count")?.unwrap_or(0);
-        if now < start + duration && used >= u64::from(max) {
-            window_end = Some(start + duration);
-        }
-    }
+    let window_end = rate_limited_until(conn, now)?;
     let active = count(conn, JobState::Active)?;
     let maxed = max_active(conn)?.is_some_and(|max| active >= max as usize);
     Ok(model::next_ready_at(

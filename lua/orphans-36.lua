@@ -1,0 +1,110 @@
+-- remove_orphaned_jobs, one batch: ARGV = now, max_events, hash, cursor, count. Removes the
+-- data of jobs that no state set references (left by a crash or a bug: a script that failed
+-- half-way, a hand edit), as BullMQ's removeOrphanedJobs does. `hash` is a field name (its
+-- hash `j:<field>`) or "logs"; the client scans `state` first, then every other field hash and
+-- LOGS, each with HSCAN from `cursor` (about `count` entries a call), so a big queue never
+-- holds the server in one long script. Returns {next cursor ("0": that hash is done),
+-- how many jobs this batch removed}; it writes no event.
+--
+-- A job is referenced when its member is in one of the state sets: WAITING under its order
+-- (`ord`, else its seq), the others under its seq. Each check is exact, and it runs in the
+-- same script as the removal, so a job added, moved or finished between two batches is seen
+-- as it is then. In the `state` pass the set its state names is asked first, for the whole
+-- batch at once (one ZMSCORE per set; a healthy job is found there); in the other passes an
+-- id with a state was judged in the first one, or is newer than it (and made by a script,
+-- so referenced), and is skipped. Only the rest is looked for in every set, one by one.
+local hash_name, cursor, count = ARGV[3], ARGV[4], ARGV[5]
+local key = hash_name == "logs" and LOGS or F[hash_name]
+if not key then return redis.error_reply("orphans: unknown hash " .. tostring(hash_name)) end
+
+local SETS = {[WAITING_STATE] = WAITING, [DELAYED_STATE] = DELAYED, [ACTIVE_STATE] = ACTIVE,
+  [CHILDREN_STATE] = CHILDREN, [COMPLETED_STATE] = COMPLETED, [FAILED_STATE] = FAILED}
+local BY_SEQ = {DELAYED, ACTIVE, CHILDREN, COMPLETED, FAILED}
+
+-- The job's member in `set_key`, or nil when its fields cannot make one (orphans are data
+-- nothing checked: a seq or ord that is not a number).
+local function member_in(set_key, id, seq, ord)
+  if set_key == WAITING then
+    local order = tonumber(ord or seq or "")
+    return order and member(order, id)
+  end
+  local n = tonumber(seq or "")
+  return n and hex(n) .. id
+end
+
+-- Whether any state set holds job `id`.
+local function referenced(id)
+  local seq, ord = get("seq", id), get("ord", id)
+  for _, set_key in ipairs({WAITING, DELAYED, ACTIVE, CHILDREN, COMPLETED, FAILED}) do
+    local m = member_in(set_key, id, seq, ord)
+    if m and redis.call("ZSCORE", set_key, m) then return true end
+  end
+  return false
+end
+
+-- Every field of the job, its logs and its own flow dependencies (as `delete` does, without
+-- the state set it is in none of).
+local function forget(id)
+  for _, field in ipairs(FIELDS) do redis.call("HDEL", F[field], id) end
+  redis.call("HDEL", LOGS, id)
+  forget_dependencies(id)
+end
+
+local page = redis.call("HSCAN", key, cursor, "COUNT", count)
+local entries = page[2]
+-- The batch's ids, each once ("" is the sentinel that keeps every field hash a hash table,
+-- common.lua, not a job; HSCAN may return an entry twice), and the state of each.
+local ids, states, seen = {}, {}, {}
+for i = 1, #entries, 2 do
+  local id = entries[i]
+  if id ~= "" and not seen[id] then
+    seen[id] = true
+    ids[#ids + 1] = id
+    if key == F.state then states[#ids] = entries[i + 1] end
+  end
+end
+if key ~= F.state then states = mget("state", ids) end
+
+-- The ids to look for in every set: in the state pass those their state's set does not
+-- hold, in the others those without a state.
+local suspects = {}
+if key == F.state then
+  local seqs, ords = mget("seq", ids), mget("ord", ids)
+  -- Per set: the members to ask for, and the ids they are of.
+  local asked = {}
+  for i, id in ipairs(ids) do
+    local set_key = SETS[tonumber(states[i]) or -1]
+    local m = set_key and member_in(set_key, id, seqs[i], ords[i])
+    if m then
+      local batch = asked[set_key]
+      if not batch then batch = {members = {}, ids = {}}; asked[set_key] = batch end
+      batch.members[#batch.members + 1] = m
+      batch.ids[#batch.ids + 1] = id
+    else
+      suspects[#suspects + 1] = id
+    end
+  end
+  for set_key, batch in pairs(asked) do
+    local members, n = batch.members, #batch.members
+    for first = 1, n, CHUNK do
+      local last = math.min(first + CHUNK - 1, n)
+      local scores = redis.call("ZMSCORE", set_key, unpack(members, first, last))
+      for k = first, last do
+        if not scores[k - first + 1] then suspects[#suspects + 1] = batch.ids[k] end
+      end
+    end
+  end
+else
+  for i, id in ipairs(ids) do
+    if not states[i] then suspects[#suspects + 1] = id end
+  end
+end
+
+local removed = 0
+for _, id in ipairs(suspects) do
+  if not referenced(id) then
+    forget(id)
+    removed = removed + 1
+  end
+end
+return {page[1], removed}

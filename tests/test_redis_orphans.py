@@ -1,0 +1,120 @@
+"""`RedisJobQueue.remove_orphaned_jobs`: job data that no state set references, written here
+with a raw client the way a crash or a bug could leave it (a job's fields without its state
+set entry, fields left after the state went), is removed in batches; real jobs, in every
+state, are untouched. (That it returns 0 and changes nothing on a healthy queue, on every
+backend, is in tests/conformance/test_orphaned_jobs.py.)"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+
+import pytest
+from lanemq import RedisJobQueue
+from redis_support import Resp
+from support import redis_prefix
+
+FIELDS = (
+    "name data opts state prio ord seq created delay processed finished attempts stalled "
+    "progress result reason trace token worker expires"
+).split()
+
+
+@pytest.fixture
+async def queue(redis_url: str) -> AsyncIterator[RedisJobQueue]:
+    made = RedisJobQueue("orphans", redis_url, prefix=redis_prefix())
+    try:
+        yield made
+    finally:
+        await made.obliterate(force=True)
+
+
+def _key(queue: RedisJobQueue, name: str) -> str:
+    return f"{queue.prefix}:{{{queue.name}}}:{name}"
+
+
+def _held_by(raw: Resp, queue: RedisJobQueue, job_id: str) -> list[str]:
+    """The hashes (job fields and logs) that hold something of ``job_id``."""
+    names = [f"j:{field}" for field in FIELDS] + ["logs"]
+    return [name for name in names if raw.command("HEXISTS", _key(queue, name), job_id) == 1]
+
+
+def _write_fields(raw: Resp, queue: RedisJobQueue, job_id: str, **fields: str) -> None:
+    for field, value in fields.items():
+        assert raw.command("HSET", _key(queue, f"j:{field}"), job_id, value) == 1
+
+
+def _script_calls(raw: Resp) -> int:
+    stats = raw.command("INFO", "commandstats")
+    found = re.findall(r"cmdstat_(?:fcall|evalsha):calls=(\d+)", stats)
+    return sum(int(n) for n in found)
+
+
+async def test_orphans_are_removed_and_real_jobs_are_untouched(
+    queue: RedisJobQueue, redis_url: str
+) -> None:
+    # Enough real jobs that every field hash takes several batches, in every state.
+    real = await queue.add_bulk([("real", {"i": i}) for i in range(1_200)])
+    done, failed, running = await queue.claim("w1", max_jobs=3)
+    await queue.complete(done.id, done.lock_token or "", "result")
+    await queue.fail(failed.id, failed.lock_token or "", "broken", retry=False)
+    await queue.add_log(running.id, "working")
+    delayed = await queue.add("later", delay=60.0)
+    last_in = await queue.add("lifo", lifo=True)
+    expected_ids = {job.id for job in real} | {delayed.id, last_in.id}
+
+    with Resp.of(redis_url) as raw:
+        # A job whose fields were written, but not its entry in waiting (a create that
+        # stopped half-way).
+        created = {"name": "real", "data": "{}", "seq": "999999", "created": "1", "state": "0"}
+        _write_fields(raw, queue, "ghost-created", **created)
+        # What a removal that stopped after deleting the state left: fields and logs.
+        _write_fields(raw, queue, "ghost-removed", name="real", data='{"i": -1}', progress="7")
+        assert raw.command("HSET", _key(queue, "logs"), "ghost-removed", '["line"]') == 1
+        # Fields nothing checked: a seq that is not a number, a state that is no state.
+        _write_fields(raw, queue, "ghost-garbage", seq="not-a-number", state="9", ord="x")
+        # A real job whose state field a bug changed: it is still in waiting, so it stays.
+        waiting_one = real[-1].id
+        assert raw.command("HSET", _key(queue, "j:state"), waiting_one, "4") == 0
+
+        ghosts = ["ghost-created", "ghost-removed", "ghost-garbage"]
+        assert all(_held_by(raw, queue, ghost) for ghost in ghosts)
+        before = await queue.get_job_counts()
+        calls = _script_calls(raw)
+
+        assert await queue.remove_orphaned_jobs() == 3
+
+        # Batches: more than one script call per hash scanned (20 field hashes and logs).
+        assert _script_calls(raw) - calls > 21
+        for ghost in ghosts:
+            assert _held_by(raw, queue, ghost) == [], ghost
+            assert await queue.get_job(ghost) is None
+        assert await queue.get_job_counts() == before
+        # Every real job keeps its fields.
+        for job in [*real, delayed, last_in]:
+            assert "j:name" in _held_by(raw, queue, job.id), job.id
+        assert raw.command("HEXISTS", _key(queue, "j:state"), waiting_one) == 1
+
+    assert await queue.remove_orphaned_jobs() == 0
+    assert (await queue.get_logs(running.id))[0] == ["working"]
+    assert (await queue.finished_result(done.id)).value == "result"
+    assert (await queue.finished_result(failed.id)).reason == "broken"
+    # The queue works on: the running job completes, the rest are claimed in order.
+    await queue.complete(running.id, running.lock_token or "", None)
+    claimed = await queue.claim("w1", max_jobs=2_000)
+    assert claimed[0].id == last_in.id
+    assert {job.id for job in claimed} | {done.id, failed.id, running.id, delayed.id} == (
+        expected_ids
+    )
+
+
+async def test_an_orphan_on_a_queue_that_holds_nothing_else(
+    queue: RedisJobQueue, redis_url: str
+) -> None:
+    with Resp.of(redis_url) as raw:
+        _write_fields(raw, queue, "alone", name="x", data="null", seq="1", state="1")
+        assert await queue.remove_orphaned_jobs() == 1
+        assert _held_by(raw, queue, "alone") == []
+    assert await queue.get_job_counts() == dict.fromkeys(
+        ("waiting", "delayed", "active", "waiting_children", "completed", "failed"), 0
+    )

@@ -91,6 +91,10 @@ def returns_wrong() -> int:
 
 def raises() -> lanemq.JobWorker:
     raise RuntimeError("no database configured")
+
+
+async def a_processor(job: lanemq.Job) -> None:
+    pass
 '''
 
 
@@ -343,6 +347,7 @@ async def test_the_current_directory_is_importable_without_python_m(
         (["app:not_a_worker"], "target 'app:not_a_worker': is 3 (type int); expected a JobWorker"),
         (["app:returns_wrong"], "target 'app:returns_wrong': returned 3 (type int)"),
         (["app:raises"], "calling it raised RuntimeError: no database configured"),
+        (["app:a_processor"], "target 'app:a_processor': is a function that takes arguments"),
         (["broken:worker"], "target 'broken:worker': importing 'broken' raised ZeroDivisionError"),
         ([], "name at least one TARGET"),
         (["app:worker", "--concurrency", "0"], "Invalid value for '--concurrency'"),

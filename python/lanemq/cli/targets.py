@@ -144,6 +144,14 @@ async def workers_of(target: Target) -> list[JobWorker]:
             f"is {_kind(value)}; expected a JobWorker, a list of them, or a function "
             "without arguments that returns one"
         )
+    if _needs_arguments(value):
+        # Likely a processor (``async def send(job)``) named by mistake: say so rather than
+        # call it and report its TypeError.
+        raise target.error(
+            "is a function that takes arguments; name a JobWorker, a list of them, or a "
+            "function without arguments that returns one (a processor is registered on a "
+            "JobWorker, not run by itself)"
+        )
     try:
         made = value()
         if inspect.isawaitable(made):
@@ -187,6 +195,19 @@ async def resolve(targets: Iterable[Target], concurrency: int | None) -> list[Jo
             worker.concurrency = wanted
         workers.append(worker)
     return workers
+
+
+def _needs_arguments(value: Any) -> bool:
+    """Whether calling ``value`` without arguments cannot work (a required parameter)."""
+    try:
+        parameters = inspect.signature(value).parameters.values()
+    except (TypeError, ValueError):  # no signature to read (some builtins): just call it
+        return False
+    named = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return any(
+        p.default is p.empty and p.kind in (*named, inspect.Parameter.KEYWORD_ONLY)
+        for p in parameters
+    )
 
 
 def _kind(value: Any) -> str:

@@ -318,6 +318,12 @@ async def test_an_option_between_the_arguments_is_not_taken_for_a_name(tmp_path:
     result = await lanemq("queue", URL, "--json", "stats", cwd=tmp_path)
     assert result.code == 2, result
     assert "'--json' is not a queue NAME" in result.err and "stats --json" in result.err
+    # ... and `queue URL NAME --json show 2` was "No such command '--json'".
+    result = await lanemq("queue", URL, "email", "--json", "show", "2", cwd=tmp_path)
+    assert result.code == 2, result
+    assert "'--json' is not a command" in result.err and "stats --json" in result.err
+    result = await lanemq("queue", URL, "", "stats", cwd=tmp_path)
+    assert result.code == 2 and "the queue NAME is empty" in result.err, result
 
 
 async def test_bad_urls_exit_2_without_the_password(tmp_path: Path) -> None:

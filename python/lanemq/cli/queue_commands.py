@@ -115,7 +115,26 @@ def queue_command(name: str, **settings: Any) -> Callable[[F], click.Command]:
     return decorate
 
 
-@click.group("queue")
+#: Where options of ``lanemq queue`` may stand, for the refusals of misplaced ones.
+_WHERE_OPTIONS = (
+    "put options before URL (lanemq queue --json URL NAME stats) or after the command "
+    "(lanemq queue URL NAME stats --json)"
+)
+
+
+class _QueueGroup(click.Group):
+    """click reads an option written between NAME and the command as the command's name:
+    refuse it saying where options go, rather than "No such command '--json'"."""
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and args[0].startswith("-"):
+            raise click.UsageError(f"{args[0]!r} is not a command: {_WHERE_OPTIONS}", ctx)
+        return super().resolve_command(ctx, args)
+
+
+@click.group("queue", cls=_QueueGroup)
 @click.argument("url")
 @click.argument("name")
 @click.option("--prefix", help="Key prefix of a Redis queue (default: lanemq).")
@@ -135,11 +154,9 @@ def queue_group(ctx: click.Context, url: str, name: str, prefix: str | None, as_
         # click takes an option written between URL, NAME and the command for an argument:
         # say where options go rather than open a queue called "--json".
         if value.startswith("-"):
-            raise click.UsageError(
-                f"{value!r} is not a queue {what}: put options before URL "
-                "(lanemq queue --json URL NAME stats) or after the command "
-                "(lanemq queue URL NAME stats --json)"
-            )
+            raise click.UsageError(f"{value!r} is not a queue {what}: {_WHERE_OPTIONS}")
+        if not value:
+            raise click.UsageError(f"the queue {what} is empty")
     ctx.obj = QueueRef(url, name, prefix, as_json)
 
 

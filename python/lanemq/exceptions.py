@@ -1,43 +1,48 @@
-"""The exception tree of lanemq. Every error is a `LaneError`; where a builtin fits, the error
-subclasses it too, so `except ValueError` catches a bad configuration and `except TimeoutError`
-a timed-out command."""
+"""The exception tree of lanemq. Every error is a `LanemqError` (job errors too, not only lane
+ones; `LaneError` is the same class under its first name, kept so existing `except LaneError`
+code goes on working); where a builtin fits, the error subclasses it too, so `except
+ValueError` catches a bad configuration and `except TimeoutError` a timed-out command."""
 
 from __future__ import annotations
 
 
-class LaneError(Exception):
+class LanemqError(Exception):
     """Base of every lanemq error."""
 
 
-class ConfigError(LaneError, ValueError):
+#: The base's first name, from when lanemq was only lanes: the same class.
+LaneError = LanemqError
+
+
+class ConfigError(LanemqError, ValueError):
     """A configuration or option value is invalid; the message names it."""
 
 
-class UnknownLaneError(LaneError, LookupError):
+class UnknownLaneError(LanemqError, LookupError):
     """A command was submitted to a lane the manager does not have."""
 
 
-class ShutdownError(LaneError, RuntimeError):
+class ShutdownError(LanemqError, RuntimeError):
     """The manager is shut down and accepts no more work."""
 
 
-class CommandNotFoundError(LaneError, LookupError):
+class CommandNotFoundError(LanemqError, LookupError):
     """The command id is not known (it finished, or never existed)."""
 
 
-class CommandStateError(LaneError):
+class CommandStateError(LanemqError):
     """The command is not in the state the operation needs."""
 
 
-class CommandTimeoutError(LaneError, TimeoutError):
+class CommandTimeoutError(LanemqError, TimeoutError):
     """A lane command ran past its lane's timeout."""
 
 
-class DrainTimeoutError(LaneError, TimeoutError):
+class DrainTimeoutError(LanemqError, TimeoutError):
     """`drain()` gave up before every in-flight command finished."""
 
 
-class StorageError(LaneError, OSError):
+class StorageError(LanemqError, OSError):
     """Durable storage could not be read or written."""
 
 
@@ -53,12 +58,12 @@ class BackendAuthenticationError(BackendConnectionError):
     none given where one is required). Retrying does not help until the URL is fixed."""
 
 
-class UnrecoverableError(LaneError):
+class UnrecoverableError(LanemqError):
     """Raise it from a lane command or a job processor to fail at once, without the retries
     that the policy (or the job's ``attempts``) would allow."""
 
 
-class JobError(LaneError):
+class JobError(LanemqError):
     """Base of the job-queue errors."""
 
 
@@ -119,6 +124,7 @@ __all__ = [
     "JobNotFoundError",
     "JobStateError",
     "LaneError",
+    "LanemqError",
     "LockMismatchError",
     "RateLimitError",
     "ShutdownError",

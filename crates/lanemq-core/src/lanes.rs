@@ -18,7 +18,7 @@ pub use config::{
 };
 pub use metrics::{LaneMetrics, Percentiles};
 pub use scheduler::{
-    DeadLetter, FailKind, FailOutcome, LaneStats, Scheduler, SchedulerConfig, Started,
+    CommandFailOutcome, DeadLetter, FailKind, LaneStats, Scheduler, SchedulerConfig, Started,
 };
 pub use signals::{AlertLevel, Signal};
 

@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use lanemq_core::lanes::{self as core, FailKind, FailOutcome, Micros, Signal};
+use lanemq_core::lanes::{self as core, CommandFailOutcome, FailKind, Micros, Signal};
 use pyo3::gc::{PyTraverseError, PyVisit};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -172,8 +172,8 @@ impl LaneScheduler {
             )
             .map_err(to_py)?;
         Ok(match outcome {
-            FailOutcome::Retry { delay, .. } => (Some(micros_to_seconds(delay)), attempt),
-            FailOutcome::DeadLettered { .. } => (None, attempt),
+            CommandFailOutcome::Retry { delay, .. } => (Some(micros_to_seconds(delay)), attempt),
+            CommandFailOutcome::DeadLettered { .. } => (None, attempt),
         })
     }
 

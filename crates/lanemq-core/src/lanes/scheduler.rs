@@ -112,7 +112,7 @@ pub enum FailKind {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FailOutcome {
+pub enum CommandFailOutcome {
     /// The command waits `delay` and then runs again as attempt `next_attempt`.
     Retry { next_attempt: u32, delay: Micros },
     /// No retry left (or not retryable): the command is in the dead-letter queue.
@@ -381,7 +381,7 @@ impl<T> Scheduler<T> {
         error: &str,
         command_type: &str,
         wall_ms: u64,
-    ) -> CoreResult<FailOutcome> {
+    ) -> CoreResult<CommandFailOutcome> {
         let command = self.release_slot(id)?;
         let ran = now.saturating_sub(command.started_at);
         let lane_index = command.lane;
@@ -405,7 +405,7 @@ impl<T> Scheduler<T> {
             self.retries.push(Reverse((now + delay, id)));
             let next_attempt = command.attempt + 1;
             self.after_latency(lane_index, ran);
-            return Ok(FailOutcome::Retry {
+            return Ok(CommandFailOutcome::Retry {
                 next_attempt,
                 delay,
             });
@@ -423,7 +423,7 @@ impl<T> Scheduler<T> {
         };
         self.add_dead_letter(letter);
         self.after_latency(lane_index, ran);
-        Ok(FailOutcome::DeadLettered {
+        Ok(CommandFailOutcome::DeadLettered {
             attempts: command.attempt,
         })
     }

@@ -107,7 +107,7 @@ fn retry_waits_without_a_slot_then_dead_letters() {
         .unwrap();
     assert_eq!(
         outcome,
-        FailOutcome::Retry {
+        CommandFailOutcome::Retry {
             next_attempt: 2,
             delay: 2_000
         }
@@ -123,7 +123,7 @@ fn retry_waits_without_a_slot_then_dead_letters() {
     let outcome = s
         .fail(id, 2_020, FailKind::Error, true, "boom", "work", 7)
         .unwrap();
-    assert_eq!(outcome, FailOutcome::DeadLettered { attempts: 2 });
+    assert_eq!(outcome, CommandFailOutcome::DeadLettered { attempts: 2 });
     let letters: Vec<_> = s.dead_letters().collect();
     assert_eq!(letters.len(), 1);
     assert_eq!(
@@ -144,7 +144,7 @@ fn unretryable_failure_dead_letters_at_once_and_dlq_keeps_newest() {
         let outcome = s
             .fail(id, 1, FailKind::Error, false, "fatal", "work", 0)
             .unwrap();
-        assert_eq!(outcome, FailOutcome::DeadLettered { attempts: 1 });
+        assert_eq!(outcome, CommandFailOutcome::DeadLettered { attempts: 1 });
     }
     let kept: Vec<u64> = s.dead_letters().map(|l| l.command_id).collect();
     assert_eq!(kept, ids[1..].to_vec());

@@ -82,15 +82,15 @@ import math
 import os
 import platform
 import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from _support import RedisServer, Resp, RespError, build_profile, tail, text
 
 HERE = Path(__file__).resolve()
 BENCHES = HERE.parent
@@ -114,59 +114,6 @@ RATIO_LABELS: dict[str, str] = {
 QUEUE = "bench"
 WARMUP = 200
 RESULT_PREFIX = "RESULT "
-
-
-# =========================================================================== RESP client
-
-
-class RespError(Exception):
-    """An error reply (``-ERR ...``) from the server."""
-
-
-class Resp:
-    """A minimal, blocking RESP2 client: enough for PING, FLUSHALL, CONFIG, INFO and SLOWLOG.
-    Bulk strings come back as bytes, arrays as lists."""
-
-    def __init__(self, host: str, port: int, timeout: float = 30.0) -> None:
-        self.sock = socket.create_connection((host, port), timeout=timeout)
-        self.reader = self.sock.makefile("rb")
-
-    def call(self, *args: str | int | bytes) -> Any:
-        parts = [b"*%d\r\n" % len(args)]
-        for arg in args:
-            data = arg if isinstance(arg, bytes) else str(arg).encode()
-            parts.append(b"$%d\r\n%s\r\n" % (len(data), data))
-        self.sock.sendall(b"".join(parts))
-        return self._read()
-
-    def _read(self) -> Any:
-        line = self.reader.readline()
-        if not line:
-            raise ConnectionError("redis closed the connection")
-        kind, rest = line[:1], line[1:-2]
-        if kind == b"+":
-            return rest.decode()
-        if kind == b"-":
-            raise RespError(rest.decode())
-        if kind == b":":
-            return int(rest)
-        if kind == b"$":
-            size = int(rest)
-            return None if size < 0 else self.reader.read(size + 2)[:-2]
-        if kind == b"*":
-            size = int(rest)
-            return None if size < 0 else [self._read() for _ in range(size)]
-        raise ConnectionError(f"unexpected reply {line!r}")
-
-    def close(self) -> None:
-        try:
-            self.reader.close()
-        finally:
-            self.sock.close()
-
-
-def text(value: Any) -> str:
-    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
 # =========================================================================== runner side
@@ -235,9 +182,7 @@ class LanemqAdapter(Adapter):
         self.task: asyncio.Task[None] | None = None
 
     def version(self) -> str:
-        import lanemq
-
-        return f"lanemq {_package_version('lanemq')} ({core_build(lanemq)}), {_python()}"
+        return f"lanemq {_package_version('lanemq')} ({build_profile()} build), {_python()}"
 
     async def open(self, name: str) -> None:
         from lanemq import RedisJobQueue
@@ -274,18 +219,6 @@ class LanemqAdapter(Adapter):
 
     async def close(self) -> None:
         await self.queue.close()
-
-
-def core_build(lanemq: Any) -> str:
-    """Whether lanemq._core looks like a release build (as benches/jobs.py tells)."""
-    path = getattr(getattr(lanemq, "_core", None), "__file__", None)
-    try:
-        data = Path(path).read_bytes() if path else b""
-    except OSError:
-        data = b""
-    if not data:
-        return "build unknown"
-    return "debug build" if b"attempt to add with overflow" in data else "release build"
 
 
 class BullmqPythonAdapter(Adapter):
@@ -717,14 +650,6 @@ class System:
         return self.status == "ok"
 
 
-def tail(output: str | bytes | None, lines: int = 3) -> str:
-    """The last lines of a process's output, on one line."""
-    if isinstance(output, bytes):
-        output = output.decode(errors="replace")
-    kept = [line.strip() for line in (output or "").strip().splitlines() if line.strip()]
-    return " | ".join(kept[-lines:]) or "(no output)"
-
-
 def run_command(
     command: Sequence[str], timeout: float, cwd: Path | None = None
 ) -> tuple[bool, str]:
@@ -839,92 +764,6 @@ def setup_lanemq(python: str) -> System:
     else:
         system.command = [python, str(HERE), "--runner", "lanemq", "--spec"]
     return system
-
-
-class RedisServer:
-    """A private redis-server on a free loopback port, no persistence; `stop()` ends it."""
-
-    def __init__(self, executable: str) -> None:
-        self.executable = executable
-        self.process: subprocess.Popen[bytes] | None = None
-        self.port = 0
-        self.directory = tempfile.mkdtemp(prefix="lanemq-bench-redis-")
-        self.version = "?"
-
-    @staticmethod
-    def free_port() -> int:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            probe.bind(("127.0.0.1", 0))
-            port: int = probe.getsockname()[1]
-            return port
-
-    def start(self) -> None:
-        last_error = "not started"
-        for _ in range(3):  # a port taken between the probe and the start: try another
-            self.port = self.free_port()
-            self.process = subprocess.Popen(
-                [
-                    self.executable,
-                    "--port",
-                    str(self.port),
-                    "--bind",
-                    "127.0.0.1",
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "no",
-                    "--dir",
-                    self.directory,
-                ],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-            )
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:
-                if self.process.poll() is not None:
-                    out = self.process.stdout.read() if self.process.stdout else b""
-                    last_error = f"redis-server exited {self.process.returncode}: {tail(out)}"
-                    break
-                try:
-                    client = Resp("127.0.0.1", self.port, timeout=2)
-                    try:
-                        if client.call("PING") == "PONG":
-                            info = text(client.call("INFO", "server"))
-                            for line in info.splitlines():
-                                if line.startswith("redis_version:"):
-                                    self.version = line.split(":", 1)[1].strip()
-                            return
-                    finally:
-                        client.close()
-                except OSError as error:
-                    last_error = str(error)
-                time.sleep(0.05)
-            self.stop()
-        raise RuntimeError(f"could not start redis-server: {last_error}")
-
-    def call(self, *args: str | int) -> Any:
-        client = Resp("127.0.0.1", self.port)
-        try:
-            return client.call(*args)
-        finally:
-            client.close()
-
-    def stop(self) -> None:
-        process, self.process = self.process, None
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        if process is not None and process.stdout is not None:
-            process.stdout.close()
-
-    def cleanup(self) -> None:
-        self.stop()
-        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 @dataclass

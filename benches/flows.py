@@ -21,43 +21,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import shutil
-import socket
-import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
+from _support import RedisServer
 from lanemq import FlowJob, InMemoryJobQueue, JobQueue, LocalJobQueue, RedisJobQueue
 
 Pair = tuple[JobQueue, JobQueue]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def _redis_url() -> Iterator[str]:
-    port = _free_port()
-    server = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(200):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-                break
-            except OSError:
-                time.sleep(0.02)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        server.kill()
-        server.wait()
 
 
 async def _run(pair: Pair, children: int, batch: int) -> tuple[float, float]:
@@ -111,8 +83,8 @@ def main() -> None:
     args = parser.parse_args()
     directory = Path(tempfile.mkdtemp(prefix="lanemq-flows-"))
     try:
-        with _redis_url() as url:
-            asyncio.run(bench(url, args.children, args.batch, args.repeat, directory))
+        with RedisServer() as server:
+            asyncio.run(bench(server.url, args.children, args.batch, args.repeat, directory))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 

@@ -33,6 +33,8 @@ import textwrap
 import time
 from pathlib import Path
 
+from _support import RedisServer
+
 WORKER = textwrap.dedent(
     """
     import asyncio, json, sys, time
@@ -116,38 +118,18 @@ async def measure(kind: str, where: str, idle: float, jobs: int, gap: float) -> 
     }
 
 
-def redis_server(tmp: Path) -> tuple[subprocess.Popen[bytes], str] | None:
+def redis_server() -> RedisServer | None:
+    """A private redis-server, or None (and Redis is left out of the run) if there is none
+    on PATH or it does not start."""
     if shutil.which("redis-server") is None:
         return None
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    proc = subprocess.Popen(
-        [
-            "redis-server",
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(tmp),
-        ],
-        stdout=subprocess.DEVNULL,
-    )
-    for _ in range(100):
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.1).close()
-            return proc, f"redis://127.0.0.1:{port}/0"
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    return None
+    server = RedisServer()
+    try:
+        server.start()
+    except RuntimeError:
+        server.cleanup()
+        return None
+    return server
 
 
 async def main() -> None:
@@ -161,14 +143,12 @@ async def main() -> None:
     data = Path(tempfile.mkdtemp(prefix="lanemq-idle-data-"))
     try:
         rows["local"] = await measure("local", str(data), args.idle, args.jobs, args.gap)
-        server = redis_server(data)
+        server = redis_server()
         if server is not None:
-            proc, url = server
             try:
-                rows["redis"] = await measure("redis", url, args.idle, args.jobs, args.gap)
+                rows["redis"] = await measure("redis", server.url, args.idle, args.jobs, args.gap)
             finally:
-                proc.terminate()
-                proc.wait(10)
+                server.cleanup()
     finally:
         shutil.rmtree(data, ignore_errors=True)
 

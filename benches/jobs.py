@@ -78,10 +78,9 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from pathlib import Path
 from typing import Any, TypeVar
 
-import lanemq
+from _support import build_profile
 from lanemq import InMemoryJobQueue, Job, JobQueue, JobWorker, LocalJobQueue
 
 T = TypeVar("T")
@@ -280,19 +279,6 @@ def fresh_run(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
 # --------------------------------------------------------------------------- report
 
 
-def core_build() -> str | None:
-    """Best guess whether lanemq._core is a release build (rustc's overflow-check panic
-    messages are only compiled into dev-profile builds). None if it cannot tell."""
-    path = getattr(lanemq._core, "__file__", None)
-    if not path:
-        return None
-    try:
-        data = Path(path).read_bytes()
-    except OSError:
-        return None
-    return "debug (overflow checks)" if b"attempt to add with overflow" in data else "release"
-
-
 def positive_int(text: str) -> int:
     value = int(text.replace("_", ""))
     if value < 1:
@@ -320,8 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"Python {platform.python_version()} ({platform.python_implementation()}) on {sys.platform}"
     )
     print(f"CPUs: {os.cpu_count()}")
-    build = core_build()
-    print(f"backend: {args.backend}" + (f" (lanemq._core: {build} build)" if build else ""))
+    print(f"backend: {args.backend} (lanemq._core: {build_profile()} build)")
     if args.backend == "local":
         print(f"queue files under: {tempfile.gettempdir()}")
     print(

@@ -76,16 +76,15 @@ import gc
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 import lanemq
+from _support import build_profile
 from lanemq import DEFAULT_LANES, QueueManager
 
 LANE_IDS: tuple[str, ...] = tuple(lane_id for lane_id, _, _ in DEFAULT_LANES)
@@ -382,32 +381,6 @@ async def latency_run(
 # --------------------------------------------------------------------------- report
 
 
-def core_build() -> str | None:
-    """Best guess whether lanemq._core is a release build: rustc's overflow-check panic messages
-    and DWARF sections are only in dev-profile builds. None if it cannot tell."""
-    path = getattr(lanemq._core, "__file__", None)
-    if not path:
-        return None
-    try:
-        data = Path(path).read_bytes()
-    except OSError:
-        return None
-    overflow_checks = b"attempt to add with overflow" in data
-    debug_info = False
-    try:
-        out = subprocess.run(
-            ["readelf", "-S", "-W", path], capture_output=True, text=True, timeout=10, check=True
-        ).stdout
-        debug_info = ".debug_info" in out
-    except (OSError, subprocess.SubprocessError):
-        pass
-    if overflow_checks:
-        return "debug (overflow checks compiled in)"
-    if debug_info:
-        return "release with debug info (no overflow checks)"
-    return "release (no overflow checks, no DWARF sections)"
-
-
 def fmt_ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3f}"
 
@@ -428,9 +401,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(f"lanemq {getattr(lanemq, '__version__', None) or _dist_version()}")
     print(f"CPUs: {os.cpu_count()}")
-    build = core_build()
-    if build is not None:
-        print(f"lanemq._core: {build}")
+    print(f"lanemq._core: {build_profile()} build")
     print(
         f"commands={args.commands} backlog={args.backlog} probes={args.probes} "
         f"probe-every={args.probe_every} repeat={args.repeat}"

@@ -16,7 +16,7 @@ import argparse
 import sys
 
 import redis
-from compare import RedisServer
+from _support import RedisServer
 
 READS = ["name", "data", "opts", "prio", "ord", "seq", "created", "delay", "attempts"]
 READS += ["stalled", "progress", "reason", "trace"]
@@ -67,7 +67,7 @@ def main():
     p.add_argument("--batch", type=int, default=50)
     p.add_argument("--redis-server", default="redis-server")
     a = p.parse_args()
-    server = RedisServer(a.redis_server)  # compare.py's: a private server, no persistence
+    server = RedisServer(a.redis_server)  # a private server, no persistence
     server.start()
     try:
         r = redis.Redis(port=server.port)

@@ -19,7 +19,7 @@ import time
 
 import redis
 import redis.asyncio as aredis
-from compare import RedisServer
+from _support import RedisServer
 from lanemq import RedisJobQueue
 
 
@@ -87,7 +87,7 @@ def main():
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--redis-server", default="redis-server")
     a = p.parse_args()
-    server = RedisServer(a.redis_server)  # compare.py's: a private server, no persistence
+    server = RedisServer(a.redis_server)  # a private server, no persistence
     server.start()
     try:
         asyncio.run(measure(server.port, a.calls, a.rounds))

@@ -2,11 +2,14 @@
 
 from collections.abc import Awaitable
 from os import PathLike
-from typing import Any, final
+from typing import Any, Literal, final
 
 __version__: str
+# "debug" or "release": the build this binary is, so benches can say which one they measured.
+BUILD_PROFILE: Literal["debug", "release"]
 
 __all__ = [
+    "BUILD_PROFILE",
     "AlertConfig",
     "Backoff",
     "DeadLetter",

@@ -41,6 +41,14 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // The crate's version is the package's (pyproject.toml takes it from Cargo.toml), so the
     // binary and `lanemq.__version__` cannot disagree.
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // Which build this binary is, fixed at compile time: a debug build runs many times slower,
+    // so a bench must say (and check) which build it measured rather than guess.
+    let build_profile = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
+    m.add("BUILD_PROFILE", build_profile)?;
     m.add_class::<lane_config::RetryPolicy>()?;
     m.add_class::<lane_config::RateLimit>()?;
     m.add_class::<lane_config::PriorityBoost>()?;

@@ -29,14 +29,15 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
+import inspect
 import os
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, Generic, ParamSpec, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
 from . import queue as _queue
-from ._core import Backoff, Dedup, JobOptions, KeepJobs
+from ._core import JobOptions
 from .exceptions import JobNotFoundError
 from .job import Job
 from .queue import BulkItem, JobQueue, JobResult
@@ -269,6 +270,24 @@ class SyncJob:
         return f"<SyncJob id={self.id!r} name={self.name!r} state={self.state}>"
 
 
+def _blocking_add(
+    add: Callable[Concatenate[JobQueue, P], Awaitable[Job]],
+) -> Callable[Concatenate[SyncQueue[Any], P], SyncJob]:
+    """`SyncQueue.add` made from `JobQueue.add`: the same typed options (spelled once, in
+    queue.py, so the two cannot drift), run on the private loop."""
+
+    def blocking(self: SyncQueue[Any], /, *args: P.args, **kwargs: P.kwargs) -> SyncJob:
+        queue = self.queue
+        return self._view(self._runner.call(lambda: queue.add(*args, **kwargs)))
+
+    blocking.__name__ = blocking.__qualname__ = "add"
+    blocking.__doc__ = "`JobQueue.add`, blocking: the same options, returning a `SyncJob`."
+    # What help(), pdoc and inspect show: the async add's parameters.
+    signature = inspect.signature(add).replace(return_annotation="SyncJob")
+    blocking.__signature__ = signature  # type: ignore[attr-defined]
+    return blocking
+
+
 class SyncQueue(Generic[Q]):
     """Blocking calls over ``queue`` (any `JobQueue`), run on a private event loop in a daemon
     thread; safe to call from many threads at once. The `SyncQueue` takes the queue over: use
@@ -319,47 +338,7 @@ class SyncQueue(Generic[Q]):
 
     # -------------------------------------------------------------------- add
 
-    def add(
-        self,
-        name: str,
-        data: Any = None,
-        options: JobOptions | dict[str, Any] | None = None,
-        *,
-        job_id: str | None = None,
-        priority: int = 0,
-        lifo: bool = False,
-        delay: float = 0.0,
-        attempts: int = 1,
-        backoff: Backoff | None = None,
-        timeout: float | None = None,
-        remove_on_complete: bool | int | KeepJobs | None = None,
-        remove_on_fail: bool | int | KeepJobs | None = None,
-        max_stalled_count: int = 1,
-        dedup: Dedup | None = None,
-        now: int | None = None,
-    ) -> SyncJob:
-        """`JobQueue.add`: the same options, as typed keywords or ``options``."""
-        queue = self.queue
-        job = self._runner.call(
-            lambda: queue.add(
-                name,
-                data,
-                options,
-                job_id=job_id,
-                priority=priority,
-                lifo=lifo,
-                delay=delay,
-                attempts=attempts,
-                backoff=backoff,
-                timeout=timeout,
-                remove_on_complete=remove_on_complete,
-                remove_on_fail=remove_on_fail,
-                max_stalled_count=max_stalled_count,
-                dedup=dedup,
-                now=now,
-            )
-        )
-        return self._view(job)
+    add = _blocking_add(JobQueue.add)
 
     def add_bulk(self, jobs: Iterable[BulkItem], *, now: int | None = None) -> list[SyncJob]:
         """`JobQueue.add_bulk`: ``(name, data[, options])`` tuples, all or none."""

@@ -66,6 +66,16 @@ def test_making_a_queue_does_no_io_and_a_bad_url_is_refused_at_once() -> None:
     message = str(raised.value)
     assert "redis://user:***@127.0.0.1:notaport/0" in message, message
     assert "s3cret" not in message
+    # The constructor says what is wrong (the client's own error only names a category).
+    assert "malformed host or port" in message, message
+    for url, why in [
+        ("redis://:s3cret@127.0.0.1:0/0", "invalid port 0"),
+        ("redis://:s3cret@0.0.0.0/0", "wildcard address"),
+        ("redis://:s3cret@127.0.0.1/db1", "database number"),
+    ]:
+        with pytest.raises(ConfigError, match=why) as raised:
+            RedisJobQueue("q", url)
+        assert "s3cret" not in str(raised.value)
     with pytest.raises(ConfigError, match="connect_timeout"):
         RedisJobQueue("q", f"redis://127.0.0.1:{port}/0", connect_timeout=0)
 

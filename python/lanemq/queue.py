@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from . import _checks, _json
 from ._core import Backoff, Dedup, JobOptions, JobQueueCore, JobRecord, KeepJobs, MemoryGroupCore
+from ._redis_url import redact_url, redis_url_problem
 from .exceptions import ConfigError, JobFailedError, JobNotFoundError
 from .flows import Dependencies, FlowJob, JobNode, flow_args
 from .job import Job
@@ -984,6 +985,9 @@ class RedisJobQueue(JobQueue):
         _check_redis_name(name)
         if not isinstance(url, str):
             raise ConfigError(f"invalid url: a {type(url).__name__} (must be a str)")
+        problem = redis_url_problem(url)
+        if problem:
+            raise ConfigError(f"invalid Redis URL {redact_url(url)!r}: {problem}")
         if not (isinstance(connect_timeout, (int, float)) and 0 < connect_timeout < float("inf")):
             raise ConfigError(f"invalid connect_timeout: {connect_timeout!r} (must be > 0 seconds)")
         if tls_ca_file is not None and not os.path.isfile(tls_ca_file):

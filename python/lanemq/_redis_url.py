@@ -1,0 +1,60 @@
+"""Redis URLs without I/O: the reason one cannot be used, in words (the Redis client's own
+errors only name a category such as ``InvalidClientConfig``), and the URL with its password
+replaced by ``***`` for every message that shows it. Used by `RedisJobQueue` (so every way of
+making a Redis queue refuses a bad URL alike) and by `from_url` and the CLI."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import SplitResult, parse_qs, urlsplit
+
+TCP_SCHEMES = ("redis", "rediss", "valkey", "valkeys")
+UNIX_SCHEMES = ("unix", "redis+unix", "valkey+unix")
+
+# A password in a query (``unix:///s.sock?pass=...``), as the Redis client reads it.
+_QUERY_SECRET = re.compile(r"([?&](?:pass|password)=)[^&#]*", re.IGNORECASE)
+
+
+def redact_url(url: str) -> str:
+    """``url`` with any password replaced by ``***``: the one in the user part (everything up
+    to the last ``@`` after ``scheme://``, so a password holding ``@`` or ``/`` is covered too)
+    and ``pass=`` / ``password=`` query values. Never fails, whatever the string."""
+    scheme, slashes, rest = url.partition("://")
+    if slashes and "@" in rest:
+        user_part, host_part = rest.rsplit("@", 1)
+        if ":" in user_part:
+            user_part = user_part.split(":", 1)[0] + ":***"
+        url = f"{scheme}://{user_part}@{host_part}"
+    return _QUERY_SECRET.sub(r"\1***", url)
+
+
+def redis_url_problem(url: str) -> str | None:
+    """What is wrong with the URL as the Redis client would read it, in words (its own
+    errors only name a category), or None."""
+    scheme = url.partition(":")[0].lower()
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:  # a bad port, or brackets that do not close
+        # (not urllib's words: with an unencoded "/" in a password they may quote part of it)
+        return "malformed host or port"
+    if scheme in UNIX_SCHEMES:
+        if parts.netloc not in ("", "localhost") or not parts.path:
+            return "expected unix:///path/to/redis.sock"
+        return _db_problem(_query(parts).get("db", "0"), "?db=")
+    if not parts.hostname:
+        return "no host"
+    if parts.hostname in ("0.0.0.0", "::"):
+        return f"{parts.hostname} is a wildcard address, not a server's"
+    if port == 0:
+        return "invalid port 0"
+    return _db_problem(parts.path.strip("/") or "0", "the path")
+
+
+def _query(parts: SplitResult) -> dict[str, str]:
+    return {key: values[-1] for key, values in parse_qs(parts.query).items()}
+
+
+def _db_problem(db: str, where: str) -> str | None:
+    # (the value is not quoted: with an unencoded "/" in a password it may hold part of it)
+    return None if db.isdigit() else f"the database number ({where}) is not a number"

@@ -34,6 +34,22 @@ async def start(worker: JobWorker) -> asyncio.Task[None]:
     return task
 
 
+async def start_sleeper(queue: JobQueue) -> tuple[JobWorker, Recorder, Job, asyncio.Task[None]]:
+    """A running worker whose one job sleeps a minute, once that job has started."""
+    started = asyncio.Event()
+
+    async def slow(job: Job) -> None:
+        started.set()
+        await asyncio.sleep(60)
+
+    worker = JobWorker(queue, slow)
+    hooks = Recorder(worker)
+    job = await queue.add("slow", None)
+    task = await start(worker)
+    await asyncio.wait_for(started.wait(), LIMIT)
+    return worker, hooks, job, task
+
+
 async def finish(task: asyncio.Task[None]) -> None:
     if not task.done():
         task.cancel()
@@ -178,18 +194,8 @@ async def test_grace_finishes_short_jobs_and_releases_long_ones(queue: JobQueue)
 
 
 async def test_grace_zero_releases_at_once(queue: JobQueue) -> None:
-    started = asyncio.Event()
-
-    async def slow(job: Job) -> None:
-        started.set()
-        await asyncio.sleep(60)
-
-    worker = JobWorker(queue, slow)
-    hooks = Recorder(worker)
-    job = await queue.add("slow", None)
-    task = await start(worker)
+    worker, hooks, job, task = await start_sleeper(queue)
     try:
-        await asyncio.wait_for(started.wait(), LIMIT)
         await asyncio.wait_for(worker.close(grace=0), LIMIT)
         task.result()
     finally:
@@ -203,18 +209,8 @@ async def test_grace_zero_releases_at_once(queue: JobQueue) -> None:
 async def test_force_during_grace_abandons_the_job_to_stalled_recovery(
     queue: JobQueue,
 ) -> None:
-    started = asyncio.Event()
-
-    async def slow(job: Job) -> None:
-        started.set()
-        await asyncio.sleep(60)
-
-    worker = JobWorker(queue, slow)
-    hooks = Recorder(worker)
-    job = await queue.add("slow", None)
-    task = await start(worker)
+    worker, hooks, job, task = await start_sleeper(queue)
     try:
-        await asyncio.wait_for(started.wait(), LIMIT)
         graceful = asyncio.get_running_loop().create_task(worker.close(grace=60))
         await asyncio.sleep(0.05)
         assert not graceful.done()  # waiting for the job

@@ -5,39 +5,38 @@
 //! Every operation takes `now` (milliseconds since the Unix epoch) from the caller, so tests can
 //! drive the clock and all backends agree on time.
 
-mod backend;
+pub mod constants;
+pub mod contract;
 pub mod dedup;
 mod events;
 pub mod flow;
+pub mod jitter;
 mod local;
-mod manage;
-mod memory_backend;
-mod memory_dedup;
-mod memory_flow;
-mod memory_scheduler;
+mod memory;
 mod model;
 mod options;
 mod paging;
 pub mod scheduler;
-mod store;
 #[cfg(test)]
 mod tests;
 mod wire;
 
-pub use backend::{ready, BoxFuture, Completion, Failure, JobBackend, NewJob};
+pub use contract::{
+    ready, BoxFuture, Completion, FailOutcome, Failure, JobAdmin, JobBackend, JobDedup, JobEvents,
+    JobFlows, JobLifecycle, JobReads, JobSchedulers, NewJob,
+};
 pub use events::{event_name, field_name, known_event_name, EventLog, Field, StreamEvent, Text};
 pub use flow::{AddedNode, Dependencies, DependencyCounts, FlowNode, ParentPolicy, ParentRef};
 pub use local::LocalBackend;
-pub use memory_backend::{wall_clock_ms, MemoryBackend, MemoryGroup};
+pub use memory::{Claimed, MemoryBackend, MemoryGroup, MemoryStore};
 pub use model::{
-    next_ready_at, rate_limit_end, rate_limited_until, FinishedResult, Job, JobState, Lock, Millis,
-    JOB_STATES_COUNT, MAX_RATE_LIMIT_END,
+    next_ready_at, rate_limit_end, rate_limited_until, wall_clock_ms, FinishedResult, Job,
+    JobState, Lock, Millis, JOB_STATES_COUNT, MAX_RATE_LIMIT_END,
 };
 pub use options::{
     check_payload, validate_job_id, Backoff, BackoffKind, Dedup, JobOptions, Retention,
-    DEFAULT_MAX_PAYLOAD_BYTES, MAX_PRIORITY,
+    StoreConfig, DEFAULT_MAX_PAYLOAD_BYTES, MAX_PRIORITY,
 };
 pub use paging::index_range;
 pub use scheduler::{JobScheduler, Template};
-pub use store::{Claimed, FailOutcome, MemoryStore, StoreConfig};
 pub use wire::{CompletedAndClaimed, Settle, Settled, Wire, WireCall, WireCalls};

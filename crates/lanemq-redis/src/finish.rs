@@ -2,10 +2,6 @@
 //! recovery (one Lua script each, `lua/{fail,renew,delay,release,recover}-36.lua`), and the
 //! lock check `holds_lock`.
 
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use lanemq_core::jobs::{FailOutcome, Failure, Millis};
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
@@ -16,16 +12,6 @@ use crate::scripts;
 
 fn flag(on: bool) -> String {
     if on { "1" } else { "0" }.to_owned()
-}
-
-/// A value in 0..1 for the backoff jitter (drawn here: a Lua script must be deterministic).
-fn random_unit() -> f64 {
-    let mut hasher = RandomState::new().build_hasher();
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    hasher.write_u64(nanos);
-    (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
 }
 
 fn short(what: &str) -> CoreError {
@@ -58,7 +44,8 @@ impl RedisBackend {
                 f.stacktrace.clone().unwrap_or_default(),
                 flag(f.retry),
                 f.delay.map(|d| d.to_string()).unwrap_or_default(),
-                random_unit().to_string(),
+                // Drawn here, from the one source all backends use: a Lua script must be deterministic.
+                lanemq_core::jobs::jitter::random_unit().to_string(),
             ]);
         }
         let reply = decode::items(self.run(&scripts::FAIL, args).await?)?;

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use lanemq_core::jobs::{
-    BoxFuture, CompletedAndClaimed, Completion, Job, JobBackend, Millis, NewJob, Settle, Settled,
+    BoxFuture, CompletedAndClaimed, Completion, Job, JobLifecycle, Millis, NewJob, Settle, Settled,
     Wire, WireCall, WireCalls,
 };
 use lanemq_core::CoreResult;
@@ -97,7 +97,7 @@ impl WireCalls for RedisJobBackend {
             move |_, reply, job| {
                 done(decode::added_jobs(reply, vec![job], now).map(|mut added| added.remove(0)))
             },
-            move |ordinary, job| JobBackend::add(&ordinary, job, now),
+            move |ordinary, job| JobLifecycle::add(&ordinary, job, now),
         ))
     }
 
@@ -110,7 +110,7 @@ impl WireCalls for RedisJobBackend {
             &args,
             jobs,
             move |_, reply, jobs| done(decode::added_jobs(reply, jobs, now)),
-            move |ordinary, jobs| JobBackend::add_bulk(&ordinary, jobs, now),
+            move |ordinary, jobs| JobLifecycle::add_bulk(&ordinary, jobs, now),
         ))
     }
 
@@ -131,7 +131,7 @@ impl WireCalls for RedisJobBackend {
                 Err(e) => done(Err(e)),
             },
             move |ordinary, worker_id| {
-                JobBackend::claim(&ordinary, worker_id, lease, max_jobs, now)
+                JobLifecycle::claim(&ordinary, worker_id, lease, max_jobs, now)
             },
         ))
     }
@@ -147,7 +147,7 @@ impl WireCalls for RedisJobBackend {
             &args,
             items,
             move |_, reply, items| done(RedisBackend::completed(&items, reply)),
-            move |ordinary, items| JobBackend::complete_many(&ordinary, items, now),
+            move |ordinary, items| JobLifecycle::complete_many(&ordinary, items, now),
         ))
     }
 
@@ -174,7 +174,7 @@ impl WireCalls for RedisJobBackend {
                 Err(e) => done(Err(e)),
             },
             move |ordinary, (items, worker_id)| {
-                JobBackend::complete_and_claim(&ordinary, items, worker_id, lease, max_jobs, now)
+                JobLifecycle::complete_and_claim(&ordinary, items, worker_id, lease, max_jobs, now)
             },
         ))
     }

@@ -7,7 +7,7 @@ mod common;
 use std::io::ErrorKind;
 
 use common::{backend, completion, job, raw, Server, T};
-use lanemq_core::jobs::{Completion, JobBackend, JobState, Settled, Wire, WireCall, WireCalls};
+use lanemq_core::jobs::{Completion, JobReads, JobState, Settled, Wire, WireCall, WireCalls};
 use lanemq_core::CoreError;
 use lanemq_redis::{RedisBackend, RedisJobBackend};
 

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{CoreError, CoreResult};
 
-use super::backend::NewJob;
+use super::contract::NewJob;
 use super::model::{Job, JobState, Millis};
 
 /// A child's parent: its queue (of the same backend or group) and id.

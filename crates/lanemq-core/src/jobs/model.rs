@@ -9,6 +9,13 @@ use super::options::JobOptions;
 /// Milliseconds since the Unix epoch, UTC.
 pub type Millis = u64;
 
+/// The wall clock, in `Millis` (0 before 1970).
+pub fn wall_clock_ms() -> Millis {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as Millis)
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum JobState {
     Waiting,

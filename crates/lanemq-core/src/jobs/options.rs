@@ -12,6 +12,22 @@ pub const MAX_PRIORITY: u32 = 1 << 21;
 
 pub const DEFAULT_MAX_PAYLOAD_BYTES: usize = 16 * 1024 * 1024;
 
+/// The limits a queue's store enforces, whatever backend holds it.
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    pub max_payload_bytes: usize,
+    pub max_events: usize,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self {
+            max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
+            max_events: 10_000,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BackoffKind {

@@ -3,13 +3,15 @@
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::error::{CoreError, CoreResult};
-use crate::jobs::backend::NewJob;
+use crate::jobs::contract::NewJob;
 use crate::jobs::dedup::{self, KeyView, OnAdd, OnFinish, OnRetry};
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
 use crate::jobs::options::JobOptions;
 
 use super::ops::{self, Env};
 use super::rows::{self, reserve, set_meta, sql, AutoIds};
+use super::LocalBackend;
+use crate::jobs::contract::{BoxFuture, JobDedup};
 
 /// A key as stored (its next job, if any, stays in the table until it is taken).
 struct KeyRow {
@@ -250,4 +252,14 @@ pub fn remove_key(conn: &Connection, id: &str, now: Millis) -> CoreResult<bool> 
     let live = with_view(conn, id, |key| key.is_some_and(|k| k.is_live(now)))?;
     delete_key(conn, id)?;
     Ok(live)
+}
+
+impl JobDedup for LocalBackend {
+    fn get_deduplication_job_id(&self, dedup_id: String, now: Millis) -> BoxFuture<Option<String>> {
+        self.direct(move |conn, _| get_job_id(conn, &dedup_id, now))
+    }
+
+    fn remove_deduplication_key(&self, dedup_id: String, now: Millis) -> BoxFuture<bool> {
+        self.call(move |conn, _| remove_key(conn, &dedup_id, now))
+    }
 }

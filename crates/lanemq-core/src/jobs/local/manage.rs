@@ -11,7 +11,7 @@ use crate::jobs::options::{check_payload, validate_priority};
 use crate::jobs::paging::index_range;
 
 use super::dedup;
-use super::flow;
+use super::flows;
 use super::ops::{delete_releasing, is_paused, to_waiting, transition, Env};
 use super::rows::{self, code, count, load, require, set_meta, sql, COLUMNS};
 
@@ -207,7 +207,7 @@ pub fn retry_job(conn: &Connection, env: &mut Env, id: &str, now: Millis) -> Cor
         "failed or completed",
     )?;
     dedup::on_retry(conn, &job, now)?;
-    flow::on_retry(conn, env, &job, now)?;
+    flows::on_retry(conn, env, &job, now)?;
     let prev = job.state.as_str();
     job.attempts_made = 0;
     job.stalled_count = 0;
@@ -350,7 +350,7 @@ pub fn remove(conn: &Connection, env: &mut Env, id: &str, now: Millis) -> CoreRe
         Some(id),
         Some(("prev", job.state.as_str())),
     )?;
-    flow::settle_removals(conn, env, now)
+    flows::settle_removals(conn, env, now)
 }
 
 pub fn set_paused(conn: &Connection, env: &mut Env, paused: bool, now: Millis) -> CoreResult<()> {
@@ -406,7 +406,7 @@ pub fn drain(conn: &Connection, env: &mut Env, delayed: bool, now: Millis) -> Co
             Some(("count", &doomed.len().to_string())),
         )?;
     }
-    flow::settle_removals(conn, env, now)?;
+    flows::settle_removals(conn, env, now)?;
     Ok(doomed.len())
 }
 
@@ -439,7 +439,7 @@ pub fn clean(
             Some(("count", &doomed.len().to_string())),
         )?;
     }
-    flow::settle_removals(conn, env, now)?;
+    flows::settle_removals(conn, env, now)?;
     Ok(doomed)
 }
 
@@ -458,12 +458,12 @@ pub fn obliterate(
             "cannot obliterate a queue with {active} active jobs (use force=True)"
         )));
     }
-    flow::on_obliterate(conn, env, now)?;
+    flows::on_obliterate(conn, env, now)?;
     let ids = ids_where(conn, "SELECT id FROM jobs", [])?;
     for id in ids {
         env.finished.push((id, FinishedResult::Missing));
     }
-    flow::clear(conn)?;
+    flows::clear(conn)?;
     conn.execute_batch(
         "DELETE FROM jobs; DELETE FROM logs; DELETE FROM events; DELETE FROM dedup; \
          DELETE FROM schedulers; \

@@ -10,21 +10,20 @@ use std::sync::Arc;
 use rusqlite::Connection;
 
 use crate::error::{CoreError, CoreResult};
-use crate::jobs::backend::{Failure, NewJob};
+use crate::jobs::constants::{STACKTRACE_LIMIT, STALLED_REASON};
+use crate::jobs::contract::FailOutcome;
+use crate::jobs::contract::{Failure, NewJob};
 use crate::jobs::flow::{ChildOutcome, ParentRef};
 use crate::jobs::model::{self, FinishedResult, Job, JobState, Lock, Millis};
 use crate::jobs::options::{check_payload, JobOptions, Retention};
-use crate::jobs::store::{FailOutcome, STALLED_REASON};
 
 use super::dedup;
-use super::flow;
+use super::flows;
 use super::rows::{
     self, code, count, count_delta, event, load, meta, meta_number, require, reserve, save,
     set_meta, sql, AutoIds,
 };
-use super::scheduler;
-
-const STACKTRACE_LIMIT: usize = 10;
+use super::schedulers;
 
 /// What the writer thread keeps between operations, and what an operation reports back.
 pub struct Env {
@@ -38,7 +37,7 @@ pub struct Env {
     /// Set by `close`: the writer stops after committing the current batch.
     pub closing: bool,
     /// Unfinished children removed by this operation, with their parents: their parents hear
-    /// of it once the removal's events are written (`flow::settle_removals`).
+    /// of it once the removal's events are written (`flows::settle_removals`).
     pub flow_removed: Vec<(ParentRef, String)>,
     /// The directory of this queue's file when it is `<dir>/<queue>.sqlite3`: other queues'
     /// files are beside it, so flows may span them (`relay`).
@@ -410,7 +409,7 @@ pub fn claim(
     // as the memory store does: a next occurrence due at once is not claimed by this claim).
     for job in &claimed {
         if let Some(key) = &job.options.scheduler {
-            scheduler::on_claim(conn, env, key, &job.id, now)?;
+            schedulers::on_claim(conn, env, key, &job.id, now)?;
         }
     }
     if !claimed.is_empty() {
@@ -485,7 +484,7 @@ pub fn complete(
         FinishedResult::Completed(Some(Arc::from(result))),
     ));
     dedup::on_finish(conn, env, &job, now)?;
-    flow::on_finish(
+    flows::on_finish(
         conn,
         env,
         &job.options,
@@ -516,7 +515,7 @@ pub fn fail(
         job.stacktrace.drain(..excess);
     }
     if failure.retry && job.attempts_made < job.options.attempts {
-        let random = (env.random(job.seq ^ now) >> 11) as f64 / (1u64 << 53) as f64;
+        let random = crate::jobs::jitter::random_unit();
         let wait = failure
             .delay
             .or_else(|| {
@@ -591,7 +590,7 @@ pub fn fail_for_good(
         reason: reason.to_owned(),
         policy: job.options.parent_policy,
     };
-    flow::on_finish(conn, env, &job.options, &job.id, outcome, now)?;
+    flows::on_finish(conn, env, &job.options, &job.id, outcome, now)?;
     retain(
         conn,
         JobState::Failed,
@@ -738,7 +737,7 @@ fn retain(
 }
 
 /// Deletes a job (as `delete`) and the dedup key it holds, if any, and notes an unfinished
-/// child for its parent (the caller then runs `flow::settle_removals`): what removals other
+/// child for its parent (the caller then runs `flows::settle_removals`): what removals other
 /// than retention do.
 pub fn delete_releasing(
     conn: &Connection,
@@ -747,7 +746,7 @@ pub fn delete_releasing(
 ) -> CoreResult<Option<JobState>> {
     dedup::release(conn, id)?;
     if let Some(job) = load(conn, id)? {
-        flow::on_removal(env, &job);
+        flows::on_removal(env, &job);
     }
     delete(conn, id)
 }
@@ -764,7 +763,7 @@ pub fn delete(conn: &Connection, id: &str) -> CoreResult<Option<JobState>> {
         .map_err(sql)?;
     let Some(state) = state else { return Ok(None) };
     let state = rows::state_of(state).map_err(sql)?;
-    flow::on_delete(conn, id)?;
+    flows::on_delete(conn, id)?;
     count_delta(conn, state, -1)?;
     conn.prepare_cached("DELETE FROM logs WHERE job_id = ?1")
         .and_then(|mut stmt| stmt.execute([id]))

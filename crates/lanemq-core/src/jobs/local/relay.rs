@@ -19,14 +19,14 @@ use rusqlite::{Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{CoreError, CoreResult};
-use crate::jobs::backend::NewJob;
+use crate::jobs::contract::NewJob;
 use crate::jobs::flow::{ChildOutcome, ParentRef};
 use crate::jobs::model::Millis;
 use crate::jobs::options::JobOptions;
 
 use super::ops::Env;
 use super::rows::{self, meta, set_meta, sql};
-use super::{flow, manage, ops, schema};
+use super::{flows, manage, ops, schema};
 
 /// What one queue tells another.
 #[derive(Debug, Serialize, Deserialize)]
@@ -290,9 +290,9 @@ fn apply(conn: &Connection, env: &mut Env, sender: &str, message: Message) -> Co
             child,
             outcome,
             at,
-        } => flow::apply_here(conn, env, &parent, &child_of(child), outcome, at).map(drop),
+        } => flows::apply_here(conn, env, &parent, &child_of(child), outcome, at).map(drop),
         Message::Rejoin { parent, child, at } => {
-            flow::rejoin(conn, env, &parent, &child_of(child), at)
+            flows::rejoin(conn, env, &parent, &child_of(child), at)
         }
         Message::Create { jobs, deps, at } => {
             let mut waiting = false;
@@ -310,7 +310,7 @@ fn apply(conn: &Connection, env: &mut Env, sender: &str, message: Message) -> Co
                 waiting |= created.state == crate::jobs::model::JobState::Waiting;
             }
             for (parent, child) in deps {
-                flow::depend(conn, &parent, &child)?;
+                flows::depend(conn, &parent, &child)?;
             }
             if waiting {
                 set_meta(conn, "drained", None)?;

@@ -11,15 +11,17 @@ use std::sync::Arc;
 
 use crate::error::{CoreError, CoreResult};
 
-use super::backend::NewJob;
-use super::flow::{
+use super::store::{JobId, MemoryStore};
+use super::MemoryBackend;
+use super::{finish, Queues};
+use crate::jobs::contract::NewJob;
+use crate::jobs::contract::{BoxFuture, JobFlows};
+use crate::jobs::flow::{
     self, AddedNode, ChildOutcome, Dependencies, DependencyCounts, FlowNode, ParentRef, Record,
     Retried, Then,
 };
-use super::memory_backend::{finish, Queues};
-use super::model::{FinishedResult, Job, JobState, Millis};
-use super::options::check_payload;
-use super::store::{JobId, MemoryStore};
+use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
+use crate::jobs::options::check_payload;
 
 /// One parent's children, by key.
 #[derive(Debug, Default)]
@@ -498,4 +500,41 @@ pub(super) fn remove_unprocessed_children(
         }
     }
     Ok(removed)
+}
+
+impl JobFlows for MemoryBackend {
+    fn add_flow(&self, flow: FlowNode, now: Millis) -> BoxFuture<AddedNode> {
+        self.write_group(|queues, at| add_flow(queues, at, flow, now))
+    }
+
+    fn add_children(
+        &self,
+        parent_id: String,
+        token: String,
+        children: Vec<FlowNode>,
+        now: Millis,
+    ) -> BoxFuture<Vec<AddedNode>> {
+        self.write_group(|queues, at| add_children(queues, at, &parent_id, &token, children, now))
+    }
+
+    fn get_dependencies(
+        &self,
+        parent_id: String,
+        cursors: [usize; 4],
+        count: Option<usize>,
+    ) -> BoxFuture<Dependencies> {
+        self.read(|store| store.get_dependencies(&parent_id, cursors, count))
+    }
+
+    fn get_dependencies_count(&self, parent_id: String) -> BoxFuture<DependencyCounts> {
+        self.read(|store| store.get_dependencies_count(&parent_id))
+    }
+
+    fn remove_child_dependency(&self, child_id: String, now: Millis) -> BoxFuture<bool> {
+        self.write_group(|queues, at| remove_child_dependency(queues, at, &child_id, now))
+    }
+
+    fn remove_unprocessed_children(&self, parent_id: String, now: Millis) -> BoxFuture<usize> {
+        self.write_group(|queues, at| remove_unprocessed_children(queues, at, &parent_id, now))
+    }
 }

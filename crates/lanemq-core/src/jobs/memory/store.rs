@@ -9,44 +9,17 @@ use std::sync::Arc;
 
 use crate::error::{CoreError, CoreResult};
 
-use super::events::{EventLog, Text};
-use super::memory_dedup::DedupKeys;
-use super::memory_flow::Flows;
-use super::memory_scheduler::Schedulers;
-use super::model::{Job, JobState, Lock, Millis};
-use super::options::{check_payload, JobOptions, Retention, DEFAULT_MAX_PAYLOAD_BYTES};
-
-/// Why a job that stalled too often failed.
-pub const STALLED_REASON: &str = "job stalled more than allowable limit";
-
-/// How many stack traces a job keeps (the newest).
-const STACKTRACE_LIMIT: usize = 10;
-
-#[derive(Debug, Clone)]
-pub struct StoreConfig {
-    pub max_payload_bytes: usize,
-    pub max_events: usize,
-}
-
-impl Default for StoreConfig {
-    fn default() -> Self {
-        Self {
-            max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
-            max_events: 10_000,
-        }
-    }
-}
+use super::dedup::DedupKeys;
+use super::flows::Flows;
+use super::schedulers::Schedulers;
+use crate::jobs::constants::{STACKTRACE_LIMIT, STALLED_REASON};
+use crate::jobs::contract::FailOutcome;
+use crate::jobs::events::{EventLog, Text};
+use crate::jobs::model::{Job, JobState, Lock, Millis};
+use crate::jobs::options::{check_payload, JobOptions, Retention, StoreConfig};
 
 /// A job handed to a worker by `claim`.
 pub type Claimed = Job;
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FailOutcome {
-    /// The job will run again: waiting now, or delayed until `delay_until`.
-    Retry { delay_until: Option<Millis> },
-    /// The failure is final.
-    Failed,
-}
 
 pub type JobId = Arc<str>;
 
@@ -120,14 +93,6 @@ impl MemoryStore {
     fn next_seq(&mut self) -> u64 {
         self.seq += 1;
         self.seq
-    }
-
-    /// A value in 0..1 that differs on every call (for backoff jitter).
-    fn random_unit(&mut self) -> f64 {
-        let seq = self.next_seq();
-        let mut hasher = self.random.build_hasher();
-        hasher.write_u64(seq);
-        (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
     }
 
     /// A lock token: 64 random bits and the sequence number, in hex (written by hand: `format!`
@@ -475,7 +440,7 @@ impl MemoryStore {
     pub fn rate_limited_until(&self, now: Millis) -> Option<Millis> {
         let (start, used) = self.rate_window;
         let limit = self.rate_limit;
-        super::model::rate_limited_until(now, self.rate_until, limit, start, used.into())
+        crate::jobs::model::rate_limited_until(now, self.rate_until, limit, start, used.into())
     }
 
     /// When a claim could next return something, if nothing is claimable now: the next delayed
@@ -484,7 +449,7 @@ impl MemoryStore {
         let window_end = self.rate_limited_until(now);
         let next_delayed = self.delayed.first().map(|(due, _, _)| *due);
         let (paused, waiting, maxed) = (self.paused, !self.waiting.is_empty(), self.is_maxed());
-        super::model::next_ready_at(now, paused, waiting, window_end, maxed, next_delayed)
+        crate::jobs::model::next_ready_at(now, paused, waiting, window_end, maxed, next_delayed)
     }
 
     pub fn is_maxed(&self) -> bool {
@@ -552,7 +517,7 @@ impl MemoryStore {
         let attempts_made = job.attempts_made;
         if retry && attempts_made < job.options.attempts {
             let backoff = job.options.backoff.clone();
-            let random = self.random_unit();
+            let random = crate::jobs::jitter::random_unit();
             let wait = delay
                 .or_else(|| backoff.map(|b| b.delay_for(attempts_made, random)))
                 .unwrap_or(0);

@@ -6,11 +6,13 @@ use std::sync::Arc;
 
 use crate::error::CoreResult;
 
-use super::dedup::{self, KeyView, OnAdd, OnFinish, OnRetry};
-use super::events::Text;
-use super::model::{Job, Millis};
-use super::options::JobOptions;
 use super::store::{JobId, MemoryStore};
+use super::MemoryBackend;
+use crate::jobs::contract::{BoxFuture, JobDedup};
+use crate::jobs::dedup::{self, KeyView, OnAdd, OnFinish, OnRetry};
+use crate::jobs::events::Text;
+use crate::jobs::model::{Job, Millis};
+use crate::jobs::options::JobOptions;
 
 /// A duplicate kept (keep_last) to be added once the key's owner finishes.
 #[derive(Debug)]
@@ -252,5 +254,15 @@ impl MemoryStore {
         let live = self.key_view(dedup_id).is_some_and(|k| k.is_live(now));
         self.dedup.remove(dedup_id);
         live
+    }
+}
+
+impl JobDedup for MemoryBackend {
+    fn get_deduplication_job_id(&self, dedup_id: String, now: Millis) -> BoxFuture<Option<String>> {
+        self.read(|store| Ok(store.get_deduplication_job_id(&dedup_id, now)))
+    }
+
+    fn remove_deduplication_key(&self, dedup_id: String, now: Millis) -> BoxFuture<bool> {
+        self.write(|s| Ok(s.store.remove_deduplication_key(&dedup_id, now)))
     }
 }

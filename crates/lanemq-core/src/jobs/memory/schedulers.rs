@@ -7,11 +7,13 @@ use std::sync::Arc;
 use crate::error::CoreResult;
 use crate::schedule::ScheduleSpec;
 
-use super::model::{Job, JobState, Millis};
-use super::scheduler::{
+use super::store::{JobId, MemoryStore};
+use super::{settle_missing, MemoryBackend};
+use crate::jobs::contract::{BoxFuture, JobSchedulers};
+use crate::jobs::model::{Job, JobState, Millis};
+use crate::jobs::scheduler::{
     self, occurrence_id, occurrence_options, Current, JobScheduler, OnClaim, OnUpsert, Template,
 };
-use super::store::{JobId, MemoryStore};
 
 /// A scheduler as stored (its pending occurrence's id is derived from `next_run`).
 #[derive(Debug)]
@@ -202,5 +204,46 @@ impl MemoryStore {
 
     pub fn count_schedulers(&self) -> usize {
         self.schedulers.by_key.len()
+    }
+}
+
+impl JobSchedulers for MemoryBackend {
+    fn upsert_scheduler(
+        &self,
+        key: String,
+        spec: ScheduleSpec,
+        template: Template,
+        now: Millis,
+    ) -> BoxFuture<Job> {
+        self.write(|s| {
+            let pending = s.store.upsert_scheduler(&key, spec, template, now);
+            settle_missing(s);
+            pending
+        })
+    }
+
+    fn get_scheduler(&self, key: String) -> BoxFuture<Option<JobScheduler>> {
+        self.read(|store| Ok(store.get_scheduler(&key)))
+    }
+
+    fn list_schedulers(
+        &self,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> BoxFuture<Vec<JobScheduler>> {
+        self.read(|store| Ok(store.list_schedulers(start, end, ascending)))
+    }
+
+    fn count_schedulers(&self) -> BoxFuture<usize> {
+        self.read(|store| Ok(store.count_schedulers()))
+    }
+
+    fn remove_scheduler(&self, key: String, now: Millis) -> BoxFuture<bool> {
+        self.write(|s| {
+            let existed = s.store.remove_scheduler(&key, now);
+            settle_missing(s);
+            Ok(existed)
+        })
     }
 }

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::error::{CoreError, CoreResult};
-use crate::jobs::backend::NewJob;
+use crate::jobs::contract::NewJob;
 use crate::jobs::flow::{
     self, AddedNode, ChildOutcome, Dependencies, DependencyCounts, FlowNode, ParentRef, Record,
     Retried, Then,
@@ -29,6 +29,8 @@ use super::ops::{self, fail_for_good, to_waiting, transition, Env};
 use super::relay::{self, Message, RemoteJob};
 use super::rows::{self, load, reserve, set_meta, sql, AutoIds};
 use super::schema;
+use super::LocalBackend;
+use crate::jobs::contract::{BoxFuture, JobFlows};
 
 /// The buckets of `flow_deps`, in the order `Dependencies` pages them.
 const PROCESSED: i64 = 0;
@@ -722,4 +724,58 @@ pub fn remove_unprocessed_children(
         }
     }
     Ok(removed)
+}
+
+impl JobFlows for LocalBackend {
+    fn add_flow(&self, root: FlowNode, now: Millis) -> BoxFuture<AddedNode> {
+        let reserving = self.reserve_remote(&[&root], "root");
+        let backend = self.clone();
+        Box::pin(async move {
+            let reserved = reserving.await?;
+            backend
+                .call(move |conn, env| add_flow(conn, env, root, reserved, now))
+                .await
+        })
+    }
+
+    fn add_children(
+        &self,
+        parent_id: String,
+        token: String,
+        children: Vec<FlowNode>,
+        now: Millis,
+    ) -> BoxFuture<Vec<AddedNode>> {
+        let nodes: Vec<&FlowNode> = children.iter().collect();
+        let reserving = self.reserve_remote(&nodes, "children");
+        let backend = self.clone();
+        Box::pin(async move {
+            let reserved = reserving.await?;
+            backend
+                .call(move |conn, env| {
+                    add_children(conn, env, &parent_id, &token, children, reserved, now)
+                })
+                .await
+        })
+    }
+
+    fn get_dependencies(
+        &self,
+        parent_id: String,
+        cursors: [usize; 4],
+        count: Option<usize>,
+    ) -> BoxFuture<Dependencies> {
+        self.direct(move |conn, _| get_dependencies(conn, &parent_id, cursors, count))
+    }
+
+    fn get_dependencies_count(&self, parent_id: String) -> BoxFuture<DependencyCounts> {
+        self.direct(move |conn, _| get_dependencies_count(conn, &parent_id))
+    }
+
+    fn remove_child_dependency(&self, child_id: String, now: Millis) -> BoxFuture<bool> {
+        self.call(move |conn, env| remove_child_dependency(conn, env, &child_id, now))
+    }
+
+    fn remove_unprocessed_children(&self, parent_id: String, now: Millis) -> BoxFuture<usize> {
+        self.call(move |conn, env| remove_unprocessed_children(conn, env, &parent_id, now))
+    }
 }

@@ -7,7 +7,7 @@
 use rusqlite::{Connection, OptionalExtension, Row};
 
 use crate::error::{CoreError, CoreResult};
-use crate::jobs::backend::NewJob;
+use crate::jobs::contract::NewJob;
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
 use crate::jobs::options::JobOptions;
 use crate::jobs::paging::index_range;
@@ -18,6 +18,8 @@ use crate::schedule::ScheduleSpec;
 
 use super::ops::{self, Env};
 use super::rows::{self, reserve, set_meta, sql, AutoIds};
+use super::LocalBackend;
+use crate::jobs::contract::{BoxFuture, JobSchedulers};
 
 const COLUMNS: &str = "key, spec, name, data, options, count, next_run";
 
@@ -104,7 +106,7 @@ fn remove_occurrence(conn: &Connection, env: &mut Env, id: &str, now: Millis) ->
             Some(("prev", state.as_str())),
         )?;
     }
-    super::flow::settle_removals(conn, env, now)
+    super::flows::settle_removals(conn, env, now)
 }
 
 fn create_occurrence(
@@ -279,4 +281,37 @@ pub fn list(
         rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)?
     };
     page.into_iter().map(|s| view(conn, s)).collect()
+}
+
+impl JobSchedulers for LocalBackend {
+    fn upsert_scheduler(
+        &self,
+        key: String,
+        spec: ScheduleSpec,
+        template: Template,
+        now: Millis,
+    ) -> BoxFuture<Job> {
+        self.call(move |conn, env| upsert(conn, env, &key, spec, template, now))
+    }
+
+    fn get_scheduler(&self, key: String) -> BoxFuture<Option<JobScheduler>> {
+        self.direct(move |conn, _| get(conn, &key))
+    }
+
+    fn list_schedulers(
+        &self,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> BoxFuture<Vec<JobScheduler>> {
+        self.direct(move |conn, _| list(conn, start, end, ascending))
+    }
+
+    fn count_schedulers(&self) -> BoxFuture<usize> {
+        self.direct(|conn, _| count(conn))
+    }
+
+    fn remove_scheduler(&self, key: String, now: Millis) -> BoxFuture<bool> {
+        self.call(move |conn, env| remove(conn, env, &key, now))
+    }
 }

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use crate::error::{CoreError, CoreResult};
 
-use super::events::{StreamEvent, Text};
-use super::model::{FinishedResult, Job, JobState, Millis};
-use super::options::{check_payload, validate_priority};
-use super::paging::index_range;
 use super::store::{JobId, MemoryStore};
+use crate::jobs::events::{StreamEvent, Text};
+use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
+use crate::jobs::options::{check_payload, validate_priority};
+use crate::jobs::paging::index_range;
 
 impl MemoryStore {
     pub fn get_job(&self, id: &str) -> Option<Job> {
@@ -436,7 +436,7 @@ impl MemoryStore {
     /// Holds every claim back for `duration` ms from `now` (BullMQ's `rateLimit`); a later
     /// call replaces the wait. The windowed limit still applies: the later end wins.
     pub fn rate_limit(&mut self, duration: Millis, now: Millis) -> CoreResult<()> {
-        self.rate_until = super::model::rate_limit_end(duration, now)?;
+        self.rate_until = crate::jobs::model::rate_limit_end(duration, now)?;
         Ok(())
     }
 

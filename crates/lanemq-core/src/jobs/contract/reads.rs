@@ -1,0 +1,31 @@
+//! Reading jobs and counts; nothing here changes the queue.
+
+use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
+
+use super::BoxFuture;
+
+pub trait JobReads: Send + Sync + 'static {
+    fn get_job(&self, id: String) -> BoxFuture<Option<Job>>;
+    fn get_state(&self, id: String) -> BoxFuture<Option<JobState>>;
+    fn get_job_counts(&self, states: Vec<JobState>) -> BoxFuture<Vec<(JobState, usize)>>;
+    fn count_pending(&self) -> BoxFuture<usize>;
+    fn get_counts_per_priority(&self, priorities: Vec<u32>) -> BoxFuture<Vec<(u32, usize)>>;
+    fn list_jobs(
+        &self,
+        states: Vec<JobState>,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> BoxFuture<Vec<Job>>;
+    fn finished_result(&self, id: String) -> BoxFuture<FinishedResult>;
+    /// Resolves when the job completes, fails for good or disappears; after `timeout` ms it
+    /// resolves with `NotFinished`.
+    fn wait_finished(&self, id: String, timeout: Option<Millis>) -> BoxFuture<FinishedResult>;
+    fn get_logs(
+        &self,
+        id: String,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> BoxFuture<(Vec<String>, usize)>;
+}

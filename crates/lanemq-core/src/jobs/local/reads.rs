@@ -1,0 +1,107 @@
+//! Reads run on the caller's own connection (`direct`), never queued behind writes.
+
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use crate::jobs::contract::{BoxFuture, JobReads};
+use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
+
+use super::{manage, rows, LocalBackend};
+
+impl JobReads for LocalBackend {
+    fn get_job(&self, id: String) -> BoxFuture<Option<Job>> {
+        self.direct(move |conn, _| rows::load(conn, &id))
+    }
+
+    fn get_state(&self, id: String) -> BoxFuture<Option<JobState>> {
+        self.direct(move |conn, _| Ok(rows::load(conn, &id)?.map(|j| j.state)))
+    }
+
+    fn get_job_counts(&self, states: Vec<JobState>) -> BoxFuture<Vec<(JobState, usize)>> {
+        self.direct(move |conn, _| manage::get_job_counts(conn, &states))
+    }
+
+    fn count_pending(&self) -> BoxFuture<usize> {
+        self.direct(|conn, _| manage::count_pending(conn))
+    }
+
+    fn get_counts_per_priority(&self, priorities: Vec<u32>) -> BoxFuture<Vec<(u32, usize)>> {
+        self.direct(move |conn, _| manage::counts_per_priority(conn, &priorities))
+    }
+
+    fn list_jobs(
+        &self,
+        states: Vec<JobState>,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> BoxFuture<Vec<Job>> {
+        self.direct(move |conn, _| manage::list_jobs(conn, &states, start, end, ascending))
+    }
+
+    fn finished_result(&self, id: String) -> BoxFuture<FinishedResult> {
+        self.direct(move |conn, _| manage::finished_result(conn, &id))
+    }
+
+    fn wait_finished(&self, id: String, timeout: Option<Millis>) -> BoxFuture<FinishedResult> {
+        let backend = self.clone();
+        Box::pin(async move {
+            // Registered before the first look, so an outcome in this process cannot slip by.
+            let (sender, mut receiver) = oneshot::channel();
+            backend
+                .shared
+                .waiters
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(id.clone())
+                .or_default()
+                .push(sender);
+            let deadline = timeout.map(|t| tokio::time::Instant::now() + Duration::from_millis(t));
+            loop {
+                // Armed before the look: a commit of another process after it still wakes us.
+                let notified = backend.shared.changed.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                let look = id.clone();
+                let result = backend
+                    .direct(move |conn, _| match manage::finished_result(conn, &look)? {
+                        FinishedResult::Missing => manage::outcome_from_events(conn, &look),
+                        other => Ok(other),
+                    })
+                    .await?;
+                if !matches!(result, FinishedResult::NotFinished(_)) {
+                    return Ok(result);
+                }
+                let mut until = tokio::time::Instant::now() + backend.poll_period();
+                if let Some(deadline) = deadline {
+                    if tokio::time::Instant::now() >= deadline {
+                        return Ok(result);
+                    }
+                    until = until.min(deadline);
+                }
+                tokio::select! {
+                    told = &mut receiver => {
+                        if let Ok(told) = told {
+                            return Ok(told);
+                        }
+                        // The writer is gone: the next look reports the queue closed.
+                        tokio::time::sleep_until(until).await;
+                    }
+                    () = &mut notified => {}
+                    () = tokio::time::sleep_until(until) => {}
+                }
+            }
+        })
+    }
+
+    fn get_logs(
+        &self,
+        id: String,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> BoxFuture<(Vec<String>, usize)> {
+        self.direct(move |conn, _| manage::get_logs(conn, &id, start, end, ascending))
+    }
+}

@@ -1,0 +1,145 @@
+//! The worker's hot path, under the group's lock; waiters of a finished job are told before the
+//! lock is let go.
+
+use std::sync::Arc;
+
+use crate::error::CoreResult;
+use crate::jobs::constants::STALLED_REASON;
+use crate::jobs::contract::{BoxFuture, Completion, FailOutcome, Failure, JobLifecycle, NewJob};
+use crate::jobs::model::{FinishedResult, Job, Millis};
+
+use super::{finish, settle_replaced, MemoryBackend};
+
+impl JobLifecycle for MemoryBackend {
+    fn add(&self, job: NewJob, now: Millis) -> BoxFuture<(Job, bool)> {
+        self.write(|s| {
+            let added = s.store.add(&job.name, &job.data, job.options, now);
+            settle_replaced(s);
+            added
+        })
+    }
+
+    fn add_bulk(&self, jobs: Vec<NewJob>, now: Millis) -> BoxFuture<Vec<(Job, bool)>> {
+        let jobs = jobs
+            .into_iter()
+            .map(|j| (j.name, j.data, j.options))
+            .collect();
+        self.write(|s| {
+            let added = s.store.add_bulk(jobs, now);
+            settle_replaced(s);
+            added
+        })
+    }
+
+    fn claim(
+        &self,
+        worker_id: String,
+        lease: Millis,
+        max_jobs: usize,
+        now: Millis,
+    ) -> BoxFuture<Vec<Job>> {
+        self.write(|s| Ok(s.store.claim(&worker_id, lease, max_jobs, now)))
+    }
+
+    fn wait_for_job(&self, timeout: Option<Millis>) -> BoxFuture<bool> {
+        self.wait_until(timeout, |store, now| match store.next_ready_at(now) {
+            Some(at) if at <= now => (true, None),
+            other => (false, other),
+        })
+    }
+
+    fn complete_many(&self, items: Vec<Completion>, now: Millis) -> BoxFuture<Vec<CoreResult<()>>> {
+        self.write(|s| {
+            Ok(items
+                .into_iter()
+                .map(|c| {
+                    let result: Arc<str> = Arc::from(c.result);
+                    let outcome = s.store.complete(&c.id, &c.token, Arc::clone(&result), now);
+                    if outcome.is_ok() {
+                        finish(&mut s.waiters, &c.id, || {
+                            FinishedResult::Completed(Some(result))
+                        });
+                    }
+                    outcome
+                })
+                .collect())
+        })
+    }
+
+    fn fail_many(
+        &self,
+        items: Vec<Failure>,
+        now: Millis,
+    ) -> BoxFuture<Vec<CoreResult<FailOutcome>>> {
+        self.write(|s| {
+            Ok(items
+                .into_iter()
+                .map(|f| {
+                    let outcome = s.store.fail(
+                        &f.id,
+                        &f.token,
+                        &f.error,
+                        f.stacktrace.as_deref(),
+                        f.retry,
+                        f.delay,
+                        now,
+                    );
+                    if matches!(outcome, Ok(FailOutcome::Failed)) {
+                        finish(&mut s.waiters, &f.id, || FinishedResult::Failed(f.error));
+                    }
+                    outcome
+                })
+                .collect())
+        })
+    }
+
+    fn renew_many(
+        &self,
+        items: Vec<(String, String)>,
+        lease: Millis,
+        now: Millis,
+    ) -> BoxFuture<Vec<CoreResult<()>>> {
+        self.read(|store| {
+            Ok(items
+                .iter()
+                .map(|(id, token)| store.renew(id, token, lease, now))
+                .collect())
+        })
+    }
+
+    fn move_to_delayed(
+        &self,
+        id: String,
+        token: String,
+        until: Millis,
+        now: Millis,
+    ) -> BoxFuture<()> {
+        self.write(|s| s.store.move_to_delayed(&id, &token, until, now))
+    }
+
+    fn release(&self, id: String, token: String, now: Millis) -> BoxFuture<()> {
+        self.write(|s| s.store.release(&id, &token, now))
+    }
+
+    fn recover_stalled(&self, now: Millis) -> BoxFuture<(Vec<String>, Vec<String>)> {
+        self.write(|s| {
+            let (recovered, failed) = s.store.recover_stalled(now);
+            for id in &failed {
+                // Told directly: retention may already have removed the job.
+                finish(&mut s.waiters, id, || {
+                    FinishedResult::Failed(STALLED_REASON.into())
+                });
+            }
+            Ok((recovered, failed))
+        })
+    }
+
+    fn holds_lock(&self, id: String, token: String, now: Millis) -> BoxFuture<bool> {
+        self.read(|store| {
+            Ok(store
+                .get_job(&id)
+                .and_then(|j| j.lock)
+                .is_some_and(|lock| lock.token == token && lock.expires_at > now))
+        })
+    }
+}

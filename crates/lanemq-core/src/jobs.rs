@@ -11,6 +11,7 @@ pub mod dedup;
 mod events;
 pub mod flow;
 pub mod jitter;
+mod lifecycle;
 mod local;
 mod memory;
 mod model;

@@ -12,9 +12,16 @@ static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// 64 bits that differ on every call.
 pub fn random_bits() -> u64 {
+    random_bits_and_count().0
+}
+
+/// `random_bits`, with the count it was drawn from: never the same twice in a process, so
+/// the two together make a unique token.
+pub fn random_bits_and_count() -> (u64, u64) {
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
     let mut hasher = KEY.build_hasher();
-    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    hasher.finish()
+    hasher.write_u64(count);
+    (hasher.finish(), count)
 }
 
 /// A value in `0..1` (53 bits), for the backoff jitter.

@@ -20,7 +20,7 @@ impl JobAdmin for LocalBackend {
     }
 
     fn update_priority(&self, id: String, priority: u32, lifo: bool) -> BoxFuture<()> {
-        self.call(move |conn, _| manage::update_priority(conn, &id, priority, lifo))
+        self.call(move |conn, env| manage::update_priority(conn, env, &id, priority, lifo))
     }
 
     fn update_data(&self, id: String, data: String) -> BoxFuture<()> {

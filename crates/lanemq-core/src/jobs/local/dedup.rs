@@ -174,12 +174,16 @@ pub fn add(
     }
 }
 
-/// After `job` completed or failed for good: releases its key, or adds the key's next job.
-pub fn on_finish(conn: &Connection, env: &mut Env, job: &Job, now: Millis) -> CoreResult<()> {
-    let Some(dedup_id) = job.dedup_id() else {
-        return Ok(());
-    };
-    match with_view(conn, dedup_id, |key| dedup::on_finish(&job.id, key, now))? {
+/// After job `id`, added under `dedup_id`, completed or failed for good: releases its key, or
+/// adds the key's next job.
+pub fn on_finish(
+    conn: &Connection,
+    env: &mut Env,
+    id: &str,
+    dedup_id: &str,
+    now: Millis,
+) -> CoreResult<()> {
+    match with_view(conn, dedup_id, |key| dedup::on_finish(id, key, now))? {
         OnFinish::Keep => Ok(()),
         OnFinish::Release => delete_key(conn, dedup_id),
         OnFinish::Requeue => {

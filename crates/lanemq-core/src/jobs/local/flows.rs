@@ -25,12 +25,14 @@ use crate::jobs::options::{check_payload, JobOptions};
 use std::sync::Arc;
 
 use super::manage;
-use super::ops::{self, fail_for_good, to_waiting, transition, Env};
+use super::ops::{self, to_waiting, transition, Env};
 use super::relay::{self, Message, RemoteJob};
 use super::rows::{self, load, reserve, set_meta, sql, AutoIds};
 use super::schema;
+use super::storage::SqlStore;
 use super::LocalBackend;
 use crate::jobs::contract::{BoxFuture, JobFlows};
+use crate::jobs::lifecycle;
 
 /// The buckets of `flow_deps`, in the order `Dependencies` pages them.
 const PROCESSED: i64 = 0;
@@ -182,7 +184,9 @@ pub fn apply_here(
     match then {
         Then::Stay => {}
         Then::Release => release(conn, env, &mut parent_job, now)?,
-        Then::Fail(reason) => fail_for_good(conn, env, &mut parent_job, &reason, now)?,
+        Then::Fail(reason) => {
+            lifecycle::fail_now(&mut SqlStore::new(conn, env), parent_id, &reason, now)?;
+        }
     }
     Ok(true)
 }
@@ -214,19 +218,16 @@ fn release(conn: &Connection, env: &mut Env, job: &mut Job, now: Millis) -> Core
     }
 }
 
-/// After the job `id` (with `options`) completed or failed for good: tells its parent.
+/// After the job `id`, a child of `parent`, completed or failed for good: tells its parent.
 pub fn on_finish(
     conn: &Connection,
     env: &mut Env,
-    options: &JobOptions,
+    parent: &ParentRef,
     id: &str,
     outcome: ChildOutcome,
     now: Millis,
 ) -> CoreResult<()> {
-    if let Some(parent) = &options.parent {
-        apply(conn, env, parent, id, outcome, now)?;
-    }
-    Ok(())
+    apply(conn, env, parent, id, outcome, now)
 }
 
 /// Before `job` is removed (remove, clean, drain): an unfinished child is noted, to leave its

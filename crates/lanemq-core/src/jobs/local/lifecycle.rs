@@ -9,11 +9,11 @@ use super::{ops, LocalBackend};
 
 impl JobLifecycle for LocalBackend {
     fn add(&self, job: NewJob, now: Millis) -> BoxFuture<(Job, bool)> {
-        self.call(move |conn, env| ops::add(conn, env, &job, now))
+        self.call(move |conn, env| ops::add(conn, env, job, now))
     }
 
     fn add_bulk(&self, jobs: Vec<NewJob>, now: Millis) -> BoxFuture<Vec<(Job, bool)>> {
-        self.call(move |conn, env| ops::add_bulk(conn, env, &jobs, now))
+        self.call(move |conn, env| ops::add_bulk(conn, env, jobs, now))
     }
 
     fn claim(
@@ -66,10 +66,10 @@ impl JobLifecycle for LocalBackend {
         lease: Millis,
         now: Millis,
     ) -> BoxFuture<Vec<CoreResult<()>>> {
-        self.direct(move |conn, _| {
+        self.direct(move |conn, env| {
             Ok(items
                 .iter()
-                .map(|(id, token)| ops::renew(conn, id, token, lease, now))
+                .map(|(id, token)| ops::renew(conn, env, id, token, lease, now))
                 .collect())
         })
     }
@@ -97,6 +97,6 @@ impl JobLifecycle for LocalBackend {
     }
 
     fn holds_lock(&self, id: String, token: String, now: Millis) -> BoxFuture<bool> {
-        self.direct(move |conn, _| ops::holds_lock(conn, &id, &token, now))
+        self.direct(move |conn, env| ops::holds_lock(conn, env, &id, &token, now))
     }
 }

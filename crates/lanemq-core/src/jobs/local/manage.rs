@@ -7,13 +7,14 @@ use rusqlite::{Connection, OptionalExtension};
 use crate::error::{CoreError, CoreResult};
 use crate::jobs::events::{event_name, field_name, StreamEvent, Text};
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
-use crate::jobs::options::{check_payload, validate_priority};
+use crate::jobs::options::check_payload;
 use crate::jobs::paging::index_range;
 
-use super::dedup;
 use super::flows;
-use super::ops::{delete_releasing, is_paused, to_waiting, transition, Env};
+use super::ops::{delete_releasing, is_paused, Env};
 use super::rows::{self, code, count, load, require, set_meta, sql, COLUMNS};
+use super::storage::SqlStore;
+use crate::jobs::lifecycle;
 
 fn order_of(state: JobState) -> &'static str {
     match state {
@@ -156,23 +157,8 @@ pub fn outcome_from_events(conn: &Connection, id: &str) -> CoreResult<FinishedRe
     })
 }
 
-fn expect_state(job: &Job, allowed: &[JobState], expected: &'static str) -> CoreResult<()> {
-    if allowed.contains(&job.state) {
-        Ok(())
-    } else {
-        Err(CoreError::JobState {
-            id: job.id.to_string(),
-            state: job.state.as_str(),
-            expected,
-        })
-    }
-}
-
 pub fn promote(conn: &Connection, env: &mut Env, id: &str, now: Millis) -> CoreResult<()> {
-    let mut job = require(conn, id)?;
-    expect_state(&job, &[JobState::Delayed], "delayed")?;
-    to_waiting(conn, &mut job, false)?;
-    env.event(conn, now, "waiting", Some(id), Some(("prev", "delayed")))
+    lifecycle::promote(&mut SqlStore::new(conn, env), id, now)
 }
 
 pub fn reschedule(
@@ -182,54 +168,21 @@ pub fn reschedule(
     until: Millis,
     now: Millis,
 ) -> CoreResult<()> {
-    let mut job = require(conn, id)?;
-    expect_state(
-        &job,
-        &[JobState::Delayed, JobState::Waiting],
-        "waiting or delayed",
-    )?;
-    job.delay_until = until;
-    transition(conn, &mut job, JobState::Delayed)?;
-    env.event(
-        conn,
-        now,
-        "delayed",
-        Some(id),
-        Some(("delay", &until.to_string())),
-    )
+    lifecycle::reschedule(&mut SqlStore::new(conn, env), id, until, now)
 }
 
 pub fn retry_job(conn: &Connection, env: &mut Env, id: &str, now: Millis) -> CoreResult<()> {
-    let mut job = require(conn, id)?;
-    expect_state(
-        &job,
-        &[JobState::Failed, JobState::Completed],
-        "failed or completed",
-    )?;
-    dedup::on_retry(conn, &job, now)?;
-    flows::on_retry(conn, env, &job, now)?;
-    let prev = job.state.as_str();
-    job.attempts_made = 0;
-    job.stalled_count = 0;
-    job.finished_on = None;
-    job.failed_reason = None;
-    job.return_value = None;
-    job.processed_on = None;
-    to_waiting(conn, &mut job, false)?;
-    env.event(conn, now, "waiting", Some(id), Some(("prev", prev)))
+    lifecycle::retry_job(&mut SqlStore::new(conn, env), id, now)
 }
 
-pub fn update_priority(conn: &Connection, id: &str, priority: u32, lifo: bool) -> CoreResult<()> {
-    validate_priority(priority)?;
-    let mut job = require(conn, id)?;
-    job.priority = priority;
-    job.options.priority = priority;
-    job.options.lifo = lifo;
-    if job.state == JobState::Waiting {
-        to_waiting(conn, &mut job, false)
-    } else {
-        rows::save(conn, &job)
-    }
+pub fn update_priority(
+    conn: &Connection,
+    env: &mut Env,
+    id: &str,
+    priority: u32,
+    lifo: bool,
+) -> CoreResult<()> {
+    lifecycle::update_priority(&mut SqlStore::new(conn, env), id, priority, lifo)
 }
 
 pub fn update_data(conn: &Connection, env: &Env, id: &str, data: &str) -> CoreResult<()> {

@@ -17,6 +17,7 @@ mod relay;
 mod rows;
 mod schedulers;
 mod schema;
+mod storage;
 mod writer;
 
 use std::path::{Path, PathBuf};

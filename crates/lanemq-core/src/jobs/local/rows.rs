@@ -136,6 +136,45 @@ pub fn save(conn: &Connection, job: &Job) -> CoreResult<()> {
         .map_err(sql)
 }
 
+/// Writes what a transition changes of an existing job: every column but its id, sequence,
+/// name, data, options and creation time (`save` writes those too).
+pub fn save_lifecycle(conn: &Connection, job: &Job) -> CoreResult<()> {
+    let stacktrace = if job.stacktrace.is_empty() {
+        "[]".to_owned()
+    } else {
+        serde_json::to_string(&job.stacktrace).map_err(|e| CoreError::Storage(e.to_string()))?
+    };
+    let lock = job.lock.as_ref();
+    conn.prepare_cached(
+        "UPDATE jobs SET state = ?2, priority = ?3, ord = ?4, delay_until = ?5, \
+         processed_on = ?6, finished_on = ?7, attempts_made = ?8, stalled_count = ?9, \
+         progress = ?10, return_value = ?11, failed_reason = ?12, stacktrace = ?13, \
+         lock_token = ?14, lock_worker = ?15, lock_expires = ?16 WHERE id = ?1",
+    )
+    .and_then(|mut stmt| {
+        stmt.execute(rusqlite::params![
+            &*job.id,
+            code(job.state),
+            job.priority as i64,
+            job.order,
+            job.delay_until as i64,
+            job.processed_on.map(|v| v as i64),
+            job.finished_on.map(|v| v as i64),
+            job.attempts_made as i64,
+            job.stalled_count as i64,
+            &*job.progress,
+            job.return_value.as_deref(),
+            job.failed_reason.as_deref(),
+            stacktrace,
+            lock.map(|l| l.token.as_str()),
+            lock.map(|l| &*l.worker_id),
+            lock.map(|l| l.expires_at as i64),
+        ])
+    })
+    .map(|_| ())
+    .map_err(sql)
+}
+
 /// Adds `delta` to the count of jobs in `state`.
 pub fn count_delta(conn: &Connection, state: JobState, delta: i64) -> CoreResult<()> {
     conn.prepare_cached("UPDATE counts SET n = n + ?1 WHERE state = ?2")

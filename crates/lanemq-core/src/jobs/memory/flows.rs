@@ -192,7 +192,8 @@ impl MemoryStore {
             Then::Stay => {}
             Then::Release => self.release_parent(&key, event.at),
             Then::Fail(reason) => {
-                self.fail_for_good(&key, &reason, event.at);
+                crate::jobs::lifecycle::fail_now(self, &key, &reason, event.at)
+                    .expect("the memory store does not fail");
                 self.flow
                     .settled
                     .push((key, FinishedResult::Failed(reason)));

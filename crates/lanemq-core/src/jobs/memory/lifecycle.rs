@@ -9,6 +9,7 @@ use crate::jobs::contract::{BoxFuture, Completion, FailOutcome, Failure, JobLife
 use crate::jobs::model::{FinishedResult, Job, Millis};
 
 use super::{finish, settle_replaced, MemoryBackend};
+use crate::jobs::lifecycle;
 
 impl JobLifecycle for MemoryBackend {
     fn add(&self, job: NewJob, now: Millis) -> BoxFuture<(Job, bool)> {
@@ -53,11 +54,10 @@ impl JobLifecycle for MemoryBackend {
             Ok(items
                 .into_iter()
                 .map(|c| {
-                    let result: Arc<str> = Arc::from(c.result);
-                    let outcome = s.store.complete(&c.id, &c.token, Arc::clone(&result), now);
+                    let outcome = s.store.complete(&c.id, &c.token, &c.result, now);
                     if outcome.is_ok() {
                         finish(&mut s.waiters, &c.id, || {
-                            FinishedResult::Completed(Some(result))
+                            FinishedResult::Completed(Some(Arc::from(c.result)))
                         });
                     }
                     outcome
@@ -135,11 +135,6 @@ impl JobLifecycle for MemoryBackend {
     }
 
     fn holds_lock(&self, id: String, token: String, now: Millis) -> BoxFuture<bool> {
-        self.read(|store| {
-            Ok(store
-                .get_job(&id)
-                .and_then(|j| j.lock)
-                .is_some_and(|lock| lock.token == token && lock.expires_at > now))
-        })
+        self.read(|store| lifecycle::holds_lock(store, &id, &token, now))
     }
 }

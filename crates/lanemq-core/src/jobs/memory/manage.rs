@@ -7,8 +7,9 @@ use crate::error::{CoreError, CoreResult};
 
 use super::store::{JobId, MemoryStore};
 use crate::jobs::events::{StreamEvent, Text};
+use crate::jobs::lifecycle;
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
-use crate::jobs::options::{check_payload, validate_priority};
+use crate::jobs::options::check_payload;
 use crate::jobs::paging::index_range;
 
 impl MemoryStore {
@@ -116,94 +117,25 @@ impl MemoryStore {
         }
     }
 
-    fn expect_state(
-        &self,
-        key: &JobId,
-        allowed: &[JobState],
-        expected: &'static str,
-    ) -> CoreResult<()> {
-        let state = self.jobs[key].state;
-        if allowed.contains(&state) {
-            Ok(())
-        } else {
-            Err(CoreError::JobState {
-                id: key.to_string(),
-                state: state.as_str(),
-                expected,
-            })
-        }
-    }
-
     /// Makes a delayed job waiting now.
     pub fn promote(&mut self, id: &str, now: Millis) -> CoreResult<()> {
-        let key = self.key(id)?;
-        self.expect_state(&key, &[JobState::Delayed], "delayed")?;
-        self.move_to_waiting(&key, false);
-        self.events
-            .push(now, "waiting", Some(&key), Some(("prev", "delayed".into())));
-        Ok(())
+        lifecycle::promote(self, id, now)
     }
 
     /// Delays a waiting or delayed job until `delay_until`.
     pub fn reschedule(&mut self, id: &str, delay_until: Millis, now: Millis) -> CoreResult<()> {
-        let key = self.key(id)?;
-        self.expect_state(
-            &key,
-            &[JobState::Delayed, JobState::Waiting],
-            "waiting or delayed",
-        )?;
-        self.transition(&key, JobState::Delayed, |job| job.delay_until = delay_until);
-        self.events.push(
-            now,
-            "delayed",
-            Some(&key),
-            Some(("delay", delay_until.to_string().into())),
-        );
-        Ok(())
+        lifecycle::reschedule(self, id, delay_until, now)
     }
 
     /// Runs a finished job again: back to waiting with its attempts and failure cleared. A job
     /// with dedup options takes its key back, unless another unfinished job holds it: then the
     /// retry is refused.
     pub fn retry_job(&mut self, id: &str, now: Millis) -> CoreResult<()> {
-        let key = self.key(id)?;
-        self.expect_state(
-            &key,
-            &[JobState::Failed, JobState::Completed],
-            "failed or completed",
-        )?;
-        self.dedup_on_retry(&key, now)?;
-        self.flow_on_retry(&key, now);
-        let prev = self.jobs[&key].state.as_str();
-        let order = self.waiting_order(&key, false);
-        self.transition(&key, JobState::Waiting, |job| {
-            job.order = order;
-            job.attempts_made = 0;
-            job.stalled_count = 0;
-            job.finished_on = None;
-            job.failed_reason = None;
-            job.return_value = None;
-            job.processed_on = None;
-        });
-        self.events
-            .push(now, "waiting", Some(&key), Some(("prev", prev.into())));
-        Ok(())
+        lifecycle::retry_job(self, id, now)
     }
 
     pub fn update_priority(&mut self, id: &str, priority: u32, lifo: bool) -> CoreResult<()> {
-        validate_priority(priority)?;
-        let key = self.key(id)?;
-        let state = self.jobs[&key].state;
-        self.transition(&key, state, |job| {
-            job.priority = priority;
-            job.options.priority = priority;
-            job.options.lifo = lifo;
-        });
-        if state == JobState::Waiting {
-            // A new priority means a new place: the back of it (the front for LIFO).
-            self.move_to_waiting(&key, false);
-        }
-        Ok(())
+        lifecycle::update_priority(self, id, priority, lifo)
     }
 
     pub fn update_data(&mut self, id: &str, data: &str) -> CoreResult<()> {

@@ -12,6 +12,7 @@ mod lifecycle;
 mod manage;
 mod reads;
 mod schedulers;
+mod storage;
 mod store;
 
 pub use store::{Claimed, MemoryStore};

@@ -1,0 +1,118 @@
+//! Edits of one job by hand: promote, reschedule, retry, a new priority.
+
+use std::sync::Arc;
+
+use crate::error::{CoreError, CoreResult};
+use crate::jobs::model::{Job, JobState, Millis};
+use crate::jobs::options::validate_priority;
+
+use super::effects::Effects;
+use super::finish::to_delayed;
+use super::storage::JobStorage;
+
+fn expect_state(job: &Job, allowed: &[JobState], expected: &'static str) -> CoreResult<()> {
+    if allowed.contains(&job.state) {
+        Ok(())
+    } else {
+        Err(CoreError::JobState {
+            id: job.id.to_string(),
+            state: job.state.as_str(),
+            expected,
+        })
+    }
+}
+
+fn not_found(id: &str) -> CoreError {
+    CoreError::JobNotFound(id.to_owned())
+}
+
+/// Makes a delayed job waiting now.
+pub fn promote<S: JobStorage>(storage: &mut S, id: &str, now: Millis) -> CoreResult<()> {
+    let seq = storage.reserve_seq(1)?;
+    let key = storage
+        .update(id, |job| {
+            expect_state(job, &[JobState::Delayed], "delayed")?;
+            super::to_waiting(job, seq, false);
+            Ok(Arc::clone(&job.id))
+        })?
+        .ok_or_else(|| not_found(id))?;
+    let mut effects = Effects::new();
+    effects.event("waiting", Some(&key), Some(("prev", "delayed".into())));
+    effects.apply(storage, now)
+}
+
+/// Delays a waiting or delayed job until `until`.
+pub fn reschedule<S: JobStorage>(
+    storage: &mut S,
+    id: &str,
+    until: Millis,
+    now: Millis,
+) -> CoreResult<()> {
+    let key = storage
+        .update(id, |job| {
+            expect_state(
+                job,
+                &[JobState::Delayed, JobState::Waiting],
+                "waiting or delayed",
+            )?;
+            to_delayed(job, until);
+            Ok(Arc::clone(&job.id))
+        })?
+        .ok_or_else(|| not_found(id))?;
+    let mut effects = Effects::new();
+    effects.event(
+        "delayed",
+        Some(&key),
+        Some(("delay", until.to_string().into())),
+    );
+    effects.apply(storage, now)
+}
+
+/// Runs a finished job again: back to waiting with its attempts and outcome cleared.
+pub fn retry_job<S: JobStorage>(storage: &mut S, id: &str, now: Millis) -> CoreResult<()> {
+    let job = storage.load(id)?.ok_or_else(|| not_found(id))?;
+    expect_state(
+        &job,
+        &[JobState::Failed, JobState::Completed],
+        "failed or completed",
+    )?;
+    storage.before_retry(&job, now)?;
+    let seq = storage.reserve_seq(1)?;
+    storage.update(id, |job| {
+        job.attempts_made = 0;
+        job.stalled_count = 0;
+        job.finished_on = None;
+        job.failed_reason = None;
+        job.return_value = None;
+        job.processed_on = None;
+        super::to_waiting(job, seq, false);
+        Ok(())
+    })?;
+    let mut effects = Effects::new();
+    let prev = job.state.as_str();
+    effects.event("waiting", Some(&job.id), Some(("prev", prev.into())));
+    effects.apply(storage, now)
+}
+
+/// A new priority (and LIFO flag); a waiting job moves to the back of its new priority (the
+/// front for LIFO).
+pub fn update_priority<S: JobStorage>(
+    storage: &mut S,
+    id: &str,
+    priority: u32,
+    lifo: bool,
+) -> CoreResult<()> {
+    validate_priority(priority)?;
+    let seq = storage.reserve_seq(1)?;
+    storage
+        .update_options(id, |job| {
+            job.priority = priority;
+            job.options.priority = priority;
+            job.options.lifo = lifo;
+            if job.state == JobState::Waiting {
+                super::to_waiting(job, seq, false);
+            }
+            Ok(())
+        })?
+        .ok_or_else(|| not_found(id))
+}

@@ -1,0 +1,119 @@
+//! What a transition leaves to be done once it has written its own job, and `apply`, the one
+//! function that does it, in this order (Lua follows the same one; see `lua/README.md`):
+//!
+//! 1. the job's own write (done by the transition, before any effect);
+//! 2. its events, in the order the transition emitted them;
+//! 3. for a job that finished for good, in this order: waiters told, its dedup key settled
+//!    (which may add the key's next job), its flow parent told, then its retention applied
+//!    (which may delete it and older finished jobs: last, so every reaction before it still
+//!    finds the job);
+//! 4. for a claim: the job schedulers whose occurrences started produce their next ones (after
+//!    every claimed job's events, so a next occurrence due at once is not claimed by the claim
+//!    that produced it), and then `drained` if nothing was left.
+
+use std::sync::Arc;
+
+use crate::error::CoreResult;
+use crate::jobs::flow::{ChildOutcome, ParentRef};
+use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
+use crate::jobs::options::Retention;
+
+use super::retention::retain;
+use super::storage::{EventField, JobStorage};
+
+/// What the reactions to a finished job need of it, taken when it finished (retention may
+/// delete the job itself before a store is done with the batch).
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub id: Arc<str>,
+    /// Completed or Failed.
+    pub state: JobState,
+    pub result: FinishedResult,
+    pub dedup_id: Option<String>,
+    /// Its parent and what the parent is told, for a flow's child.
+    pub parent: Option<(ParentRef, ChildOutcome)>,
+    pub retention: Retention,
+}
+
+impl Finished {
+    /// The reactions' view of `job`, which has just completed or failed for good.
+    pub fn of(job: &Job) -> Finished {
+        let (result, retention) = match job.state {
+            JobState::Completed => (
+                FinishedResult::Completed(job.return_value.clone()),
+                job.options.remove_on_complete.clone(),
+            ),
+            _ => (
+                FinishedResult::Failed(job.failed_reason.clone().unwrap_or_default()),
+                job.options.remove_on_fail.clone(),
+            ),
+        };
+        let parent = job.options.parent.as_ref().map(|parent| {
+            let outcome = match &result {
+                FinishedResult::Completed(value) => {
+                    ChildOutcome::Completed(value.as_deref().unwrap_or("null").to_owned())
+                }
+                _ => ChildOutcome::Failed {
+                    reason: job.failed_reason.clone().unwrap_or_default(),
+                    policy: job.options.parent_policy,
+                },
+            };
+            (parent.clone(), outcome)
+        });
+        Finished {
+            id: Arc::clone(&job.id),
+            state: job.state,
+            result,
+            dedup_id: job.options.dedup.as_ref().map(|d| d.id.clone()),
+            parent,
+            retention,
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Effect {
+    Event(&'static str, Option<Arc<str>>, EventField),
+    Finished(Box<Finished>),
+    NextOccurrence(String, Arc<str>),
+}
+
+/// The effects of one transition, in the order they were added.
+#[derive(Debug, Default)]
+pub struct Effects(Vec<Effect>);
+
+impl Effects {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn event(&mut self, name: &'static str, job: Option<&Arc<str>>, field: EventField) {
+        self.0.push(Effect::Event(name, job.cloned(), field));
+    }
+
+    pub fn finished(&mut self, job: &Job) {
+        self.0.push(Effect::Finished(Box::new(Finished::of(job))));
+    }
+
+    pub fn next_occurrence(&mut self, key: &str, job: &Arc<str>) {
+        self.0
+            .push(Effect::NextOccurrence(key.to_owned(), Arc::clone(job)));
+    }
+
+    /// Does what the transition left, in the order of the module's documentation.
+    pub fn apply<S: JobStorage>(self, storage: &mut S, now: Millis) -> CoreResult<()> {
+        for effect in self.0 {
+            match effect {
+                Effect::Event(name, job, field) => storage.event(now, name, job.as_ref(), field)?,
+                Effect::Finished(finished) => {
+                    storage.tell_waiters(&finished)?;
+                    storage.settle_dedup(&finished, now)?;
+                    storage.tell_parent(&finished, now)?;
+                    retain(storage, &finished, now)?;
+                }
+                Effect::NextOccurrence(key, job) => storage.next_occurrence(&key, &job, now)?,
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,143 @@
+//! Finishing an attempt: completed, retried (at once or after the backoff), or failed for good.
+
+use std::sync::Arc;
+
+use crate::error::{CoreError, CoreResult};
+use crate::jobs::constants::STACKTRACE_LIMIT;
+use crate::jobs::contract::{FailOutcome, Failure};
+use crate::jobs::events::Text;
+use crate::jobs::jitter;
+use crate::jobs::model::{Job, JobState, Millis};
+
+use super::effects::Effects;
+use super::storage::JobStorage;
+
+fn not_found(id: &str) -> CoreError {
+    CoreError::JobNotFound(id.to_owned())
+}
+
+pub fn complete<S: JobStorage>(
+    storage: &mut S,
+    id: &str,
+    token: &str,
+    result: &str,
+    now: Millis,
+) -> CoreResult<()> {
+    let result: Arc<str> = Arc::from(result);
+    let mut effects = Effects::new();
+    storage
+        .update(id, |job| {
+            job.check_lock(token, now)?;
+            job.state = JobState::Completed;
+            job.finished_on = Some(now);
+            job.return_value = Some(Arc::clone(&result));
+            job.lock = None;
+            effects.event(
+                "completed",
+                Some(&job.id),
+                Some(("returnvalue", Text::Shared(Arc::clone(&result)))),
+            );
+            effects.finished(job);
+            Ok(())
+        })?
+        .ok_or_else(|| not_found(id))?;
+    effects.apply(storage, now)
+}
+
+/// Records a failed attempt: retried (after the backoff, or the failure's own delay) while it
+/// asks for a retry and attempts remain, otherwise failed for good.
+pub fn fail<S: JobStorage>(
+    storage: &mut S,
+    failure: &Failure,
+    now: Millis,
+) -> CoreResult<FailOutcome> {
+    let mut effects = Effects::new();
+    // A position in waiting, in case the decision is to retry at once (reserved first: the
+    // decision runs inside the store's update).
+    let seq = storage.reserve_seq(1)?;
+    let outcome = storage
+        .update(&failure.id, |job| {
+            job.check_lock(&failure.token, now)?;
+            job.failed_reason = Some(failure.error.clone());
+            if let Some(trace) = &failure.stacktrace {
+                job.stacktrace.push(trace.clone());
+                let excess = job.stacktrace.len().saturating_sub(STACKTRACE_LIMIT);
+                job.stacktrace.drain(..excess);
+            }
+            if !(failure.retry && job.attempts_made < job.options.attempts) {
+                fail_for_good(job, &failure.error, &mut effects, now);
+                return Ok(FailOutcome::Failed);
+            }
+            let wait = failure
+                .delay
+                .or_else(|| {
+                    let backoff = job.options.backoff.as_ref()?;
+                    Some(backoff.delay_for(job.attempts_made, jitter::random_unit()))
+                })
+                .unwrap_or(0);
+            if wait > 0 {
+                to_delayed(job, now + wait);
+                job.lock = None;
+                effects.event(
+                    "delayed",
+                    Some(&job.id),
+                    Some(("delay", (now + wait).to_string().into())),
+                );
+                return Ok(FailOutcome::Retry {
+                    delay_until: Some(now + wait),
+                });
+            }
+            super::to_waiting(job, seq, false);
+            effects.event("waiting", Some(&job.id), Some(("prev", "failed".into())));
+            Ok(FailOutcome::Retry { delay_until: None })
+        })?
+        .ok_or_else(|| not_found(&failure.id))?;
+    effects.apply(storage, now)?;
+    Ok(outcome)
+}
+
+/// Fails job `id` for good with `reason`, whatever state it is in (a flow's parent that a
+/// child's failure fails). `false` if there is no such job.
+pub fn fail_now<S: JobStorage>(
+    storage: &mut S,
+    id: &str,
+    reason: &str,
+    now: Millis,
+) -> CoreResult<bool> {
+    let mut effects = Effects::new();
+    let found = storage
+        .update(id, |job| {
+            fail_for_good(job, reason, &mut effects, now);
+            Ok(())
+        })?
+        .is_some();
+    effects.apply(storage, now)?;
+    Ok(found)
+}
+
+/// Moves `job` to failed for good with `reason`, and notes what follows (`failed`, and
+/// `retries-exhausted` when no attempt is left; the reactions of a finished job).
+pub(super) fn fail_for_good(job: &mut Job, reason: &str, effects: &mut Effects, now: Millis) {
+    job.state = JobState::Failed;
+    job.finished_on = Some(now);
+    job.failed_reason = Some(reason.to_owned());
+    job.lock = None;
+    effects.event(
+        "failed",
+        Some(&job.id),
+        Some(("failedReason", reason.to_owned().into())),
+    );
+    if job.attempts_made >= job.options.attempts {
+        effects.event(
+            "retries-exhausted",
+            Some(&job.id),
+            Some(("attemptsMade", job.attempts_made.to_string().into())),
+        );
+    }
+    effects.finished(job);
+}
+
+pub(super) fn to_delayed(job: &mut Job, until: Millis) {
+    job.state = JobState::Delayed;
+    job.delay_until = until;
+}

@@ -1,0 +1,33 @@
+//! The job lifecycle, once for every backend that runs in this process (memory and SQLite):
+//! the decisions of each transition, written against `JobStorage`, the small interface both
+//! stores implement. A transition changes its job in place, then hands what follows (events,
+//! dedup, flow and retention reactions, next occurrences) to `Effects::apply`, which does it
+//! in one documented order (`effects`). The Redis backend's Lua scripts follow the same order.
+
+mod add;
+mod claim;
+mod edits;
+mod effects;
+mod finish;
+mod leases;
+mod retention;
+mod storage;
+
+pub use add::{add, add_bulk, create_as, existing};
+pub use claim::{claim, promote_due};
+pub use edits::{promote, reschedule, retry_job, update_priority};
+pub use effects::Finished;
+pub use finish::{complete, fail, fail_now};
+pub use leases::{holds_lock, move_to_delayed, recover_stalled, release, renew};
+pub use storage::{EventField, Gate, JobStorage};
+
+use super::model::{Job, JobState};
+
+/// Puts `job` in waiting at position `seq`: the back of its priority, or the front with
+/// `front` (or for a LIFO job); its lock goes.
+fn to_waiting(job: &mut Job, seq: u64, front: bool) {
+    let seq = seq as i64;
+    job.order = if front || job.options.lifo { -seq } else { seq };
+    job.state = JobState::Waiting;
+    job.lock = None;
+}

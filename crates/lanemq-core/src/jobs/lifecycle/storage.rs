@@ -1,0 +1,111 @@
+//! `JobStorage`: what the shared transitions need of a backend's store. Small on purpose: a job
+//! changed in place, a few ordered index reads, the queue's gate, events, and the reactions
+//! whose decisions live in `jobs::dedup`, `jobs::flow` and `jobs::scheduler` but whose
+//! bookkeeping (key tables, dependency sets, the scheduler table) each store keeps its own way.
+
+use std::sync::Arc;
+
+use crate::error::CoreResult;
+use crate::jobs::contract::NewJob;
+use crate::jobs::events::Text;
+use crate::jobs::model::{Job, JobState, Millis};
+use crate::jobs::options::JobOptions;
+
+use super::effects::Finished;
+
+/// What decides whether a claim may hand out jobs now: the queue's settings and its rate
+/// window, read in one go.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Gate {
+    pub paused: bool,
+    pub max_active: Option<u32>,
+    /// (max claims, per duration ms).
+    pub rate_limit: Option<(u32, Millis)>,
+    /// The current window of the rate limit: when it started, how many claims it gave.
+    pub window: (Millis, u64),
+    /// When the manual rate-limit wait ends (0: none).
+    pub until: Millis,
+}
+
+/// One field of an event, as a transition emits it.
+pub type EventField = Option<(&'static str, Text)>;
+
+pub trait JobStorage {
+    /// A copy of the job `id`, if it exists.
+    fn load(&mut self, id: &str) -> CoreResult<Option<Job>>;
+    /// Runs `change` on the job `id` and writes what it changed of the job's lifecycle (state,
+    /// placement, attempts, timestamps, outcome, stack traces, lock; not name, data or
+    /// options); `None` if there is no such job. `change` checks before it changes anything:
+    /// when it returns an error the job must be as it was. A store keeps its indexes and
+    /// per-state counts right, and forgets that it reported the queue drained when the job is
+    /// now waiting.
+    fn update<R>(
+        &mut self,
+        id: &str,
+        change: impl FnOnce(&mut Job) -> CoreResult<R>,
+    ) -> CoreResult<Option<R>>;
+    /// `update` for a change that edits the job's options too.
+    fn update_options<R>(
+        &mut self,
+        id: &str,
+        change: impl FnOnce(&mut Job) -> CoreResult<R>,
+    ) -> CoreResult<Option<R>> {
+        self.update(id, change)
+    }
+    /// Writes a new job (every field).
+    fn insert(&mut self, job: Job) -> CoreResult<()>;
+    /// The id of a job about to be created: its custom id, else the queue's next automatic one.
+    fn auto_id(&mut self, options: &JobOptions) -> CoreResult<Arc<str>>;
+    /// Jobs added together usually share their name: a store may hand out the last one's.
+    fn intern_name(&mut self, name: &str) -> Arc<str> {
+        Arc::from(name)
+    }
+    /// Adds a checked job that has dedup options (its custom id, if any, is free) as
+    /// `jobs::dedup::on_add` decides; `true` when it was created.
+    fn add_deduplicated(&mut self, job: NewJob, seq: u64, now: Millis) -> CoreResult<(Job, bool)>;
+    /// Deletes a job and what belongs to it alone (its logs, its own dependency sets); its
+    /// dedup key and its parent are the caller's business. Returns its state if it existed.
+    fn delete(&mut self, id: &str) -> CoreResult<Option<JobState>>;
+    /// Reserves `n` sequence numbers; returns the first.
+    fn reserve_seq(&mut self, n: u64) -> CoreResult<u64>;
+
+    /// Takes up to `n` waiting jobs in claim order (priority, then position), runs `change`
+    /// on each and writes it as `update` does; returns them as changed.
+    fn claim_head(&mut self, n: usize, change: impl FnMut(&mut Job)) -> CoreResult<Vec<Job>>;
+    /// The delayed jobs due at `now`, by due time then sequence.
+    fn due_delayed(&mut self, now: Millis) -> CoreResult<Vec<Arc<str>>>;
+    /// The active jobs whose lock expired at `now`, by expiry then sequence.
+    fn expired_active(&mut self, now: Millis) -> CoreResult<Vec<Arc<str>>>;
+    fn count(&mut self, state: JobState) -> CoreResult<usize>;
+    /// The ids of the `n` jobs that finished first in `state` (by finish time, then sequence).
+    fn oldest_finished(&mut self, state: JobState, n: usize) -> CoreResult<Vec<Arc<str>>>;
+    /// How many jobs in `state` finished before `cutoff`.
+    fn count_finished_before(&mut self, state: JobState, cutoff: Millis) -> CoreResult<usize>;
+
+    fn gate(&mut self) -> CoreResult<Gate>;
+    fn set_rate_window(&mut self, window: (Millis, u64)) -> CoreResult<()>;
+    /// `true` once per stretch of empty waiting (the caller then emits `drained`).
+    fn report_drained(&mut self) -> CoreResult<bool>;
+
+    fn event(
+        &mut self,
+        now: Millis,
+        name: &'static str,
+        job: Option<&Arc<str>>,
+        field: EventField,
+    ) -> CoreResult<()>;
+
+    /// Whoever waits in this process for a job that finished is told (after the commit, for
+    /// a store that has one).
+    fn tell_waiters(&mut self, finished: &Finished) -> CoreResult<()>;
+    /// Settles the dedup key of a finished job (`jobs::dedup::on_finish`).
+    fn settle_dedup(&mut self, finished: &Finished, now: Millis) -> CoreResult<()>;
+    /// Tells a finished job's flow parent (`jobs::flow`), wherever it lives.
+    fn tell_parent(&mut self, finished: &Finished, now: Millis) -> CoreResult<()>;
+    /// The job scheduler `key` produces its next occurrence, its pending one `job` having
+    /// started (`jobs::scheduler::on_claim`).
+    fn next_occurrence(&mut self, key: &str, job: &Arc<str>, now: Millis) -> CoreResult<()>;
+    /// Before a finished job is retried by hand: it takes its dedup key back (or the retry is
+    /// `Refused`, nothing changed), and its parent counts it again.
+    fn before_retry(&mut self, job: &Job, now: Millis) -> CoreResult<()>;
+}

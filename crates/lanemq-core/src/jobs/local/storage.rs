@@ -1,0 +1,306 @@
+//! The SQLite file as the `JobStorage` the shared transitions (`jobs::lifecycle`) run over: a
+//! job is loaded, changed and written back inside the writer thread's transaction; per-state
+//! counts live in the `counts` table, the gate in `meta`.
+
+use std::sync::Arc;
+
+use rusqlite::Connection;
+
+use crate::error::CoreResult;
+use crate::jobs::contract::NewJob;
+use crate::jobs::lifecycle::{EventField, Finished, Gate, JobStorage};
+use crate::jobs::model::{Job, JobState, Millis};
+use crate::jobs::options::JobOptions;
+
+use super::ops::{self, Env};
+use super::rows::{
+    self, code, count, count_delta, load, meta, meta_number, reserve, save, save_lifecycle,
+    set_meta, sql, AutoIds,
+};
+use super::{dedup, flows, schedulers};
+
+/// One operation's view of the file: its connection (inside the batch's transaction) and the
+/// writer's environment.
+pub struct SqlStore<'a> {
+    pub conn: &'a Connection,
+    pub env: &'a mut Env,
+    /// Read on first use and written by `done`: one read and one write a batch, not a job.
+    auto_ids: Option<AutoIds>,
+    /// Set once this operation removed the `drained` mark (so it is removed once, not per job).
+    undrained: bool,
+}
+
+impl<'a> SqlStore<'a> {
+    pub fn new(conn: &'a Connection, env: &'a mut Env) -> Self {
+        Self {
+            conn,
+            env,
+            auto_ids: None,
+            undrained: false,
+        }
+    }
+
+    /// Writes what the store kept back (the automatic ids taken). Operations that may create
+    /// jobs call it last.
+    pub fn done(self) -> CoreResult<()> {
+        match self.auto_ids {
+            Some(ids) => ids.write(self.conn),
+            None => Ok(()),
+        }
+    }
+
+    fn auto_ids(&mut self) -> CoreResult<&mut AutoIds> {
+        if self.auto_ids.is_none() {
+            self.auto_ids = Some(AutoIds::read(self.conn)?);
+        }
+        Ok(self.auto_ids.as_mut().expect("just read"))
+    }
+
+    /// A job is now waiting: the queue is no longer drained.
+    fn undrain(&mut self) -> CoreResult<()> {
+        if !self.undrained {
+            set_meta(self.conn, "drained", None)?;
+            self.undrained = true;
+        }
+        Ok(())
+    }
+
+    fn ids(&self, query: &str, params: impl rusqlite::Params) -> CoreResult<Vec<Arc<str>>> {
+        let mut stmt = self.conn.prepare_cached(query).map_err(sql)?;
+        let rows = stmt
+            .query_map(params, |r| r.get::<_, String>(0))
+            .map_err(sql)?;
+        rows.map(|id| id.map(Arc::from))
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(sql)
+    }
+
+    /// Counts and the drained mark after `job` moved from `was`.
+    fn moved(&mut self, job: &Job, was: JobState) -> CoreResult<()> {
+        if job.state != was {
+            count_delta(self.conn, was, -1)?;
+            count_delta(self.conn, job.state, 1)?;
+        }
+        if job.state == JobState::Waiting {
+            self.undrain()?;
+        }
+        Ok(())
+    }
+
+    fn update_with<R>(
+        &mut self,
+        id: &str,
+        change: impl FnOnce(&mut Job) -> CoreResult<R>,
+        write: fn(&Connection, &Job) -> CoreResult<()>,
+    ) -> CoreResult<Option<R>> {
+        let Some(mut job) = load(self.conn, id)? else {
+            return Ok(None);
+        };
+        let was = job.state;
+        let outcome = change(&mut job)?;
+        write(self.conn, &job)?;
+        self.moved(&job, was)?;
+        Ok(Some(outcome))
+    }
+}
+
+impl JobStorage for SqlStore<'_> {
+    fn load(&mut self, id: &str) -> CoreResult<Option<Job>> {
+        load(self.conn, id)
+    }
+
+    fn update<R>(
+        &mut self,
+        id: &str,
+        change: impl FnOnce(&mut Job) -> CoreResult<R>,
+    ) -> CoreResult<Option<R>> {
+        self.update_with(id, change, save_lifecycle)
+    }
+
+    fn update_options<R>(
+        &mut self,
+        id: &str,
+        change: impl FnOnce(&mut Job) -> CoreResult<R>,
+    ) -> CoreResult<Option<R>> {
+        self.update_with(id, change, save)
+    }
+
+    fn insert(&mut self, job: Job) -> CoreResult<()> {
+        save(self.conn, &job)?;
+        count_delta(self.conn, job.state, 1)?;
+        if job.state == JobState::Waiting {
+            self.undrain()?;
+        }
+        Ok(())
+    }
+
+    fn auto_id(&mut self, options: &JobOptions) -> CoreResult<Arc<str>> {
+        Ok(match &options.job_id {
+            Some(id) => Arc::from(id.as_str()),
+            None => Arc::from(self.auto_ids()?.take().to_string()),
+        })
+    }
+
+    fn add_deduplicated(&mut self, job: NewJob, seq: u64, now: Millis) -> CoreResult<(Job, bool)> {
+        self.auto_ids()?;
+        let auto_ids = self.auto_ids.as_mut().expect("just read");
+        dedup::add(self.conn, self.env, &job, seq, auto_ids, now)
+    }
+
+    fn delete(&mut self, id: &str) -> CoreResult<Option<JobState>> {
+        ops::delete(self.conn, id)
+    }
+
+    fn reserve_seq(&mut self, n: u64) -> CoreResult<u64> {
+        reserve(self.conn, "seq", n)
+    }
+
+    fn claim_head(&mut self, n: usize, mut change: impl FnMut(&mut Job)) -> CoreResult<Vec<Job>> {
+        let mut jobs = {
+            let mut stmt = self
+                .conn
+                .prepare_cached(&format!(
+                    "SELECT {} FROM jobs WHERE state = 0 ORDER BY priority, ord LIMIT ?1",
+                    rows::COLUMNS
+                ))
+                .map_err(sql)?;
+            let rows = stmt
+                .query_map([n.min(i64::MAX as usize) as i64], rows::job)
+                .map_err(sql)?;
+            rows.collect::<rusqlite::Result<Vec<Job>>>().map_err(sql)?
+        };
+        let mut moved = [0i64; crate::jobs::model::JOB_STATES_COUNT];
+        for job in &mut jobs {
+            change(job);
+            save_lifecycle(self.conn, job)?;
+            moved[code(job.state) as usize] += 1;
+        }
+        if !jobs.is_empty() {
+            count_delta(self.conn, JobState::Waiting, -(jobs.len() as i64))?;
+            for state in JobState::ALL {
+                if moved[code(state) as usize] != 0 {
+                    count_delta(self.conn, state, moved[code(state) as usize])?;
+                }
+            }
+        }
+        Ok(jobs)
+    }
+
+    fn due_delayed(&mut self, now: Millis) -> CoreResult<Vec<Arc<str>>> {
+        self.ids(
+            "SELECT id FROM jobs WHERE state = 1 AND delay_until <= ?1 ORDER BY delay_until, seq",
+            [now as i64],
+        )
+    }
+
+    fn expired_active(&mut self, now: Millis) -> CoreResult<Vec<Arc<str>>> {
+        self.ids(
+            "SELECT id FROM jobs WHERE state = 2 AND lock_expires <= ?1 ORDER BY lock_expires, seq",
+            [now as i64],
+        )
+    }
+
+    fn count(&mut self, state: JobState) -> CoreResult<usize> {
+        count(self.conn, state)
+    }
+
+    fn oldest_finished(&mut self, state: JobState, n: usize) -> CoreResult<Vec<Arc<str>>> {
+        self.ids(
+            "SELECT id FROM jobs WHERE state = ?1 ORDER BY finished_on, seq LIMIT ?2",
+            rusqlite::params![code(state), n.min(i64::MAX as usize) as i64],
+        )
+    }
+
+    fn count_finished_before(&mut self, state: JobState, cutoff: Millis) -> CoreResult<usize> {
+        self.conn
+            .prepare_cached("SELECT count(*) FROM jobs WHERE state = ?1 AND finished_on < ?2")
+            .and_then(|mut stmt| {
+                stmt.query_row(rusqlite::params![code(state), cutoff as i64], |r| {
+                    r.get::<_, i64>(0)
+                })
+            })
+            .map(|n| n.max(0) as usize)
+            .map_err(sql)
+    }
+
+    fn gate(&mut self) -> CoreResult<Gate> {
+        let rate_limit = ops::rate_limit(self.conn)?;
+        let window = match rate_limit {
+            Some(_) => (
+                meta_number(self.conn, "rate_start")?.unwrap_or(0),
+                meta_number(self.conn, "rate_count")?.unwrap_or(0),
+            ),
+            None => (0, 0),
+        };
+        Ok(Gate {
+            paused: ops::is_paused(self.conn)?,
+            max_active: ops::max_active(self.conn)?,
+            rate_limit,
+            window,
+            until: meta_number(self.conn, "rate_until")?.unwrap_or(0),
+        })
+    }
+
+    fn set_rate_window(&mut self, (start, used): (Millis, u64)) -> CoreResult<()> {
+        set_meta(self.conn, "rate_start", Some(&start.to_string()))?;
+        set_meta(self.conn, "rate_count", Some(&used.to_string()))
+    }
+
+    fn report_drained(&mut self) -> CoreResult<bool> {
+        if meta(self.conn, "drained")?.is_some() {
+            return Ok(false);
+        }
+        set_meta(self.conn, "drained", Some("1"))?;
+        self.undrained = false;
+        Ok(true)
+    }
+
+    fn event(
+        &mut self,
+        now: Millis,
+        name: &'static str,
+        job: Option<&Arc<str>>,
+        field: EventField,
+    ) -> CoreResult<()> {
+        let field = field.as_ref().map(|(key, value)| (*key, value.as_str()));
+        self.env
+            .event(self.conn, now, name, job.map(|id| &**id), field)
+    }
+
+    fn tell_waiters(&mut self, finished: &Finished) -> CoreResult<()> {
+        self.env
+            .finished
+            .push((finished.id.to_string(), finished.result.clone()));
+        Ok(())
+    }
+
+    fn settle_dedup(&mut self, finished: &Finished, now: Millis) -> CoreResult<()> {
+        match &finished.dedup_id {
+            Some(dedup_id) => dedup::on_finish(self.conn, self.env, &finished.id, dedup_id, now),
+            None => Ok(()),
+        }
+    }
+
+    fn tell_parent(&mut self, finished: &Finished, now: Millis) -> CoreResult<()> {
+        match &finished.parent {
+            Some((parent, outcome)) => flows::on_finish(
+                self.conn,
+                self.env,
+                parent,
+                &finished.id,
+                outcome.clone(),
+                now,
+            ),
+            None => Ok(()),
+        }
+    }
+
+    fn next_occurrence(&mut self, key: &str, job: &Arc<str>, now: Millis) -> CoreResult<()> {
+        schedulers::on_claim(self.conn, self.env, key, job, now)
+    }
+
+    fn before_retry(&mut self, job: &Job, now: Millis) -> CoreResult<()> {
+        dedup::on_retry(self.conn, job, now)?;
+        flows::on_retry(self.conn, self.env, job, now)
+    }
+}

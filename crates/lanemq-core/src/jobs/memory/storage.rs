@@ -1,0 +1,189 @@
+//! The memory store as the `JobStorage` the shared transitions (`jobs::lifecycle`) run over:
+//! jobs changed in place, their index entries moved around the change.
+
+use std::sync::Arc;
+
+use crate::error::CoreResult;
+use crate::jobs::contract::NewJob;
+use crate::jobs::lifecycle::{EventField, Finished, Gate, JobStorage};
+use crate::jobs::model::{Job, JobState, Millis};
+use crate::jobs::options::JobOptions;
+
+use super::store::{JobId, MemoryStore};
+
+impl MemoryStore {
+    /// The finished set of `state` (completed or failed), oldest first.
+    fn finished_set(&self, state: JobState) -> &std::collections::BTreeSet<(Millis, u64, JobId)> {
+        if state == JobState::Completed {
+            &self.completed
+        } else {
+            &self.failed
+        }
+    }
+}
+
+impl JobStorage for MemoryStore {
+    fn load(&mut self, id: &str) -> CoreResult<Option<Job>> {
+        Ok(self.jobs.get(id).cloned())
+    }
+
+    fn update<R>(
+        &mut self,
+        id: &str,
+        change: impl FnOnce(&mut Job) -> CoreResult<R>,
+    ) -> CoreResult<Option<R>> {
+        let Some(key) = self.jobs.get_key_value(id).map(|(k, _)| Arc::clone(k)) else {
+            return Ok(None);
+        };
+        self.index_remove(&key);
+        let outcome = change(self.jobs.get_mut(&key).expect("indexed job exists"));
+        self.index_insert(&key);
+        outcome.map(Some)
+    }
+
+    fn insert(&mut self, job: Job) -> CoreResult<()> {
+        let id = Arc::clone(&job.id);
+        self.jobs.insert(Arc::clone(&id), job);
+        self.index_insert(&id);
+        Ok(())
+    }
+
+    fn auto_id(&mut self, options: &JobOptions) -> CoreResult<Arc<str>> {
+        Ok(self.next_job_id(options))
+    }
+
+    fn intern_name(&mut self, name: &str) -> Arc<str> {
+        MemoryStore::intern_name(self, name)
+    }
+
+    fn add_deduplicated(&mut self, job: NewJob, _seq: u64, now: Millis) -> CoreResult<(Job, bool)> {
+        Ok(self.insert_deduplicated(&job.name, &job.data, job.options, now))
+    }
+
+    fn delete(&mut self, id: &str) -> CoreResult<Option<JobState>> {
+        let Some(key) = self.jobs.get_key_value(id).map(|(k, _)| Arc::clone(k)) else {
+            return Ok(None);
+        };
+        Ok(MemoryStore::delete(self, &key).map(|job| job.state))
+    }
+
+    fn reserve_seq(&mut self, n: u64) -> CoreResult<u64> {
+        let first = self.seq + 1;
+        self.seq += n;
+        Ok(first)
+    }
+
+    fn claim_head(&mut self, n: usize, mut change: impl FnMut(&mut Job)) -> CoreResult<Vec<Job>> {
+        let mut claimed = Vec::with_capacity(n.min(self.waiting.len()));
+        while claimed.len() < n {
+            let Some((_, id)) = self.waiting.pop_first() else {
+                break;
+            };
+            let job = self.jobs.get_mut(&id).expect("waiting job exists");
+            change(job);
+            claimed.push(job.clone());
+            self.index_insert(&id);
+        }
+        Ok(claimed)
+    }
+
+    fn due_delayed(&mut self, now: Millis) -> CoreResult<Vec<Arc<str>>> {
+        Ok(self
+            .delayed
+            .iter()
+            .take_while(|(due, _, _)| *due <= now)
+            .map(|(_, _, id)| Arc::clone(id))
+            .collect())
+    }
+
+    fn expired_active(&mut self, now: Millis) -> CoreResult<Vec<Arc<str>>> {
+        Ok(self
+            .active
+            .iter()
+            .take_while(|(expires, _, _)| *expires <= now)
+            .map(|(_, _, id)| Arc::clone(id))
+            .collect())
+    }
+
+    fn count(&mut self, state: JobState) -> CoreResult<usize> {
+        Ok(MemoryStore::count(self, state))
+    }
+
+    fn oldest_finished(&mut self, state: JobState, n: usize) -> CoreResult<Vec<Arc<str>>> {
+        Ok(self
+            .finished_set(state)
+            .iter()
+            .take(n)
+            .map(|(_, _, id)| Arc::clone(id))
+            .collect())
+    }
+
+    fn count_finished_before(&mut self, state: JobState, cutoff: Millis) -> CoreResult<usize> {
+        Ok(self
+            .finished_set(state)
+            .iter()
+            .take_while(|(finished, _, _)| *finished < cutoff)
+            .count())
+    }
+
+    fn gate(&mut self) -> CoreResult<Gate> {
+        Ok(Gate {
+            paused: self.paused,
+            max_active: self.max_active,
+            rate_limit: self.rate_limit,
+            window: (self.rate_window.0, self.rate_window.1.into()),
+            until: self.rate_until,
+        })
+    }
+
+    fn set_rate_window(&mut self, (start, used): (Millis, u64)) -> CoreResult<()> {
+        self.rate_window = (start, used.min(u32::MAX.into()) as u32);
+        Ok(())
+    }
+
+    fn report_drained(&mut self) -> CoreResult<bool> {
+        Ok(!std::mem::replace(&mut self.drained_reported, true))
+    }
+
+    fn event(
+        &mut self,
+        now: Millis,
+        name: &'static str,
+        job: Option<&Arc<str>>,
+        field: EventField,
+    ) -> CoreResult<()> {
+        self.events.push(now, name, job, field);
+        Ok(())
+    }
+
+    /// Waiters are the backend's (`MemoryBackend`): it tells them as the operation returns,
+    /// still under the group's lock.
+    fn tell_waiters(&mut self, _finished: &Finished) -> CoreResult<()> {
+        Ok(())
+    }
+
+    fn settle_dedup(&mut self, finished: &Finished, now: Millis) -> CoreResult<()> {
+        if finished.dedup_id.is_some() {
+            self.dedup_on_finish(&finished.id, now);
+        }
+        Ok(())
+    }
+
+    fn tell_parent(&mut self, finished: &Finished, now: Millis) -> CoreResult<()> {
+        if finished.parent.is_some() {
+            self.flow_on_finish(&finished.id, now);
+        }
+        Ok(())
+    }
+
+    fn next_occurrence(&mut self, key: &str, job: &Arc<str>, now: Millis) -> CoreResult<()> {
+        self.scheduler_on_claim(key, job, now);
+        Ok(())
+    }
+
+    fn before_retry(&mut self, job: &Job, now: Millis) -> CoreResult<()> {
+        self.dedup_on_retry(&job.id, now)?;
+        self.flow_on_retry(&job.id, now);
+        Ok(())
+    }
+}

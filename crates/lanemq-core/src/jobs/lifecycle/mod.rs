@@ -10,6 +10,7 @@ mod edits;
 mod effects;
 mod finish;
 mod leases;
+mod removal;
 mod retention;
 mod storage;
 
@@ -19,6 +20,7 @@ pub use edits::{promote, reschedule, retry_job, update_priority};
 pub use effects::Finished;
 pub use finish::{complete, fail, fail_now};
 pub use leases::{holds_lock, move_to_delayed, recover_stalled, release, renew};
+pub use removal::{clean, drain, remove};
 pub use storage::{EventField, Gate, JobStorage};
 
 use super::model::{Job, JobState};

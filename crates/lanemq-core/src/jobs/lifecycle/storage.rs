@@ -66,6 +66,24 @@ pub trait JobStorage {
     /// Deletes a job and what belongs to it alone (its logs, its own dependency sets); its
     /// dedup key and its parent are the caller's business. Returns its state if it existed.
     fn delete(&mut self, id: &str) -> CoreResult<Option<JobState>>;
+    /// Removes a job by hand (not by retention): it releases its dedup key, an unfinished child
+    /// is noted for its parent (told by `settle_removals`), and whoever waits for it hears it
+    /// is gone.
+    fn remove_job(&mut self, id: &Arc<str>, now: Millis) -> CoreResult<()>;
+    /// The parents of the unfinished children removed so far hear of it.
+    fn settle_removals(&mut self, now: Millis) -> CoreResult<()>;
+    /// What a drain removes: waiting jobs, and with `delayed` the delayed ones that are not a
+    /// job scheduler's pending occurrence.
+    fn drainable(&mut self, delayed: bool) -> CoreResult<Vec<Arc<str>>>;
+    /// What a clean removes: up to `limit` jobs in `state`, in its order, that finished (or,
+    /// unfinished, were created) at or before `cutoff` and hold no live lock at `now`.
+    fn cleanable(
+        &mut self,
+        state: JobState,
+        cutoff: Millis,
+        limit: usize,
+        now: Millis,
+    ) -> CoreResult<Vec<Arc<str>>>;
     /// Reserves `n` sequence numbers; returns the first.
     fn reserve_seq(&mut self, n: u64) -> CoreResult<u64>;
 

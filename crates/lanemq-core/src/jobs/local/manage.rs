@@ -4,19 +4,19 @@ use std::sync::Arc;
 
 use rusqlite::{Connection, OptionalExtension};
 
-use crate::error::{CoreError, CoreResult};
+use crate::error::CoreResult;
 use crate::jobs::events::{event_name, field_name, StreamEvent, Text};
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
 use crate::jobs::options::check_payload;
 use crate::jobs::paging::index_range;
 
 use super::flows;
-use super::ops::{delete_releasing, is_paused, Env};
+use super::ops::{is_paused, Env};
 use super::rows::{self, code, count, load, require, set_meta, sql, COLUMNS};
 use super::storage::SqlStore;
 use crate::jobs::lifecycle;
 
-fn order_of(state: JobState) -> &'static str {
+pub fn order_of(state: JobState) -> &'static str {
     match state {
         JobState::Waiting => "priority, ord",
         JobState::Delayed => "delay_until, seq",
@@ -288,22 +288,7 @@ pub fn save_stacktrace(
 }
 
 pub fn remove(conn: &Connection, env: &mut Env, id: &str, now: Millis) -> CoreResult<()> {
-    let job = require(conn, id)?;
-    if job.lock.as_ref().is_some_and(|l| l.expires_at > now) {
-        return Err(CoreError::Refused(format!(
-            "job {id:?} is locked by a worker and cannot be removed"
-        )));
-    }
-    delete_releasing(conn, env, id)?;
-    env.finished.push((id.to_owned(), FinishedResult::Missing));
-    env.event(
-        conn,
-        now,
-        "removed",
-        Some(id),
-        Some(("prev", job.state.as_str())),
-    )?;
-    flows::settle_removals(conn, env, now)
+    lifecycle::remove(&mut SqlStore::new(conn, env), id, now)
 }
 
 pub fn set_paused(conn: &Connection, env: &mut Env, paused: bool, now: Millis) -> CoreResult<()> {
@@ -320,47 +305,8 @@ pub fn set_paused(conn: &Connection, env: &mut Env, paused: bool, now: Millis) -
     Ok(())
 }
 
-fn delete_all(conn: &Connection, env: &mut Env, ids: &[String]) -> CoreResult<()> {
-    for id in ids {
-        delete_releasing(conn, env, id)?;
-        env.finished.push((id.clone(), FinishedResult::Missing));
-    }
-    Ok(())
-}
-
-fn ids_where(
-    conn: &Connection,
-    query: &str,
-    params: impl rusqlite::Params,
-) -> CoreResult<Vec<String>> {
-    let mut stmt = conn.prepare_cached(query).map_err(sql)?;
-    let rows = stmt
-        .query_map(params, |r| r.get::<_, String>(0))
-        .map_err(sql)?;
-    rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)
-}
-
 pub fn drain(conn: &Connection, env: &mut Env, delayed: bool, now: Millis) -> CoreResult<usize> {
-    // Delayed jobs that are the pending occurrences of job schedulers stay (as in BullMQ).
-    let query = if delayed {
-        "SELECT id FROM jobs WHERE state = 0 OR (state = 1 AND id NOT IN \
-         (SELECT 'repeat:' || key || ':' || next_run FROM schedulers))"
-    } else {
-        "SELECT id FROM jobs WHERE state = 0"
-    };
-    let doomed = ids_where(conn, query, [])?;
-    delete_all(conn, env, &doomed)?;
-    if !doomed.is_empty() {
-        env.event(
-            conn,
-            now,
-            "cleaned",
-            None,
-            Some(("count", &doomed.len().to_string())),
-        )?;
-    }
-    flows::settle_removals(conn, env, now)?;
-    Ok(doomed.len())
+    lifecycle::drain(&mut SqlStore::new(conn, env), delayed, now)
 }
 
 pub fn clean(
@@ -371,29 +317,7 @@ pub fn clean(
     state: JobState,
     now: Millis,
 ) -> CoreResult<Vec<String>> {
-    let cutoff = now.saturating_sub(grace) as i64;
-    let limit = if limit == 0 { i64::MAX } else { limit as i64 };
-    let doomed = ids_where(
-        conn,
-        &format!(
-            "SELECT id FROM jobs WHERE state = ?1 AND COALESCE(finished_on, created_at) <= ?2 \
-             AND (lock_expires IS NULL OR lock_expires <= ?3) ORDER BY {} LIMIT ?4",
-            order_of(state)
-        ),
-        rusqlite::params![code(state), cutoff, now as i64, limit],
-    )?;
-    delete_all(conn, env, &doomed)?;
-    if !doomed.is_empty() {
-        env.event(
-            conn,
-            now,
-            "cleaned",
-            None,
-            Some(("count", &doomed.len().to_string())),
-        )?;
-    }
-    flows::settle_removals(conn, env, now)?;
-    Ok(doomed)
+    lifecycle::clean(&mut SqlStore::new(conn, env), grace, limit, state, now)
 }
 
 /// Pauses, then deletes everything unless jobs are active and not `force`: then the refusal is
@@ -412,7 +336,13 @@ pub fn obliterate(
         )));
     }
     flows::on_obliterate(conn, env, now)?;
-    let ids = ids_where(conn, "SELECT id FROM jobs", [])?;
+    let ids: Vec<String> = conn
+        .prepare_cached("SELECT id FROM jobs")
+        .and_then(|mut stmt| {
+            stmt.query_map([], |r| r.get::<_, String>(0))?
+                .collect::<rusqlite::Result<_>>()
+        })
+        .map_err(sql)?;
     for id in ids {
         env.finished.push((id, FinishedResult::Missing));
     }

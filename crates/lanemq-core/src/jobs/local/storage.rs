@@ -9,7 +9,7 @@ use rusqlite::Connection;
 use crate::error::CoreResult;
 use crate::jobs::contract::NewJob;
 use crate::jobs::lifecycle::{EventField, Finished, Gate, JobStorage};
-use crate::jobs::model::{Job, JobState, Millis};
+use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
 use crate::jobs::options::JobOptions;
 
 use super::ops::{self, Env};
@@ -17,7 +17,7 @@ use super::rows::{
     self, code, count, count_delta, load, meta, meta_number, reserve, save, save_lifecycle,
     set_meta, sql, AutoIds,
 };
-use super::{dedup, flows, schedulers};
+use super::{dedup, flows, manage, schedulers};
 
 /// One operation's view of the file: its connection (inside the batch's transaction) and the
 /// writer's environment.
@@ -149,6 +149,51 @@ impl JobStorage for SqlStore<'_> {
 
     fn delete(&mut self, id: &str) -> CoreResult<Option<JobState>> {
         ops::delete(self.conn, id)
+    }
+
+    fn remove_job(&mut self, id: &Arc<str>, _now: Millis) -> CoreResult<()> {
+        ops::delete_releasing(self.conn, self.env, id)?;
+        self.env
+            .finished
+            .push((id.to_string(), FinishedResult::Missing));
+        Ok(())
+    }
+
+    fn settle_removals(&mut self, now: Millis) -> CoreResult<()> {
+        flows::settle_removals(self.conn, self.env, now)
+    }
+
+    fn drainable(&mut self, delayed: bool) -> CoreResult<Vec<Arc<str>>> {
+        // The pending occurrences of job schedulers stay (as in BullMQ).
+        let query = if delayed {
+            "SELECT id FROM jobs WHERE state = 0 OR (state = 1 AND id NOT IN \
+             (SELECT 'repeat:' || key || ':' || next_run FROM schedulers))"
+        } else {
+            "SELECT id FROM jobs WHERE state = 0"
+        };
+        self.ids(query, [])
+    }
+
+    fn cleanable(
+        &mut self,
+        state: JobState,
+        cutoff: Millis,
+        limit: usize,
+        now: Millis,
+    ) -> CoreResult<Vec<Arc<str>>> {
+        self.ids(
+            &format!(
+                "SELECT id FROM jobs WHERE state = ?1 AND COALESCE(finished_on, created_at) <= ?2 \
+                 AND (lock_expires IS NULL OR lock_expires <= ?3) ORDER BY {} LIMIT ?4",
+                manage::order_of(state)
+            ),
+            rusqlite::params![
+                code(state),
+                cutoff as i64,
+                now as i64,
+                limit.min(i64::MAX as usize) as i64
+            ],
+        )
     }
 
     fn reserve_seq(&mut self, n: u64) -> CoreResult<u64> {

@@ -61,7 +61,10 @@ impl MemoryStore {
             .collect()
     }
 
-    fn ids_in(&self, state: JobState) -> Box<dyn DoubleEndedIterator<Item = &JobId> + '_> {
+    pub(super) fn ids_in(
+        &self,
+        state: JobState,
+    ) -> Box<dyn DoubleEndedIterator<Item = &JobId> + '_> {
         match state {
             JobState::Waiting => Box::new(self.waiting.values()),
             JobState::Delayed => Box::new(self.delayed.iter().map(|(_, _, id)| id)),
@@ -219,19 +222,8 @@ impl MemoryStore {
     }
 
     /// Removes a job, unless a live lock holds it.
-    pub fn remove(&mut self, id: &str, now: Millis) -> CoreResult<Job> {
-        let key = self.key(id)?;
-        let job = &self.jobs[&key];
-        if job.lock.as_ref().is_some_and(|l| l.expires_at > now) {
-            return Err(CoreError::Refused(format!(
-                "job {id:?} is locked by a worker and cannot be removed"
-            )));
-        }
-        let prev = job.state.as_str();
-        let removed = self.delete_releasing(&key, now).expect("job exists");
-        self.events
-            .push(now, "removed", Some(&key), Some(("prev", prev.into())));
-        Ok(removed)
+    pub fn remove(&mut self, id: &str, now: Millis) -> CoreResult<()> {
+        lifecycle::remove(self, id, now)
     }
 
     pub fn pause(&mut self, now: Millis) {
@@ -255,32 +247,11 @@ impl MemoryStore {
     /// Removes every waiting job (and delayed ones with `delayed`, except the pending
     /// occurrences of job schedulers, as BullMQ does); returns how many.
     pub fn drain(&mut self, delayed: bool, now: Millis) -> usize {
-        let mut doomed: Vec<JobId> = self.waiting.values().cloned().collect();
-        if delayed {
-            let pending = self.pending_occurrence_ids();
-            doomed.extend(
-                self.delayed
-                    .iter()
-                    .filter(|(_, _, id)| !pending.contains(&**id))
-                    .map(|(_, _, id)| Arc::clone(id)),
-            );
-        }
-        for id in &doomed {
-            self.delete_releasing(id, now);
-        }
-        if !doomed.is_empty() {
-            self.events.push(
-                now,
-                "cleaned",
-                None,
-                Some(("count", doomed.len().to_string().into())),
-            );
-        }
-        doomed.len()
+        lifecycle::drain(self, delayed, now).expect("the memory store does not fail")
     }
 
-    /// Removes up to `limit` (0 = all) jobs in `state` older than `grace` ms: by finish time for
-    /// finished jobs, by creation time otherwise. Active jobs under a live lock are kept.
+    /// Removes up to `limit` (0 = all) jobs in `state` older than `grace` ms
+    /// (`lifecycle::clean`).
     pub fn clean(
         &mut self,
         grace: Millis,
@@ -288,30 +259,7 @@ impl MemoryStore {
         state: JobState,
         now: Millis,
     ) -> Vec<String> {
-        let cutoff = now.saturating_sub(grace);
-        let limit = if limit == 0 { usize::MAX } else { limit };
-        let doomed: Vec<JobId> = self
-            .ids_in(state)
-            .filter(|id| {
-                let job = &self.jobs[*id];
-                let at = job.finished_on.unwrap_or(job.created_at);
-                at <= cutoff && job.lock.as_ref().is_none_or(|l| l.expires_at <= now)
-            })
-            .take(limit)
-            .cloned()
-            .collect();
-        for id in &doomed {
-            self.delete_releasing(id, now);
-        }
-        if !doomed.is_empty() {
-            self.events.push(
-                now,
-                "cleaned",
-                None,
-                Some(("count", doomed.len().to_string().into())),
-            );
-        }
-        doomed.iter().map(|id| id.to_string()).collect()
+        lifecycle::clean(self, grace, limit, state, now).expect("the memory store does not fail")
     }
 
     /// Deletes everything in the queue, job schedulers included. Pauses first; refused (and

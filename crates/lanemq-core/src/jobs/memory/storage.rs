@@ -67,6 +67,50 @@ impl JobStorage for MemoryStore {
         Ok(MemoryStore::delete(self, &key).map(|job| job.state))
     }
 
+    fn remove_job(&mut self, id: &Arc<str>, now: Millis) -> CoreResult<()> {
+        self.delete_releasing(id, now);
+        Ok(())
+    }
+
+    /// Parents hear of removed children when the group settles its flows, after the
+    /// operation, still under the lock.
+    fn settle_removals(&mut self, _now: Millis) -> CoreResult<()> {
+        Ok(())
+    }
+
+    fn drainable(&mut self, delayed: bool) -> CoreResult<Vec<Arc<str>>> {
+        let mut doomed: Vec<JobId> = self.waiting.values().cloned().collect();
+        if delayed {
+            let pending = self.pending_occurrence_ids();
+            doomed.extend(
+                self.delayed
+                    .iter()
+                    .filter(|(_, _, id)| !pending.contains(&**id))
+                    .map(|(_, _, id)| Arc::clone(id)),
+            );
+        }
+        Ok(doomed)
+    }
+
+    fn cleanable(
+        &mut self,
+        state: JobState,
+        cutoff: Millis,
+        limit: usize,
+        now: Millis,
+    ) -> CoreResult<Vec<Arc<str>>> {
+        Ok(self
+            .ids_in(state)
+            .filter(|id| {
+                let job = &self.jobs[*id];
+                let at = job.finished_on.unwrap_or(job.created_at);
+                at <= cutoff && job.lock.as_ref().is_none_or(|l| l.expires_at <= now)
+            })
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
     fn reserve_seq(&mut self, n: u64) -> CoreResult<u64> {
         let first = self.seq + 1;
         self.seq += n;

@@ -1,0 +1,24 @@
+"""The layout rules a reader relies on, checked by running the project's own scripts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_job_contract_and_lifecycle_use_no_implementation() -> None:
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "jobs-imports")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "OK: no contract, shared or lifecycle file uses an implementation" in run.stdout
+    # The listing names each group and the shared state machine's users.
+    for heading in ("# contract", "# shared", "# lifecycle", "# implementation"):
+        assert heading in run.stdout
+    assert "memory::storage" in run.stdout and "local::storage" in run.stdout

@@ -31,8 +31,9 @@ pub use flow::{AddedNode, Dependencies, DependencyCounts, FlowNode, ParentPolicy
 pub use local::LocalBackend;
 pub use memory::{Claimed, MemoryBackend, MemoryGroup, MemoryStore};
 pub use model::{
-    next_ready_at, rate_limit_end, rate_limited_until, wall_clock_ms, FinishedResult, Job,
-    JobState, Lock, Millis, JOB_STATES_COUNT, MAX_RATE_LIMIT_END,
+    check_max_active, check_rate_limit, next_ready_at, rate_limit_end, rate_limited_until,
+    wall_clock_ms, FinishedResult, Job, JobState, Lock, Millis, JOB_STATES_COUNT,
+    MAX_RATE_LIMIT_END,
 };
 pub use options::{
     check_payload, validate_job_id, Backoff, BackoffKind, Dedup, JobOptions, Retention,

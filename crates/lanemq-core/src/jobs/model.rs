@@ -188,6 +188,26 @@ impl Job {
 /// (Lua numbers, JSON), so a wait ends before 2^53 ms.
 pub const MAX_RATE_LIMIT_END: Millis = (1 << 53) - 1;
 
+/// Refuses a windowed rate limit that could never let a job through (`InvalidConfig`).
+pub fn check_rate_limit(max: u32, duration: Millis) -> CoreResult<()> {
+    if max == 0 || duration == 0 {
+        return Err(CoreError::InvalidConfig(format!(
+            "invalid rate limit: {max} per {duration} ms (both must be > 0)"
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses a global concurrency of 0 (`None` lifts the limit).
+pub fn check_max_active(max: Option<u32>) -> CoreResult<()> {
+    if max == Some(0) {
+        return Err(CoreError::InvalidConfig(
+            "invalid max_active: 0 (must be >= 1)".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// When a manual rate-limit wait of `duration` ms set at `now` ends; refused (`InvalidConfig`,
 /// nothing changed) when it is 0 or would end past `MAX_RATE_LIMIT_END`.
 pub fn rate_limit_end(duration: Millis, now: Millis) -> CoreResult<Millis> {

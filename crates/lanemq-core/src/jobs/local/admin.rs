@@ -1,8 +1,7 @@
 //! Edits of one job and of the queue, each one writer-thread operation.
 
-use crate::error::CoreError;
 use crate::jobs::contract::{BoxFuture, JobAdmin};
-use crate::jobs::model::{JobState, Millis};
+use crate::jobs::model::{check_max_active, check_rate_limit, JobState, Millis};
 
 use super::{manage, ops, refused, rows, LocalBackend};
 
@@ -85,11 +84,7 @@ impl JobAdmin for LocalBackend {
 
     fn set_rate_limit(&self, max: u32, duration: Millis) -> BoxFuture<()> {
         self.call(move |conn, _| {
-            if max == 0 || duration == 0 {
-                return Err(CoreError::InvalidConfig(format!(
-                    "invalid rate limit: {max} per {duration} ms (both must be > 0)"
-                )));
-            }
+            check_rate_limit(max, duration)?;
             rows::set_meta(conn, "rate_max", Some(&max.to_string()))?;
             rows::set_meta(conn, "rate_duration", Some(&duration.to_string()))
         })
@@ -129,11 +124,7 @@ impl JobAdmin for LocalBackend {
 
     fn set_max_active(&self, max: Option<u32>) -> BoxFuture<()> {
         self.call(move |conn, _| {
-            if max == Some(0) {
-                return Err(CoreError::InvalidConfig(
-                    "invalid max_active: 0 (must be >= 1)".into(),
-                ));
-            }
+            check_max_active(max)?;
             rows::set_meta(conn, "max_active", max.map(|m| m.to_string()).as_deref())
         })
     }

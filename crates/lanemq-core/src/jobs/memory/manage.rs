@@ -296,11 +296,7 @@ impl MemoryStore {
     }
 
     pub fn set_rate_limit(&mut self, max: u32, duration: Millis) -> CoreResult<()> {
-        if max == 0 || duration == 0 {
-            return Err(CoreError::InvalidConfig(format!(
-                "invalid rate limit: {max} per {duration} ms (both must be > 0)"
-            )));
-        }
+        crate::jobs::model::check_rate_limit(max, duration)?;
         self.rate_limit = Some((max, duration));
         Ok(())
     }
@@ -332,11 +328,7 @@ impl MemoryStore {
     }
 
     pub fn set_max_active(&mut self, max: Option<u32>) -> CoreResult<()> {
-        if max == Some(0) {
-            return Err(CoreError::InvalidConfig(
-                "invalid max_active: 0 (must be >= 1)".into(),
-            ));
-        }
+        crate::jobs::model::check_max_active(max)?;
         self.max_active = max;
         Ok(())
     }

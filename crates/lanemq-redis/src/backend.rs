@@ -1,6 +1,7 @@
 //! `RedisBackend`: the job contract on Redis, one Lua script per transition. This file holds the
-//! connection, the script call and adding, claiming and completing; `finish.rs`, `manage.rs`,
-//! `reads.rs` and `waits.rs` hold the rest.
+//! connection, the script call and adding, claiming and completing; the other files of the
+//! crate hold the rest, each concern of the contract in the file of its name (`lifecycle.rs`,
+//! `reads.rs`, `admin.rs`, `events.rs`, ...) and the blocking waits in `waits.rs`.
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};

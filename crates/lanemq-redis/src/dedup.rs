@@ -1,11 +1,12 @@
 //! Dedup keys read and deleted by id (`lua/dedup-36.lua`); adds, finishes, removals and retries
 //! update them inside their own scripts (`lua/jobs.lua`).
 
-use lanemq_core::jobs::Millis;
+use lanemq_core::jobs::{BoxFuture, JobDedup, Millis};
 use lanemq_core::{CoreError, CoreResult};
 
 use crate::backend::RedisBackend;
 use crate::decode::{items, text};
+use crate::job_backend::{call, RedisJobBackend};
 use crate::scripts;
 
 impl RedisBackend {
@@ -47,5 +48,15 @@ impl RedisBackend {
                 "redis: unexpected reply to a dedup key removal: {other:?}"
             ))),
         }
+    }
+}
+
+impl JobDedup for RedisJobBackend {
+    fn get_deduplication_job_id(&self, dedup_id: String, now: Millis) -> BoxFuture<Option<String>> {
+        call!(self, |b| b.get_deduplication_job_id(dedup_id, now))
+    }
+
+    fn remove_deduplication_key(&self, dedup_id: String, now: Millis) -> BoxFuture<bool> {
+        call!(self, |b| b.remove_deduplication_key(dedup_id, now))
     }
 }

@@ -7,13 +7,14 @@
 //! flow is linked first (`RedisBackend::link`), so the script gets their keys.
 
 use lanemq_core::jobs::flow::{self, AddedNode, Dependencies, DependencyCounts, FlowNode};
-use lanemq_core::jobs::{check_payload, JobOptions, Millis, ParentRef};
+use lanemq_core::jobs::{check_payload, BoxFuture, JobFlows, JobOptions, Millis, ParentRef};
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
 
+use crate::admin::{checked, count};
 use crate::backend::RedisBackend;
 use crate::decode::{self, items, text};
-use crate::manage::{checked, count};
+use crate::job_backend::{call, RedisJobBackend};
 use crate::scripts;
 
 /// A node's place in its flow, as `flow::check_nodes` names it in errors.
@@ -308,5 +309,45 @@ impl RedisBackend {
             .change(&scripts::FLOWS_OP, now, &["prune", &parent_id])
             .await?;
         count(checked(&parent_id, reply, "")?.first())
+    }
+}
+
+impl JobFlows for RedisJobBackend {
+    fn add_flow(&self, flow: FlowNode, now: Millis) -> BoxFuture<AddedNode> {
+        let limit = self.max_payload_bytes();
+        call!(self, |b| b.add_flow(flow, now, limit))
+    }
+
+    fn add_children(
+        &self,
+        parent_id: String,
+        token: String,
+        children: Vec<FlowNode>,
+        now: Millis,
+    ) -> BoxFuture<Vec<AddedNode>> {
+        let limit = self.max_payload_bytes();
+        call!(self, |b| b
+            .add_children(parent_id, token, children, now, limit))
+    }
+
+    fn get_dependencies(
+        &self,
+        parent_id: String,
+        cursors: [usize; 4],
+        count: Option<usize>,
+    ) -> BoxFuture<Dependencies> {
+        call!(self, |b| b.get_dependencies(parent_id, cursors, count))
+    }
+
+    fn get_dependencies_count(&self, parent_id: String) -> BoxFuture<DependencyCounts> {
+        call!(self, |b| b.get_dependencies_count(parent_id))
+    }
+
+    fn remove_child_dependency(&self, child_id: String, now: Millis) -> BoxFuture<bool> {
+        call!(self, |b| b.remove_child_dependency(child_id, now))
+    }
+
+    fn remove_unprocessed_children(&self, parent_id: String, now: Millis) -> BoxFuture<usize> {
+        call!(self, |b| b.remove_unprocessed_children(parent_id, now))
     }
 }

@@ -1,16 +1,17 @@
 //! The Redis (and Valkey) backend of lanemq: every state transition is one Lua script (see
 //! `lua/README.md` for the key layout); `RedisJobBackend` is the `JobBackend` the bindings use.
 
+mod admin;
 mod backend;
 mod compose;
 mod connect;
-mod contract;
 mod decode;
 mod dedup;
-mod finish;
+mod events;
 mod flows;
+mod job_backend;
 mod keys;
-mod manage;
+mod lifecycle;
 mod reads;
 mod resp;
 mod schedulers;
@@ -23,6 +24,6 @@ mod wire_calls;
 
 pub use backend::RedisBackend;
 pub use connect::{describe, is_tls, mask_url, EvictionPolicy};
-pub use contract::RedisJobBackend;
+pub use job_backend::RedisJobBackend;
 pub use keys::Keys;
 pub use server::{Server, ServerOptions, CONNECT_TIMEOUT, RESPONSE_TIMEOUT};

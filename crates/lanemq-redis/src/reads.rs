@@ -3,17 +3,13 @@
 use std::sync::Arc;
 
 use lanemq_core::jobs::{
-    event_name, field_name, index_range, known_event_name, rate_limited_until, FinishedResult, Job,
-    JobState, Millis, StreamEvent, Text,
+    index_range, rate_limited_until, BoxFuture, FinishedResult, Job, JobReads, JobState, Millis,
 };
 use lanemq_core::{CoreError, CoreResult};
-use redis::Value;
 
 use crate::backend::{count_jobs, RedisBackend};
-use crate::decode::{items, text};
+use crate::job_backend::{call, RedisJobBackend};
 use crate::keys::STATE_SETS;
-use crate::manage::unexpected;
-use crate::scripts;
 
 fn set_of(state: JobState) -> &'static str {
     STATE_SETS[JobState::ALL.iter().position(|s| *s == state).unwrap_or(0)]
@@ -168,70 +164,6 @@ impl RedisBackend {
         })
     }
 
-    /// Events with `start <= id <= end`, at most `limit` (0: all), oldest first. An entry's
-    /// id is its last event's (`parse_entry`), so the first entry read from `start` on may
-    /// begin before `start`, and entries are read a page at a time until one passes `end`.
-    /// Events below the floor of an explicit trim are gone (`lua/trim_events-36.lua`).
-    pub async fn read_events(
-        &self,
-        start: u64,
-        end: u64,
-        limit: usize,
-    ) -> CoreResult<Vec<StreamEvent>> {
-        const PAGE: usize = 500;
-        let events_key = self.keys.key("events");
-        let mut from = format!("{start}-0");
-        let mut out = Vec::new();
-        loop {
-            // Each page comes with the floor, in one round trip (most reads are one page).
-            let mut pipe = redis::pipe();
-            pipe.cmd("HGET")
-                .arg(self.keys.key("meta"))
-                .arg("events_floor");
-            pipe.cmd("XRANGE")
-                .arg(&events_key)
-                .arg(&from)
-                .arg("+")
-                .arg("COUNT")
-                .arg(PAGE);
-            let (floor, entries): (Option<u64>, Value) = self.query(&pipe).await?;
-            let lowest = start.max(floor.unwrap_or(0));
-            let entries = items(entries)?;
-            let full = entries.len() == PAGE;
-            for entry in entries {
-                for event in parse_entry(entry)? {
-                    if event.id > end || (limit > 0 && out.len() == limit) {
-                        return Ok(out);
-                    }
-                    from = format!("{}-0", event.id + 1);
-                    if event.id >= lowest {
-                        out.push(event);
-                    }
-                }
-            }
-            if !full {
-                return Ok(out);
-            }
-        }
-    }
-
-    pub async fn trim_events(&self, max_len: usize) -> CoreResult<usize> {
-        match self
-            .change(&scripts::TRIM_EVENTS, 0, &[&max_len.to_string()])
-            .await?
-        {
-            Value::Int(gone) => Ok(gone as usize),
-            other => Err(unexpected(&format!("trim_events: {other:?}"))),
-        }
-    }
-
-    pub async fn last_event_id(&self) -> CoreResult<u64> {
-        let mut pipe = redis::pipe();
-        pipe.cmd("HGET").arg(self.keys.key("meta")).arg("event");
-        let (last,): (Option<u64>,) = self.query(&pipe).await?;
-        Ok(last.unwrap_or(0))
-    }
-
     /// When a claim could next succeed (see `model::next_ready_at`), read in one round trip.
     pub(crate) async fn next_ready_at(&self, now: Millis) -> CoreResult<Option<Millis>> {
         let meta = self.keys.key("meta");
@@ -272,63 +204,52 @@ impl RedisBackend {
     }
 }
 
-/// The events of an entry `[id, [field, value, ...]]` of the events stream, oldest first. An
-/// entry holds the events of one script call (`emit` in `lua/common.lua`): `ts`, then per
-/// event `<name> <job id or "">`, then its own fields. Its id is the last event's; the others'
-/// ids precede it one by one. (An entry written before events were gathered holds one event,
-/// as `event <name> ts <ms> [job <id>]` and its fields: it reads the same.)
-pub(crate) fn parse_entry(entry: Value) -> CoreResult<Vec<StreamEvent>> {
-    let mut entry = items(entry)?.into_iter();
-    let id = entry.next().and_then(|v| text(&v)).unwrap_or_default();
-    let last: u64 = id
-        .split('-')
-        .next()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
-    let values: Vec<String> = entry
-        .next()
-        .map(items)
-        .transpose()?
-        .unwrap_or_default()
-        .iter()
-        .filter_map(text)
-        .collect();
-    let mut timestamp = 0;
-    let mut events: Vec<StreamEvent> = Vec::new();
-    let begun = |event: &'static str, job: Option<&str>| StreamEvent {
-        id: 0,
-        timestamp: 0,
-        event,
-        job_id: job.map(Arc::from),
-        field: None,
-        extra: None,
-    };
-    for pair in values.chunks(2) {
-        let [key, value] = pair else { continue };
-        if key == "ts" {
-            timestamp = value.parse().unwrap_or(0);
-        } else if let Some(name) = known_event_name(key) {
-            events.push(begun(name, Some(value.as_str()).filter(|v| !v.is_empty())));
-        } else if key == "event" {
-            events.push(begun(event_name(value), None)); // the older format
-        } else if let Some(event) = events.last_mut() {
-            if key == "job" {
-                event.job_id = Some(Arc::from(value.as_str())); // the older format
-                continue;
-            }
-            let field = (field_name(key), Text::Owned(value.clone()));
-            // The first other field is `field`; a second (deduplicated's) is `extra`.
-            if event.field.is_none() {
-                event.field = Some(field);
-            } else {
-                event.extra = Some(Box::new(field));
-            }
-        }
+impl JobReads for RedisJobBackend {
+    fn get_job(&self, id: String) -> BoxFuture<Option<Job>> {
+        call!(self, |b| async move { b.get_job(&id).await })
     }
-    let first = (last + 1).saturating_sub(events.len() as u64);
-    for (n, event) in events.iter_mut().enumerate() {
-        event.id = first + n as u64;
-        event.timestamp = timestamp;
+
+    fn get_state(&self, id: String) -> BoxFuture<Option<JobState>> {
+        call!(self, |b| async move { b.get_state(&id).await })
     }
-    Ok(events)
+
+    fn get_job_counts(&self, states: Vec<JobState>) -> BoxFuture<Vec<(JobState, usize)>> {
+        call!(self, |b| b.get_job_counts(states))
+    }
+
+    fn count_pending(&self) -> BoxFuture<usize> {
+        call!(self, |b| b.count_pending())
+    }
+
+    fn get_counts_per_priority(&self, priorities: Vec<u32>) -> BoxFuture<Vec<(u32, usize)>> {
+        call!(self, |b| b.get_counts_per_priority(priorities))
+    }
+
+    fn list_jobs(
+        &self,
+        states: Vec<JobState>,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> BoxFuture<Vec<Job>> {
+        call!(self, |b| b.list_jobs(states, start, end, ascending))
+    }
+
+    fn finished_result(&self, id: String) -> BoxFuture<FinishedResult> {
+        call!(self, |b| async move { b.finished_result(&id).await })
+    }
+
+    fn wait_finished(&self, id: String, timeout: Option<Millis>) -> BoxFuture<FinishedResult> {
+        call!(self, |b| async move { b.wait_finished(&id, timeout).await })
+    }
+
+    fn get_logs(
+        &self,
+        id: String,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> BoxFuture<(Vec<String>, usize)> {
+        call!(self, |b| b.get_logs(id, start, end, ascending))
+    }
 }

@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 use lanemq_core::jobs::scheduler::{
     self, occurrence_id, Current, JobScheduler, OnClaim, OnUpsert, Template,
 };
-use lanemq_core::jobs::{Job, JobOptions, JobState, Millis};
+use lanemq_core::jobs::{BoxFuture, Job, JobOptions, JobSchedulers, JobState, Millis};
 use lanemq_core::schedule::{Repeat, ScheduleSpec};
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
@@ -22,6 +22,7 @@ use serde::Deserialize;
 
 use crate::backend::RedisBackend;
 use crate::decode::{self, items, text};
+use crate::job_backend::{call, RedisJobBackend};
 use crate::scripts;
 
 /// How many run times a cron record carries after its next run.
@@ -437,5 +438,40 @@ impl RedisBackend {
     pub async fn remove_scheduler(&self, key: String, now: Millis) -> CoreResult<bool> {
         let reply = self.sched_op(now, vec!["remove".into(), key]).await?;
         Ok(reply_kind(&reply).as_deref() == Some("1"))
+    }
+}
+
+impl JobSchedulers for RedisJobBackend {
+    fn upsert_scheduler(
+        &self,
+        key: String,
+        spec: ScheduleSpec,
+        template: Template,
+        now: Millis,
+    ) -> BoxFuture<Job> {
+        let limit = self.max_payload_bytes();
+        call!(self, |b| b
+            .upsert_scheduler(key, spec, template, now, limit))
+    }
+
+    fn get_scheduler(&self, key: String) -> BoxFuture<Option<JobScheduler>> {
+        call!(self, |b| b.get_scheduler(key))
+    }
+
+    fn list_schedulers(
+        &self,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> BoxFuture<Vec<JobScheduler>> {
+        call!(self, |b| b.list_schedulers(start, end, ascending))
+    }
+
+    fn count_schedulers(&self) -> BoxFuture<usize> {
+        call!(self, |b| b.count_schedulers())
+    }
+
+    fn remove_scheduler(&self, key: String, now: Millis) -> BoxFuture<bool> {
+        call!(self, |b| b.remove_scheduler(key, now))
     }
 }

@@ -12,7 +12,7 @@ use redis::Value;
 
 use crate::backend::RedisBackend;
 use crate::decode::items;
-use crate::reads::parse_entry;
+use crate::events::parse_entry;
 use crate::server::Live;
 
 /// The longest single block, so a waiter also notices changes that set no marker.

@@ -13,8 +13,8 @@ use lanemq_core::CoreResult;
 use redis::Value;
 
 use crate::backend::RedisBackend;
-use crate::contract::RedisJobBackend;
 use crate::decode;
+use crate::job_backend::RedisJobBackend;
 use crate::resp;
 use crate::scripts::{self, LuaScript};
 use crate::wire::RedisWire;

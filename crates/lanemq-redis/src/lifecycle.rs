@@ -1,13 +1,17 @@
 //! Finishing and lease transitions on Redis: fail, renew, move to delayed, release, stall
 //! recovery (one Lua script each, `lua/{fail,renew,delay,release,recover}-36.lua`), and the
-//! lock check `holds_lock`.
+//! lock check `holds_lock`; and `JobLifecycle` for `RedisJobBackend` (adding, claiming and
+//! completing themselves are in `backend.rs`, beside the script call they share with the wire).
 
-use lanemq_core::jobs::{FailOutcome, Failure, Millis};
+use lanemq_core::jobs::{
+    BoxFuture, Completion, FailOutcome, Failure, Job, JobLifecycle, Millis, NewJob,
+};
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
 
 use crate::backend::RedisBackend;
 use crate::decode::{self, outcome, text};
+use crate::job_backend::{call, RedisJobBackend};
 use crate::scripts;
 
 fn flag(on: bool) -> String {
@@ -150,5 +154,92 @@ impl RedisBackend {
             .map_err(|e| self.error(e))?;
         let expires = expires.and_then(|e| e.parse::<Millis>().ok());
         Ok(held.as_deref() == Some(token.as_str()) && expires.is_some_and(|e| e > now))
+    }
+}
+
+impl JobLifecycle for RedisJobBackend {
+    fn add(&self, job: NewJob, now: Millis) -> BoxFuture<(Job, bool)> {
+        let limit = self.max_payload_bytes();
+        call!(self, |b| async move {
+            Ok(b.add_bulk(vec![job], now, limit).await?.remove(0))
+        })
+    }
+
+    fn add_bulk(&self, jobs: Vec<NewJob>, now: Millis) -> BoxFuture<Vec<(Job, bool)>> {
+        let limit = self.max_payload_bytes();
+        call!(self, |b| b.add_bulk(jobs, now, limit))
+    }
+
+    fn claim(
+        &self,
+        worker_id: String,
+        lease: Millis,
+        max_jobs: usize,
+        now: Millis,
+    ) -> BoxFuture<Vec<Job>> {
+        call!(self, |b| async move {
+            b.claim(&worker_id, lease, max_jobs, now).await
+        })
+    }
+
+    fn wait_for_job(&self, timeout: Option<Millis>) -> BoxFuture<bool> {
+        call!(self, |b| b.wait_for_job(timeout))
+    }
+
+    fn complete_many(&self, items: Vec<Completion>, now: Millis) -> BoxFuture<Vec<CoreResult<()>>> {
+        call!(self, |b| b.complete_many(items, now))
+    }
+
+    fn complete_and_claim(
+        &self,
+        items: Vec<Completion>,
+        worker_id: String,
+        lease: Millis,
+        max_jobs: usize,
+        now: Millis,
+    ) -> BoxFuture<(Vec<CoreResult<()>>, Vec<Job>)> {
+        call!(self, |b| async move {
+            b.complete_and_claim(items, &worker_id, lease, max_jobs, now)
+                .await
+        })
+    }
+
+    fn fail_many(
+        &self,
+        items: Vec<Failure>,
+        now: Millis,
+    ) -> BoxFuture<Vec<CoreResult<FailOutcome>>> {
+        call!(self, |b| b.fail_many(items, now))
+    }
+
+    fn renew_many(
+        &self,
+        items: Vec<(String, String)>,
+        lease: Millis,
+        now: Millis,
+    ) -> BoxFuture<Vec<CoreResult<()>>> {
+        call!(self, |b| b.renew_many(items, lease, now))
+    }
+
+    fn move_to_delayed(
+        &self,
+        id: String,
+        token: String,
+        until: Millis,
+        now: Millis,
+    ) -> BoxFuture<()> {
+        call!(self, |b| b.move_to_delayed(id, token, until, now))
+    }
+
+    fn release(&self, id: String, token: String, now: Millis) -> BoxFuture<()> {
+        call!(self, |b| b.release(id, token, now))
+    }
+
+    fn recover_stalled(&self, now: Millis) -> BoxFuture<(Vec<String>, Vec<String>)> {
+        call!(self, |b| b.recover_stalled(now))
+    }
+
+    fn holds_lock(&self, id: String, token: String, now: Millis) -> BoxFuture<bool> {
+        call!(self, |b| b.holds_lock(id, token, now))
     }
 }

@@ -7,13 +7,15 @@
 //! except obliterate's pause).
 
 use lanemq_core::jobs::{
-    index_range, rate_limit_end, rate_limited_until, wall_clock_ms, JobOptions, JobState, Millis,
+    check_payload, index_range, rate_limit_end, rate_limited_until, wall_clock_ms, BoxFuture,
+    JobAdmin, JobOptions, JobState, Millis,
 };
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
 
 use crate::backend::{count_jobs, RedisBackend};
 use crate::decode::{items, text};
+use crate::job_backend::{call, RedisJobBackend};
 use crate::keys::JOB_FIELDS;
 use crate::scripts::{self, LuaScript};
 
@@ -418,5 +420,131 @@ impl RedisBackend {
         count_jobs(&mut pipe, self.keys.key("active"));
         let (max, active): (Option<u32>, usize) = self.query(&pipe).await?;
         Ok(max.is_some_and(|max| active >= max as usize))
+    }
+}
+
+impl JobAdmin for RedisJobBackend {
+    fn promote(&self, id: String, now: Millis) -> BoxFuture<()> {
+        call!(self, |b| b.promote(id, now))
+    }
+
+    fn reschedule(&self, id: String, until: Millis, now: Millis) -> BoxFuture<()> {
+        call!(self, |b| b.reschedule(id, until, now))
+    }
+
+    fn retry_job(&self, id: String, now: Millis) -> BoxFuture<()> {
+        call!(self, |b| b.retry_job(id, now))
+    }
+
+    fn update_priority(&self, id: String, priority: u32, lifo: bool) -> BoxFuture<()> {
+        call!(self, |b| b.update_priority(id, priority, lifo))
+    }
+
+    fn update_data(&self, id: String, data: String) -> BoxFuture<()> {
+        let limit = self.max_payload_bytes();
+        call!(self, |b| async move {
+            check_payload(&data, limit)?;
+            b.update_data(id, data).await
+        })
+    }
+
+    fn update_progress(&self, id: String, progress: String, now: Millis) -> BoxFuture<()> {
+        call!(self, |b| b.update_progress(id, progress, now))
+    }
+
+    fn add_log(&self, id: String, line: String, keep: usize) -> BoxFuture<usize> {
+        call!(self, |b| b.add_log(id, line, keep))
+    }
+
+    fn clear_logs(&self, id: String, keep: usize) -> BoxFuture<()> {
+        call!(self, |b| b.clear_logs(id, keep))
+    }
+
+    fn save_stacktrace(
+        &self,
+        id: String,
+        lines: Vec<String>,
+        reason: Option<String>,
+    ) -> BoxFuture<()> {
+        call!(self, |b| b.save_stacktrace(id, lines, reason))
+    }
+
+    fn remove(&self, id: String, now: Millis) -> BoxFuture<()> {
+        call!(self, |b| b.remove(id, now))
+    }
+
+    fn pause(&self, now: Millis) -> BoxFuture<()> {
+        call!(self, |b| b.pause(now))
+    }
+
+    fn resume(&self, now: Millis) -> BoxFuture<()> {
+        call!(self, |b| b.resume(now))
+    }
+
+    fn is_paused(&self) -> BoxFuture<bool> {
+        call!(self, |b| b.is_paused())
+    }
+
+    fn drain(&self, delayed: bool, now: Millis) -> BoxFuture<usize> {
+        call!(self, |b| b.drain(delayed, now))
+    }
+
+    fn clean(
+        &self,
+        grace: Millis,
+        limit: usize,
+        state: JobState,
+        now: Millis,
+    ) -> BoxFuture<Vec<String>> {
+        call!(self, |b| b.clean(grace, limit, state, now))
+    }
+
+    fn obliterate(&self, force: bool, now: Millis) -> BoxFuture<()> {
+        call!(self, |b| b.obliterate(force, now))
+    }
+
+    fn set_rate_limit(&self, max: u32, duration: Millis) -> BoxFuture<()> {
+        call!(self, |b| b.set_rate_limit(max, duration))
+    }
+
+    fn get_rate_limit(&self) -> BoxFuture<Option<(u32, Millis)>> {
+        call!(self, |b| b.get_rate_limit())
+    }
+
+    fn clear_rate_limit(&self) -> BoxFuture<()> {
+        call!(self, |b| b.clear_rate_limit())
+    }
+
+    fn rate_limit(&self, duration: Millis, now: Millis) -> BoxFuture<()> {
+        call!(self, |b| b.rate_limit(duration, now))
+    }
+
+    fn get_rate_limit_ttl(&self, now: Millis) -> BoxFuture<Millis> {
+        call!(self, |b| b.get_rate_limit_ttl(now))
+    }
+
+    fn remove_rate_limit_key(&self) -> BoxFuture<()> {
+        call!(self, |b| b.remove_rate_limit_key())
+    }
+
+    fn remove_orphaned_jobs(&self) -> BoxFuture<usize> {
+        call!(self, |b| b.remove_orphaned_jobs())
+    }
+
+    fn set_max_active(&self, max: Option<u32>) -> BoxFuture<()> {
+        call!(self, |b| b.set_max_active(max))
+    }
+
+    fn get_max_active(&self) -> BoxFuture<Option<u32>> {
+        call!(self, |b| b.get_max_active())
+    }
+
+    fn is_maxed(&self) -> BoxFuture<bool> {
+        call!(self, |b| b.is_maxed())
+    }
+
+    fn close(&self) -> BoxFuture<()> {
+        self.backend().close();
+        Box::pin(std::future::ready(Ok(())))
     }
 }

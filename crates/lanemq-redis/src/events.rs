@@ -1,0 +1,161 @@
+//! The queue's event stream on Redis: a stream of entries, one per script call, each holding
+//! that call's events (`emit` in `lua/common.lua`). Waiting for new events is in `waits.rs`.
+
+use std::sync::Arc;
+
+use lanemq_core::jobs::{
+    event_name, field_name, known_event_name, BoxFuture, JobEvents, Millis, StreamEvent, Text,
+};
+use lanemq_core::CoreResult;
+use redis::Value;
+
+use crate::admin::unexpected;
+use crate::backend::RedisBackend;
+use crate::decode::{items, text};
+use crate::job_backend::{call, RedisJobBackend};
+use crate::scripts;
+
+impl RedisBackend {
+    /// Events with `start <= id <= end`, at most `limit` (0: all), oldest first. An entry's
+    /// id is its last event's (`parse_entry`), so the first entry read from `start` on may
+    /// begin before `start`, and entries are read a page at a time until one passes `end`.
+    /// Events below the floor of an explicit trim are gone (`lua/trim_events-36.lua`).
+    pub async fn read_events(
+        &self,
+        start: u64,
+        end: u64,
+        limit: usize,
+    ) -> CoreResult<Vec<StreamEvent>> {
+        const PAGE: usize = 500;
+        let events_key = self.keys.key("events");
+        let mut from = format!("{start}-0");
+        let mut out = Vec::new();
+        loop {
+            // Each page comes with the floor, in one round trip (most reads are one page).
+            let mut pipe = redis::pipe();
+            pipe.cmd("HGET")
+                .arg(self.keys.key("meta"))
+                .arg("events_floor");
+            pipe.cmd("XRANGE")
+                .arg(&events_key)
+                .arg(&from)
+                .arg("+")
+                .arg("COUNT")
+                .arg(PAGE);
+            let (floor, entries): (Option<u64>, Value) = self.query(&pipe).await?;
+            let lowest = start.max(floor.unwrap_or(0));
+            let entries = items(entries)?;
+            let full = entries.len() == PAGE;
+            for entry in entries {
+                for event in parse_entry(entry)? {
+                    if event.id > end || (limit > 0 && out.len() == limit) {
+                        return Ok(out);
+                    }
+                    from = format!("{}-0", event.id + 1);
+                    if event.id >= lowest {
+                        out.push(event);
+                    }
+                }
+            }
+            if !full {
+                return Ok(out);
+            }
+        }
+    }
+
+    pub async fn trim_events(&self, max_len: usize) -> CoreResult<usize> {
+        match self
+            .change(&scripts::TRIM_EVENTS, 0, &[&max_len.to_string()])
+            .await?
+        {
+            Value::Int(gone) => Ok(gone as usize),
+            other => Err(unexpected(&format!("trim_events: {other:?}"))),
+        }
+    }
+
+    pub async fn last_event_id(&self) -> CoreResult<u64> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("HGET").arg(self.keys.key("meta")).arg("event");
+        let (last,): (Option<u64>,) = self.query(&pipe).await?;
+        Ok(last.unwrap_or(0))
+    }
+}
+
+/// The events of an entry `[id, [field, value, ...]]` of the events stream, oldest first. An
+/// entry holds the events of one script call (`emit` in `lua/common.lua`): `ts`, then per
+/// event `<name> <job id or "">`, then its own fields. Its id is the last event's; the others'
+/// ids precede it one by one. (An entry written before events were gathered holds one event,
+/// as `event <name> ts <ms> [job <id>]` and its fields: it reads the same.)
+pub(crate) fn parse_entry(entry: Value) -> CoreResult<Vec<StreamEvent>> {
+    let mut entry = items(entry)?.into_iter();
+    let id = entry.next().and_then(|v| text(&v)).unwrap_or_default();
+    let last: u64 = id
+        .split('-')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    let values: Vec<String> = entry
+        .next()
+        .map(items)
+        .transpose()?
+        .unwrap_or_default()
+        .iter()
+        .filter_map(text)
+        .collect();
+    let mut timestamp = 0;
+    let mut events: Vec<StreamEvent> = Vec::new();
+    let begun = |event: &'static str, job: Option<&str>| StreamEvent {
+        id: 0,
+        timestamp: 0,
+        event,
+        job_id: job.map(Arc::from),
+        field: None,
+        extra: None,
+    };
+    for pair in values.chunks(2) {
+        let [key, value] = pair else { continue };
+        if key == "ts" {
+            timestamp = value.parse().unwrap_or(0);
+        } else if let Some(name) = known_event_name(key) {
+            events.push(begun(name, Some(value.as_str()).filter(|v| !v.is_empty())));
+        } else if key == "event" {
+            events.push(begun(event_name(value), None)); // the older format
+        } else if let Some(event) = events.last_mut() {
+            if key == "job" {
+                event.job_id = Some(Arc::from(value.as_str())); // the older format
+                continue;
+            }
+            let field = (field_name(key), Text::Owned(value.clone()));
+            // The first other field is `field`; a second (deduplicated's) is `extra`.
+            if event.field.is_none() {
+                event.field = Some(field);
+            } else {
+                event.extra = Some(Box::new(field));
+            }
+        }
+    }
+    let first = (last + 1).saturating_sub(events.len() as u64);
+    for (n, event) in events.iter_mut().enumerate() {
+        event.id = first + n as u64;
+        event.timestamp = timestamp;
+    }
+    Ok(events)
+}
+
+impl JobEvents for RedisJobBackend {
+    fn read_events(&self, start: u64, end: u64, limit: usize) -> BoxFuture<Vec<StreamEvent>> {
+        call!(self, |b| b.read_events(start, end, limit))
+    }
+
+    fn trim_events(&self, max_len: usize) -> BoxFuture<usize> {
+        call!(self, |b| b.trim_events(max_len))
+    }
+
+    fn last_event_id(&self) -> BoxFuture<u64> {
+        call!(self, |b| b.last_event_id())
+    }
+
+    fn wait_events(&self, after: u64, timeout: Option<Millis>) -> BoxFuture<bool> {
+        call!(self, |b| b.wait_events(after, timeout))
+    }
+}

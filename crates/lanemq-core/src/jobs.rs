@@ -20,7 +20,6 @@ mod paging;
 pub mod scheduler;
 #[cfg(test)]
 mod tests;
-mod wire;
 
 pub use contract::{
     ready, BoxFuture, Completion, FailOutcome, Failure, JobAdmin, JobBackend, JobDedup, JobEvents,
@@ -41,4 +40,3 @@ pub use options::{
 };
 pub use paging::index_range;
 pub use scheduler::{JobScheduler, Template};
-pub use wire::{CompletedAndClaimed, Settle, Settled, Wire, WireCall, WireCalls};

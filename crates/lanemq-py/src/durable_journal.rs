@@ -1,15 +1,17 @@
 //! `DurableJournal`: the core's fsynced key/value journal for Python. Writes run on tokio's
-//! blocking pool and are awaited from asyncio, so an fsync never stalls the event loop, and
+//! blocking pool and are awaited from asyncio (through `ready::resolve`, as backend calls are), so an fsync never stalls the event loop, and
 //! concurrent writes share one fsync (the journal's group commit).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use lanemq_core::jobs::BoxFuture;
 use lanemq_core::journal::{Journal, JournalOp};
 use lanemq_core::CoreError;
 use pyo3::prelude::*;
 
 use crate::errors::to_py;
+use crate::ready;
 
 #[pyclass(frozen, module = "lanemq._core")]
 pub struct DurableJournal {
@@ -19,13 +21,17 @@ pub struct DurableJournal {
     entries: std::sync::Mutex<Option<Vec<(String, String)>>>,
 }
 
-async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, CoreError> + Send + 'static,
-) -> PyResult<T> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| to_py(CoreError::Storage(format!("journal task failed: {e}"))))?
-        .map_err(to_py)
+/// Awaits `work` from asyncio, run on the blocking pool.
+fn blocking<'py>(
+    py: Python<'py>,
+    work: impl FnOnce() -> Result<(), CoreError> + Send + 'static,
+) -> PyResult<Bound<'py, PyAny>> {
+    let future: BoxFuture<()> = Box::pin(async move {
+        tokio::task::spawn_blocking(work)
+            .await
+            .map_err(|e| CoreError::Storage(format!("journal task failed: {e}")))?
+    });
+    ready::resolve(py, future, Ok, false)
 }
 
 impl DurableJournal {
@@ -64,13 +70,13 @@ impl DurableJournal {
     /// Stores `value` under `key`; the returned awaitable completes once it is on disk.
     fn put<'py>(&self, py: Python<'py>, key: String, value: String) -> PyResult<Bound<'py, PyAny>> {
         let journal = self.journal()?;
-        pyo3_async_runtimes::tokio::future_into_py(py, blocking(move || journal.put(&key, &value)))
+        blocking(py, move || journal.put(&key, &value))
     }
 
     /// Removes `key` (a missing key is fine); completes once the removal is on disk.
     fn delete<'py>(&self, py: Python<'py>, key: String) -> PyResult<Bound<'py, PyAny>> {
         let journal = self.journal()?;
-        pyo3_async_runtimes::tokio::future_into_py(py, blocking(move || journal.delete(&key)))
+        blocking(py, move || journal.delete(&key))
     }
 
     /// Applies puts (`(key, value)`) and deletes (`(key, None)`) atomically: after a crash
@@ -88,7 +94,7 @@ impl DurableJournal {
             })
             .collect();
         let journal = self.journal()?;
-        pyo3_async_runtimes::tokio::future_into_py(py, blocking(move || journal.apply(ops)))
+        blocking(py, move || journal.apply(ops))
     }
 
     /// Releases the file and its lock (at once, unless writes are still in flight).

@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use lanemq_core::jobs::{
     wall_clock_ms, BoxFuture, Completion, FailOutcome, Failure, FinishedResult, JobBackend,
-    JobState, LocalBackend, NewJob, StoreConfig, Template, WireCalls,
+    JobState, LocalBackend, NewJob, StoreConfig, Template,
 };
 use lanemq_core::{CoreError, CoreResult};
-use lanemq_redis::{RedisBackend, RedisJobBackend, Server, ServerOptions};
+use lanemq_redis::{RedisBackend, RedisJobBackend, Server, ServerOptions, WireCalls};
 use pyo3::prelude::*;
 
 use crate::bridge::{count, Int};
@@ -134,6 +134,19 @@ impl JobQueueCore {
             .as_ref()
             .ok_or_else(|| to_py(CoreError::Refused("not a Redis queue".into())))
     }
+}
+
+/// A hot call (`add`, `add_bulk`, `claim`, `complete_many`, `complete_and_claim`: the methods
+/// `WireCalls` and `JobLifecycle` share) on the running loop's wire if this queue has one
+/// there (see `JobQueueCore::link`), else the ordinary way: the one place that chooses. Its
+/// value is converted by `$convert` either way.
+macro_rules! hot_call {
+    ($self:ident, $py:ident, $method:ident($($arg:expr),* $(,)?), $convert:expr) => {
+        match $self.link($py)? {
+            Some((wired, link)) => WireLink::call(&link, wired.calls.$method($($arg),*), $convert),
+            None => $self.resolve($py, $self.backend.$method($($arg),*), $convert),
+        }
+    };
 }
 
 fn new_job(name: String, data: String, options: Option<JobOptions>) -> NewJob {
@@ -401,11 +414,7 @@ impl JobQueueCore {
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
         let job = new_job(name, data, options);
-        let convert = |(job, _)| Ok(JobRecord::from(job));
-        if let Some((wired, link)) = self.link(py)? {
-            return WireLink::call(&link, wired.calls.add(job, now), convert);
-        }
-        self.resolve(py, self.backend.add(job, now), convert)
+        hot_call!(self, py, add(job, now), |(job, _)| Ok(JobRecord::from(job)))
     }
 
     fn add_bulk<'py>(
@@ -421,10 +430,7 @@ impl JobQueueCore {
                 .map(|(job, _)| JobRecord::from(job))
                 .collect::<Vec<_>>())
         };
-        if let Some((wired, link)) = self.link(py)? {
-            return WireLink::call(&link, wired.calls.add_bulk(jobs, now), convert);
-        }
-        self.resolve(py, self.backend.add_bulk(jobs, now), convert)
+        hot_call!(self, py, add_bulk(jobs, now), convert)
     }
 
     fn claim<'py>(
@@ -435,15 +441,7 @@ impl JobQueueCore {
         max_jobs: usize,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        if let Some((wired, link)) = self.link(py)? {
-            let call = wired.calls.claim(worker_id, lease, max_jobs, now);
-            return WireLink::call(&link, call, records);
-        }
-        self.resolve(
-            py,
-            self.backend.claim(worker_id, lease, max_jobs, now),
-            records,
-        )
+        hot_call!(self, py, claim(worker_id, lease, max_jobs, now), records)
     }
 
     #[pyo3(signature = (timeout=None))]
@@ -501,10 +499,7 @@ impl JobQueueCore {
             .map(|(id, token, result)| Completion { id, token, result })
             .collect();
         let convert = move |outcomes| Ok(refusals(ids, outcomes));
-        if let Some((wired, link)) = self.link(py)? {
-            return WireLink::call(&link, wired.calls.complete_many(items, now), convert);
-        }
-        self.resolve(py, self.backend.complete_many(items, now), convert)
+        hot_call!(self, py, complete_many(items, now), convert)
     }
 
     /// `complete_many`, then `claim`, in one backend step: awaits `((id, error) for those
@@ -524,16 +519,12 @@ impl JobQueueCore {
             .map(|(id, token, result)| Completion { id, token, result })
             .collect();
         let convert = move |(outcomes, claimed)| Ok((refusals(ids, outcomes), records(claimed)?));
-        if let Some((wired, link)) = self.link(py)? {
-            let call = wired
-                .calls
-                .complete_and_claim(items, worker_id, lease, max_jobs, now);
-            return WireLink::call(&link, call, convert);
-        }
-        let future = self
-            .backend
-            .complete_and_claim(items, worker_id, lease, max_jobs, now);
-        self.resolve(py, future, convert)
+        hot_call!(
+            self,
+            py,
+            complete_and_claim(items, worker_id, lease, max_jobs, now),
+            convert
+        )
     }
 
     /// Completes one job; raises `LockMismatchError` / `JobStateError` / `JobNotFoundError`.
@@ -548,10 +539,7 @@ impl JobQueueCore {
         let items = vec![Completion { id, token, result }];
         let convert =
             |mut outcomes: Vec<CoreResult<()>>| outcomes.pop().unwrap_or(Ok(())).map_err(to_py);
-        if let Some((wired, link)) = self.link(py)? {
-            return WireLink::call(&link, wired.calls.complete_many(items, now), convert);
-        }
-        self.resolve(py, self.backend.complete_many(items, now), convert)
+        hot_call!(self, py, complete_many(items, now), convert)
     }
 
     /// Fails `(id, token, error, stacktrace, retry)` items; awaits `(id, retried, error)`.

@@ -16,28 +16,12 @@ mod job_record;
 mod lane_config;
 mod lane_scheduler;
 mod ready;
+mod runtime;
 mod scheduler_record;
 mod wire_link;
 
-/// The runtime that drives backend futures: one worker thread. A call's round trip crosses
-/// threads twice (the loop's thread hands the request to the runtime, the runtime hands the
-/// reply back through the hub), and on a small machine each wake-up of a sleeping thread costs
-/// more than the work; with more workers, an unparked worker also wakes its siblings to look
-/// for work. Measured on 2 cores (`benches/compare.py`, a worker at concurrency 100 and an
-/// idle-worker latency run): one worker processed ~15% more jobs/s and cut latency ~10%. The
-/// work on it is I/O and encoding; blocking work goes to `spawn_blocking`'s pool.
-fn init_runtime() {
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    builder
-        .worker_threads(1)
-        .thread_name("lanemq-runtime")
-        .enable_all();
-    pyo3_async_runtimes::tokio::init(builder);
-}
-
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    init_runtime();
     // The crate's version is the package's (pyproject.toml takes it from Cargo.toml), so the
     // binary and `lanemq.__version__` cannot disagree.
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -60,7 +60,7 @@ where
         Poll::Pending
     } else {
         // Timers and notifications created during the first poll need the runtime's context.
-        let _runtime = pyo3_async_runtimes::tokio::get_runtime().enter();
+        let _runtime = crate::runtime::runtime().enter();
         future
             .as_mut()
             .poll(&mut Context::from_waker(Waker::noop()))
@@ -126,7 +126,7 @@ pub fn spawn_into<T, U, F>(
     F: FnOnce(T) -> PyResult<U> + Send + 'static,
 {
     let finish = hub.borrow().register(asyncio_future.clone().unbind());
-    pyo3_async_runtimes::tokio::get_runtime().spawn(async move {
+    crate::runtime::runtime().spawn(async move {
         let outcome = future.await;
         finish(Box::new(move |py: Python<'_>| {
             to_python(py, outcome, convert)

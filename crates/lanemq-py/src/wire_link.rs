@@ -1,4 +1,4 @@
-//! `WireLink`: a backend's wire (`lanemq_core::jobs::Wire`) driven by one asyncio event loop,
+//! `WireLink`: a backend's wire (`lanemq_redis::Wire`) driven by one asyncio event loop,
 //! and `Wired`, a queue's share of its server's wire, kept open and attached to the loop that
 //! uses it (one wire per server: the queues of one server share it).
 //!
@@ -18,8 +18,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use lanemq_core::jobs::{Settle, Settled, Wire, WireCall, WireCalls};
 use lanemq_core::{CoreError, CoreResult};
+use lanemq_redis::{Settle, Settled, Wire, WireCall, WireCalls};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::{MutexExt, PyOnceLock};
@@ -492,7 +492,7 @@ impl Wired {
 
     /// Opens a new wire on the runtime; it waits as `Spare` for the next call.
     fn reopen(&self) {
-        pyo3_async_runtimes::tokio::get_runtime().spawn(self.opening());
+        crate::runtime::runtime().spawn(self.opening());
     }
 
     /// Opens the wire (the slot is `Opening`); it waits as `Spare` for the next call.

@@ -27,3 +27,5 @@ pub use connect::{describe, is_tls, mask_url, EvictionPolicy};
 pub use job_backend::RedisJobBackend;
 pub use keys::Keys;
 pub use server::{Server, ServerOptions, CONNECT_TIMEOUT, RESPONSE_TIMEOUT};
+pub use wire::Wire;
+pub use wire_calls::{CompletedAndClaimed, Settle, Settled, WireCall, WireCalls};

@@ -1,5 +1,6 @@
-//! `RedisWire`: a plain non-blocking socket to the server for calls an event loop drives (see
-//! `lanemq_core::jobs::Wire`). `resp` splits its replies and decodes them.
+//! `Wire`, a non-blocking connection that the caller's event loop drives (the calls made on it
+//! are `wire_calls`'s), and `RedisWire`, the plain socket to the server that is one. `resp`
+//! splits its replies and decodes them.
 //!
 //! It speaks RESP2, which a connection gets until it says HELLO: the replies of our scripts
 //! are the same in both. TLS is left to the ordinary connection (`open` refuses it).
@@ -10,11 +11,25 @@ use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-use lanemq_core::jobs::Wire;
 use lanemq_core::{CoreError, CoreResult};
 
 use crate::resp::frame;
 use redis::{ConnectionAddr, ConnectionInfo};
+
+/// A non-blocking connection to the backend's server, speaking its protocol.
+pub trait Wire: Send {
+    /// The descriptor the event loop watches.
+    fn fileno(&self) -> i32;
+    /// The server, for messages (never with a password).
+    fn address(&self) -> &str;
+    /// Writes what the socket takes now (`WouldBlock` when it takes nothing).
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize>;
+    /// Reads what has arrived (`Ok(0)`: the server closed the connection).
+    fn read(&mut self, into: &mut [u8]) -> io::Result<usize>;
+    /// The length of the first whole reply in `buffered`, `None` while it is incomplete, or an
+    /// error if the bytes are not the protocol (the connection is then unusable).
+    fn frame(&self, buffered: &[u8]) -> Result<Option<usize>, String>;
+}
 
 enum Stream {
     Tcp(TcpStream),

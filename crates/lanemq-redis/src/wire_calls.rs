@@ -1,14 +1,26 @@
-//! `RedisJobBackend`'s hot calls for a wire (`lanemq_core::jobs::WireCalls`): the same script
-//! calls as the ordinary ones, with the same arguments and replies. A reply that `run` would
-//! answer by calling again (the server lost the library, a flow needs a queue linked) and a
-//! claim of a scheduler's job (whose upkeep takes more calls) go on as the ordinary call.
+//! Calls on a connection that the caller's event loop drives (`wire::Wire`), and
+//! `RedisJobBackend`'s.
+//!
+//! A backend's ordinary calls run on the tokio runtime, which costs an awaited call two thread
+//! hand-offs (to the runtime and back to the event loop). On a machine of two cores a bare
+//! round trip that way took 93-144 us, against 53-66 us on a socket the loop watches itself
+//! (`benches/round_trip.py` has the latter). A backend that can also speak over a plain
+//! non-blocking socket offers `WireCalls`: each call comes back as the request's bytes and a
+//! function that reads its reply. The bindings write the request from the caller's thread, the
+//! event loop reads the socket when it is readable, and replies are matched to requests in
+//! order, as the server answers them.
+//!
+//! `RedisJobBackend`'s wire calls are the same script calls as the ordinary ones, with the same
+//! arguments and replies. A reply that `run` would answer by calling again (the server lost the
+//! library, a flow needs a queue linked) and a claim of a scheduler's job (whose upkeep takes
+//! more calls) go on as the ordinary call.
+//!
+//! Only this backend (and the bindings, which drive it) speak this: an in-process backend has
+//! no socket for a loop to watch, so it is no part of the job contract in `lanemq-core`.
 
 use std::sync::Arc;
 
-use lanemq_core::jobs::{
-    BoxFuture, CompletedAndClaimed, Completion, Job, JobLifecycle, Millis, NewJob, Settle, Settled,
-    Wire, WireCall, WireCalls,
-};
+use lanemq_core::jobs::{BoxFuture, Completion, Job, JobLifecycle, Millis, NewJob};
 use lanemq_core::CoreResult;
 use redis::Value;
 
@@ -17,7 +29,58 @@ use crate::decode;
 use crate::job_backend::RedisJobBackend;
 use crate::resp;
 use crate::scripts::{self, LuaScript};
-use crate::wire::RedisWire;
+use crate::wire::{RedisWire, Wire};
+
+/// How a reply ends a call.
+pub enum Settled<T> {
+    Done(CoreResult<T>),
+    /// The reply asks for more than this call can do on the wire (the server lost its scripts,
+    /// or a flow needs another queue linked first, or a claimed job's scheduler needs
+    /// upkeep): the rest runs as an ordinary call. Scripts that refuse that way wrote nothing.
+    Continue(BoxFuture<T>),
+}
+
+/// Reads the one reply to a `WireCall`'s request; `None` when the request never reached the
+/// server whole (the wire broke while writing it), so the call goes on the ordinary way.
+pub type Settle<T> = Box<dyn FnOnce(Option<&[u8]>) -> Settled<T> + Send>;
+
+/// A call ready for the wire: the request's bytes and how to read its reply.
+pub struct WireCall<T> {
+    pub request: Vec<u8>,
+    pub settle: Settle<T>,
+}
+
+/// Each completion's outcome, and the jobs claimed after them.
+pub type CompletedAndClaimed = (Vec<CoreResult<()>>, Vec<Job>);
+
+/// The calls a backend offers on a wire: the hot path of adding, claiming and completing. Each
+/// refuses bad input at once (nothing is written), as the ordinary call does.
+pub trait WireCalls: Send + Sync {
+    /// Opens a new wire (connected and authenticated, in non-blocking mode).
+    fn open(&self) -> BoxFuture<Box<dyn Wire>>;
+    fn add(&self, job: NewJob, now: Millis) -> CoreResult<WireCall<(Job, bool)>>;
+    fn add_bulk(&self, jobs: Vec<NewJob>, now: Millis) -> CoreResult<WireCall<Vec<(Job, bool)>>>;
+    fn claim(
+        &self,
+        worker_id: String,
+        lease: Millis,
+        max_jobs: usize,
+        now: Millis,
+    ) -> CoreResult<WireCall<Vec<Job>>>;
+    fn complete_many(
+        &self,
+        items: Vec<Completion>,
+        now: Millis,
+    ) -> CoreResult<WireCall<Vec<CoreResult<()>>>>;
+    fn complete_and_claim(
+        &self,
+        items: Vec<Completion>,
+        worker_id: String,
+        lease: Millis,
+        max_jobs: usize,
+        now: Millis,
+    ) -> CoreResult<WireCall<CompletedAndClaimed>>;
+}
 
 impl RedisJobBackend {
     /// A wire call of `script` with `args`. `state` is what reading the reply needs: `decode`

@@ -7,9 +7,9 @@ mod common;
 use std::io::ErrorKind;
 
 use common::{backend, completion, job, raw, Server, T};
-use lanemq_core::jobs::{Completion, JobReads, JobState, Settled, Wire, WireCall, WireCalls};
+use lanemq_core::jobs::{Completion, JobReads, JobState};
 use lanemq_core::CoreError;
-use lanemq_redis::{RedisBackend, RedisJobBackend};
+use lanemq_redis::{RedisBackend, RedisJobBackend, Settled, Wire, WireCall, WireCalls};
 
 /// Writes `call`'s request and reads its reply, as an event loop would (without one).
 fn exchange<T>(wire: &mut dyn Wire, call: WireCall<T>) -> Settled<T> {

@@ -59,17 +59,6 @@ def _ms(field: str, seconds: float) -> int:
     return round(seconds * 1000)
 
 
-def _wait_ms(seconds: float) -> int:
-    """A `rate_limit` wait in milliseconds (at least 1), for a number of seconds > 0 (NaN
-    and infinity refused; the core refuses a wait ending past 2^53 ms, where times stop being
-    exact)."""
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
-        raise ConfigError(f"invalid rate limit wait: {seconds!r} (must be > 0 seconds)")
-    if not seconds * 1000 < 2**53:  # also refuses inf
-        raise ConfigError(f"invalid rate limit wait: {seconds!r} seconds (too long)")
-    return max(1, round(seconds * 1000))
-
-
 def _options(
     options: JobOptions | dict[str, Any] | None, extra: dict[str, Any]
 ) -> JobOptions | None:
@@ -306,7 +295,7 @@ class JobQueue:
         written in one step. A node with children is created in ``waiting_children``."""
         args = flow_args(flow, self._flow_options)
         try:
-            rows = await self._core.add_flow(args, _now(now))
+            rows = await self._core.add_flow(args, now)
         except UnicodeEncodeError as error:
             raise _checks.not_unicode(error, _flow_texts(flow)) from None
         return self._nodes(rows)[0]
@@ -322,7 +311,7 @@ class JobQueue:
             for i, child in enumerate(children)
         ]
         try:
-            rows = await self._core.add_children(job.id, token, args, _now(now))
+            rows = await self._core.add_children(job.id, token, args, now)
         except UnicodeEncodeError as error:
             texts = [text for child in children for text in _flow_texts(child)]
             raise _checks.not_unicode(error, texts) from None
@@ -356,8 +345,7 @@ class JobQueue:
 
     async def get_dependencies_count(self, parent_id: str) -> dict[str, int]:
         """How many children of ``parent_id`` are processed, unprocessed, failed, ignored."""
-        counts = await self._core.get_dependencies_count(parent_id)
-        return dict(zip(("processed", "unprocessed", "failed", "ignored"), counts, strict=True))
+        return await self._core.get_dependencies_count(parent_id)
 
     async def get_children_values(self, parent_id: str) -> dict[str, Any]:
         """The return values of the completed children of ``parent_id``, by child key."""
@@ -370,12 +358,12 @@ class JobQueue:
     async def remove_child_dependency(self, child_id: str, *, now: int | None = None) -> bool:
         """Detaches the child ``child_id`` from its parent: True if it was a pending
         dependency (the parent is released if it was the last)."""
-        return await self._core.remove_child_dependency(child_id, _now(now))
+        return await self._core.remove_child_dependency(child_id, now)
 
     async def remove_unprocessed_children(self, parent_id: str, *, now: int | None = None) -> int:
         """Removes every unprocessed child of ``parent_id`` that no worker holds (the parent
         is released once none is left); returns how many were removed."""
-        return await self._core.remove_unprocessed_children(parent_id, _now(now))
+        return await self._core.remove_unprocessed_children(parent_id, now)
 
     # ------------------------------------------------------------------ claim
 
@@ -393,7 +381,7 @@ class JobQueue:
     async def wait_for_job(self, timeout: float | None = None) -> bool:
         """Sleeps until a claim may return a job (True), or ``timeout`` seconds pass (False).
         Wakes on adds, releases, resumes and retries, and on time for delayed jobs."""
-        return await self._core.wait_for_job(None if timeout is None else _ms("timeout", timeout))
+        return await self._core.wait_for_job(timeout)
 
     def _wait_and_claim(
         self, worker_id: str, lease: float, max_jobs: int, timeout: float | None
@@ -510,15 +498,15 @@ class JobQueue:
 
     async def release(self, job_id: str, token: str, *, now: int | None = None) -> None:
         """Gives an active job back: waiting, at the front of its priority, attempt unused."""
-        await self._core.release(job_id, token, _now(now))
+        await self._core.release(job_id, token, now)
 
     async def recover_stalled(self, *, now: int | None = None) -> tuple[list[str], list[str]]:
         """Active jobs whose lease expired go back to waiting (stalled count + 1), or fail
         past ``max_stalled_count``. Returns (recovered ids, failed ids)."""
-        return await self._core.recover_stalled(_now(now))
+        return await self._core.recover_stalled(now)
 
     async def _holds_lock(self, job_id: str, token: str) -> bool:
-        return await self._core.holds_lock(job_id, token, _now(None))
+        return await self._core.holds_lock(job_id, token)
 
     # ----------------------------------------------------------------- reading
 
@@ -534,18 +522,18 @@ class JobQueue:
 
     async def get_state(self, job_id: str) -> str:
         """The job's state, or ``unknown`` if there is no such job."""
-        return await self._core.get_state(job_id) or "unknown"
+        return await self._core.get_state(job_id)
 
     async def get_job_counts(self, *states: str) -> dict[str, int]:
         """Counts per state, in the order asked (repeats dropped); all six when none."""
-        return dict(await self._core.get_job_counts(list(states)))
+        return await self._core.get_job_counts(list(states))
 
     async def count_pending(self) -> int:
         """Jobs that will still run: waiting + delayed + waiting for children."""
         return await self._core.count_pending()
 
     async def get_counts_per_priority(self, *priorities: int) -> dict[int, int]:
-        return dict(await self._core.get_counts_per_priority(list(priorities)))
+        return await self._core.get_counts_per_priority(list(priorities))
 
     async def list_jobs(
         self,
@@ -573,8 +561,7 @@ class JobQueue:
         return self._result(*await self._core.finished_result(job_id))
 
     async def _wait_finished(self, job_id: str, timeout: float | None) -> Any:
-        limit = None if timeout is None else _ms("timeout", timeout)
-        result = self._result(*await self._core.wait_finished(job_id, limit))
+        result = self._result(*await self._core.wait_finished(job_id, timeout))
         if result.status == "completed":
             return result.value
         if result.status == "failed":
@@ -587,16 +574,15 @@ class JobQueue:
 
     async def promote(self, job_id: str, *, now: int | None = None) -> None:
         """Makes a delayed job waiting now."""
-        await self._core.promote(job_id, _now(now))
+        await self._core.promote(job_id, now)
 
     async def reschedule(self, job_id: str, delay: float, *, now: int | None = None) -> None:
         """Delays a waiting or delayed job to ``delay`` seconds from now."""
-        at = _now(now)
-        await self._core.reschedule(job_id, at + _ms("delay", delay), at)
+        await self._core.reschedule(job_id, delay, now)
 
     async def retry_job(self, job_id: str, *, now: int | None = None) -> None:
         """Moves a failed (or completed) job back to waiting, attempts reset."""
-        await self._core.retry_job(job_id, _now(now))
+        await self._core.retry_job(job_id, now)
 
     async def update_priority(self, job_id: str, priority: int, lifo: bool = False) -> None:
         await self._core.update_priority(job_id, priority, lifo)
@@ -605,7 +591,7 @@ class JobQueue:
         await self._core.update_data(job_id, _json.dumps(data, f"data of job {job_id!r}"))
 
     async def update_progress(self, job_id: str, value: Any, *, now: int | None = None) -> None:
-        await self._core.update_progress(job_id, _json.dumps(value, "progress"), _now(now))
+        await self._core.update_progress(job_id, _json.dumps(value, "progress"), now)
 
     async def _write_progress(self, job: Job, value: Any) -> None:
         await job.ensure_lease()
@@ -634,7 +620,7 @@ class JobQueue:
 
     async def remove(self, job_id: str, *, now: int | None = None) -> None:
         """Removes a job (refused with `JobStateError` while a worker holds its lock)."""
-        await self._core.remove(job_id, _now(now))
+        await self._core.remove(job_id, now)
 
     # ------------------------------------------------------------- dedup keys
 
@@ -643,12 +629,12 @@ class JobQueue:
     ) -> str | None:
         """The id of the job holding the dedup key ``dedup_id``, or None when the key is not
         held (absent, its ttl ran out, or, without a ttl, its job finished)."""
-        return await self._core.get_deduplication_job_id(dedup_id, _now(now))
+        return await self._core.get_deduplication_job_id(dedup_id, now)
 
     async def remove_deduplication_key(self, dedup_id: str, *, now: int | None = None) -> bool:
         """Deletes the dedup key ``dedup_id`` (and a keep_last job waiting on it), so the next
         add with that id is added. True if a held key was deleted."""
-        return await self._core.remove_deduplication_key(dedup_id, _now(now))
+        return await self._core.remove_deduplication_key(dedup_id, now)
 
     # ---------------------------------------------------------- job schedulers
 
@@ -707,7 +693,7 @@ class JobQueue:
             name,
             body,
             opts,
-            _now(now),
+            now,
         )
         return Job(self, record)
 
@@ -729,16 +715,16 @@ class JobQueue:
     async def remove_scheduler(self, key: str, *, now: int | None = None) -> bool:
         """Removes the scheduler ``key`` and its pending occurrence if that has not started
         (a running one finishes normally). True if the scheduler existed."""
-        return await self._core.remove_scheduler(key, _now(now))
+        return await self._core.remove_scheduler(key, now)
 
     # -------------------------------------------------------------- the queue
 
     async def pause(self, *, now: int | None = None) -> None:
         """Stops handing out jobs (adds are still accepted)."""
-        await self._core.pause(_now(now))
+        await self._core.pause(now)
 
     async def resume(self, *, now: int | None = None) -> None:
-        await self._core.resume(_now(now))
+        await self._core.resume(now)
 
     async def is_paused(self) -> bool:
         return await self._core.is_paused()
@@ -747,7 +733,7 @@ class JobQueue:
         """Removes all waiting jobs (and delayed ones with ``delayed``, except the pending
         occurrences of job schedulers); returns how many. Schedulers stay; one whose waiting
         occurrence was drained produces a new one at its next upsert."""
-        return await self._core.drain(delayed, _now(now))
+        return await self._core.drain(delayed, now)
 
     async def clean(
         self, grace: float, limit: int = 0, state: str = "completed", *, now: int | None = None
@@ -756,22 +742,21 @@ class JobQueue:
         returns their ids."""
         if limit < 0:
             raise ConfigError(f"invalid limit: {limit} (must be >= 0)")
-        return await self._core.clean(_ms("grace", grace), limit, state, _now(now))
+        return await self._core.clean(grace, limit, state, now)
 
     async def obliterate(self, force: bool = False, *, now: int | None = None) -> None:
         """Deletes the queue's jobs, job schedulers, events and settings. Pauses first; with
         active jobs it is refused (`JobStateError`) and the queue stays paused, unless
         ``force``. Counters go too, as in BullMQ: the next automatic id is ``"1"`` and the next
         event id 1 (so an `events` iterator started before should be started again)."""
-        await self._core.obliterate(force, _now(now))
+        await self._core.obliterate(force, now)
 
     async def set_rate_limit(self, max_jobs: int, duration: float) -> None:
         """At most ``max_jobs`` claims per ``duration`` seconds, across all workers."""
-        await self._core.set_rate_limit(max_jobs, _ms("duration", duration))
+        await self._core.set_rate_limit(max_jobs, duration)
 
     async def get_rate_limit(self) -> tuple[int, float] | None:
-        limit = await self._core.get_rate_limit()
-        return None if limit is None else (limit[0], limit[1] / 1000)
+        return await self._core.get_rate_limit()
 
     async def clear_rate_limit(self) -> None:
         await self._core.clear_rate_limit()
@@ -783,13 +768,13 @@ class JobQueue:
         job.queue.rate_limit(30)``, then ``raise RateLimitError()`` to give its job back
         without using an attempt. A later call replaces the wait; the windowed limit
         (`set_rate_limit`) still applies, so the later of the two ends wins."""
-        await self._core.rate_limit(_wait_ms(seconds), _now(now))
+        await self._core.rate_limit(seconds, now)
 
     async def get_rate_limit_ttl(self, *, now: int | None = None) -> float:
         """Seconds until the rate limits let claims go on (BullMQ's ``getRateLimitTtl``): the
         rest of a `rate_limit` wait, or of the window of `set_rate_limit` once its claims are
         used up, whichever ends later; 0.0 when claims may go on now."""
-        return await self._core.get_rate_limit_ttl(_now(now)) / 1000
+        return await self._core.get_rate_limit_ttl(now)
 
     async def remove_rate_limit_key(self) -> None:
         """Ends the `rate_limit` wait and the current window of the windowed limit (BullMQ's
@@ -1027,7 +1012,7 @@ class RedisJobQueue(JobQueue):
         return self
 
     async def _wait_reachable(self, timeout: float) -> bool:
-        return await self._core.wait_reachable(_ms("timeout", timeout))
+        return await self._core.wait_reachable(timeout)
 
     def sibling(self, name: str) -> JobQueue:
         """A queue of the same server, prefix and settings (sharing the connections): one

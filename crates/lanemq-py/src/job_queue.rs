@@ -5,26 +5,27 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use lanemq_core::jobs::{
-    wall_clock_ms, BoxFuture, Completion, FailOutcome, Failure, FinishedResult, JobBackend,
-    JobState, LocalBackend, NewJob, StoreConfig, Template,
+    wall_clock_ms, BoxFuture, Completion, FailOutcome, Failure, JobBackend, LocalBackend, NewJob,
+    StoreConfig, Template,
 };
 use lanemq_core::{CoreError, CoreResult};
 use lanemq_redis::{RedisBackend, RedisJobBackend, Server, ServerOptions, WireCalls};
 use pyo3::prelude::*;
 
-use crate::bridge::{count, Int};
-use crate::errors::{invalid, to_py};
+use crate::bridge::count;
+use crate::core_args::{CoreArg, Now, Secs};
+use crate::errors::to_py;
 use crate::flows::{self, MemoryGroupCore};
 use crate::interrupt::Interrupt;
 use crate::job_options::JobOptions;
 use crate::job_record::JobRecord;
 use crate::ready;
-use crate::scheduler_record::{self, SchedulerRecord};
+use crate::scheduler_record;
 use crate::wire_link::{WireLink, Wired};
 
 #[pyclass(frozen, module = "lanemq._core")]
 pub struct JobQueueCore {
-    backend: Arc<dyn JobBackend>,
+    pub(crate) backend: Arc<dyn JobBackend>,
     /// Whether the backend's calls may finish on their first poll (in-process backends) or
     /// wait on a server (Redis): see `ready::resolve`.
     inline: bool,
@@ -67,7 +68,8 @@ fn log_warning(message: &str) {
 }
 
 impl JobQueueCore {
-    fn resolve<'py, T, U, F>(
+    /// Awaits `future` (see `ready::resolve`), its value converted by `convert`.
+    pub(crate) fn resolve<'py, T, U, F>(
         &self,
         py: Python<'py>,
         future: BoxFuture<T>,
@@ -157,14 +159,7 @@ fn new_job(name: String, data: String, options: Option<JobOptions>) -> NewJob {
     }
 }
 
-fn states(names: &[String]) -> PyResult<Vec<JobState>> {
-    names
-        .iter()
-        .map(|n| JobState::parse(n).map_err(to_py))
-        .collect()
-}
-
-fn records(jobs: Vec<lanemq_core::jobs::Job>) -> PyResult<Vec<JobRecord>> {
+pub(crate) fn records(jobs: Vec<lanemq_core::jobs::Job>) -> PyResult<Vec<JobRecord>> {
     Ok(jobs.into_iter().map(JobRecord::from).collect())
 }
 
@@ -176,27 +171,9 @@ fn refusals(ids: Vec<String>, outcomes: Vec<CoreResult<()>>) -> Vec<(String, Str
         .collect()
 }
 
-fn unit(_: ()) -> PyResult<()> {
+pub(crate) fn unit(_: ()) -> PyResult<()> {
     Ok(())
 }
-
-fn finished(result: FinishedResult) -> PyResult<(&'static str, Option<String>)> {
-    Ok(match result {
-        FinishedResult::Missing => ("missing", None),
-        FinishedResult::NotFinished(state) => ("pending", Some(state.as_str().to_owned())),
-        FinishedResult::Completed(value) => ("completed", value.map(|v| v.to_string())),
-        FinishedResult::Failed(reason) => ("failed", Some(reason)),
-    })
-}
-
-/// An event as Python receives it: (id, timestamp, event, job id, fields).
-type EventRow = (
-    u64,
-    u64,
-    &'static str,
-    Option<String>,
-    Vec<(&'static str, String)>,
-);
 
 #[pymethods]
 impl JobQueueCore {
@@ -309,8 +286,9 @@ impl JobQueueCore {
         self.resolve(py, future, unit)
     }
 
-    /// Awaits True once the server answers (asked every 100 ms), False after `timeout` ms.
-    fn wait_reachable<'py>(&self, py: Python<'py>, timeout: u64) -> PyResult<Bound<'py, PyAny>> {
+    /// Awaits True once the server answers (asked every 100 ms), False after `timeout` seconds.
+    fn wait_reachable<'py>(&self, py: Python<'py>, timeout: Secs) -> PyResult<Bound<'py, PyAny>> {
+        let timeout = timeout.core("timeout")?;
         let server = Arc::clone(self.redis_parts()?.server());
         let future: BoxFuture<bool> = Box::pin(async move {
             Ok(server
@@ -332,74 +310,37 @@ impl JobQueueCore {
 
     /// Adds a flow (a node is `(queue, name, data, options, children)`): awaits the added
     /// nodes in preorder, `(queue, record, parent index)`.
+    #[pyo3(signature = (root, now=None))]
     fn add_flow<'py>(
         &self,
         py: Python<'py>,
         root: &Bound<'py, PyAny>,
-        now: u64,
+        now: Option<Now>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let root = flows::node(root)?;
+        let now = now.core("now")?;
         self.resolve(py, self.backend.add_flow(root, now), |node| {
             Ok(flows::added(vec![node]))
         })
     }
 
     /// Adds children to the active job `id` held by `token` and parks it in waiting_children.
+    #[pyo3(signature = (id, token, children, now=None))]
     fn add_children<'py>(
         &self,
         py: Python<'py>,
         id: String,
         token: String,
         children: Vec<Bound<'py, PyAny>>,
-        now: u64,
+        now: Option<Now>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let now = now.core("now")?;
         let children = children
             .iter()
             .map(flows::node)
             .collect::<PyResult<Vec<_>>>()?;
         let future = self.backend.add_children(id, token, children, now);
         self.resolve(py, future, |nodes| Ok(flows::added(nodes)))
-    }
-
-    #[pyo3(signature = (id, cursors, count=None))]
-    fn get_dependencies<'py>(
-        &self,
-        py: Python<'py>,
-        id: String,
-        cursors: [usize; 4],
-        count: Option<usize>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let future = self.backend.get_dependencies(id, cursors, count);
-        self.resolve(py, future, |deps| Ok(flows::dependencies(deps)))
-    }
-
-    /// Awaits (processed, unprocessed, failed, ignored).
-    fn get_dependencies_count<'py>(
-        &self,
-        py: Python<'py>,
-        id: String,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.get_dependencies_count(id), |c| {
-            Ok((c.processed, c.unprocessed, c.failed, c.ignored))
-        })
-    }
-
-    fn remove_child_dependency<'py>(
-        &self,
-        py: Python<'py>,
-        id: String,
-        now: u64,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.remove_child_dependency(id, now), Ok)
-    }
-
-    fn remove_unprocessed_children<'py>(
-        &self,
-        py: Python<'py>,
-        id: String,
-        now: u64,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.remove_unprocessed_children(id, now), Ok)
     }
 
     /// Adds a job: awaits its record (the existing job's, where its custom id or dedup key was
@@ -442,15 +383,6 @@ impl JobQueueCore {
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
         hot_call!(self, py, claim(worker_id, lease, max_jobs, now), records)
-    }
-
-    #[pyo3(signature = (timeout=None))]
-    fn wait_for_job<'py>(
-        &self,
-        py: Python<'py>,
-        timeout: Option<u64>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.wait_for_job(timeout), Ok)
     }
 
     /// What an idle worker does, in one step: waits until a claim may return a job (as
@@ -650,339 +582,10 @@ impl JobQueueCore {
         )
     }
 
-    fn move_to_delayed<'py>(
-        &self,
-        py: Python<'py>,
-        id: String,
-        token: String,
-        delay_until: u64,
-        now: u64,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(
-            py,
-            self.backend.move_to_delayed(id, token, delay_until, now),
-            unit,
-        )
-    }
-
-    fn release<'py>(
-        &self,
-        py: Python<'py>,
-        id: String,
-        token: String,
-        now: u64,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.release(id, token, now), unit)
-    }
-
-    fn recover_stalled<'py>(&self, py: Python<'py>, now: u64) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.recover_stalled(now), Ok)
-    }
-
-    fn holds_lock<'py>(
-        &self,
-        py: Python<'py>,
-        id: String,
-        token: String,
-        now: u64,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.holds_lock(id, token, now), Ok)
-    }
-
-    fn get_job<'py>(&self, py: Python<'py>, id: String) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.get_job(id), |job| {
-            Ok(job.map(JobRecord::from))
-        })
-    }
-
-    fn get_state<'py>(&self, py: Python<'py>, id: String) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.get_state(id), |state| {
-            Ok(state.map(JobState::as_str))
-        })
-    }
-
-    fn get_job_counts<'py>(
-        &self,
-        py: Python<'py>,
-        states: Vec<String>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let states = self::states(&states)?;
-        self.resolve(py, self.backend.get_job_counts(states), |counts| {
-            Ok(counts
-                .into_iter()
-                .map(|(s, n)| (s.as_str(), n))
-                .collect::<Vec<_>>())
-        })
-    }
-
-    fn count_pending<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.count_pending(), Ok)
-    }
-
-    fn get_counts_per_priority<'py>(
-        &self,
-        py: Python<'py>,
-        priorities: Vec<u32>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.get_counts_per_priority(priorities), Ok)
-    }
-
-    fn list_jobs<'py>(
-        &self,
-        py: Python<'py>,
-        states: Vec<String>,
-        start: i64,
-        end: i64,
-        ascending: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let states = self::states(&states)?;
-        self.resolve(
-            py,
-            self.backend.list_jobs(states, start, end, ascending),
-            records,
-        )
-    }
-
-    /// Awaits `(kind, value)`: ("missing", None), ("pending", state), ("completed", json or
-    /// None), ("failed", reason).
-    fn finished_result<'py>(&self, py: Python<'py>, id: String) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.finished_result(id), finished)
-    }
-
-    /// Like `finished_result`, once the job finishes (or `timeout` ms pass).
-    #[pyo3(signature = (id, timeout=None))]
-    fn wait_finished<'py>(
-        &self,
-        py: Python<'py>,
-        id: String,
-        timeout: Option<u64>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.wait_finished(id, timeout), finished)
-    }
-
-    fn promote<'py>(&self, py: Python<'py>, id: String, now: u64) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.promote(id, now), unit)
-    }
-
-    fn reschedule<'py>(
-        &self,
-        py: Python<'py>,
-        id: String,
-        delay_until: u64,
-        now: u64,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.reschedule(id, delay_until, now), unit)
-    }
-
-    fn retry_job<'py>(&self, py: Python<'py>, id: String, now: u64) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.retry_job(id, now), unit)
-    }
-
-    fn update_priority<'py>(
-        &self,
-        py: Python<'py>,
-        id: String,
-        priority: Int,
-        lifo: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let priority = priority.get("priority")?;
-        let max = i64::from(lanemq_core::jobs::MAX_PRIORITY);
-        if !(0..=max).contains(&priority) {
-            return Err(invalid(
-                "priority",
-                priority,
-                &format!("must be between 0 and {max}"),
-            ));
-        }
-        let priority = priority as u32;
-        self.resolve(py, self.backend.update_priority(id, priority, lifo), unit)
-    }
-
-    fn update_data<'py>(
-        &self,
-        py: Python<'py>,
-        id: String,
-        data: String,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.update_data(id, data), unit)
-    }
-
-    fn update_progress<'py>(
-        &self,
-        py: Python<'py>,
-        id: String,
-        progress: String,
-        now: u64,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.update_progress(id, progress, now), unit)
-    }
-
-    fn add_log<'py>(
-        &self,
-        py: Python<'py>,
-        id: String,
-        line: String,
-        keep: usize,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.add_log(id, line, keep), Ok)
-    }
-
-    fn get_logs<'py>(
-        &self,
-        py: Python<'py>,
-        id: String,
-        start: i64,
-        end: i64,
-        ascending: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.get_logs(id, start, end, ascending), Ok)
-    }
-
-    fn clear_logs<'py>(
-        &self,
-        py: Python<'py>,
-        id: String,
-        keep: usize,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.clear_logs(id, keep), unit)
-    }
-
-    #[pyo3(signature = (id, lines, reason=None))]
-    fn save_stacktrace<'py>(
-        &self,
-        py: Python<'py>,
-        id: String,
-        lines: Vec<String>,
-        reason: Option<String>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.save_stacktrace(id, lines, reason), unit)
-    }
-
-    fn remove<'py>(&self, py: Python<'py>, id: String, now: u64) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.remove(id, now), unit)
-    }
-
-    fn pause<'py>(&self, py: Python<'py>, now: u64) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.pause(now), unit)
-    }
-
-    fn resume<'py>(&self, py: Python<'py>, now: u64) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.resume(now), unit)
-    }
-
-    fn is_paused<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.is_paused(), Ok)
-    }
-
-    fn drain<'py>(&self, py: Python<'py>, delayed: bool, now: u64) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.drain(delayed, now), Ok)
-    }
-
-    fn clean<'py>(
-        &self,
-        py: Python<'py>,
-        grace: u64,
-        limit: usize,
-        state: &str,
-        now: u64,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let state = JobState::parse(state).map_err(to_py)?;
-        self.resolve(py, self.backend.clean(grace, limit, state, now), Ok)
-    }
-
-    fn obliterate<'py>(
-        &self,
-        py: Python<'py>,
-        force: bool,
-        now: u64,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.obliterate(force, now), unit)
-    }
-
-    fn set_rate_limit<'py>(
-        &self,
-        py: Python<'py>,
-        max: i64,
-        duration: u64,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let max = count("max", max, 1)?;
-        self.resolve(py, self.backend.set_rate_limit(max, duration), unit)
-    }
-
-    fn get_rate_limit<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.get_rate_limit(), Ok)
-    }
-
-    fn clear_rate_limit<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.clear_rate_limit(), unit)
-    }
-
-    /// Holds every claim back for `duration` ms from `now`.
-    fn rate_limit<'py>(
-        &self,
-        py: Python<'py>,
-        duration: u64,
-        now: u64,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.rate_limit(duration, now), unit)
-    }
-
-    /// Awaits how long the rate limits still hold claims back at `now`, in ms.
-    fn get_rate_limit_ttl<'py>(&self, py: Python<'py>, now: u64) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.get_rate_limit_ttl(now), Ok)
-    }
-
-    fn remove_rate_limit_key<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.remove_rate_limit_key(), unit)
-    }
-
-    /// Awaits how many jobs that no state referenced were removed.
-    fn remove_orphaned_jobs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.remove_orphaned_jobs(), Ok)
-    }
-
-    #[pyo3(signature = (max=None))]
-    fn set_max_active<'py>(
-        &self,
-        py: Python<'py>,
-        max: Option<i64>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let max = max.map(|m| count("max_active", m, 1)).transpose()?;
-        self.resolve(py, self.backend.set_max_active(max), unit)
-    }
-
-    fn get_max_active<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.get_max_active(), Ok)
-    }
-
-    fn is_maxed<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.is_maxed(), Ok)
-    }
-
-    /// The id of the job holding the dedup key `dedup_id` at `now`, or None if it is not held.
-    fn get_deduplication_job_id<'py>(
-        &self,
-        py: Python<'py>,
-        dedup_id: String,
-        now: u64,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.get_deduplication_job_id(dedup_id, now), Ok)
-    }
-
-    /// Deletes the dedup key `dedup_id`; awaits True if a held key was deleted.
-    fn remove_deduplication_key<'py>(
-        &self,
-        py: Python<'py>,
-        dedup_id: String,
-        now: u64,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.remove_deduplication_key(dedup_id, now), Ok)
-    }
-
     /// Creates or updates the job scheduler `key`; awaits its pending occurrence. `every`,
     /// `start` and `end` are milliseconds.
     #[pyo3(signature = (key, every, cron, tz, limit, start, end, immediately, name, data,
-        options, now))]
+        options, now=None))]
     #[allow(clippy::too_many_arguments)]
     fn upsert_scheduler<'py>(
         &self,
@@ -998,8 +601,9 @@ impl JobQueueCore {
         name: String,
         data: String,
         options: Option<JobOptions>,
-        now: u64,
+        now: Option<Now>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let now = now.core("now")?;
         let spec = scheduler_record::spec(every, cron, tz, limit, start, end, immediately)?;
         let template = Template {
             name,
@@ -1010,98 +614,11 @@ impl JobQueueCore {
         self.resolve(py, future, |job| Ok(JobRecord::from(job)))
     }
 
-    fn get_scheduler<'py>(&self, py: Python<'py>, key: String) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.get_scheduler(key), |found| {
-            Ok(found.map(SchedulerRecord::from))
-        })
-    }
-
-    fn list_schedulers<'py>(
-        &self,
-        py: Python<'py>,
-        start: i64,
-        end: i64,
-        ascending: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(
-            py,
-            self.backend.list_schedulers(start, end, ascending),
-            |all| {
-                Ok(all
-                    .into_iter()
-                    .map(SchedulerRecord::from)
-                    .collect::<Vec<_>>())
-            },
-        )
-    }
-
-    fn count_schedulers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.count_schedulers(), Ok)
-    }
-
-    /// Removes the scheduler `key` (and its occurrence, if it has not started); awaits True
-    /// if it existed.
-    fn remove_scheduler<'py>(
-        &self,
-        py: Python<'py>,
-        key: String,
-        now: u64,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.remove_scheduler(key, now), Ok)
-    }
-
-    /// Events `(id, timestamp, event, job_id, fields)` with `start <= id <= end`.
-    fn read_events<'py>(
-        &self,
-        py: Python<'py>,
-        start: u64,
-        end: u64,
-        limit: usize,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.read_events(start, end, limit), |events| {
-            Ok(events
-                .into_iter()
-                .map(|e| {
-                    let fields = e
-                        .fields()
-                        .map(|(k, v)| (*k, v.as_str().to_owned()))
-                        .collect();
-                    (
-                        e.id,
-                        e.timestamp,
-                        e.event,
-                        e.job_id.map(|id| id.to_string()),
-                        fields,
-                    )
-                })
-                .collect::<Vec<EventRow>>())
-        })
-    }
-
-    fn trim_events<'py>(&self, py: Python<'py>, max_len: usize) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.trim_events(max_len), Ok)
-    }
-
-    fn last_event_id<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.last_event_id(), Ok)
-    }
-
     /// Releases the backend's file or connections once pending operations are done.
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         if let Some(wired) = &self.wired {
             wired.close(py)?;
         }
         self.resolve(py, self.backend.close(), unit)
-    }
-
-    /// Awaits True once an event after `after` exists (False after `timeout` ms).
-    #[pyo3(signature = (after, timeout=None))]
-    fn wait_events<'py>(
-        &self,
-        py: Python<'py>,
-        after: u64,
-        timeout: Option<u64>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.resolve(py, self.backend.wait_events(after, timeout), Ok)
     }
 }

@@ -4,6 +4,7 @@
 use pyo3::prelude::*;
 
 mod bridge;
+mod core_args;
 mod dead_letter;
 mod durable_journal;
 mod errors;
@@ -12,6 +13,7 @@ mod hub;
 mod interrupt;
 mod job_options;
 mod job_queue;
+mod job_queue_forwards;
 mod job_record;
 mod lane_config;
 mod lane_scheduler;

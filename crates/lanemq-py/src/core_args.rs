@@ -1,0 +1,238 @@
+//! The arguments of `JobQueueCore`'s forwards (`job_queue_forwards`) as Python gives them, and
+//! their conversion to the core's units (`CoreArg`): seconds to milliseconds, an omitted `now`
+//! to the wall clock, state names to states. A refusal is the `ConfigError` (or the builtin
+//! error) that `lanemq.queue` raised when it did these conversions itself, word for word, so
+//! the public API did not change when they moved here.
+
+use lanemq_core::jobs::{JobState, Millis, MAX_PRIORITY};
+use pyo3::exceptions::PyOverflowError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt};
+
+use crate::bridge::{count, wall_clock_ms, Int};
+use crate::errors::{invalid, to_py, ConfigError};
+
+/// An argument as it arrives, converted to what the backend's method takes; `field` is the
+/// argument's name, for a refusal.
+pub trait CoreArg {
+    type Core;
+    fn core(self, field: &str) -> PyResult<Self::Core>;
+}
+
+/// Arguments the backend takes as they come.
+macro_rules! as_they_come {
+    ($($ty:ty),* $(,)?) => {$(
+        impl CoreArg for $ty {
+            type Core = $ty;
+            fn core(self, _field: &str) -> PyResult<$ty> {
+                Ok(self)
+            }
+        }
+    )*};
+}
+
+as_they_come!(
+    String,
+    bool,
+    u64,
+    usize,
+    i64,
+    Option<String>,
+    Option<usize>,
+    Vec<String>,
+    Vec<u32>,
+    [usize; 4],
+);
+
+/// `now` in ms since the epoch; omitted (None), the wall clock at the call.
+#[derive(FromPyObject)]
+#[pyo3(transparent)]
+pub struct Now(u64);
+
+impl CoreArg for Option<Now> {
+    type Core = Millis;
+    fn core(self, _field: &str) -> PyResult<Millis> {
+        Ok(self.map_or_else(wall_clock_ms, |Now(ms)| ms))
+    }
+}
+
+/// Python's `round` (ties to even) of `seconds * 1000`, as `lanemq.queue` computed it; a value
+/// that fits no integer is Python's `OverflowError`.
+fn round_millis(seconds: f64) -> PyResult<Millis> {
+    let millis = (seconds * 1000.0).round_ties_even();
+    if millis.is_infinite() {
+        return Err(PyOverflowError::new_err(
+            "cannot convert float infinity to integer",
+        ));
+    }
+    if millis >= 18_446_744_073_709_551_616.0 {
+        return Err(PyOverflowError::new_err(
+            "int too big to convert to a number of milliseconds",
+        ));
+    }
+    Ok(millis as Millis)
+}
+
+/// A number of seconds >= 0, as whole milliseconds. A refused value (negative, NaN) keeps its
+/// text (`str`) for the message.
+pub struct Secs(Result<f64, String>);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Secs {
+    type Error = PyErr;
+
+    fn extract(value: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        let seconds: f64 = value.extract()?;
+        if seconds >= 0.0 {
+            return Ok(Self(Ok(seconds)));
+        }
+        Ok(Self(Err(value.str()?.to_string())))
+    }
+}
+
+impl CoreArg for Secs {
+    type Core = Millis;
+    fn core(self, field: &str) -> PyResult<Millis> {
+        match self.0 {
+            Ok(seconds) => round_millis(seconds),
+            Err(shown) => Err(ConfigError::new_err(format!(
+                "invalid {field}: {shown} (must be >= 0 seconds)"
+            ))),
+        }
+    }
+}
+
+impl CoreArg for Option<Secs> {
+    type Core = Option<Millis>;
+    fn core(self, field: &str) -> PyResult<Option<Millis>> {
+        self.map(|seconds| seconds.core(field)).transpose()
+    }
+}
+
+/// The wait of `rate_limit`: seconds > 0 (a bool or a value that is not a number refused),
+/// whole milliseconds, at least 1; the core refuses a wait ending past 2^53 ms, where times
+/// stop being exact.
+pub struct RateWait(Result<f64, String>);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for RateWait {
+    type Error = PyErr;
+
+    fn extract(value: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        let shown = || -> PyResult<String> { Ok(value.repr()?.to_string()) };
+        let number = !value.is_instance_of::<PyBool>()
+            && (value.is_instance_of::<PyInt>() || value.is_instance_of::<PyFloat>());
+        if !number {
+            return Ok(Self(Err(format!("{} (must be > 0 seconds)", shown()?))));
+        }
+        let Ok(seconds) = value.extract::<f64>() else {
+            // An int too large for a float is far too long a wait.
+            return Ok(Self(Err(format!("{} seconds (too long)", shown()?))));
+        };
+        if seconds.is_nan() || seconds <= 0.0 {
+            return Ok(Self(Err(format!("{} (must be > 0 seconds)", shown()?))));
+        }
+        if seconds * 1000.0 >= 9_007_199_254_740_992.0 {
+            return Ok(Self(Err(format!("{} seconds (too long)", shown()?))));
+        }
+        Ok(Self(Ok(seconds)))
+    }
+}
+
+impl CoreArg for RateWait {
+    type Core = Millis;
+    fn core(self, _field: &str) -> PyResult<Millis> {
+        match self.0 {
+            Ok(seconds) => Ok(round_millis(seconds)?.max(1)),
+            Err(why) => Err(ConfigError::new_err(format!(
+                "invalid rate limit wait: {why}"
+            ))),
+        }
+    }
+}
+
+/// State names (`waiting`, `delayed`, ...), each parsed.
+#[derive(FromPyObject)]
+#[pyo3(transparent)]
+pub struct States(Vec<String>);
+
+impl CoreArg for States {
+    type Core = Vec<JobState>;
+    fn core(self, _field: &str) -> PyResult<Vec<JobState>> {
+        self.0
+            .iter()
+            .map(|name| JobState::parse(name).map_err(to_py))
+            .collect()
+    }
+}
+
+/// One state name.
+#[derive(FromPyObject)]
+#[pyo3(transparent)]
+pub struct State(String);
+
+impl CoreArg for State {
+    type Core = JobState;
+    fn core(self, _field: &str) -> PyResult<JobState> {
+        JobState::parse(&self.0).map_err(to_py)
+    }
+}
+
+/// A count from 1 to `u32::MAX` (a rate limit's `max`).
+#[derive(FromPyObject)]
+#[pyo3(transparent)]
+pub struct Positive(i64);
+
+impl CoreArg for Positive {
+    type Core = u32;
+    fn core(self, field: &str) -> PyResult<u32> {
+        count(field, self.0, 1)
+    }
+}
+
+impl CoreArg for Option<Positive> {
+    type Core = Option<u32>;
+    fn core(self, field: &str) -> PyResult<Option<u32>> {
+        self.map(|max| max.core(field)).transpose()
+    }
+}
+
+/// A job's priority: 0 to `MAX_PRIORITY`.
+#[derive(FromPyObject)]
+#[pyo3(transparent)]
+pub struct Priority(Int);
+
+impl CoreArg for Priority {
+    type Core = u32;
+    fn core(self, field: &str) -> PyResult<u32> {
+        let priority = self.0.get(field)?;
+        let max = i64::from(MAX_PRIORITY);
+        if !(0..=max).contains(&priority) {
+            return Err(invalid(
+                field,
+                priority,
+                &format!("must be between 0 and {max}"),
+            ));
+        }
+        Ok(priority as u32)
+    }
+}
+
+/// Pairs that Python receives as a `dict`, in their order.
+pub struct Dict<K, V>(pub Vec<(K, V)>);
+
+impl<'py, K, V> IntoPyObject<'py> for Dict<K, V>
+where
+    K: IntoPyObject<'py>,
+    V: IntoPyObject<'py>,
+{
+    type Target = PyDict;
+    type Output = Bound<'py, PyDict>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(py);
+        for (key, value) in self.0 {
+            dict.set_item(key, value)?;
+        }
+        Ok(dict)
+    }
+}

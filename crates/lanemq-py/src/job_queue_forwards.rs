@@ -1,0 +1,261 @@
+//! `JobQueueCore`'s plain forwards, from one table: each converts its arguments (`core_args`:
+//! seconds to ms, an omitted `now` to the wall clock), calls the backend and converts the
+//! value for Python. The hot path (adding, claiming, finishing: what workers call, and the
+//! wire) and the constructors are written out in `job_queue.rs`.
+
+use lanemq_core::jobs::{
+    Dependencies, DependencyCounts, FinishedResult, Job, JobScheduler, JobState, Millis,
+    StreamEvent,
+};
+use pyo3::prelude::*;
+
+use crate::bridge::millis_to_seconds;
+use crate::core_args::{CoreArg, Dict, Now, Positive, Priority, RateWait, Secs, State, States};
+use crate::flows::{self, DependencyRows};
+use crate::job_queue::{records, unit, JobQueueCore};
+use crate::job_record::JobRecord;
+use crate::scheduler_record::SchedulerRecord;
+
+/// Lines `fn name(arg: Type [= default], ...) -> convert { backend_method(args...) }`: the
+/// Python method `name` with those arguments (each converted by `CoreArg`; its name is the
+/// field a refusal names), awaiting `convert` of what the backend's method gives.
+macro_rules! forwards {
+    ($(
+        $(#[doc = $doc:literal])*
+        fn $name:ident($($arg:ident: $ty:ty $(= $default:tt)?),* $(,)?) -> $convert:path {
+            $method:ident($($call:expr),* $(,)?)
+        }
+    )*) => {
+        #[pymethods]
+        impl JobQueueCore {$(
+            $(#[doc = $doc])*
+            #[pyo3(signature = ($($arg $(= $default)?),*))]
+            fn $name<'py>(&self, py: Python<'py>, $($arg: $ty),*) -> PyResult<Bound<'py, PyAny>> {
+                $(let $arg = CoreArg::core($arg, stringify!($arg))?;)*
+                self.resolve(py, self.backend.$method($($call),*), $convert)
+            }
+        )*}
+    };
+}
+
+forwards! {
+    // ------------------------------------------------------------------ flows
+
+    fn get_dependencies(id: String, cursors: [usize; 4], count: Option<usize> = None)
+        -> dependencies { get_dependencies(id, cursors, count) }
+    /// Awaits `{processed, unprocessed, failed, ignored}`.
+    fn get_dependencies_count(id: String) -> dependency_counts { get_dependencies_count(id) }
+    fn remove_child_dependency(id: String, now: Option<Now> = None) -> Ok {
+        remove_child_dependency(id, now)
+    }
+    fn remove_unprocessed_children(id: String, now: Option<Now> = None) -> Ok {
+        remove_unprocessed_children(id, now)
+    }
+
+    // ------------------------------------------------------------ leases, waits
+
+    fn wait_for_job(timeout: Option<Secs> = None) -> Ok { wait_for_job(timeout) }
+    fn move_to_delayed(id: String, token: String, delay_until: u64, now: Option<Now> = None)
+        -> unit { move_to_delayed(id, token, delay_until, now) }
+    fn release(id: String, token: String, now: Option<Now> = None) -> unit {
+        release(id, token, now)
+    }
+    fn recover_stalled(now: Option<Now> = None) -> Ok { recover_stalled(now) }
+    fn holds_lock(id: String, token: String, now: Option<Now> = None) -> Ok {
+        holds_lock(id, token, now)
+    }
+
+    // ---------------------------------------------------------------- reading
+
+    fn get_job(id: String) -> record { get_job(id) }
+    /// The job's state, or `unknown` if there is no such job.
+    fn get_state(id: String) -> state_name { get_state(id) }
+    /// Counts per state, in the order asked (repeats dropped); all six when none.
+    fn get_job_counts(states: States) -> state_counts { get_job_counts(states) }
+    fn count_pending() -> Ok { count_pending() }
+    fn get_counts_per_priority(priorities: Vec<u32>) -> priority_counts {
+        get_counts_per_priority(priorities)
+    }
+    fn list_jobs(states: States, start: i64, end: i64, ascending: bool) -> records {
+        list_jobs(states, start, end, ascending)
+    }
+    /// Awaits `(kind, value)`: ("missing", None), ("pending", state), ("completed", json or
+    /// None), ("failed", reason).
+    fn finished_result(id: String) -> finished { finished_result(id) }
+    /// Like `finished_result`, once the job finishes (or `timeout` seconds pass).
+    fn wait_finished(id: String, timeout: Option<Secs> = None) -> finished {
+        wait_finished(id, timeout)
+    }
+    fn get_logs(id: String, start: i64, end: i64, ascending: bool) -> Ok {
+        get_logs(id, start, end, ascending)
+    }
+
+    // ---------------------------------------------------------------- editing
+
+    fn promote(id: String, now: Option<Now> = None) -> unit { promote(id, now) }
+    /// Delays a waiting or delayed job to `delay` seconds from `now`.
+    fn reschedule(id: String, delay: Secs, now: Option<Now> = None) -> unit {
+        reschedule(id, now.saturating_add(delay), now)
+    }
+    fn retry_job(id: String, now: Option<Now> = None) -> unit { retry_job(id, now) }
+    fn update_priority(id: String, priority: Priority, lifo: bool) -> unit {
+        update_priority(id, priority, lifo)
+    }
+    fn update_data(id: String, data: String) -> unit { update_data(id, data) }
+    fn update_progress(id: String, progress: String, now: Option<Now> = None) -> unit {
+        update_progress(id, progress, now)
+    }
+    fn add_log(id: String, line: String, keep: usize) -> Ok { add_log(id, line, keep) }
+    fn clear_logs(id: String, keep: usize) -> unit { clear_logs(id, keep) }
+    fn save_stacktrace(id: String, lines: Vec<String>, reason: Option<String> = None) -> unit {
+        save_stacktrace(id, lines, reason)
+    }
+    fn remove(id: String, now: Option<Now> = None) -> unit { remove(id, now) }
+
+    // -------------------------------------------------------------- the queue
+
+    fn pause(now: Option<Now> = None) -> unit { pause(now) }
+    fn resume(now: Option<Now> = None) -> unit { resume(now) }
+    fn is_paused() -> Ok { is_paused() }
+    fn drain(delayed: bool, now: Option<Now> = None) -> Ok { drain(delayed, now) }
+    fn clean(grace: Secs, limit: usize, state: State, now: Option<Now> = None) -> Ok {
+        clean(grace, limit, state, now)
+    }
+    fn obliterate(force: bool, now: Option<Now> = None) -> unit { obliterate(force, now) }
+    /// At most `max` claims per `duration` seconds.
+    fn set_rate_limit(max: Positive, duration: Secs) -> unit { set_rate_limit(max, duration) }
+    /// Awaits `(max, duration in seconds)`, or None.
+    fn get_rate_limit() -> rate_limit_seconds { get_rate_limit() }
+    fn clear_rate_limit() -> unit { clear_rate_limit() }
+    /// Holds every claim back for `duration` seconds from `now`.
+    fn rate_limit(duration: RateWait, now: Option<Now> = None) -> unit {
+        rate_limit(duration, now)
+    }
+    /// Awaits how long the rate limits still hold claims back at `now`, in seconds.
+    fn get_rate_limit_ttl(now: Option<Now> = None) -> seconds { get_rate_limit_ttl(now) }
+    fn remove_rate_limit_key() -> unit { remove_rate_limit_key() }
+    /// Awaits how many jobs that no state referenced were removed.
+    fn remove_orphaned_jobs() -> Ok { remove_orphaned_jobs() }
+    fn set_max_active(max_active: Option<Positive> = None) -> unit { set_max_active(max_active) }
+    fn get_max_active() -> Ok { get_max_active() }
+    fn is_maxed() -> Ok { is_maxed() }
+
+    // ------------------------------------------------------------- dedup keys
+
+    /// The id of the job holding the dedup key `dedup_id` at `now`, or None if it is not held.
+    fn get_deduplication_job_id(dedup_id: String, now: Option<Now> = None) -> Ok {
+        get_deduplication_job_id(dedup_id, now)
+    }
+    /// Deletes the dedup key `dedup_id`; awaits True if a held key was deleted.
+    fn remove_deduplication_key(dedup_id: String, now: Option<Now> = None) -> Ok {
+        remove_deduplication_key(dedup_id, now)
+    }
+
+    // --------------------------------------------------------- job schedulers
+
+    fn get_scheduler(key: String) -> scheduler { get_scheduler(key) }
+    fn list_schedulers(start: i64, end: i64, ascending: bool) -> schedulers {
+        list_schedulers(start, end, ascending)
+    }
+    fn count_schedulers() -> Ok { count_schedulers() }
+    /// Removes the scheduler `key` (and its occurrence, if it has not started); awaits True
+    /// if it existed.
+    fn remove_scheduler(key: String, now: Option<Now> = None) -> Ok { remove_scheduler(key, now) }
+
+    // ----------------------------------------------------------------- events
+
+    /// Events `(id, timestamp, event, job_id, fields)` with `start <= id <= end`.
+    fn read_events(start: u64, end: u64, limit: usize) -> event_rows {
+        read_events(start, end, limit)
+    }
+    fn trim_events(max_len: usize) -> Ok { trim_events(max_len) }
+    fn last_event_id() -> Ok { last_event_id() }
+    /// Awaits True once an event after `after` exists (False after `timeout` seconds).
+    fn wait_events(after: u64, timeout: Option<Secs> = None) -> Ok { wait_events(after, timeout) }
+}
+
+// The conversions of the values the backend gives.
+
+fn dependencies(deps: Dependencies) -> PyResult<DependencyRows> {
+    Ok(flows::dependencies(deps))
+}
+
+fn dependency_counts(counts: DependencyCounts) -> PyResult<Dict<&'static str, usize>> {
+    Ok(Dict(vec![
+        ("processed", counts.processed),
+        ("unprocessed", counts.unprocessed),
+        ("failed", counts.failed),
+        ("ignored", counts.ignored),
+    ]))
+}
+
+fn record(job: Option<Job>) -> PyResult<Option<JobRecord>> {
+    Ok(job.map(JobRecord::from))
+}
+
+fn state_name(state: Option<JobState>) -> PyResult<&'static str> {
+    Ok(state.map_or("unknown", JobState::as_str))
+}
+
+fn state_counts(counts: Vec<(JobState, usize)>) -> PyResult<Dict<&'static str, usize>> {
+    Ok(Dict(
+        counts.into_iter().map(|(s, n)| (s.as_str(), n)).collect(),
+    ))
+}
+
+fn priority_counts(counts: Vec<(u32, usize)>) -> PyResult<Dict<u32, usize>> {
+    Ok(Dict(counts))
+}
+
+fn finished(result: FinishedResult) -> PyResult<(&'static str, Option<String>)> {
+    Ok(match result {
+        FinishedResult::Missing => ("missing", None),
+        FinishedResult::NotFinished(state) => ("pending", Some(state.as_str().to_owned())),
+        FinishedResult::Completed(value) => ("completed", value.map(|v| v.to_string())),
+        FinishedResult::Failed(reason) => ("failed", Some(reason)),
+    })
+}
+
+fn seconds(millis: Millis) -> PyResult<f64> {
+    Ok(millis_to_seconds(millis))
+}
+
+fn rate_limit_seconds(limit: Option<(u32, Millis)>) -> PyResult<Option<(u32, f64)>> {
+    Ok(limit.map(|(max, duration)| (max, millis_to_seconds(duration))))
+}
+
+fn scheduler(found: Option<JobScheduler>) -> PyResult<Option<SchedulerRecord>> {
+    Ok(found.map(SchedulerRecord::from))
+}
+
+fn schedulers(all: Vec<JobScheduler>) -> PyResult<Vec<SchedulerRecord>> {
+    Ok(all.into_iter().map(SchedulerRecord::from).collect())
+}
+
+/// An event as Python receives it: (id, timestamp, event, job id, fields).
+type EventRow = (
+    u64,
+    u64,
+    &'static str,
+    Option<String>,
+    Vec<(&'static str, String)>,
+);
+
+fn event_rows(events: Vec<StreamEvent>) -> PyResult<Vec<EventRow>> {
+    Ok(events
+        .into_iter()
+        .map(|e| {
+            let fields = e
+                .fields()
+                .map(|(k, v)| (*k, v.as_str().to_owned()))
+                .collect();
+            (
+                e.id,
+                e.timestamp,
+                e.event,
+                e.job_id.map(|id| id.to_string()),
+                fields,
+            )
+        })
+        .collect())
+}

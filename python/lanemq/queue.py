@@ -528,6 +528,11 @@ class JobQueue:
         """Counts per state, in the order asked (repeats dropped); all six when none."""
         return await self._core.get_job_counts(list(states))
 
+    async def get_job_count(self, *states: str) -> int:
+        """How many jobs are in ``states`` together (BullMQ's ``getJobCountByTypes``): the
+        sum of `get_job_counts` for them, each state counted once; all jobs when none."""
+        return await self._core.get_job_count(list(states))
+
     async def count_pending(self) -> int:
         """Jobs that will still run: waiting + delayed + waiting for children."""
         return await self._core.count_pending()

@@ -72,6 +72,8 @@ forwards! {
     fn get_state(id: String) -> state_name { get_state(id) }
     /// Counts per state, in the order asked (repeats dropped); all six when none.
     fn get_job_counts(states: States) -> state_counts { get_job_counts(states) }
+    /// How many jobs are in `states` together; all jobs when none.
+    fn get_job_count(states: States) -> Ok { get_job_count(states) }
     fn count_pending() -> Ok { count_pending() }
     fn get_counts_per_priority(priorities: Vec<u32>) -> priority_counts {
         get_counts_per_priority(priorities)

@@ -8,6 +8,12 @@ pub trait JobReads: Send + Sync + 'static {
     fn get_job(&self, id: String) -> BoxFuture<Option<Job>>;
     fn get_state(&self, id: String) -> BoxFuture<Option<JobState>>;
     fn get_job_counts(&self, states: Vec<JobState>) -> BoxFuture<Vec<(JobState, usize)>>;
+    /// How many jobs are in `states` together (each state once; all states when empty), as
+    /// BullMQ's `getJobCountByTypes`.
+    fn get_job_count(&self, states: Vec<JobState>) -> BoxFuture<usize> {
+        let counts = self.get_job_counts(states);
+        Box::pin(async move { Ok(counts.await?.into_iter().map(|(_, n)| n).sum()) })
+    }
     fn count_pending(&self) -> BoxFuture<usize>;
     fn get_counts_per_priority(&self, priorities: Vec<u32>) -> BoxFuture<Vec<(u32, usize)>>;
     fn list_jobs(

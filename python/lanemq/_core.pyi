@@ -495,6 +495,9 @@ class JobQueueCore:
     def list_jobs(
         self, states: list[str], start: int, end: int, ascending: bool
     ) -> Awaitable[list[JobRecord]]: ...
+    def list_jobs_with_total(
+        self, states: list[str], start: int, end: int, ascending: bool
+    ) -> Awaitable[tuple[list[JobRecord], int]]: ...
     def finished_result(self, id: str) -> Awaitable[tuple[str, str | None]]: ...
     def wait_finished(
         self, id: str, timeout: float | None = None

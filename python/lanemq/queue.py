@@ -552,6 +552,20 @@ class JobQueue:
         records = await self._core.list_jobs(names, start, end, ascending)
         return [Job(self, record) for record in records]
 
+    async def list_jobs_with_total(
+        self,
+        states: Iterable[str] | str | None = None,
+        start: int = 0,
+        end: int = -1,
+        ascending: bool = True,
+    ) -> tuple[list[Job], int]:
+        """`list_jobs`, and the number of jobs in ``states`` that the page was cut from (for a
+        pager: BullMQ users call ``getJobs`` and ``getJobCountByTypes``, two reads that can
+        disagree), from one read: the total is the one the page's indexes refer to."""
+        names = [states] if isinstance(states, str) else list(states or ())
+        records, total = await self._core.list_jobs_with_total(names, start, end, ascending)
+        return [Job(self, record) for record in records], total
+
     @staticmethod
     def _result(status: str, value: str | None) -> JobResult:
         if status == "completed":

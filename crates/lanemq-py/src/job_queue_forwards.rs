@@ -81,6 +81,10 @@ forwards! {
     fn list_jobs(states: States, start: i64, end: i64, ascending: bool) -> records {
         list_jobs(states, start, end, ascending)
     }
+    /// Awaits `(records, total)`: `list_jobs`'s page and how many jobs it was cut from.
+    fn list_jobs_with_total(states: States, start: i64, end: i64, ascending: bool) -> page {
+        list_jobs_with_total(states, start, end, ascending)
+    }
     /// Awaits `(kind, value)`: ("missing", None), ("pending", state), ("completed", json or
     /// None), ("failed", reason).
     fn finished_result(id: String) -> finished { finished_result(id) }
@@ -207,6 +211,10 @@ fn state_counts(counts: Vec<(JobState, usize)>) -> PyResult<Dict<&'static str, u
 
 fn priority_counts(counts: Vec<(u32, usize)>) -> PyResult<Dict<u32, usize>> {
     Ok(Dict(counts))
+}
+
+fn page((jobs, total): (Vec<Job>, usize)) -> PyResult<(Vec<JobRecord>, usize)> {
+    Ok((records(jobs)?, total))
 }
 
 fn finished(result: FinishedResult) -> PyResult<(&'static str, Option<String>)> {

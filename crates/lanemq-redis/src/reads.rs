@@ -97,6 +97,21 @@ impl RedisBackend {
         end: i64,
         ascending: bool,
     ) -> CoreResult<Vec<Job>> {
+        Ok(self
+            .list_jobs_with_total(states, start, end, ascending)
+            .await?
+            .0)
+    }
+
+    /// `list_jobs`, and how many jobs the page was cut from (the counts it was cut by, read in
+    /// one round trip before the page).
+    pub async fn list_jobs_with_total(
+        &self,
+        states: Vec<JobState>,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> CoreResult<(Vec<Job>, usize)> {
         let states: Vec<JobState> = if states.is_empty() {
             JobState::ALL.to_vec()
         } else {
@@ -143,7 +158,7 @@ impl RedisBackend {
             // Waiting members carry a 14-digit order prefix, the others a 14-digit sequence.
             ids.extend(members.into_iter().map(|m| m[14..].to_owned()));
         }
-        self.jobs(ids).await
+        Ok((self.jobs(ids).await?, total))
     }
 
     pub async fn finished_result(&self, id: &str) -> CoreResult<FinishedResult> {
@@ -233,6 +248,17 @@ impl JobReads for RedisJobBackend {
         ascending: bool,
     ) -> BoxFuture<Vec<Job>> {
         call!(self, |b| b.list_jobs(states, start, end, ascending))
+    }
+
+    fn list_jobs_with_total(
+        &self,
+        states: Vec<JobState>,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> BoxFuture<(Vec<Job>, usize)> {
+        call!(self, |b| b
+            .list_jobs_with_total(states, start, end, ascending))
     }
 
     fn finished_result(&self, id: String) -> BoxFuture<FinishedResult> {

@@ -23,6 +23,15 @@ pub trait JobReads: Send + Sync + 'static {
         end: i64,
         ascending: bool,
     ) -> BoxFuture<Vec<Job>>;
+    /// `list_jobs`'s page and the number of jobs it was cut from (those in `states`, all when
+    /// empty), from one read of the counts, so the two agree.
+    fn list_jobs_with_total(
+        &self,
+        states: Vec<JobState>,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> BoxFuture<(Vec<Job>, usize)>;
     fn finished_result(&self, id: String) -> BoxFuture<FinishedResult>;
     /// Resolves when the job completes, fails for good or disappears; after `timeout` ms it
     /// resolves with `NotFinished`.

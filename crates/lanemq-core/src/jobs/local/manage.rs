@@ -85,6 +85,18 @@ pub fn list_jobs(
     end: i64,
     ascending: bool,
 ) -> CoreResult<Vec<Job>> {
+    Ok(list_jobs_with_total(conn, states, start, end, ascending)?.0)
+}
+
+/// `list_jobs`, and how many jobs the page was cut from (in the writer's transaction, as
+/// every operation: the counts and the page agree).
+pub fn list_jobs_with_total(
+    conn: &Connection,
+    states: &[JobState],
+    start: i64,
+    end: i64,
+    ascending: bool,
+) -> CoreResult<(Vec<Job>, usize)> {
     let states: Vec<JobState> = if states.is_empty() {
         JobState::ALL.to_vec()
     } else {
@@ -122,7 +134,7 @@ pub fn list_jobs(
         skip = 0;
         out.extend(page);
     }
-    Ok(out)
+    Ok((out, total))
 }
 
 pub fn finished_result(conn: &Connection, id: &str) -> CoreResult<FinishedResult> {

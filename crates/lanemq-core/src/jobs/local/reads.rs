@@ -40,6 +40,18 @@ impl JobReads for LocalBackend {
         self.direct(move |conn, _| manage::list_jobs(conn, &states, start, end, ascending))
     }
 
+    fn list_jobs_with_total(
+        &self,
+        states: Vec<JobState>,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> BoxFuture<(Vec<Job>, usize)> {
+        self.direct(move |conn, _| {
+            manage::list_jobs_with_total(conn, &states, start, end, ascending)
+        })
+    }
+
     fn finished_result(&self, id: String) -> BoxFuture<FinishedResult> {
         self.direct(move |conn, _| manage::finished_result(conn, &id))
     }

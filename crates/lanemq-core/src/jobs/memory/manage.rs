@@ -86,6 +86,17 @@ impl MemoryStore {
         end: i64,
         ascending: bool,
     ) -> Vec<Job> {
+        self.list_jobs_with_total(states, start, end, ascending).0
+    }
+
+    /// `list_jobs`, and how many jobs the page was cut from.
+    pub fn list_jobs_with_total(
+        &self,
+        states: &[JobState],
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> (Vec<Job>, usize) {
         let states: Vec<JobState> = if states.is_empty() {
             JobState::ALL.to_vec()
         } else {
@@ -101,10 +112,12 @@ impl MemoryStore {
                 Box::new(ids.rev())
             }
         });
-        ids.skip(range.start)
+        let page = ids
+            .skip(range.start)
             .take(range.len())
             .map(|id| self.jobs[id].clone())
-            .collect()
+            .collect();
+        (page, total)
     }
 
     pub fn finished_result(&self, id: &str) -> FinishedResult {

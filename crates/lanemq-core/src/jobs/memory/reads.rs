@@ -40,6 +40,16 @@ impl JobReads for MemoryBackend {
         self.read(|store| Ok(store.list_jobs(&states, start, end, ascending)))
     }
 
+    fn list_jobs_with_total(
+        &self,
+        states: Vec<JobState>,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> BoxFuture<(Vec<Job>, usize)> {
+        self.read(|store| Ok(store.list_jobs_with_total(&states, start, end, ascending)))
+    }
+
     fn finished_result(&self, id: String) -> BoxFuture<FinishedResult> {
         self.read(|store| Ok(store.finished_result(&id)))
     }

@@ -51,6 +51,7 @@ from .queue import (
     LocalJobQueue,
     MemoryGroup,
     QueueEvent,
+    QueueStats,
     RedisJobQueue,
 )
 from .schedulers import JobScheduler
@@ -105,6 +106,7 @@ __all__ = [
     "PriorityBoost",
     "QueueEvent",
     "QueueManager",
+    "QueueStats",
     "RateLimit",
     "RateLimitError",
     "RedisJobQueue",

@@ -498,6 +498,9 @@ class JobQueueCore:
     def list_jobs_with_total(
         self, states: list[str], start: int, end: int, ascending: bool
     ) -> Awaitable[tuple[list[JobRecord], int]]: ...
+    def get_stats(
+        self, now: int | None = None
+    ) -> Awaitable[tuple[dict[str, int], bool, int | None, tuple[int, float] | None, float]]: ...
     def finished_result(self, id: str) -> Awaitable[tuple[str, str | None]]: ...
     def wait_finished(
         self, id: str, timeout: float | None = None

@@ -152,6 +152,21 @@ class JobResult:
     state: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    """What `JobQueue.get_stats` read, at one moment: ``counts`` per state (every state),
+    whether the queue is ``paused``, ``max_active`` (`set_max_active`, None: no cap),
+    ``rate_limit`` (`set_rate_limit`: ``(max_jobs, duration seconds)`` or None) and
+    ``rate_limit_ttl``, the seconds the rate limits still hold claims back (as
+    `get_rate_limit_ttl`)."""
+
+    counts: dict[str, int]
+    paused: bool
+    max_active: int | None
+    rate_limit: tuple[int, float] | None
+    rate_limit_ttl: float
+
+
 class JobQueue:
     """The job contract over a backend core. Subclasses choose the backend."""
 
@@ -532,6 +547,13 @@ class JobQueue:
         """How many jobs are in ``states`` together (BullMQ's ``getJobCountByTypes``): the
         sum of `get_job_counts` for them, each state counted once; all jobs when none."""
         return await self._core.get_job_count(list(states))
+
+    async def get_stats(self, *, now: int | None = None) -> QueueStats:
+        """The queue at a glance, in one read (one round trip on Redis, where BullMQ users
+        ask ``getJobCounts``, ``isPaused``, ``getGlobalConcurrency``, ``getRateLimitTtl``...
+        one by one): counts per state, pause, the cap on active jobs, the rate limit and how
+        long it still holds claims back."""
+        return QueueStats(*await self._core.get_stats(now))
 
     async def count_pending(self) -> int:
         """Jobs that will still run: waiting + delayed + waiting for children."""
@@ -1067,5 +1089,6 @@ __all__ = [
     "LocalJobQueue",
     "MemoryGroup",
     "QueueEvent",
+    "QueueStats",
     "RedisJobQueue",
 ]

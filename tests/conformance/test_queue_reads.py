@@ -4,7 +4,8 @@ total, the stats in one read, promoting delayed jobs, and a dedup key's time lef
 from __future__ import annotations
 
 import pytest
-from lanemq import ConfigError, JobQueue
+from lanemq import ConfigError, JobQueue, QueueStats
+from lanemq.queue import STATES
 
 T = 1_700_000_000_000
 
@@ -78,3 +79,41 @@ async def test_list_jobs_with_total_past_the_end(queue: JobQueue) -> None:
     await _add_in_states(queue)
     page, total = await queue.list_jobs_with_total("failed", 5, 10)
     assert (page, total) == ([], 1)
+
+
+# ----------------------------------------------------------------- get_stats
+
+
+async def test_get_stats_of_a_fresh_queue(queue: JobQueue) -> None:
+    stats = await queue.get_stats(now=T)
+    assert stats == QueueStats(
+        counts={state: 0 for state in STATES},
+        paused=False,
+        max_active=None,
+        rate_limit=None,
+        rate_limit_ttl=0.0,
+    )
+
+
+async def test_get_stats_reads_counts_and_settings_together(queue: JobQueue) -> None:
+    await _add_in_states(queue)
+    await queue.pause(now=T)
+    await queue.set_max_active(4)
+    await queue.set_rate_limit(2, 10.0)
+    await queue.rate_limit(30, now=T)
+    stats = await queue.get_stats(now=T + 10_000)
+    assert stats.counts == {
+        "waiting": 3,
+        "delayed": 2,
+        "active": 1,
+        "waiting_children": 0,
+        "completed": 1,
+        "failed": 1,
+    }
+    assert list(stats.counts) == list(STATES)
+    assert stats.paused is True
+    assert stats.max_active == 4
+    assert stats.rate_limit == (2, 10.0)
+    assert stats.rate_limit_ttl == 20.0
+    assert stats.rate_limit_ttl == await queue.get_rate_limit_ttl(now=T + 10_000)
+    assert stats.counts == await queue.get_job_counts()

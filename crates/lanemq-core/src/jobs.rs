@@ -23,7 +23,7 @@ mod tests;
 
 pub use contract::{
     ready, BoxFuture, Completion, FailOutcome, Failure, JobAdmin, JobBackend, JobDedup, JobEvents,
-    JobFlows, JobLifecycle, JobReads, JobSchedulers, NewJob,
+    JobFlows, JobLifecycle, JobReads, JobSchedulers, NewJob, QueueStats,
 };
 pub use events::{event_name, field_name, known_event_name, EventLog, Field, StreamEvent, Text};
 pub use flow::{AddedNode, Dependencies, DependencyCounts, FlowNode, ParentPolicy, ParentRef};

@@ -5,7 +5,7 @@
 
 use lanemq_core::jobs::{
     Dependencies, DependencyCounts, FinishedResult, Job, JobScheduler, JobState, Millis,
-    StreamEvent,
+    QueueStats, StreamEvent,
 };
 use pyo3::prelude::*;
 
@@ -85,6 +85,9 @@ forwards! {
     fn list_jobs_with_total(states: States, start: i64, end: i64, ascending: bool) -> page {
         list_jobs_with_total(states, start, end, ascending)
     }
+    /// Awaits `(counts, paused, max_active, rate_limit, rate_limit_ttl)`, read at one moment:
+    /// counts per state, the rate limit as `(max, seconds)` or None, its ttl in seconds.
+    fn get_stats(now: Option<Now> = None) -> stats { get_stats(now) }
     /// Awaits `(kind, value)`: ("missing", None), ("pending", state), ("completed", json or
     /// None), ("failed", reason).
     fn finished_result(id: String) -> finished { finished_result(id) }
@@ -215,6 +218,25 @@ fn priority_counts(counts: Vec<(u32, usize)>) -> PyResult<Dict<u32, usize>> {
 
 fn page((jobs, total): (Vec<Job>, usize)) -> PyResult<(Vec<JobRecord>, usize)> {
     Ok((records(jobs)?, total))
+}
+
+/// `get_stats` as Python receives it.
+type StatsRow = (
+    Dict<&'static str, usize>,
+    bool,
+    Option<u32>,
+    Option<(u32, f64)>,
+    f64,
+);
+
+fn stats(stats: QueueStats) -> PyResult<StatsRow> {
+    Ok((
+        state_counts(stats.counts)?,
+        stats.paused,
+        stats.max_active,
+        rate_limit_seconds(stats.rate_limit)?,
+        millis_to_seconds(stats.rate_limit_ttl),
+    ))
 }
 
 fn finished(result: FinishedResult) -> PyResult<(&'static str, Option<String>)> {

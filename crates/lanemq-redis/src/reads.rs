@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use lanemq_core::jobs::{
     index_range, rate_limited_until, BoxFuture, FinishedResult, Job, JobReads, JobState, Millis,
+    QueueStats,
 };
 use lanemq_core::{CoreError, CoreResult};
 
@@ -14,6 +15,9 @@ use crate::keys::STATE_SETS;
 fn set_of(state: JobState) -> &'static str {
     STATE_SETS[JobState::ALL.iter().position(|s| *s == state).unwrap_or(0)]
 }
+
+/// The counts of the six state sets, then the settings `get_stats` reads.
+type StatsReply = (usize, usize, usize, usize, usize, usize, Vec<Option<u64>>);
 
 /// What decides when a claim may succeed: settings, waiting and active counts, first delayed.
 type ReadyState = (Vec<Option<u64>>, usize, usize, Vec<(String, f64)>);
@@ -179,6 +183,45 @@ impl RedisBackend {
         })
     }
 
+    /// The queue at a glance at `now`: the counts and the settings in one MULTI, so one round
+    /// trip and one moment.
+    pub async fn get_stats(&self, now: Millis) -> CoreResult<QueueStats> {
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for set in STATE_SETS {
+            count_jobs(&mut pipe, self.keys.key(set));
+        }
+        pipe.cmd("HMGET")
+            .arg(self.keys.key("meta"))
+            .arg("paused")
+            .arg("max_active")
+            .arg("rate_max")
+            .arg("rate_duration")
+            .arg("rate_until")
+            .arg("rate_start")
+            .arg("rate_count");
+        let (a, b, c, d, e, f, settings): StatsReply = self.query(&pipe).await?;
+        let counts = [a, b, c, d, e, f];
+        let get = |i: usize| settings.get(i).copied().flatten();
+        let rate_limit = get(2)
+            .zip(get(3))
+            .map(|(max, duration)| (max as u32, duration));
+        let end = rate_limited_until(
+            now,
+            get(4).unwrap_or(0),
+            rate_limit,
+            get(5).unwrap_or(0),
+            get(6).unwrap_or(0),
+        );
+        Ok(QueueStats {
+            counts: JobState::ALL.into_iter().zip(counts).collect(),
+            paused: get(0) == Some(1),
+            max_active: get(1).map(|max| max as u32),
+            rate_limit,
+            rate_limit_ttl: end.map_or(0, |end| end - now),
+        })
+    }
+
     /// When a claim could next succeed (see `model::next_ready_at`), read in one round trip.
     pub(crate) async fn next_ready_at(&self, now: Millis) -> CoreResult<Option<Millis>> {
         let meta = self.keys.key("meta");
@@ -259,6 +302,10 @@ impl JobReads for RedisJobBackend {
     ) -> BoxFuture<(Vec<Job>, usize)> {
         call!(self, |b| b
             .list_jobs_with_total(states, start, end, ascending))
+    }
+
+    fn get_stats(&self, now: Millis) -> BoxFuture<QueueStats> {
+        call!(self, |b| b.get_stats(now))
     }
 
     fn finished_result(&self, id: String) -> BoxFuture<FinishedResult> {

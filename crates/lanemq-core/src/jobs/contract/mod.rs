@@ -30,7 +30,7 @@ pub use dedup::JobDedup;
 pub use events::JobEvents;
 pub use flows::JobFlows;
 pub use lifecycle::JobLifecycle;
-pub use reads::JobReads;
+pub use reads::{JobReads, QueueStats};
 pub use schedulers::JobSchedulers;
 pub use types::{Completion, FailOutcome, Failure, NewJob};
 

@@ -32,6 +32,8 @@ pub trait JobReads: Send + Sync + 'static {
         end: i64,
         ascending: bool,
     ) -> BoxFuture<(Vec<Job>, usize)>;
+    /// The queue at a glance at `now`, read at one moment (one round trip on Redis).
+    fn get_stats(&self, now: Millis) -> BoxFuture<QueueStats>;
     fn finished_result(&self, id: String) -> BoxFuture<FinishedResult>;
     /// Resolves when the job completes, fails for good or disappears; after `timeout` ms it
     /// resolves with `NotFinished`.
@@ -43,4 +45,18 @@ pub trait JobReads: Send + Sync + 'static {
         end: i64,
         ascending: bool,
     ) -> BoxFuture<(Vec<String>, usize)>;
+}
+
+/// What `get_stats` reads, at one moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueStats {
+    /// Jobs per state: every state, in `JobState::ALL`'s order.
+    pub counts: Vec<(JobState, usize)>,
+    pub paused: bool,
+    /// The cap on active jobs across workers (`set_max_active`).
+    pub max_active: Option<u32>,
+    /// The windowed rate limit (`set_rate_limit`): at most `.0` claims per `.1` ms.
+    pub rate_limit: Option<(u32, Millis)>,
+    /// How long the rate limits still hold claims back (as `get_rate_limit_ttl`), in ms.
+    pub rate_limit_ttl: Millis,
 }

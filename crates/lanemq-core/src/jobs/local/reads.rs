@@ -4,10 +4,10 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use crate::jobs::contract::{BoxFuture, JobReads};
+use crate::jobs::contract::{BoxFuture, JobReads, QueueStats};
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
 
-use super::{manage, rows, LocalBackend};
+use super::{manage, ops, rows, LocalBackend};
 
 impl JobReads for LocalBackend {
     fn get_job(&self, id: String) -> BoxFuture<Option<Job>> {
@@ -49,6 +49,19 @@ impl JobReads for LocalBackend {
     ) -> BoxFuture<(Vec<Job>, usize)> {
         self.direct(move |conn, _| {
             manage::list_jobs_with_total(conn, &states, start, end, ascending)
+        })
+    }
+
+    /// One operation, so in one transaction of the writer: the values agree.
+    fn get_stats(&self, now: Millis) -> BoxFuture<QueueStats> {
+        self.direct(move |conn, _| {
+            Ok(QueueStats {
+                counts: manage::get_job_counts(conn, &JobState::ALL)?,
+                paused: ops::is_paused(conn)?,
+                max_active: ops::max_active(conn)?,
+                rate_limit: ops::rate_limit(conn)?,
+                rate_limit_ttl: ops::rate_limited_until(conn, now)?.map_or(0, |end| end - now),
+            })
         })
     }
 

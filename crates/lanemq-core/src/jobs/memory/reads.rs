@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use crate::jobs::contract::{ready, BoxFuture, JobReads};
+use crate::jobs::contract::{ready, BoxFuture, JobReads, QueueStats};
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
 
 use super::MemoryBackend;
@@ -48,6 +48,18 @@ impl JobReads for MemoryBackend {
         ascending: bool,
     ) -> BoxFuture<(Vec<Job>, usize)> {
         self.read(|store| Ok(store.list_jobs_with_total(&states, start, end, ascending)))
+    }
+
+    fn get_stats(&self, now: Millis) -> BoxFuture<QueueStats> {
+        self.read(|store| {
+            Ok(QueueStats {
+                counts: store.get_job_counts(&JobState::ALL),
+                paused: store.is_paused(),
+                max_active: store.get_max_active(),
+                rate_limit: store.get_rate_limit(),
+                rate_limit_ttl: store.get_rate_limit_ttl(now),
+            })
+        })
     }
 
     fn finished_result(&self, id: String) -> BoxFuture<FinishedResult> {

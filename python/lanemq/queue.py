@@ -617,6 +617,13 @@ class JobQueue:
         """Makes a delayed job waiting now."""
         await self._core.promote(job_id, now)
 
+    async def promote_jobs(self, count: int | None = None, *, now: int | None = None) -> int:
+        """Makes delayed jobs waiting now, due or not, earliest first (BullMQ's
+        ``promoteJobs``): at most ``count`` of them (None: all; BullMQ's ``count`` is the size
+        of the batches in which it promotes them all). Returns how many were promoted; each
+        emits ``waiting``, as `promote` does."""
+        return await self._core.promote_jobs(count, now)
+
     async def reschedule(self, job_id: str, delay: float, *, now: int | None = None) -> None:
         """Delays a waiting or delayed job to ``delay`` seconds from now."""
         await self._core.reschedule(job_id, delay, now)

@@ -117,3 +117,37 @@ async def test_get_stats_reads_counts_and_settings_together(queue: JobQueue) -> 
     assert stats.rate_limit_ttl == 20.0
     assert stats.rate_limit_ttl == await queue.get_rate_limit_ttl(now=T + 10_000)
     assert stats.counts == await queue.get_job_counts()
+
+
+# -------------------------------------------------------------- promote_jobs
+
+
+async def test_promote_jobs_promotes_every_delayed_job(queue: JobQueue) -> None:
+    await _add_in_states(queue)
+    after = (await queue.read_events())[-1].id
+    assert await queue.promote_jobs(now=T) == 2
+    counts = await queue.get_job_counts("waiting", "delayed")
+    assert counts == {"waiting": 5, "delayed": 0}
+    events = await queue.read_events(after + 1)
+    assert [event.event for event in events] == ["waiting", "waiting"]
+    # Promoted, they are claimed after the jobs that were waiting already.
+    claimed = await queue.claim("w1", max_jobs=5, now=T)
+    assert [job.name for job in claimed] == ["w", "w", "w", "d", "d"]
+    assert await queue.promote_jobs(now=T) == 0
+
+
+async def test_promote_jobs_takes_the_earliest_first(queue: JobQueue) -> None:
+    late = await queue.add("late", None, delay=300, now=T)
+    early = await queue.add("early", None, delay=10, now=T)
+    middle = await queue.add("middle", None, delay=100, now=T)
+    assert await queue.promote_jobs(2, now=T) == 2
+    assert await queue.get_state(early.id) == "waiting"
+    assert await queue.get_state(middle.id) == "waiting"
+    assert await queue.get_state(late.id) == "delayed"
+
+
+async def test_promote_jobs_refuses_a_count_below_one(queue: JobQueue) -> None:
+    await queue.add("d", None, delay=60, now=T)
+    with pytest.raises(ConfigError, match="invalid count: 0"):
+        await queue.promote_jobs(0, now=T)
+    assert await queue.get_job_counts("delayed") == {"delayed": 1}

@@ -102,6 +102,10 @@ forwards! {
     // ---------------------------------------------------------------- editing
 
     fn promote(id: String, now: Option<Now> = None) -> unit { promote(id, now) }
+    /// Promotes delayed jobs, earliest first, at most `count` (None: all); awaits how many.
+    fn promote_jobs(count: Option<Positive> = None, now: Option<Now> = None) -> Ok {
+        promote_jobs(count.map(|n| n as usize), now)
+    }
     /// Delays a waiting or delayed job to `delay` seconds from `now`.
     fn reschedule(id: String, delay: Secs, now: Option<Now> = None) -> unit {
         reschedule(id, now.saturating_add(delay), now)

@@ -99,6 +99,39 @@ impl RedisBackend {
             .map(drop)
     }
 
+    /// Promotes delayed jobs, earliest first, at most `count` (`None`: all): the ids are read a
+    /// batch at a time and each promoted by `promote`'s script; a job that left delayed in
+    /// between is skipped. Returns how many were promoted.
+    pub async fn promote_jobs(&self, count: Option<usize>, now: Millis) -> CoreResult<usize> {
+        const BATCH: usize = 1000;
+        let mut promoted = 0;
+        loop {
+            let want = count.map_or(BATCH, |n| n.saturating_sub(promoted).min(BATCH));
+            if want == 0 {
+                return Ok(promoted);
+            }
+            let mut pipe = redis::pipe();
+            pipe.cmd("ZRANGE")
+                .arg(self.keys.key("delayed"))
+                .arg(0)
+                .arg(want - 1);
+            let (members,): (Vec<String>,) = self.query(&pipe).await?;
+            let mut moved = 0;
+            for member in &members {
+                // Members carry a 14-digit sequence before the id (see `list_jobs`).
+                match self.promote(member[14..].to_owned(), now).await {
+                    Ok(()) => moved += 1,
+                    Err(CoreError::JobState { .. } | CoreError::JobNotFound(_)) => {}
+                    Err(other) => return Err(other),
+                }
+            }
+            promoted += moved;
+            if moved == 0 || members.len() < want {
+                return Ok(promoted);
+            }
+        }
+    }
+
     /// Delays a waiting or delayed job until `until`.
     pub async fn reschedule(&self, id: String, until: Millis, now: Millis) -> CoreResult<()> {
         let until = until.to_string();
@@ -426,6 +459,10 @@ impl RedisBackend {
 impl JobAdmin for RedisJobBackend {
     fn promote(&self, id: String, now: Millis) -> BoxFuture<()> {
         call!(self, |b| b.promote(id, now))
+    }
+
+    fn promote_jobs(&self, count: Option<usize>, now: Millis) -> BoxFuture<usize> {
+        call!(self, |b| b.promote_jobs(count, now))
     }
 
     fn reschedule(&self, id: String, until: Millis, now: Millis) -> BoxFuture<()> {

@@ -6,6 +6,10 @@ use super::{ready, BoxFuture};
 
 pub trait JobAdmin: Send + Sync + 'static {
     fn promote(&self, id: String, now: Millis) -> BoxFuture<()>;
+    /// Promotes delayed jobs to waiting, due or not, earliest first: at most `count` (`None`:
+    /// all), as BullMQ's `promoteJobs`; returns how many. Each is `promote`'s transition (a
+    /// `waiting` event); the in-process backends promote them all in one step.
+    fn promote_jobs(&self, count: Option<usize>, now: Millis) -> BoxFuture<usize>;
     fn reschedule(&self, id: String, until: Millis, now: Millis) -> BoxFuture<()>;
     fn retry_job(&self, id: String, now: Millis) -> BoxFuture<()>;
     fn update_priority(&self, id: String, priority: u32, lifo: bool) -> BoxFuture<()>;

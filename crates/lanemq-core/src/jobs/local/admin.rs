@@ -10,6 +10,20 @@ impl JobAdmin for LocalBackend {
         self.call(move |conn, env| manage::promote(conn, env, &id, now))
     }
 
+    fn promote_jobs(&self, count: Option<usize>, now: Millis) -> BoxFuture<usize> {
+        let end = count.map_or(-1, |n| n as i64 - 1);
+        self.call(move |conn, env| {
+            if end < 0 && count.is_some() {
+                return Ok(0);
+            }
+            let delayed = manage::list_jobs(conn, &[JobState::Delayed], 0, end, true)?;
+            for job in &delayed {
+                manage::promote(conn, env, &job.id, now)?;
+            }
+            Ok(delayed.len())
+        })
+    }
+
     fn reschedule(&self, id: String, until: Millis, now: Millis) -> BoxFuture<()> {
         self.call(move |conn, env| manage::reschedule(conn, env, &id, until, now))
     }

@@ -10,6 +10,20 @@ impl JobAdmin for MemoryBackend {
         self.write(|s| s.store.promote(&id, now))
     }
 
+    fn promote_jobs(&self, count: Option<usize>, now: Millis) -> BoxFuture<usize> {
+        let end = count.map_or(-1, |n| n as i64 - 1);
+        self.write(|s| {
+            if end < 0 && count.is_some() {
+                return Ok(0);
+            }
+            let delayed = s.store.list_jobs(&[JobState::Delayed], 0, end, true);
+            for job in &delayed {
+                s.store.promote(&job.id, now)?;
+            }
+            Ok(delayed.len())
+        })
+    }
+
     fn reschedule(&self, id: String, until: Millis, now: Millis) -> BoxFuture<()> {
         self.write(|s| s.store.reschedule(&id, until, now))
     }

@@ -544,6 +544,9 @@ class JobQueueCore:
     def get_deduplication_job_id(
         self, dedup_id: str, now: int | None = None
     ) -> Awaitable[str | None]: ...
+    def get_deduplication_ttl(
+        self, dedup_id: str, now: int | None = None
+    ) -> Awaitable[float | None]: ...
     def remove_deduplication_key(
         self, dedup_id: str, now: int | None = None
     ) -> Awaitable[bool]: ...

@@ -3,8 +3,10 @@ total, the stats in one read, promoting delayed jobs, and a dedup key's time lef
 
 from __future__ import annotations
 
+import math
+
 import pytest
-from lanemq import ConfigError, JobQueue, QueueStats
+from lanemq import ConfigError, Dedup, JobQueue, QueueStats
 from lanemq.queue import STATES
 
 T = 1_700_000_000_000
@@ -151,3 +153,39 @@ async def test_promote_jobs_refuses_a_count_below_one(queue: JobQueue) -> None:
     with pytest.raises(ConfigError, match="invalid count: 0"):
         await queue.promote_jobs(0, now=T)
     assert await queue.get_job_counts("delayed") == {"delayed": 1}
+
+
+# ----------------------------------------------------- get_deduplication_ttl
+
+
+async def test_dedup_ttl_counts_down_and_ends_with_the_key(queue: JobQueue) -> None:
+    assert await queue.get_deduplication_ttl("user:1", now=T) is None
+    await queue.add("mail", None, dedup=Dedup("user:1", ttl=60), now=T)
+    assert await queue.get_deduplication_ttl("user:1", now=T) == 60.0
+    assert await queue.get_deduplication_ttl("user:1", now=T + 15_500) == 44.5
+    # Expired: not held any more, as get_deduplication_job_id says.
+    assert await queue.get_deduplication_ttl("user:1", now=T + 60_000) is None
+    assert await queue.get_deduplication_job_id("user:1", now=T + 60_000) is None
+
+
+async def test_dedup_ttl_follows_an_extension(queue: JobQueue) -> None:
+    await queue.add("mail", None, dedup=Dedup("user:2", ttl=10, extend=True), now=T)
+    await queue.add("mail", None, dedup=Dedup("user:2", ttl=10, extend=True), now=T + 4_000)
+    assert await queue.get_deduplication_ttl("user:2", now=T + 5_000) == 9.0
+
+
+async def test_dedup_key_without_ttl_is_held_until_its_job_finishes(queue: JobQueue) -> None:
+    added = await queue.add("mail", None, dedup=Dedup("user:3"), now=T)
+    assert await queue.get_deduplication_ttl("user:3", now=T) == math.inf
+    claimed = await queue.claim("w1", now=T)
+    assert [job.id for job in claimed] == [added.id]
+    token = claimed[0].lock_token
+    assert token is not None
+    await queue.complete(added.id, token, None, now=T)
+    assert await queue.get_deduplication_ttl("user:3", now=T) is None
+
+
+async def test_dedup_ttl_of_a_removed_key(queue: JobQueue) -> None:
+    await queue.add("mail", None, dedup=Dedup("user:4", ttl=60), now=T)
+    assert await queue.remove_deduplication_key("user:4", now=T) is True
+    assert await queue.get_deduplication_ttl("user:4", now=T) is None

@@ -159,6 +159,11 @@ forwards! {
     fn get_deduplication_job_id(dedup_id: String, now: Option<Now> = None) -> Ok {
         get_deduplication_job_id(dedup_id, now)
     }
+    /// Awaits the seconds the dedup key `dedup_id` is still held at `now`: None when it is not
+    /// held, infinity when it has no expiry (held until its job finishes).
+    fn get_deduplication_ttl(dedup_id: String, now: Option<Now> = None) -> ttl_seconds {
+        get_deduplication_ttl(dedup_id, now)
+    }
     /// Deletes the dedup key `dedup_id`; awaits True if a held key was deleted.
     fn remove_deduplication_key(dedup_id: String, now: Option<Now> = None) -> Ok {
         remove_deduplication_key(dedup_id, now)
@@ -254,6 +259,10 @@ fn finished(result: FinishedResult) -> PyResult<(&'static str, Option<String>)> 
 
 fn seconds(millis: Millis) -> PyResult<f64> {
     Ok(millis_to_seconds(millis))
+}
+
+fn ttl_seconds(ttl: Option<Option<Millis>>) -> PyResult<Option<f64>> {
+    Ok(ttl.map(|left| left.map_or(f64::INFINITY, millis_to_seconds)))
 }
 
 fn rate_limit_seconds(limit: Option<(u32, Millis)>) -> PyResult<Option<(u32, f64)>> {

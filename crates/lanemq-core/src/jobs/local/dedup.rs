@@ -252,6 +252,14 @@ pub fn get_job_id(conn: &Connection, id: &str, now: Millis) -> CoreResult<Option
     })
 }
 
+/// How long the key `id` is still held at `now` (see `JobDedup::get_deduplication_ttl`).
+pub fn get_ttl(conn: &Connection, id: &str, now: Millis) -> CoreResult<Option<Option<Millis>>> {
+    with_view(conn, id, |key| {
+        key.filter(|k| k.is_held(now))
+            .map(|k| k.expires_at.map(|at| at - now))
+    })
+}
+
 pub fn remove_key(conn: &Connection, id: &str, now: Millis) -> CoreResult<bool> {
     let live = with_view(conn, id, |key| key.is_some_and(|k| k.is_live(now)))?;
     delete_key(conn, id)?;
@@ -261,6 +269,14 @@ pub fn remove_key(conn: &Connection, id: &str, now: Millis) -> CoreResult<bool> 
 impl JobDedup for LocalBackend {
     fn get_deduplication_job_id(&self, dedup_id: String, now: Millis) -> BoxFuture<Option<String>> {
         self.direct(move |conn, _| get_job_id(conn, &dedup_id, now))
+    }
+
+    fn get_deduplication_ttl(
+        &self,
+        dedup_id: String,
+        now: Millis,
+    ) -> BoxFuture<Option<Option<Millis>>> {
+        self.direct(move |conn, _| get_ttl(conn, &dedup_id, now))
     }
 
     fn remove_deduplication_key(&self, dedup_id: String, now: Millis) -> BoxFuture<bool> {

@@ -249,6 +249,13 @@ impl MemoryStore {
             .map(|k| k.owner.to_owned())
     }
 
+    /// How long the dedup key `dedup_id` is still held (see `JobDedup::get_deduplication_ttl`).
+    pub fn get_deduplication_ttl(&self, dedup_id: &str, now: Millis) -> Option<Option<Millis>> {
+        self.key_view(dedup_id)
+            .filter(|k| k.is_held(now))
+            .map(|k| k.expires_at.map(|at| at - now))
+    }
+
     /// Deletes the dedup key `dedup_id` (and its next job); `true` if it meant anything.
     pub fn remove_deduplication_key(&mut self, dedup_id: &str, now: Millis) -> bool {
         let live = self.key_view(dedup_id).is_some_and(|k| k.is_live(now));
@@ -260,6 +267,14 @@ impl MemoryStore {
 impl JobDedup for MemoryBackend {
     fn get_deduplication_job_id(&self, dedup_id: String, now: Millis) -> BoxFuture<Option<String>> {
         self.read(|store| Ok(store.get_deduplication_job_id(&dedup_id, now)))
+    }
+
+    fn get_deduplication_ttl(
+        &self,
+        dedup_id: String,
+        now: Millis,
+    ) -> BoxFuture<Option<Option<Millis>>> {
+        self.read(|store| Ok(store.get_deduplication_ttl(&dedup_id, now)))
     }
 
     fn remove_deduplication_key(&self, dedup_id: String, now: Millis) -> BoxFuture<bool> {

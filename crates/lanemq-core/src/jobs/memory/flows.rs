@@ -20,6 +20,7 @@ use crate::jobs::flow::{
     self, AddedNode, ChildOutcome, Dependencies, DependencyCounts, FlowNode, ParentRef, Record,
     Retried, Then,
 };
+use crate::jobs::lifecycle;
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
 use crate::jobs::options::check_payload;
 
@@ -205,41 +206,13 @@ impl MemoryStore {
     /// A parent that failed because of a child retried by hand waits for its children again,
     /// its failure undone; its own parent hears of it as of a retried child.
     fn reopen_parent(&mut self, key: &JobId, now: Millis) {
-        self.transition(key, JobState::WaitingChildren, |job| {
-            job.finished_on = None;
-            job.failed_reason = None;
-        });
-        self.events.push(
-            now,
-            "waiting-children",
-            Some(key),
-            Some(("prev", "failed".into())),
-        );
+        lifecycle::reopen_parent(self, key, now).expect("the memory store does not fail");
         self.tell_parent(key, Change::Retried, now);
     }
 
     /// A parent whose children are done: waiting, or delayed by its own delay from now.
     fn release_parent(&mut self, key: &JobId, now: Millis) {
-        match flow::release_to(self.jobs[key].options.delay, now) {
-            (JobState::Delayed, until) => {
-                self.transition(key, JobState::Delayed, |job| job.delay_until = until);
-                self.events.push(
-                    now,
-                    "delayed",
-                    Some(key),
-                    Some(("delay", until.to_string().into())),
-                );
-            }
-            _ => {
-                self.move_to_waiting(key, false);
-                self.events.push(
-                    now,
-                    "waiting",
-                    Some(key),
-                    Some(("prev", "waiting-children".into())),
-                );
-            }
-        }
+        lifecycle::release_parent(self, key, now).expect("the memory store does not fail");
     }
 
     /// This store's checks of a flow node: the payload fits and a custom id is free.
@@ -263,19 +236,6 @@ impl MemoryStore {
     }
 
     /// Parks an active job in waiting_children (no attempt used, lock released).
-    fn park_for_children(&mut self, key: &JobId, now: Millis) {
-        self.transition(key, JobState::WaitingChildren, |job| {
-            job.attempts_made = job.attempts_made.saturating_sub(1);
-            job.lock = None;
-        });
-        self.events.push(
-            now,
-            "waiting-children",
-            Some(key),
-            Some(("prev", "active".into())),
-        );
-    }
-
     fn deps_of(&self, id: &str) -> CoreResult<Option<&Deps>> {
         let key = self.key(id)?;
         Ok(self.flow.deps.get(&key))
@@ -433,7 +393,7 @@ pub(super) fn add_children(
     let key = store.locked(parent_id, token, now)?;
     let nodes: Vec<&FlowNode> = children.iter().collect();
     check(queues, &nodes, &home, "children")?;
-    queues.states[at].store.park_for_children(&key, now);
+    lifecycle::park_for_children(&mut queues.states[at].store, &key, token, now)?;
     let me = ParentRef {
         queue: home.clone(),
         id: key.to_string(),

@@ -152,40 +152,6 @@ impl MemoryStore {
         }
     }
 
-    /// Moves a job to `state`, keeping the indexes right; `change` edits the job in between.
-    pub(super) fn transition(
-        &mut self,
-        id: &JobId,
-        state: JobState,
-        change: impl FnOnce(&mut Job),
-    ) {
-        self.index_remove(id);
-        let job = self.jobs.get_mut(id).expect("indexed job exists");
-        job.state = state;
-        change(job);
-        self.index_insert(id);
-    }
-
-    /// A fresh position in waiting: the back of the job's priority, or the front with `front`
-    /// (or for a LIFO job).
-    pub(super) fn waiting_order(&mut self, id: &JobId, front: bool) -> i64 {
-        let seq = self.next_seq() as i64;
-        if front || self.jobs[id].options.lifo {
-            -seq
-        } else {
-            seq
-        }
-    }
-
-    /// Puts a job at the back (or, with `front`, the front) of its priority in waiting.
-    pub(super) fn move_to_waiting(&mut self, id: &JobId, front: bool) {
-        let order = self.waiting_order(id, front);
-        self.transition(id, JobState::Waiting, |job| {
-            job.order = order;
-            job.lock = None;
-        });
-    }
-
     /// Jobs added together usually share their name: reuse the last one's.
     pub(super) fn intern_name(&mut self, name: &str) -> Arc<str> {
         match &self.last_name {

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import platform
 from collections.abc import Callable
+from typing import Any
 
 Hook = Callable[[bool], None]  # called once per finished job: True = completed
 
@@ -16,6 +18,9 @@ class Adapter:
 
     def __init__(self, url: str) -> None:
         self.url = url
+        self.queue: Any = None
+        self.worker: Any = None
+        self.task: asyncio.Task[Any] | None = None
 
     def version(self) -> str:
         raise NotImplementedError
@@ -42,6 +47,14 @@ class Adapter:
 
     async def close(self) -> None:
         raise NotImplementedError
+
+    def run_evented_worker(self, worker: Any, hook: Hook) -> None:
+        """Starts a worker with BullMQ's ``completed`` and ``failed`` events (lanemq's
+        `JobWorker` has them too) in a task of its own; `hook` hears each finished job."""
+        self.worker = worker
+        worker.on("completed", lambda job, result: hook(True))
+        worker.on("failed", lambda job, error: hook(False))
+        self.task = asyncio.get_running_loop().create_task(worker.run())
 
     def script_names(self) -> dict[str, str]:
         """SHA1 of each Lua script the system loads -> a readable name, for the SLOWLOG

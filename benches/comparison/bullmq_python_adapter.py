@@ -18,9 +18,6 @@ class BullmqPythonAdapter(Adapter):
 
     def __init__(self, url: str) -> None:
         super().__init__(url)
-        self.queue: Any = None
-        self.worker: Any = None
-        self.task: asyncio.Task[Any] | None = None
         self.name = QUEUE
 
     def version(self) -> str:
@@ -45,10 +42,7 @@ class BullmqPythonAdapter(Adapter):
             return None
 
         options = {"connection": self.url, "concurrency": concurrency, "autorun": False}
-        self.worker = worker = Worker(self.name, noop, options)
-        worker.on("completed", lambda job, result: hook(True))
-        worker.on("failed", lambda job, error: hook(False))
-        self.task = asyncio.get_running_loop().create_task(worker.run())
+        self.run_evented_worker(Worker(self.name, noop, options), hook)
 
     async def stop_worker(self) -> None:
         await self.worker.close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from _support import build_profile
@@ -14,12 +13,6 @@ class LanemqAdapter(Adapter):
     """`lanemq.RedisJobQueue` and `lanemq.JobWorker`."""
 
     system = "lanemq"
-
-    def __init__(self, url: str) -> None:
-        super().__init__(url)
-        self.queue: Any = None
-        self.worker: Any = None
-        self.task: asyncio.Task[None] | None = None
 
     def version(self) -> str:
         return f"lanemq {package_version('lanemq')} ({build_profile()} build), {python_label()}"
@@ -41,10 +34,7 @@ class LanemqAdapter(Adapter):
         async def noop(job: Any) -> None:
             return None
 
-        self.worker = worker = JobWorker(self.queue, noop, concurrency=concurrency)
-        worker.on("completed", lambda job, result: hook(True))
-        worker.on("failed", lambda job, error: hook(False))
-        self.task = asyncio.get_running_loop().create_task(worker.run())
+        self.run_evented_worker(JobWorker(self.queue, noop, concurrency=concurrency), hook)
 
     async def stop_worker(self) -> None:
         await self.worker.close()

@@ -16,9 +16,6 @@ class SaqAdapter(Adapter):
 
     def __init__(self, url: str) -> None:
         super().__init__(url)
-        self.queue: Any = None
-        self.worker: Any = None
-        self.task: asyncio.Task[Any] | None = None
         self.completed = 0
         self.failed = 0
 

@@ -423,7 +423,8 @@ end
 
 -------------------------------------------------------------------------------- claiming
 -- "-1", "-2", ...: the suffix of the n-th token of a claim, formatted once per n (a format
--- costs ~1,800 instructions; in the library the table lasts as long as the library).
+-- costs far more than a lookup, benches/README.md; in the library the table lasts as long
+-- as the library).
 local TOKEN_SUFFIXES = {}
 local function token_suffix(n)
   local suffix = TOKEN_SUFFIXES[n]
@@ -518,7 +519,8 @@ local function claim_jobs(worker, lease, max_jobs, seed)
       for i = 1, n do
         local id, a, b = ids[i], 2 * i - 1, 2 * i
         local prefix = hex(tonumber(seqs[i]))
-        -- A first attempt (no count stored) needs no tonumber or format (~2,000 each).
+        -- A first attempt (no count stored) needs no tonumber or format, both costly in Lua
+        -- (benches/README.md).
         local before, tried_n, tried_text = attempts[i], 1, "1"
         if before then
           tried_n = tonumber(before) + 1

@@ -1,6 +1,13 @@
-//! The durable-job side of lanemq: the job model, its options and their validation, the event
-//! stream, and `MemoryStore`, the in-process reference implementation of the job contract that
-//! `InMemoryJobQueue` exposes (and that the local and Redis backends must match).
+//! The durable-job side of lanemq:
+//!
+//! - `contract`: the job contract every backend implements, split by concern;
+//! - the shared model: `model` (a job and its states), `options` (and their checks), `events`,
+//!   `constants`, `jitter`, and the decisions of `dedup`, `flow` and `scheduler`;
+//! - `lifecycle`: every job transition, once, over the small `JobStorage` interface that the
+//!   two in-process stores implement, with its effects applied in one documented order;
+//! - the backends of this crate: `memory` (`MemoryBackend`, in-process) and `local`
+//!   (`LocalBackend`, a SQLite file). The Redis backend (its own crate) runs the same order in
+//!   Lua. `scripts/jobs-imports` prints which of these modules uses which.
 //!
 //! Every operation takes `now` (milliseconds since the Unix epoch) from the caller, so tests can
 //! drive the clock and all backends agree on time.

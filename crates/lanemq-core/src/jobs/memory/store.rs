@@ -23,6 +23,37 @@ pub type Claimed = Job;
 
 pub type JobId = Arc<str>;
 
+/// Where a job is filed in its state's index (the index's key without the id), read off the
+/// job, so that a change can move it without looking the job up again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum IndexEntry {
+    /// (priority, order)
+    Waiting((u32, i64)),
+    /// (due, seq)
+    Delayed((Millis, u64)),
+    /// (lock expiry, seq)
+    Active((Millis, u64)),
+    WaitingChildren(u64),
+    /// (finished, seq)
+    Completed((Millis, u64)),
+    Failed((Millis, u64)),
+}
+
+impl IndexEntry {
+    pub(super) fn of(job: &Job) -> Self {
+        match job.state {
+            JobState::Waiting => IndexEntry::Waiting((job.priority, job.order)),
+            JobState::Delayed => IndexEntry::Delayed((job.delay_until, job.seq)),
+            JobState::Active => {
+                IndexEntry::Active((job.lock.as_ref().map_or(0, |l| l.expires_at), job.seq))
+            }
+            JobState::WaitingChildren => IndexEntry::WaitingChildren(job.seq),
+            JobState::Completed => IndexEntry::Completed((job.finished_on.unwrap_or(0), job.seq)),
+            JobState::Failed => IndexEntry::Failed((job.finished_on.unwrap_or(0), job.seq)),
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct MemoryStore {
     pub(super) config: StoreConfig,
@@ -96,58 +127,61 @@ impl MemoryStore {
     // ------------------------------------------------------------------ indexes
 
     pub(super) fn index_insert(&mut self, id: &JobId) {
-        let job = &self.jobs[id];
-        let id = Arc::clone(id);
-        match job.state {
-            JobState::Waiting => {
-                self.waiting.insert((job.priority, job.order), id);
+        let entry = IndexEntry::of(&self.jobs[id]);
+        self.index_put(entry, Arc::clone(id));
+    }
+
+    pub(super) fn index_remove(&mut self, id: &JobId) {
+        let entry = IndexEntry::of(&self.jobs[id]);
+        self.index_take(entry, id);
+    }
+
+    /// Files `id` under `entry` in its state's index.
+    pub(super) fn index_put(&mut self, entry: IndexEntry, id: JobId) {
+        match entry {
+            IndexEntry::Waiting(key) => {
+                self.waiting.insert(key, id);
                 self.drained_reported = false;
             }
-            JobState::Delayed => {
-                self.delayed.insert((job.delay_until, job.seq, id));
+            IndexEntry::Delayed((due, seq)) => {
+                self.delayed.insert((due, seq, id));
             }
-            JobState::Active => {
-                let expires = job.lock.as_ref().map_or(0, |l| l.expires_at);
-                self.active.insert((expires, job.seq, id));
+            IndexEntry::Active((expires, seq)) => {
+                self.active.insert((expires, seq, id));
             }
-            JobState::WaitingChildren => {
-                self.waiting_children.insert((job.seq, id));
+            IndexEntry::WaitingChildren(seq) => {
+                self.waiting_children.insert((seq, id));
             }
-            JobState::Completed => {
-                self.completed
-                    .insert((job.finished_on.unwrap_or(0), job.seq, id));
+            IndexEntry::Completed((finished, seq)) => {
+                self.completed.insert((finished, seq, id));
             }
-            JobState::Failed => {
-                self.failed
-                    .insert((job.finished_on.unwrap_or(0), job.seq, id));
+            IndexEntry::Failed((finished, seq)) => {
+                self.failed.insert((finished, seq, id));
             }
         }
     }
 
-    pub(super) fn index_remove(&mut self, id: &JobId) {
-        let job = &self.jobs[id];
-        match job.state {
-            JobState::Waiting => {
-                self.waiting.remove(&(job.priority, job.order));
+    /// Takes `id`, filed under `entry`, out of its state's index.
+    pub(super) fn index_take(&mut self, entry: IndexEntry, id: &JobId) {
+        let id = Arc::clone(id);
+        match entry {
+            IndexEntry::Waiting(key) => {
+                self.waiting.remove(&key);
             }
-            JobState::Delayed => {
-                self.delayed
-                    .remove(&(job.delay_until, job.seq, Arc::clone(id)));
+            IndexEntry::Delayed((due, seq)) => {
+                self.delayed.remove(&(due, seq, id));
             }
-            JobState::Active => {
-                let expires = job.lock.as_ref().map_or(0, |l| l.expires_at);
-                self.active.remove(&(expires, job.seq, Arc::clone(id)));
+            IndexEntry::Active((expires, seq)) => {
+                self.active.remove(&(expires, seq, id));
             }
-            JobState::WaitingChildren => {
-                self.waiting_children.remove(&(job.seq, Arc::clone(id)));
+            IndexEntry::WaitingChildren(seq) => {
+                self.waiting_children.remove(&(seq, id));
             }
-            JobState::Completed => {
-                self.completed
-                    .remove(&(job.finished_on.unwrap_or(0), job.seq, Arc::clone(id)));
+            IndexEntry::Completed((finished, seq)) => {
+                self.completed.remove(&(finished, seq, id));
             }
-            JobState::Failed => {
-                self.failed
-                    .remove(&(job.finished_on.unwrap_or(0), job.seq, Arc::clone(id)));
+            IndexEntry::Failed((finished, seq)) => {
+                self.failed.remove(&(finished, seq, id));
             }
         }
     }

@@ -79,6 +79,17 @@ impl MemoryStore {
         self.flow.queue = Arc::from(name);
     }
 
+    /// `tell_parent`, delivered at once when the parent is in this store.
+    fn tell_parent_now(&mut self, key: &JobId, change: Change, now: Millis) {
+        let before = self.flow.outbox.len();
+        self.tell_parent(key, change, now);
+        let told = self.flow.outbox.len() > before;
+        if told && self.flow.outbox.last().is_some_and(|e| e.parent.queue == *self.flow.queue) {
+            let event = self.flow.outbox.pop().expect("just checked");
+            self.apply_child_event(event);
+        }
+    }
+
     fn tell_parent(&mut self, key: &JobId, change: Change, now: Millis) {
         let Some(parent) = self.jobs[key].options.parent.clone() else {
             return;
@@ -111,7 +122,10 @@ impl MemoryStore {
             },
             _ => return,
         };
-        self.tell_parent(key, Change::Done(outcome), now);
+        // A parent in this store hears at once, as in SQLite and Lua: the child's retention, which
+        // comes after (`lifecycle::effects`), then counts what the news did to its parent. One
+        // in another queue hears when the group settles, still within this operation.
+        self.tell_parent_now(key, Change::Done(outcome), now);
     }
 
     /// Before `key` is removed (remove, clean, drain): an unfinished child leaves its parent's

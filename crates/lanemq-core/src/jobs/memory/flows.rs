@@ -84,7 +84,13 @@ impl MemoryStore {
         let before = self.flow.outbox.len();
         self.tell_parent(key, change, now);
         let told = self.flow.outbox.len() > before;
-        if told && self.flow.outbox.last().is_some_and(|e| e.parent.queue == *self.flow.queue) {
+        if told
+            && self
+                .flow
+                .outbox
+                .last()
+                .is_some_and(|e| e.parent.queue == *self.flow.queue)
+        {
             let event = self.flow.outbox.pop().expect("just checked");
             self.apply_child_event(event);
         }

@@ -292,7 +292,7 @@ end
 -- Tells a finished job's parent, if it has one (`flow_on_finish(id, opts_json, outcome,
 -- value)`, outcome "completed" or "failed"), and checks before anything is written that the
 -- script has the keys of the queues that may reach (`need_chain(opts_json)`): defined by
--- lua/flows.lua, after this file (a script that reaches them gets those definitions).
+-- flows.lua, after this file (a script that reaches them gets those definitions).
 local flow_on_finish, need_chain
 
 -- Fails an (unlocked) job for good: failed set, events, dedup key, retention
@@ -436,7 +436,7 @@ local function token_suffix(n)
 end
 
 -- Produces a job scheduler's next occurrence when a claim starts its pending one: defined by
--- lua/schedulers.lua, which the scripts that claim load after this file.
+-- schedulers.lua, which the scripts that claim load after this file.
 local scheduler_on_claim
 
 -- Promotes due delayed jobs, then (unless paused or in a rate-limit wait, and within the rate

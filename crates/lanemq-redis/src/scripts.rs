@@ -139,6 +139,9 @@ pub static FLOWS_OP: LazyLock<LuaScript> = LazyLock::new(|| load("flows"));
 pub static ORPHANS: LazyLock<LuaScript> = LazyLock::new(|| load("orphans"));
 
 #[cfg(test)]
+mod restated;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

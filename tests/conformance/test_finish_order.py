@@ -1,0 +1,107 @@
+"""The order of what follows a job's finish (complete, or fail for good), the same on every
+backend: (1) the job's own state and fields, (2) its events, (3) its dedup key, (4) its flow
+parent told, (5) a job scheduler's next occurrence, (6) its retention (``remove_on_complete`` /
+``remove_on_fail``) last. Retention counts a finished set, so what the finish caused before it
+(a parent failed by its child) is in that count."""
+
+from __future__ import annotations
+
+import pytest
+from lanemq import FlowJob, Job, JobNode, JobQueue, KeepJobs
+
+T = 1_700_000_000_000
+
+
+@pytest.fixture
+def parent_told_late_on_memory(backend: str, request: pytest.FixtureRequest) -> None:
+    """A known drift, marked so that it shows (and strict, so that its fix shows too): the
+    memory backend delivers what a child tells its parent only after the whole write
+    (`settle_flows` in crates/lanemq-core/src/jobs/memory/flows.rs), so the child's retention
+    runs before its parent fails. SQLite and Redis tell a parent in the same queue at once."""
+    if backend == "memory":
+        reason = "memory: a parent hears of its child after the child's retention"
+        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
+
+
+def _token(job: Job) -> str:
+    assert job.lock_token, f"job {job.id} has no lock token"
+    return job.lock_token
+
+
+async def _claim_one(queue: JobQueue, now: int, lease: float = 30.0) -> Job:
+    claimed = await queue.claim("w", lease=lease, now=now)
+    assert len(claimed) == 1, claimed
+    return claimed[0]
+
+
+async def _flow(queue: JobQueue, **child_options: object) -> tuple[JobNode, JobNode]:
+    """A parent with one child in the same queue, the child with ``child_options``."""
+    root = await queue.add_flow(
+        FlowJob("parent", children=[FlowJob("child", options=dict(child_options))]), now=T
+    )
+    return root, root.children[0]
+
+
+async def test_a_child_removed_on_completion_still_gives_its_parent_its_value(
+    queue: JobQueue,
+) -> None:
+    root, child = await _flow(queue, remove_on_complete=True)
+    claimed = await _claim_one(queue, T + 1)
+    await queue.complete(child.job.id, _token(claimed), {"v": 1}, now=T + 1)
+
+    assert await queue.get_job(child.job.id) is None
+    assert await queue.get_state(root.job.id) == "waiting"
+    child_key = f"{queue.name}:{child.job.id}"
+    assert await queue.get_children_values(root.job.id) == {child_key: {"v": 1}}
+    # The child's completion, then its parent's release: the parent was told before the
+    # child's retention removed it.
+    events = [(e.event, e.job_id, e.fields.get("prev")) for e in await queue.read_events()]
+    done = events.index(("completed", child.job.id, None))
+    assert events[done + 1 :] == [("waiting", root.job.id, "waiting-children")], events
+
+
+@pytest.mark.usefixtures("parent_told_late_on_memory")
+async def test_remove_on_fail_counts_the_parent_its_childs_failure_failed(
+    queue: JobQueue,
+) -> None:
+    """``remove_on_fail=0`` keeps no failed job: the child's failure fails its parent first,
+    so the child's retention, last, finds both failed and removes both."""
+    root, child = await _flow(queue, remove_on_fail=0)
+    claimed = await _claim_one(queue, T + 1)
+    assert await queue.fail(child.job.id, _token(claimed), "boom", retry=False, now=T + 1) is False
+
+    events = [(e.event, e.job_id) for e in await queue.read_events()]
+    assert ("failed", child.job.id) in events and ("failed", root.job.id) in events
+    assert events.index(("failed", child.job.id)) < events.index(("failed", root.job.id))
+    assert await queue.get_job_counts("failed") == {"failed": 0}
+    assert await queue.get_job(child.job.id) is None
+    assert await queue.get_job(root.job.id) is None
+
+
+@pytest.mark.usefixtures("parent_told_late_on_memory")
+async def test_keep_jobs_count_on_a_failing_child_keeps_that_many_with_its_parent(
+    queue: JobQueue,
+) -> None:
+    root, child = await _flow(queue, remove_on_fail=KeepJobs(count=1))
+    claimed = await _claim_one(queue, T + 1)
+    await queue.fail(child.job.id, _token(claimed), "boom", retry=False, now=T + 1)
+
+    # Counted after the parent failed: one of the two failed jobs is left, not both.
+    assert await queue.get_job_counts("failed") == {"failed": 1}
+    states = {await queue.get_state(job_id) for job_id in (root.job.id, child.job.id)}
+    assert states == {"failed", "unknown"}
+
+
+@pytest.mark.usefixtures("parent_told_late_on_memory")
+async def test_a_child_that_stalls_out_is_retained_after_its_parent_failed(
+    queue: JobQueue,
+) -> None:
+    root, child = await _flow(queue, remove_on_fail=0, max_stalled_count=0)
+    await _claim_one(queue, T + 1, lease=1.0)
+    assert await queue.recover_stalled(now=T + 1_001) == ([], [child.job.id])
+
+    assert await queue.get_job_counts("failed") == {"failed": 0}
+    assert await queue.get_state(child.job.id) == "unknown"
+    assert await queue.get_state(root.job.id) == "unknown"
+    events = [(e.event, e.job_id) for e in await queue.read_events()]
+    assert ("failed", root.job.id) in events

@@ -7,7 +7,7 @@ parent told, (5) a job scheduler's next occurrence, (6) its retention (``remove_
 from __future__ import annotations
 
 import pytest
-from lanemq import FlowJob, Job, JobNode, JobQueue, KeepJobs
+from lanemq import FlowJob, JobNode, JobQueue, KeepJobs
 
 T = 1_700_000_000_000
 
@@ -23,15 +23,13 @@ def parent_told_late_on_memory(backend: str, request: pytest.FixtureRequest) -> 
         request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
 
 
-def _token(job: Job) -> str:
-    assert job.lock_token, f"job {job.id} has no lock token"
-    return job.lock_token
-
-
-async def _claim_one(queue: JobQueue, now: int, lease: float = 30.0) -> Job:
+async def _claim_child(queue: JobQueue, child: JobNode, now: int, lease: float = 30.0) -> str:
+    """Claims the flow's one claimable job, its child; returns the child's lock token."""
     claimed = await queue.claim("w", lease=lease, now=now)
-    assert len(claimed) == 1, claimed
-    return claimed[0]
+    assert [job.id for job in claimed] == [child.job.id], claimed
+    token = claimed[0].lock_token
+    assert token, f"job {child.job.id} has no lock token"
+    return token
 
 
 async def _flow(queue: JobQueue, **child_options: object) -> tuple[JobNode, JobNode]:
@@ -46,8 +44,8 @@ async def test_a_child_removed_on_completion_still_gives_its_parent_its_value(
     queue: JobQueue,
 ) -> None:
     root, child = await _flow(queue, remove_on_complete=True)
-    claimed = await _claim_one(queue, T + 1)
-    await queue.complete(child.job.id, _token(claimed), {"v": 1}, now=T + 1)
+    token = await _claim_child(queue, child, T + 1)
+    await queue.complete(child.job.id, token, {"v": 1}, now=T + 1)
 
     assert await queue.get_job(child.job.id) is None
     assert await queue.get_state(root.job.id) == "waiting"
@@ -67,8 +65,8 @@ async def test_remove_on_fail_counts_the_parent_its_childs_failure_failed(
     """``remove_on_fail=0`` keeps no failed job: the child's failure fails its parent first,
     so the child's retention, last, finds both failed and removes both."""
     root, child = await _flow(queue, remove_on_fail=0)
-    claimed = await _claim_one(queue, T + 1)
-    assert await queue.fail(child.job.id, _token(claimed), "boom", retry=False, now=T + 1) is False
+    token = await _claim_child(queue, child, T + 1)
+    assert await queue.fail(child.job.id, token, "boom", retry=False, now=T + 1) is False
 
     events = [(e.event, e.job_id) for e in await queue.read_events()]
     assert ("failed", child.job.id) in events and ("failed", root.job.id) in events
@@ -83,8 +81,8 @@ async def test_keep_jobs_count_on_a_failing_child_keeps_that_many_with_its_paren
     queue: JobQueue,
 ) -> None:
     root, child = await _flow(queue, remove_on_fail=KeepJobs(count=1))
-    claimed = await _claim_one(queue, T + 1)
-    await queue.fail(child.job.id, _token(claimed), "boom", retry=False, now=T + 1)
+    token = await _claim_child(queue, child, T + 1)
+    await queue.fail(child.job.id, token, "boom", retry=False, now=T + 1)
 
     # Counted after the parent failed: one of the two failed jobs is left, not both.
     assert await queue.get_job_counts("failed") == {"failed": 1}
@@ -97,7 +95,7 @@ async def test_a_child_that_stalls_out_is_retained_after_its_parent_failed(
     queue: JobQueue,
 ) -> None:
     root, child = await _flow(queue, remove_on_fail=0, max_stalled_count=0)
-    await _claim_one(queue, T + 1, lease=1.0)
+    await _claim_child(queue, child, T + 1, lease=1.0)
     assert await queue.recover_stalled(now=T + 1_001) == ([], [child.job.id])
 
     assert await queue.get_job_counts("failed") == {"failed": 0}

@@ -6,21 +6,9 @@ parent told, (5) a job scheduler's next occurrence, (6) its retention (``remove_
 
 from __future__ import annotations
 
-import pytest
 from lanemq import FlowJob, JobNode, JobQueue, KeepJobs
 
 T = 1_700_000_000_000
-
-
-@pytest.fixture
-def parent_told_late_on_memory(backend: str, request: pytest.FixtureRequest) -> None:
-    """A known drift, marked so that it shows (and strict, so that its fix shows too): the
-    memory backend delivers what a child tells its parent only after the whole write
-    (`settle_flows` in crates/lanemq-core/src/jobs/memory/flows.rs), so the child's retention
-    runs before its parent fails. SQLite and Redis tell a parent in the same queue at once."""
-    if backend == "memory":
-        reason = "memory: a parent hears of its child after the child's retention"
-        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
 
 
 async def _claim_child(queue: JobQueue, child: JobNode, now: int, lease: float = 30.0) -> str:
@@ -58,7 +46,6 @@ async def test_a_child_removed_on_completion_still_gives_its_parent_its_value(
     assert events[done + 1 :] == [("waiting", root.job.id, "waiting-children")], events
 
 
-@pytest.mark.usefixtures("parent_told_late_on_memory")
 async def test_remove_on_fail_counts_the_parent_its_childs_failure_failed(
     queue: JobQueue,
 ) -> None:
@@ -76,7 +63,6 @@ async def test_remove_on_fail_counts_the_parent_its_childs_failure_failed(
     assert await queue.get_job(root.job.id) is None
 
 
-@pytest.mark.usefixtures("parent_told_late_on_memory")
 async def test_keep_jobs_count_on_a_failing_child_keeps_that_many_with_its_parent(
     queue: JobQueue,
 ) -> None:
@@ -90,7 +76,6 @@ async def test_keep_jobs_count_on_a_failing_child_keeps_that_many_with_its_paren
     assert states == {"failed", "unknown"}
 
 
-@pytest.mark.usefixtures("parent_told_late_on_memory")
 async def test_a_child_that_stalls_out_is_retained_after_its_parent_failed(
     queue: JobQueue,
 ) -> None:

@@ -33,7 +33,9 @@ pub use contract::{
     ready, BoxFuture, Completion, FailOutcome, Failure, JobAdmin, JobBackend, JobDedup, JobEvents,
     JobFlows, JobLifecycle, JobReads, JobSchedulers, NewJob,
 };
-pub use events::{event_name, field_name, known_event_name, EventLog, Field, StreamEvent, Text};
+pub use events::{
+    event_name, event_names, field_name, known_event_name, EventLog, Field, StreamEvent, Text,
+};
 pub use flow::{AddedNode, Dependencies, DependencyCounts, FlowNode, ParentPolicy, ParentRef};
 pub use local::LocalBackend;
 pub use memory::{Claimed, MemoryBackend, MemoryGroup, MemoryStore};

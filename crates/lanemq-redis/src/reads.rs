@@ -159,7 +159,7 @@ impl RedisBackend {
             self.query(&pipe).await?;
         Ok(match state.and_then(|s| JobState::ALL.get(s).copied()) {
             None => FinishedResult::Missing,
-            // A null result is not stored (complete_jobs in lua/jobs.lua).
+            // A null result is not stored (complete_jobs in lua/includes/jobs.lua).
             Some(JobState::Completed) => {
                 FinishedResult::Completed(Some(Arc::from(result.as_deref().unwrap_or("null"))))
             }
@@ -273,7 +273,7 @@ impl RedisBackend {
 }
 
 /// The events of an entry `[id, [field, value, ...]]` of the events stream, oldest first. An
-/// entry holds the events of one script call (`emit` in `lua/common.lua`): `ts`, then per
+/// entry holds the events of one script call (`emit` in `lua/includes/common.lua`): `ts`, then per
 /// event `<name> <job id or "">`, then its own fields. Its id is the last event's; the others'
 /// ids precede it one by one. (An entry written before events were gathered holds one event,
 /// as `event <name> ts <ms> [job <id>]` and its fields: it reads the same.)

@@ -1,14 +1,14 @@
 -- Shared by every lanemq script: a script is loaded with the helpers of this file (and of
 -- jobs.lua, flows.lua, schedulers.lua) that it reaches, in front of it (see
 -- crates/lanemq-redis/src/compose.rs: keep helpers at the top level).
--- Every script receives the same KEYS, in this order (see README.md for what each holds), for
--- its queue and then, for flows spanning queues, the same 36 for each queue linked to it
--- (lua/flows.lua). The names below are the keys of the queue the script is working in: bind()
+-- Every script receives the same KEYS, in this order (see lua/README.md for what each holds),
+-- for its queue and then, for flows spanning queues, the same 36 for each queue linked to it
+-- (flows.lua). The names below are the keys of the queue the script is working in: bind()
 -- points them at another queue's block, and every helper follows (they are upvalues).
 local BLOCK = 36
 local META, WAITING, DELAYED, ACTIVE, CHILDREN, COMPLETED, FAILED, LOGS, EVENTS, MARKER
--- After the field hashes: the dedup keys (lua/jobs.lua), the job schedulers
--- (lua/schedulers.lua) and the flow dependencies (lua/flows.lua).
+-- After the field hashes: the dedup keys (jobs.lua), the job schedulers (schedulers.lua) and
+-- the flow dependencies (flows.lua).
 local DEDUP, DEDUP_EXPIRY, SCHEDULERS, SCHEDULERS_NEXT, DEPS, DEPS_VALUES
 local FIELDS = {"name", "data", "opts", "state", "prio", "ord", "seq", "created", "delay",
   "processed", "finished", "attempts", "stalled", "progress", "result", "reason", "trace",
@@ -163,7 +163,7 @@ end
 -- write reserves them with one HINCRBY (`reserve_events`); `emit` takes the next reserved id,
 -- or reserves one on the spot.
 --
--- A call's events go out together, as one stream entry (README.md, `events`): an XADD is a
+-- A call's events go out together, as one stream entry (lua/README.md, `events`): an XADD is a
 -- large share of adding or processing a job (benches/README.md), while one more event in an
 -- entry costs its few arguments. The entry's id is `<n>-<k>`, n the id of its last event, k
 -- how many it holds; its fields are `ts` (the call's time), then per event `<name> <job id>`
@@ -282,7 +282,7 @@ local function unlock(id)
 end
 
 -- Flow dependencies are keyed by their parent's prefix: the id's length (8 hex digits), then
--- the id, so no parent's prefix starts another's (see lua/flows.lua).
+-- the id, so no parent's prefix starts another's (see flows.lua).
 local function dep_prefix(parent) return string.format("%08x", #parent) .. parent end
 
 -- A job's own dependencies (as a flow's parent) go with it; its pending children then run on

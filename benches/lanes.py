@@ -54,8 +54,8 @@ How it works:
   (a freed global slot may go to any lane).
 * The started tasks are not kept in a set. The asyncio documentation recommends keeping a
   reference to fire-and-forget tasks; here each task stays reachable through the event loop
-  while it is ready and through whatever it awaits, and the set (``add`` + ``discard``) measured
-  about 10 % slower, so it is left out rather than tuning the baseline down.
+  while it is ready and through whatever it awaits, and the set (``add`` + ``discard``) made
+  it measurably slower (README.md), so it is left out rather than tuning the baseline down.
 * ``drain()`` awaits a future that the last completing command resolves when nothing is pending
   or running. No locks: everything runs on the event loop thread.
 

@@ -1,7 +1,7 @@
 -- complete_and_claim: ARGV = now, max_events, worker id, lease (ms), max jobs, token seed, then
 -- (job id, token, result JSON) per job to complete. Completes those jobs, then claims: one
 -- call where a worker would make two. Returns {completion outcomes, claimed jobs}, as
--- complete_jobs and claim_jobs (lua/jobs.lua) do.
+-- complete_jobs and claim_jobs (lua/includes/jobs.lua) do.
 local ids, tokens, results = {}, {}, {}
 for i = 7, #ARGV, 3 do
   ids[#ids + 1], tokens[#tokens + 1], results[#results + 1] = ARGV[i], ARGV[i + 1], ARGV[i + 2]

@@ -1,4 +1,4 @@
--- Flows (lua/flows.lua). ARGV = now, max_events, op, then by op:
+-- Flows (lua/includes/flows.lua). ARGV = now, max_events, op, then by op:
 --   "add", queue, parent id, token, then 10 values per node, in preorder: its queue, name,
 --       data, options JSON (without its parent), job id ("" for an automatic one), priority,
 --       lifo (0/1), delay (ms), parent (the 1-based index of its parent node; 0: the given

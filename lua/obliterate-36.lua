@@ -6,8 +6,8 @@
 -- limit and no active cap. Returns {"ok"}.
 local now, max_events, force = tonumber(ARGV[1]), ARGV[2], ARGV[3] == "1"
 
--- Unfinished children of parents in other queues leave them (lua/flows.lua); parents here go
--- with the queue. Found (and the other queues' keys checked) before anything is written.
+-- Unfinished children of parents in other queues leave them (lua/includes/flows.lua); parents
+-- here go with the queue. Found (and the other queues' keys checked) before anything is written.
 local orphans = {}
 if home() then
   for _, set_key in ipairs({WAITING, DELAYED, ACTIVE, CHILDREN}) do

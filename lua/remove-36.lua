@@ -8,7 +8,7 @@
 --                          finish time (creation time when unfinished) is <= cutoff, skipping
 --                          live-locked ones. Returns {"ok", id...}.
 -- drain and clean emit cleaned{count} when they removed anything. Removed children's parents
--- hear of it after that (lua/flows.lua).
+-- hear of it after that (lua/includes/flows.lua).
 local now, max_events, op = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local SETS = {[WAITING_STATE] = WAITING, [DELAYED_STATE] = DELAYED, [ACTIVE_STATE] = ACTIVE,
   [CHILDREN_STATE] = CHILDREN, [COMPLETED_STATE] = COMPLETED, [FAILED_STATE] = FAILED}

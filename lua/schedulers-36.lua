@@ -1,4 +1,4 @@
--- Job schedulers (records: lua/schedulers.lua). Rust decides (crates/lanemq-core/src/jobs/
+-- Job schedulers (records: lua/includes/schedulers.lua). Rust decides (crates/lanemq-core/src/jobs/
 -- scheduler.rs) from what it read and computes the run times; the writes here first check that
 -- the record's version `v` (and, for an upsert, the pending occurrence's state) is still what
 -- Rust read, and answer {"retry"} otherwise: Rust reads again and decides again. ARGV = now,

@@ -1,6 +1,13 @@
-//! The durable-job side of lanemq: the job model, its options and their validation, the event
-//! stream, and `MemoryStore`, the in-process reference implementation of the job contract that
-//! `InMemoryJobQueue` exposes (and that the local and Redis backends must match).
+//! The durable-job side of lanemq:
+//!
+//! - `contract`: the job contract every backend implements, split by concern;
+//! - the shared model: `model` (a job and its states), `options` (and their checks), `events`,
+//!   `constants`, `jitter`, and the decisions of `dedup`, `flow` and `scheduler`;
+//! - `lifecycle`: every job transition, once, over the small `JobStorage` interface that the
+//!   two in-process stores implement, with its effects applied in one documented order;
+//! - the backends of this crate: `memory` (`MemoryBackend`, in-process) and `local`
+//!   (`LocalBackend`, a SQLite file). The Redis backend (its own crate) runs the same order in
+//!   Lua. `scripts/jobs-imports` prints which of these modules uses which.
 //!
 //! Every operation takes `now` (milliseconds since the Unix epoch) from the caller, so tests can
 //! drive the clock and all backends agree on time.
@@ -25,7 +32,9 @@ pub use contract::{
     ready, BoxFuture, Completion, FailOutcome, Failure, JobAdmin, JobBackend, JobDedup, JobEvents,
     JobFlows, JobLifecycle, JobReads, JobSchedulers, NewJob, QueueStats,
 };
-pub use events::{event_name, field_name, known_event_name, EventLog, Field, StreamEvent, Text};
+pub use events::{
+    event_name, event_names, field_name, known_event_name, EventLog, Field, StreamEvent, Text,
+};
 pub use flow::{AddedNode, Dependencies, DependencyCounts, FlowNode, ParentPolicy, ParentRef};
 pub use local::LocalBackend;
 pub use memory::{Claimed, MemoryBackend, MemoryGroup, MemoryStore};

@@ -9,9 +9,9 @@ use tokio::runtime::Runtime;
 /// twice (the loop's thread hands the request to the runtime, the runtime hands the reply back
 /// through the hub), and on a small machine each wake-up of a sleeping thread costs more than
 /// the work; with more workers, an unparked worker also wakes its siblings to look for work.
-/// Measured on 2 cores (`benches/compare.py`, a worker at concurrency 100 and an idle-worker
-/// latency run): one worker processed ~15% more jobs/s and cut latency ~10%. The work on it is
-/// I/O and encoding; blocking work goes to `spawn_blocking`'s pool.
+/// On 2 cores one worker gave more jobs/s and lower latency than more workers
+/// (`benches/compare.py`; the figures are in benches/README.md). The work on it is I/O and
+/// encoding; blocking work goes to `spawn_blocking`'s pool.
 pub fn runtime() -> &'static Runtime {
     static RUNTIME: OnceLock<Runtime> = OnceLock::new();
     RUNTIME.get_or_init(|| {

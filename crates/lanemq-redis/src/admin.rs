@@ -20,8 +20,8 @@ use crate::keys::JOB_FIELDS;
 use crate::scripts::{self, LuaScript};
 
 /// About how many entries of a field hash one call of `remove_orphaned_jobs`'s script scans
-/// (HSCAN's COUNT): about a millisecond of the server (100,000 jobs: 1,018 calls, 0.98 ms
-/// each on average).
+/// (HSCAN's COUNT): few enough that one call holds the server only briefly (its measured
+/// time is in benches/README.md).
 const ORPHAN_BATCH: usize = 500;
 
 pub(crate) fn unexpected(what: &str) -> CoreError {

@@ -1,7 +1,7 @@
 //! Composes a script from the shared helpers it uses. Every call of a script runs its whole
 //! prelude (each `local function` makes a closure, each table constructor a table), and the
 //! garbage is the Lua GC's work, so a script is sent only the top-level definitions of
-//! `lua/common.lua`, `jobs.lua`, `flows.lua` and `schedulers.lua` that its body reaches,
+//! `lua/includes/common.lua`, `jobs.lua`, `flows.lua` and `schedulers.lua` that its body reaches,
 //! directly or through other helpers, in their order in the files.
 //!
 //! The files are cut into top-level statements: one starts at a line at column 0 that begins

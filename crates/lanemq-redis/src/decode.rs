@@ -146,7 +146,7 @@ pub fn job(value: Value) -> CoreResult<Job> {
     }
     let int = |i: usize| number(&v[i]).unwrap_or(0);
     let opt = |i: usize| number(&v[i]).map(|n| n as Millis);
-    // Default options are not stored (`opts_of` in lua/common.lua).
+    // Default options are not stored (`opts_of` in lua/includes/common.lua).
     let options: JobOptions = match text(&v[3]) {
         Some(json) => serde_json::from_str(&json).map_err(|e| bad(&format!("job options: {e}")))?,
         None => JobOptions::default(),
@@ -167,7 +167,7 @@ pub fn job(value: Value) -> CoreResult<Job> {
         data: arc(2),
         state,
         priority: int(5) as u32,
-        // A job's order is its seq unless written (`order_of` in lua/common.lua).
+        // A job's order is its seq unless written (`order_of` in lua/includes/common.lua).
         order: number(&v[6]).unwrap_or(int(7)),
         seq: int(7) as u64,
         created_at: int(8) as Millis,
@@ -177,7 +177,7 @@ pub fn job(value: Value) -> CoreResult<Job> {
         attempts_made: int(12) as u32,
         stalled_count: int(13) as u32,
         progress: shared(&v[14]).unwrap_or_else(|| Arc::from("0")),
-        // A completed job's null result is not stored (complete_jobs in lua/jobs.lua).
+        // A completed job's null result is not stored (complete_jobs in lua/includes/jobs.lua).
         return_value: shared(&v[15])
             .or_else(|| (state == JobState::Completed).then(|| Arc::from("null"))),
         failed_reason: text(&v[16]),

@@ -1,5 +1,5 @@
 //! Dedup keys read and deleted by id (`lua/dedup-36.lua`); adds, finishes, removals and retries
-//! update them inside their own scripts (`lua/jobs.lua`).
+//! update them inside their own scripts (`lua/includes/jobs.lua`).
 
 use lanemq_core::jobs::dedup::KeyView;
 use lanemq_core::jobs::{BoxFuture, JobDedup, JobState, Millis};

@@ -1,5 +1,5 @@
 //! The queue's event stream on Redis: a stream of entries, one per script call, each holding
-//! that call's events (`emit` in `lua/common.lua`). Waiting for new events is in `waits.rs`.
+//! that call's events (`emit` in `lua/includes/common.lua`). Waiting for new events is in `waits.rs`.
 
 use std::sync::Arc;
 
@@ -82,7 +82,7 @@ impl RedisBackend {
 }
 
 /// The events of an entry `[id, [field, value, ...]]` of the events stream, oldest first. An
-/// entry holds the events of one script call (`emit` in `lua/common.lua`): `ts`, then per
+/// entry holds the events of one script call (`emit` in `lua/includes/common.lua`): `ts`, then per
 /// event `<name> <job id or "">`, then its own fields. Its id is the last event's; the others'
 /// ids precede it one by one. (An entry written before events were gathered holds one event,
 /// as `event <name> ts <ms> [job <id>]` and its fields: it reads the same.)

@@ -1,5 +1,5 @@
-//! Flows on Redis (`lua/flows.lua`, `lua/flows-36.lua`): the decisions are `jobs::flow`'s, as
-//! on the other backends. A flow is checked here (options, payload) and written by one script,
+//! Flows on Redis (`lua/includes/flows.lua`, `lua/flows-36.lua`): the decisions are
+//! `jobs::flow`'s, as on the other backends. A flow is checked here (options, payload) and written by one script,
 //! which also checks that its custom ids are free; finishing, failing, removing and retrying a
 //! child tell its parent inside the script of that transition.
 //!
@@ -274,7 +274,8 @@ impl RedisBackend {
             if state.is_none() {
                 return Err(CoreError::JobNotFound(child_id.clone()));
             }
-            // Default options are not stored, and name no parent (`opts_of` in lua/common.lua).
+            // Default options are not stored, and name no parent (`opts_of` in
+            // lua/includes/common.lua).
             let Some(read) = read else {
                 return Ok(false);
             };

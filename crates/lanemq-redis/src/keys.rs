@@ -67,7 +67,8 @@ impl Keys {
         JOB_FIELDS.iter().map(|f| self.field(f)).collect()
     }
 
-    /// Every key a script may touch, in the order `lua/common.lua` names them (its `KEYS`).
+    /// Every key a script may touch, in the order `lua/includes/common.lua` names them (its
+    /// `KEYS`).
     pub fn script_keys(&self) -> Vec<String> {
         const AFTER_STATES: [&str; 3] = ["logs", "events", "marker"];
         const AFTER_FIELDS: [&str; 6] = [

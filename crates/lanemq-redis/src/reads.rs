@@ -174,7 +174,7 @@ impl RedisBackend {
             self.query(&pipe).await?;
         Ok(match state.and_then(|s| JobState::ALL.get(s).copied()) {
             None => FinishedResult::Missing,
-            // A null result is not stored (complete_jobs in lua/jobs.lua).
+            // A null result is not stored (complete_jobs in lua/includes/jobs.lua).
             Some(JobState::Completed) => {
                 FinishedResult::Completed(Some(Arc::from(result.as_deref().unwrap_or("null"))))
             }

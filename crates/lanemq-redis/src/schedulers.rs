@@ -1,4 +1,4 @@
-//! Job schedulers on Redis (`lua/schedulers.lua`, `lua/schedulers-36.lua`), decided by
+//! Job schedulers on Redis (`lua/includes/schedulers.lua`, `lua/schedulers-36.lua`), decided by
 //! `lanemq_core::jobs::scheduler` as on the other backends.
 //!
 //! Rust reads a scheduler's record (with its version) and its pending occurrence's state,
@@ -43,7 +43,7 @@ fn json<T: serde::Serialize>(value: &T) -> CoreResult<String> {
     serde_json::to_string(value).map_err(|e| CoreError::Storage(e.to_string()))
 }
 
-/// A record as `lua/schedulers.lua` stores it (every number a string).
+/// A record as `lua/includes/schedulers.lua` stores it (every number a string).
 #[derive(Debug, Deserialize)]
 struct Record {
     spec: String,
@@ -92,7 +92,7 @@ fn stored(raw: &str) -> CoreResult<Stored> {
     })
 }
 
-/// The fixed part of a record (`lua/schedulers.lua` describes the fields).
+/// The fixed part of a record (`lua/includes/schedulers.lua` describes the fields).
 fn base_record(spec: &ScheduleSpec, template: &Template) -> CoreResult<String> {
     let options = &template.options;
     // The template options without job_id, delay and scheduler (the occurrence sets them), as

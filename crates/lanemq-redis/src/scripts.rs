@@ -4,9 +4,10 @@
 //!   built by `Prelude::library`). Its helpers are made once, when the server loads it, not on
 //!   every call.
 //! - On older servers, each script is loaded with the shared helpers it uses in front of it:
-//!   the top-level definitions of `lua/common.lua`, `lua/jobs.lua`, `lua/flows.lua` and
-//!   `lua/schedulers.lua` that its body reaches, in that order (see `compose.rs`), so each call
-//!   pays only for its own (every helper defined costs each call a closure, and its garbage).
+//!   the top-level definitions of the helper libraries in `lua/includes/` (`common.lua`,
+//!   `jobs.lua`, `flows.lua` and `schedulers.lua`) that its body reaches, in that order (see
+//!   `compose.rs`), so each call pays only for its own (every helper defined costs each call a
+//!   closure, and its garbage).
 //!   redis-rs' `Script` calls it by SHA (EVALSHA) and loads it again if the server answers
 //!   NOSCRIPT.
 
@@ -16,16 +17,16 @@ use redis::Script;
 
 use crate::compose::Prelude;
 
-const COMMON: &str = include_str!("../../../lua/common.lua");
-const JOBS: &str = include_str!("../../../lua/jobs.lua");
-const FLOWS: &str = include_str!("../../../lua/flows.lua");
-const SCHEDULERS: &str = include_str!("../../../lua/schedulers.lua");
+const COMMON: &str = include_str!("../../../lua/includes/common.lua");
+const JOBS: &str = include_str!("../../../lua/includes/jobs.lua");
+const FLOWS: &str = include_str!("../../../lua/includes/flows.lua");
+const SCHEDULERS: &str = include_str!("../../../lua/includes/schedulers.lua");
 
 static PRELUDE: LazyLock<Prelude<'static>> =
     LazyLock::new(|| Prelude::new(&[COMMON, JOBS, FLOWS, SCHEDULERS]));
 
-/// The helper of `lua/common.lua` every script returns through: it writes the call's events,
-/// which `emit` gathers into one stream entry.
+/// The helper of `lua/includes/common.lua` every script returns through: it writes the call's
+/// events, which `emit` gathers into one stream entry.
 const RETURN_THROUGH: &str = "events_flushed";
 
 /// The script's text: the helpers `body` uses, then `body`, returning through `RETURN_THROUGH`.
@@ -136,6 +137,9 @@ pub static COMPLETE_CLAIM: LazyLock<LuaScript> = LazyLock::new(|| load("complete
 pub static SCHEDULERS_OP: LazyLock<LuaScript> = LazyLock::new(|| load("schedulers"));
 pub static FLOWS_OP: LazyLock<LuaScript> = LazyLock::new(|| load("flows"));
 pub static ORPHANS: LazyLock<LuaScript> = LazyLock::new(|| load("orphans"));
+
+#[cfg(test)]
+mod restated;
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,6 @@
 //! The event stream on Redis: a script call's events are one stream entry (`emit` in
-//! `lua/common.lua`), read back one event at a time with consecutive ids, by range and limit,
-//! and trimmed exactly even where an entry straddles the bound.
+//! `lua/includes/common.lua`), read back one event at a time with consecutive ids, by range and
+//! limit, and trimmed exactly even where an entry straddles the bound.
 
 mod common;
 

@@ -5,14 +5,13 @@
 mod common;
 
 use common::{backend, completion, job, Server, T};
+use lanemq_core::jobs::constants::STALLED_REASON;
 use lanemq_core::jobs::{
     Backoff, BackoffKind, FailOutcome, Failure, Job, JobOptions, JobState, MemoryStore, NewJob,
     Retention, StoreConfig, StreamEvent,
 };
 use lanemq_core::CoreError;
 use lanemq_redis::RedisBackend;
-
-const STALLED: &str = "job stalled more than allowable limit";
 
 async fn add(redis: &RedisBackend, jobs: Vec<NewJob>) -> Vec<String> {
     redis
@@ -594,7 +593,7 @@ async fn a_job_that_stalls_more_than_max_stalled_count_fails() {
         (failed.state, failed.stalled_count, failed.attempts_made),
         (JobState::Failed, 2, 0)
     );
-    assert_eq!(failed.failed_reason.as_deref(), Some(STALLED));
+    assert_eq!(failed.failed_reason.as_deref(), Some(STALLED_REASON));
     assert_eq!(failed.finished_on, Some(T + 2000));
     assert!(failed.lock.is_none());
     assert_eq!(
@@ -605,7 +604,7 @@ async fn a_job_that_stalls_more_than_max_stalled_count_fails() {
             ev("waiting", "prev", "stalled"),
             ev("active", "prev", "waiting"),
             ev("stalled", "stalledCount", 2),
-            ev("failed", "failedReason", STALLED),
+            ev("failed", "failedReason", STALLED_REASON),
         ]
     );
     assert_eq!(redis.counts().await.unwrap(), [1, 0, 0, 0, 0, 1]);

@@ -25,10 +25,10 @@ fn template() -> Template {
 async fn claim_script_only(redis: &RedisBackend, server: &Server, now: u64) -> usize {
     let script = Script::new(&format!(
         "{}\n{}\n{}\n{}\n{}",
-        include_str!("../../../lua/common.lua"),
-        include_str!("../../../lua/jobs.lua"),
-        include_str!("../../../lua/flows.lua"),
-        include_str!("../../../lua/schedulers.lua"),
+        include_str!("../../../lua/includes/common.lua"),
+        include_str!("../../../lua/includes/jobs.lua"),
+        include_str!("../../../lua/includes/flows.lua"),
+        include_str!("../../../lua/includes/schedulers.lua"),
         include_str!("../../../lua/claim-36.lua"),
     ));
     let mut invocation = script.prepare_invoke();

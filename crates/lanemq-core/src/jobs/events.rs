@@ -96,13 +96,16 @@ pub fn event_name(name: &str) -> &'static str {
     known(&EVENT_NAMES, name)
 }
 
+/// Every event name the backends write (`unknown`, what an unknown name reads as, aside): the
+/// Redis backend's tests hold the names its Lua scripts emit to these.
+pub fn event_names() -> &'static [&'static str] {
+    &EVENT_NAMES[..EVENT_NAMES.len() - 1]
+}
+
 /// `name` as the static name, if it is an event's (not a field's: the two sets differ, so a
 /// stream entry can name its events without a marker, as the Redis backend's does).
 pub fn known_event_name(name: &str) -> Option<&'static str> {
-    EVENT_NAMES[..EVENT_NAMES.len() - 1]
-        .iter()
-        .copied()
-        .find(|n| *n == name)
+    event_names().iter().copied().find(|n| *n == name)
 }
 
 /// An event field name read back from storage, as the static name.

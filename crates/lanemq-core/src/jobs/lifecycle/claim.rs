@@ -45,8 +45,8 @@ fn allowance(gate: &Gate, now: Millis) -> (usize, Option<(Millis, u64)>) {
     ((max as u64).saturating_sub(used) as usize, None)
 }
 
-/// A lock token: 64 random bits and a counter, in hex (written by hand: `format!` cost as much
-/// as the rest of a claim).
+/// A lock token: 64 random bits and a counter, in hex (written by hand: `format!` was a
+/// visible part of a claim's cost, see benches/README.md).
 fn new_token() -> String {
     let (bits, count) = jitter::random_bits_and_count();
     let mut token = String::with_capacity(33);

@@ -13,6 +13,8 @@
 
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use crate::error::CoreResult;
 use crate::jobs::flow::{ChildOutcome, ParentRef};
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
@@ -78,9 +80,10 @@ enum Effect {
     NextOccurrence(String, Arc<str>),
 }
 
-/// The effects of one transition, in the order they were added.
+/// The effects of one transition, in the order they were added (a finish has three or fewer:
+/// kept inline, no allocation).
 #[derive(Debug, Default)]
-pub struct Effects(Vec<Effect>);
+pub struct Effects(SmallVec<[Effect; 3]>);
 
 impl Effects {
     pub fn new() -> Self {

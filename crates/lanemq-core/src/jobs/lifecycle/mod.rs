@@ -10,6 +10,7 @@ mod edits;
 mod effects;
 mod finish;
 mod leases;
+mod parents;
 mod removal;
 mod retention;
 mod storage;
@@ -20,6 +21,7 @@ pub use edits::{promote, reschedule, retry_job, update_priority};
 pub use effects::Finished;
 pub use finish::{complete, fail, fail_now};
 pub use leases::{holds_lock, move_to_delayed, recover_stalled, release, renew};
+pub use parents::{park_for_children, release_parent, reopen_parent};
 pub use removal::{clean, drain, remove};
 pub use storage::{EventField, Gate, JobStorage};
 

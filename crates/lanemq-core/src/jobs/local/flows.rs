@@ -25,7 +25,7 @@ use crate::jobs::options::{check_payload, JobOptions};
 use std::sync::Arc;
 
 use super::manage;
-use super::ops::{self, to_waiting, transition, Env};
+use super::ops::{self, Env};
 use super::relay::{self, Message, RemoteJob};
 use super::rows::{self, load, reserve, set_meta, sql, AutoIds};
 use super::schema;
@@ -166,7 +166,7 @@ pub fn apply_here(
     outcome: ChildOutcome,
     now: Millis,
 ) -> CoreResult<bool> {
-    let Some(mut parent_job) = load(conn, parent_id)? else {
+    let Some(parent_job) = load(conn, parent_id)? else {
         return Ok(false);
     };
     let child_key = child.key();
@@ -183,39 +183,12 @@ pub fn apply_here(
     }
     match then {
         Then::Stay => {}
-        Then::Release => release(conn, env, &mut parent_job, now)?,
+        Then::Release => lifecycle::release_parent(&mut SqlStore::new(conn, env), parent_id, now)?,
         Then::Fail(reason) => {
             lifecycle::fail_now(&mut SqlStore::new(conn, env), parent_id, &reason, now)?;
         }
     }
     Ok(true)
-}
-
-/// A parent whose children are done: waiting, or delayed by its own delay from now.
-fn release(conn: &Connection, env: &mut Env, job: &mut Job, now: Millis) -> CoreResult<()> {
-    match flow::release_to(job.options.delay, now) {
-        (JobState::Delayed, until) => {
-            job.delay_until = until;
-            transition(conn, job, JobState::Delayed)?;
-            env.event(
-                conn,
-                now,
-                "delayed",
-                Some(&job.id),
-                Some(("delay", &until.to_string())),
-            )
-        }
-        _ => {
-            to_waiting(conn, job, false)?;
-            env.event(
-                conn,
-                now,
-                "waiting",
-                Some(&job.id),
-                Some(("prev", "waiting-children")),
-            )
-        }
-    }
 }
 
 /// After the job `id`, a child of `parent`, completed or failed for good: tells its parent.
@@ -279,7 +252,7 @@ pub fn rejoin(
     child: &ParentRef,
     now: Millis,
 ) -> CoreResult<()> {
-    let Some(mut parent) = load(conn, parent_id)? else {
+    let Some(parent) = load(conn, parent_id)? else {
         return Ok(());
     };
     match flow::on_retry(
@@ -289,31 +262,11 @@ pub fn rejoin(
         Retried::Detached => return Ok(()),
         Retried::Rejoin => {}
         Retried::Reopen => {
-            parent.finished_on = None;
-            parent.failed_reason = None;
-            wait_for_children(conn, env, &mut parent, "failed", now)?;
+            lifecycle::reopen_parent(&mut SqlStore::new(conn, env), parent_id, now)?;
             on_retry(conn, env, &parent, now)?;
         }
     }
     put(conn, parent_id, child, UNPROCESSED, None)
-}
-
-/// Moves `job` to waiting_children, with its event (`prev`: the state it left).
-fn wait_for_children(
-    conn: &Connection,
-    env: &mut Env,
-    job: &mut Job,
-    prev: &str,
-    now: Millis,
-) -> CoreResult<()> {
-    transition(conn, job, JobState::WaitingChildren)?;
-    env.event(
-        conn,
-        now,
-        "waiting-children",
-        Some(&job.id),
-        Some(("prev", prev)),
-    )
 }
 
 /// `parent_id` here waits for `child` (a flow just created them).
@@ -587,12 +540,10 @@ pub fn add_children(
     now: Millis,
 ) -> CoreResult<Vec<AddedNode>> {
     flow::check_children_count(parent_id, children.len())?;
-    let mut parent = ops::locked(conn, parent_id, token, now)?;
+    ops::locked(conn, parent_id, token, now)?;
     let nodes: Vec<&FlowNode> = children.iter().collect();
     check(conn, env, &nodes, "children")?;
-    parent.attempts_made = parent.attempts_made.saturating_sub(1);
-    parent.lock = None;
-    wait_for_children(conn, env, &mut parent, "active", now)?;
+    lifecycle::park_for_children(&mut SqlStore::new(conn, env), parent_id, token, now)?;
     let me = ParentRef {
         queue: env.queue.clone(),
         id: parent_id.to_owned(),

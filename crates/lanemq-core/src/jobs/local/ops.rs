@@ -93,27 +93,6 @@ impl Env {
     }
 }
 
-/// Moves a loaded `job` to `state` (updating the per-state counts) and writes it (the flow
-/// steps that hold their job already; the transitions go through `SqlStore`).
-pub fn transition(conn: &Connection, job: &mut Job, state: JobState) -> CoreResult<()> {
-    if job.state != state {
-        count_delta(conn, job.state, -1)?;
-        count_delta(conn, state, 1)?;
-    }
-    job.state = state;
-    rows::save_lifecycle(conn, job)
-}
-
-/// Puts a loaded `job` at the back (or front, or newest-first for LIFO) of its priority in
-/// waiting.
-pub fn to_waiting(conn: &Connection, job: &mut Job, front: bool) -> CoreResult<()> {
-    let seq = rows::reserve(conn, "seq", 1)? as i64;
-    job.order = if front || job.options.lifo { -seq } else { seq };
-    job.lock = None;
-    set_meta(conn, "drained", None)?;
-    transition(conn, job, JobState::Waiting)
-}
-
 pub fn add(conn: &Connection, env: &mut Env, job: NewJob, now: Millis) -> CoreResult<(Job, bool)> {
     let max = env.max_payload_bytes;
     let mut store = SqlStore::new(conn, env);

@@ -20,6 +20,7 @@ use crate::jobs::flow::{
     self, AddedNode, ChildOutcome, Dependencies, DependencyCounts, FlowNode, ParentRef, Record,
     Retried, Then,
 };
+use crate::jobs::lifecycle;
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
 use crate::jobs::options::check_payload;
 
@@ -78,6 +79,23 @@ impl MemoryStore {
         self.flow.queue = Arc::from(name);
     }
 
+    /// `tell_parent`, delivered at once when the parent is in this store.
+    fn tell_parent_now(&mut self, key: &JobId, change: Change, now: Millis) {
+        let before = self.flow.outbox.len();
+        self.tell_parent(key, change, now);
+        let told = self.flow.outbox.len() > before;
+        if told
+            && self
+                .flow
+                .outbox
+                .last()
+                .is_some_and(|e| e.parent.queue == *self.flow.queue)
+        {
+            let event = self.flow.outbox.pop().expect("just checked");
+            self.apply_child_event(event);
+        }
+    }
+
     fn tell_parent(&mut self, key: &JobId, change: Change, now: Millis) {
         let Some(parent) = self.jobs[key].options.parent.clone() else {
             return;
@@ -110,7 +128,10 @@ impl MemoryStore {
             },
             _ => return,
         };
-        self.tell_parent(key, Change::Done(outcome), now);
+        // A parent in this store hears at once, as in SQLite and Lua: the child's retention, which
+        // comes after (`lifecycle::effects`), then counts what the news did to its parent. One
+        // in another queue hears when the group settles, still within this operation.
+        self.tell_parent_now(key, Change::Done(outcome), now);
     }
 
     /// Before `key` is removed (remove, clean, drain): an unfinished child leaves its parent's
@@ -205,41 +226,13 @@ impl MemoryStore {
     /// A parent that failed because of a child retried by hand waits for its children again,
     /// its failure undone; its own parent hears of it as of a retried child.
     fn reopen_parent(&mut self, key: &JobId, now: Millis) {
-        self.transition(key, JobState::WaitingChildren, |job| {
-            job.finished_on = None;
-            job.failed_reason = None;
-        });
-        self.events.push(
-            now,
-            "waiting-children",
-            Some(key),
-            Some(("prev", "failed".into())),
-        );
+        lifecycle::reopen_parent(self, key, now).expect("the memory store does not fail");
         self.tell_parent(key, Change::Retried, now);
     }
 
     /// A parent whose children are done: waiting, or delayed by its own delay from now.
     fn release_parent(&mut self, key: &JobId, now: Millis) {
-        match flow::release_to(self.jobs[key].options.delay, now) {
-            (JobState::Delayed, until) => {
-                self.transition(key, JobState::Delayed, |job| job.delay_until = until);
-                self.events.push(
-                    now,
-                    "delayed",
-                    Some(key),
-                    Some(("delay", until.to_string().into())),
-                );
-            }
-            _ => {
-                self.move_to_waiting(key, false);
-                self.events.push(
-                    now,
-                    "waiting",
-                    Some(key),
-                    Some(("prev", "waiting-children".into())),
-                );
-            }
-        }
+        lifecycle::release_parent(self, key, now).expect("the memory store does not fail");
     }
 
     /// This store's checks of a flow node: the payload fits and a custom id is free.
@@ -263,19 +256,6 @@ impl MemoryStore {
     }
 
     /// Parks an active job in waiting_children (no attempt used, lock released).
-    fn park_for_children(&mut self, key: &JobId, now: Millis) {
-        self.transition(key, JobState::WaitingChildren, |job| {
-            job.attempts_made = job.attempts_made.saturating_sub(1);
-            job.lock = None;
-        });
-        self.events.push(
-            now,
-            "waiting-children",
-            Some(key),
-            Some(("prev", "active".into())),
-        );
-    }
-
     fn deps_of(&self, id: &str) -> CoreResult<Option<&Deps>> {
         let key = self.key(id)?;
         Ok(self.flow.deps.get(&key))
@@ -433,7 +413,7 @@ pub(super) fn add_children(
     let key = store.locked(parent_id, token, now)?;
     let nodes: Vec<&FlowNode> = children.iter().collect();
     check(queues, &nodes, &home, "children")?;
-    queues.states[at].store.park_for_children(&key, now);
+    lifecycle::park_for_children(&mut queues.states[at].store, &key, token, now)?;
     let me = ParentRef {
         queue: home.clone(),
         id: key.to_string(),

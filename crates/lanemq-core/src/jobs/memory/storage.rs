@@ -9,7 +9,7 @@ use crate::jobs::lifecycle::{EventField, Finished, Gate, JobStorage};
 use crate::jobs::model::{Job, JobState, Millis};
 use crate::jobs::options::JobOptions;
 
-use super::store::{JobId, MemoryStore};
+use super::store::{IndexEntry, JobId, MemoryStore};
 
 impl MemoryStore {
     /// The finished set of `state` (completed or failed), oldest first.
@@ -32,12 +32,17 @@ impl JobStorage for MemoryStore {
         id: &str,
         change: impl FnOnce(&mut Job) -> CoreResult<R>,
     ) -> CoreResult<Option<R>> {
-        let Some(key) = self.jobs.get_key_value(id).map(|(k, _)| Arc::clone(k)) else {
+        let Some(job) = self.jobs.get_mut(id) else {
             return Ok(None);
         };
-        self.index_remove(&key);
-        let outcome = change(self.jobs.get_mut(&key).expect("indexed job exists"));
-        self.index_insert(&key);
+        let was = IndexEntry::of(job);
+        let outcome = change(job);
+        let now = IndexEntry::of(job);
+        if now != was {
+            let key = Arc::clone(&job.id);
+            self.index_take(was, &key);
+            self.index_put(now, key);
+        }
         outcome.map(Some)
     }
 
@@ -126,7 +131,8 @@ impl JobStorage for MemoryStore {
             let job = self.jobs.get_mut(&id).expect("waiting job exists");
             change(job);
             claimed.push(job.clone());
-            self.index_insert(&id);
+            let entry = IndexEntry::of(job);
+            self.index_put(entry, id);
         }
         Ok(claimed)
     }

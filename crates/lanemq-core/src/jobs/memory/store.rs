@@ -23,6 +23,37 @@ pub type Claimed = Job;
 
 pub type JobId = Arc<str>;
 
+/// Where a job is filed in its state's index (the index's key without the id), read off the
+/// job, so that a change can move it without looking the job up again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum IndexEntry {
+    /// (priority, order)
+    Waiting((u32, i64)),
+    /// (due, seq)
+    Delayed((Millis, u64)),
+    /// (lock expiry, seq)
+    Active((Millis, u64)),
+    WaitingChildren(u64),
+    /// (finished, seq)
+    Completed((Millis, u64)),
+    Failed((Millis, u64)),
+}
+
+impl IndexEntry {
+    pub(super) fn of(job: &Job) -> Self {
+        match job.state {
+            JobState::Waiting => IndexEntry::Waiting((job.priority, job.order)),
+            JobState::Delayed => IndexEntry::Delayed((job.delay_until, job.seq)),
+            JobState::Active => {
+                IndexEntry::Active((job.lock.as_ref().map_or(0, |l| l.expires_at), job.seq))
+            }
+            JobState::WaitingChildren => IndexEntry::WaitingChildren(job.seq),
+            JobState::Completed => IndexEntry::Completed((job.finished_on.unwrap_or(0), job.seq)),
+            JobState::Failed => IndexEntry::Failed((job.finished_on.unwrap_or(0), job.seq)),
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct MemoryStore {
     pub(super) config: StoreConfig,
@@ -96,94 +127,63 @@ impl MemoryStore {
     // ------------------------------------------------------------------ indexes
 
     pub(super) fn index_insert(&mut self, id: &JobId) {
-        let job = &self.jobs[id];
-        let id = Arc::clone(id);
-        match job.state {
-            JobState::Waiting => {
-                self.waiting.insert((job.priority, job.order), id);
-                self.drained_reported = false;
-            }
-            JobState::Delayed => {
-                self.delayed.insert((job.delay_until, job.seq, id));
-            }
-            JobState::Active => {
-                let expires = job.lock.as_ref().map_or(0, |l| l.expires_at);
-                self.active.insert((expires, job.seq, id));
-            }
-            JobState::WaitingChildren => {
-                self.waiting_children.insert((job.seq, id));
-            }
-            JobState::Completed => {
-                self.completed
-                    .insert((job.finished_on.unwrap_or(0), job.seq, id));
-            }
-            JobState::Failed => {
-                self.failed
-                    .insert((job.finished_on.unwrap_or(0), job.seq, id));
-            }
-        }
+        let entry = IndexEntry::of(&self.jobs[id]);
+        self.index_put(entry, Arc::clone(id));
     }
 
     pub(super) fn index_remove(&mut self, id: &JobId) {
-        let job = &self.jobs[id];
-        match job.state {
-            JobState::Waiting => {
-                self.waiting.remove(&(job.priority, job.order));
+        let entry = IndexEntry::of(&self.jobs[id]);
+        self.index_take(entry, id);
+    }
+
+    /// Files `id` under `entry` in its state's index.
+    pub(super) fn index_put(&mut self, entry: IndexEntry, id: JobId) {
+        match entry {
+            IndexEntry::Waiting(key) => {
+                self.waiting.insert(key, id);
+                self.drained_reported = false;
             }
-            JobState::Delayed => {
-                self.delayed
-                    .remove(&(job.delay_until, job.seq, Arc::clone(id)));
+            IndexEntry::Delayed((due, seq)) => {
+                self.delayed.insert((due, seq, id));
             }
-            JobState::Active => {
-                let expires = job.lock.as_ref().map_or(0, |l| l.expires_at);
-                self.active.remove(&(expires, job.seq, Arc::clone(id)));
+            IndexEntry::Active((expires, seq)) => {
+                self.active.insert((expires, seq, id));
             }
-            JobState::WaitingChildren => {
-                self.waiting_children.remove(&(job.seq, Arc::clone(id)));
+            IndexEntry::WaitingChildren(seq) => {
+                self.waiting_children.insert((seq, id));
             }
-            JobState::Completed => {
-                self.completed
-                    .remove(&(job.finished_on.unwrap_or(0), job.seq, Arc::clone(id)));
+            IndexEntry::Completed((finished, seq)) => {
+                self.completed.insert((finished, seq, id));
             }
-            JobState::Failed => {
-                self.failed
-                    .remove(&(job.finished_on.unwrap_or(0), job.seq, Arc::clone(id)));
+            IndexEntry::Failed((finished, seq)) => {
+                self.failed.insert((finished, seq, id));
             }
         }
     }
 
-    /// Moves a job to `state`, keeping the indexes right; `change` edits the job in between.
-    pub(super) fn transition(
-        &mut self,
-        id: &JobId,
-        state: JobState,
-        change: impl FnOnce(&mut Job),
-    ) {
-        self.index_remove(id);
-        let job = self.jobs.get_mut(id).expect("indexed job exists");
-        job.state = state;
-        change(job);
-        self.index_insert(id);
-    }
-
-    /// A fresh position in waiting: the back of the job's priority, or the front with `front`
-    /// (or for a LIFO job).
-    pub(super) fn waiting_order(&mut self, id: &JobId, front: bool) -> i64 {
-        let seq = self.next_seq() as i64;
-        if front || self.jobs[id].options.lifo {
-            -seq
-        } else {
-            seq
+    /// Takes `id`, filed under `entry`, out of its state's index.
+    pub(super) fn index_take(&mut self, entry: IndexEntry, id: &JobId) {
+        let id = Arc::clone(id);
+        match entry {
+            IndexEntry::Waiting(key) => {
+                self.waiting.remove(&key);
+            }
+            IndexEntry::Delayed((due, seq)) => {
+                self.delayed.remove(&(due, seq, id));
+            }
+            IndexEntry::Active((expires, seq)) => {
+                self.active.remove(&(expires, seq, id));
+            }
+            IndexEntry::WaitingChildren(seq) => {
+                self.waiting_children.remove(&(seq, id));
+            }
+            IndexEntry::Completed((finished, seq)) => {
+                self.completed.remove(&(finished, seq, id));
+            }
+            IndexEntry::Failed((finished, seq)) => {
+                self.failed.remove(&(finished, seq, id));
+            }
         }
-    }
-
-    /// Puts a job at the back (or, with `front`, the front) of its priority in waiting.
-    pub(super) fn move_to_waiting(&mut self, id: &JobId, front: bool) {
-        let order = self.waiting_order(id, front);
-        self.transition(id, JobState::Waiting, |job| {
-            job.order = order;
-            job.lock = None;
-        });
     }
 
     /// Jobs added together usually share their name: reuse the last one's.

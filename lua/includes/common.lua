@@ -1,14 +1,14 @@
 -- Shared by every lanemq script: a script is loaded with the helpers of this file (and of
 -- jobs.lua, flows.lua, schedulers.lua) that it reaches, in front of it (see
 -- crates/lanemq-redis/src/compose.rs: keep helpers at the top level).
--- Every script receives the same KEYS, in this order (see README.md for what each holds), for
--- its queue and then, for flows spanning queues, the same 36 for each queue linked to it
--- (lua/flows.lua). The names below are the keys of the queue the script is working in: bind()
+-- Every script receives the same KEYS, in this order (see lua/README.md for what each holds),
+-- for its queue and then, for flows spanning queues, the same 36 for each queue linked to it
+-- (flows.lua). The names below are the keys of the queue the script is working in: bind()
 -- points them at another queue's block, and every helper follows (they are upvalues).
 local BLOCK = 36
 local META, WAITING, DELAYED, ACTIVE, CHILDREN, COMPLETED, FAILED, LOGS, EVENTS, MARKER
--- After the field hashes: the dedup keys (lua/jobs.lua), the job schedulers
--- (lua/schedulers.lua) and the flow dependencies (lua/flows.lua).
+-- After the field hashes: the dedup keys (jobs.lua), the job schedulers (schedulers.lua) and
+-- the flow dependencies (flows.lua).
 local DEDUP, DEDUP_EXPIRY, SCHEDULERS, SCHEDULERS_NEXT, DEPS, DEPS_VALUES
 local FIELDS = {"name", "data", "opts", "state", "prio", "ord", "seq", "created", "delay",
   "processed", "finished", "attempts", "stalled", "progress", "result", "reason", "trace",
@@ -23,8 +23,8 @@ local function bind(base)
     K[base + 5]
   COMPLETED, FAILED, LOGS, EVENTS, MARKER = K[base + 6], K[base + 7], K[base + 8], K[base + 9],
     K[base + 10]
-  -- One constructor: growing the table in a loop costs every call ~20k more instructions,
-  -- mostly GC.
+  -- One constructor: growing the table in a loop costs every call much more, mostly GC
+  -- (benches/README.md).
   F = {name = K[base + 11], data = K[base + 12], opts = K[base + 13], state = K[base + 14],
     prio = K[base + 15], ord = K[base + 16], seq = K[base + 17], created = K[base + 18],
     delay = K[base + 19], processed = K[base + 20], finished = K[base + 21],
@@ -42,17 +42,17 @@ local MAX_EVENTS_N = tonumber(MAX_EVENTS) or 0
 
 local WAITING_STATE, DELAYED_STATE, ACTIVE_STATE, CHILDREN_STATE, COMPLETED_STATE, FAILED_STATE =
   0, 1, 2, 3, 4, 5
--- The same as text, for redis.call: a Lua number is formatted with %.17g (~3,500 instructions
--- under callgrind, more than a short HSET), and tostring costs as much.
+-- The same as text, for redis.call: a Lua number is formatted with %.17g (more instructions
+-- than a short HSET, benches/README.md), and tostring costs as much.
 local WAITING_TEXT, DELAYED_TEXT, ACTIVE_TEXT, CHILDREN_TEXT, COMPLETED_TEXT, FAILED_TEXT =
   "0", "1", "2", "3", "4", "5"
 
 -- The helpers from here on, and the script's body after them, run in one function nested in
 -- the script (compose.rs): the names above are its upvalues. Making a closure searches the
--- upvalues captured so far for each local it captures (Lua 5.1's luaF_findupval walks them,
--- ~12 instructions a step), while an upvalue of the enclosing function is copied: every
--- helper captures the keys, F and NOW. Keep only such plain names above (30 of them: a
--- function may have 60 upvalues).
+-- upvalues captured so far for each local it captures (Lua 5.1's luaF_findupval walks them;
+-- a step's cost is in benches/README.md), while an upvalue of the enclosing function is
+-- copied: every helper captures the keys, F and NOW. Keep only such plain names above (30 of
+-- them: a function may have 60 upvalues).
 -- compose: nested from here
 local function get(field, id) return redis.call("HGET", F[field], id) end
 local function num(field, id) return tonumber(redis.call("HGET", F[field], id) or "0") end
@@ -111,15 +111,16 @@ local function zadd(key, scored) chunked("ZADD", key, scored, 2) end
 local function zrem(key, members) chunked("ZREM", key, members, 1) end
 
 -- A per-field hash holds one entry per job. While a hash is small, Redis stores it as a
--- listpack and finds an id by scanning every entry (~15,000 instructions at 100 jobs); one value
+-- listpack and finds an id by scanning every entry (its cost: benches/README.md); one value
 -- longer than `hash-max-listpack-value` (64 bytes by default) makes it a real hash table for
 -- good. So each field hash gets such a value under the id "" (no job can have it: custom ids
 -- are never empty) before its first job is written.
 -- `active` is kept a skiplist the same way: it holds at most about as many jobs as the workers'
--- concurrency, so it would stay a listpack, where every insert scans the set (ZADD cost 3.9 us
--- a job at concurrency 100, 1.2 as a skiplist). Its sentinel is a long member scored +inf that
--- no job's member can equal (those start with hex digits): counts use ZCOUNT up to (+inf, and
--- whatever walks the set's members skips it (job_member). Layout "2" has the sentinel.
+-- concurrency, so it would stay a listpack, where every insert scans the set (a ZADD there
+-- cost several times what it costs in a skiplist, benches/README.md). Its sentinel is a long
+-- member scored +inf that no job's member can equal (those start with hex digits): counts use
+-- ZCOUNT up to (+inf, and whatever walks the set's members skips it (job_member). Layout "2"
+-- has the sentinel.
 local LAYOUT = "2"
 local function ensure_layout()
   if redis.call("HGET", META, "layout") == LAYOUT then return end
@@ -136,7 +137,7 @@ local function job_member(m) return string.byte(m, 1) ~= 126 end -- "~"
 local function active_count() return redis.call("ZCOUNT", ACTIVE, "-inf", "(+inf") end
 
 -- Adds n (a whole number) to a counter in META and returns the new value. %d formats an
--- integer directly: half the cost of the %.17g redis.call applies to a Lua number.
+-- integer directly, cheaper than the %.17g redis.call applies to a Lua number.
 local function counter(name, n)
   return redis.call("HINCRBY", META, name, n == 1 and "1" or string.format("%d", n))
 end
@@ -162,14 +163,13 @@ end
 -- write reserves them with one HINCRBY (`reserve_events`); `emit` takes the next reserved id,
 -- or reserves one on the spot.
 --
--- A call's events go out together, as one stream entry (README.md, `events`): an XADD costs
--- ~15,000 instructions, a third of adding a job in bulk and a fifth of processing one, while
--- one more event in an entry costs its few arguments. The entry's id is `<n>-<k>`, n the id
--- of its last event, k how many it holds; its fields are `ts` (the call's time), then per
--- event `<name> <job id>` (`""` for none: ids are never empty), then the event's own fields
--- (event names and field names differ, as a Rust test checks). Its events' ids are
--- consecutive, so the reader numbers them back from n. (Ranges and trims by event id use n,
--- the id's first part, alone.)
+-- A call's events go out together, as one stream entry (lua/README.md, `events`): an XADD is a
+-- large share of adding or processing a job (benches/README.md), while one more event in an
+-- entry costs its few arguments. The entry's id is `<n>-<k>`, n the id of its last event, k
+-- how many it holds; its fields are `ts` (the call's time), then per event `<name> <job id>`
+-- (`""` for none: ids are never empty), then the event's own fields (event names and field
+-- names differ, as a Rust test checks). Its events' ids are consecutive, so the reader numbers
+-- them back from n. (Ranges and trims by event id use n, the id's first part, alone.)
 local event_next, event_last = 1, 0
 -- The entry being built: its arguments after the id, their count, the id of its last event,
 -- how many events it holds.
@@ -184,7 +184,7 @@ end
 
 -- Writes the entry being built, if any. Approximate trimming (~, whole nodes) by id: every
 -- event has one, so the newest max_events events stay, however many share an entry. %d: the
--- integer path of sprintf; `n .. "-0"` formats with %.14g, at twice the cost.
+-- integer path of sprintf; `n .. "-0"` formats with %.14g, which costs more.
 local function flush_events()
   if entry_argc == 0 then return end
   local argc, events = entry_argc, entry_events
@@ -282,7 +282,7 @@ local function unlock(id)
 end
 
 -- Flow dependencies are keyed by their parent's prefix: the id's length (8 hex digits), then
--- the id, so no parent's prefix starts another's (see lua/flows.lua).
+-- the id, so no parent's prefix starts another's (see flows.lua).
 local function dep_prefix(parent) return string.format("%08x", #parent) .. parent end
 
 -- A job's own dependencies (as a flow's parent) go with it; its pending children then run on

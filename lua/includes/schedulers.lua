@@ -20,7 +20,7 @@
 --                   after next_run, computed in Rust (Lua cannot evaluate cron); `complete` when
 --                   the schedule has no run after the last of them (its end)
 --   stale           the time of a claim that started the pending occurrence but found no usable
---                   upcoming time: no next occurrence yet; Rust produces it (see README.md)
+--                   upcoming time: no next occurrence yet; Rust produces it (see lua/README.md)
 --   v               the record's version, bumped by every write: Rust's guarded writes
 --                   (upsert, top-up, repair) name the version they read
 

@@ -292,11 +292,12 @@ end
 -- Tells a finished job's parent, if it has one (`flow_on_finish(id, opts_json, outcome,
 -- value)`, outcome "completed" or "failed"), and checks before anything is written that the
 -- script has the keys of the queues that may reach (`need_chain(opts_json)`): defined by
--- lua/flows.lua, after this file (a script that reaches them gets those definitions).
+-- flows.lua, after this file (a script that reaches them gets those definitions).
 local flow_on_finish, need_chain
 
--- Fails an (unlocked) job for good: failed set, events, dedup key, retention
--- (MemoryStore::fail_for_good).
+-- Fails an (unlocked) job for good, in the order of what follows a finish (lua/README.md):
+-- failed set and fields, events, dedup key, parent (which may fail too, and be counted by the
+-- retention below), then retention (lifecycle::finish::fail_for_good and Effects::apply).
 local function fail_for_good(id, reason, opts, opts_json)
   set("state", id, FAILED_STATE)
   set("finished", id, NOW_TEXT)
@@ -308,8 +309,8 @@ local function fail_for_good(id, reason, opts, opts_json)
     emit("retries-exhausted", id, "attemptsMade", int(attempts))
   end
   dedup_on_finish(id, opts_json)
-  retain(FAILED, opts.remove_on_fail, id)
   flow_on_finish(id, opts_json, "failed", reason)
+  retain(FAILED, opts.remove_on_fail, id)
 end
 
 -------------------------------------------------------------------------------- completing
@@ -396,25 +397,24 @@ local function complete_jobs(ids, tokens, results)
     for k = 1, n do
       emit("completed", finished[k], "returnvalue", results[done[k]])
     end
-    local parents = 0
+    -- Then, job by job, what follows a finish in the order every backend keeps (lua/README.md):
+    -- its dedup key, its parent, its retention last (which may delete it).
     for k = 1, n do
-      local json = opts[done[k]]
+      local i = done[k]
+      local json = opts[i]
       if json ~= "{}" then
-        dedup_on_finish(finished[k], json)
+        local id = finished[k]
+        dedup_on_finish(id, json)
+        -- As parent_of does: only options naming a parent may have one.
+        if string.find(json, '"parent":{', 1, true) then
+          flow_on_finish(id, json, "completed", results[i])
+        end
         -- Most jobs keep everything (the default, left out of the JSON, or an older job's
         -- explicit keep_all): skip decoding their options.
         if string.find(json, '"remove_on_complete":', 1, true)
             and not string.find(json, '"remove_on_complete":"keep_all"', 1, true) then
-          retain(COMPLETED, cjson.decode(json).remove_on_complete, finished[k])
+          retain(COMPLETED, cjson.decode(json).remove_on_complete, id)
         end
-        -- As parent_of does: only options naming a parent may have one.
-        if string.find(json, '"parent":{', 1, true) then parents = parents + 1 end
-      end
-    end
-    if parents > 0 then
-      for k = 1, n do
-        local i = done[k]
-        flow_on_finish(ids[i], opts[i], "completed", results[i])
       end
     end
   end
@@ -423,7 +423,8 @@ end
 
 -------------------------------------------------------------------------------- claiming
 -- "-1", "-2", ...: the suffix of the n-th token of a claim, formatted once per n (a format
--- costs ~1,800 instructions; in the library the table lasts as long as the library).
+-- costs far more than a lookup, benches/README.md; in the library the table lasts as long
+-- as the library).
 local TOKEN_SUFFIXES = {}
 local function token_suffix(n)
   local suffix = TOKEN_SUFFIXES[n]
@@ -435,7 +436,7 @@ local function token_suffix(n)
 end
 
 -- Produces a job scheduler's next occurrence when a claim starts its pending one: defined by
--- lua/schedulers.lua, which the scripts that claim load after this file.
+-- schedulers.lua, which the scripts that claim load after this file.
 local scheduler_on_claim
 
 -- Promotes due delayed jobs, then (unless paused or in a rate-limit wait, and within the rate
@@ -518,7 +519,8 @@ local function claim_jobs(worker, lease, max_jobs, seed)
       for i = 1, n do
         local id, a, b = ids[i], 2 * i - 1, 2 * i
         local prefix = hex(tonumber(seqs[i]))
-        -- A first attempt (no count stored) needs no tonumber or format (~2,000 each).
+        -- A first attempt (no count stored) needs no tonumber or format, both costly in Lua
+        -- (benches/README.md).
         local before, tried_n, tried_text = attempts[i], 1, "1"
         if before then
           tried_n = tonumber(before) + 1

@@ -1,0 +1,151 @@
+"""Finding, or installing into the scratch directory, what each system needs; a `System` says
+whether it is available and how to start its runner."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from _support import tail
+
+NODE_SCRIPT = Path(__file__).resolve().parent.parent / "bullmq_bench.mjs"
+
+
+@dataclass
+class System:
+    """A system's availability and how to start its runner."""
+
+    name: str
+    status: str = "ok"  # "ok" or "unavailable: <reason>"
+    command: list[str] = field(default_factory=list)  # the runner; the spec JSON goes last
+    version: str | None = None
+    install_log: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def run_command(
+    command: Sequence[str], timeout: float, cwd: Path | None = None
+) -> tuple[bool, str]:
+    """Runs a set-up command; (succeeded, last lines of its output)."""
+    try:
+        done = subprocess.run(
+            list(command),
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+    except FileNotFoundError as error:
+        return False, f"{command[0]} not found: {error}"
+    except subprocess.TimeoutExpired:
+        return False, f"timed out after {timeout:.0f} s"
+    output = (done.stdout or "") + (done.stderr or "")
+    if done.returncode != 0:
+        return False, f"exit {done.returncode}: {tail(output)}"
+    return True, tail(output, 1)
+
+
+def setup_node(scratch: Path, install: bool) -> System:
+    """BullMQ (Node): `bullmq_bench.mjs` under node, with bullmq and ioredis in the scratch
+    npm prefix."""
+    system = System("bullmq-node")
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None:
+        system.status = "unavailable: node not found on PATH"
+        return system
+    prefix = scratch / "node"
+    modules = prefix / "node_modules"
+    have = (modules / "bullmq" / "package.json").is_file() and (
+        modules / "ioredis" / "package.json"
+    ).is_file()
+    if not have:
+        if not install:
+            system.status = f"unavailable: bullmq/ioredis not in {modules} (--no-install)"
+            return system
+        if npm is None:
+            system.status = "unavailable: npm not found on PATH"
+            return system
+        prefix.mkdir(parents=True, exist_ok=True)
+        print(f"installing BullMQ for Node into {prefix} ...", flush=True)
+        npm_install = [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund"]
+        ok, detail = run_command([*npm_install, "bullmq", "ioredis"], timeout=900)
+        system.install_log.append(detail)
+        if not ok:
+            system.status = f"unavailable: npm install failed: {detail}"
+            return system
+    if not NODE_SCRIPT.is_file():
+        system.status = f"unavailable: {NODE_SCRIPT} missing"
+        return system
+    system.command = [node, str(NODE_SCRIPT), str(prefix)]
+    return system
+
+
+def setup_venv(scratch: Path, install: bool, runner_script: Path) -> dict[str, System]:
+    """The scratch venv with bullmq and saq; one System for each (either may be missing),
+    whose runner is `runner_script` in runner mode."""
+    systems = {name: System(name) for name in ("bullmq-python", "saq")}
+    modules = {"bullmq-python": "bullmq", "saq": "saq"}
+    # saq's Redis support is its `redis` extra (redis-py < 8, which bullmq accepts too), and
+    # saq imports typing_extensions without declaring it.
+    requirements = {"bullmq-python": ["bullmq"], "saq": ["saq[redis]", "typing_extensions"]}
+    venv = scratch / "venv"
+    python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+    def importable(module: str) -> bool:
+        if not python.is_file():
+            return False
+        ok, _ = run_command([str(python), "-c", f"import {module}"], timeout=120)
+        return ok
+
+    missing = [name for name, module in modules.items() if not importable(module)]
+    if missing and install:
+        if not python.is_file():
+            print(f"creating the scratch virtualenv {venv} ...", flush=True)
+            ok, detail = run_command([sys.executable, "-m", "venv", str(venv)], timeout=300)
+            if not ok:
+                for system in systems.values():
+                    system.status = f"unavailable: python -m venv failed: {detail}"
+                return systems
+        packages = [package for name in missing for package in requirements[name]]
+        print(f"installing {' '.join(packages)} into {venv} ...", flush=True)
+        pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+        ok, detail = run_command([*pip, *packages], timeout=900)
+        details = dict.fromkeys(missing, detail)
+        if not ok:  # one may install where both together do not
+            for name in missing:
+                details[name] = run_command([*pip, *requirements[name]], timeout=900)[1]
+        for name in missing:
+            systems[name].install_log.append(details[name])
+        missing = [name for name in missing if not importable(modules[name])]
+        for name in missing:
+            reason = details[name] if details[name] != "(no output)" else "not importable after"
+            systems[
+                name
+            ].status = f"unavailable: pip install {' '.join(requirements[name])}: {reason}"
+    elif missing:
+        for name in missing:
+            systems[name].status = f"unavailable: {modules[name]} not in {venv} (--no-install)"
+    for name, system in systems.items():
+        if system.ok:
+            system.command = [str(python), str(runner_script), "--runner", name, "--spec"]
+    return systems
+
+
+def setup_lanemq(python: str, runner_script: Path) -> System:
+    """lanemq: `runner_script` in runner mode under `python`, if that imports lanemq."""
+    system = System("lanemq")
+    ok, detail = run_command([python, "-c", "import lanemq; lanemq.RedisJobQueue"], timeout=120)
+    if not ok:
+        system.status = f"unavailable: cannot import lanemq with {python}: {detail}"
+    else:
+        system.command = [python, str(runner_script), "--runner", "lanemq", "--spec"]
+    return system

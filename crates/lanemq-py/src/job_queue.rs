@@ -1,5 +1,8 @@
 //! `JobQueueCore`: one Python class over any `JobBackend`. Every method returns an awaitable;
-//! with the in-process backends it is already resolved. Times are milliseconds.
+//! with the in-process backends it is already resolved. This file holds the constructors and
+//! the hot path (what workers call, on the wire where there is one), whose times are
+//! milliseconds as `lanemq.queue` computes them; the plain forwards, which take seconds and an
+//! optional `now`, are generated in `job_queue_forwards.rs`.
 
 use std::path::PathBuf;
 use std::sync::Arc;

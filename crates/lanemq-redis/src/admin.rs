@@ -326,11 +326,7 @@ impl RedisBackend {
     }
 
     pub async fn set_rate_limit(&self, max: u32, duration: Millis) -> CoreResult<()> {
-        if max == 0 || duration == 0 {
-            return Err(CoreError::InvalidConfig(format!(
-                "invalid rate limit: {max} per {duration} ms (both must be > 0)"
-            )));
-        }
+        lanemq_core::jobs::check_rate_limit(max, duration)?;
         let (max, duration) = (max.to_string(), duration.to_string());
         self.change(&scripts::SETTINGS, 0, &["rate", &max, &duration])
             .await
@@ -424,11 +420,7 @@ impl RedisBackend {
     }
 
     pub async fn set_max_active(&self, max: Option<u32>) -> CoreResult<()> {
-        if max == Some(0) {
-            return Err(CoreError::InvalidConfig(
-                "invalid max_active: 0 (must be >= 1)".into(),
-            ));
-        }
+        lanemq_core::jobs::check_max_active(max)?;
         let max = max.map(|m| m.to_string()).unwrap_or_default();
         self.change(&scripts::SETTINGS, 0, &["max_active", &max])
             .await

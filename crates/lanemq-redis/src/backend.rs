@@ -26,13 +26,13 @@ pub struct RedisBackend {
     pub(crate) keys: Keys,
     /// The queue's name (flows name their jobs `<queue>:<id>`).
     pub(crate) queue: String,
-    /// Every key a script may touch, in the order `lua/common.lua` expects.
+    /// Every key a script may touch, in the order `lua/includes/common.lua` expects.
     script_keys: Vec<String>,
     /// The same as the RESP arguments of a request (`request`), packed once.
     packed_keys: Vec<u8>,
     pub(crate) max_events: usize,
     /// Queues linked to this one by flows: each name and its keys, which every script gets
-    /// after this queue's (see `lua/flows.lua`).
+    /// after this queue's (see `lua/includes/flows.lua`).
     linked: Mutex<Vec<(String, Vec<String>)>>,
     prefix: String,
     random: RandomState,
@@ -526,7 +526,7 @@ impl RedisBackend {
     }
 }
 
-/// The queue a script asked for (`LANEMQ_NEED_QUEUE <name in hex>`, see `lua/flows.lua`).
+/// The queue a script asked for (`LANEMQ_NEED_QUEUE <name in hex>`, see `lua/includes/flows.lua`).
 fn needed_queue(error: &redis::RedisError) -> Option<String> {
     // redis-rs shows the error's code apart from its detail (`"CODE": detail`).
     const MARK: &str = "LANEMQ_NEED_QUEUE";
@@ -542,7 +542,7 @@ fn needed_queue(error: &redis::RedisError) -> Option<String> {
 }
 
 /// Counts the jobs of a state's sorted set: every score below +inf, which leaves out the
-/// sentinel that keeps `active` a skiplist (see `ensure_layout` in `lua/common.lua`).
+/// sentinel that keeps `active` a skiplist (see `ensure_layout` in `lua/includes/common.lua`).
 pub(crate) fn count_jobs(pipe: &mut redis::Pipeline, set_key: String) {
     pipe.cmd("ZCOUNT").arg(set_key).arg("-inf").arg("(+inf");
 }

@@ -55,6 +55,9 @@ pub struct WorkerBook<K, R, O> {
     /// The last call returned (rather than failed): two calls may be in flight, not one, and
     /// the back-off starts over.
     pub(super) healthy: bool,
+    /// A call failed since the last turn: that turn fails (with the call's error, which the
+    /// caller keeps).
+    pub(super) unseen_failure: bool,
     /// No claims before this (after a rate limit).
     pause_until: Micros,
     backoff: Micros,
@@ -77,6 +80,7 @@ impl<K: Hash + Eq, R, O> WorkerBook<K, R, O> {
             claiming: 0,
             starved: false,
             healthy: true,
+            unseen_failure: false,
             pause_until: 0,
             backoff: 0,
             last_turn_failed: false,
@@ -172,6 +176,14 @@ impl<K: Hash + Eq, R, O> WorkerBook<K, R, O> {
         self.completed.len() + self.failed.len() + self.released.len()
     }
 
+    /// Every outcome waiting, of every kind.
+    pub fn outcomes(&self) -> impl Iterator<Item = &O> {
+        self.completed
+            .iter()
+            .chain(&self.failed)
+            .chain(&self.released)
+    }
+
     fn outcomes_mut(&mut self, kind: Outcome) -> &mut Vec<O> {
         match kind {
             Outcome::Completed => &mut self.completed,
@@ -210,10 +222,12 @@ impl<K: Hash + Eq, R, O> WorkerBook<K, R, O> {
         }
     }
 
-    /// A call a turn planned failed (its outcomes are put back separately).
+    /// A call a turn planned failed (its outcomes are put back separately); the next turn
+    /// fails with it.
     pub fn call_failed(&mut self, claim: u32) {
         self.end_call(claim);
         self.healthy = false;
+        self.unseen_failure = true;
     }
 
     fn end_call(&mut self, claim: u32) {

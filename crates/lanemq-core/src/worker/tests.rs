@@ -13,7 +13,7 @@ fn book(concurrency: u32, remote: bool) -> Book {
 fn calls(turn: Turn<&'static str>) -> (Vec<Call<&'static str>>, Idle) {
     match turn {
         Turn::Calls { calls, idle } => (calls, idle),
-        Turn::Flush => panic!("expected calls, got a flush"),
+        other => panic!("expected calls, got {other:?}"),
     }
 }
 
@@ -242,6 +242,7 @@ fn remote_keeps_one_call_in_flight_after_a_call_failed() {
     book.call_failed(first[1].claim);
     assert!(!book.is_healthy());
     assert_eq!(book.free(), 4);
+    assert_eq!(book.turn(0), Turn::CallFailed); // once for both
     let (one, _) = calls(book.turn(0));
     assert_eq!(claims(&one), [2]);
     let (none, _) = calls(book.turn(0));
@@ -278,6 +279,7 @@ fn the_back_off_stands_while_the_last_call_failed() {
     for call in &first {
         book.call_failed(call.claim);
     }
+    assert_eq!(book.turn(0), Turn::CallFailed);
     assert_eq!(book.back_off(), 100_000);
     let (retry, _) = calls(book.turn(0));
     book.turn(0); // a turn that raised nothing, but the backend has not answered yet

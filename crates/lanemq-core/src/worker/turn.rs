@@ -16,6 +16,9 @@ use super::book::WorkerBook;
 /// What the loop does this turn.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Turn<O> {
+    /// A call failed since the last turn (the backend went away, say): this turn fails with
+    /// its error, and the loop backs off.
+    CallFailed,
     /// Failures or releases wait: report every outcome waiting (on a remote backend once the
     /// calls in flight are back), then turn again.
     Flush,
@@ -48,6 +51,9 @@ impl<K: Hash + Eq, R, O> WorkerBook<K, R, O> {
     /// count as in flight from now on.
     pub fn turn(&mut self, now: Micros) -> Turn<O> {
         self.settle_backoff();
+        if std::mem::take(&mut self.unseen_failure) {
+            return Turn::CallFailed;
+        }
         if !self.failed.is_empty() || !self.released.is_empty() {
             return Turn::Flush;
         }

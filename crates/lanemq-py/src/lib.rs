@@ -18,6 +18,7 @@ mod lane_scheduler;
 mod ready;
 mod scheduler_record;
 mod wire_link;
+mod worker_book;
 
 /// The runtime that drives backend futures: one worker thread. A call's round trip crosses
 /// threads twice (the loop's thread hands the request to the runtime, the runtime hands the
@@ -68,5 +69,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ready::Ready>()?;
     m.add_class::<hub::Hub>()?;
     m.add_class::<interrupt::Interrupt>()?;
+    m.add_class::<worker_book::WorkerBook>()?;
+    m.add_class::<worker_book::WorkerTurn>()?;
+    m.add_class::<worker_book::OutcomeBatch>()?;
     Ok(())
 }

@@ -4,7 +4,11 @@ loop, plain ``def`` ones in worker threads.
 The loop claims jobs in batches up to its free capacity, starts one asyncio task per job, and
 reports outcomes in batches (`complete_many` / `fail_many`), so no job costs an awaited round
 trip of its own. One call per renewal period renews every held lease, and stalled recovery runs
-every ``stalled_interval``."""
+every ``stalled_interval``.
+
+The bookkeeping (running jobs, outcomes waiting, calls in flight, pause, back-off, counters) is
+the Rust `WorkerBook`, which also decides each turn of the loop in one synchronous call; this
+module keeps what is asyncio's: tasks, timers, hooks, signals and close."""
 
 from __future__ import annotations
 
@@ -485,14 +489,18 @@ class JobWorker:
             released_at_close = task in self._releasing
             self._releasing.discard(task)
         book = self._book
+        cancelled = task.cancelled()
+        raised = None if cancelled else task.exception()  # (retrieved: asyncio does not log it)
+        if not cancelled and raised is None:
+            book.completed(task, task.result())  # (nothing to report of a parked job)
+            self._poke()
+            return
         job = book.finish(task)
         if job is None:
             # add_children parked it (lock released): nothing to report, whatever followed.
-            if not task.cancelled():
-                task.exception()  # retrieved, so asyncio does not log it
             self._poke()
             return
-        if task.cancelled():
+        if cancelled:
             # The worker lets go of the job: writes still to come from it (a plain def
             # processor's thread runs on) are refused.
             job.lease_lost = True
@@ -505,18 +513,15 @@ class JobWorker:
             elif not self._force:
                 book.fail(job, asyncio.CancelledError("the job was cancelled"), None, True)
             # Under close(force=True) the job is abandoned to stalled recovery.
+        elif isinstance(raised, DelayedError):
+            pass  # the processor already moved the job to delayed
+        elif isinstance(raised, RateLimitError):
+            book.release(job, raised.delay)  # and claims pause that long
+            log.debug("worker %s: rate limited: claims paused for %ss", self.id, raised.delay)
         else:
-            raised = task.exception()
-            if raised is None:
-                book.complete(job, task.result())
-            elif isinstance(raised, DelayedError):
-                pass  # the processor already moved the job to delayed
-            elif isinstance(raised, RateLimitError):
-                book.release(job, raised.delay)  # and claims pause that long
-                log.debug("worker %s: rate limited: claims paused for %ss", self.id, raised.delay)
-            else:
-                retry = not isinstance(raised, UnrecoverableError)
-                book.fail(job, raised, _trace(raised), retry)
+            assert raised is not None  # (a task that returned was recorded above)
+            retry = not isinstance(raised, UnrecoverableError)
+            book.fail(job, raised, _trace(raised), retry)
         self._poke()
 
     # -------------------------------------------------------------- reporting

@@ -66,12 +66,9 @@ impl WorkerBook {
         self.origin.elapsed().as_micros() as Micros
     }
 
-    fn record(&mut self, kind: Outcome, job: &Bound<'_, PyAny>, item: Bound<'_, PyTuple>) {
-        let recorded = Recorded {
-            job: job.clone().unbind(),
-            item: item.unbind(),
-        };
-        self.core.record(kind, recorded);
+    fn record(&mut self, kind: Outcome, job: Py<PyAny>, item: Bound<'_, PyTuple>) {
+        let item = item.unbind();
+        self.core.record(kind, Recorded { job, item });
     }
 
     fn batch(kind: Outcome, outcomes: Vec<Recorded>) -> OutcomeBatch {
@@ -193,10 +190,15 @@ impl WorkerBook {
 
     // ------------------------------------------------------------------------ outcomes
 
-    /// `job`'s processor returned `result`.
-    fn complete(&mut self, job: &Bound<'_, PyAny>, result: &Bound<'_, PyAny>) -> PyResult<()> {
-        let (id, token) = lease(job)?;
-        let item = (id, token, result).into_pyobject(job.py())?;
+    /// `task` returned `result`: its job ends, and its completion waits to be reported
+    /// (nothing to report if the book does not hold the task or the job parked). The common
+    /// ending in one call; the others go through `finish`.
+    fn completed(&mut self, task: &Bound<'_, PyAny>, result: &Bound<'_, PyAny>) -> PyResult<()> {
+        let Some(job) = self.finish(task)? else {
+            return Ok(());
+        };
+        let (id, token) = lease(job.bind(task.py()))?;
+        let item = (id, token, result).into_pyobject(task.py())?;
         self.record(Outcome::Completed, job, item);
         Ok(())
     }
@@ -212,7 +214,7 @@ impl WorkerBook {
     ) -> PyResult<()> {
         let (id, token) = lease(job)?;
         let item = (id, token, error, stacktrace, retry).into_pyobject(job.py())?;
-        self.record(Outcome::Failed, job, item);
+        self.record(Outcome::Failed, job.clone().unbind(), item);
         Ok(())
     }
 
@@ -221,7 +223,7 @@ impl WorkerBook {
     fn release(&mut self, job: &Bound<'_, PyAny>, pause: Option<f64>) -> PyResult<()> {
         let (id, token) = lease(job)?;
         let item = (id, token).into_pyobject(job.py())?;
-        self.record(Outcome::Released, job, item);
+        self.record(Outcome::Released, job.clone().unbind(), item);
         if let Some(seconds) = pause {
             // A float-to-int cast saturates: a negative or NaN delay pauses nothing, an
             // infinite one for good (as the worker's arithmetic on loop time did).

@@ -219,15 +219,21 @@ impl WorkerBook {
     }
 
     /// `job` goes back to waiting; with `pause` (a rate limit), no claims for that many seconds.
+    /// The release is recorded even if `pause` is not a number (the `TypeError` comes after):
+    /// the delay is whatever a processor put in its `RateLimitError`.
     #[pyo3(signature = (job, pause=None))]
-    fn release(&mut self, job: &Bound<'_, PyAny>, pause: Option<f64>) -> PyResult<()> {
+    fn release(
+        &mut self,
+        job: &Bound<'_, PyAny>,
+        pause: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
         let (id, token) = lease(job)?;
         let item = (id, token).into_pyobject(job.py())?;
         self.record(Outcome::Released, job.clone().unbind(), item);
         if let Some(seconds) = pause {
             // A float-to-int cast saturates: a negative or NaN delay pauses nothing, an
             // infinite one for good (as the worker's arithmetic on loop time did).
-            let delay = (seconds * 1e6) as Micros;
+            let delay = (seconds.extract::<f64>()? * 1e6) as Micros;
             let now = self.now();
             self.core.pause(now, delay);
         }

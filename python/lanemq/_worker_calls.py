@@ -50,7 +50,7 @@ def in_thread(processor: Processor) -> AsyncProcessor:
     @functools.wraps(processor)
     async def run_in_thread(job: Job) -> Any:
         loop = asyncio.get_running_loop()
-        job._loop = loop
+        job.sync  # noqa: B018 - read on the loop, it binds the job to it for the thread's calls
         context = contextvars.copy_context()
         result = await loop.run_in_executor(None, context.run, processor, job)
         if inspect.isawaitable(result):

@@ -32,7 +32,8 @@ async def wind_down(worker: JobWorker) -> None:
     await worker._settle()
     loop = worker._loop
     assert loop is not None
-    while worker._active and not worker._force:
+    book = worker._book
+    while book.running and not worker._force:
         deadline = worker._deadline
         if deadline is not None and loop.time() >= deadline:
             release_running(worker)
@@ -42,29 +43,29 @@ async def wind_down(worker: JobWorker) -> None:
             await asyncio.wait([wake], timeout=None if deadline is None else deadline - loop.time())
         finally:
             worker._wake = None
-        if worker._completed or worker._failed or worker._released:
+        if book.pending:
             try:
                 await worker._flush()
             except Exception as error:  # kept; the last flush below tries again
                 log.warning("worker %s: reporting while closing failed: %s", worker.id, error)
                 await worker._hook("error", error)
     if worker._force:
-        for task in list(worker._active):
+        for task in book.tasks():
             task.cancel()
-    if worker._active:
-        await asyncio.gather(*worker._active, return_exceptions=True)
+    if book.running:
+        await asyncio.gather(*book.tasks(), return_exceptions=True)
     await worker._flush()
 
 
 def release_running(worker: JobWorker) -> None:
-    """Cancels the jobs still running when the grace ran out; `_done` puts them in
-    ``_released``, and the flush gives them back to waiting (no attempt used)."""
+    """Cancels the jobs still running when the grace ran out; `_done` records them as
+    released, and the flush gives them back to waiting (no attempt used)."""
     log.warning(
         "worker %s: stopping with %d job(s) still running (grace over or cut short): "
         "cancelling them and releasing them to waiting",
         worker.id,
-        len(worker._active),
+        worker._book.running,
     )
-    for task in list(worker._active):
+    for task in worker._book.tasks():
         worker._releasing.add(task)
         task.cancel()

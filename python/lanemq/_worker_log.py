@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
-from typing import Any
 
+from ._core import OutcomeBatch
 from .job import Job
 
 log = logging.getLogger("lanemq.worker")
@@ -26,14 +25,14 @@ def started(worker_id: str, job: Job) -> None:
     )
 
 
-def completed(worker_id: str, done: Iterable[tuple[Job, Any]], lost: dict[str, str]) -> None:
+def completed(worker_id: str, done: OutcomeBatch, lost: dict[str, str]) -> None:
     """The completions of one report (``lost``: those refused, by id, logged as warnings)."""
     for job_id, detail in lost.items():
         log.warning("worker %s: job %s: completion not recorded: %s", worker_id, job_id, detail)
     if not log.isEnabledFor(logging.DEBUG):
         return
     now = time.time() * 1000
-    for job, _ in done:
+    for job in done.jobs:
         if job.id in lost:
             continue
         claimed = job.processed_on

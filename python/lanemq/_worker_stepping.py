@@ -57,23 +57,22 @@ async def _claim_and_run(
 ) -> bool:
     """The loop of `step`, up to the point where only `_wind_down` is left (the running jobs
     to finish, the outcomes to report); True if it ended because ``deadline`` passed."""
+    book = worker._book
     while not worker._closing:
-        if worker._completed or worker._failed or worker._released:
+        if book.pending:
             await worker._flush()  # before claiming: a retry or a flow parent may be ready
-        now = loop.time()
-        if deadline is not None and now >= deadline:
+        if deadline is not None and loop.time() >= deadline:
             return True
-        paused_for = worker._pause_until - now  # > 0 after a RateLimitError
-        free = worker.concurrency - len(worker._active)
+        free, paused_for = book.claimable()  # paused_for > 0 after a RateLimitError
         claimed = []
-        if free > 0 and paused_for <= 0:
+        if free:
             claimed = await worker.queue.claim(worker.id, worker.lease, free)
             for job in claimed:
                 worker._start(job)
         if not until_idle:
             return False  # run_once: the batch runs to its end in `_wind_down`
-        if not worker._active:
-            if claimed or worker._completed or worker._failed or worker._released:
+        if not book.running:
+            if claimed or book.pending:
                 continue  # outcomes that came without running anything (no processor)
             if paused_for <= 0:
                 return False  # nothing ready and nothing running: idle

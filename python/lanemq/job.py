@@ -151,6 +151,17 @@ class Job:
         return self._record.lock_token
 
     @property
+    def timeout(self) -> float | None:
+        """Seconds an attempt may run (``JobOptions.timeout``), if it is limited."""
+        return self._record.timeout
+
+    @property
+    def parked(self) -> bool:
+        """Whether `add_children` parked the job (lock released, waiting for its children): a
+        worker then does not report it when its processor returns."""
+        return self._parked
+
+    @property
     def queue(self) -> JobQueue:
         return self._queue
 

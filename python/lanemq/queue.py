@@ -200,6 +200,29 @@ class JobQueue:
         await asyncio.sleep(timeout)
         return True
 
+    # The calls a `JobWorker` makes beyond the job contract: public names, so the worker does
+    # not reach into the queue's private parts; they delegate to the private ones, which
+    # backends override and tests call.
+
+    @property
+    def remote(self) -> bool:
+        """Whether calls wait on something outside this thread (a server, a file's writer
+        thread): a `JobWorker` then keeps two calls in flight so jobs run while one is out."""
+        return self._remote
+
+    async def wait_reachable(self, timeout: float) -> bool:
+        """For a worker that lost its backend: waits until the backend answers again, at most
+        ``timeout`` seconds; whether it did."""
+        return await self._wait_reachable(timeout)
+
+    def wait_and_claim(
+        self, worker_id: str, lease: float, max_jobs: int, timeout: float | None
+    ) -> tuple[Awaitable[list[Job]], Callable[[], None]]:
+        """For an idle worker: waits for a job and claims up to ``max_jobs`` in one backend
+        call; returns the awaitable of the claimed jobs and the function that interrupts the
+        wait (see `_wait_and_claim`)."""
+        return self._wait_and_claim(worker_id, lease, max_jobs, timeout)
+
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 

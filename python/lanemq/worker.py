@@ -4,7 +4,11 @@ loop, plain ``def`` ones in worker threads.
 The loop claims jobs in batches up to its free capacity, starts one asyncio task per job, and
 reports outcomes in batches (`complete_many` / `fail_many`), so no job costs an awaited round
 trip of its own. One call per renewal period renews every held lease, and stalled recovery runs
-every ``stalled_interval``."""
+every ``stalled_interval``.
+
+The bookkeeping (running jobs, outcomes waiting, calls in flight, pause, back-off, counters) is
+the Rust `WorkerBook`, which also decides each turn of the loop in one synchronous call; this
+module keeps what is asyncio's: tasks, timers, hooks, signals and close."""
 
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from . import _worker_log
+from ._core import OutcomeBatch, WorkerBook, WorkerTurn
 from ._worker_calls import (
     AsyncProcessor,
     Middleware,
@@ -105,7 +110,11 @@ class JobWorker:
             raise ConfigError(f"invalid unknown_name_retries: {retries!r} (must be an int >= 0)")
         check_seconds("unknown_name_delay", unknown_name_delay, optional=False)
         self.queue = queue
-        self.concurrency = concurrency
+        self._remote = queue.remote
+        # The running jobs, the outcomes waiting to be reported, the calls in flight, pause,
+        # back-off and counters, and the decision of each turn of the loop (`_step`): Rust
+        # (lanemq_core::worker). Python keeps the tasks, timers, hooks and close.
+        self._book = WorkerBook(_checked_concurrency(concurrency), self._remote)
         self.lease = lease
         self.renew_every = renew_every
         self.stalled_interval = stalled_interval
@@ -125,22 +134,12 @@ class JobWorker:
             self._handlers.update(processors)
         self._rebuild()
         self._hooks: dict[str, list[Callable[..., Any]]] = {hook: [] for hook in HOOKS}
-        self._active: dict[asyncio.Task[Any], Job] = {}
         self._timers: dict[asyncio.Task[Any], asyncio.TimerHandle] = {}
         self._timed_out: set[asyncio.Task[Any]] = set()
-        self._completed: list[tuple[Job, Any]] = []
-        self._failed: list[tuple[Job, BaseException, bool]] = []
-        self._released: list[Job] = []
         self._wake: asyncio.Future[None] | None = None
-        # Calls that report completions and claim (`_exchange`), at most two in flight; the
-        # slots their claims may fill; whether the last claim came back short.
-        self._exchanges: set[asyncio.Task[None]] = set()
-        self._exchange_error: BaseException | None = None
-        self._claiming = 0
-        self._starved = False
-        self._healthy = True
-        self._share = max(1, (concurrency + 1) // 2)
-        self._pause_until = 0.0
+        # The tasks of the calls that report completions and claim on a remote backend (at
+        # most two in flight).
+        self._exchanges: set[asyncio.Task[bool]] = set()
         self._closing = False
         self._force = False
         # When close()'s grace ends (loop time), and the tasks it cancelled then: their jobs
@@ -151,9 +150,6 @@ class JobWorker:
         self._run_done: asyncio.Future[None] | None = None
         self._stopped = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.processed = 0
-        self.failed = 0
-        self.attempts_failed = 0
 
     # --------------------------------------------------------------- set-up
 
@@ -212,14 +208,26 @@ class JobWorker:
     def concurrency(self) -> int:
         """At most this many jobs run at once. It may be set before `run()` (as ``lanemq
         worker --concurrency`` does); each claim then asks for up to half of it."""
-        return self._concurrency
+        return self._book.concurrency
 
     @concurrency.setter
     def concurrency(self, value: int) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"invalid concurrency: {value!r} (must be an integer >= 1)")
-        self._concurrency = value
-        self._share = max(1, (value + 1) // 2)
+        self._book.concurrency = _checked_concurrency(value)
+
+    @property
+    def processed(self) -> int:
+        """Jobs this worker completed."""
+        return self._book.processed
+
+    @property
+    def failed(self) -> int:
+        """Jobs this worker failed for good."""
+        return self._book.failed
+
+    @property
+    def attempts_failed(self) -> int:
+        """Failed attempts this worker recorded, retried or not."""
+        return self._book.attempts_failed
 
     # ------------------------------------------------------------------ run
 
@@ -258,19 +266,16 @@ class JobWorker:
             loop.create_task(self._every(self.renew_every, self._renew)),
             loop.create_task(self._every(self.stalled_interval, self._recover)),
         ]
-        backoff = 0.0
         try:
             while not self._closing:
                 try:
                     await self._step(loop)
-                    if self._healthy:  # (a call in flight fails later, on its own)
-                        backoff = 0.0
                 except Exception as error:
                     # The backend failed (say, Redis went away): keep the outcomes, wait, retry;
                     # the worker resumes by itself once the backend is back. An unreachable
                     # server is asked every 0.1 s meanwhile and the wait ends when it answers:
                     # the leases of finished jobs run out while their outcomes wait.
-                    backoff = min(max(backoff * 2, 0.1), 5.0)
+                    backoff = self._book.back_off()  # 0.1 s, doubling up to 5 s
                     log.warning("worker %s: %s; retrying in %.1fs", self.id, error, backoff)
                     await self._hook("error", error)
                     if isinstance(error, BackendConnectionError):
@@ -321,7 +326,7 @@ class JobWorker:
     async def _pause_until_reachable(self, seconds: float, loop: asyncio.AbstractEventLoop) -> None:
         """Sleeps ``seconds``, or less if the backend answers again or close() is called."""
         wake = self._wake = loop.create_future()
-        probe = asyncio.ensure_future(self.queue._wait_reachable(seconds))
+        probe = asyncio.ensure_future(self.queue.wait_reachable(seconds))
         try:
             await asyncio.wait((wake, probe), timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -330,84 +335,50 @@ class JobWorker:
             probe.add_done_callback(_retrieve)
 
     async def _step(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Reports completions and claims up to the free capacity, with up to two such calls
-        in flight (so jobs a call returned run while the backend works on the next one), or
-        sleeps until there is work."""
-        if not self.queue._remote:
-            await self._step_in_process(loop)
-            return
-        self._raise_exchange_error()
-        if self._failed or self._released:
-            # Failures and releases are rarer: they go out with no call in flight.
+        """One turn of the loop, as the book decides it: report failures and releases (with
+        no call in flight); or make the calls that report completions and claim, on a remote
+        backend up to two in flight (so jobs a call returned run while the backend works on
+        the next), in process one, awaited here; or sleep until there is work."""
+        turn = self._book.turn()  # raises what a call that failed since the last turn raised
+        if turn.flush:
             await self._settle()
             await self._flush()
-        free = self.concurrency - len(self._active) - self._claiming
-        can_claim = free > 0 and loop.time() >= self._pause_until
-        # One call at a time after a failure (backing off), two once the backend answers.
-        while len(self._exchanges) < (2 if self._healthy else 1):
-            # Claim along with every report; without one, not again until the queue may
-            # have a job (a claim that came back short means it was empty).
-            claim = (
-                min(free, self._share)
-                if can_claim and (self._completed or not self._starved)
-                else 0
-            )
-            if not (claim or self._completed):
-                break
-            self._launch(loop, claim)
-            free -= claim
-        if self._exchanges:
-            await self._wait_for_exchange(loop)
-        else:
-            await self._idle(can_claim, loop)
+        elif self._remote:
+            for done, claim in turn.calls:
+                self._launch(loop, done, claim)
+            if self._exchanges:
+                await self._wait_for_exchange(loop)
+            else:
+                await self._idle(turn, loop)
+        elif not (turn.calls and await self._call(*turn.calls[0])):
+            await self._idle(turn, loop)
 
-    async def _step_in_process(self, loop: asyncio.AbstractEventLoop) -> None:
-        """`_step` for a backend in this process: its calls return at once, so there is
-        nothing to overlap; one call reports and claims up to the free capacity."""
-        free = self.concurrency - len(self._active)
-        can_claim = free > 0 and loop.time() >= self._pause_until
-        if can_claim and self._completed and not (self._failed or self._released):
-            done, self._completed = self._completed, []
-            jobs = await self._report(done, free)
-        else:
-            await self._flush()
-            jobs = await self.queue.claim(self.id, self.lease, free) if can_claim else []
-        for job in jobs:
-            self._start(job)
-        if not jobs:
-            await self._idle(can_claim, loop)
-
-    def _launch(self, loop: asyncio.AbstractEventLoop, claim: int) -> None:
-        done, self._completed = self._completed, []
-        self._claiming += claim
-        task = loop.create_task(self._exchange(done, claim))
+    def _launch(self, loop: asyncio.AbstractEventLoop, done: OutcomeBatch, claim: int) -> None:
+        task = loop.create_task(self._call(done, claim))
         self._exchanges.add(task)
         task.add_done_callback(self._exchange_done)
 
-    async def _exchange(self, done: list[tuple[Job, Any]], claim: int) -> None:
+    async def _call(self, done: OutcomeBatch, claim: int) -> bool:
+        """A call of a turn: reports the completions ``done``, claims up to ``claim`` jobs and
+        starts them, and tells the book how it went (the next turn raises a failure). Returns
+        whether the loop should turn again at once rather than wait for work: jobs came, or
+        the call failed."""
         try:
             jobs = await self._report(done, claim)
-        except Exception:
-            self._healthy = False
+        except Exception as error:
+            self._book.call_failed(claim, error)
+            return True
+        except BaseException:
+            self._book.call_done(claim, 0)  # cancelled: its claim holds no slot any more
             raise
-        finally:
-            self._claiming -= claim
-        self._healthy = True
-        if len(jobs) < claim:
-            self._starved = True
+        self._book.call_done(claim, len(jobs))
         for job in jobs:
             self._start(job)
+        return bool(jobs)
 
-    def _exchange_done(self, task: asyncio.Task[None]) -> None:
+    def _exchange_done(self, task: asyncio.Task[bool]) -> None:
         self._exchanges.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            self._exchange_error = self._exchange_error or task.exception()
         self._poke()
-
-    def _raise_exchange_error(self) -> None:
-        error, self._exchange_error = self._exchange_error, None
-        if error is not None:
-            raise error
 
     async def _wait_for_exchange(self, loop: asyncio.AbstractEventLoop) -> None:
         """Sleeps until a call in flight returns or a job finishes (or close() is called)."""
@@ -420,7 +391,7 @@ class JobWorker:
             self._wake = None
 
     async def _settle(self) -> None:
-        """Waits for the calls in flight (their errors surface on the next step)."""
+        """Waits for the calls in flight (their errors surface on the next turn)."""
         while self._exchanges:
             await asyncio.gather(*self._exchanges, return_exceptions=True)
 
@@ -434,26 +405,26 @@ class JobWorker:
         finally:
             self._wake = None
 
-    async def _idle(self, can_claim: bool, loop: asyncio.AbstractEventLoop) -> None:
+    async def _idle(self, turn: WorkerTurn, loop: asyncio.AbstractEventLoop) -> None:
         """Sleeps until a slot frees, an outcome waits to be reported, close() is called, or
-        (with a free slot) the queue may have a job. In that last case the backend claims in
-        the same call that waited, and the claimed jobs start here."""
-        if self._closing or self._completed or self._failed or self._released:
+        (when the turn says to claim) the queue may have a job: then the backend claims in the
+        same call that waited, and the claimed jobs start here. While claims are paused, the
+        sleep ends with the pause."""
+        if self._closing or self._book.pending:
             return  # (close() may have been called while the loop awaited the queue)
         wake = self._wake = loop.create_future()
         waits: list[asyncio.Future[Any]] = [wake]
         claim: asyncio.Future[list[Job]] | None = None
         interrupt: Callable[[], None] | None = None
-        asked = 0
-        if can_claim:
-            asked = min(self.concurrency - len(self._active) - self._claiming, self._share)
-            claimed, interrupt = self.queue._wait_and_claim(
+        asked = turn.idle_claim
+        if asked:
+            claimed, interrupt = self.queue.wait_and_claim(
                 self.id, self.lease, asked, self.stalled_interval
             )
             claim = asyncio.ensure_future(claimed)
             waits.append(claim)
-        elif self._pause_until > loop.time():
-            waits.append(loop.create_task(asyncio.sleep(self._pause_until - loop.time())))
+        elif turn.pause is not None:
+            waits.append(loop.create_task(asyncio.sleep(turn.pause)))
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
@@ -468,14 +439,13 @@ class JobWorker:
                 for waiting in waits[1:]:
                     waiting.cancel()
         if claim is None:
-            self._starved = False
+            self._book.idled(0, 0)
             return
         if not claim.done():
             assert interrupt is not None
             interrupt()  # it ends at once, with what it claimed if the claim had begun
         jobs = await claim
-        # A short claim means the queue is empty: claim again only along with a report.
-        self._starved = len(jobs) < asked
+        self._book.idled(asked, len(jobs))  # a short claim: the queue is empty
         for job in jobs:
             self._start(job)
 
@@ -489,7 +459,7 @@ class JobWorker:
         if processor is None:
             if not self.unknown_name_retries:
                 error = UnrecoverableError(f"no processor for job name {job.name!r}")
-                self._failed.append((job, error, False))
+                self._book.fail(job, error, None, False)
                 return
             processor = functools.partial(postpone_unknown, self)
         if log.isEnabledFor(logging.DEBUG):  # (the only per-job cost of logging)
@@ -498,8 +468,8 @@ class JobWorker:
         assert loop is not None
         coroutine: Any = processor(job)
         task: asyncio.Task[Any] = loop.create_task(coroutine)
-        self._active[task] = job
-        timeout = job._record.timeout
+        self._book.start(task, job)
+        timeout = job.timeout
         if timeout is not None:
             self._timers[task] = loop.call_later(timeout, self._time_out, task)
         task.add_done_callback(self._done)
@@ -510,124 +480,125 @@ class JobWorker:
             task.cancel()
 
     def _done(self, task: asyncio.Task[Any]) -> None:
-        job = self._active.pop(task, None)
         if self._timers:
             timer = self._timers.pop(task, None)
             if timer is not None:
                 timer.cancel()
-        if job is None:
-            return
         released_at_close = False
         if self._releasing:
             released_at_close = task in self._releasing
             self._releasing.discard(task)
-        if job._parked:
-            # add_children parked it (lock released): nothing to report, whatever followed.
-            if not task.cancelled():
-                task.exception()  # retrieved, so asyncio does not log it
+        book = self._book
+        cancelled = task.cancelled()
+        raised = None if cancelled else task.exception()  # (retrieved: asyncio does not log it)
+        if not cancelled and raised is None:
+            book.completed(task, task.result())  # (nothing to report of a parked job)
             self._poke()
             return
-        if task.cancelled():
+        job = book.finish(task)
+        if job is None:
+            # add_children parked it (lock released): nothing to report, whatever followed.
+            self._poke()
+            return
+        if cancelled:
             # The worker lets go of the job: writes still to come from it (a plain def
             # processor's thread runs on) are refused.
             job.lease_lost = True
             if task in self._timed_out:
                 self._timed_out.discard(task)
-                timeout = job._record.timeout
-                error = TimeoutError(f"job {job.id} timed out after {timeout}s")
-                self._failed.append((job, error, True))
+                error = TimeoutError(f"job {job.id} timed out after {job.timeout}s")
+                book.fail(job, error, None, True)
             elif released_at_close:
-                self._released.append(job)  # close()'s grace ran out: back to waiting
+                book.release(job)  # close()'s grace ran out: back to waiting
             elif not self._force:
-                self._failed.append((job, asyncio.CancelledError("the job was cancelled"), True))
+                book.fail(job, asyncio.CancelledError("the job was cancelled"), None, True)
             # Under close(force=True) the job is abandoned to stalled recovery.
+        elif isinstance(raised, DelayedError):
+            pass  # the processor already moved the job to delayed
+        elif isinstance(raised, RateLimitError):
+            book.release(job, raised.delay)  # and claims pause that long
+            log.debug("worker %s: rate limited: claims paused for %ss", self.id, raised.delay)
         else:
-            raised = task.exception()
-            if raised is None:
-                self._completed.append((job, task.result()))
-            elif isinstance(raised, DelayedError):
-                pass  # the processor already moved the job to delayed
-            elif isinstance(raised, RateLimitError):
-                self._released.append(job)
-                loop = asyncio.get_running_loop()
-                self._pause_until = max(self._pause_until, loop.time() + raised.delay)
-                log.debug("worker %s: rate limited: claims paused for %ss", self.id, raised.delay)
-            else:
-                retry = not isinstance(raised, UnrecoverableError)
-                self._failed.append((job, raised, retry))
+            assert raised is not None  # (a task that returned was recorded above)
+            retry = not isinstance(raised, UnrecoverableError)
+            book.fail(job, raised, _trace(raised), retry)
         self._poke()
 
     # -------------------------------------------------------------- reporting
 
     async def _flush(self) -> None:
         """Reports the outcomes gathered since the last flush, one call per kind."""
-        if self._completed:
-            done, self._completed = self._completed, []
+        book = self._book
+        done = book.take_completions()
+        if done:
             await self._report(done, 0)
-        if self._failed:
-            failed, self._failed = self._failed, []
-            items = [
-                (job.id, job.lock_token or "", error, _trace(error), retry)
-                for job, error, retry in failed
-            ]
+        failed = book.take_failures()
+        if failed:
+            items = failed.items
             try:
                 outcomes = await self.queue.fail_many(items)
             except Exception:
-                self._failed[:0] = failed  # reported on the next try
+                book.put_back(failed)  # reported on the next try
                 raise
-            for (job, error, _), (_, retried, problem) in zip(failed, outcomes, strict=True):
+            for job, item, (_, retried, problem) in zip(failed.jobs, items, outcomes, strict=True):
+                error = item[2]
                 if problem is not None:
                     _worker_log.not_recorded(self.id, job.id, "failure", problem)
                     await self._hook("error", LockLostWarning(job.id, problem))
                     continue
                 _worker_log.failed(self.id, job, error, retried)
-                self.attempts_failed += 1
+                book.count_failed(retried)
                 await self._hook("failed", job, error)
                 if not retried:
-                    self.failed += 1
                     await self._hook("dead", job, error)
-        if self._released:
+        released = book.take_releases()
+        if released:
             # All at once (a local queue commits calls issued together once; close() may
             # release a whole batch).
-            released, self._released = self._released, []
             answers = await asyncio.gather(
-                *(self.queue.release(job.id, job.lock_token or "") for job in released),
+                *(self.queue.release(job_id, token) for job_id, token in released.items),
                 return_exceptions=True,
             )
             broken: BaseException | None = None
-            for job, answer in zip(released, answers, strict=True):
+            for job, answer in zip(released.jobs, answers, strict=True):
                 if isinstance(answer, LockMismatchError):
                     _worker_log.not_recorded(self.id, job.id, "release", answer)
                     await self._hook("error", answer)
                 elif isinstance(answer, BaseException):
-                    self._released.append(job)  # released on the next try
+                    book.release(job)  # released on the next try
                     broken = broken or answer
             if broken is not None:
                 raise broken
 
-    async def _report(self, done: list[tuple[Job, Any]], free: int) -> list[Job]:
-        """Reports the completions ``done`` and claims up to ``free`` jobs."""
-        items = [(job.id, job.lock_token or "", result) for job, result in done]
+    async def _report(self, done: OutcomeBatch, claim: int) -> list[Job]:
+        """Reports the completions ``done`` and claims up to ``claim`` jobs."""
+        items = done.items
+        if not items:
+            return await self.queue.claim(self.id, self.lease, claim)
         try:
-            if free:
-                errors, jobs = await self.queue.complete_and_claim(items, self.id, self.lease, free)
+            if claim:
+                errors, jobs = await self.queue.complete_and_claim(
+                    items, self.id, self.lease, claim
+                )
             else:
                 errors, jobs = await self.queue.complete_many(items), []
         except TypeError as not_json:  # a return value that is not JSON
-            self._failed.extend((job, not_json, False) for job, _ in done)
+            trace = _trace(not_json)
+            for job in done.jobs:
+                self._book.fail(job, not_json, trace, False)
             return []
         except Exception:
-            self._completed[:0] = done  # reported on the next try
+            self._book.put_back(done)  # reported on the next try
             raise
-        self.processed += len(done) - len(errors)
+        self._book.count_completed(len(items) - len(errors))
         lost = dict(errors)
         _worker_log.completed(self.id, done, lost)
         for lost_id, detail in errors:
             await self._hook("error", LockLostWarning(lost_id, detail))
         if self._hooks["completed"]:
-            for job, result in done:
-                if job.id not in lost:
-                    await self._hook("completed", job, result)
+            for job, item in zip(done.jobs, items, strict=True):
+                if not lost or job.id not in lost:
+                    await self._hook("completed", job, item[2])
         return jobs
 
     async def _hook(self, event: str, *args: Any) -> None:
@@ -656,12 +627,12 @@ class JobWorker:
                 await self._hook("error", error)
 
     async def _renew(self) -> None:
-        held = [(job.id, job.lock_token or "") for job in self._active.values() if not job._parked]
+        held = self._book.leases()
         if not held:
             return
-        lost = set(await self.queue.renew_many(held, self.lease))
-        for job in self._active.values():
-            if job.id in lost:
+        lost = await self.queue.renew_many(held, self.lease)
+        if lost:
+            for job in self._book.holding(lost):
                 job.lease_lost = True
 
     async def _recover(self) -> None:
@@ -699,7 +670,7 @@ class JobWorker:
                 "worker %s: closing%s with %d job(s) running",
                 self.id,
                 " (force)" if force else "" if grace is None else f" (grace {grace}s)",
-                len(self._active),
+                self._book.running,
             )
         self._closing = True
         self._force = self._force or force
@@ -731,6 +702,12 @@ class LockLostWarning(Exception):
     def __init__(self, job_id: str, detail: str) -> None:
         super().__init__(f"job {job_id!r}: outcome not recorded: {detail}")
         self.job_id = job_id
+
+
+def _checked_concurrency(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"invalid concurrency: {value!r} (must be an integer >= 1)")
+    return value
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:

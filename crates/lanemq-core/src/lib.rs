@@ -5,11 +5,14 @@
 //! - [`journal`]: the append-only, fsynced file that makes named lane commands durable.
 //! - [`schedule`]: when the runs of a repeatable job (every N ms, or a cron pattern in a time
 //!   zone) are due.
+//! - [`worker`]: a job worker's bookkeeping (running jobs, outcomes to report, calls in flight,
+//!   pause and back-off) and the decision of each turn of its loop.
 
 pub mod error;
 pub mod jobs;
 pub mod journal;
 pub mod lanes;
 pub mod schedule;
+pub mod worker;
 
 pub use error::{CoreError, CoreResult};

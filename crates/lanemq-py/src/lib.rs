@@ -21,6 +21,7 @@ mod ready;
 mod runtime;
 mod scheduler_record;
 mod wire_link;
+mod worker_book;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -54,5 +55,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ready::Ready>()?;
     m.add_class::<hub::Hub>()?;
     m.add_class::<interrupt::Interrupt>()?;
+    m.add_class::<worker_book::WorkerBook>()?;
+    m.add_class::<worker_book::WorkerTurn>()?;
+    m.add_class::<worker_book::OutcomeBatch>()?;
     Ok(())
 }

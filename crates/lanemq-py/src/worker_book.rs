@@ -1,0 +1,411 @@
+//! `WorkerBook`: the core's worker bookkeeping as `JobWorker` drives it. A running job is named
+//! by its asyncio task, by address: the book holds the task, so no other object has that
+//! address while the job runs, and the task's done callback finds the job with no dict on the
+//! Python side. An outcome keeps its job and the tuple the queue's batch call takes, made when
+//! the outcome is recorded. Time is a monotonic clock read here, as in `LaneScheduler`.
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use lanemq_core::lanes::Micros;
+use lanemq_core::worker::{self as core, Outcome, Turn};
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::gc::{PyTraverseError, PyVisit};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyString, PyTuple};
+
+use crate::bridge::{count, micros_to_seconds};
+use crate::errors::to_py;
+
+/// A running job: its task and the `Job`.
+struct Running {
+    task: Py<PyAny>,
+    job: Py<PyAny>,
+}
+
+/// An outcome waiting to be reported: the `Job`, and its item for the queue's batch call.
+struct Recorded {
+    job: Py<PyAny>,
+    item: Py<PyTuple>,
+}
+
+type Book = core::WorkerBook<usize, Running, Recorded>;
+
+fn key(task: &Bound<'_, PyAny>) -> usize {
+    task.as_ptr() as usize
+}
+
+/// The job's id and lock token (`""` for none), as the queue's calls take them.
+fn lease<'py>(job: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let py = job.py();
+    let id = job.getattr(intern!(py, "id"))?;
+    let token = job.getattr(intern!(py, "lock_token"))?;
+    let token = if token.is_none() {
+        intern!(py, "").clone().into_any()
+    } else {
+        token
+    };
+    Ok((id, token))
+}
+
+fn parked(job: &Bound<'_, PyAny>) -> PyResult<bool> {
+    job.getattr(intern!(job.py(), "parked"))?.is_truthy()
+}
+
+#[pyclass(module = "lanemq._core")]
+pub struct WorkerBook {
+    core: Book,
+    origin: Instant,
+    /// What the first call that failed since the last turn raised: that turn raises it.
+    error: Option<Py<PyAny>>,
+}
+
+impl WorkerBook {
+    fn now(&self) -> Micros {
+        self.origin.elapsed().as_micros() as Micros
+    }
+
+    fn record(&mut self, kind: Outcome, job: Py<PyAny>, item: Bound<'_, PyTuple>) {
+        let item = item.unbind();
+        self.core.record(kind, Recorded { job, item });
+    }
+
+    fn batch(kind: Outcome, outcomes: Vec<Recorded>) -> OutcomeBatch {
+        OutcomeBatch { kind, outcomes }
+    }
+}
+
+#[pymethods]
+impl WorkerBook {
+    #[new]
+    fn new(concurrency: i64, remote: bool) -> PyResult<Self> {
+        let concurrency = count("concurrency", concurrency, 1)?;
+        Ok(Self {
+            core: Book::new(concurrency, remote).map_err(to_py)?,
+            origin: Instant::now(),
+            error: None,
+        })
+    }
+
+    #[getter]
+    fn concurrency(&self) -> u32 {
+        self.core.concurrency()
+    }
+
+    #[setter]
+    fn set_concurrency(&mut self, value: i64) -> PyResult<()> {
+        let value = count("concurrency", value, 1)?;
+        self.core.set_concurrency(value).map_err(to_py)
+    }
+
+    /// Jobs running.
+    #[getter]
+    fn running(&self) -> usize {
+        self.core.running()
+    }
+
+    /// Outcomes of every kind waiting to be reported.
+    #[getter]
+    fn pending(&self) -> usize {
+        self.core.pending()
+    }
+
+    #[getter]
+    fn processed(&self) -> u64 {
+        self.core.counts().processed
+    }
+
+    #[getter]
+    fn failed(&self) -> u64 {
+        self.core.counts().failed
+    }
+
+    #[getter]
+    fn attempts_failed(&self) -> u64 {
+        self.core.counts().attempts_failed
+    }
+
+    // ------------------------------------------------------------------- running jobs
+
+    /// `job` runs in `task`.
+    fn start(&mut self, task: &Bound<'_, PyAny>, job: &Bound<'_, PyAny>) {
+        let running = Running {
+            task: task.clone().unbind(),
+            job: job.clone().unbind(),
+        };
+        self.core.start(key(task), running);
+    }
+
+    /// `task` is done: its job, to record the outcome of; `None` if the book does not hold it,
+    /// or if `add_children` parked the job (nothing to report).
+    fn finish(&mut self, task: &Bound<'_, PyAny>) -> PyResult<Option<Py<PyAny>>> {
+        let Some(running) = self.core.finish(&key(task)) else {
+            return Ok(None);
+        };
+        let job = running.job.into_bound(task.py());
+        Ok(if parked(&job)? {
+            None
+        } else {
+            Some(job.unbind())
+        })
+    }
+
+    /// The tasks of the running jobs.
+    fn tasks(&self, py: Python<'_>) -> Vec<Py<PyAny>> {
+        self.core
+            .running_jobs()
+            .map(|r| r.task.clone_ref(py))
+            .collect()
+    }
+
+    /// `(job_id, token)` of every running job that holds a lease (not parked), to renew.
+    fn leases<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>> {
+        let mut held = Vec::with_capacity(self.core.running());
+        for running in self.core.running_jobs() {
+            let job = running.job.bind(py);
+            if !parked(job)? {
+                held.push(lease(job)?);
+            }
+        }
+        Ok(held)
+    }
+
+    /// The running jobs whose id is one of `ids`.
+    fn holding(&self, py: Python<'_>, ids: Vec<String>) -> PyResult<Vec<Py<PyAny>>> {
+        let ids: HashSet<String> = ids.into_iter().collect();
+        let mut found = Vec::new();
+        for running in self.core.running_jobs() {
+            let job = running.job.bind(py);
+            let id = job.getattr(intern!(py, "id"))?;
+            if ids.contains(id.cast::<PyString>()?.to_str()?) {
+                found.push(job.clone().unbind());
+            }
+        }
+        Ok(found)
+    }
+
+    // ------------------------------------------------------------------------ outcomes
+
+    /// `task` returned `result`: its job ends, and its completion waits to be reported
+    /// (nothing to report if the book does not hold the task or the job parked). The common
+    /// ending in one call; the others go through `finish`.
+    fn completed(&mut self, task: &Bound<'_, PyAny>, result: &Bound<'_, PyAny>) -> PyResult<()> {
+        let Some(job) = self.finish(task)? else {
+            return Ok(());
+        };
+        let (id, token) = lease(job.bind(task.py()))?;
+        let item = (id, token, result).into_pyobject(task.py())?;
+        self.record(Outcome::Completed, job, item);
+        Ok(())
+    }
+
+    /// `job`'s attempt failed with `error` (and `stacktrace`); retried unless `retry` is false
+    /// or no attempt is left.
+    fn fail(
+        &mut self,
+        job: &Bound<'_, PyAny>,
+        error: &Bound<'_, PyAny>,
+        stacktrace: Option<&Bound<'_, PyString>>,
+        retry: bool,
+    ) -> PyResult<()> {
+        let (id, token) = lease(job)?;
+        let item = (id, token, error, stacktrace, retry).into_pyobject(job.py())?;
+        self.record(Outcome::Failed, job.clone().unbind(), item);
+        Ok(())
+    }
+
+    /// `job` goes back to waiting; with `pause` (a rate limit), no claims for that many seconds.
+    /// The release is recorded even if `pause` is not a number (the `TypeError` comes after):
+    /// the delay is whatever a processor put in its `RateLimitError`.
+    #[pyo3(signature = (job, pause=None))]
+    fn release(
+        &mut self,
+        job: &Bound<'_, PyAny>,
+        pause: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let (id, token) = lease(job)?;
+        let item = (id, token).into_pyobject(job.py())?;
+        self.record(Outcome::Released, job.clone().unbind(), item);
+        if let Some(seconds) = pause {
+            // A float-to-int cast saturates: a negative or NaN delay pauses nothing, an
+            // infinite one for good (as the worker's arithmetic on loop time did).
+            let delay = (seconds.extract::<f64>()? * 1e6) as Micros;
+            let now = self.now();
+            self.core.pause(now, delay);
+        }
+        Ok(())
+    }
+
+    fn take_completions(&mut self) -> OutcomeBatch {
+        Self::batch(Outcome::Completed, self.core.take(Outcome::Completed))
+    }
+
+    fn take_failures(&mut self) -> OutcomeBatch {
+        Self::batch(Outcome::Failed, self.core.take(Outcome::Failed))
+    }
+
+    fn take_releases(&mut self) -> OutcomeBatch {
+        Self::batch(Outcome::Released, self.core.take(Outcome::Released))
+    }
+
+    /// A batch whose report failed: its outcomes go first in the next one (the batch is left
+    /// empty).
+    fn put_back(&mut self, mut batch: PyRefMut<'_, OutcomeBatch>) {
+        let outcomes = std::mem::take(&mut batch.outcomes);
+        self.core.put_back(batch.kind, outcomes);
+    }
+
+    // --------------------------------------------------------------------------- turns
+
+    /// What the loop does now; raises what a call that failed since the last turn raised.
+    fn turn(&mut self, py: Python<'_>) -> PyResult<WorkerTurn> {
+        let now = self.now();
+        match self.core.turn(now) {
+            Turn::CallFailed => Err(self.error.take().map_or_else(
+                || PyRuntimeError::new_err("a call failed and left no error"),
+                |error| PyErr::from_value(error.into_bound(py)),
+            )),
+            Turn::Flush => Ok(WorkerTurn {
+                flush: true,
+                calls: PyList::empty(py).unbind(),
+                idle_claim: 0,
+                pause: None,
+            }),
+            Turn::Calls { calls, idle } => {
+                let calls = calls
+                    .into_iter()
+                    .map(|call| {
+                        let batch = Self::batch(Outcome::Completed, call.completions);
+                        Ok((Py::new(py, batch)?, call.claim))
+                    })
+                    .collect::<PyResult<Vec<_>>>()?;
+                Ok(WorkerTurn {
+                    flush: false,
+                    calls: PyList::new(py, calls)?.unbind(),
+                    idle_claim: idle.claim,
+                    pause: idle.pause.map(micros_to_seconds),
+                })
+            }
+        }
+    }
+
+    /// A call of a turn returned, having claimed `got` of its `claim`.
+    fn call_done(&mut self, claim: u32, got: u32) {
+        self.core.call_done(claim, got);
+    }
+
+    /// A call of a turn failed with `error` (its completions are put back separately); the
+    /// next turn raises it.
+    fn call_failed(&mut self, claim: u32, error: &Bound<'_, PyAny>) {
+        self.core.call_failed(claim);
+        self.error.get_or_insert_with(|| error.clone().unbind());
+    }
+
+    /// The loop waited for work, claiming up to `asked` (0: it only slept) and getting `got`.
+    fn idled(&mut self, asked: u32, got: u32) {
+        self.core.idled(asked, got);
+    }
+
+    /// `(jobs that may be claimed now, seconds claims are still paused)`: no jobs while paused.
+    fn claimable(&self) -> (u32, f64) {
+        let now = self.now();
+        (
+            self.core.claimable(now),
+            micros_to_seconds(self.core.paused_for(now)),
+        )
+    }
+
+    /// A turn failed: seconds to wait before the next one (doubling per failure in a row).
+    fn back_off(&mut self) -> f64 {
+        micros_to_seconds(self.core.back_off())
+    }
+
+    /// `n` completions were accepted by the backend.
+    fn count_completed(&mut self, n: u64) {
+        self.core.count_completed(n);
+    }
+
+    /// A failed attempt was recorded; `retried` unless the job failed for good.
+    fn count_failed(&mut self, retried: bool) {
+        self.core.count_failed(retried);
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        for running in self.core.running_jobs() {
+            visit.call(&running.task)?;
+            visit.call(&running.job)?;
+        }
+        for recorded in self.core.outcomes() {
+            visit.call(&recorded.job)?;
+            visit.call(&recorded.item)?;
+        }
+        if let Some(error) = &self.error {
+            visit.call(error)?;
+        }
+        Ok(())
+    }
+
+    fn __clear__(&mut self) {
+        self.core.clear();
+        self.error = None;
+    }
+}
+
+/// What the loop does this turn: `flush` (report every outcome waiting, after the calls in
+/// flight), or make `calls` (`(completions, claim)`: report those and claim up to `claim`
+/// jobs, then tell the book `call_done` or `call_failed`) and, with none in flight and none
+/// claimed, wait for work claiming up to `idle_claim` (0: none) or sleeping `pause` seconds.
+#[pyclass(frozen, module = "lanemq._core")]
+pub struct WorkerTurn {
+    #[pyo3(get)]
+    flush: bool,
+    #[pyo3(get)]
+    calls: Py<PyList>,
+    #[pyo3(get)]
+    idle_claim: u32,
+    #[pyo3(get)]
+    pause: Option<f64>,
+}
+
+/// Outcomes of one kind taken from a `WorkerBook` to be reported in one call: the `Job`s, and
+/// the items the queue's batch call takes, in the same order.
+#[pyclass(module = "lanemq._core")]
+pub struct OutcomeBatch {
+    kind: Outcome,
+    outcomes: Vec<Recorded>,
+}
+
+#[pymethods]
+impl OutcomeBatch {
+    #[getter]
+    fn jobs(&self, py: Python<'_>) -> Vec<Py<PyAny>> {
+        self.outcomes.iter().map(|o| o.job.clone_ref(py)).collect()
+    }
+
+    /// `(job_id, token, result)` for completions, `(job_id, token, error, stacktrace, retry)`
+    /// for failures, `(job_id, token)` for releases.
+    #[getter]
+    fn items(&self, py: Python<'_>) -> Vec<Py<PyTuple>> {
+        self.outcomes.iter().map(|o| o.item.clone_ref(py)).collect()
+    }
+
+    fn __len__(&self) -> usize {
+        self.outcomes.len()
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        for recorded in &self.outcomes {
+            visit.call(&recorded.job)?;
+            visit.call(&recorded.item)?;
+        }
+        Ok(())
+    }
+
+    fn __clear__(&mut self) {
+        self.outcomes.clear();
+    }
+}

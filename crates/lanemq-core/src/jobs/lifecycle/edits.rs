@@ -8,6 +8,7 @@ use crate::jobs::options::validate_priority;
 
 use super::effects::Effects;
 use super::finish::to_delayed;
+use super::not_found;
 use super::storage::JobStorage;
 
 fn expect_state(job: &Job, allowed: &[JobState], expected: &'static str) -> CoreResult<()> {
@@ -20,10 +21,6 @@ fn expect_state(job: &Job, allowed: &[JobState], expected: &'static str) -> Core
             expected,
         })
     }
-}
-
-fn not_found(id: &str) -> CoreError {
-    CoreError::JobNotFound(id.to_owned())
 }
 
 /// Makes a delayed job waiting now.

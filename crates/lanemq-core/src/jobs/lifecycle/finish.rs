@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::error::{CoreError, CoreResult};
+use crate::error::CoreResult;
 use crate::jobs::constants::STACKTRACE_LIMIT;
 use crate::jobs::contract::{FailOutcome, Failure};
 use crate::jobs::events::Text;
@@ -10,11 +10,8 @@ use crate::jobs::jitter;
 use crate::jobs::model::{Job, JobState, Millis};
 
 use super::effects::Effects;
+use super::not_found;
 use super::storage::JobStorage;
-
-fn not_found(id: &str) -> CoreError {
-    CoreError::JobNotFound(id.to_owned())
-}
 
 pub fn complete<S: JobStorage>(
     storage: &mut S,

@@ -3,17 +3,14 @@
 
 use std::sync::Arc;
 
-use crate::error::{CoreError, CoreResult};
+use crate::error::CoreResult;
 use crate::jobs::constants::STALLED_REASON;
 use crate::jobs::model::{Job, Millis};
 
 use super::effects::Effects;
 use super::finish::{fail_for_good, to_delayed};
+use super::not_found;
 use super::storage::JobStorage;
-
-fn not_found(id: &str) -> CoreError {
-    CoreError::JobNotFound(id.to_owned())
-}
 
 /// Extends a held lock to `now + lease`.
 pub fn renew<S: JobStorage>(

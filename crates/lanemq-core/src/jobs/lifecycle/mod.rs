@@ -26,6 +26,11 @@ pub use removal::{clean, drain, remove};
 pub use storage::{EventField, Gate, JobStorage};
 
 use super::model::{Job, JobState};
+use crate::error::CoreError;
+
+fn not_found(id: &str) -> CoreError {
+    CoreError::JobNotFound(id.to_owned())
+}
 
 /// Puts `job` in waiting at position `seq`: the back of its priority, or the front with
 /// `front` (or for a LIFO job); its lock goes.

@@ -3,17 +3,14 @@
 //! retried. Which dependency changed and what it means is `jobs::flow`'s decision; these are
 //! the moves that follow.
 
-use crate::error::{CoreError, CoreResult};
+use crate::error::CoreResult;
 use crate::jobs::flow;
 use crate::jobs::model::{JobState, Millis};
 
 use super::effects::Effects;
 use super::finish::to_delayed;
+use super::not_found;
 use super::storage::JobStorage;
-
-fn not_found(id: &str) -> CoreError {
-    CoreError::JobNotFound(id.to_owned())
-}
 
 /// Parks the active job `id`, held by `token`, in waiting_children: its lock goes and the
 /// attempt is given back (it runs again once its children are done).
@@ -32,13 +29,7 @@ pub fn park_for_children<S: JobStorage>(
             Ok(())
         })?
         .ok_or_else(|| not_found(id))?;
-    let mut effects = Effects::new();
-    effects.event(
-        "waiting-children",
-        Some(&id.into()),
-        Some(("prev", "active".into())),
-    );
-    effects.apply(storage, now)
+    waiting_children(storage, id, "active", now)
 }
 
 /// A parent whose children are done: waiting, or delayed by its own delay from now.
@@ -76,11 +67,21 @@ pub fn reopen_parent<S: JobStorage>(storage: &mut S, id: &str, now: Millis) -> C
             Ok(())
         })?
         .ok_or_else(|| not_found(id))?;
+    waiting_children(storage, id, "failed", now)
+}
+
+/// The event of a parent now in waiting_children, coming from `prev`.
+fn waiting_children<S: JobStorage>(
+    storage: &mut S,
+    id: &str,
+    prev: &'static str,
+    now: Millis,
+) -> CoreResult<()> {
     let mut effects = Effects::new();
     effects.event(
         "waiting-children",
         Some(&id.into()),
-        Some(("prev", "failed".into())),
+        Some(("prev", prev.into())),
     );
     effects.apply(storage, now)
 }

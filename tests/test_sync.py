@@ -227,6 +227,38 @@ def test_managing_jobs_through_the_sync_api(sync_queue: SyncQueue[JobQueue]) -> 
     assert sync_queue.get_job_counts() == dict.fromkeys(lanemq.queue.STATES, 0)
 
 
+def test_the_queue_reads_and_rate_limits_through_the_sync_api(
+    sync_queue: SyncQueue[JobQueue],
+) -> None:
+    for i in range(3):
+        sync_queue.add("w", {"i": i}, job_id=f"w{i}")
+    sync_queue.add("later", None, delay=3600.0, job_id="later")
+    sync_queue.add("dedup", None, dedup=lanemq.Dedup("key", ttl=600.0))
+    assert sync_queue.get_job_count("waiting", "delayed") == 5
+    assert sync_queue.get_job_count() == 5
+
+    page, total = sync_queue.list_jobs_with_total("waiting", 0, 1)
+    assert ([job.id for job in page], total) == (["w0", "w1"], 4)
+    assert all(isinstance(job, SyncJob) for job in page)
+
+    ttl = sync_queue.get_deduplication_ttl("key")
+    assert ttl is not None and 0 < ttl <= 600.0
+    assert sync_queue.get_deduplication_ttl("no such key") is None
+
+    assert sync_queue.promote_jobs() == 1
+    assert sync_queue.get_state("later") == "waiting"
+
+    sync_queue.rate_limit(30.0)
+    assert 0 < sync_queue.get_rate_limit_ttl() <= 30.0
+    stats = sync_queue.get_stats()
+    assert stats.counts["waiting"] == 5 and not stats.paused
+    assert 0 < stats.rate_limit_ttl <= 30.0
+    assert sync_queue.call(lambda q: q.claim("w")) == []  # held back on every worker
+    sync_queue.remove_rate_limit_key()
+    assert sync_queue.get_rate_limit_ttl() == 0
+    assert len(sync_queue.call(lambda q: q.claim("w", max_jobs=10))) == 5
+
+
 def test_typed_options_are_passed_through(sync_queue: SyncQueue[JobQueue]) -> None:
     job = sync_queue.add(
         "send",

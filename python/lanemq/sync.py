@@ -40,7 +40,7 @@ from . import queue as _queue
 from ._core import JobOptions
 from .exceptions import JobNotFoundError
 from .job import Job
-from .queue import BulkItem, JobQueue, JobResult
+from .queue import BulkItem, JobQueue, JobResult, QueueStats
 
 Q = TypeVar("Q", bound=JobQueue)
 T = TypeVar("T")
@@ -369,6 +369,15 @@ class SyncQueue(Generic[Q]):
         """Jobs that will still run: waiting + delayed + waiting for children."""
         return self._runner.call(self.queue.count_pending)
 
+    def get_job_count(self, *states: str) -> int:
+        """`JobQueue.get_job_count`: the jobs in ``states`` (all when none), in one number."""
+        queue = self.queue
+        return self._runner.call(lambda: queue.get_job_count(*states))
+
+    def get_stats(self) -> QueueStats:
+        """`JobQueue.get_stats`: counts, pause, caps and rate limit, in one read."""
+        return self._runner.call(self.queue.get_stats)
+
     def list_jobs(
         self,
         states: Iterable[str] | str | None = None,
@@ -381,6 +390,26 @@ class SyncQueue(Generic[Q]):
         names = states if states is None or isinstance(states, str) else list(states)
         jobs = self._runner.call(lambda: queue.list_jobs(names, start, end, ascending))
         return [self._view(job) for job in jobs]
+
+    def list_jobs_with_total(
+        self,
+        states: Iterable[str] | str | None = None,
+        start: int = 0,
+        end: int = -1,
+        ascending: bool = True,
+    ) -> tuple[list[SyncJob], int]:
+        """`list_jobs`, with the total number of jobs in ``states`` the page was cut from."""
+        queue = self.queue
+        names = states if states is None or isinstance(states, str) else list(states)
+        jobs, total = self._runner.call(
+            lambda: queue.list_jobs_with_total(names, start, end, ascending)
+        )
+        return [self._view(job) for job in jobs], total
+
+    def get_deduplication_ttl(self, dedup_id: str) -> float | None:
+        """`JobQueue.get_deduplication_ttl`: seconds the dedup key is still held."""
+        queue = self.queue
+        return self._runner.call(lambda: queue.get_deduplication_ttl(dedup_id))
 
     def finished_result(self, job_id: str) -> JobResult:
         queue = self.queue
@@ -419,6 +448,24 @@ class SyncQueue(Generic[Q]):
         """Makes a delayed job waiting now."""
         queue = self.queue
         self._runner.call(lambda: queue.promote(job_id))
+
+    def promote_jobs(self, count: int | None = None) -> int:
+        """`JobQueue.promote_jobs`: delayed jobs made waiting now; returns how many."""
+        queue = self.queue
+        return self._runner.call(lambda: queue.promote_jobs(count))
+
+    def rate_limit(self, seconds: float) -> None:
+        """`JobQueue.rate_limit`: holds every claim back for ``seconds``, on every worker."""
+        queue = self.queue
+        self._runner.call(lambda: queue.rate_limit(seconds))
+
+    def get_rate_limit_ttl(self) -> float:
+        """Seconds the rate limits still hold claims back (0: they do not)."""
+        return self._runner.call(self.queue.get_rate_limit_ttl)
+
+    def remove_rate_limit_key(self) -> None:
+        """Ends the rate-limit wait and the current window, so claims go on at once."""
+        self._runner.call(self.queue.remove_rate_limit_key)
 
     def pause(self) -> None:
         """Stops workers from claiming jobs (adds are still accepted)."""

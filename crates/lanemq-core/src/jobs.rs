@@ -19,6 +19,8 @@ mod events;
 pub mod flow;
 pub mod jitter;
 mod lifecycle;
+
+pub use lifecycle::Gate;
 mod local;
 mod memory;
 mod model;

@@ -7,8 +7,8 @@
 //! except obliterate's pause).
 
 use lanemq_core::jobs::{
-    check_payload, index_range, rate_limit_end, rate_limited_until, wall_clock_ms, BoxFuture,
-    JobAdmin, JobOptions, JobState, Millis,
+    check_payload, index_range, rate_limit_end, wall_clock_ms, BoxFuture, JobAdmin, JobOptions,
+    JobState, Millis,
 };
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
@@ -361,26 +361,9 @@ impl RedisBackend {
     /// How long the rate limits still hold claims back at `now`, in ms (0: they do not).
     pub async fn get_rate_limit_ttl(&self, now: Millis) -> CoreResult<Millis> {
         let mut pipe = redis::pipe();
-        pipe.cmd("HMGET")
-            .arg(self.keys.key("meta"))
-            .arg("rate_until")
-            .arg("rate_max")
-            .arg("rate_duration")
-            .arg("rate_start")
-            .arg("rate_count");
+        self.read_gate(&mut pipe);
         let (settings,): (Vec<Option<u64>>,) = self.query(&pipe).await?;
-        let get = |i: usize| settings.get(i).copied().flatten();
-        let limit = get(1)
-            .zip(get(2))
-            .map(|(max, duration)| (max as u32, duration));
-        let (until, start, used) = (get(0), get(3), get(4));
-        let end = rate_limited_until(
-            now,
-            until.unwrap_or(0),
-            limit,
-            start.unwrap_or(0),
-            used.unwrap_or(0),
-        );
+        let end = crate::reads::gate_of(&settings).limited_until(now);
         Ok(end.map_or(0, |end| end - now))
     }
 

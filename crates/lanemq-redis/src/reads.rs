@@ -3,8 +3,7 @@
 use std::sync::Arc;
 
 use lanemq_core::jobs::{
-    index_range, rate_limited_until, BoxFuture, FinishedResult, Job, JobReads, JobState, Millis,
-    QueueStats,
+    index_range, BoxFuture, FinishedResult, Gate, Job, JobReads, JobState, Millis, QueueStats,
 };
 use lanemq_core::{CoreError, CoreResult};
 
@@ -191,50 +190,23 @@ impl RedisBackend {
         for set in STATE_SETS {
             count_jobs(&mut pipe, self.keys.key(set));
         }
-        pipe.cmd("HMGET")
-            .arg(self.keys.key("meta"))
-            .arg("paused")
-            .arg("max_active")
-            .arg("rate_max")
-            .arg("rate_duration")
-            .arg("rate_until")
-            .arg("rate_start")
-            .arg("rate_count");
+        self.read_gate(&mut pipe);
         let (a, b, c, d, e, f, settings): StatsReply = self.query(&pipe).await?;
         let counts = [a, b, c, d, e, f];
-        let get = |i: usize| settings.get(i).copied().flatten();
-        let rate_limit = get(2)
-            .zip(get(3))
-            .map(|(max, duration)| (max as u32, duration));
-        let end = rate_limited_until(
-            now,
-            get(4).unwrap_or(0),
-            rate_limit,
-            get(5).unwrap_or(0),
-            get(6).unwrap_or(0),
-        );
+        let gate = gate_of(&settings);
         Ok(QueueStats {
             counts: JobState::ALL.into_iter().zip(counts).collect(),
-            paused: get(0) == Some(1),
-            max_active: get(1).map(|max| max as u32),
-            rate_limit,
-            rate_limit_ttl: end.map_or(0, |end| end - now),
+            paused: gate.paused,
+            max_active: gate.max_active,
+            rate_limit: gate.rate_limit,
+            rate_limit_ttl: gate.limited_until(now).map_or(0, |end| end - now),
         })
     }
 
     /// When a claim could next succeed (see `model::next_ready_at`), read in one round trip.
     pub(crate) async fn next_ready_at(&self, now: Millis) -> CoreResult<Option<Millis>> {
-        let meta = self.keys.key("meta");
         let mut pipe = redis::pipe();
-        pipe.cmd("HMGET")
-            .arg(&meta)
-            .arg("paused")
-            .arg("rate_max")
-            .arg("rate_duration")
-            .arg("rate_start")
-            .arg("rate_count")
-            .arg("max_active")
-            .arg("rate_until");
+        self.read_gate(&mut pipe);
         pipe.cmd("ZCARD").arg(self.keys.key("waiting"));
         count_jobs(&mut pipe, self.keys.key("active"));
         pipe.cmd("ZRANGE")
@@ -243,22 +215,54 @@ impl RedisBackend {
             .arg(0)
             .arg("WITHSCORES");
         let (settings, waiting, active, first): ReadyState = self.query(&pipe).await?;
-        let get = |i: usize| settings.get(i).copied().flatten();
-        let limit = get(1)
-            .zip(get(2))
-            .map(|(max, duration)| (max as u32, duration));
-        let (start, used, until) = (get(3).unwrap_or(0), get(4).unwrap_or(0), get(6));
-        let window_end = rate_limited_until(now, until.unwrap_or(0), limit, start, used);
-        let maxed = get(5).is_some_and(|max| active as u64 >= max);
+        let gate = gate_of(&settings);
+        let maxed = gate
+            .max_active
+            .is_some_and(|max| active as u64 >= max.into());
         let next_delayed = first.first().map(|(_, due)| *due as Millis);
         Ok(lanemq_core::jobs::next_ready_at(
             now,
-            get(0) == Some(1),
+            gate.paused,
             waiting > 0,
-            window_end,
+            gate.limited_until(now),
             maxed,
             next_delayed,
         ))
+    }
+
+    /// Adds to `pipe` the read of the queue's gate (its settings and rate window), which
+    /// `gate_of` turns into a `Gate`.
+    pub(crate) fn read_gate(&self, pipe: &mut redis::Pipeline) {
+        let cmd = pipe.cmd("HMGET").arg(self.keys.key("meta"));
+        for field in GATE_FIELDS {
+            cmd.arg(field);
+        }
+    }
+}
+
+/// The META fields of a queue's gate, in the order `gate_of` reads them.
+const GATE_FIELDS: [&str; 7] = [
+    "paused",
+    "max_active",
+    "rate_max",
+    "rate_duration",
+    "rate_until",
+    "rate_start",
+    "rate_count",
+];
+
+/// The gate of the values of `GATE_FIELDS` (absent fields: no setting).
+pub(crate) fn gate_of(values: &[Option<u64>]) -> Gate {
+    let get = |i: usize| values.get(i).copied().flatten();
+    let rate_limit = get(2)
+        .zip(get(3))
+        .map(|(max, duration)| (max as u32, duration));
+    Gate {
+        paused: get(0) == Some(1),
+        max_active: get(1).map(|max| max as u32),
+        rate_limit,
+        window: (get(5).unwrap_or(0), get(6).unwrap_or(0)),
+        until: get(4).unwrap_or(0),
     }
 }
 

@@ -27,6 +27,15 @@ pub struct Gate {
     pub until: Millis,
 }
 
+impl Gate {
+    /// Until when the rate limits hold claims back at `now`, if they do
+    /// (`model::rate_limited_until`).
+    pub fn limited_until(&self, now: Millis) -> Option<Millis> {
+        let (start, used) = self.window;
+        crate::jobs::model::rate_limited_until(now, self.until, self.rate_limit, start, used)
+    }
+}
+
 /// One field of an event, as a transition emits it.
 pub type EventField = Option<(&'static str, Text)>;
 

@@ -188,23 +188,9 @@ pub fn rate_limit(conn: &Connection) -> CoreResult<Option<(u32, Millis)>> {
     )
 }
 
-/// When the manual rate-limit wait (`rate_limit`) ends; 0 for none.
-fn rate_until(conn: &Connection) -> CoreResult<Millis> {
-    Ok(meta_number(conn, "rate_until")?.unwrap_or(0))
-}
-
 /// Until when the rate limits hold claims back at `now` (`model::rate_limited_until`).
 pub fn rate_limited_until(conn: &Connection, now: Millis) -> CoreResult<Option<Millis>> {
-    let limit = rate_limit(conn)?;
-    let (start, used) = match limit {
-        Some(_) => (
-            meta_number(conn, "rate_start")?.unwrap_or(0),
-            meta_number(conn, "rate_count")?.unwrap_or(0),
-        ),
-        None => (0, 0),
-    };
-    let until = rate_until(conn)?;
-    Ok(model::rate_limited_until(now, until, limit, start, used))
+    Ok(super::storage::read_gate(conn)?.limited_until(now))
 }
 
 /// Holds every claim back for `duration` ms from `now` (`MemoryStore::rate_limit`).

@@ -19,6 +19,25 @@ use super::rows::{
 };
 use super::{dedup, flows, manage, schedulers};
 
+/// The queue's gate, from the `meta` table.
+pub fn read_gate(conn: &Connection) -> CoreResult<Gate> {
+    let rate_limit = ops::rate_limit(conn)?;
+    let window = match rate_limit {
+        Some(_) => (
+            meta_number(conn, "rate_start")?.unwrap_or(0),
+            meta_number(conn, "rate_count")?.unwrap_or(0),
+        ),
+        None => (0, 0),
+    };
+    Ok(Gate {
+        paused: ops::is_paused(conn)?,
+        max_active: ops::max_active(conn)?,
+        rate_limit,
+        window,
+        until: meta_number(conn, "rate_until")?.unwrap_or(0),
+    })
+}
+
 /// One operation's view of the file: its connection (inside the batch's transaction) and the
 /// writer's environment.
 pub struct SqlStore<'a> {
@@ -269,21 +288,7 @@ impl JobStorage for SqlStore<'_> {
     }
 
     fn gate(&mut self) -> CoreResult<Gate> {
-        let rate_limit = ops::rate_limit(self.conn)?;
-        let window = match rate_limit {
-            Some(_) => (
-                meta_number(self.conn, "rate_start")?.unwrap_or(0),
-                meta_number(self.conn, "rate_count")?.unwrap_or(0),
-            ),
-            None => (0, 0),
-        };
-        Ok(Gate {
-            paused: ops::is_paused(self.conn)?,
-            max_active: ops::max_active(self.conn)?,
-            rate_limit,
-            window,
-            until: meta_number(self.conn, "rate_until")?.unwrap_or(0),
-        })
+        read_gate(self.conn)
     }
 
     fn set_rate_window(&mut self, (start, used): (Millis, u64)) -> CoreResult<()> {

@@ -177,13 +177,7 @@ impl JobStorage for MemoryStore {
     }
 
     fn gate(&mut self) -> CoreResult<Gate> {
-        Ok(Gate {
-            paused: self.paused,
-            max_active: self.max_active,
-            rate_limit: self.rate_limit,
-            window: (self.rate_window.0, self.rate_window.1.into()),
-            until: self.rate_until,
-        })
+        Ok(self.gate_now())
     }
 
     fn set_rate_window(&mut self, (start, used): (Millis, u64)) -> CoreResult<()> {

@@ -304,9 +304,18 @@ impl MemoryStore {
 
     /// Until when the rate limits hold claims back at `now` (`model::rate_limited_until`).
     pub fn rate_limited_until(&self, now: Millis) -> Option<Millis> {
-        let (start, used) = self.rate_window;
-        let limit = self.rate_limit;
-        crate::jobs::model::rate_limited_until(now, self.rate_until, limit, start, used.into())
+        self.gate_now().limited_until(now)
+    }
+
+    /// The queue's gate as the shared transitions read it (`JobStorage::gate`).
+    pub(super) fn gate_now(&self) -> crate::jobs::lifecycle::Gate {
+        crate::jobs::lifecycle::Gate {
+            paused: self.paused,
+            max_active: self.max_active,
+            rate_limit: self.rate_limit,
+            window: (self.rate_window.0, self.rate_window.1.into()),
+            until: self.rate_until,
+        }
     }
 
     /// When a claim could next return something, if nothing is claimable now: the next delayed

@@ -38,6 +38,24 @@ pub fn promote<S: JobStorage>(storage: &mut S, id: &str, now: Millis) -> CoreRes
     effects.apply(storage, now)
 }
 
+/// Promotes delayed jobs to waiting, due or not, earliest first: at most `count` (`None`: all),
+/// as BullMQ's `promoteJobs`. Returns how many.
+pub fn promote_jobs<S: JobStorage>(
+    storage: &mut S,
+    count: Option<usize>,
+    now: Millis,
+) -> CoreResult<usize> {
+    // Every delayed job is "due" by the end of time: the store's own ordered read.
+    let mut delayed = storage.due_delayed(Millis::MAX)?;
+    if let Some(count) = count {
+        delayed.truncate(count);
+    }
+    for id in &delayed {
+        promote(storage, id, now)?;
+    }
+    Ok(delayed.len())
+}
+
 /// Delays a waiting or delayed job until `until`.
 pub fn reschedule<S: JobStorage>(
     storage: &mut S,

@@ -17,7 +17,7 @@ mod storage;
 
 pub use add::{add, add_bulk, create_as, existing};
 pub use claim::{claim, promote_due};
-pub use edits::{promote, reschedule, retry_job, update_priority};
+pub use edits::{promote, promote_jobs, reschedule, retry_job, update_priority};
 pub use effects::Finished;
 pub use finish::{complete, fail, fail_now};
 pub use leases::{holds_lock, move_to_delayed, recover_stalled, release, renew};

@@ -3,6 +3,7 @@
 use crate::jobs::contract::{BoxFuture, JobAdmin};
 use crate::jobs::model::{check_max_active, check_rate_limit, JobState, Millis};
 
+use super::storage::SqlStore;
 use super::{manage, ops, refused, rows, LocalBackend};
 
 impl JobAdmin for LocalBackend {
@@ -11,16 +12,8 @@ impl JobAdmin for LocalBackend {
     }
 
     fn promote_jobs(&self, count: Option<usize>, now: Millis) -> BoxFuture<usize> {
-        let end = count.map_or(-1, |n| n as i64 - 1);
         self.call(move |conn, env| {
-            if end < 0 && count.is_some() {
-                return Ok(0);
-            }
-            let delayed = manage::list_jobs(conn, &[JobState::Delayed], 0, end, true)?;
-            for job in &delayed {
-                manage::promote(conn, env, &job.id, now)?;
-            }
-            Ok(delayed.len())
+            crate::jobs::lifecycle::promote_jobs(&mut SqlStore::new(conn, env), count, now)
         })
     }
 

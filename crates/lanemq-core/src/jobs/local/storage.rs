@@ -19,6 +19,11 @@ use super::rows::{
 };
 use super::{dedup, flows, manage, schedulers};
 
+/// A time as SQLite's signed integer (`Millis::MAX`, "whenever", stays the largest).
+fn sql_time(at: Millis) -> i64 {
+    at.min(i64::MAX as Millis) as i64
+}
+
 /// The queue's gate, from the `meta` table.
 pub fn read_gate(conn: &Connection) -> CoreResult<Gate> {
     let rate_limit = ops::rate_limit(conn)?;
@@ -253,14 +258,14 @@ impl JobStorage for SqlStore<'_> {
     fn due_delayed(&mut self, now: Millis) -> CoreResult<Vec<Arc<str>>> {
         self.ids(
             "SELECT id FROM jobs WHERE state = 1 AND delay_until <= ?1 ORDER BY delay_until, seq",
-            [now as i64],
+            [sql_time(now)],
         )
     }
 
     fn expired_active(&mut self, now: Millis) -> CoreResult<Vec<Arc<str>>> {
         self.ids(
             "SELECT id FROM jobs WHERE state = 2 AND lock_expires <= ?1 ORDER BY lock_expires, seq",
-            [now as i64],
+            [sql_time(now)],
         )
     }
 

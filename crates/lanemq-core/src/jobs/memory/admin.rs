@@ -11,17 +11,7 @@ impl JobAdmin for MemoryBackend {
     }
 
     fn promote_jobs(&self, count: Option<usize>, now: Millis) -> BoxFuture<usize> {
-        let end = count.map_or(-1, |n| n as i64 - 1);
-        self.write(|s| {
-            if end < 0 && count.is_some() {
-                return Ok(0);
-            }
-            let delayed = s.store.list_jobs(&[JobState::Delayed], 0, end, true);
-            for job in &delayed {
-                s.store.promote(&job.id, now)?;
-            }
-            Ok(delayed.len())
-        })
+        self.write(|s| crate::jobs::lifecycle::promote_jobs(&mut s.store, count, now))
     }
 
     fn reschedule(&self, id: String, until: Millis, now: Millis) -> BoxFuture<()> {

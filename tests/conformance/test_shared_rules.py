@@ -5,6 +5,8 @@ order in which a finished job's reactions run."""
 
 from __future__ import annotations
 
+import asyncio
+
 from lanemq import Job, JobQueue
 
 T = 1_700_000_000_000
@@ -74,12 +76,17 @@ async def test_a_job_that_stalls_too_often_fails_with_the_stalled_reason(
     assert names.index("failed") > max(i for i, n in enumerate(names) if n == "stalled")
 
 
-async def test_events_of_a_finish_come_before_its_reactions(queue: JobQueue) -> None:
-    """A completed job that is removed on completion: `completed` is written first, and the
-    job is gone afterwards (retention is the last reaction)."""
+async def test_a_finish_tells_its_waiters_before_retention_removes_the_job(
+    queue: JobQueue,
+) -> None:
+    """Waiters hear first, retention comes last: a job removed on completion still gives a
+    waiter its value, and its `completed` event is the last one it has."""
     job = await queue.add("once", None, remove_on_complete=True, now=T)
+    waiter = asyncio.create_task(job.wait(timeout=5.0))
+    await asyncio.sleep(0)
     claimed = await _claim_one(queue, T)
     await queue.complete(job.id, _token(claimed), {"ok": True}, now=T + 5)
+    assert await waiter == {"ok": True}
     assert await queue.get_job(job.id) is None
     events = [e.event for e in await queue.read_events() if e.job_id == job.id]
     assert events[-1] == "completed", events

@@ -29,7 +29,7 @@ from ._handle import (
     TIMING_OUT,
     CommandHandle,
 )
-from .events import EventBus, Subscription
+from .events import Event, EventBus, Subscription
 from .exceptions import (
     CommandTimeoutError,
     DrainTimeoutError,
@@ -587,10 +587,17 @@ class QueueManager:
 
     # ------------------------------------------------------------- observation
 
-    def events(self, *keys: str, buffer: int = 10_000) -> Subscription:
+    def events(
+        self,
+        *keys: str,
+        buffer: int = 10_000,
+        where: Callable[[Event], bool] | None = None,
+    ) -> Subscription:
         """Subscribes to events (all, or those whose key is given; ``prefix.*`` matches a
-        prefix). The subscription starts now; iterate it with ``async for``."""
-        return self._bus.subscribe(keys, buffer)
+        prefix), and of those only the ones for which ``where(event)`` is true, if given
+        (``where=lambda e: e.payload.get("lane_id") == "prompt"``). The subscription starts
+        now; iterate it with ``async for``."""
+        return self._bus.subscribe(keys, buffer, where)
 
     def on_alert(self, callback: Callable[[Alert], Any]) -> None:
         """Calls ``callback(alert)`` when a lane's depth or a command's latency crosses the

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from lanemq import LocalJobQueue
 from prometheus_support import Scrape, scrape
+from redis_support import free_port
 from support import CHILD_WAIT, eventually
 
 EXIT_WAIT = 30.0  # upper bound for the command to exit; never reached when things work
@@ -37,12 +38,6 @@ async def ok(job: lanemq.Job) -> str:
 async def boom(job: lanemq.Job) -> None:
     raise lanemq.UnrecoverableError("boom")
 """
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 Run = Callable[..., Awaitable[asyncio.subprocess.Process]]

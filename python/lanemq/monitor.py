@@ -61,12 +61,19 @@ Reader = Callable[[], Awaitable[dict[str, dict[str, int]]]]
 M = TypeVar("M", bound="_Monitor")
 
 
-def _threshold(name: str, value: object) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"invalid {name}: {value!r} (must be an int >= 1, or None)")
-    return value
+def _thresholds(prefix: str, given: Mapping[str, object]) -> dict[str, int]:
+    """The thresholds set (not None) of ``given`` (kind -> value), checked; a bad one raises
+    `ConfigError` naming its keyword, ``{prefix}{kind}_warning``."""
+    checked: dict[str, int] = {}
+    for kind, value in given.items():
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(
+                f"invalid {prefix}{kind}_warning: {value!r} (must be an int >= 1, or None)"
+            )
+        checked[kind] = value
+    return checked
 
 
 class _Monitor:
@@ -81,8 +88,8 @@ class _Monitor:
         self,
         read: Reader,
         interval: float,
-        thresholds: Mapping[str, int | None],
-        total_thresholds: Mapping[str, int | None],
+        thresholds: Mapping[str, object],
+        total_thresholds: Mapping[str, object],
         on_alert: AlertCallback | None,
     ) -> None:
         if not (isinstance(interval, (int, float)) and 1.0 <= interval < 1e9):
@@ -91,8 +98,8 @@ class _Monitor:
             raise TypeError(f"on_alert must be callable, got {on_alert!r}")
         self.interval = float(interval)
         self._read = read
-        self._thresholds = {k: v for k, v in thresholds.items() if v is not None}
-        self._total_thresholds = {k: v for k, v in total_thresholds.items() if v is not None}
+        self._thresholds = _thresholds("", thresholds)
+        self._total_thresholds = _thresholds("total_", total_thresholds)
         self._callbacks: list[AlertCallback] = [] if on_alert is None else [on_alert]
         self._raised: set[tuple[str, str]] = set()
         self._last: MonitorReading | None = None
@@ -207,14 +214,8 @@ class LaneMonitor(_Monitor):
         super().__init__(
             self._read_lanes,
             interval,
-            {
-                "pending": _threshold("pending_warning", pending_warning),
-                "active": _threshold("active_warning", active_warning),
-            },
-            {
-                "pending": _threshold("total_pending_warning", total_pending_warning),
-                "active": _threshold("total_active_warning", total_active_warning),
-            },
+            {"pending": pending_warning, "active": active_warning},
+            {"pending": total_pending_warning, "active": total_active_warning},
             on_alert,
         )
 
@@ -259,14 +260,8 @@ class QueueMonitor(_Monitor):
         super().__init__(
             self._read_queues,
             interval,
-            {
-                "waiting": _threshold("waiting_warning", waiting_warning),
-                "active": _threshold("active_warning", active_warning),
-            },
-            {
-                "waiting": _threshold("total_waiting_warning", total_waiting_warning),
-                "active": _threshold("total_active_warning", total_active_warning),
-            },
+            {"waiting": waiting_warning, "active": active_warning},
+            {"waiting": total_waiting_warning, "active": total_active_warning},
             on_alert,
         )
 

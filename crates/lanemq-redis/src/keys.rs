@@ -107,7 +107,9 @@ impl Keys {
 
     /// Every key of what the queue keeps for observation (`obliterate` deletes them).
     pub fn observed(&self) -> Vec<String> {
-        let series = MetricsKind::ALL.into_iter().flat_map(|kind| self.metrics(kind));
+        let series = MetricsKind::ALL
+            .into_iter()
+            .flat_map(|kind| self.metrics(kind));
         series.chain(self.workers()).collect()
     }
 }
@@ -131,10 +133,16 @@ mod tests {
         let observed = keys.observed();
         assert_eq!(observed.len(), 6);
         assert!(observed.iter().all(|k| k.starts_with("lanemq:{email}:")));
-        assert!(observed.iter().all(|k| !all.contains(k)), "outside the block");
+        assert!(
+            observed.iter().all(|k| !all.contains(k)),
+            "outside the block"
+        );
         assert_eq!(
             keys.metrics(MetricsKind::Failed),
-            ["lanemq:{email}:metrics:failed", "lanemq:{email}:metrics:failed:data"]
+            [
+                "lanemq:{email}:metrics:failed",
+                "lanemq:{email}:metrics:failed:data"
+            ]
         );
     }
 }

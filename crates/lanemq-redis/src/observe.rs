@@ -35,7 +35,11 @@ impl RedisBackend {
             let functions = self.functions();
             let outcome = if functions {
                 let mut fcall = redis::cmd("FCALL");
-                fcall.arg(&script.function).arg(keys.len()).arg(keys).arg(&all);
+                fcall
+                    .arg(&script.function)
+                    .arg(keys.len())
+                    .arg(keys)
+                    .arg(&all);
                 fcall.query_async(&mut connection).await
             } else {
                 let mut invocation = script.script.prepare_invoke();
@@ -75,7 +79,12 @@ impl RedisBackend {
     }
 
     /// The series' head, length and slice in one round trip (`LRANGE` has `read`'s indexes).
-    pub async fn get_metrics(&self, kind: MetricsKind, start: i64, end: i64) -> CoreResult<Metrics> {
+    pub async fn get_metrics(
+        &self,
+        kind: MetricsKind,
+        start: i64,
+        end: i64,
+    ) -> CoreResult<Metrics> {
         let [head, data] = self.keys.metrics(kind);
         let mut pipe = redis::pipe();
         pipe.cmd("HMGET").arg(&head).arg("count").arg("newest");
@@ -121,7 +130,10 @@ impl RedisBackend {
             let [id, entry] = pair else {
                 return Err(unexpected("workers: an odd reply"));
             };
-            let (id, entry) = (text(id).unwrap_or_default(), text(entry).unwrap_or_default());
+            let (id, entry) = (
+                text(id).unwrap_or_default(),
+                text(entry).unwrap_or_default(),
+            );
             let (last, info) = entry
                 .split_once(' ')
                 .and_then(|(last, info)| Some((last.parse().ok()?, info)))

@@ -169,7 +169,11 @@ mod tests {
     use super::*;
 
     fn script(name: &str) -> String {
-        let path = format!("{}/../../lua/{}", env!("CARGO_MANIFEST_DIR"), file_name(name));
+        let path = format!(
+            "{}/../../lua/{}",
+            env!("CARGO_MANIFEST_DIR"),
+            file_name(name)
+        );
         text(&std::fs::read_to_string(path).unwrap())
     }
 

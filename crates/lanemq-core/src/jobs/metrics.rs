@@ -242,7 +242,13 @@ impl Series {
     }
 
     pub fn read(&self, start: i64, end: i64) -> Metrics {
-        let stored = |from, to| Ok(self.minutes.range(from..=to).map(|(m, n)| (*m, *n)).collect());
+        let stored = |from, to| {
+            Ok(self
+                .minutes
+                .range(from..=to)
+                .map(|(m, n)| (*m, *n))
+                .collect())
+        };
         read(self.head, start, end, stored).expect("a series in memory reads without failing")
     }
 }

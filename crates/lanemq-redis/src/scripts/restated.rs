@@ -5,8 +5,8 @@
 //! fail when the two differ.
 
 use lanemq_core::jobs::constants::{STACKTRACE_LIMIT, STALLED_REASON};
-use lanemq_core::jobs::metrics::MINUTE;
 use lanemq_core::jobs::flow::child_failed_reason;
+use lanemq_core::jobs::metrics::MINUTE;
 use lanemq_core::jobs::{event_names, field_name, known_event_name, JobState};
 
 use super::{file_name, COMMON, FLOWS, JOBS, OPS, SCHEDULERS};

@@ -51,7 +51,8 @@ fn record(
         )
         .map_err(sql)?;
     for (minute, n) in change.adds {
-        add.execute(params![kind, int(minute), int(n)]).map_err(sql)?;
+        add.execute(params![kind, int(minute), int(n)])
+            .map_err(sql)?;
     }
     if let Some(from) = change.keep_from {
         conn.prepare_cached("DELETE FROM metric_minutes WHERE kind = ?1 AND minute < ?2")

@@ -3,12 +3,13 @@ own beside renewals and stalled recovery, never from the calls that claim or fin
 
 - its heartbeat: a `WorkerInfo` with a ttl of three intervals, the first as ``run()`` starts,
   then every ``heartbeat_interval``; it leaves the registry at close;
-- with ``metrics_max_data_points``, its metrics: the growth of the worker's ``processed`` and
-  ``failed`` counters (`WorkerBook`), recorded per minute at most once a second. The chore
-  wakes on whole seconds of the wall clock, so a minute's boundary is a wake-up and the jobs
-  of a second land in the minute they finished in; counts that could not be recorded (the
-  backend away) wait, by minute, for the next wake-up. The last are recorded at close, before
-  the worker leaves the registry.
+- with ``metrics_max_data_points``, its metrics: what the worker's ``processed`` and
+  ``failed`` counters (`WorkerBook`) grew by, recorded per minute at most once a second. The
+  chore wakes on whole seconds of the wall clock, and what it takes goes to the minute of the
+  middle of the time since the last take: a minute's jobs land in that minute, give or take
+  the second around its boundary. Counts that could not be recorded (the backend away) wait,
+  by minute, for the next wake-up; the last are recorded at close, before the worker leaves
+  the registry.
 
 A failing heartbeat or record is logged and passed to the ``error`` hooks, like the other
 chores' failures: it never stops the worker."""
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import socket
 import time
@@ -69,6 +71,12 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def _next_second(now: float) -> float:
+    """The next whole second of the wall clock at least half a second after ``now`` (a timer
+    may fire a little early: the second it was set for is then skipped, not run twice)."""
+    return float(math.floor(now + 0.5) + 1)
+
+
 class WorkerObserver:
     """The heartbeat and metrics of one ``run()`` of ``worker``."""
 
@@ -94,7 +102,7 @@ class WorkerObserver:
             now = time.time()
             wake = self._next_heartbeat
             if metrics:
-                wake = min(wake, float(int(now) + 1))
+                wake = min(wake, _next_second(now))
             try:
                 await asyncio.wait_for(stopped.wait(), max(wake - now, 0.0))
                 return
@@ -143,16 +151,18 @@ class WorkerObserver:
 
     def _take(self) -> None:
         """Moves what the counters grew by since they were last taken into `_pending`, under
-        the minute of the last take."""
+        the minute of the middle of that time: wake-ups a second apart on whole seconds put
+        each second in its own minute, whether a timer fired a little early or late."""
         book = self.worker._book
         taken = (book.processed, book.failed)
-        minute = minute_of(self._since)
+        now = _now_ms()
+        minute = minute_of((self._since + now) // 2)
         for kind, count, before in zip(("completed", "failed"), taken, self._taken, strict=True):
             if count > before:
                 key = (kind, minute)
                 self._pending[key] = self._pending.get(key, 0) + count - before
         self._taken = taken
-        self._since = _now_ms()
+        self._since = now
 
     async def _record(self) -> None:
         self._take()

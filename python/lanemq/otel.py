@@ -53,7 +53,7 @@ import functools
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 try:
@@ -328,18 +328,15 @@ class Instrumentation:
         span = self._start(f"send {destination}", SpanKind.PRODUCER, attributes, parent)
         return span, _carrying(options, span)
 
-    @contextmanager
-    def _counted_send(self, span: Span, destination: str, count: int) -> Iterator[None]:
+    def _counted_send(
+        self, span: Span, destination: str, count: int
+    ) -> AbstractContextManager[None]:
         """Ends ``span`` (recording the error, if any) and counts ``count`` messages sent."""
-        error: BaseException | None = None
-        try:
-            yield
-        except BaseException as failed:
-            error = failed
-            raise
-        finally:
-            _end(span, error)
+
+        def count_sent(error: BaseException | None) -> None:
             self.sent.add(count, _metric(destination, "send", error))
+
+        return _ended(span, count_sent)
 
     def _start(
         self,
@@ -443,14 +440,8 @@ class WorkerTracing:
         span = self.instrumentation.tracer.start_span(
             self.settle_name, None, SpanKind.CLIENT, attributes, links
         )
-        error: BaseException | None = None
-        try:
+        with _ended(span):
             yield span
-        except BaseException as failed:
-            error = failed
-            raise
-        finally:
-            _end(span, error)
 
 
 class TracedOutcomes:
@@ -536,15 +527,11 @@ class LaneTracing:
             attributes["lanemq.lane.command.attempt"] = attempt
         span = self.tracer.start_span(f"lane {lane_id}", parent, SpanKind.INTERNAL, attributes)
         token = otel_context.attach(trace.set_span_in_context(span, parent))
-        error: BaseException | None = None
         try:
-            yield
-        except BaseException as failed:
-            error = failed
-            raise
+            with _ended(span):
+                yield
         finally:
             otel_context.detach(token)
-            _end(span, error)
 
 
 # ---------------------------------------------------------------------- helpers
@@ -576,6 +563,24 @@ def _end(span: Span, error: BaseException | None) -> None:
         span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
         span.record_exception(error)
     span.end()
+
+
+@contextmanager
+def _ended(
+    span: Span, after: Callable[[BaseException | None], None] | None = None
+) -> Iterator[None]:
+    """Ends ``span`` once the block is done, recording the error it raised (which goes on);
+    then calls ``after`` with that error (None: none)."""
+    error: BaseException | None = None
+    try:
+        yield
+    except BaseException as failed:
+        error = failed
+        raise
+    finally:
+        _end(span, error)
+        if after is not None:
+            after(error)
 
 
 def _carrying(options: JobOptions | None, span: Span) -> JobOptions | None:

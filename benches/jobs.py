@@ -5,6 +5,7 @@ or `maturin develop --release`)::
 
     python benches/jobs.py --backend memory|local [--jobs 100000] [--concurrency 100] [--repeat 3]
                                                   [--batch 1000] [--single 10000]
+                                                  [--tracing off|idle|sdk]
 
 It is a report, not a test: it always exits 0.
 
@@ -44,6 +45,21 @@ The table shows each phase's best and median jobs/s and its ratio to ``asyncio f
 over best, median over median in parentheses). The target checks (``TARGETS``, per backend) are
 made on the best run of each phase: ``process >= 100,000 jobs/s`` for ``memory``;
 ``add_bulk >= 50,000 jobs/s`` and ``process >= 10,000 jobs/s`` for ``local``.
+
+Tracing
+-------
+``--tracing`` chooses what OpenTelemetry (`lanemq.otel`) costs in every phase:
+
+- ``off`` (the default): OpenTelemetry is not imported; lanemq's switch is off.
+- ``idle``: ``opentelemetry.trace`` is imported and no provider is set (what FastAPI alone
+  brings): automatic activation finds no provider, so the switch stays off; this must cost
+  what ``off`` costs.
+- ``sdk``: ``lanemq.otel.instrument`` with an SDK tracer provider whose
+  ``BatchSpanProcessor`` feeds an exporter that drops everything, and an SDK meter provider
+  with an in-memory reader: the full cost of the spans (send, create, process, settle), the
+  context injected into every job and extracted by the worker, and the metrics, short of
+  exporting. The processor's queue drops spans it cannot take (as in production), which does
+  not change the cost of making them.
 
 Backends
 --------
@@ -276,6 +292,52 @@ def fresh_run(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     return asyncio.run(make())
 
 
+# --------------------------------------------------------------------------- tracing
+
+
+def tracing_off() -> str:
+    return "opentelemetry not imported"
+
+
+def tracing_idle() -> str:
+    import opentelemetry.trace  # noqa: F401 - loaded, as FastAPI loads it; no provider set
+    from lanemq import _tracing
+
+    on = _tracing.refresh() is not None  # what every worker start does: finds no provider
+    return f"API loaded, no provider; lanemq tracing on: {on}"
+
+
+def tracing_sdk() -> str:
+    from collections.abc import Sequence as Spans
+
+    import lanemq.otel
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+    from opentelemetry.sdk.trace.export import (
+        BatchSpanProcessor,
+        SpanExporter,
+        SpanExportResult,
+    )
+
+    class Dropping(SpanExporter):
+        def export(self, spans: Spans[ReadableSpan]) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(BatchSpanProcessor(Dropping()))
+    meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    lanemq.otel.instrument(tracer_provider, meter_provider)
+    return "SDK, BatchSpanProcessor to a dropping exporter, in-memory metric reader"
+
+
+TRACING: dict[str, Callable[[], str]] = {
+    "off": tracing_off,
+    "idle": tracing_idle,
+    "sdk": tracing_sdk,
+}
+
+
 # --------------------------------------------------------------------------- report
 
 
@@ -298,7 +360,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--single", type=positive_int, default=10_000, help="jobs added one at a time"
     )
+    parser.add_argument(
+        "--tracing", choices=TRACING, default="off", help="OpenTelemetry (see the docstring)"
+    )
     args = parser.parse_args(argv)
+    tracing = TRACING[args.tracing]()
     factory = BACKENDS[args.backend]
     n = args.jobs
 
@@ -311,7 +377,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"queue files under: {tempfile.gettempdir()}")
     print(
         f"jobs={n} concurrency={args.concurrency} batch={args.batch} single={args.single} "
-        f"repeat={args.repeat}"
+        f"repeat={args.repeat} tracing={args.tracing} ({tracing})"
     )
     print()
 

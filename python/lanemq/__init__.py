@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from . import _tracing
 from ._core import (
     AlertConfig,
     Backoff,
@@ -63,6 +64,10 @@ from .worker import JobWorker, LockLostWarning, UnknownJobNameWarning
 # A library does not configure logging: without a handler of the application's, nothing is
 # printed (not even Python's "last resort" warnings).
 logging.getLogger("lanemq").addHandler(logging.NullHandler())
+
+# OpenTelemetry tracing turns on by itself when a real tracer provider is already set (it is
+# looked for again when a worker starts); otherwise this costs one look at sys.modules.
+_tracing.refresh()
 
 __all__ = [
     "DEFAULT_LANES",

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from . import _tracing
+
 if TYPE_CHECKING:
     from .worker import JobWorker
 
@@ -18,6 +20,7 @@ async def step(worker: JobWorker, *, until_idle: bool, timeout: float | None) ->
     then `TimeoutError` is raised."""
     if worker._running is not None:
         raise RuntimeError(f"worker {worker.id} is already running")
+    _tracing.prepare_worker(worker)
     loop = worker._loop = asyncio.get_running_loop()
     worker._running = asyncio.current_task()
     worker._closing = worker._force = False

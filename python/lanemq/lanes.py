@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from typing import Any, ParamSpec, Protocol, TypeVar, overload
 
+from . import _tracing
 from ._core import AlertConfig, DeadLetter, LaneConfig, LaneScheduler
 from ._handle import (
     CANCELLING,
@@ -111,9 +112,15 @@ class QueueManager:
         alerts: AlertConfig | None = None,
         storage: LocalStorage | None = None,
         autostart: bool = True,
+<<<<<<< HEAD
         metrics_sink: LaneMetricsSink | None = None,
+=======
+        tracing: bool | None = None,
+>>>>>>> otel
     ) -> None:
         lane_list = list(lanes)
+        # lanemq.otel's span per command (True, or None: as lanemq.otel.instrument says).
+        self._tracing = _tracing.lane_tracing(tracing)
         self._core = LaneScheduler(lane_list, max_concurrency, dead_letter_capacity, alerts)
         self._lane_index = {lane_id: i for i, lane_id in enumerate(self._core.lane_ids())}
         self._lane_ids = self._core.lane_ids()
@@ -279,6 +286,8 @@ class QueueManager:
         handle: CommandHandle[Any] = CommandHandle(
             self, lane, command, args, kwargs or None, is_async
         )
+        if self._tracing is not None:
+            self._tracing.wrap(handle)
         handle.id = self._core.push(lane, handle)
         if self._feed is not None:
             self._feed.submitted(handle)

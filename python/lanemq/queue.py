@@ -19,7 +19,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
+<<<<<<< HEAD
 from . import _checks, _json, observe
+=======
+from . import _checks, _json, _tracing
+>>>>>>> otel
 from ._core import Backoff, Dedup, JobOptions, JobQueueCore, JobRecord, KeepJobs, MemoryGroupCore
 from ._redis_url import redact_url, redis_url_problem
 from .exceptions import ConfigError, JobFailedError, JobNotFoundError
@@ -297,8 +301,12 @@ class JobQueue:
         )
         opts = _options(options, given)
         body = _json.dumps_data(data, name)
+        tracing = _tracing.active  # (None while OpenTelemetry tracing is off)
         try:
-            record = await self._core.add(name, body, opts, _now(now))
+            if tracing is None:
+                record = await self._core.add(name, body, opts, _now(now))
+            else:
+                record = await tracing.add(self, name, body, opts, _now(now))
         except UnicodeEncodeError as error:
             raise _checks.not_unicode(error, [("job name", name), ("data", data)]) from None
         return Job(self, record)
@@ -319,8 +327,12 @@ class JobQueue:
                 raise TypeError(f"job #{index}: expected (name, data[, options]), got {item!r}")
             _checks.job_name(name, f"name of job #{index}")
             items.append((name, _json.dumps_data(data, name, index), opts))
+        tracing = _tracing.active
         try:
-            added = await self._core.add_bulk(items, _now(now))
+            if tracing is None:
+                added = await self._core.add_bulk(items, _now(now))
+            else:
+                added = await tracing.add_bulk(self, items, _now(now))
         except UnicodeEncodeError as error:
             raise _checks.not_unicode(error, _bulk_texts(items)) from None
         return [Job(self, record) for record in added]
@@ -354,8 +366,12 @@ class JobQueue:
         checked first (options, queue, payload; a custom ``job_id`` must be free), then all are
         written in one step. A node with children is created in ``waiting_children``."""
         args = flow_args(flow, self._flow_options)
+        tracing = _tracing.active
         try:
-            rows = await self._core.add_flow(args, now)
+            if tracing is None:
+                rows = await self._core.add_flow(args, now)
+            else:
+                rows = await tracing.add_flow(self, args, now)
         except UnicodeEncodeError as error:
             raise _checks.not_unicode(error, _flow_texts(flow)) from None
         return self._nodes(rows)[0]
@@ -370,8 +386,12 @@ class JobQueue:
             flow_args(child, self._flow_options, f"children[{i}]")
             for i, child in enumerate(children)
         ]
+        tracing = _tracing.active
         try:
-            rows = await self._core.add_children(job.id, token, args, now)
+            if tracing is None:
+                rows = await self._core.add_children(job.id, token, args, now)
+            else:
+                rows = await tracing.add_children(self, job.id, token, args, now)
         except UnicodeEncodeError as error:
             texts = [text for child in children for text in _flow_texts(child)]
             raise _checks.not_unicode(error, texts) from None

@@ -19,9 +19,9 @@ import logging
 import traceback
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import _worker_log
+from . import _tracing, _worker_log
 from ._core import OutcomeBatch, WorkerBook, WorkerTurn
 from ._worker_calls import (
     AsyncProcessor,
@@ -46,6 +46,9 @@ from .exceptions import (
 )
 from .job import Job
 from .queue import JobQueue
+
+if TYPE_CHECKING:
+    from .otel import WorkerTracing
 
 log = logging.getLogger("lanemq.worker")
 
@@ -164,6 +167,10 @@ class JobWorker:
         self._run_done: asyncio.Future[None] | None = None
         self._stopped = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
+        # What reports outcomes (the queue, or its traced calls) and the tracing installed on
+        # this worker: lanemq.otel sets both at the start of a run while tracing is on.
+        self._outcomes: _tracing.Outcomes = queue
+        self._traced_by: WorkerTracing | None = None
 
     # --------------------------------------------------------------- set-up
 
@@ -258,6 +265,7 @@ class JobWorker:
         if self._running is not None and self._running is not asyncio.current_task():
             raise RuntimeError(f"worker {self.id} is already running")
         loop = asyncio.get_running_loop()
+        _tracing.prepare_worker(self)
         signals = SignalHandlers(self, loop, grace) if install_signal_handlers else None
         if signals is not None:
             signals.install()
@@ -553,7 +561,7 @@ class JobWorker:
         if failed:
             items = failed.items
             try:
-                outcomes = await self.queue.fail_many(items)
+                outcomes = await self._outcomes.fail_many(items)
             except Exception:
                 book.put_back(failed)  # reported on the next try
                 raise
@@ -594,11 +602,11 @@ class JobWorker:
             return await self.queue.claim(self.id, self.lease, claim)
         try:
             if claim:
-                errors, jobs = await self.queue.complete_and_claim(
+                errors, jobs = await self._outcomes.complete_and_claim(
                     items, self.id, self.lease, claim
                 )
             else:
-                errors, jobs = await self.queue.complete_many(items), []
+                errors, jobs = await self._outcomes.complete_many(items), []
         except TypeError as not_json:  # a return value that is not JSON
             trace = _trace(not_json)
             for job in done.jobs:

@@ -51,8 +51,9 @@ pub use model::{
     MAX_RATE_LIMIT_END,
 };
 pub use options::{
-    check_payload, validate_job_id, Backoff, BackoffKind, Dedup, JobOptions, Retention,
-    StoreConfig, DEFAULT_MAX_PAYLOAD_BYTES, MAX_PRIORITY,
+    check_payload, validate_job_id, validate_telemetry, Backoff, BackoffKind, Dedup, JobOptions,
+    Retention, StoreConfig, Telemetry, DEFAULT_MAX_PAYLOAD_BYTES, MAX_PRIORITY,
+    MAX_TELEMETRY_BYTES, MAX_TELEMETRY_ENTRIES,
 };
 pub use paging::index_range;
 pub use scheduler::{JobScheduler, Template};

@@ -246,12 +246,12 @@ impl JobOptions {
         backoff=None, timeout=None, remove_on_complete=None, remove_on_fail=None,
         max_stalled_count=Int::of(1), dedup=None, parent_policy=None, fail_parent_on_failure=false,
         ignore_dependency_on_failure=false, remove_dependency_on_failure=false,
-        continue_parent_on_failure=false),
+        continue_parent_on_failure=false, telemetry=None),
         text_signature = "(job_id=None, priority=0, lifo=False, delay=0.0, attempts=1, backoff=None, \
             timeout=None, remove_on_complete=None, remove_on_fail=None, max_stalled_count=1, \
             dedup=None, parent_policy=None, fail_parent_on_failure=False, \
             ignore_dependency_on_failure=False, remove_dependency_on_failure=False, \
-            continue_parent_on_failure=False)")]
+            continue_parent_on_failure=False, telemetry=None)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         job_id: Option<&Bound<'_, PyAny>>,
@@ -270,6 +270,7 @@ impl JobOptions {
         ignore_dependency_on_failure: bool,
         remove_dependency_on_failure: bool,
         continue_parent_on_failure: bool,
+        telemetry: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let flags = [
             fail_parent_on_failure,
@@ -318,9 +319,32 @@ impl JobOptions {
             scheduler: None,
             parent_policy,
             parent: None,
+            telemetry: telemetry_of(telemetry)?,
         };
         inner.validate().map_err(to_py)?;
         Ok(Self { inner })
+    }
+
+    /// These options with the trace context ``carrier`` (a propagator's ``dict[str, str]``;
+    /// None or empty: none): a copy, checked only for the carrier, so it also works on the
+    /// options of a job a queue returned.
+    fn with_telemetry(&self, carrier: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let telemetry = telemetry_of(carrier)?;
+        if let Some(telemetry) = &telemetry {
+            core::validate_telemetry(telemetry).map_err(to_py)?;
+        }
+        Ok(Self {
+            inner: core::JobOptions {
+                telemetry,
+                ..self.inner.clone()
+            },
+        })
+    }
+
+    /// The producer's trace context as a propagator's carrier, or None.
+    #[getter]
+    fn telemetry(&self) -> Option<core::Telemetry> {
+        self.inner.telemetry.clone()
     }
 
     #[getter]
@@ -383,6 +407,29 @@ impl JobOptions {
         self.to_json().hash(&mut hasher);
         hasher.finish()
     }
+}
+
+/// The ``telemetry`` option: None, or a dict of str to str (an empty one is none).
+fn telemetry_of(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<core::Telemetry>> {
+    let Some(value) = value.filter(|v| !v.is_none()) else {
+        return Ok(None);
+    };
+    let bad = || {
+        invalid(
+            "telemetry",
+            value.repr().map_or_else(|_| "?".into(), |r| r.to_string()),
+            "must be a dict of str to str, or None",
+        )
+    };
+    let dict = value.cast::<pyo3::types::PyDict>().map_err(|_| bad())?;
+    let mut carrier = core::Telemetry::new();
+    for (key, entry) in dict.iter() {
+        let (Ok(key), Ok(entry)) = (key.extract::<String>(), entry.extract::<String>()) else {
+            return Err(bad());
+        };
+        carrier.insert(key, entry);
+    }
+    Ok((!carrier.is_empty()).then_some(carrier))
 }
 
 /// A custom job id: a string (integers are refused by name, not as a `TypeError`: numeric ids

@@ -1,5 +1,7 @@
 //! Job options and the checks an `add` runs before anything is written.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::{CoreError, CoreResult};
@@ -11,6 +13,19 @@ use super::model::Millis;
 pub const MAX_PRIORITY: u32 = 1 << 21;
 
 pub const DEFAULT_MAX_PAYLOAD_BYTES: usize = 16 * 1024 * 1024;
+
+/// The most entries a job's telemetry carrier may have: a W3C carrier has two or three
+/// (`traceparent`, `tracestate`, `baggage`), so more is a mistake, not a trace.
+pub const MAX_TELEMETRY_ENTRIES: usize = 16;
+
+/// The most bytes (keys and values together) a job's telemetry carrier may hold: W3C baggage's
+/// own limit, so any carrier a propagator writes fits, while a carrier cannot grow every job
+/// (it is stored with the job and sent back with every claim) without bound.
+pub const MAX_TELEMETRY_BYTES: usize = 8192;
+
+/// A job's trace context, as a propagator's carrier (the W3C `traceparent` and `tracestate`,
+/// say): metadata of the job, never part of its data.
+pub type Telemetry = BTreeMap<String, String>;
 
 /// The limits a queue's store enforces, whatever backend holds it.
 #[derive(Debug, Clone)]
@@ -194,6 +209,10 @@ pub struct JobOptions {
     /// BullMQ keeps it in the job's options.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<ParentRef>,
+    /// The producer's trace context (a propagator's carrier), for the consumer's spans to
+    /// link to; written to the options JSON only when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<Telemetry>,
 }
 
 fn one() -> u32 {
@@ -217,6 +236,7 @@ impl Default for JobOptions {
             scheduler: None,
             parent_policy: None,
             parent: None,
+            telemetry: None,
         }
     }
 }
@@ -255,8 +275,33 @@ impl JobOptions {
                 parent.key()
             )));
         }
+        if let Some(telemetry) = &self.telemetry {
+            validate_telemetry(telemetry)?;
+        }
         Ok(())
     }
+}
+
+/// Refuses a telemetry carrier with an empty key, or over the entry or byte bounds.
+pub fn validate_telemetry(telemetry: &Telemetry) -> CoreResult<()> {
+    if telemetry.len() > MAX_TELEMETRY_ENTRIES {
+        return Err(CoreError::InvalidConfig(format!(
+            "invalid telemetry: {} entries (at most {MAX_TELEMETRY_ENTRIES})",
+            telemetry.len()
+        )));
+    }
+    if telemetry.contains_key("") {
+        return Err(CoreError::InvalidConfig(
+            "invalid telemetry key: \"\" (must not be empty)".into(),
+        ));
+    }
+    let bytes: usize = telemetry.iter().map(|(k, v)| k.len() + v.len()).sum();
+    if bytes > MAX_TELEMETRY_BYTES {
+        return Err(CoreError::InvalidConfig(format!(
+            "invalid telemetry: {bytes} bytes of keys and values (at most {MAX_TELEMETRY_BYTES})"
+        )));
+    }
+    Ok(())
 }
 
 /// Refuses a payload over the queue's limit.
@@ -409,6 +454,36 @@ mod tests {
         assert_eq!(serde_json::from_str::<JobOptions>(&json).unwrap(), marked);
         let err = marked.validate().unwrap_err().to_string();
         assert!(err.contains("invalid scheduler: \"report\""), "{err}");
+    }
+
+    #[test]
+    fn telemetry_is_serialised_only_when_set_and_bounded() {
+        let plain = serde_json::to_string(&JobOptions::default()).unwrap();
+        assert!(!plain.contains("telemetry"), "{plain}");
+        let carrier = Telemetry::from([("traceparent".to_owned(), "00-ab-cd-01".to_owned())]);
+        let traced = JobOptions {
+            telemetry: Some(carrier),
+            ..JobOptions::default()
+        };
+        let json = serde_json::to_string(&traced).unwrap();
+        assert!(
+            json.contains(r#""telemetry":{"traceparent":"00-ab-cd-01"}"#),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<JobOptions>(&json).unwrap(), traced);
+        assert!(traced.validate().is_ok());
+
+        let big = Telemetry::from([("k".to_owned(), "v".repeat(MAX_TELEMETRY_BYTES))]);
+        let err = validate_telemetry(&big).unwrap_err().to_string();
+        assert!(err.contains("8193 bytes"), "{err}");
+        let many: Telemetry = (0..=MAX_TELEMETRY_ENTRIES)
+            .map(|i| (format!("k{i}"), String::new()))
+            .collect();
+        let err = validate_telemetry(&many).unwrap_err().to_string();
+        assert!(err.contains("17 entries"), "{err}");
+        let empty_key = Telemetry::from([(String::new(), "v".to_owned())]);
+        let err = validate_telemetry(&empty_key).unwrap_err().to_string();
+        assert!(err.contains("telemetry key"), "{err}");
     }
 
     #[test]

@@ -1,10 +1,11 @@
 """The ``lanemq`` command: ``lanemq worker`` runs job workers, ``lanemq queue`` looks at and
-manages a queue. Also ``python -m lanemq``."""
+manages a queue, ``lanemq dashboard`` serves the web dashboard. Also ``python -m lanemq``."""
 
 from __future__ import annotations
 
 import click
 
+from .dashboard_command import dashboard_command
 from .queue_commands import queue_group
 from .worker_command import worker_command
 
@@ -19,5 +20,6 @@ def main() -> None:
 
 main.add_command(worker_command)
 main.add_command(queue_group)
+main.add_command(dashboard_command)
 
 __all__ = ["main"]

@@ -384,3 +384,15 @@ def test_factories_take_the_async_queues_arguments(tmp_path: Path, redis_url: st
         remote.call(lambda q: q.obliterate(force=True))
     with pytest.raises(TypeError, match="SyncQueue wraps a lanemq JobQueue"):
         SyncQueue(object())  # type: ignore[type-var]
+
+
+def test_custom_events_and_queue_listing_through_the_sync_api(
+    sync_queue: SyncQueue[JobQueue],
+) -> None:
+    sync_queue.add("a")
+    event_id = sync_queue.publish_event("deployed", {"version": "1.2"})
+    published = sync_queue.call(lambda q: q.read_events(event_id))
+    assert [(e.event, e.data, e.custom) for e in published] == [
+        ("deployed", {"version": "1.2"}, True)
+    ]
+    assert sync_queue.queue.name in sync_queue.list_queues()

@@ -56,7 +56,7 @@ from .queue import (
 )
 from .schedulers import JobScheduler
 from .storage import LocalStorage
-from .urls import from_url
+from .urls import from_url, list_queue_names
 from .worker import JobWorker, LockLostWarning, UnknownJobNameWarning
 
 # A library does not configure logging: without a handler of the application's, nothing is
@@ -119,4 +119,5 @@ __all__ = [
     "UnrecoverableError",
     "__version__",
     "from_url",
+    "list_queue_names",
 ]

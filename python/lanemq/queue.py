@@ -9,6 +9,7 @@ tests can drive time; it defaults to the wall clock."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 import weakref
@@ -132,13 +133,33 @@ def _error_text(error: str | BaseException) -> str:
 
 @dataclass(frozen=True, slots=True)
 class QueueEvent:
-    """One entry of a queue's event stream."""
+    """One entry of a queue's event stream. A custom event (`JobQueue.publish_event`) has
+    ``custom`` set, its publisher's name as ``event`` and its payload, decoded, as ``data``;
+    lanemq's own events have their values in ``fields``."""
 
     id: int
     timestamp: int
     event: str
     job_id: str | None
     fields: dict[str, str] = field(default_factory=dict)
+    data: Any = None
+    custom: bool = False
+
+
+# The one name the backends store custom events under (lanemq_core's CUSTOM_EVENT); the
+# publisher's name and payload are its fields.
+_CUSTOM_EVENT = "custom"
+
+_EventRow: TypeAlias = "tuple[int, int, str, str | None, list[tuple[str, str]]]"
+
+
+def _event(row: _EventRow) -> QueueEvent:
+    event_id, timestamp, event, job_id, fields = row
+    if event == _CUSTOM_EVENT:
+        named = dict(fields)
+        data = json.loads(named["data"]) if "data" in named else None
+        return QueueEvent(event_id, timestamp, named.get("name", ""), job_id, {}, data, True)
+    return QueueEvent(event_id, timestamp, event, job_id, dict(fields))
 
 
 @dataclass(frozen=True, slots=True)
@@ -884,9 +905,7 @@ class JobQueue:
     ) -> list[QueueEvent]:
         """Events with ``start <= id <= end``, oldest first, at most ``limit`` (0: all)."""
         rows = await self._core.read_events(start, 2**63 - 1 if end is None else end, limit)
-        return [
-            QueueEvent(i, ts, event, job_id, dict(fields)) for i, ts, event, job_id, fields in rows
-        ]
+        return [_event(row) for row in rows]
 
     async def trim_events(self, max_len: int) -> int:
         """Keeps the newest ``max_len`` events; returns how many were dropped."""
@@ -894,18 +913,65 @@ class JobQueue:
             raise ConfigError(f"invalid max_len: {max_len} (must be >= 0)")
         return await self._core.trim_events(max_len)
 
-    async def events(self, after: int | None = None) -> AsyncIterator[QueueEvent]:
+    async def events(
+        self,
+        after: int | None = None,
+        *,
+        names: Iterable[str] | None = None,
+        where: Callable[[QueueEvent], bool] | None = None,
+    ) -> AsyncIterator[QueueEvent]:
         """Follows the event stream: the events after id ``after`` (default: from now on),
-        then new ones as they come."""
+        then new ones as they come; only those whose ``event`` is in ``names`` (when given)
+        and for which ``where(event)`` is true (when given: a predicate that raises ends
+        the iteration with its exception)."""
+        # (A single name is taken as one name, not as the characters of one.)
+        wanted = None if names is None else frozenset([names] if isinstance(names, str) else names)
         last = await self._core.last_event_id() if after is None else after
         while True:
             rows = await self._core.read_events(last + 1, 2**63 - 1, 1000)
             if not rows:
                 await self._core.wait_events(last)
                 continue
-            for event_id, timestamp, event, job_id, fields in rows:
-                last = event_id
-                yield QueueEvent(event_id, timestamp, event, job_id, dict(fields))
+            for row in rows:
+                last = row[0]
+                event = _event(row)
+                if wanted is not None and event.event not in wanted:
+                    continue
+                if where is None or where(event):
+                    yield event
+
+    async def publish_event(
+        self,
+        event: str,
+        data: dict[str, Any] | None = None,
+        *,
+        job_id: str | None = None,
+        now: int | None = None,
+    ) -> int:
+        """Appends a custom event to the queue's event stream (BullMQ's
+        ``QueueEventsProducer.publishEvent``) and returns its id: ``event`` is its name (1 to
+        200 bytes, not one of the names lanemq writes, such as ``completed``), ``data`` a JSON
+        object (a dict with string keys), ``job_id`` the job it is about, if any. Readers
+        (`events`, `read_events`) see it as a `QueueEvent` with ``custom`` set. It is kept and
+        trimmed as the queue's other events are (``max_events``)."""
+        if not isinstance(event, str):
+            raise TypeError(f"event must be a str, got {event!r}")
+        if data is None:
+            data = {}
+        if not isinstance(data, dict) or not all(isinstance(key, str) for key in data):
+            raise TypeError(f"data of event {event!r} must be a dict with str keys, got {data!r}")
+        if job_id is not None and not isinstance(job_id, str):
+            raise TypeError(f"job_id must be a str or None, got {job_id!r}")
+        body = _json.dumps(data, f"data of event {event!r}")
+        return await self._core.publish_event(event, job_id, body, now)
+
+    async def list_queues(self) -> list[str]:
+        """The names of the queues this queue's backend holds, sorted: those of its
+        `MemoryGroup`; the queue files beside a local queue's file (``<name>.sqlite3`` in its
+        directory; a queue given a file of its own lists itself); the queues under a Redis
+        queue's prefix (a SCAN, a page at a time). A Redis or local queue is listed once it
+        holds anything (a job, a setting)."""
+        return await self._core.queue_names()
 
 
 class MemoryGroup:

@@ -488,6 +488,17 @@ class SyncQueue(Generic[Q]):
         queue = self.queue
         return self._runner.call(lambda: queue.clean(grace, limit, state))
 
+    def publish_event(
+        self, event: str, data: dict[str, Any] | None = None, *, job_id: str | None = None
+    ) -> int:
+        """Appends a custom event (`JobQueue.publish_event`); returns its id."""
+        queue = self.queue
+        return self._runner.call(lambda: queue.publish_event(event, data, job_id=job_id))
+
+    def list_queues(self) -> list[str]:
+        """The names of the queues this queue's backend holds (`JobQueue.list_queues`)."""
+        return self._runner.call(self.queue.list_queues)
+
 
 def _sync_factory(factory: Callable[P, Q]) -> Callable[P, SyncQueue[Q]]:
     """``factory``'s signature, returning a `SyncQueue` over what it builds."""

@@ -11,6 +11,7 @@ Errors name the URL with any password replaced by ``***``."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,8 @@ from ._redis_url import TCP_SCHEMES, UNIX_SCHEMES, redact_url
 from .exceptions import ConfigError
 from .queue import InMemoryJobQueue, JobQueue, LocalJobQueue, RedisJobQueue
 
+# A local URL whose path ends so names the queue's file, not a directory of queue files.
+_FILE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 _KNOWN = "redis://, rediss://, unix://, memory:// or local:DIR"
 
 
@@ -45,6 +48,31 @@ def from_url(url: str, name: str, **options: Any) -> JobQueue:
     raise ConfigError(f"unknown queue URL scheme {scheme!r} in {redact_url(url)!r} (use {_KNOWN})")
 
 
+async def list_queue_names(url: str, **options: Any) -> list[str]:
+    """The names of the queues at ``url``, sorted: the queues under a Redis server's prefix
+    (``prefix=``; `JobQueue.list_queues`), the ``<name>.sqlite3`` files of a ``local:``
+    directory (none when it does not exist; a URL naming one file lists nothing, since the
+    name is the caller's). A ``memory://`` URL holds none. Nothing is created; errors are
+    `from_url`'s."""
+    scheme, _, rest = url.partition(":") if isinstance(url, str) else ("", "", "")
+    if scheme.lower() == "local":
+        path = Path(_local_path(url, rest))  # (refuses a malformed URL; opens nothing)
+        if path.suffix in _FILE_SUFFIXES:
+            return []  # a file of its own: the queue's name is the caller's
+        return await asyncio.to_thread(_queue_files, path)
+    if scheme.lower() == "memory" and rest in ("", "//"):
+        return []
+    queue = from_url(url, "default", **options)  # Redis: lazy, and it writes nothing
+    try:
+        return await queue.list_queues()
+    finally:
+        await queue.close()
+
+
+def _queue_files(directory: Path) -> list[str]:
+    return sorted(file.stem for file in directory.glob("*.sqlite3") if file.is_file())
+
+
 def local_queue_file(url: str, name: str) -> Path | None:
     """The file the queue ``name`` of a ``local:`` URL lives in (named as `LocalJobQueue`
     names it), or None for a URL of another scheme. Opens nothing."""
@@ -52,7 +80,7 @@ def local_queue_file(url: str, name: str) -> Path | None:
     if scheme.lower() != "local":
         return None
     path = Path(_local_path(url, rest))
-    return path if path.suffix in (".db", ".sqlite", ".sqlite3") else path / f"{name}.sqlite3"
+    return path if path.suffix in _FILE_SUFFIXES else path / f"{name}.sqlite3"
 
 
 def _local_path(url: str, rest: str) -> str:
@@ -69,4 +97,4 @@ def _local_path(url: str, rest: str) -> str:
     return rest
 
 
-__all__ = ["from_url", "local_queue_file", "redact_url"]
+__all__ = ["from_url", "list_queue_names", "local_queue_file", "redact_url"]

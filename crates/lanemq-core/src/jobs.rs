@@ -35,7 +35,8 @@ pub use contract::{
     JobFlows, JobLifecycle, JobReads, JobSchedulers, NewJob, QueueStats,
 };
 pub use events::{
-    event_name, event_names, field_name, known_event_name, EventLog, Field, StreamEvent, Text,
+    check_custom_event, event_name, event_names, field_name, known_event_name, EventLog, Field,
+    StreamEvent, Text, CUSTOM_EVENT, MAX_CUSTOM_EVENT_NAME,
 };
 pub use flow::{AddedNode, Dependencies, DependencyCounts, FlowNode, ParentPolicy, ParentRef};
 pub use local::LocalBackend;

@@ -98,6 +98,8 @@ forwards! {
     fn get_logs(id: String, start: i64, end: i64, ascending: bool) -> Ok {
         get_logs(id, start, end, ascending)
     }
+    /// The names of the queues this queue's backend holds, sorted.
+    fn queue_names() -> Ok { queue_names() }
 
     // ---------------------------------------------------------------- editing
 
@@ -190,6 +192,9 @@ forwards! {
     fn last_event_id() -> Ok { last_event_id() }
     /// Awaits True once an event after `after` exists (False after `timeout` seconds).
     fn wait_events(after: u64, timeout: Option<Secs> = None) -> Ok { wait_events(after, timeout) }
+    /// Appends the custom event `name` (its `data`: a JSON object) and awaits its id.
+    fn publish_event(name: String, job_id: Option<String>, data: String, now: Option<Now> = None)
+        -> Ok { publish_event(name, job_id, data, now) }
 }
 
 // The conversions of the values the backend gives.

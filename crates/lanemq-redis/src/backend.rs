@@ -192,6 +192,11 @@ impl RedisBackend {
         self
     }
 
+    /// The key prefix its queues share.
+    pub(crate) fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
     pub fn keys(&self) -> &Keys {
         &self.keys
     }

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use lanemq_core::jobs::{
-    event_name, field_name, known_event_name, BoxFuture, JobEvents, Millis, StreamEvent, Text,
+    check_custom_event, event_name, field_name, known_event_name, BoxFuture, JobEvents, Millis,
+    StreamEvent, Text,
 };
 use lanemq_core::CoreResult;
 use redis::Value;
@@ -70,6 +71,24 @@ impl RedisBackend {
         {
             Value::Int(gone) => Ok(gone as usize),
             other => Err(unexpected(&format!("trim_events: {other:?}"))),
+        }
+    }
+
+    /// Appends a custom event (`JobEvents::publish_event`) in one script call.
+    pub async fn publish_event(
+        &self,
+        name: String,
+        job_id: Option<String>,
+        data: String,
+        now: Millis,
+    ) -> CoreResult<u64> {
+        let job = job_id.unwrap_or_default();
+        match self
+            .change(&scripts::PUBLISH_EVENT, now, &[&name, &job, &data])
+            .await?
+        {
+            Value::Int(id) => Ok(id as u64),
+            other => Err(unexpected(&format!("publish_event: {other:?}"))),
         }
     }
 
@@ -157,5 +176,19 @@ impl JobEvents for RedisJobBackend {
 
     fn wait_events(&self, after: u64, timeout: Option<Millis>) -> BoxFuture<bool> {
         call!(self, |b| b.wait_events(after, timeout))
+    }
+
+    fn publish_event(
+        &self,
+        name: String,
+        job_id: Option<String>,
+        data: String,
+        now: Millis,
+    ) -> BoxFuture<u64> {
+        let limit = self.max_payload_bytes();
+        call!(self, |b| async move {
+            check_custom_event(&name, &data, limit)?;
+            b.publish_event(name, job_id, data, now).await
+        })
     }
 }

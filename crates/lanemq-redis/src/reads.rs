@@ -36,6 +36,35 @@ impl RedisBackend {
             .map_err(|e| self.error(e))
     }
 
+    /// The queues under this queue's prefix: every queue has a `meta` hash
+    /// (`<prefix>:{<queue>}:meta`), found by SCAN a page at a time (never KEYS, which would
+    /// hold the server), sorted.
+    pub async fn queue_names(&self) -> CoreResult<Vec<String>> {
+        let head = format!("{}:{{", self.prefix());
+        let pattern = format!("{}*}}:meta", glob_escaped(&head));
+        let mut names = std::collections::BTreeSet::new();
+        let mut cursor = 0u64;
+        loop {
+            let mut pipe = redis::pipe();
+            pipe.cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(1000);
+            let ((next, keys),): ((u64, Vec<String>),) = self.query(&pipe).await?;
+            names.extend(keys.iter().filter_map(|key| {
+                let name = key.strip_prefix(&head)?.strip_suffix("}:meta")?;
+                // `*` also matches across `}:...:{`: only a name a queue could have.
+                (!name.contains('{') && !name.contains('}')).then(|| name.to_owned())
+            }));
+            if next == 0 {
+                return Ok(names.into_iter().collect());
+            }
+            cursor = next;
+        }
+    }
+
     pub async fn get_state(&self, id: &str) -> CoreResult<Option<JobState>> {
         let mut pipe = redis::pipe();
         pipe.cmd("HGET").arg(self.keys.field("state")).arg(id);
@@ -329,4 +358,20 @@ impl JobReads for RedisJobBackend {
     ) -> BoxFuture<(Vec<String>, usize)> {
         call!(self, |b| b.get_logs(id, start, end, ascending))
     }
+
+    fn queue_names(&self) -> BoxFuture<Vec<String>> {
+        call!(self, |b| b.queue_names())
+    }
+}
+
+/// `text` with the characters SCAN's MATCH treats as a pattern escaped.
+fn glob_escaped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }

@@ -46,7 +46,7 @@ pub struct LuaScript {
 }
 
 /// Every script: its operation name, and its body (`lua/<op>-36.lua`).
-const OPS: [(&str, &str); 24] = [
+const OPS: [(&str, &str); 25] = [
     ("add", include_str!("../../../lua/add-36.lua")),
     ("claim", include_str!("../../../lua/claim-36.lua")),
     ("complete", include_str!("../../../lua/complete-36.lua")),
@@ -77,6 +77,10 @@ const OPS: [(&str, &str); 24] = [
         include_str!("../../../lua/trim_events-36.lua"),
     ),
     ("orphans", include_str!("../../../lua/orphans-36.lua")),
+    (
+        "publish_event",
+        include_str!("../../../lua/publish_event-36.lua"),
+    ),
 ];
 
 fn load(op: &str) -> LuaScript {
@@ -137,6 +141,7 @@ pub static COMPLETE_CLAIM: LazyLock<LuaScript> = LazyLock::new(|| load("complete
 pub static SCHEDULERS_OP: LazyLock<LuaScript> = LazyLock::new(|| load("schedulers"));
 pub static FLOWS_OP: LazyLock<LuaScript> = LazyLock::new(|| load("flows"));
 pub static ORPHANS: LazyLock<LuaScript> = LazyLock::new(|| load("orphans"));
+pub static PUBLISH_EVENT: LazyLock<LuaScript> = LazyLock::new(|| load("publish_event"));
 
 #[cfg(test)]
 mod restated;

@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::model::Millis;
+use crate::error::{CoreError, CoreResult};
 
 /// Text that is static, shared with the job it describes, or owned: events are written on every
 /// transition, so they avoid copying what the job already holds.
@@ -44,7 +45,7 @@ impl From<&Arc<str>> for Text {
 }
 
 /// Every event name the backends write; names read back from storage map onto these.
-const EVENT_NAMES: [&str; 19] = [
+const EVENT_NAMES: [&str; 20] = [
     "added",
     "waiting",
     "delayed",
@@ -63,8 +64,40 @@ const EVENT_NAMES: [&str; 19] = [
     "deduplicated",
     "debounced",
     "waiting-children",
+    CUSTOM_EVENT,
     "unknown",
 ];
+
+/// The event `publish_event` writes: a name of the publisher's choosing in its `name` field and
+/// its payload (a JSON object) in `data`, so the stream keeps one static name per event.
+pub const CUSTOM_EVENT: &str = "custom";
+
+/// The longest custom event name, in bytes.
+pub const MAX_CUSTOM_EVENT_NAME: usize = 200;
+
+/// Checks a custom event before any backend writes it: a name that is not empty, not longer
+/// than `MAX_CUSTOM_EVENT_NAME`, and not one of the events lanemq itself writes (a reader could
+/// not tell them apart), and a payload within `max_payload_bytes`.
+pub fn check_custom_event(name: &str, data: &str, max_payload_bytes: usize) -> CoreResult<()> {
+    let refuse = |why: String| Err(CoreError::InvalidConfig(why));
+    if name.is_empty() || name.len() > MAX_CUSTOM_EVENT_NAME {
+        return refuse(format!(
+            "invalid event name {name:?}: must be 1 to {MAX_CUSTOM_EVENT_NAME} bytes"
+        ));
+    }
+    if known_event_name(name).is_some() {
+        return refuse(format!(
+            "invalid event name {name:?}: lanemq writes events of that name itself"
+        ));
+    }
+    if data.len() > max_payload_bytes {
+        return refuse(format!(
+            "custom event {name:?}: its data is {} bytes, over the queue's max_payload_bytes ({max_payload_bytes})",
+            data.len()
+        ));
+    }
+    Ok(())
+}
 
 /// Every field name events carry.
 const FIELD_NAMES: [&str; 13] = [

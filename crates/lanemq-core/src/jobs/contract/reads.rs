@@ -45,6 +45,10 @@ pub trait JobReads: Send + Sync + 'static {
         end: i64,
         ascending: bool,
     ) -> BoxFuture<(Vec<String>, usize)>;
+    /// The names of the queues this queue's backend holds, sorted, this one included: the
+    /// queues of its memory group, the queue files beside its file, the queues under its Redis
+    /// prefix (what a dashboard lists).
+    fn queue_names(&self) -> BoxFuture<Vec<String>>;
 }
 
 /// What `get_stats` reads, at one moment.

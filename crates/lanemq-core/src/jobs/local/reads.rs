@@ -129,4 +129,31 @@ impl JobReads for LocalBackend {
     ) -> BoxFuture<(Vec<String>, usize)> {
         self.direct(move |conn, _| manage::get_logs(conn, &id, start, end, ascending))
     }
+
+    fn queue_names(&self) -> BoxFuture<Vec<String>> {
+        let names = match &self.dir {
+            Some(dir) => queue_files(dir),
+            None => Ok(vec![self.queue.to_string()]),
+        };
+        crate::jobs::contract::ready(names)
+    }
+}
+
+/// The queues whose files are in `dir`: the names of its `<queue>.sqlite3` files, sorted.
+/// (A queue named by a file of its own, `.db` say, has no siblings: it lists itself.)
+fn queue_files(dir: &std::path::Path) -> crate::error::CoreResult<Vec<String>> {
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        crate::error::CoreError::Storage(format!("cannot list {}: {e}", dir.display()))
+    })?;
+    let mut names: Vec<String> = entries
+        .filter_map(|entry| {
+            let path = entry.ok()?.path();
+            if path.extension()? != "sqlite3" || !path.is_file() {
+                return None;
+            }
+            Some(path.file_stem()?.to_str()?.to_owned())
+        })
+        .collect();
+    names.sort();
+    Ok(names)
 }

@@ -24,4 +24,15 @@ impl JobEvents for MemoryBackend {
             (store.last_event_id() > after, None)
         })
     }
+
+    fn publish_event(
+        &self,
+        name: String,
+        job_id: Option<String>,
+        data: String,
+        now: Millis,
+    ) -> BoxFuture<u64> {
+        // A write: it wakes the readers waiting for events.
+        self.write(move |state| state.store.publish_event(name, job_id, data, now))
+    }
 }

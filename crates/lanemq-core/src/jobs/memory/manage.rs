@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::error::{CoreError, CoreResult};
 
 use super::store::{JobId, MemoryStore};
-use crate::jobs::events::{StreamEvent, Text};
+use crate::jobs::events::{check_custom_event, StreamEvent, Text, CUSTOM_EVENT};
 use crate::jobs::lifecycle;
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
 use crate::jobs::options::check_payload;
@@ -360,5 +360,25 @@ impl MemoryStore {
 
     pub fn last_event_id(&self) -> u64 {
         self.events.last_id()
+    }
+
+    /// Appends a custom event (`JobEvents::publish_event`); returns its id.
+    pub fn publish_event(
+        &mut self,
+        name: String,
+        job_id: Option<String>,
+        data: String,
+        now: Millis,
+    ) -> CoreResult<u64> {
+        check_custom_event(&name, &data, self.config.max_payload_bytes)?;
+        let job = job_id.map(Arc::<str>::from);
+        self.events.push_fields(
+            now,
+            CUSTOM_EVENT,
+            job.as_ref(),
+            Some(("name", Text::Owned(name))),
+            Some(("data", Text::Owned(data))),
+        );
+        Ok(self.events.last_id())
     }
 }

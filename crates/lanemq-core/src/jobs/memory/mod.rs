@@ -98,15 +98,18 @@ impl MemoryGroup {
 
     /// The names of the group's queues, in creation order.
     pub fn queue_names(&self) -> Vec<String> {
-        let queues = lock(&self.shared);
-        let mut names: Vec<(usize, String)> = queues
-            .names
-            .iter()
-            .map(|(n, i)| (*i, n.to_string()))
-            .collect();
-        names.sort();
-        names.into_iter().map(|(_, n)| n).collect()
+        names_in_creation_order(&lock(&self.shared))
     }
+}
+
+fn names_in_creation_order(queues: &Queues) -> Vec<String> {
+    let mut names: Vec<(usize, String)> = queues
+        .names
+        .iter()
+        .map(|(n, i)| (*i, n.to_string()))
+        .collect();
+    names.sort();
+    names.into_iter().map(|(_, n)| n).collect()
 }
 
 /// One queue of a `MemoryGroup`.
@@ -161,6 +164,11 @@ impl MemoryBackend {
             queues: lock(&self.shared),
             index: self.index,
         }
+    }
+
+    /// The names of the queues of this queue's group, in creation order.
+    fn group_queue_names(&self) -> Vec<String> {
+        names_in_creation_order(&lock(&self.shared))
     }
 
     /// Runs a read-only operation.

@@ -104,4 +104,10 @@ impl JobReads for MemoryBackend {
     ) -> BoxFuture<(Vec<String>, usize)> {
         self.read(|store| store.get_logs(&id, start, end, ascending))
     }
+
+    fn queue_names(&self) -> BoxFuture<Vec<String>> {
+        let mut names = self.group_queue_names();
+        names.sort();
+        ready(Ok(names))
+    }
 }

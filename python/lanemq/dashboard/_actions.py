@@ -137,7 +137,7 @@ class Actions:
 
     @staticmethod
     async def clean(queue: JobQueue, form: Form) -> Outcome:
-        state = check_state(field(form, "state"))
+        state = check_state(field(form, "state"), 400)
         removed = await queue.clean(seconds(form, "grace"), count(form, "limit"), state)
         return Outcome(f"/jobs/{state}", "cleaned", len(removed))
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -20,12 +21,18 @@ from ._source import QueueSource
 def app(
     queues: Sequence[JobQueue] | None = None,
     *,
+    url: str | None = None,
+    prefix: str | None = None,
     read_only: bool = False,
     token: str | None = None,
 ) -> Starlette:
-    """The dashboard of ``queues``, as an ASGI application to serve (``lanemq dashboard``
-    does, with uvicorn) or to mount in a FastAPI or Starlette app
-    (``api.mount("/dashboard", lanemq.dashboard.app([queue]))``).
+    """The dashboard of ``queues``, or of every queue at ``url`` (a `lanemq.from_url` URL;
+    ``prefix``: the key prefix of Redis queues), as an ASGI application to serve (``lanemq
+    dashboard`` does, with uvicorn) or to mount in a FastAPI or Starlette app
+    (``api.mount("/dashboard", lanemq.dashboard.app([queue]))``). The queues of a URL are
+    listed again on each page, so new ones show up; the app opens them and, when it is served
+    by itself, closes them at shutdown (a mounted app's shutdown is its host's, so they stay
+    open until the process ends). Given queues stay the caller's: the app does not close them.
 
     ``read_only``: no actions (their buttons are not shown, and a POST is refused with 403).
     ``token``: an access token: a browser gives it once (``?token=``, the sign-in form, or an
@@ -34,8 +41,10 @@ def app(
     it behind your own authentication. Actions are POST forms carrying a CSRF token and must
     come from a page of the same host (``Origin``/``Referer``).
 
-    The queues stay the caller's: the app does not close them."""
-    source = QueueSource([] if queues is None else queues)
+    Raises `ConfigError` for a bad URL, a duplicate queue name, or both or neither of
+    ``queues`` and ``url``."""
+    options = {} if prefix is None else {"prefix": prefix}
+    source = QueueSource(queues, url, options)
     guard = Guard(token, read_only)
     render = Renderer(guard)
     pages = Pages(source, render)
@@ -69,4 +78,16 @@ def app(
         routes=routes,
         middleware=[Middleware(GuardMiddleware, guard=guard, unauthorized=pages.sign_in)],
         exception_handlers=render.handlers(),
+        lifespan=_closing(source),
     )
+
+
+def _closing(source: QueueSource) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await source.close()
+
+    return lifespan

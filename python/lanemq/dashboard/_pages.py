@@ -54,9 +54,10 @@ def whole_number(request: Request, field: str, default: int, low: int, high: int
     return int(raw)
 
 
-def check_state(state: str) -> str:
+def check_state(state: str, status: int = 404) -> str:
+    """``state`` if it is a job state; else a 404 (in a path) or ``status`` naming it."""
     if state not in STATES:
-        raise HTTPException(404, f"unknown state {state!r} (states: {', '.join(STATES)})")
+        raise HTTPException(status, f"unknown state {state!r} (states: {', '.join(STATES)})")
     return state
 
 
@@ -216,5 +217,19 @@ class Pages:
         return self.render.page(request, "sign_in.html", status, problem=problem)
 
 
-def _options(job: Job) -> str:
-    return pretty(json.loads(job.options.to_json()))
+def _options(job: Job) -> dict[str, Any]:
+    """The job's options: the ones a reader looks for, in words, and all of them as stored
+    (JSON, only those set; times in milliseconds)."""
+    options = job.options
+    shown = [
+        ("attempts", options.attempts),
+        ("backoff", options.backoff or "none"),
+        ("timeout", "none" if options.timeout is None else f"{options.timeout:g} s"),
+        ("priority", f"{options.priority}{' (lifo)' if options.lifo else ''}"),
+        ("stalls allowed", options.max_stalled_count),
+    ]
+    if options.dedup is not None:
+        shown.append(("dedup", options.dedup))
+    if options.parent_policy is not None:
+        shown.append(("parent policy", options.parent_policy))
+    return {"shown": shown, "stored": pretty(json.loads(options.to_json()))}

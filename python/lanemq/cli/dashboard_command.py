@@ -16,6 +16,7 @@ import click
 
 from ..exceptions import ConfigError, LanemqError
 from ..queue import JobQueue
+from ..urls import list_queue_names, redact_url
 from .logs import LEVELS, configure_logging
 from .queue_commands import QueueRef, open_queue
 
@@ -52,8 +53,8 @@ def _loopback(host: str) -> bool:
     "queue_names",
     metavar="NAME",
     multiple=True,
-    required=True,
-    help="A queue to show (repeat for several).",
+    help="A queue to show (repeat for several; default: every queue at URL, listed again "
+    "on each page).",
 )
 @click.option("--prefix", help="Key prefix of Redis queues (default: lanemq).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
@@ -108,9 +109,12 @@ def dashboard_command(
     configure_logging(log_level)
     queues = []
     try:
-        for name in dict.fromkeys(queue_names):
-            queues.append(open_queue(QueueRef(url, name, prefix, False)))
-        application = app(queues, read_only=read_only, token=token)
+        if queue_names:
+            for name in dict.fromkeys(queue_names):
+                queues.append(open_queue(QueueRef(url, name, prefix, False)))
+            application = app(queues, read_only=read_only, token=token)
+        else:
+            application = app(url=url, prefix=prefix, read_only=read_only, token=token)
     except ConfigError as error:
         raise click.UsageError(str(error)) from None
     if not _loopback(host) and token is None:
@@ -123,21 +127,31 @@ def dashboard_command(
         )
     config = uvicorn.Config(application, host=host, port=port, log_level=log_level.lower())
     logging.getLogger("uvicorn.access").addFilter(_RedactToken())
-    asyncio.run(_serve(uvicorn.Server(config), queues))
+    listing = None if queues else (url, {} if prefix is None else {"prefix": prefix})
+    asyncio.run(_serve(uvicorn.Server(config), queues, listing))
 
 
-async def _serve(server: Any, queues: list[JobQueue]) -> None:
-    """Checks that every queue answers, then serves until a signal; closes the queues."""
+async def _serve(
+    server: Any, queues: list[JobQueue], listing: tuple[str, dict[str, Any]] | None
+) -> None:
+    """Checks that the backend answers (every queue, or the listing of the URL's), then
+    serves until a signal; closes the queues."""
     # uvicorn handles SIGTERM/SIGINT while it serves, then raises the signal again for the
     # handler it found: make that one a no-op, so the command ends normally (exit 0).
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: None)
     try:
-        for queue in queues:
-            try:
+        try:
+            for queue in queues:
                 await queue.get_job_counts()
-            except LanemqError as error:
-                raise click.ClickException(f"queue {queue.name!r}: {error}") from None
+            if listing is not None:
+                url, options = listing
+                if not await list_queue_names(url, **options):
+                    log.warning(
+                        "no queues at %s yet: they show once they hold jobs", redact_url(url)
+                    )
+        except LanemqError as error:
+            raise click.ClickException(str(error)) from None
         await server.serve()
     finally:
         for queue in queues:

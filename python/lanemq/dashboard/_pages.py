@@ -221,7 +221,7 @@ def _options(job: Job) -> dict[str, Any]:
     """The job's options: the ones a reader looks for, in words, and all of them as stored
     (JSON, only those set; times in milliseconds)."""
     options = job.options
-    shown = [
+    shown: list[tuple[str, object]] = [
         ("attempts", options.attempts),
         ("backoff", options.backoff or "none"),
         ("timeout", "none" if options.timeout is None else f"{options.timeout:g} s"),

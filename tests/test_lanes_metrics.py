@@ -15,20 +15,10 @@ from lanemq import (
     RetryPolicy,
     UnrecoverableError,
 )
+from lanemq.metrics_sink import COUNTERS
 from support import wait_until
 
 WAIT = 5.0  # upper bound for anything awaited in a test; never reached when things work
-
-COUNTERS = (
-    "submitted",
-    "started",
-    "completed",
-    "failed",
-    "timed_out",
-    "retried",
-    "dead_lettered",
-    "cancelled",
-)
 
 
 def counters(metrics: dict[str, Any]) -> dict[str, int]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,10 +40,25 @@ class _Gap:
 
 class Subscription(AsyncIterator[Event]):
     """An async iterator over the events whose key matches one of the filters (all when none).
-    A filter is an exact key or a prefix ending in ``*`` (``queue.command.*``)."""
+    A filter is an exact key or a prefix ending in ``*`` (``queue.command.*``).
 
-    def __init__(self, bus: EventBus, keys: tuple[str, ...], buffer: int) -> None:
+    With ``where``, only the matching events for which ``where(event)`` is true are kept: it
+    is called as each event is emitted, so the buffer holds only what the subscriber wants.
+    Should it raise, the subscription ends: the events already kept are delivered, then
+    iteration raises that error."""
+
+    def __init__(
+        self,
+        bus: EventBus,
+        keys: tuple[str, ...],
+        buffer: int,
+        where: Callable[[Event], bool] | None = None,
+    ) -> None:
+        if where is not None and not callable(where):
+            raise TypeError(f"where must be a callable taking an Event, got {where!r}")
         self._bus = bus
+        self._where = where
+        self._error: Exception | None = None
         self._exact = frozenset(k for k in keys if not k.endswith("*"))
         self._prefixes = tuple(k[:-1] for k in keys if k.endswith("*"))
         self._match_all = not keys
@@ -56,6 +71,21 @@ class Subscription(AsyncIterator[Event]):
 
     def matches(self, key: str) -> bool:
         return self._match_all or key in self._exact or key.startswith(self._prefixes)
+
+    def _offer(self, event: Event) -> None:
+        """Keeps ``event`` if it passes ``where`` (the key already matched)."""
+        where = self._where
+        if where is not None:
+            try:
+                if not where(event):
+                    return
+            except Exception as error:
+                # The emitter (the manager's hot path) must not fail for a subscriber's bug:
+                # the subscriber gets it instead, after the events it already has.
+                self._error = error
+                self.close()
+                return
+        self._push(event)
 
     def _push(self, event: Event) -> None:
         buffer = self._buffer
@@ -94,6 +124,9 @@ class Subscription(AsyncIterator[Event]):
                     return Event(LAGGED, {"missed": item.missed}, _now_ms())
                 return item
             if self._closed:
+                error, self._error = self._error, None
+                if error is not None:
+                    raise error
                 raise StopAsyncIteration
             self._waiter = asyncio.get_running_loop().create_future()
             try:
@@ -113,20 +146,27 @@ class EventBus:
     skips building events at all on its hot path."""
 
     def __init__(self) -> None:
-        self._subscriptions: list[Subscription] = []
+        # A tuple, replaced (not changed) on subscribe and unsubscribe: a subscription that
+        # closes itself while an event is being emitted (its ``where`` raised) does not make
+        # the loop in `emit` skip the next one.
+        self._subscriptions: tuple[Subscription, ...] = ()
         self.active = False
 
-    def subscribe(self, keys: tuple[str, ...], buffer: int = 10_000) -> Subscription:
+    def subscribe(
+        self,
+        keys: tuple[str, ...],
+        buffer: int = 10_000,
+        where: Callable[[Event], bool] | None = None,
+    ) -> Subscription:
         if buffer < 1:
             raise ValueError(f"invalid buffer: {buffer} (must be at least 1)")
-        subscription = Subscription(self, keys, buffer)
-        self._subscriptions.append(subscription)
+        subscription = Subscription(self, keys, buffer, where)
+        self._subscriptions += (subscription,)
         self.active = True
         return subscription
 
     def _unsubscribe(self, subscription: Subscription) -> None:
-        if subscription in self._subscriptions:
-            self._subscriptions.remove(subscription)
+        self._subscriptions = tuple(s for s in self._subscriptions if s is not subscription)
         self.active = bool(self._subscriptions)
 
     def emit(self, key: str, **payload: Any) -> None:
@@ -135,8 +175,8 @@ class EventBus:
             if subscription.matches(key):
                 if event is None:
                     event = Event(key, payload, _now_ms())
-                subscription._push(event)
+                subscription._offer(event)
 
     def close(self) -> None:
-        for subscription in list(self._subscriptions):
+        for subscription in self._subscriptions:
             subscription.close()

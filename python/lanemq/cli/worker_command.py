@@ -17,6 +17,7 @@ import click
 from ..queue import JobQueue
 from ..worker import JobWorker
 from .logs import LEVELS, configure_logging
+from .metrics import MetricsEndpoint, prometheus_module
 from .targets import Target, importable_cwd, read_config, resolve
 
 log = logging.getLogger("lanemq.cli")
@@ -54,12 +55,26 @@ DEFAULT_GRACE = 8.0
     show_default=True,
     help="Level of the lanemq logger (to stderr).",
 )
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(min=0, max=65535),
+    help="Serve Prometheus metrics of the workers and their queues on this port "
+    "(needs the lanemq[prometheus] extra).",
+)
+@click.option(
+    "--metrics-addr",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address the metrics endpoint listens on (0.0.0.0: every interface).",
+)
 def worker_command(
     targets: Sequence[str],
     config_file: Path | None,
     concurrency: int | None,
     grace: float,
     log_level: str,
+    metrics_port: int | None,
+    metrics_addr: str,
 ) -> None:
     """Run the job workers that TARGETs name until SIGTERM or SIGINT.
 
@@ -75,6 +90,9 @@ def worker_command(
     finish, the rest go back to waiting at once (no attempt used), and the command exits 0.
     A second signal releases running jobs at once; a third exits at once (code 1).
 
+    With --metrics-port, every worker is instrumented and http://ADDR:PORT/metrics serves
+    their job counters and histograms, their queues' counts and the process's metrics.
+
     A bad TARGET exits with code 2 before anything runs."""
     configure_logging(log_level)
     importable_cwd()
@@ -83,13 +101,40 @@ def worker_command(
         named += read_config(config_file)
     if not named:
         raise click.UsageError("name at least one TARGET (module.path:attr) or a --config file")
-    code = asyncio.run(_serve(named, concurrency, grace))
+    metrics = None
+    if metrics_port is not None:
+        prometheus_module()  # missing: a usage error now, before any target is imported
+        metrics = (metrics_port, metrics_addr)
+    code = asyncio.run(_serve(named, concurrency, grace, metrics))
     raise SystemExit(code)
 
 
-async def _serve(targets: list[Target], concurrency: int | None, grace: float) -> int:
+async def _serve(
+    targets: list[Target],
+    concurrency: int | None,
+    grace: float,
+    metrics: tuple[int, str] | None = None,
+) -> int:
     # Each worker logs its own start, jobs, failures, stalls and stop under lanemq.worker.
     workers = await resolve(targets, concurrency)
+    endpoint = None
+    if metrics is not None:
+        try:
+            endpoint = await MetricsEndpoint.open(workers, *metrics)
+        except BaseException:
+            await _close_queues(workers)
+            raise
+    try:
+        code = await _run(workers, grace)
+    finally:
+        if endpoint is not None:  # (before the queues close: its refresh reads them)
+            await endpoint.close()
+    await _close_queues(workers)
+    log.info("stopped")
+    return code
+
+
+async def _run(workers: list[JobWorker], grace: float) -> int:
     loop = asyncio.get_running_loop()
     runs = {loop.create_task(worker.run()): worker for worker in workers}
     stop = _Stop(workers, grace)
@@ -115,8 +160,6 @@ async def _serve(targets: list[Target], concurrency: int | None, grace: float) -
         if isinstance(outcome, BaseException):
             failed = True
             log.error("worker %s failed: %r", runs[task].id, outcome)
-    await _close_queues(workers)
-    log.info("stopped")
     return 1 if failed else 0
 
 

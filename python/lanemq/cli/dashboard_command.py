@@ -17,7 +17,7 @@ import click
 from ..exceptions import ConfigError, LanemqError
 from ..queue import JobQueue
 from ..urls import list_queue_names, redact_url
-from .logs import LEVELS, configure_logging
+from .logs import configure_logging, log_level_option
 from .queue_commands import QueueRef, open_queue
 
 log = logging.getLogger("lanemq.cli")
@@ -69,13 +69,7 @@ def _loopback(host: str) -> bool:
     help="Access token a browser must give once (prefer the environment variable: a "
     "command line is visible to other users).",
 )
-@click.option(
-    "--log-level",
-    type=click.Choice(LEVELS, case_sensitive=False),
-    default="info",
-    show_default=True,
-    help="Level of the lanemq and uvicorn loggers (to stderr).",
-)
+@log_level_option("Level of the lanemq and uvicorn loggers (to stderr).")
 def dashboard_command(
     url: str,
     queue_names: Sequence[str],

@@ -99,6 +99,8 @@ async def test_reset_metrics_counts_from_zero_and_resets_the_sink() -> None:
         manager.reset_metrics()
         after = manager.metrics()
         assert {c: after["main"][c] for c in COUNTERS} == dict.fromkeys(COUNTERS, 0)
+        # The samples behind the percentiles go too.
+        assert after["main"]["latency"]["count"] == after["main"]["queue_wait"]["count"] == 0
         assert sink.counters == {}
         await manager.submit("main", ok)
         assert manager.metrics()["main"]["completed"] == 1

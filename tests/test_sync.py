@@ -259,6 +259,20 @@ def test_the_queue_reads_and_rate_limits_through_the_sync_api(
     assert len(sync_queue.call(lambda q: q.claim("w", max_jobs=10))) == 5
 
 
+def test_metrics_and_workers_through_the_sync_api(sync_queue: SyncQueue[JobQueue]) -> None:
+    minute = 1_700_000_040_000
+    sync_queue.call(lambda q: q.record_metrics("failed", [(minute, 2), (minute + 120_000, 1)], 5))
+    metrics = sync_queue.get_metrics("failed")
+    assert metrics == lanemq.QueueMetrics(3, [1, 0, 2], 3, minute + 120_000)
+    assert sync_queue.get_metrics("failed", 1, 1).data == [0]
+    assert sync_queue.get_workers() == []
+    info = lanemq.WorkerInfo(
+        "w", sync_queue.queue.name, "h", os.getpid(), 1, lanemq.__version__, 5, 0, 0, 0, 0
+    )
+    sync_queue.call(lambda q: q.heartbeat_worker(info, 60.0))
+    assert [(w.id, w.pid) for w in sync_queue.get_workers()] == [("w", os.getpid())]
+
+
 def test_typed_options_are_passed_through(sync_queue: SyncQueue[JobQueue]) -> None:
     job = sync_queue.add(
         "send",

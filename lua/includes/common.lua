@@ -5,6 +5,7 @@
 -- for its queue and then, for flows spanning queues, the same 36 for each queue linked to it
 -- (flows.lua). The names below are the keys of the queue the script is working in: bind()
 -- points them at another queue's block, and every helper follows (they are upvalues).
+-- (metrics-2.lua and workers-2.lua get two keys of their own instead, and use none of these.)
 local BLOCK = 36
 local META, WAITING, DELAYED, ACTIVE, CHILDREN, COMPLETED, FAILED, LOGS, EVENTS, MARKER
 -- After the field hashes: the dedup keys (jobs.lua), the job schedulers (schedulers.lua) and

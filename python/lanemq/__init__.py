@@ -44,6 +44,7 @@ from .exceptions import (
 from .flows import Dependencies, FlowJob, JobNode
 from .job import Job
 from .lanes import DEFAULT_LANES, Alert, QueueManager
+from .observe import MetricsTime, QueueMetrics, WorkerInfo
 from .queue import (
     InMemoryJobQueue,
     JobQueue,
@@ -103,9 +104,11 @@ __all__ = [
     "LockLostWarning",
     "LockMismatchError",
     "MemoryGroup",
+    "MetricsTime",
     "PriorityBoost",
     "QueueEvent",
     "QueueManager",
+    "QueueMetrics",
     "QueueStats",
     "RateLimit",
     "RateLimitError",
@@ -117,6 +120,7 @@ __all__ = [
     "UnknownJobNameWarning",
     "UnknownLaneError",
     "UnrecoverableError",
+    "WorkerInfo",
     "__version__",
     "from_url",
     "list_queue_names",

@@ -38,7 +38,7 @@ from .exceptions import (
     UnknownLaneError,
     UnrecoverableError,
 )
-from .metrics_sink import LaneMetricsSink, counter_baseline, subtract_baseline
+from .metrics_sink import LaneMetricsSink
 from .storage import LocalStorage
 
 log = logging.getLogger("lanemq.lanes")
@@ -119,7 +119,6 @@ class QueueManager:
         self._lane_ids = self._core.lane_ids()
         # Only with a sink: None keeps the hot path to one `is not None` test per step.
         self._feed = None if metrics_sink is None else MetricsFeed(metrics_sink, self._lane_ids)
-        self._metrics_baseline: dict[str, dict[str, int]] | None = None
         self._timeouts = [self._core.lane_timeout(i) for i in range(len(self._lane_ids))]
         self._watch_signals = alerts is not None or any(
             lane.pressure_threshold is not None for lane in lane_list
@@ -636,16 +635,12 @@ class QueueManager:
         cancelled (since the manager was made, or the last `reset_metrics`), and ``latency`` /
         ``queue_wait`` percentiles (p50, p90, p95, p99, seconds, with the ``count`` of samples)
         over the latest 4096 samples of each lane."""
-        metrics = self._core.metrics()
-        if self._metrics_baseline is None:
-            return metrics
-        return subtract_baseline(metrics, self._metrics_baseline)
+        return self._core.metrics()
 
     def reset_metrics(self) -> None:
-        """Counts `metrics()`'s counters from zero again, and resets the ``metrics_sink``, if
-        any. The latency and queue-wait percentiles keep their window of recent samples (the
-        Rust core keeps those; they age out as new commands run)."""
-        self._metrics_baseline = counter_baseline(self._core.metrics())
+        """Counts `metrics()` from zero again (counters, and the latency and queue-wait samples
+        behind the percentiles), and resets the ``metrics_sink``, if any."""
+        self._core.reset_metrics()
         if self._feed is not None:
             self._feed.sink.reset()
 

@@ -17,7 +17,7 @@ Other sinks: `lanemq.prometheus.PrometheusMetricsSink` (histograms with buckets)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 #: The counters a manager sends, as `QueueManager.metrics()` names them.
 COUNTERS = (
@@ -89,23 +89,6 @@ class InMemoryMetricsSink:
     def observed(self, lane: str, kind: str) -> Observations:
         """The lane's durations of ``kind`` (all zero when none)."""
         return self.observations.get(lane, {}).get(kind, Observations())
-
-
-def counter_baseline(metrics: dict[str, dict[str, Any]]) -> dict[str, dict[str, int]]:
-    """The counters of a `QueueManager.metrics()` result: what `reset_metrics` subtracts later."""
-    return {lane: {name: entry[name] for name in COUNTERS} for lane, entry in metrics.items()}
-
-
-def subtract_baseline(
-    metrics: dict[str, dict[str, Any]], baseline: dict[str, dict[str, int]]
-) -> dict[str, dict[str, Any]]:
-    """``metrics`` with the counters counted from ``baseline`` (changed in place, returned)."""
-    for lane, entry in metrics.items():
-        base = baseline.get(lane)
-        if base is not None:
-            for name, value in base.items():
-                entry[name] -= value
-    return metrics
 
 
 __all__ = [

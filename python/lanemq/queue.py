@@ -19,12 +19,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
-from . import _checks, _json
+from . import _checks, _json, observe
 from ._core import Backoff, Dedup, JobOptions, JobQueueCore, JobRecord, KeepJobs, MemoryGroupCore
 from ._redis_url import redact_url, redis_url_problem
 from .exceptions import ConfigError, JobFailedError, JobNotFoundError
 from .flows import Dependencies, FlowJob, JobNode, flow_args
 from .job import Job
+from .observe import QueueMetrics, WorkerInfo
 from .schedulers import JobScheduler, every_ms, instant, limit_value
 
 if TYPE_CHECKING:
@@ -972,6 +973,47 @@ class JobQueue:
         queue's prefix (a SCAN, a page at a time). A Redis or local queue is listed once it
         holds anything (a job, a setting)."""
         return await self._core.queue_names()
+
+    # ------------------------------------------------------------- observation
+
+    async def record_metrics(
+        self, kind: str, counts: Iterable[tuple[int, int]], max_data_points: int
+    ) -> None:
+        """Adds per-minute counts to the ``kind`` metrics (``"completed"`` or ``"failed"``):
+        ``counts`` are ``(minute_start_ms, n)`` pairs, each minute's start a multiple of 60,000
+        ms since the epoch. What a `JobWorker` with ``metrics_max_data_points`` calls, at most
+        once a second. The series keeps at most ``max_data_points`` minutes (1 to 100,000; the
+        oldest go), a 0 for each minute without jobs between recorded ones (as BullMQ fills
+        gaps). A count for a minute older than the newest adds into that minute while the
+        series holds it, else only to the total. A bad kind, pair or maximum is refused
+        (`ConfigError` naming it) and nothing is written."""
+        await observe.record_metrics(self._core, kind, counts, max_data_points)
+
+    async def get_metrics(self, kind: str, start: int = 0, end: int = -1) -> QueueMetrics:
+        """The ``kind`` metrics (``"completed"`` or ``"failed"``, BullMQ's ``getMetrics``):
+        the total, the per-minute counts from index ``start`` to ``end`` inclusive (0 is the
+        newest minute; negative indexes count from the oldest end, as ``LRANGE``), how many
+        minutes are kept and the newest minute's start. Any other kind is a `ConfigError`."""
+        return await observe.get_metrics(self._core, kind, start, end)
+
+    async def heartbeat_worker(
+        self, info: WorkerInfo, ttl: float, *, now: int | None = None
+    ) -> None:
+        """Records that the worker ``info`` describes is alive at ``now`` (its
+        ``last_heartbeat`` is then ``now``, whatever ``info`` says), for ``ttl`` seconds: a
+        worker not heard from again within them is dropped by `get_workers`. Low level: every
+        running `JobWorker` calls it (its ttl is 3 heartbeat intervals)."""
+        await observe.heartbeat_worker(self._core, self.name, info, ttl, now)
+
+    async def remove_worker(self, worker_id: str) -> bool:
+        """Removes worker ``worker_id`` from the registry (a `JobWorker` does at close);
+        whether it was there."""
+        return await self._core.remove_worker(worker_id)
+
+    async def get_workers(self, *, now: int | None = None) -> list[WorkerInfo]:
+        """The workers of this queue heard from within their ttl at ``now`` (default: the
+        wall clock), by ``started_at`` then ``id``; entries older than their ttl are deleted."""
+        return await observe.get_workers(self._core, self.name, now)
 
 
 class MemoryGroup:

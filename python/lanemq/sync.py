@@ -40,6 +40,7 @@ from . import queue as _queue
 from ._core import JobOptions
 from .exceptions import JobNotFoundError
 from .job import Job
+from .observe import QueueMetrics, WorkerInfo
 from .queue import BulkItem, JobQueue, JobResult, QueueStats
 
 Q = TypeVar("Q", bound=JobQueue)
@@ -498,6 +499,17 @@ class SyncQueue(Generic[Q]):
     def list_queues(self) -> list[str]:
         """The names of the queues this queue's backend holds (`JobQueue.list_queues`)."""
         return self._runner.call(self.queue.list_queues)
+
+    # ------------------------------------------------------------- observation
+
+    def get_metrics(self, kind: str, start: int = 0, end: int = -1) -> QueueMetrics:
+        """`JobQueue.get_metrics`: the ``kind`` ("completed" or "failed") per-minute metrics."""
+        queue = self.queue
+        return self._runner.call(lambda: queue.get_metrics(kind, start, end))
+
+    def get_workers(self) -> list[WorkerInfo]:
+        """`JobQueue.get_workers`: the workers of the queue heard from within their ttl."""
+        return self._runner.call(self.queue.get_workers)
 
 
 def _sync_factory(factory: Callable[P, Q]) -> Callable[P, SyncQueue[Q]]:

@@ -32,6 +32,7 @@ from ._worker_calls import (
     with_middleware,
 )
 from ._worker_close import check_seconds, wind_down
+from ._worker_observe import WorkerObserver, check_observe
 from ._worker_signals import SignalHandlers
 from ._worker_stepping import step
 from ._worker_unknown import UnknownJobNameWarning, postpone_unknown
@@ -82,7 +83,15 @@ class JobWorker:
     ``unknown_name_retries`` is N > 0 (for rolling deploys, where a newer worker knows the
     name): then it is moved back to delayed for ``unknown_name_delay`` seconds, at most N
     times in all (counted across workers, by a log line on the job each time), then failed;
-    each postponement calls the ``error`` hooks with an `UnknownJobNameWarning`."""
+    each postponement calls the ``error`` hooks with an `UnknownJobNameWarning`.
+
+    Observation (`lanemq.observe`): while ``run()`` runs, the worker heartbeats its
+    `WorkerInfo` every ``heartbeat_interval`` seconds (at least 1; its entry lives three
+    intervals), so `JobQueue.get_workers` lists it, and it leaves the registry at close. With
+    ``metrics_max_data_points`` (None: off, as BullMQ's ``metrics`` option; `MetricsTime` has
+    usual values) it records the jobs it completed and failed for good per minute
+    (`JobQueue.get_metrics`), at most once a second and at close: nothing is added to the calls
+    that claim or finish jobs."""
 
     def __init__(
         self,
@@ -95,6 +104,8 @@ class JobWorker:
         name: str | None = None,
         unknown_name_retries: int = 0,
         unknown_name_delay: float = 5.0,
+        metrics_max_data_points: int | None = None,
+        heartbeat_interval: float = 5.0,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"invalid concurrency: {concurrency} (must be >= 1)")
@@ -109,6 +120,7 @@ class JobWorker:
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise ConfigError(f"invalid unknown_name_retries: {retries!r} (must be an int >= 0)")
         check_seconds("unknown_name_delay", unknown_name_delay, optional=False)
+        check_observe(heartbeat_interval, metrics_max_data_points)
         self.queue = queue
         self._remote = queue.remote
         # The running jobs, the outcomes waiting to be reported, the calls in flight, pause,
@@ -120,6 +132,8 @@ class JobWorker:
         self.stalled_interval = stalled_interval
         self.unknown_name_retries = unknown_name_retries
         self.unknown_name_delay = unknown_name_delay
+        self.metrics_max_data_points = metrics_max_data_points
+        self.heartbeat_interval = heartbeat_interval
         self.id = name or f"worker-{uuid.uuid4().hex[:12]}"
         # The processors as registered, and as called (`_rebuild` makes the second from the
         # first: plain functions go to a thread).
@@ -262,9 +276,11 @@ class JobWorker:
         )
         self._stopped = asyncio.Event()
         run_done = self._run_done = loop.create_future()
+        observer = WorkerObserver(self)
         chores = [
             loop.create_task(self._every(self.renew_every, self._renew)),
             loop.create_task(self._every(self.stalled_interval, self._recover)),
+            loop.create_task(observer.run(self._stopped)),
         ]
         try:
             while not self._closing:
@@ -290,6 +306,7 @@ class JobWorker:
             finally:
                 self._stopped.set()
                 await asyncio.gather(*chores, return_exceptions=True)
+                await observer.finish()  # the last metrics, then out of the registry
                 self._running = self._run_done = None
                 run_done.set_result(None)
                 log.info(

@@ -2,7 +2,8 @@
 //!
 //! - `contract`: the job contract every backend implements, split by concern;
 //! - the shared model: `model` (a job and its states), `options` (and their checks), `events`,
-//!   `constants`, `jitter`, and the decisions of `dedup`, `flow` and `scheduler`;
+//!   `constants`, `jitter`, and the decisions of `dedup`, `flow`, `scheduler`, `metrics` (the
+//!   per-minute series) and `workers` (the worker registry);
 //! - `lifecycle`: every job transition, once, over the small `JobStorage` interface that the
 //!   two in-process stores implement, with its effects applied in one documented order;
 //! - the backends of this crate: `memory` (`MemoryBackend`, in-process) and `local`
@@ -23,16 +24,18 @@ mod lifecycle;
 pub use lifecycle::Gate;
 mod local;
 mod memory;
+pub mod metrics;
 mod model;
 mod options;
 mod paging;
 pub mod scheduler;
 #[cfg(test)]
 mod tests;
+pub mod workers;
 
 pub use contract::{
     ready, BoxFuture, Completion, FailOutcome, Failure, JobAdmin, JobBackend, JobDedup, JobEvents,
-    JobFlows, JobLifecycle, JobReads, JobSchedulers, NewJob, QueueStats,
+    JobFlows, JobLifecycle, JobObserve, JobReads, JobSchedulers, NewJob, QueueStats,
 };
 pub use events::{
     check_custom_event, event_name, event_names, field_name, known_event_name, EventLog, Field,
@@ -41,6 +44,7 @@ pub use events::{
 pub use flow::{AddedNode, Dependencies, DependencyCounts, FlowNode, ParentPolicy, ParentRef};
 pub use local::LocalBackend;
 pub use memory::{Claimed, MemoryBackend, MemoryGroup, MemoryStore};
+pub use metrics::{Metrics, MetricsKind};
 pub use model::{
     check_max_active, check_rate_limit, next_ready_at, rate_limit_end, rate_limited_until,
     wall_clock_ms, FinishedResult, Job, JobState, Lock, Millis, JOB_STATES_COUNT,
@@ -52,3 +56,4 @@ pub use options::{
 };
 pub use paging::index_range;
 pub use scheduler::{JobScheduler, Template};
+pub use workers::WorkerEntry;

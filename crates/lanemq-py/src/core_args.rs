@@ -4,6 +4,7 @@
 //! error) that `lanemq.queue` raised when it did these conversions itself, word for word, so
 //! the public API did not change when they moved here.
 
+use lanemq_core::jobs::metrics::{MetricsKind, MAX_DATA_POINTS};
 use lanemq_core::jobs::{JobState, Millis, MAX_PRIORITY};
 use pyo3::exceptions::PyOverflowError;
 use pyo3::prelude::*;
@@ -213,6 +214,64 @@ impl CoreArg for Priority {
             ));
         }
         Ok(priority as u32)
+    }
+}
+
+/// A metrics kind: "completed" or "failed".
+#[derive(FromPyObject)]
+#[pyo3(transparent)]
+pub struct Kind(String);
+
+impl CoreArg for Kind {
+    type Core = MetricsKind;
+    fn core(self, _field: &str) -> PyResult<MetricsKind> {
+        MetricsKind::parse(&self.0).map_err(to_py)
+    }
+}
+
+/// `(minute start ms, count)` pairs, each an integer >= 0 (the core checks the rest).
+#[derive(FromPyObject)]
+#[pyo3(transparent)]
+pub struct MinuteCounts(Vec<(Int, Int)>);
+
+impl CoreArg for MinuteCounts {
+    type Core = Vec<(Millis, u64)>;
+    fn core(self, field: &str) -> PyResult<Vec<(Millis, u64)>> {
+        self.0
+            .iter()
+            .map(|(minute, n)| {
+                let (minute, n) = (minute.get(field)?, n.get(field)?);
+                if minute < 0 || n < 0 {
+                    return Err(invalid(
+                        field,
+                        format!("({minute}, {n})"),
+                        "a minute and a count must be integers >= 0",
+                    ));
+                }
+                Ok((minute as Millis, n as u64))
+            })
+            .collect()
+    }
+}
+
+/// How many minutes a metrics series keeps: 1 to `MAX_DATA_POINTS` (`check_max_data_points`'
+/// range, refused here with the value as given, a negative one too).
+#[derive(FromPyObject)]
+#[pyo3(transparent)]
+pub struct DataPoints(Int);
+
+impl CoreArg for DataPoints {
+    type Core = usize;
+    fn core(self, field: &str) -> PyResult<usize> {
+        let points = self.0.get(field)?;
+        if points < 1 || points > MAX_DATA_POINTS as i64 {
+            return Err(invalid(
+                field,
+                points,
+                &format!("must be from 1 to {MAX_DATA_POINTS}"),
+            ));
+        }
+        Ok(points as usize)
     }
 }
 

@@ -4,13 +4,16 @@
 //! wire) and the constructors are written out in `job_queue.rs`.
 
 use lanemq_core::jobs::{
-    Dependencies, DependencyCounts, FinishedResult, Job, JobScheduler, JobState, Millis,
-    QueueStats, StreamEvent,
+    Dependencies, DependencyCounts, FinishedResult, Job, JobScheduler, JobState, Metrics, Millis,
+    QueueStats, StreamEvent, WorkerEntry,
 };
 use pyo3::prelude::*;
 
 use crate::bridge::millis_to_seconds;
-use crate::core_args::{CoreArg, Dict, Now, Positive, Priority, RateWait, Secs, State, States};
+use crate::core_args::{
+    CoreArg, DataPoints, Dict, Kind, MinuteCounts, Now, Positive, Priority, RateWait, Secs, State,
+    States,
+};
 use crate::flows::{self, DependencyRows};
 use crate::job_queue::{records, unit, JobQueueCore};
 use crate::job_record::JobRecord;
@@ -195,6 +198,26 @@ forwards! {
     /// Appends the custom event `name` (its `data`: a JSON object) and awaits its id.
     fn publish_event(name: String, job_id: Option<String>, data: String, now: Option<Now> = None)
         -> Ok { publish_event(name, job_id, data, now) }
+
+    // ------------------------------------------------------------ observation
+
+    /// Adds `(minute start ms, count)` pairs to the `kind` series ("completed" or "failed").
+    fn record_metrics(kind: Kind, counts: MinuteCounts, max_data_points: DataPoints) -> unit {
+        record_metrics(kind, counts, max_data_points)
+    }
+    /// Awaits `(count, data, data_points, newest_minute)` of the `kind` series.
+    fn get_metrics(kind: Kind, start: i64, end: i64) -> metrics_row {
+        get_metrics(kind, start, end)
+    }
+    /// Records worker `id` alive at `now`, described by `info` (JSON), for `ttl` seconds.
+    fn heartbeat_worker(id: String, info: String, ttl: Secs, now: Option<Now> = None) -> unit {
+        heartbeat_worker(id, info, ttl, now)
+    }
+    /// Awaits True if worker `id` was registered.
+    fn remove_worker(id: String) -> Ok { remove_worker(id) }
+    /// Awaits `(id, info, last_heartbeat)` of the workers alive at `now`, by id; the others
+    /// are deleted.
+    fn get_workers(now: Option<Now> = None) -> worker_rows { get_workers(now) }
 }
 
 // The conversions of the values the backend gives.
@@ -307,5 +330,19 @@ fn event_rows(events: Vec<StreamEvent>) -> PyResult<Vec<EventRow>> {
                 fields,
             )
         })
+        .collect())
+}
+
+/// A metrics series as Python receives it: (count, data, data_points, newest_minute).
+type MetricsRow = (u64, Vec<u64>, usize, Option<Millis>);
+
+fn metrics_row(m: Metrics) -> PyResult<MetricsRow> {
+    Ok((m.count, m.data, m.data_points, m.newest_minute))
+}
+
+fn worker_rows(workers: Vec<WorkerEntry>) -> PyResult<Vec<(String, String, Millis)>> {
+    Ok(workers
+        .into_iter()
+        .map(|w| (w.id, w.info, w.last_heartbeat))
         .collect())
 }

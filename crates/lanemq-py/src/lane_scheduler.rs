@@ -214,6 +214,11 @@ impl LaneScheduler {
         Ok(out)
     }
 
+    /// Counts every lane's counters and latency samples from zero again.
+    fn reset_metrics(&mut self) {
+        self.core.reset_metrics();
+    }
+
     /// Per lane: counters, and latency and queue-wait percentiles in seconds.
     fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let out = PyDict::new(py);

@@ -309,14 +309,15 @@ impl RedisBackend {
             .collect()
     }
 
-    /// Deletes every key of the queue. Pauses first; refused (and left paused) while jobs are
+    /// Deletes every key of the queue (metrics and workers too). Pauses first; refused (and left paused) while jobs are
     /// active, unless `force`. Afterwards the queue is empty, not paused, with no rate limit and
     /// no cap on active jobs.
     pub async fn obliterate(&self, force: bool, now: Millis) -> CoreResult<()> {
         let force = if force { "1" } else { "0" };
         let reply = items(self.change(&scripts::OBLITERATE, now, &[force]).await?)?;
         match reply.first().and_then(text).as_deref() {
-            Some("ok") => Ok(()),
+            // The metrics and workers have keys outside the script's block.
+            Some("ok") => self.delete_observed().await,
             Some("active") => Err(CoreError::Refused(format!(
                 "cannot obliterate a queue with {} active jobs (use force=True)",
                 count(reply.get(1))?

@@ -175,7 +175,7 @@ impl RedisBackend {
 
     /// Whether scripts run as the functions of the library (`scripts::LIBRARY`), which the
     /// server has from Redis 7 and Valkey 7.2 on; else by EVALSHA.
-    fn functions(&self) -> bool {
+    pub(crate) fn functions(&self) -> bool {
         !self.evalsha_only && self.server.known_functions().unwrap_or(true)
     }
 
@@ -556,7 +556,7 @@ pub(crate) fn count_jobs(pipe: &mut redis::Pipeline, set_key: String) {
 /// carries a hash of its text, so a library of that name is this one; and loading without
 /// REPLACE refuses an existing name before compiling (a load compiles the whole library, on
 /// every connect otherwise; its server time is in benches/README.md).
-async fn load_library(connection: &mut MultiplexedConnection) -> redis::RedisResult<()> {
+pub(crate) async fn load_library(connection: &mut MultiplexedConnection) -> redis::RedisResult<()> {
     match redis::cmd("FUNCTION")
         .arg("LOAD")
         .arg(&scripts::LIBRARY.text)
@@ -569,7 +569,7 @@ async fn load_library(connection: &mut MultiplexedConnection) -> redis::RedisRes
 }
 
 /// Whether FCALL named a function the server does not have (it lost the library).
-fn function_missing(error: &redis::RedisError) -> bool {
+pub(crate) fn function_missing(error: &redis::RedisError) -> bool {
     error.to_string().contains("Function not found")
 }
 

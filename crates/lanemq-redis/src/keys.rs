@@ -1,7 +1,10 @@
 //! The key layout (documented in `lua/README.md`). Every key of a queue starts with
 //! `<prefix>:{<queue>}:`, so a queue lives on one Redis Cluster slot, and all keys are fixed
 //! names: job fields live in one hash per field, keyed by job id, so every script can be handed
-//! every key it touches up front.
+//! every key it touches up front. What the queue keeps for observation (metrics, workers) has
+//! keys of its own outside the scripts' block (`Keys::metrics`, `Keys::workers`).
+
+use lanemq_core::jobs::MetricsKind;
 
 /// The fields of a job, each stored in its own hash `<base>j:<field>` (job id -> value).
 pub const JOB_FIELDS: [&str; 20] = [
@@ -87,6 +90,28 @@ impl Keys {
         keys.extend(AFTER_FIELDS.iter().map(|k| self.key(k)));
         keys
     }
+
+    /// The keys of a metrics series, the KEYS of `lua/metrics-2.lua`: its hash (`count`,
+    /// `newest`) and its list of per-minute counts.
+    pub fn metrics(&self, kind: MetricsKind) -> [String; 2] {
+        let head = self.key(&format!("metrics:{}", kind.as_str()));
+        let data = format!("{head}:data");
+        [head, data]
+    }
+
+    /// The keys of the worker registry, the KEYS of `lua/workers-2.lua`: the entries' hash and
+    /// their expiries' sorted set.
+    pub fn workers(&self) -> [String; 2] {
+        [self.key("workers"), self.key("workers:expiry")]
+    }
+
+    /// Every key of what the queue keeps for observation (`obliterate` deletes them).
+    pub fn observed(&self) -> Vec<String> {
+        let series = MetricsKind::ALL
+            .into_iter()
+            .flat_map(|kind| self.metrics(kind));
+        series.chain(self.workers()).collect()
+    }
 }
 
 #[cfg(test)]
@@ -105,5 +130,19 @@ mod tests {
         let all = keys.script_keys();
         assert_eq!(all.len(), 36, "the scripts are named <operation>-36.lua");
         assert!(all.iter().all(|k| k.starts_with("lanemq:{email}:")));
+        let observed = keys.observed();
+        assert_eq!(observed.len(), 6);
+        assert!(observed.iter().all(|k| k.starts_with("lanemq:{email}:")));
+        assert!(
+            observed.iter().all(|k| !all.contains(k)),
+            "outside the block"
+        );
+        assert_eq!(
+            keys.metrics(MetricsKind::Failed),
+            [
+                "lanemq:{email}:metrics:failed",
+                "lanemq:{email}:metrics:failed:data"
+            ]
+        );
     }
 }

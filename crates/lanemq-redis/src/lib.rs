@@ -12,6 +12,7 @@ mod flows;
 mod job_backend;
 mod keys;
 mod lifecycle;
+mod observe;
 mod reads;
 mod resp;
 mod schedulers;

@@ -539,6 +539,14 @@ impl<T> Scheduler<T> {
             .collect()
     }
 
+    /// Counts every lane's metrics from zero again: counters and the latency and queue-wait
+    /// samples (the seed's metrics reset). Stats (pending, active) are state, not metrics.
+    pub fn reset_metrics(&mut self) {
+        for lane in &mut self.lanes {
+            lane.metrics = LaneMetrics::default();
+        }
+    }
+
     pub fn dead_letters(&self) -> impl Iterator<Item = &DeadLetter> {
         self.dead_letters.iter()
     }

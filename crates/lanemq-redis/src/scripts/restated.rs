@@ -6,9 +6,10 @@
 
 use lanemq_core::jobs::constants::{STACKTRACE_LIMIT, STALLED_REASON};
 use lanemq_core::jobs::flow::child_failed_reason;
+use lanemq_core::jobs::metrics::MINUTE;
 use lanemq_core::jobs::{event_names, field_name, known_event_name, JobState};
 
-use super::{COMMON, FLOWS, JOBS, OPS, SCHEDULERS};
+use super::{file_name, COMMON, FLOWS, JOBS, OPS, SCHEDULERS};
 use crate::keys::{Keys, JOB_FIELDS};
 
 // ------------------------------------------------------------------ reading Lua source
@@ -24,7 +25,7 @@ fn sources() -> Vec<(String, &'static str)> {
     let helpers = helpers
         .into_iter()
         .map(|(name, text)| (name.to_owned(), text));
-    let scripts = OPS.iter().map(|(op, text)| (format!("{op}-36.lua"), *text));
+    let scripts = OPS.iter().map(|(op, text)| (file_name(op), *text));
     helpers.chain(scripts).collect()
 }
 
@@ -251,6 +252,11 @@ fn the_stalled_reason_is_the_cores() {
 #[test]
 fn the_stack_trace_limit_is_the_cores() {
     assert_eq!(constant("STACKTRACE_LIMIT").parse(), Ok(STACKTRACE_LIMIT));
+}
+
+#[test]
+fn the_metrics_minute_is_the_cores() {
+    assert_eq!(constant("MINUTE_MS").parse(), Ok(MINUTE));
 }
 
 #[test]

@@ -1,10 +1,10 @@
 //! The job contract every backend implements (memory, local file, Redis), split by concern:
 //! `JobLifecycle` (adding, claiming, finishing, leases), `JobReads`, `JobAdmin` (edits of one job
-//! and of the queue), `JobEvents`, `JobDedup`, `JobFlows` and `JobSchedulers`. `JobBackend` is
-//! all of them at once, which is what the bindings hold (as a trait object).
+//! and of the queue), `JobEvents`, `JobDedup`, `JobFlows`, `JobSchedulers` and `JobObserve`
+//! (metrics and the worker registry). `JobBackend` is all of them at once, which is what the bindings hold (as a trait object).
 //!
 //! The contract owns the types its methods speak (`types`); it imports the shared model
-//! (`model`, `options`, `flow`, `scheduler`, `events`), never an implementation.
+//! (`model`, `options`, `flow`, `scheduler`, `events`, `metrics`, `workers`), never an implementation.
 //!
 //! Methods return boxed `'static` futures so the bindings can await any backend the same way; an
 //! in-process backend returns futures that are ready at once, and the bindings then skip the
@@ -16,6 +16,7 @@ mod dedup;
 mod events;
 mod flows;
 mod lifecycle;
+mod observe;
 mod reads;
 mod schedulers;
 mod types;
@@ -30,6 +31,7 @@ pub use dedup::JobDedup;
 pub use events::JobEvents;
 pub use flows::JobFlows;
 pub use lifecycle::JobLifecycle;
+pub use observe::JobObserve;
 pub use reads::{JobReads, QueueStats};
 pub use schedulers::JobSchedulers;
 pub use types::{Completion, FailOutcome, Failure, NewJob};
@@ -43,11 +45,18 @@ pub fn ready<T: Send + 'static>(value: CoreResult<T>) -> BoxFuture<T> {
 
 /// The whole contract: what a backend is. Implement the concern traits; this follows.
 pub trait JobBackend:
-    JobLifecycle + JobReads + JobAdmin + JobEvents + JobDedup + JobFlows + JobSchedulers
+    JobLifecycle + JobReads + JobAdmin + JobEvents + JobDedup + JobFlows + JobSchedulers + JobObserve
 {
 }
 
 impl<T> JobBackend for T where
-    T: JobLifecycle + JobReads + JobAdmin + JobEvents + JobDedup + JobFlows + JobSchedulers
+    T: JobLifecycle
+        + JobReads
+        + JobAdmin
+        + JobEvents
+        + JobDedup
+        + JobFlows
+        + JobSchedulers
+        + JobObserve
 {
 }

@@ -11,6 +11,7 @@ mod events;
 mod flows;
 mod lifecycle;
 mod manage;
+mod observe;
 mod ops;
 mod reads;
 mod relay;

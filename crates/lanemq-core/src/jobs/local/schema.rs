@@ -112,6 +112,29 @@ CREATE TABLE IF NOT EXISTS flow_inbox (
     source TEXT PRIMARY KEY,
     last_seq INTEGER NOT NULL
 ) WITHOUT ROWID;
+-- Per-minute metrics (jobs/metrics.rs), per kind (0 completed, 1 failed): the series' head
+-- (the total, the start of its newest minute, how many minutes it holds) and the minutes that
+-- have a count; the series' other minutes are 0.
+CREATE TABLE IF NOT EXISTS metric_series (
+    kind INTEGER PRIMARY KEY,
+    count INTEGER NOT NULL,
+    newest INTEGER,
+    len INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS metric_minutes (
+    kind INTEGER NOT NULL,
+    minute INTEGER NOT NULL,
+    n INTEGER NOT NULL,
+    PRIMARY KEY (kind, minute)
+) WITHOUT ROWID;
+-- Running workers (jobs/workers.rs): each one's description (JSON), when it last heartbeated
+-- and when its entry expires.
+CREATE TABLE IF NOT EXISTS workers (
+    id TEXT PRIMARY KEY,
+    info TEXT NOT NULL,
+    last_heartbeat INTEGER NOT NULL,
+    expires INTEGER NOT NULL
+);
 ";
 
 /// Columns added since format 1 was first written (added to older files when they are opened;

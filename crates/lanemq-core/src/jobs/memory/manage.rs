@@ -275,7 +275,7 @@ impl MemoryStore {
         lifecycle::clean(self, grace, limit, state, now).expect("the memory store does not fail")
     }
 
-    /// Deletes everything in the queue, job schedulers included. Pauses first; refused (and
+    /// Deletes everything in the queue, job schedulers, metrics and workers included. Pauses first; refused (and
     /// left paused) while jobs are active, unless `force`. Afterwards the queue is empty and
     /// not paused.
     pub fn obliterate(&mut self, force: bool, now: Millis) -> CoreResult<()> {
@@ -300,6 +300,7 @@ impl MemoryStore {
         self.next_auto_id = 1;
         self.dedup.clear();
         self.schedulers.clear();
+        self.observed = Default::default();
         self.rate_limit = None;
         self.rate_window = (0, 0);
         self.rate_until = 0;

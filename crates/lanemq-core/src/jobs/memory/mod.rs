@@ -2,7 +2,7 @@
 //! (their futures are ready); only the waits (`wait_for_job`, `wait_finished`, `wait_events`)
 //! suspend, on a `Notify` that every change pings. The contract's concerns are implemented in
 //! the files of the same names as in `local/` (`lifecycle`, `reads`, `admin`, `events`,
-//! `dedup`, `flows`, `schedulers`).
+//! `dedup`, `flows`, `schedulers`, `observe`).
 
 mod admin;
 mod dedup;
@@ -10,6 +10,7 @@ mod events;
 mod flows;
 mod lifecycle;
 mod manage;
+mod observe;
 mod reads;
 mod schedulers;
 mod storage;

@@ -12,6 +12,7 @@ use crate::error::{CoreError, CoreResult};
 
 use super::dedup::DedupKeys;
 use super::flows::Flows;
+use super::observe::Observed;
 use super::schedulers::Schedulers;
 use crate::jobs::contract::FailOutcome;
 use crate::jobs::events::EventLog;
@@ -77,6 +78,8 @@ pub struct MemoryStore {
     pub(super) dedup: DedupKeys,
     pub(super) schedulers: Schedulers,
     pub(super) flow: Flows,
+    /// Metrics and workers (`observe.rs`): not jobs, kept beside them.
+    pub(super) observed: Observed,
     pub(super) seq: u64,
     pub(super) next_auto_id: u64,
     pub(super) drained_reported: bool,
@@ -99,6 +102,7 @@ impl MemoryStore {
             dedup: DedupKeys::default(),
             schedulers: Schedulers::default(),
             flow: Flows::default(),
+            observed: Observed::default(),
             config,
             jobs: HashMap::default(),
             waiting: BTreeMap::new(),

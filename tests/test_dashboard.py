@@ -5,9 +5,13 @@ the access token, escaping) are in test_dashboard_security.py."""
 
 from __future__ import annotations
 
+import json
 import re
+import time
 from collections.abc import Iterator
+from html import unescape
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conformance.backends import queue_fixture
@@ -21,6 +25,7 @@ from lanemq import (
     JobQueue,
     LocalJobQueue,
     RedisJobQueue,
+    WorkerInfo,
 )
 from lanemq.dashboard import app
 from lanemq.dashboard._render import when
@@ -28,6 +33,7 @@ from starlette.testclient import TestClient
 from support import redis_prefix
 
 queue = queue_fixture("memory", "local", "redis")
+MINUTE = 60_000
 
 
 @pytest.fixture
@@ -207,6 +213,58 @@ async def test_the_schedulers_page_shows_each_with_its_next_run(
     scheduler = await queue.get_scheduler("tick")
     assert scheduler is not None
     assert f'<time datetime="{when(scheduler.next_run)}Z"' in html
+
+
+def chart_of(html: str) -> dict[str, Any]:
+    """The first chart's data (what the page's script draws)."""
+    found = re.search(r'data-chart="([^"]+)"', html)
+    assert found is not None, "no chart on the page"
+    return dict(json.loads(unescape(found.group(1))))
+
+
+async def test_the_charts_show_the_metrics_of_the_last_hour(
+    queue: JobQueue, client: TestClient
+) -> None:
+    html = client.get(page_of(queue)).text
+    assert "no metrics yet" in html
+    minute = int(time.time() * 1000) // MINUTE * MINUTE
+    await queue.record_metrics("completed", [(minute - MINUTE, 7), (minute, 5)], 100)
+    await queue.record_metrics("failed", [(minute, 2)], 100)
+    html = client.get(page_of(queue)).text
+    spec = chart_of(html)
+    assert spec["minutes"] == 60
+    assert spec["completed"] == {"data": [5, 7], "newest": minute}
+    assert spec["failed"] == {"data": [2], "newest": minute}
+    assert "12 completed and 2 failed in all." in html
+    overview = chart_of(client.get("/").text)  # the overview's small one: the same data
+    assert overview["completed"] == spec["completed"]
+
+
+async def test_the_workers_page_lists_the_workers_heard_from(
+    queue: JobQueue, client: TestClient
+) -> None:
+    assert "No worker has been heard from lately" in client.get(f"{page_of(queue)}/workers").text
+    now = int(time.time() * 1000)
+    info = WorkerInfo(
+        id="w-1",
+        queue=queue.name,
+        host="app-7",
+        pid=4242,
+        concurrency=16,
+        version="9.9.9",
+        started_at=now - 60_000,
+        last_heartbeat=now,
+        processed=120,
+        failed=3,
+        running=2,
+    )
+    await queue.heartbeat_worker(info, ttl=60)
+    html = client.get(f"{page_of(queue)}/workers").text
+    row = html[html.index('<tr data-worker="w-1">') :].split("</tr>")[0]
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+    assert cells[:8] == ["<code>w-1</code>", "app-7", "4242", "9.9.9", "16", "2", "120", "3"]
+    assert f'<time datetime="{when(info.started_at)}Z"' in row
+    assert f'<a href="{page_of(queue)}/workers">1</a>' in client.get(page_of(queue)).text
 
 
 # ----------------------------------------------------------------------------- actions

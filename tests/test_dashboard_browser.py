@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -46,11 +47,15 @@ def page(browser: Browser) -> Iterator[Page]:
 
 
 async def fill(directory: Path) -> str:
-    """A queue ``q`` with one failed job (its id is returned) and two waiting ones."""
+    """A queue ``q`` with one failed job (its id is returned) and two waiting ones, and the
+    metrics of jobs finished over the last minutes (as a worker records them)."""
     queue = LocalJobQueue("q", directory)
     job = await failed_job(queue, data={"to": "ann@example.com"}, reason="SMTPError: 421")
     await queue.add("send", {"to": "bob@example.com"})
     await queue.add("send", {"to": "cy@example.com"})
+    minute = int(time.time() * 1000) // 60_000 * 60_000
+    await queue.record_metrics("completed", [(minute - 60_000 * i, 3) for i in (4, 2, 1)], 60)
+    await queue.record_metrics("failed", [(minute, 1)], 60)
     await queue.close()
     return job.id
 
@@ -79,6 +84,13 @@ def test_an_operator_retries_a_failed_job(tmp_path: Path, page: Page) -> None:
         expect(row.locator('[data-state="waiting"]')).to_have_text("2")
         expect(row.locator('[data-state="failed"]')).to_have_text("1")
 
+        # The charts are drawn by the page's script: a bar per minute with jobs.
+        page.goto(server.url + "/queues/q")
+        chart = page.locator("section.chart svg")
+        expect(chart.locator("rect.bar-completed")).to_have_count(3)
+        expect(chart.locator("rect.bar-failed")).to_have_count(1)
+
+        page.go_back()
         row.locator('[data-state="failed"]').click()
         expect(page.locator("h1")).to_contain_text("jobs of q")
         page.locator(f'tr[data-job="{job_id}"] td a').first.click()

@@ -6,12 +6,13 @@ token is asked for, kept in an HttpOnly SameSite=Strict cookie, and never shown;
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 
 import pytest
 from conformance.backends import queue_fixture
 from dashboard_support import ORIGIN, act, csrf_of, failed_job
-from lanemq import FlowJob, InMemoryJobQueue, JobQueue
+from lanemq import FlowJob, InMemoryJobQueue, JobQueue, WorkerInfo
 from lanemq.dashboard import app
 from starlette.testclient import TestClient
 
@@ -225,8 +226,12 @@ async def test_job_data_and_texts_are_escaped_everywhere(queue: JobQueue) -> Non
     await queue.update_progress(job.id, XSS)
     await queue.add_flow(FlowJob(XSS, XSS, children=[FlowJob("child", XSS)]))
     await queue.upsert_scheduler("s", every=60, template=(XSS, XSS))
+    now = int(time.time() * 1000)
+    worker = WorkerInfo(XSS, queue.name, XSS, 1, 1, XSS, now, now, 0, 0, 0)
+    await queue.heartbeat_worker(worker, ttl=60)
     with TestClient(app([queue])) as client:
         pages = [
+            f"/queues/{queue.name}/workers",
             f"/queues/{queue.name}/job/{job.id}",
             f"/queues/{queue.name}/jobs/failed",
             f"/queues/{queue.name}/jobs/waiting_children",

@@ -60,6 +60,7 @@ def app(
         Route(f"{queue}/lookup", pages.lookup),
         Route(f"{queue}/job/{{job_id:path}}", pages.job),
         Route(f"{queue}/schedulers", pages.schedulers),
+        Route(f"{queue}/workers", pages.workers),
         *(
             Route(f"{queue}/{name}", actions.endpoint(handler), methods=["POST"])
             for name, handler in (

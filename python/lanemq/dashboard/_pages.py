@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,8 @@ from ._source import QueueSource
 PAGE_SIZE = 25
 LOG_LINES = 200
 CHILDREN_SHOWN = 100
+#: The minutes the charts show (the newest of the per-minute metrics).
+CHART_MINUTES = 60
 #: The states whose list reads best newest first (by finish time); the others show the next
 #: job to run first.
 NEWEST_FIRST = ("completed", "failed")
@@ -38,9 +41,42 @@ NOTICES = {
 
 
 @dataclass(frozen=True)
+class Chart:
+    """A queue's per-minute chart: ``spec`` is what the page's script draws (JSON: the
+    newest `CHART_MINUTES` of the completed and failed metrics, each newest first from the
+    minute ``newest``, and the server's time, so the chart's "now" is the server's whatever
+    the browser's clock says); the totals ever recorded; whether anything was."""
+
+    spec: str
+    completed: int
+    failed: int
+    recorded: bool
+
+
+async def chart(queue: JobQueue) -> Chart:
+    series = {}
+    for kind in ("completed", "failed"):
+        metrics = await queue.get_metrics(kind, start=0, end=CHART_MINUTES - 1)
+        series[kind] = metrics
+    spec = {
+        "minutes": CHART_MINUTES,
+        "now": int(time.time() * 1000),
+        **{k: {"data": m.data, "newest": m.newest_minute} for k, m in series.items()},
+    }
+    return Chart(
+        json.dumps(spec),
+        series["completed"].count,
+        series["failed"].count,
+        any(m.newest_minute is not None for m in series.values()),
+    )
+
+
+@dataclass(frozen=True)
 class QueueRow:
     name: str
     stats: QueueStats
+    workers: int
+    chart: Chart
 
 
 def whole_number(request: Request, field: str, default: int, low: int, high: int) -> int:
@@ -81,7 +117,8 @@ class Pages:
         rows = []
         for name in await self.source.names():
             queue = await self.source.get(name)
-            rows.append(QueueRow(name, await queue.get_stats()))
+            workers = len(await queue.get_workers())
+            rows.append(QueueRow(name, await queue.get_stats(), workers, await chart(queue)))
         return self.render.page(
             request, "overview.html", queues=rows, states=STATES, notice=notice(request)
         )
@@ -96,6 +133,8 @@ class Pages:
             stats=stats,
             states=STATES,
             schedulers=await queue.count_schedulers(),
+            workers=len(await queue.get_workers()),
+            chart=await chart(queue),
             notice=notice(request),
         )
 
@@ -179,6 +218,12 @@ class Pages:
             total=total,
             page=page,
             last=last,
+        )
+
+    async def workers(self, request: Request) -> Response:
+        queue = await self._queue(request)
+        return self.render.page(
+            request, "workers.html", queue=queue, workers=await queue.get_workers()
         )
 
     async def _link(self, queue_name: str | None, job_id: str | None) -> dict[str, Any] | None:

@@ -24,48 +24,50 @@ function lastMinutes(series, minutes, nowMinute) {
   return values;
 }
 
-// Draws a chart into `holder` from its data-chart attribute: {"minutes": N, "completed":
-// {"data": [...], "newest": ms|null}, "failed": {...}}. Bars per minute, the failed ones in
-// front of the completed ones.
+// Draws a chart into `holder` from its data-chart attribute: {"minutes": N, "now": ms,
+// "completed": {"data": [...], "newest": ms|null}, "failed": {...}} (data newest first, from
+// the minute `newest`). A bar per minute: the failed jobs at its foot, the completed above.
 function drawChart(holder) {
   const spec = JSON.parse(holder.dataset.chart);
   const small = holder.classList.contains("spark");
   const minutes = spec.minutes;
-  const nowMinute = Math.floor(Date.now() / MINUTE) * MINUTE;
+  const nowMinute = Math.floor(spec.now / MINUTE) * MINUTE;
   const completed = lastMinutes(spec.completed, minutes, nowMinute);
   const failed = lastMinutes(spec.failed, minutes, nowMinute);
-  const width = small ? 150 : 600, height = small ? 30 : 140;
+  // Drawn at the holder's own size, so the labels keep their size on any screen.
+  const width = small ? 150 : Math.max(holder.clientWidth, 300), height = small ? 30 : 150;
   const left = small ? 0 : 34, bottom = small ? 0 : 16, top = small ? 2 : 8;
-  const most = Math.max(1, ...completed, ...failed);
-  const svg = element("svg", { viewBox: `0 0 ${width} ${height}`, role: "img" });
+  const most = Math.max(1, ...completed.map((value, i) => value + failed[i]));
+  const svg = element("svg", { viewBox: `0 0 ${width} ${height}`, width, height });
   const title = element("title", {}, svg);
   const sum = (values) => values.reduce((a, b) => a + b, 0);
   title.textContent = `last ${minutes} min: ${sum(completed)} completed, ${sum(failed)} failed`;
   const step = (width - left) / minutes;
   const scale = (height - bottom - top) / most;
-  [["completed", completed], ["failed", failed]].forEach(([kind, values]) => {
-    values.forEach((value, i) => {
-      if (!value) return;
+  const base = height - bottom;
+  for (let i = 0; i < minutes; i++) {
+    const at = new Date(nowMinute - (minutes - 1 - i) * MINUTE).toISOString().slice(11, 16);
+    let foot = base;
+    for (const [kind, value] of [["failed", failed[i]], ["completed", completed[i]]]) {
+      if (!value) continue;
       const bar = element("rect", {
         class: `bar-${kind}`,
         x: left + i * step + step * 0.1,
         width: Math.max(step * 0.8, 1),
-        y: height - bottom - value * scale,
+        y: foot - value * scale,
         height: value * scale,
       }, svg);
-      const tip = element("title", {}, bar);
-      const at = new Date(nowMinute - (minutes - 1 - i) * MINUTE);
-      tip.textContent = `${at.toISOString().slice(11, 16)} UTC: ${value} ${kind}`;
-    });
-  });
+      element("title", {}, bar).textContent = `${at} UTC: ${value} ${kind}`;
+      foot -= value * scale;
+    }
+  }
   if (!small) {
-    element("line", { class: "axis", x1: left, x2: width, y1: height - bottom, y2: height - bottom }, svg);
+    element("line", { class: "axis", x1: left, x2: width, y1: base, y2: base }, svg);
     const label = (text, x, y, anchor) => {
-      const node = element("text", { x, y, "text-anchor": anchor }, svg);
-      node.textContent = text;
+      element("text", { x, y, "text-anchor": anchor }, svg).textContent = text;
     };
     label(String(most), left - 4, top + 8, "end");
-    label("0", left - 4, height - bottom, "end");
+    label("0", left - 4, base, "end");
     label(`-${minutes} min`, left, height - 3, "start");
     label("now", width, height - 3, "end");
   }

@@ -29,6 +29,7 @@ from lanemq import (
 )
 from lanemq.dashboard import app
 from lanemq.dashboard._render import when
+from redis_support import free_port
 from starlette.testclient import TestClient
 from support import redis_prefix
 
@@ -421,6 +422,15 @@ async def test_a_redis_url_shows_the_queues_under_its_prefix(redis_url: str) -> 
     assert await queue.get_state(job.id) == "waiting"
     await queue.obliterate(force=True)
     await queue.close()
+
+
+def test_a_backend_that_cannot_answer_is_a_503_page() -> None:
+    down = RedisJobQueue("q", f"redis://127.0.0.1:{free_port()}/0", connect_timeout=0.5)
+    with TestClient(app([down])) as client:
+        for path in ("/", "/queues/q", "/queues/q/jobs/failed"):
+            response = client.get(path)
+            assert response.status_code == 503
+            assert "cannot connect" in response.text
 
 
 def test_what_the_app_refuses() -> None:

@@ -147,6 +147,24 @@ async def test_lookup_by_id_opens_the_job(queue: JobQueue, client: TestClient) -
     assert f"Job <code>{job.id}</code>" in opened.text
 
 
+async def test_a_job_id_with_url_characters_round_trips(
+    queue: JobQueue, client: TestClient
+) -> None:
+    await completed_job(queue)
+    job_id = "a?b#c/d e"  # (no "%": the TestClient decodes a path twice; uvicorn once)
+    await queue.add("send", {}, job_id=job_id, delay=3600)
+    found = client.get(f"{page_of(queue)}/lookup", params={"id": job_id}, follow_redirects=False)
+    page = found.headers["location"]
+    assert page == f"{page_of(queue)}/job/a%3Fb%23c%2Fd%20e"
+    html = client.get(page).text
+    assert f"Job <code>{job_id}</code>" in html
+    back = unescape(re.findall(r'name="back" value="([^"]+)"', html)[0])
+    assert back == page
+    promoted = act(client, f"{page_of(queue)}/promote", job_id=job_id, back=back)
+    assert promoted.headers["location"] == f"{page}?done=promoted"
+    assert await queue.get_state(job_id) == "waiting"
+
+
 async def test_a_failed_job_page_shows_everything_known_of_it(
     queue: JobQueue, client: TestClient
 ) -> None:

@@ -169,6 +169,8 @@ async def test_the_token_in_the_url_signs_in_once_and_leaves_the_url(queue: JobQ
         page = client.get(response.headers["location"])
         assert page.status_code == 200
         assert TOKEN not in page.text
+        encoded = client.get(f"/queues/{queue.name}/job/a%3Fb?token={TOKEN}&x=1")
+        assert encoded.history[0].headers["location"] == f"/queues/{queue.name}/job/a%3Fb?x=1"
         # Signed in: actions work as usual.
         assert act(client, f"/queues/{queue.name}/pause").status_code == 303
     assert await queue.is_paused()

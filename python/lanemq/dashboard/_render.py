@@ -22,7 +22,7 @@ from ..exceptions import (
     LanemqError,
     StorageError,
 )
-from ._security import Guard
+from ._security import Guard, asked_path
 
 log = logging.getLogger("lanemq.dashboard")
 
@@ -67,14 +67,6 @@ def path_part(text: str) -> str:
     return quote(text, safe="")
 
 
-def _here(request: Request) -> str:
-    """The page's path and query as the browser asked for them (percent-encoded: a job id
-    may hold ``?`` or ``#``), for the forms' ``back`` field."""
-    raw = request.scope.get("raw_path")
-    path = raw.decode("latin-1") if isinstance(raw, bytes) else quote(request.url.path)
-    return path + (f"?{request.url.query}" if request.url.query else "")
-
-
 class Renderer:
     """Renders the templates with what every page needs: ``base`` (the path the app is
     mounted at), the CSRF token of the forms, whether it is read-only."""
@@ -101,7 +93,8 @@ class Renderer:
             read_only=self.guard.read_only,
             now=int(time.time() * 1000),
             notice=context.pop("notice", None),
-            here=_here(request),
+            # (the page as asked for, for the forms' ``back`` field)
+            here=asked_path(request.scope) + (f"?{request.url.query}" if request.url.query else ""),
             **context,
         )
         return HTMLResponse(html, status_code=status_code)

@@ -12,9 +12,9 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
-from starlette.datastructures import URL, MutableHeaders
+from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -161,7 +161,7 @@ class GuardMiddleware:
         given = request.query_params.get("token")
         if given is not None:
             if self.guard.token_matches(given):
-                await self._signed_in(scope, _without_token(request.url))(
+                await self._signed_in(scope, _without_token(scope))(
                     scope, receive, send_with_headers
                 )
             else:
@@ -203,11 +203,15 @@ def _route_path(scope: Scope) -> str:
     return path[len(root) :] if root and path.startswith(root) else path
 
 
-def _without_token(url: URL) -> str:
-    """``url`` as a path and query, the ``token`` parameter left out."""
-    kept = [(k, v) for k, v in _query_pairs(url) if k != "token"]
-    return url.path + (f"?{urlencode(kept)}" if kept else "")
+def asked_path(scope: Scope) -> str:
+    """The request's path as the browser sent it, percent-encoded (a job id may hold ``?``
+    or ``#``): what a link back to the same page needs."""
+    raw = scope.get("raw_path")
+    return raw.decode("latin-1") if isinstance(raw, bytes) else quote(str(scope["path"]))
 
 
-def _query_pairs(url: URL) -> list[tuple[str, str]]:
-    return parse_qsl(url.query, keep_blank_values=True)
+def _without_token(scope: Scope) -> str:
+    """The page asked for, the ``token`` parameter left out of its query."""
+    query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+    kept = [(k, v) for k, v in query if k != "token"]
+    return asked_path(scope) + (f"?{urlencode(kept)}" if kept else "")

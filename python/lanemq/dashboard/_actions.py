@@ -1,4 +1,4 @@
-"""The dashboard's actions (POST only, each guarded by `Guard.check_action`): retry a job or
+"""The dashboard's actions (POST only, each guarded by the `Guard`'s checks): retry a job or
 every failed one, remove, promote, clean, pause and resume. Each answers with a redirect to
 the page that shows its outcome (303, so a reload does not post again)."""
 
@@ -47,7 +47,8 @@ async def read_form(request: Request) -> Form:
 
 
 def field(form: Form, name: str) -> str:
-    value = form.get(name, "").strip()
+    """The form's ``name``, as sent (a job id may hold spaces), which must not be empty."""
+    value = form.get(name, "")
     if not value:
         raise HTTPException(400, f"the form has no {name}")
     return value
@@ -95,8 +96,9 @@ class Actions:
         the dashboard), else to the handler's target."""
 
         async def run(request: Request) -> Response:
+            self.guard.check_writable(request)
             form = await read_form(request)
-            self.guard.check_action(request, form)
+            self.guard.check_csrf(form)
             queue = await self.source.get(request.path_params["queue"])
             outcome = await handler(queue, form)
             base = str(request.scope.get("root_path", ""))

@@ -38,6 +38,11 @@ def when(ms: int | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
+def iso(ms: int) -> str:
+    """Epoch milliseconds as an ISO 8601 UTC time (a ``<time datetime=...>``)."""
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def ago(ms: int | None, now: int) -> str:
     """How long before (or after) ``now`` the moment ``ms`` is, in words: "3 min ago",
     "in 5 s"."""
@@ -80,7 +85,7 @@ class Renderer:
             trim_blocks=True,
             lstrip_blocks=True,
         )
-        self.env.filters.update(when=when, pretty=pretty, q=path_part)
+        self.env.filters.update(when=when, iso=iso, pretty=pretty, q=path_part)
         self.env.globals.update(version=__version__, ago=ago)
 
     def page(

@@ -95,12 +95,15 @@ class Guard:
             secure=scope.get("scheme") == "https",
         )
 
-    def check_action(self, request: Request, form: Mapping[str, str]) -> None:
-        """Refuses (403) a POST the dashboard must not act on: in read-only mode; from a page
-        of another origin; without this app's CSRF token."""
+    def check_writable(self, request: Request) -> None:
+        """Refuses (403) an action in read-only mode, or one sent from a page of another
+        origin; checked before the form is read."""
         if self.read_only:
             raise HTTPException(403, "the dashboard is read-only: actions are turned off")
         check_same_origin(request)
+
+    def check_csrf(self, form: Mapping[str, str]) -> None:
+        """Refuses (403) a form without this app's CSRF token."""
         if not hmac.compare_digest(form.get("csrf", "").encode(), self._csrf.encode()):
             raise HTTPException(
                 403, "the form's CSRF token is missing or stale: reload the page and try again"

@@ -113,45 +113,56 @@ class Actions:
 
         return run
 
-    @staticmethod
-    async def retry(queue: JobQueue, form: Form) -> Outcome:
+
+def _on_job(change: Callable[[JobQueue, str], Awaitable[None]], done: str) -> Handler:
+    """An action on the job of the form's ``job_id`` that keeps it: back to its page."""
+
+    async def handler(queue: JobQueue, form: Form) -> Outcome:
         job_id = field(form, "job_id")
-        await queue.retry_job(job_id)
-        return Outcome(f"/job/{path_part(job_id)}", "retried")
+        await change(queue, job_id)
+        return Outcome(f"/job/{path_part(job_id)}", done)
 
-    @staticmethod
-    async def retry_failed(queue: JobQueue, form: Form) -> Outcome:
-        retried, _ = await retry_failed(queue)
-        return Outcome("/jobs/failed", "retried-failed", len(retried))
+    return handler
 
-    @staticmethod
-    async def remove(queue: JobQueue, form: Form) -> Outcome:
-        job_id = field(form, "job_id")
-        state = await queue.get_state(job_id)
-        await queue.remove(job_id)
-        return Outcome(f"/jobs/{state}" if state in STATES else "", "removed")
 
-    @staticmethod
-    async def promote(queue: JobQueue, form: Form) -> Outcome:
-        job_id = field(form, "job_id")
-        await queue.promote(job_id)
-        return Outcome(f"/job/{path_part(job_id)}", "promoted")
+async def _retry_failed(queue: JobQueue, form: Form) -> Outcome:
+    retried, _ = await retry_failed(queue)
+    return Outcome("/jobs/failed", "retried-failed", len(retried))
 
-    @staticmethod
-    async def clean(queue: JobQueue, form: Form) -> Outcome:
-        state = check_state(field(form, "state"), 400)
-        removed = await queue.clean(seconds(form, "grace"), count(form, "limit"), state)
-        return Outcome(f"/jobs/{state}", "cleaned", len(removed))
 
-    @staticmethod
-    async def pause(queue: JobQueue, form: Form) -> Outcome:
-        await queue.pause()
-        return Outcome("", "paused")
+async def _remove(queue: JobQueue, form: Form) -> Outcome:
+    job_id = field(form, "job_id")
+    state = await queue.get_state(job_id)
+    await queue.remove(job_id)
+    return Outcome(f"/jobs/{state}" if state in STATES else "", "removed")
 
-    @staticmethod
-    async def resume(queue: JobQueue, form: Form) -> Outcome:
-        await queue.resume()
-        return Outcome("", "resumed")
+
+async def _clean(queue: JobQueue, form: Form) -> Outcome:
+    state = check_state(field(form, "state"), 400)
+    removed = await queue.clean(seconds(form, "grace"), count(form, "limit"), state)
+    return Outcome(f"/jobs/{state}", "cleaned", len(removed))
+
+
+async def _pause(queue: JobQueue, form: Form) -> Outcome:
+    await queue.pause()
+    return Outcome("", "paused")
+
+
+async def _resume(queue: JobQueue, form: Form) -> Outcome:
+    await queue.resume()
+    return Outcome("", "resumed")
+
+
+#: The actions, by the last part of their path (``/queues/NAME/<action>``).
+HANDLERS: dict[str, Handler] = {
+    "retry": _on_job(JobQueue.retry_job, "retried"),
+    "retry-failed": _retry_failed,
+    "remove": _remove,
+    "promote": _on_job(JobQueue.promote, "promoted"),
+    "clean": _clean,
+    "pause": _pause,
+    "resume": _resume,
+}
 
 
 def _back(form: Form, base: str) -> tuple[str, list[tuple[str, str]]] | None:

@@ -11,7 +11,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..queue import JobQueue
-from ._actions import Actions, SignIn
+from ._actions import HANDLERS, Actions, SignIn
 from ._pages import Pages
 from ._render import Renderer
 from ._security import SIGN_IN, Guard, GuardMiddleware
@@ -63,15 +63,7 @@ def app(
         Route(f"{queue}/workers", pages.workers),
         *(
             Route(f"{queue}/{name}", actions.endpoint(handler), methods=["POST"])
-            for name, handler in (
-                ("retry", actions.retry),
-                ("retry-failed", actions.retry_failed),
-                ("remove", actions.remove),
-                ("promote", actions.promote),
-                ("clean", actions.clean),
-                ("pause", actions.pause),
-                ("resume", actions.resume),
-            )
+            for name, handler in HANDLERS.items()
         ),
         Mount("/static", StaticFiles(packages=[("lanemq.dashboard", "static")]), name="static"),
     ]

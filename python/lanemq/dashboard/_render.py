@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from .._core import __version__
+from ..cli.output import when
 from ..exceptions import (
     ConfigError,
     JobNotFoundError,
@@ -28,14 +29,6 @@ log = logging.getLogger("lanemq.dashboard")
 
 #: The most characters of a JSON value a page shows (a payload may be megabytes).
 SHOWN_CHARS = 100_000
-
-
-def when(ms: int | None) -> str:
-    """Epoch milliseconds as a UTC time, to the second."""
-    if ms is None:
-        return "-"
-    moment = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
-    return moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
 def iso(ms: int) -> str:

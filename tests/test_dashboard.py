@@ -372,7 +372,9 @@ async def test_refused_actions_say_why_and_change_nothing(
         ({"state": "completed", "grace": "soon"}, "invalid grace &#39;soon&#39;"),
         ({"state": "completed", "grace": "-1"}, "invalid grace &#39;-1&#39;"),
         ({"state": "completed", "grace": "nan"}, "invalid grace &#39;nan&#39;"),
+        ({"state": "completed", "grace": "1e308"}, "invalid grace &#39;1e308&#39;"),
         ({"state": "completed", "grace": "0", "limit": "-2"}, "invalid limit &#39;-2&#39;"),
+        ({"state": "completed", "grace": "0", "limit": "9" * 20}, "invalid limit &#39;999"),
     ):
         bad = act(client, f"{page_of(queue)}/clean", **fields)
         assert bad.status_code == 400, fields

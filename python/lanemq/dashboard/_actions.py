@@ -54,21 +54,31 @@ def field(form: Form, name: str) -> str:
     return value
 
 
+#: The largest grace and limit a form may give: far beyond any real one, and within what the
+#: backends take (a larger value would overflow their integers).
+MAX_SECONDS = 100 * 365 * 86400
+MAX_COUNT = 10**9
+
+
 def seconds(form: Form, name: str) -> float:
     raw = form.get(name, "").strip()
     try:
         value = float(raw)
     except ValueError:
         value = math.nan
-    if not (math.isfinite(value) and value >= 0):
-        raise HTTPException(400, f"invalid {name} {raw!r}: a number of seconds >= 0")
+    if not 0 <= value <= MAX_SECONDS:  # (NaN too)
+        raise HTTPException(
+            400, f"invalid {name} {raw!r}: a number of seconds from 0 to {MAX_SECONDS}"
+        )
     return value
 
 
 def count(form: Form, name: str) -> int:
     raw = form.get(name, "").strip() or "0"
-    if not (raw.isascii() and raw.isdigit()):
-        raise HTTPException(400, f"invalid {name} {raw!r}: a whole number >= 0 (0: all)")
+    if not (raw.isascii() and raw.isdigit()) or int(raw) > MAX_COUNT:
+        raise HTTPException(
+            400, f"invalid {name} {raw!r}: a whole number from 0 to {MAX_COUNT} (0: all)"
+        )
     return int(raw)
 
 

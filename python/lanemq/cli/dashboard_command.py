@@ -69,7 +69,7 @@ def _loopback(host: str) -> bool:
     help="Access token a browser must give once (prefer the environment variable: a "
     "command line is visible to other users).",
 )
-@log_level_option("Level of the lanemq and uvicorn loggers (to stderr).")
+@log_level_option("Level of the lanemq and uvicorn loggers (uvicorn's access log on stdout).")
 def dashboard_command(
     url: str,
     queue_names: Sequence[str],

@@ -135,3 +135,24 @@ def test_it_warns_when_listening_beyond_localhost_without_a_token(tmp_path: Path
     with serve("local:data", "--queue", "q", "--host", "0.0.0.0", cwd=tmp_path) as server:
         stop(server.proc)
         assert "listening on 0.0.0.0 without --token" in server.output()
+
+
+@pytest.mark.parametrize("missing", ["uvicorn", "starlette", "jinja2"])
+def test_without_the_extra_it_says_what_to_install(tmp_path: Path, missing: str) -> None:
+    # The package as if the extra were not installed: importing ``missing`` fails.
+    code = (
+        f"import sys; sys.modules[{missing!r}] = None\n"
+        "from lanemq.cli import main\n"
+        "main(['dashboard', 'local:data'])\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=SERVER_WAIT,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert f"the dashboard needs the package {missing!r}" in result.stderr
+    assert "pip install 'lanemq[dashboard]'" in result.stderr

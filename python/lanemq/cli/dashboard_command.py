@@ -97,8 +97,9 @@ def dashboard_command(
 
         from ..dashboard import app
     except ImportError as error:
+        package = (error.name or "?").partition(".")[0]
         raise click.ClickException(
-            f"the dashboard needs the package {error.name!r}: pip install 'lanemq[dashboard]'"
+            f"the dashboard needs the package {package!r}: pip install 'lanemq[dashboard]'"
         ) from None
     configure_logging(log_level)
     queues = []

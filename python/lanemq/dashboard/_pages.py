@@ -1,5 +1,5 @@
 """The dashboard's pages (GET): the queues, one queue, its jobs in a state, one job, its
-schedulers. Every bad value in the path or the query is a 4xx page naming it."""
+schedulers, its workers. Every bad value in the path or the query is a 4xx page naming it."""
 
 from __future__ import annotations
 
@@ -54,10 +54,10 @@ class Chart:
 
 
 async def chart(queue: JobQueue) -> Chart:
-    series = {}
-    for kind in ("completed", "failed"):
-        metrics = await queue.get_metrics(kind, start=0, end=CHART_MINUTES - 1)
-        series[kind] = metrics
+    series = {
+        kind: await queue.get_metrics(kind, start=0, end=CHART_MINUTES - 1)
+        for kind in ("completed", "failed")
+    }
     spec = {
         "minutes": CHART_MINUTES,
         "now": int(time.time() * 1000),
@@ -115,10 +115,9 @@ class Pages:
 
     async def overview(self, request: Request) -> Response:
         rows = []
-        for name in await self.source.names():
-            queue = await self.source.get(name)
+        for queue in await self.source.all():
             workers = len(await queue.get_workers())
-            rows.append(QueueRow(name, await queue.get_stats(), workers, await chart(queue)))
+            rows.append(QueueRow(queue.name, await queue.get_stats(), workers, await chart(queue)))
         return self.render.page(
             request, "overview.html", queues=rows, states=STATES, notice=notice(request)
         )

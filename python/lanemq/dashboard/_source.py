@@ -56,6 +56,10 @@ class QueueSource:
             return list(self._queues)
         return await list_queue_names(self._url, **self._options)
 
+    async def all(self) -> list[JobQueue]:
+        """Every queue, in order (those of a URL listed once)."""
+        return [self._open(name) for name in await self.names()]
+
     async def get(self, name: str) -> JobQueue:
         """The queue ``name``; an unknown one is a 404 naming the known ones."""
         queue = self._queues.get(name)
@@ -65,9 +69,15 @@ class QueueSource:
         if name not in names:
             known = ", ".join(repr(n) for n in names or self._queues) or "none"
             raise HTTPException(404, f"no queue {name!r} here (queues: {known})")
-        assert self._url is not None
-        queue = self._queues[name] = from_url(self._url, name, **self._options)
-        self._opened.append(queue)
+        return self._open(name)
+
+    def _open(self, name: str) -> JobQueue:
+        """The queue ``name``, which is known to exist: opened from the URL the first time."""
+        queue = self._queues.get(name)
+        if queue is None:
+            assert self._url is not None
+            queue = self._queues[name] = from_url(self._url, name, **self._options)
+            self._opened.append(queue)
         return queue
 
     async def known(self, name: str) -> bool:

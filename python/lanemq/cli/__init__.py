@@ -1,10 +1,12 @@
 """The ``lanemq`` command: ``lanemq worker`` runs job workers, ``lanemq queue`` looks at and
-manages a queue, ``lanemq queues`` lists a backend's queues. Also ``python -m lanemq``."""
+manages a queue, ``lanemq queues`` lists a backend's queues, ``lanemq dashboard`` serves the
+web dashboard. Also ``python -m lanemq``."""
 
 from __future__ import annotations
 
 import click
 
+from .dashboard_command import dashboard_command
 from .queue_commands import queue_group
 from .queues_command import queues_command
 from .worker_command import worker_command
@@ -21,5 +23,6 @@ def main() -> None:
 main.add_command(worker_command)
 main.add_command(queue_group)
 main.add_command(queues_command)
+main.add_command(dashboard_command)
 
 __all__ = ["main"]

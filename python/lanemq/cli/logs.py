@@ -5,8 +5,25 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
 
 LEVELS = ("debug", "info", "warning", "error", "critical")
+
+
+def log_level_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The ``--log-level`` option of the commands that run until stopped (default info)."""
+    return click.option(
+        "--log-level",
+        type=click.Choice(LEVELS, case_sensitive=False),
+        default="info",
+        show_default=True,
+        help=help,
+    )
+
+
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
+from .._retry_failed import retry_failed
 from ..exceptions import ConfigError, JobNotFoundError, JobStateError, LaneError
 from ..queue import STATES, JobQueue
 from ..urls import from_url, local_queue_file, redact_url
@@ -54,7 +55,10 @@ def json_flag(function: F) -> F:
     )(function)
 
 
-def _open(ref: QueueRef) -> JobQueue:
+def open_queue(ref: QueueRef) -> JobQueue:
+    """The queue ``ref`` names (``lanemq dashboard`` opens its queues here too). A
+    ``memory://`` URL, ``--prefix`` off Redis and a local queue whose file does not exist are
+    refused: each would show an empty queue where the user expects theirs."""
     scheme = ref.url.partition(":")[0].lower()
     if scheme == "memory":
         raise click.UsageError(
@@ -76,7 +80,7 @@ def _run(ref: QueueRef, action: Callable[[JobQueue], Awaitable[T]]) -> T:
     """Opens the queue, runs ``action`` on it, closes it; lanemq errors become messages."""
 
     async def run() -> T:
-        queue = _open(ref)
+        queue = open_queue(ref)
         try:
             return await action(queue)
         finally:
@@ -261,22 +265,11 @@ def retry(ref: QueueRef, job_id: str | None, all_failed: bool) -> None:
         click.echo(f"{len(retried)} failed job(s) waiting again")
 
 
-async def _retry_failed(queue: JobQueue, page: int = 500) -> list[str]:
+async def _retry_failed(queue: JobQueue) -> list[str]:
     """Retries every job that is failed now; one that changed meanwhile is skipped."""
-    ids: list[str] = []
-    while True:
-        batch = await queue.list_jobs("failed", len(ids), len(ids) + page - 1)
-        ids += [job.id for job in batch]
-        if len(batch) < page:
-            break
-    retried = []
-    for failed_id in ids:
-        try:
-            await queue.retry_job(failed_id)
-        except LaneError as error:  # retried or removed by someone else meanwhile
-            click.echo(f"skipped job {failed_id}: {error}", err=True)
-            continue
-        retried.append(failed_id)
+    retried, skipped = await retry_failed(queue)
+    for failed_id, reason in skipped:
+        click.echo(f"skipped job {failed_id}: {reason}", err=True)
     return retried
 
 

@@ -16,7 +16,7 @@ import click
 
 from ..queue import JobQueue
 from ..worker import JobWorker
-from .logs import LEVELS, configure_logging
+from .logs import configure_logging, log_level_option
 from .metrics import MetricsEndpoint, prometheus_module
 from .targets import Target, importable_cwd, read_config, resolve
 
@@ -48,13 +48,7 @@ DEFAULT_GRACE = 8.0
     help="Seconds running jobs get to finish after SIGTERM/SIGINT before they are released "
     "back to waiting.",
 )
-@click.option(
-    "--log-level",
-    type=click.Choice(LEVELS, case_sensitive=False),
-    default="info",
-    show_default=True,
-    help="Level of the lanemq logger (to stderr).",
-)
+@log_level_option("Level of the lanemq logger (to stderr).")
 @click.option(
     "--metrics-port",
     type=click.IntRange(min=0, max=65535),

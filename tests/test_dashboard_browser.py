@@ -1,0 +1,108 @@
+"""The dashboard in a real headless browser: Debian's Chromium (/usr/bin/chromium, which
+scripts/test installs), driven by Playwright, against ``lanemq dashboard`` run as a
+subprocess. It follows what an operator does: the overview's counts, the failed jobs, one
+job's page, Retry, and the job waiting again. Every wait is bounded."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from dashboard_support import failed_job, serve
+from lanemq import LocalJobQueue
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+CHROMIUM = "/usr/bin/chromium"
+STEP_MS = 10_000  # upper bound for one browser step; never reached when things work
+T = TypeVar("T")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(f"{CHROMIUM} is missing: scripts/test installs it (apt-get install chromium)")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, timeout=30_000)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    made = browser.new_page(viewport={"width": 1200, "height": 800})
+    made.set_default_timeout(STEP_MS)
+    made.set_default_navigation_timeout(STEP_MS)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+async def fill(directory: Path) -> str:
+    """A queue ``q`` with one failed job (its id is returned) and two waiting ones, and the
+    metrics of jobs finished over the last minutes (as a worker records them)."""
+    queue = LocalJobQueue("q", directory)
+    job = await failed_job(queue, data={"to": "ann@example.com"}, reason="SMTPError: 421")
+    await queue.add("send", {"to": "bob@example.com"})
+    await queue.add("send", {"to": "cy@example.com"})
+    minute = int(time.time() * 1000) // 60_000 * 60_000
+    await queue.record_metrics("completed", [(minute - 60_000 * i, 3) for i in (4, 2, 1)], 60)
+    await queue.record_metrics("failed", [(minute, 1)], 60)
+    await queue.close()
+    return job.id
+
+
+async def state_of(directory: Path, job_id: str) -> str:
+    queue = LocalJobQueue("q", directory)
+    try:
+        return await queue.get_state(job_id)
+    finally:
+        await queue.close()
+
+
+def run(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Runs ``coroutine`` to the end in a thread of its own: Playwright's sync API keeps an
+    event loop running in this one."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result(timeout=STEP_MS / 1000)
+
+
+def test_an_operator_retries_a_failed_job(tmp_path: Path, page: Page) -> None:
+    data = tmp_path / "data"
+    job_id = run(fill(data))
+    with serve(f"local:{data}", "--queue", "q", cwd=tmp_path) as server:
+        page.goto(server.url + "/")
+        row = page.locator('tr[data-queue="q"]')
+        expect(row.locator('[data-state="waiting"]')).to_have_text("2")
+        expect(row.locator('[data-state="failed"]')).to_have_text("1")
+
+        # The charts are drawn by the page's script: a bar per minute with jobs.
+        page.goto(server.url + "/queues/q")
+        chart = page.locator("section.chart svg")
+        expect(chart.locator("rect.bar-completed")).to_have_count(3)
+        expect(chart.locator("rect.bar-failed")).to_have_count(1)
+
+        page.go_back()
+        row.locator('[data-state="failed"]').click()
+        expect(page.locator("h1")).to_contain_text("jobs of q")
+        page.locator(f'tr[data-job="{job_id}"] td a').first.click()
+        expect(page.locator("dd.job-state")).to_have_text("failed")
+        expect(page.locator("pre.error-text")).to_have_text("SMTPError: 421")
+
+        shot = page.screenshot(full_page=True, timeout=STEP_MS)
+        assert shot.startswith(b"\x89PNG\r\n\x1a\n") and len(shot) > 1000
+
+        page.get_by_role("button", name="Retry").click()
+        expect(page.locator("dd.job-state")).to_have_text("waiting")
+        expect(page.locator("p.notice")).to_have_text("The job is waiting again.")
+        # The notice is shown once: the script took it out of the address.
+        assert "done=" not in page.url
+    assert run(state_of(data, job_id)) == "waiting"

@@ -112,11 +112,8 @@ class QueueManager:
         alerts: AlertConfig | None = None,
         storage: LocalStorage | None = None,
         autostart: bool = True,
-<<<<<<< HEAD
         metrics_sink: LaneMetricsSink | None = None,
-=======
         tracing: bool | None = None,
->>>>>>> otel
     ) -> None:
         lane_list = list(lanes)
         # lanemq.otel's span per command (True, or None: as lanemq.otel.instrument says).

@@ -19,11 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
-<<<<<<< HEAD
-from . import _checks, _json, observe
-=======
-from . import _checks, _json, _tracing
->>>>>>> otel
+from . import _checks, _json, _tracing, observe
 from ._core import Backoff, Dedup, JobOptions, JobQueueCore, JobRecord, KeepJobs, MemoryGroupCore
 from ._redis_url import redact_url, redis_url_problem
 from .exceptions import ConfigError, JobFailedError, JobNotFoundError

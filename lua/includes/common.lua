@@ -56,7 +56,7 @@ local WAITING_TEXT, DELAYED_TEXT, ACTIVE_TEXT, CHILDREN_TEXT, COMPLETED_TEXT, FA
 -- the script (compose.rs): the names above are its upvalues. Making a closure searches the
 -- upvalues captured so far for each local it captures (Lua 5.1's luaF_findupval walks them;
 -- a step's cost is in benches/README.md), while an upvalue of the enclosing function is
--- copied: every helper captures the keys, F and NOW. Keep only such plain names above (30 of
+-- copied: every helper captures the keys, F and NOW. Keep only such plain names above (31 of
 -- them: a function may have 60 upvalues).
 -- compose: nested from here
 local function get(field, id) return redis.call("HGET", F[field], id) end

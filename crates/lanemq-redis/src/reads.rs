@@ -17,7 +17,16 @@ fn set_of(state: JobState) -> &'static str {
 
 /// The counts of `count_states` (the waiting list's, then the six state sets'), then the
 /// settings `get_stats` reads.
-type StatsReply = (usize, usize, usize, usize, usize, usize, usize, Vec<Option<u64>>);
+type StatsReply = (
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+    Vec<Option<u64>>,
+);
 
 /// What decides when a claim may succeed: settings, the waiting list's and set's counts, the
 /// active count, the first delayed job.
@@ -241,7 +250,10 @@ impl RedisBackend {
         };
         let mut pipe = redis::pipe();
         if from < listed {
-            pipe.cmd("LRANGE").arg(&list).arg(from).arg(to.min(listed - 1));
+            pipe.cmd("LRANGE")
+                .arg(&list)
+                .arg(from)
+                .arg(to.min(listed - 1));
         }
         if to >= listed {
             pipe.cmd("ZRANGE")

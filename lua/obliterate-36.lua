@@ -10,9 +10,11 @@ local now, max_events, force = tonumber(ARGV[1]), ARGV[2], ARGV[3] == "1"
 -- here go with the queue. Found (and the other queues' keys checked) before anything is written.
 local orphans = {}
 if home() then
-  for _, set_key in ipairs({WAITING, DELAYED, ACTIVE, CHILDREN}) do
+  for _, set_key in ipairs({WAITING0, WAITING, DELAYED, ACTIVE, CHILDREN}) do
     local ids = {}
-    for _, m in ipairs(redis.call("ZRANGE", set_key, 0, -1)) do
+    local members = set_key == WAITING0 and redis.call("LRANGE", set_key, 0, -1)
+      or redis.call("ZRANGE", set_key, 0, -1)
+    for _, m in ipairs(members) do
       if job_member(m) then ids[#ids + 1] = string.sub(m, 15) end
     end
     for i, opts_json in ipairs(opts_all(ids)) do
@@ -35,5 +37,5 @@ for _, orphan in ipairs(orphans) do flow_apply(orphan[1], orphan[2], "removed") 
 -- This queue's keys only: the blocks after them belong to queues linked by flows. Its events
 -- are written first, so that they go too (not left behind in a new stream).
 flush_events()
-redis.call("DEL", unpack(KEYS, 1, BLOCK))
+redis.call("DEL", WAITING0, unpack(KEYS, 1, BLOCK))
 return {"ok"}

@@ -32,14 +32,31 @@ local function member_in(set_key, id, seq, ord)
   return n and hex(n) .. id
 end
 
--- Whether any state set holds job `id`.
+-- Whether any state set holds job `id` (the list of waiting jobs of priority 0 too, by a scan:
+-- only suspects get here).
 local function referenced(id)
   local seq, ord = get("seq", id), get("ord", id)
   for _, set_key in ipairs({WAITING, DELAYED, ACTIVE, CHILDREN, COMPLETED, FAILED}) do
     local m = member_in(set_key, id, seq, ord)
     if m and redis.call("ZSCORE", set_key, m) then return true end
+    if m and set_key == WAITING and redis.call("LPOS", WAITING0, m) then return true end
   end
   return false
+end
+
+-- Of the waiting members in the set `members`, those the list holds are marked found (true):
+-- the list read in pages until every one is found, one pass for the whole batch.
+local function find_listed(members)
+  local left, page, start = 0, 1000, 0
+  for _ in pairs(members) do left = left + 1 end
+  while left > 0 do
+    local listed = redis.call("LRANGE", WAITING0, start, start + page - 1)
+    for _, m in ipairs(listed) do
+      if members[m] == false then members[m] = true; left = left - 1 end
+    end
+    if #listed < page then break end
+    start = start + page
+  end
 end
 
 -- Every field of the job, its logs and its own flow dependencies (as `delete` does, without
@@ -83,6 +100,23 @@ if key == F.state then
     else
       suspects[#suspects + 1] = id
     end
+  end
+  -- Waiting jobs of priority 0 are in the list: looked for there, the rest in WAITING below.
+  local waiting = asked[WAITING]
+  if waiting then
+    local prios, listed, zset = mget("prio", waiting.ids), {}, {members = {}, ids = {}}
+    for k, m in ipairs(waiting.members) do
+      if prios[k] and prios[k] ~= "0" then
+        zset.members[#zset.members + 1] = m; zset.ids[#zset.ids + 1] = waiting.ids[k]
+      else
+        listed[m] = false
+      end
+    end
+    find_listed(listed)
+    for k, m in ipairs(waiting.members) do
+      if listed[m] == false then suspects[#suspects + 1] = waiting.ids[k] end
+    end
+    asked[WAITING] = #zset.members > 0 and zset or nil
   end
   for set_key, batch in pairs(asked) do
     local members, n = batch.members, #batch.members

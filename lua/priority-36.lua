@@ -17,9 +17,9 @@ local function with_option(opts, pattern, key, value)
 end
 local opts = with_option(opts_of(id), "%d+", "priority", priority)
 set("opts", id, with_option(opts, "%a+", "lifo", lifo and "true" or "false"))
+-- Out of waiting under the old priority (which says where it is), back in under the new one.
+local waiting = tonumber(state) == WAITING_STATE
+if waiting then waiting_remove(id) end
 set("prio", id, priority)
-if tonumber(state) == WAITING_STATE then
-  redis.call("ZREM", WAITING, member(order_of(id), id))
-  to_waiting(id, false, lifo)
-end
+if waiting then to_waiting(id, false, lifo) end
 return {"ok"}

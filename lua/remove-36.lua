@@ -13,6 +13,22 @@ local now, max_events, op = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local SETS = {[WAITING_STATE] = WAITING, [DELAYED_STATE] = DELAYED, [ACTIVE_STATE] = ACTIVE,
   [CHILDREN_STATE] = CHILDREN, [COMPLETED_STATE] = COMPLETED, [FAILED_STATE] = FAILED}
 
+-- The waiting members a clean takes (a set): off both keys in one pass, before the jobs go.
+local unlisted = {}
+
+-- Takes the members in the set `members` off the list (one pass: a copy without them) and off
+-- the sorted set, rather than a scan of the list per job.
+local function unlist_waiting(members)
+  local kept, all = {}, {}
+  for m in pairs(members) do all[#all + 1] = m end
+  zrem(WAITING, all)
+  for _, m in ipairs(redis.call("LRANGE", WAITING0, 0, -1)) do
+    if not members[m] then kept[#kept + 1] = m end
+  end
+  redis.call("DEL", WAITING0)
+  chunked("RPUSH", WAITING0, kept, 1)
+end
+
 local function cleaned(count)
   if count > 0 then emit("cleaned", nil, "count", tostring(count)) end
 end
@@ -20,7 +36,9 @@ end
 if op == "job" then
   return {remove_job(ARGV[4])}
 elseif op == "drain" then
-  local doomed = redis.call("ZRANGE", WAITING, 0, -1)
+  local doomed = redis.call("LRANGE", WAITING0, 0, -1)
+  for _, m in ipairs(redis.call("ZRANGE", WAITING, 0, -1)) do doomed[#doomed + 1] = m end
+  local waiting = #doomed
   if ARGV[4] == "1" then
     -- Delayed jobs that are the pending occurrences of job schedulers stay (as in BullMQ):
     -- their ids are repeat:<key>:<next_run>, read off SCHEDULERS_NEXT's scores.
@@ -35,9 +53,11 @@ elseif op == "drain" then
   if home() then
     for _, m in ipairs(doomed) do need_chain(opts_of(string.sub(m, 15))) end
   end
-  for _, m in ipairs(doomed) do
+  -- Every waiting job goes: both keys at once, rather than a scan of the list per job.
+  redis.call("DEL", WAITING0, WAITING)
+  for i, m in ipairs(doomed) do
     local id = string.sub(m, 15)
-    discard(id, tonumber(get("state", id)))
+    discard(id, tonumber(get("state", id)), i <= waiting)
   end
   cleaned(#doomed)
   settle_removals()
@@ -54,12 +74,15 @@ elseif op == "clean" then
     cutoff = tonumber(cutoff)
     local page, start = 1000, 0
     while limit == 0 or #doomed - 1 < limit do
-      local members = redis.call("ZRANGE", SETS[state], start, start + page - 1)
+      local members
+      if state == WAITING_STATE then members = waiting_range(start, start + page - 1)
+      else members = redis.call("ZRANGE", SETS[state], start, start + page - 1) end
       for _, m in ipairs(members) do
         local id = string.sub(m, 15)
         local at = job_member(m) and tonumber(get("finished", id) or get("created", id))
         if at and at <= cutoff and not live_lock(id) then
           doomed[#doomed + 1] = id
+          if state == WAITING_STATE then unlisted[m] = true end
           if #doomed - 1 == limit then break end
         end
       end
@@ -70,7 +93,9 @@ elseif op == "clean" then
   if home() then
     for i = 2, #doomed do need_chain(opts_of(doomed[i])) end
   end
-  for i = 2, #doomed do discard(doomed[i], state) end
+  local taken = next(unlisted) ~= nil
+  if taken then unlist_waiting(unlisted) end
+  for i = 2, #doomed do discard(doomed[i], state, taken) end
   cleaned(#doomed - 1)
   settle_removals()
   return doomed

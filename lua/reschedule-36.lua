@@ -7,7 +7,7 @@ local state = get("state", id)
 if not state then return {"missing"} end
 state = tonumber(state)
 if state == WAITING_STATE then
-  redis.call("ZREM", WAITING, member(order_of(id), id))
+  waiting_remove(id)
 elseif state == DELAYED_STATE then
   redis.call("ZREM", DELAYED, hex(num("seq", id)) .. id)
 else

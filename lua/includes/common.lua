@@ -8,6 +8,9 @@
 -- (metrics-2.lua and workers-2.lua get two keys of their own instead, and use none of these.)
 local BLOCK = 36
 local META, WAITING, DELAYED, ACTIVE, CHILDREN, COMPLETED, FAILED, LOGS, EVENTS, MARKER
+-- Waiting jobs of priority 0 (the default, claimed first) are a list built from WAITING's name:
+-- `waiting:0` (see `waiting_add`).
+local WAITING0
 -- After the field hashes: the dedup keys (jobs.lua), the job schedulers (schedulers.lua) and
 -- the flow dependencies (flows.lua).
 local DEDUP, DEDUP_EXPIRY, SCHEDULERS, SCHEDULERS_NEXT, DEPS, DEPS_VALUES
@@ -24,6 +27,7 @@ local function bind(base)
     K[base + 5]
   COMPLETED, FAILED, LOGS, EVENTS, MARKER = K[base + 6], K[base + 7], K[base + 8], K[base + 9],
     K[base + 10]
+  WAITING0 = WAITING .. ":0"
   -- One constructor: growing the table in a loop costs every call much more, mostly GC
   -- (benches/README.md).
   F = {name = K[base + 11], data = K[base + 12], opts = K[base + 13], state = K[base + 14],
@@ -52,7 +56,7 @@ local WAITING_TEXT, DELAYED_TEXT, ACTIVE_TEXT, CHILDREN_TEXT, COMPLETED_TEXT, FA
 -- the script (compose.rs): the names above are its upvalues. Making a closure searches the
 -- upvalues captured so far for each local it captures (Lua 5.1's luaF_findupval walks them;
 -- a step's cost is in benches/README.md), while an upvalue of the enclosing function is
--- copied: every helper captures the keys, F and NOW. Keep only such plain names above (30 of
+-- copied: every helper captures the keys, F and NOW. Keep only such plain names above (31 of
 -- them: a function may have 60 upvalues).
 -- compose: nested from here
 local function get(field, id) return redis.call("HGET", F[field], id) end
@@ -122,12 +126,24 @@ local function zrem(key, members) chunked("ZREM", key, members, 1) end
 -- member scored +inf that no job's member can equal (those start with hex digits): counts use
 -- ZCOUNT up to (+inf, and whatever walks the set's members skips it (job_member). Layout "2"
 -- has the sentinel.
-local LAYOUT = "2"
+-- Layout "3" keeps the waiting jobs of priority 0 in the list WAITING0 (`waiting_add`): a queue
+-- of layout "2" had them in WAITING, scored 0, and they move over in their order.
+local LAYOUT = "3"
 local function ensure_layout()
-  if redis.call("HGET", META, "layout") == LAYOUT then return end
-  local sentinel = string.rep("-", 256)
-  for _, field in ipairs(FIELDS) do redis.call("HSET", F[field], "", sentinel) end
-  redis.call("ZADD", ACTIVE, "+inf", "~" .. sentinel)
+  local layout = redis.call("HGET", META, "layout")
+  if layout == LAYOUT then return end
+  if layout == "2" then
+    while true do
+      local first = redis.call("ZRANGEBYSCORE", WAITING, "0", "0", "LIMIT", 0, 500)
+      if #first == 0 then break end
+      redis.call("RPUSH", WAITING0, unpack(first))
+      redis.call("ZREM", WAITING, unpack(first))
+    end
+  else
+    local sentinel = string.rep("-", 256)
+    for _, field in ipairs(FIELDS) do redis.call("HSET", F[field], "", sentinel) end
+    redis.call("ZADD", ACTIVE, "+inf", "~" .. sentinel)
+  end
   redis.call("HSET", META, "layout", LAYOUT)
 end
 
@@ -158,6 +174,43 @@ local function order_of(id)
   local ord = get("ord", id)
   if ord then return tonumber(ord) end
   return num("seq", id)
+end
+
+-- Waiting jobs: priority 0 in the list WAITING0, the others in the sorted set WAITING (score the
+-- priority), both under the same member, order then id. A job enters waiting only at the back
+-- or the front of its priority (lifecycle/mod.rs `to_waiting`: a fresh seq, negated for the
+-- front), so the list, pushed at its two ends, keeps the sorted set's order: newest front
+-- first, then the back in seq order. A list entry costs a few bytes where a sorted set's costs
+-- over a hundred (benches/README.md), and a push or pop is O(1); removing one from the middle
+-- (remove, reschedule, a new priority) is O(n), as in BullMQ's wait list.
+local function waiting_add(prio, order, id)
+  if prio == "0" then
+    redis.call(order < 0 and "LPUSH" or "RPUSH", WAITING0, member(order, id))
+  else
+    redis.call("ZADD", WAITING, prio, member(order, id))
+  end
+end
+local function waiting_remove(id)
+  ensure_layout() -- a job of layout "2" would be in WAITING
+  local prio, m = get("prio", id), member(order_of(id), id)
+  if prio and prio ~= "0" then redis.call("ZREM", WAITING, m)
+  else redis.call("LREM", WAITING0, 1, m) end
+end
+local function waiting_count()
+  return redis.call("LLEN", WAITING0) + redis.call("ZCARD", WAITING)
+end
+-- Members from index `first` to `last` (0-based, inclusive) of all waiting jobs in claim order:
+-- the list, then the sorted set.
+local function waiting_range(first, last)
+  local listed = redis.call("LLEN", WAITING0)
+  local out = {}
+  if first < listed then out = redis.call("LRANGE", WAITING0, first, math.min(last, listed - 1)) end
+  if last >= listed then
+    for _, m in ipairs(redis.call("ZRANGE", WAITING, math.max(first - listed, 0), last - listed)) do
+      out[#out + 1] = m
+    end
+  end
+  return out
 end
 
 -- Event ids are the META counter `event`. A script that knows how many events it is about to
@@ -233,7 +286,8 @@ local function to_waiting(id, front, lifo)
   if front or lifo then order = -seq end
   set("ord", id, string.format("%d", order))
   set("state", id, WAITING_TEXT)
-  redis.call("ZADD", WAITING, get("prio", id) or "0", member(order, id))
+  ensure_layout()
+  waiting_add(get("prio", id) or "0", order, id)
   redis.call("HDEL", META, "drained")
   wake("0")
 end
@@ -298,11 +352,14 @@ local function forget_dependencies(id)
   chunked("HDEL", DEPS_VALUES, fields, 1)
 end
 
-local function delete(id)
+-- Deletes job `id` and its data; `unlisted`: its state set no longer holds it (a drain or clean
+-- took many waiting jobs off the list at once, sparing a scan of the list per job).
+local function delete(id, unlisted)
   local state, seq = tonumber(get("state", id)), num("seq", id)
   local sets = {[WAITING_STATE] = WAITING, [DELAYED_STATE] = DELAYED, [ACTIVE_STATE] = ACTIVE,
     [CHILDREN_STATE] = CHILDREN, [COMPLETED_STATE] = COMPLETED, [FAILED_STATE] = FAILED}
-  if state == WAITING_STATE then redis.call("ZREM", WAITING, member(order_of(id), id))
+  if unlisted then -- nothing to take out
+  elseif state == WAITING_STATE then waiting_remove(id)
   elseif sets[state] then redis.call("ZREM", sets[state], hex(seq) .. id) end
   for _, field in ipairs(FIELDS) do redis.call("HDEL", F[field], id) end
   redis.call("HDEL", LOGS, id)

@@ -230,13 +230,13 @@ local function live_lock(id) return get("token", id) and num("expires", id) > NO
 local removed_children = {}
 
 -- Deletes job `id` and the dedup key it holds, noting it if it is an unfinished child.
-local function discard(id, state)
+local function discard(id, state, unlisted)
   if state ~= COMPLETED_STATE and state ~= FAILED_STATE then
     local parent = parent_of(opts_of(id))
     if parent then removed_children[#removed_children + 1] = {parent, id} end
   end
   dedup_on_removal(id)
-  delete(id)
+  delete(id, unlisted)
 end
 
 local function settle_removals()

@@ -55,7 +55,7 @@ local function create_jobs(specs, compact)
   -- Appending with counters: a push2 call per value cost more than the HSETs.
   local names, datas, optss, prios, seqs, created, states, ords, delays = {}, {}, {}, {}, {}, {},
     {}, {}, {}
-  local waiting, delayed, held = {}, {}, {}
+  local back, front, scored, delayed, held = {}, {}, {}, {}, {}
   local c, w, d, h, p, l, o = 0, 0, 0, 0, 0, 0, 0
   local out = {}
   for k = 1, count do
@@ -104,7 +104,12 @@ local function create_jobs(specs, compact)
         end
         states[b] = WAITING_TEXT
         w = w + 2
-        waiting[w - 1] = spec.prio; waiting[w] = member(order, id)
+        if spec.prio == "0" then
+          if order < 0 then front[#front + 1] = member(order, id)
+          else back[#back + 1] = member(order, id) end
+        else
+          scored[#scored + 1] = spec.prio; scored[#scored + 1] = member(order, id)
+        end
         emit("waiting", id)
       end
       if not compact then out[k] = {1, id, seq, order} end
@@ -124,7 +129,9 @@ local function create_jobs(specs, compact)
     end
   end
   if w > 0 then
-    zadd(WAITING, waiting)
+    chunked("RPUSH", WAITING0, back, 1)
+    chunked("LPUSH", WAITING0, front, 1)
+    zadd(WAITING, scored)
     if meta[3] then redis.call("HDEL", META, "drained") end
   end
   -- New jobs wake idle workers: to claim, or to recompute when the next delayed one is due.
@@ -489,16 +496,27 @@ local function claim_jobs(worker, lease, max_jobs, seed)
 
   local claimed = {}
   if allowed > 0 then
-    local popped = redis.call("ZPOPMIN", WAITING, allowed)
-    -- A waiting member is the job's order (hex, offset) and id, its score the priority: the
-    -- reply carries both, so neither field hash is read (each read of a big hash misses the
-    -- cache, benches/README.md).
-    local ids, ord, prio, n = {}, {}, {}, #popped / 2
-    for i = 1, n do
-      local m = popped[2 * i - 1]
+    -- Priority 0 first (the list), then the sorted set. A waiting member is the job's order
+    -- (hex, offset) and id, and a sorted set's score the priority: the replies carry both, so
+    -- neither field hash is read (each read of a big hash misses the cache, benches/README.md).
+    local ids, ord, prio, n = {}, {}, {}, 0
+    local listed = redis.call("LPOP", WAITING0, allowed) or {}
+    for i = 1, #listed do
+      local m = listed[i]
       ids[i] = string.sub(m, 15)
       ord[i] = tonumber(string.sub(m, 1, 14), 16) - ORDER_OFFSET
-      prio[i] = popped[2 * i]
+      prio[i] = "0"
+    end
+    n = #listed
+    if n < allowed then
+      local popped = redis.call("ZPOPMIN", WAITING, allowed - n)
+      for k = 1, #popped / 2 do
+        local m, i = popped[2 * k - 1], n + k
+        ids[i] = string.sub(m, 15)
+        ord[i] = tonumber(string.sub(m, 1, 14), 16) - ORDER_OFFSET
+        prio[i] = popped[2 * k]
+      end
+      n = #ids
     end
     if n > 0 then
       -- One command per field for the whole batch (as in complete_jobs, and as there the loops
@@ -573,11 +591,11 @@ local function claim_jobs(worker, lease, max_jobs, seed)
     if rate_max > 0 then redis.call("HINCRBY", META, "rate_count", #claimed) end
     -- Jobs left over: wake another idle worker (each wake-up pops the marker for one). As
     -- wake(0) does, without reading again whether the queue is paused: it is not.
-    if #claimed > 0 and redis.call("ZCARD", WAITING) > 0 then
+    if #claimed > 0 and waiting_count() > 0 then
       redis.call("ZADD", MARKER, "LT", "0", "w")
     end
   end
-  if #claimed == 0 and redis.call("ZCARD", WAITING) == 0
+  if #claimed == 0 and waiting_count() == 0
       and not redis.call("HGET", META, "drained") then
     redis.call("HSET", META, "drained", "1")
     emit("drained")

@@ -517,17 +517,13 @@ impl RedisBackend {
     /// Counts per state (the jobs in each state's set), in `JobState::ALL` order.
     pub async fn counts(&self) -> CoreResult<[usize; JOB_STATES_COUNT]> {
         let mut pipe = redis::pipe();
-        for set in crate::keys::STATE_SETS {
-            count_jobs(&mut pipe, self.keys.key(set));
-        }
+        count_states(&mut pipe, &self.keys);
         let mut connection = self.connection().await?;
         let counts: Vec<usize> = pipe
             .query_async(&mut connection)
             .await
             .map_err(|e| self.error(e))?;
-        let mut out = [0; JOB_STATES_COUNT];
-        out.copy_from_slice(&counts);
-        Ok(out)
+        Ok(state_counts(&counts))
     }
 }
 
@@ -550,6 +546,24 @@ fn needed_queue(error: &redis::RedisError) -> Option<String> {
 /// sentinel that keeps `active` a skiplist (see `ensure_layout` in `lua/includes/common.lua`).
 pub(crate) fn count_jobs(pipe: &mut redis::Pipeline, set_key: String) {
     pipe.cmd("ZCOUNT").arg(set_key).arg("-inf").arg("(+inf");
+}
+
+/// Counts the jobs of every state, in `JobState::ALL` order, with `JOB_STATES_COUNT + 1`
+/// commands: the list of waiting jobs of priority 0 first (`state_counts` adds it to the
+/// waiting set's count).
+pub(crate) fn count_states(pipe: &mut redis::Pipeline, keys: &Keys) {
+    pipe.cmd("LLEN").arg(keys.key(crate::keys::WAITING_LIST));
+    for set in crate::keys::STATE_SETS {
+        count_jobs(pipe, keys.key(set));
+    }
+}
+
+/// The counts per state from the replies of `count_states`.
+pub(crate) fn state_counts(replies: &[usize]) -> [usize; JOB_STATES_COUNT] {
+    let mut out = [0; JOB_STATES_COUNT];
+    out.copy_from_slice(&replies[1..=JOB_STATES_COUNT]);
+    out[0] += replies[0];
+    out
 }
 
 /// Loads the library of every script (`scripts::LIBRARY`) unless the server has it. Its name

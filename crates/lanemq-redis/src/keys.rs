@@ -30,7 +30,13 @@ pub const JOB_FIELDS: [&str; 20] = [
     "expires",
 ];
 
-/// The sorted set of each state, in `JobState::ALL` order.
+/// The list of waiting jobs of priority 0 (claimed before the sorted set `waiting`, which holds
+/// the other priorities): a key the scripts build from `waiting`'s name (`WAITING0` in
+/// `lua/includes/common.lua`), so not in their block.
+pub const WAITING_LIST: &str = "waiting:0";
+
+/// The sorted set of each state, in `JobState::ALL` order (waiting jobs of priority 0 are in
+/// `WAITING_LIST` instead).
 pub const STATE_SETS: [&str; 6] = [
     "waiting",
     "delayed",
@@ -122,6 +128,7 @@ mod tests {
     fn every_key_carries_the_queue_hash_tag() {
         let keys = Keys::new("lanemq", "email");
         assert_eq!(keys.key("waiting"), "lanemq:{email}:waiting");
+        assert_eq!(keys.key(WAITING_LIST), "lanemq:{email}:waiting:0");
         assert!(keys
             .fields()
             .iter()

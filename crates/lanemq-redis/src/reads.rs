@@ -7,19 +7,30 @@ use lanemq_core::jobs::{
 };
 use lanemq_core::{CoreError, CoreResult};
 
-use crate::backend::{count_jobs, RedisBackend};
+use crate::backend::{count_jobs, count_states, state_counts, RedisBackend};
 use crate::job_backend::{call, RedisJobBackend};
-use crate::keys::STATE_SETS;
+use crate::keys::{STATE_SETS, WAITING_LIST};
 
 fn set_of(state: JobState) -> &'static str {
     STATE_SETS[JobState::ALL.iter().position(|s| *s == state).unwrap_or(0)]
 }
 
-/// The counts of the six state sets, then the settings `get_stats` reads.
-type StatsReply = (usize, usize, usize, usize, usize, usize, Vec<Option<u64>>);
+/// The counts of `count_states` (the waiting list's, then the six state sets'), then the
+/// settings `get_stats` reads.
+type StatsReply = (
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+    Vec<Option<u64>>,
+);
 
-/// What decides when a claim may succeed: settings, waiting and active counts, first delayed.
-type ReadyState = (Vec<Option<u64>>, usize, usize, Vec<(String, f64)>);
+/// What decides when a claim may succeed: settings, the waiting list's and set's counts, the
+/// active count, the first delayed job.
+type ReadyState = (Vec<Option<u64>>, usize, usize, usize, Vec<(String, f64)>);
 
 impl RedisBackend {
     pub(crate) fn error(&self, error: redis::RedisError) -> CoreError {
@@ -101,15 +112,28 @@ impl RedisBackend {
         &self,
         priorities: Vec<u32>,
     ) -> CoreResult<Vec<(u32, usize)>> {
+        // Priority 0 is the list, plus what a queue of the layout before it holds in the set.
         let mut pipe = redis::pipe();
         for p in &priorities {
             pipe.cmd("ZCOUNT")
                 .arg(self.keys.key("waiting"))
                 .arg(p)
                 .arg(p);
+            if *p == 0 {
+                pipe.cmd("LLEN").arg(self.keys.key(WAITING_LIST));
+            }
         }
-        let counts: Vec<usize> = self.query(&pipe).await?;
-        Ok(priorities.into_iter().zip(counts).collect())
+        let replies: Vec<usize> = self.query(&pipe).await?;
+        let mut replies = replies.into_iter();
+        let mut out = Vec::with_capacity(priorities.len());
+        for p in priorities {
+            let mut count = replies.next().unwrap_or(0);
+            if p == 0 {
+                count += replies.next().unwrap_or(0);
+            }
+            out.push((p, count));
+        }
+        Ok(out)
     }
 
     async fn jobs(&self, ids: Vec<String>) -> CoreResult<Vec<Job>> {
@@ -165,6 +189,13 @@ impl RedisBackend {
                 continue;
             }
             let last = (skip + take).min(n) - 1;
+            if state == JobState::Waiting {
+                let members = self.waiting_members(skip, last, ascending).await?;
+                take -= members.len().min(take);
+                skip = 0;
+                ids.extend(members.into_iter().map(|m| m[14..].to_owned()));
+                continue;
+            }
             let key = self.keys.key(set_of(state));
             let mut pipe = redis::pipe();
             if !ascending && state == JobState::Active {
@@ -193,6 +224,51 @@ impl RedisBackend {
         Ok((self.jobs(ids).await?, total))
     }
 
+    /// Waiting members `first..=last` in claim order (the list of priority 0, then the sorted
+    /// set), or in reverse: both lengths first, then each key's part of the range.
+    async fn waiting_members(
+        &self,
+        first: usize,
+        last: usize,
+        ascending: bool,
+    ) -> CoreResult<Vec<String>> {
+        let (list, set) = (self.keys.key(WAITING_LIST), self.keys.key("waiting"));
+        let mut pipe = redis::pipe();
+        pipe.cmd("LLEN").arg(&list);
+        pipe.cmd("ZCARD").arg(&set);
+        let (listed, scored): (usize, usize) = self.query(&pipe).await?;
+        let total = listed + scored;
+        if first >= total {
+            return Ok(Vec::new());
+        }
+        let last = last.min(total - 1);
+        // In claim order, index i is the list's i below `listed`, else the set's i - listed.
+        let (from, to) = if ascending {
+            (first, last)
+        } else {
+            (total - 1 - last, total - 1 - first)
+        };
+        let mut pipe = redis::pipe();
+        if from < listed {
+            pipe.cmd("LRANGE")
+                .arg(&list)
+                .arg(from)
+                .arg(to.min(listed - 1));
+        }
+        if to >= listed {
+            pipe.cmd("ZRANGE")
+                .arg(&set)
+                .arg(from.saturating_sub(listed))
+                .arg(to - listed);
+        }
+        let parts: Vec<Vec<String>> = self.query(&pipe).await?;
+        let mut out: Vec<String> = parts.into_iter().flatten().collect();
+        if !ascending {
+            out.reverse();
+        }
+        Ok(out)
+    }
+
     pub async fn finished_result(&self, id: &str) -> CoreResult<FinishedResult> {
         let mut pipe = redis::pipe();
         for field in ["state", "result", "reason"] {
@@ -216,12 +292,10 @@ impl RedisBackend {
     pub async fn get_stats(&self, now: Millis) -> CoreResult<QueueStats> {
         let mut pipe = redis::pipe();
         pipe.atomic();
-        for set in STATE_SETS {
-            count_jobs(&mut pipe, self.keys.key(set));
-        }
+        count_states(&mut pipe, &self.keys);
         self.read_gate(&mut pipe);
-        let (a, b, c, d, e, f, settings): StatsReply = self.query(&pipe).await?;
-        let counts = [a, b, c, d, e, f];
+        let (l, a, b, c, d, e, f, settings): StatsReply = self.query(&pipe).await?;
+        let counts = state_counts(&[l, a, b, c, d, e, f]);
         let gate = gate_of(&settings);
         Ok(QueueStats {
             counts: JobState::ALL.into_iter().zip(counts).collect(),
@@ -236,6 +310,7 @@ impl RedisBackend {
     pub(crate) async fn next_ready_at(&self, now: Millis) -> CoreResult<Option<Millis>> {
         let mut pipe = redis::pipe();
         self.read_gate(&mut pipe);
+        pipe.cmd("LLEN").arg(self.keys.key(WAITING_LIST));
         pipe.cmd("ZCARD").arg(self.keys.key("waiting"));
         count_jobs(&mut pipe, self.keys.key("active"));
         pipe.cmd("ZRANGE")
@@ -243,7 +318,8 @@ impl RedisBackend {
             .arg(0)
             .arg(0)
             .arg("WITHSCORES");
-        let (settings, waiting, active, first): ReadyState = self.query(&pipe).await?;
+        let (settings, listed, scored, active, first): ReadyState = self.query(&pipe).await?;
+        let waiting = listed + scored;
         let gate = gate_of(&settings);
         let maxed = gate
             .max_active

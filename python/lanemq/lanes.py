@@ -140,6 +140,9 @@ class QueueManager:
         self._wake_timer: asyncio.TimerHandle | None = None
         self._wake_at = 0.0
         self._drained: list[asyncio.Future[None]] = []
+        # Done callbacks of finished handles, run together by one loop callback (see
+        # _callbacks_due).
+        self._due: list[CommandHandle[Any]] = []
         self._background: set[asyncio.Task[Any]] = set()
         self._started = False
         self._shutting_down = False
@@ -543,6 +546,45 @@ class QueueManager:
             if uncancel is not None and task.cancelling():  # type: ignore[attr-defined]
                 uncancel()
         return state
+
+    def _callbacks_due(self, handle: CommandHandle[Any]) -> None:
+        """Queues a finished handle's done callbacks. A future schedules one loop callback
+        (`call_soon`: a `Handle` object and a turn of the loop's queue) per done callback;
+        here all handles that finish before the loop's next turn share one, `_run_due`, which
+        calls their callbacks in order, each in its own context, as the loop would have."""
+        due = self._due
+        if not due:
+            self._loop().call_soon(self._run_due)
+        due.append(handle)
+
+    def _run_due(self) -> None:
+        due = self._due
+        self._due = []
+        loop = self._loop()
+        for index, handle in enumerate(due):
+            callbacks = handle._take_callbacks()
+            for position, (fn, context) in enumerate(callbacks):
+                try:
+                    context.run(fn, handle)
+                except (SystemExit, KeyboardInterrupt):
+                    # Leave the rest to a later turn, as the loop's own queue would.
+                    rest = callbacks[position + 1 :]
+                    if rest:
+                        handle._callbacks = rest
+                    later = due[index if rest else index + 1 :]
+                    if later:
+                        if not self._due:
+                            loop.call_soon(self._run_due)
+                        self._due[:0] = later
+                    raise
+                except BaseException as error:
+                    loop.call_exception_handler(
+                        {
+                            "message": f"Exception in a done callback of {handle!r}",
+                            "exception": error,
+                            "future": handle,
+                        }
+                    )
 
     def _wake_one(self) -> None:
         idle = self._idle

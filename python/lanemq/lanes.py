@@ -3,7 +3,10 @@
 How it runs: the manager keeps a pool of runner tasks, as many as commands may run at once.
 A runner asks the scheduler for the next command (one call that also reports the previous
 command's completion), awaits it in its own task, and repeats; it parks on a future when nothing
-may start, and a submit, a freed slot or a timer (retry backoff, rate-limit token) wakes it.
+may start, and a submit, a freed slot or a timer (retry backoff, rate-limit token) wakes it (a
+submit wakes one only if no runner is already on its way; a woken runner that finds work wakes
+the next, so a burst still fans out). Handles are asyncio futures by protocol; the done callbacks
+of all handles that finish before the loop's next turn run in one loop callback.
 Commands therefore run on the caller's event loop as ordinary awaits: no task per command, no
 polling tick, and `asyncio.current_task()`, `asyncio.timeout()` and cancellation behave inside
 commands as they do anywhere else."""

@@ -3,7 +3,7 @@
 Run it (the package must be built and installed, e.g. with `pip install .` or
 `maturin develop --release`)::
 
-    python benches/lanes.py [--commands 100000] [--backlog 10000] [--repeat 3]
+    python benches/lanes.py [--commands 100000] [--backlog 10000] [--repeat 3] [--tasks 100]
 
 It is a report, not a test: it always exits 0.
 
@@ -17,6 +17,15 @@ Measurements
    Before any timing, one untimed run per system checks that every command completed exactly
    once with the right result, that every handle/future is done, and that no lane ever ran more
    commands at once than its ``max_concurrency``.
+   The same N commands, awaiting their results, two ways: **gather**, one
+   ``await asyncio.gather(*(submit_nowait(lane, noop) for ...))`` over all N handles (lanemq's
+   are `CommandHandle` objects, the baseline's ``asyncio.Future`` objects; both sides pay
+   gather's own cost per item); and **submit**, ``--tasks`` concurrent tasks that share the N
+   commands, each doing ``await sched.submit(lane, noop)`` for its share, one after another
+   (the baseline's ``submit`` awaits its future). The clock runs from the first submit (or task
+   start) to the end of the gather. Each pattern is first checked untimed like the
+   fire-and-forget run: every command ran once, each awaited result is its own command's, no
+   lane ran more commands at once than its cap.
 2. Latency. ``--backlog`` ``prompt`` commands (each awaits ``asyncio.sleep(0)`` once, so they
    stay briefly in flight) are submitted first; then ``--probes`` ``control`` commands are
    submitted one at a time, one every ``--probe-every`` event-loop iterations (the submitting
@@ -153,6 +162,9 @@ class AsyncioLanes:
             self._dispatch()
         return future
 
+    async def submit(self, lane_id: str, fn: Callable[..., Awaitable[Any]], /, *args: Any) -> Any:
+        return await self.submit_nowait(lane_id, fn, *args)
+
     async def _execute(
         self,
         lane: _Lane,
@@ -224,6 +236,8 @@ class Scheduler(Protocol):
     def submit_nowait(
         self, lane_id: str, fn: Callable[..., Any], /, *args: Any
     ) -> Awaitable[Any]: ...
+
+    async def submit(self, lane_id: str, fn: Callable[..., Any], /, *args: Any) -> Any: ...
 
     async def drain(self) -> None: ...
 
@@ -324,6 +338,105 @@ async def throughput_run(make: Callable[[], Scheduler], n: int) -> float:
     return n / elapsed
 
 
+# The awaited patterns: "gather" awaits every handle with one gather, "submit" runs `tasks`
+# concurrent tasks that share the commands, each awaiting `submit()` for its share in turn.
+AWAITED = ("gather", "submit")
+
+
+async def gather_all(sched: Scheduler, n: int, call: Callable[[int], tuple[Any, ...]]) -> list[Any]:
+    """``await gather`` over the ``submit_nowait`` handles of ``call(i)`` for i in range(n)."""
+    submit = sched.submit_nowait
+    return list(await asyncio.gather(*(submit(*call(i)) for i in range(n))))
+
+
+async def submit_in_tasks(
+    sched: Scheduler, n: int, tasks: int, call: Callable[[int], tuple[Any, ...]]
+) -> list[Any]:
+    """``tasks`` tasks, task k awaiting ``submit(*call(i))`` for i = k, k + tasks, ... in turn."""
+    results: list[Any] = [None] * n
+    submit = sched.submit
+
+    async def share(first: int) -> None:
+        for i in range(first, n, tasks):
+            results[i] = await submit(*call(i))
+
+    await asyncio.gather(*(share(k) for k in range(min(tasks, n))))
+    return results
+
+
+async def awaited_results(
+    sched: Scheduler, n: int, pattern: str, tasks: int, call: Callable[[int], tuple[Any, ...]]
+) -> list[Any]:
+    if pattern == "gather":
+        return await gather_all(sched, n, call)
+    return await submit_in_tasks(sched, n, tasks, call)
+
+
+async def verify_awaited(
+    make: Callable[[], Scheduler], n: int, pattern: str, tasks: int
+) -> list[str]:
+    """Untimed correctness run of an awaited pattern; returns a list of problems."""
+    caps = {lane_id: cap for lane_id, _, cap in DEFAULT_LANES}
+    active = dict.fromkeys(LANE_IDS, 0)
+    peak = dict.fromkeys(LANE_IDS, 0)
+    runs = [0] * n
+
+    async def counted(index: int, lane_id: str) -> int:
+        active[lane_id] += 1
+        peak[lane_id] = max(peak[lane_id], active[lane_id])
+        runs[index] += 1
+        await asyncio.sleep(0)
+        active[lane_id] -= 1
+        return index
+
+    def call(i: int) -> tuple[Any, ...]:
+        return (LANE_IDS[i % 6], counted, i, LANE_IDS[i % 6])
+
+    problems: list[str] = []
+    sched = make()
+    try:
+        try:
+            results = await asyncio.wait_for(awaited_results(sched, n, pattern, tasks, call), 120)
+        except asyncio.TimeoutError:
+            return [f"{pattern}: the results did not come within 120 s"]
+        once = sum(1 for r in runs if r == 1)
+        if once != n:
+            problems.append(f"{pattern}: {once} of {n} commands ran exactly once")
+        wrong = sum(1 for i, r in enumerate(results) if r != i)
+        if wrong:
+            problems.append(f"{pattern}: {wrong} awaited results are not their command's")
+        for lane_id in LANE_IDS:
+            if peak[lane_id] > caps[lane_id]:
+                problems.append(
+                    f"{pattern}: lane {lane_id}: {peak[lane_id]} ran at once, max {caps[lane_id]}"
+                )
+    finally:
+        await sched.close()
+    return problems
+
+
+async def awaited_run(make: Callable[[], Scheduler], n: int, pattern: str, tasks: int) -> float:
+    """One timed run of an awaited pattern, written out as an application would (no helper
+    call per command, which would dilute the ratio for both sides alike)."""
+    sched = make()
+    lanes = LANE_IDS
+    start = time.perf_counter()
+    if pattern == "gather":
+        submit_nowait = sched.submit_nowait
+        await asyncio.gather(*(submit_nowait(lanes[i % 6], noop) for i in range(n)))
+    else:
+        submit = sched.submit
+
+        async def share(first: int) -> None:
+            for i in range(first, n, tasks):
+                await submit(lanes[i % 6], noop)
+
+        await asyncio.gather(*(share(k) for k in range(min(tasks, n))))
+    elapsed = time.perf_counter() - start
+    await sched.close()
+    return n / elapsed
+
+
 @dataclass
 class LatencyResult:
     p50: float
@@ -394,6 +507,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--probe-every", type=int, default=4, help="event-loop iterations between probes"
     )
     parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement")
+    parser.add_argument(
+        "--tasks", type=int, default=100, help="concurrent tasks of the awaited 'submit' pattern"
+    )
     args = parser.parse_args(argv)
 
     print(
@@ -404,7 +520,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"lanemq._core: {build_profile()} build")
     print(
         f"commands={args.commands} backlog={args.backlog} probes={args.probes} "
-        f"probe-every={args.probe_every} repeat={args.repeat}"
+        f"probe-every={args.probe_every} repeat={args.repeat} tasks={args.tasks}"
     )
     print()
 
@@ -415,14 +531,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = "ok" if not problems else "; ".join(problems)
         print(f"check {name}: {status} ({time.perf_counter() - t:.2f} s)")
         anomalies += [f"{name}: {p}" for p in problems]
+        for pattern in AWAITED:
+            t = time.perf_counter()
+            problems = fresh_run(verify_awaited(make, args.commands, pattern, args.tasks))
+            status = "ok" if not problems else "; ".join(problems)
+            print(f"check {name} awaited {pattern}: {status} ({time.perf_counter() - t:.2f} s)")
+            anomalies += [f"{name}: {p}" for p in problems]
 
     rates: dict[str, list[float]] = {name: [] for name in SYSTEMS}
     latencies: dict[str, list[LatencyResult]] = {name: [] for name in SYSTEMS}
+    awaited: dict[tuple[str, str], list[float]] = {
+        (pattern, name): [] for pattern in AWAITED for name in SYSTEMS
+    }
     names = list(SYSTEMS)
     for round_ in range(args.repeat):
         order = names if round_ % 2 == 0 else names[::-1]  # alternate who goes first
         for name in order:
             rates[name].append(fresh_run(throughput_run(SYSTEMS[name], args.commands)))
+        for pattern in AWAITED:
+            for name in order:
+                rate = fresh_run(awaited_run(SYSTEMS[name], args.commands, pattern, args.tasks))
+                awaited[pattern, name].append(rate)
         for name in order:
             result = fresh_run(
                 latency_run(SYSTEMS[name], args.backlog, args.probes, args.probe_every)
@@ -433,7 +562,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             f"round {round_ + 1}: "
             + ", ".join(
-                f"{n} {rates[n][-1]:,.0f}/s p99 {fmt_ms(latencies[n][-1].p99)} ms" for n in order
+                f"{n} {rates[n][-1]:,.0f}/s (gather {awaited['gather', n][-1]:,.0f}/s, "
+                f"submit {awaited['submit', n][-1]:,.0f}/s) p99 {fmt_ms(latencies[n][-1].p99)} ms"
+                for n in order
             )
         )
     print()
@@ -466,8 +597,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print()
 
+    header = (
+        f"{'awaited results':<42} | {'cmd/s best':>11} | {'cmd/s median':>12} | "
+        f"{'ratio best (median)':>19}"
+    )
+    print(header)
+    print("-" * len(header))
+    for pattern in AWAITED:
+        label = {
+            "gather": "gather(submit_nowait ...)",
+            "submit": f"await submit, {args.tasks} tasks",
+        }[pattern]
+        pattern_best = max(awaited[pattern, base])
+        pattern_median = statistics.median(awaited[pattern, base])
+        for name in SYSTEMS:
+            best = max(awaited[pattern, name])
+            median = statistics.median(awaited[pattern, name])
+            ratios = f"{best / pattern_best:.2f}x ({median / pattern_median:.2f}x)"
+            row = f"{label} {name}"
+            print(f"{row:<42} | {best:>11,.0f} | {median:>12,.0f} | {ratios:>19}")
+    print()
+    print("awaited results: submit N commands and await each one's result (benches/README.md)")
+    print()
+
     ratio = max(rates["lanemq"]) / base_best
-    print(f"lanemq >= 2x baseline: {'PASS' if ratio >= 2 else 'FAIL'} (ratio {ratio:.2f})")
+    print(
+        f"fire-and-forget lanemq >= 2.5x baseline: {'PASS' if ratio >= 2.5 else 'FAIL'} "
+        f"(ratio {ratio:.2f})"
+    )
+    for pattern in AWAITED:
+        ratio = max(awaited[pattern, "lanemq"]) / max(awaited[pattern, base])
+        print(
+            f"awaited {pattern} lanemq >= 1.5x baseline: {'PASS' if ratio >= 1.5 else 'FAIL'} "
+            f"(ratio {ratio:.2f})"
+        )
     p99 = min(r.p99 for r in latencies["lanemq"])
     print(f"control p99 < 1 ms: {'PASS' if p99 < 1e-3 else 'FAIL'} (p99 {fmt_ms(p99)} ms)")
     if anomalies:

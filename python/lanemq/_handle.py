@@ -1,9 +1,14 @@
-"""`CommandHandle`: what `QueueManager.submit_nowait` returns. It is awaitable, but it creates no
-future unless someone awaits it before it finishes, which keeps fire-and-forget submission cheap."""
+"""`CommandHandle`: what `QueueManager.submit_nowait` returns.
+
+It speaks asyncio's future protocol (`asyncio.isfuture` accepts it), so `asyncio.gather`,
+`wait`, `wait_for`, `shield` and an awaiting task use it as it is instead of wrapping it in a
+task; yet it is no `asyncio.Future`: a handle nobody awaits holds no future, callback list or
+loop handle, which keeps fire-and-forget submission cheap."""
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -21,22 +26,35 @@ CANCELLING = 3
 DONE = 4
 FAILED = 5
 
+_DoneCallback = Callable[["CommandHandle[Any]"], object]
+_Callback = tuple[_DoneCallback, contextvars.Context]
+_Callbacks = _Callback | list[_Callback]
+
 
 class CommandHandle(Generic[T]):
     """A submitted lane command: ``await handle`` gives its result or raises its error;
-    ``handle.cancel()`` withdraws it (or cancels it while it runs)."""
+    ``handle.cancel()`` withdraws it (or cancels it while it runs).
+
+    It behaves as an asyncio future (``asyncio.isfuture(handle)`` is true): done callbacks,
+    ``result()``, ``exception()``, ``gather``/``wait``/``wait_for``/``shield``. As with a task,
+    cancelling a task that awaits the handle cancels the command, and the handle is cancelled
+    once the command has stopped (a running command that swallows its cancellation finishes with
+    its result instead)."""
 
     # Few slots, and only those the hot path reads are set at construction: creating a handle
     # is part of every submit. `_runner` is set when the command starts, `_outcome` when it ends.
+    # `_asyncio_future_blocking` is asyncio's marker of a future-like object (a task sets it
+    # back to False when it takes the handle as the thing it waits on), so it must be a slot.
     __slots__ = (
         "_args",
+        "_asyncio_future_blocking",
+        "_callbacks",
         "_fn",
         "_kwargs",
         "_manager",
         "_outcome",
         "_runner",
         "_state",
-        "_waiter",
         "id",
         "is_async",
         "lane",
@@ -59,7 +77,9 @@ class CommandHandle(Generic[T]):
         self._args = args
         self._kwargs = kwargs
         self._state = PENDING
-        self._waiter: asyncio.Future[None] | None = None
+        self._asyncio_future_blocking = False
+        # Done callbacks: one (callback, context) pair, or a list of them from the second on.
+        self._callbacks: _Callbacks | None = None
         self._outcome: Any
         self._runner: asyncio.Task[None]
 
@@ -97,39 +117,108 @@ class CommandHandle(Generic[T]):
         raise asyncio.InvalidStateError(f"command {self.id} has not finished")
 
     def exception(self) -> BaseException | None:
-        if self._state < DONE:
+        """The command's error (None if it succeeded); raises `CancelledError` if it was
+        cancelled and `asyncio.InvalidStateError` while it has not finished, as a future does."""
+        state = self._state
+        if state < DONE:
             raise asyncio.InvalidStateError(f"command {self.id} has not finished")
-        return self._outcome if self._state == FAILED else None
+        if state == DONE:
+            return None
+        outcome: BaseException = self._outcome
+        if isinstance(outcome, asyncio.CancelledError):
+            raise outcome
+        return outcome
 
-    def cancel(self) -> bool:
+    def cancel(self, msg: Any | None = None) -> bool:
         """Withdraws a pending (or retry-waiting) command at once, or cancels a running one's
-        task; the handle then raises `CancelledError`. False if it had already finished."""
+        task; the handle then raises `CancelledError`. False if it had already finished.
+        ``msg`` is accepted for asyncio's future protocol (tasks and gather pass it)."""
         if self._state >= DONE:
             return False
         return self._manager._cancel(self)
 
+    def get_loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop the manager runs on."""
+        loop = self._manager._event_loop
+        return self._manager._loop() if loop is None else loop
+
+    def add_done_callback(
+        self, fn: _DoneCallback, *, context: contextvars.Context | None = None
+    ) -> None:
+        """Calls ``fn(handle)`` soon after the command has finished (at once-soon if it already
+        has), on the event loop, in ``context`` or else in a copy of the current context."""
+        if context is None:
+            context = contextvars.copy_context()
+        if self._state >= DONE:
+            self._manager._loop().call_soon(fn, self, context=context)
+            return
+        callbacks = self._callbacks
+        if callbacks is None:
+            # The usual case (one awaiting task, or gather): no list, fewer objects for the
+            # garbage collector to track while many handles are pending.
+            self._callbacks = (fn, context)
+        elif isinstance(callbacks, tuple):
+            self._callbacks = [callbacks, (fn, context)]
+        else:
+            callbacks.append((fn, context))
+
+    def remove_done_callback(self, fn: _DoneCallback) -> int:
+        """Removes every registration of ``fn`` not yet called; returns how many there were."""
+        callbacks = self._callbacks
+        if callbacks is None:
+            return 0
+        if isinstance(callbacks, tuple):
+            if callbacks[0] != fn:
+                return 0
+            self._callbacks = None
+            return 1
+        kept = [entry for entry in callbacks if entry[0] != fn]
+        removed = len(callbacks) - len(kept)
+        self._callbacks = kept or None
+        return removed
+
     def __await__(self) -> Generator[Any, None, T]:
         if self._state < DONE:
-            waiter = self._waiter
-            if waiter is None:
-                waiter = self._waiter = self._manager._loop().create_future()
-            try:
-                yield from waiter
-            except asyncio.CancelledError:
-                # The awaiting task was cancelled: cancel the command, as awaiting a task would.
-                if self._state < DONE:
-                    self.cancel()
-                raise
-        return self.result()
+            # The future protocol: the awaiting task sees the flag, waits on this handle
+            # through add_done_callback, and its cancel() calls ours.
+            self._asyncio_future_blocking = True
+            yield self
+        if self._state == DONE:  # result(), inlined: this runs for every awaited command
+            return self._outcome  # type: ignore[no-any-return]
+        if self._state < DONE:
+            raise RuntimeError("await wasn't used with future")
+        raise self._outcome
+
+    __iter__ = __await__  # `yield from handle` in generator-based code, as for a future
+
+    # Read by asyncio.gather for cancelled children.
+
+    @property
+    def _cancel_message(self) -> str | None:
+        if not self.cancelled():
+            return None
+        args = self._outcome.args
+        return str(args[0]) if args else None
+
+    def _make_cancelled_error(self) -> asyncio.CancelledError:
+        if self.cancelled():
+            error: asyncio.CancelledError = self._outcome
+            return error
+        return asyncio.CancelledError()
 
     # Called by the manager only.
 
     def _finish(self, state: int, outcome: Any) -> None:
         self._state = state
         self._outcome = outcome
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        if self._callbacks is not None:
+            # Inlined QueueManager._callbacks_due (a call less on every awaited command): the
+            # manager calls them on the loop's next turn, with those of other handles.
+            manager = self._manager
+            due = manager._due
+            if not due:
+                manager._loop().call_soon(manager._run_due)
+            due.append(self)
 
     def __repr__(self) -> str:
         state = ("pending", "running", "running", "running", "done", "failed")[self._state]

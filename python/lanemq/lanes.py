@@ -3,7 +3,10 @@
 How it runs: the manager keeps a pool of runner tasks, as many as commands may run at once.
 A runner asks the scheduler for the next command (one call that also reports the previous
 command's completion), awaits it in its own task, and repeats; it parks on a future when nothing
-may start, and a submit, a freed slot or a timer (retry backoff, rate-limit token) wakes it.
+may start, and a submit, a freed slot or a timer (retry backoff, rate-limit token) wakes it (a
+submit wakes one only if no runner is already on its way; a woken runner that finds work wakes
+the next, so a burst still fans out). Handles are asyncio futures by protocol; the done callbacks
+of all handles that finish before the loop's next turn run in one loop callback.
 Commands therefore run on the caller's event loop as ordinary awaits: no task per command, no
 polling tick, and `asyncio.current_task()`, `asyncio.timeout()` and cancellation behave inside
 commands as they do anywhere else."""
@@ -137,9 +140,17 @@ class QueueManager:
         self._event_loop: asyncio.AbstractEventLoop | None = None
         self._runners: list[asyncio.Task[None]] = []
         self._idle: list[asyncio.Future[None]] = []
+        # Runners woken and not yet resumed. A submit wakes a runner only when none is on its
+        # way: a woken runner that finds work wakes the next (`_run`), so a burst of commands
+        # still fans out over the runners, while commands that finish without suspending (one
+        # runner runs them all in one step) no longer wake every idle runner for nothing.
+        self._waking = 0
         self._wake_timer: asyncio.TimerHandle | None = None
         self._wake_at = 0.0
         self._drained: list[asyncio.Future[None]] = []
+        # Done callbacks of finished handles, run together by one loop callback (see
+        # _callbacks_due).
+        self._due: list[CommandHandle[Any]] = []
         self._background: set[asyncio.Task[Any]] = set()
         self._started = False
         self._shutting_down = False
@@ -292,9 +303,9 @@ class QueueManager:
             self._emit_for("queue.command.submitted", handle)
         if self._watch_signals:
             self._process_signals()
-        idle = self._idle
-        if idle:
-            self._wake_one()
+        if self._idle:
+            if not self._waking:
+                self._wake_one()
         elif not self._started and self._autostart:
             self._loop()
             self._start_runners()
@@ -405,6 +416,8 @@ class QueueManager:
                 finally:
                     if not parked.done():
                         self._idle.remove(parked)
+                    elif not parked.cancelled():
+                        self._waking -= 1
                 handle = core.pop()
                 if handle is not None and self._idle:
                     self._wake_one()  # more may be startable: let another runner look
@@ -544,12 +557,68 @@ class QueueManager:
                 uncancel()
         return state
 
+    # A future schedules one loop callback (`call_soon`: a `Handle` object and a turn of the
+    # loop's queue) per done callback. Handles instead queue themselves in `_due` when they
+    # finish with callbacks (CommandHandle._finish), and all that finish before the loop's next
+    # turn share one loop callback, `_run_due`, which calls their callbacks in order, each in
+    # its own context, as the loop would have.
+
+    def _run_due(self) -> None:
+        due = self._due
+        self._due = []
+        for index, handle in enumerate(due):
+            callbacks = handle._callbacks
+            handle._callbacks = None
+            if isinstance(callbacks, tuple):
+                fn, context = callbacks
+                try:
+                    context.run(fn, handle)
+                except BaseException as error:
+                    self._callback_failed(error, handle, [], due[index + 1 :])
+            elif callbacks is not None:
+                for position, (fn, context) in enumerate(callbacks):
+                    try:
+                        context.run(fn, handle)
+                    except BaseException as error:
+                        rest = callbacks[position + 1 :]
+                        self._callback_failed(error, handle, rest, due[index + 1 :])
+
+    def _callback_failed(
+        self,
+        error: BaseException,
+        handle: CommandHandle[Any],
+        rest: list[Any],
+        later: list[CommandHandle[Any]],
+    ) -> None:
+        """Reports a done callback's error to the loop's exception handler, as a loop callback's
+        would be; SystemExit and KeyboardInterrupt go on up, the callbacks after it (``rest``
+        of this handle's, and the ``later`` handles') left to the loop's next turn."""
+        loop = self._loop()
+        if not isinstance(error, (SystemExit, KeyboardInterrupt)):
+            loop.call_exception_handler(
+                {
+                    "message": f"Exception in a done callback of {handle!r}",
+                    "exception": error,
+                    "future": handle,
+                }
+            )
+            return
+        if rest:
+            handle._callbacks = rest
+            later = [handle, *later]
+        if later:
+            if not self._due:
+                loop.call_soon(self._run_due)
+            self._due[:0] = later
+        raise error
+
     def _wake_one(self) -> None:
         idle = self._idle
         while idle:
             parked = idle.pop()
             if not parked.done():
                 parked.set_result(None)
+                self._waking += 1
                 return
 
     def _arm_wake(self) -> None:

@@ -1152,6 +1152,7 @@ class LocalJobQueue(JobQueue):
             sync=self.sync,
         )
 
+
 #: The local queues this process opened, by file: a flow's nodes in other queues come back as
 #: those objects.
 _local_queues: weakref.WeakValueDictionary[str, LocalJobQueue] = weakref.WeakValueDictionary()

@@ -1270,6 +1270,7 @@ __all__ = [
     "JobQueue",
     "JobResult",
     "LocalJobQueue",
+    "LocalSync",
     "MemoryGroup",
     "QueueEvent",
     "QueueStats",

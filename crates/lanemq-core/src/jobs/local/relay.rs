@@ -26,7 +26,7 @@ use crate::jobs::options::JobOptions;
 
 use super::ops::Env;
 use super::rows::{self, meta, set_meta, sql};
-use super::sync::make_durable;
+use super::sync::{sync_outbox, LocalSync};
 use super::{flows, manage, ops, schema};
 
 /// What one queue tells another.
@@ -193,16 +193,21 @@ fn deliver_from(conn: &Connection, sender: &str, env: &mut Env) -> Vec<String> {
             return Vec::new();
         }
     };
-    // This file's own commits may be unsynced (`sync="normal"`): the messages are made durable
-    // before any other file applies them, or a machine crash could keep the delivery and lose
-    // the change that sent it (whose number the file would then hand out again).
-    if sender == env.queue {
-        if let Some((last, _, _)) = rows.last() {
-            let mark = last.to_string();
-            if make_durable(conn, env.sync, "flow_synced", &mark).is_err() {
-                env.outbox_pending = true;
-                return Vec::new();
-            }
+    // The sender's commits may be unsynced (`sync="normal"`, by any process that has the file
+    // open): the messages are made durable before another file applies them, or a machine crash
+    // could keep the delivery and lose the change that sent it (whose number the file would
+    // then hand out again).
+    if let Some((last, _, _)) = rows.last() {
+        // A link (another queue's file) is fully synced; this queue's own connection runs at
+        // its level.
+        let level = if sender == env.queue {
+            env.sync
+        } else {
+            LocalSync::Full
+        };
+        if sync_outbox(conn, level, *last).is_err() {
+            env.outbox_pending = true;
+            return Vec::new();
         }
     }
     // Runs of messages to one target, in the order they were written: a flow's parents reach

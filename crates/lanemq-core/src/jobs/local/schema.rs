@@ -203,6 +203,11 @@ pub fn open_synced(
     }
     check_identity(&conn, path, queue)?;
     initialise(&conn, path, queue)?;
+    if sync == LocalSync::Normal {
+        // Still fully synced here: every deliverer of this file's messages learns at once
+        // that they may need a sync first.
+        super::sync::mark_normal_opener(&conn)?;
+    }
     sync.apply(&conn)
         .map_err(|e| storage(path, "cannot set synchronous", e))?;
     Ok(conn)

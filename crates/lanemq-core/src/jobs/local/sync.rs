@@ -8,8 +8,9 @@
 //!
 //! The setting applies to the queue's own connection, the one every operation of this process
 //! commits through. The steps of a flow across files stay fully synced whatever it says
-//! (`relay`: a message is made durable in its sender before it is delivered; deliveries and
-//! id reservations in other files are fully synced), because those steps pair commits of two
+//! (`relay`: in a file a `Normal` connection ever opened, the outbox's messages are made
+//! durable before they are delivered, by whichever process delivers them; deliveries and id
+//! reservations in other files are fully synced), because those steps pair commits of two
 //! files, and a machine crash that kept one of a pair and lost the other would break a flow
 //! for good (a parent waiting for a child that never comes, a message applied under a number
 //! its sender then reuses), where losing a whole commit of one file only re-runs work.
@@ -58,21 +59,34 @@ impl LocalSync {
     }
 }
 
-/// Makes every commit `conn` made so far durable, when it runs with `Normal` (a `Full`
-/// connection's commits are already): one fully synced commit of `mark` under the meta key
-/// `key`, since syncing the WAL at that commit syncs the frames of the commits before it.
-/// `mark` must differ from the value last written there whenever there is something new to
-/// sync (SQLite writes nothing, so syncs nothing, for an unchanged row); an unchanged mark
-/// means the commits up to it were synced by the write that set it.
-pub fn make_durable(conn: &Connection, sync: LocalSync, key: &str, mark: &str) -> CoreResult<()> {
-    if sync == LocalSync::Full {
-        return Ok(());
+/// Set (once, fully synced) in a file that a `Normal` connection opened: from then on its
+/// outbox may hold unsynced messages, whichever process delivers them.
+pub const NORMAL_OPENED: &str = "normal_sync_opened";
+
+/// Records in `conn`'s file that a `Normal` connection opens it (a no-op when recorded).
+pub fn mark_normal_opener(conn: &Connection) -> CoreResult<()> {
+    if super::rows::meta(conn, NORMAL_OPENED)?.is_none() {
+        super::rows::set_meta(conn, NORMAL_OPENED, Some("1"))?;
+    }
+    Ok(())
+}
+
+/// Before messages in `conn`'s outbox (the newest numbered `last`) are delivered: makes every
+/// commit in the file so far durable, when a `Normal` connection may have written them (any
+/// process's: the outbox is the file's). One fully synced commit of `last` under a meta key
+/// does it, since syncing the WAL at a commit syncs the frames of every commit before it, by
+/// any connection. An unchanged mark writes nothing (SQLite skips an identical row), and needs
+/// nothing: the commits up to it were synced by the write that set it. `level` is the
+/// connection's own level, restored afterwards.
+pub fn sync_outbox(conn: &Connection, level: LocalSync, last: i64) -> CoreResult<()> {
+    if super::rows::meta(conn, NORMAL_OPENED)?.is_none() {
+        return Ok(()); // every commit in this file was fully synced
     }
     let storage =
         |e: rusqlite::Error| CoreError::Storage(format!("cannot sync the queue file: {e}"));
     LocalSync::Full.apply(conn).map_err(storage)?;
-    let written = super::rows::set_meta(conn, key, Some(mark));
-    let restored = sync.apply(conn).map_err(storage);
+    let written = super::rows::set_meta(conn, "flow_synced", Some(&last.to_string()));
+    let restored = level.apply(conn).map_err(storage);
     written.and(restored)
 }
 
@@ -90,21 +104,22 @@ mod tests {
     }
 
     #[test]
-    fn make_durable_leaves_the_connection_at_its_level() {
+    fn sync_outbox_leaves_the_connection_at_its_level() {
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             .unwrap();
+        let mark = |conn: &Connection| -> Option<String> {
+            super::super::rows::meta(conn, "flow_synced").unwrap()
+        };
+        sync_outbox(&conn, LocalSync::Full, 1).unwrap();
+        assert_eq!(mark(&conn), None, "no normal opener: nothing to sync");
+        mark_normal_opener(&conn).unwrap();
         LocalSync::Normal.apply(&conn).unwrap();
-        make_durable(&conn, LocalSync::Normal, "synced", "1").unwrap();
+        sync_outbox(&conn, LocalSync::Normal, 7).unwrap();
         let level: i64 = conn
             .query_row("PRAGMA synchronous", [], |r| r.get(0))
             .unwrap();
         assert_eq!(level, 1, "NORMAL is 1");
-        let mark: String = conn
-            .query_row("SELECT value FROM meta WHERE key = 'synced'", [], |r| {
-                r.get(0)
-            })
-            .unwrap();
-        assert_eq!(mark, "1");
+        assert_eq!(mark(&conn).as_deref(), Some("7"));
     }
 }

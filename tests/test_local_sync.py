@@ -90,6 +90,36 @@ async def test_a_sibling_inherits_sync_and_a_flow_across_files_completes(tmp_pat
     await parents.close()
 
 
+async def test_a_flow_across_files_opened_at_different_levels_completes(tmp_path: Path) -> None:
+    parents = LocalJobQueue("parents", tmp_path, sync="full")
+    kids = LocalJobQueue("kids", tmp_path, sync="normal")
+    node = await parents.add_flow(
+        FlowJob(
+            "report", None, children=[FlowJob("part", {"i": i}, queue="kids") for i in range(3)]
+        )
+    )
+    for _ in range(3):
+        [claimed] = await kids.claim("w", max_jobs=1)
+        assert claimed.lock_token is not None
+        await kids.complete(claimed.id, claimed.lock_token, claimed.data["i"])
+    assert await parents.get_state(node.job.id) == "waiting"
+    values = await parents.get_children_values(node.job.id)
+    assert sorted(values.values()) == [0, 1, 2]
+    [report] = await parents.claim("w", max_jobs=1)
+    assert report.id == node.job.id and report.lock_token is not None
+    await parents.complete(report.id, report.lock_token, "done")
+    # And back: the parents' file, opened "normal" now, reaches a parent of its own.
+    await parents.close()
+    parents = LocalJobQueue("parents", tmp_path, sync="normal")
+    top = await kids.add_flow(FlowJob("sum", None, children=[FlowJob("n", 5, queue="parents")]))
+    [claimed] = await parents.claim("w", max_jobs=1)
+    assert claimed.lock_token is not None
+    await parents.complete(claimed.id, claimed.lock_token, 5)
+    assert await kids.get_state(top.job.id) == "waiting"
+    await parents.close()
+    await kids.close()
+
+
 # ----------------------------------------------------------------------------- URLs
 
 

@@ -2,8 +2,9 @@
 //! was opened with `LocalSync::Normal`, see `sync.rs`), shared safely by several processes. Each
 //! process runs its operations on one writer thread that commits them in batches (group
 //! commit); answers come after the commit, so an acknowledged change survives the process being
-//! killed (and, with full sync, a power loss). Waits wake at once for changes made in this process, and through
-//! the doorbell (`doorbell`, a watch on the file's directory) for commits of other processes.
+//! killed (and, with full sync, a power loss). Waits wake at once for changes made in this
+//! process, and through the doorbell (`doorbell`, a watch on the file's directory) for commits
+//! of other processes.
 
 mod admin;
 mod dedup;

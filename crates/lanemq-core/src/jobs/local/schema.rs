@@ -148,8 +148,9 @@ fn storage(path: &Path, what: &str, error: impl std::fmt::Display) -> CoreError 
 }
 
 /// Opens (creating it if needed) the queue file at `path` for queue `queue`, in WAL mode with
-/// full syncs (`open_synced` for another level). Refuses a file that is empty (0 bytes), belongs to another queue, has a newer or
-/// unknown format, or fails SQLite's integrity check; nothing is written in those cases.
+/// full syncs (`open_synced` for another level). Refuses a file that is empty (0 bytes),
+/// belongs to another queue, has a newer or unknown format, or fails SQLite's integrity check;
+/// nothing is written in those cases.
 ///
 /// SQLite cannot detect everything: a `-wal` that was deleted (or came from another copy of
 /// the file) loses the commits it held since the last checkpoint without an error.

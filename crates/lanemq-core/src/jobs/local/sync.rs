@@ -38,13 +38,6 @@ impl LocalSync {
         }
     }
 
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Full => "full",
-            Self::Normal => "normal",
-        }
-    }
-
     fn pragma(self) -> &'static str {
         match self {
             Self::Full => "FULL",
@@ -62,6 +55,8 @@ impl LocalSync {
 /// Set (once, fully synced) in a file that a `Normal` connection opened: from then on its
 /// outbox may hold unsynced messages, whichever process delivers them.
 pub const NORMAL_OPENED: &str = "normal_sync_opened";
+/// The newest outbox message `sync_outbox` made durable.
+const OUTBOX_SYNCED: &str = "flow_synced";
 
 /// Records in `conn`'s file that a `Normal` connection opens it (a no-op when recorded).
 pub fn mark_normal_opener(conn: &Connection) -> CoreResult<()> {
@@ -85,7 +80,7 @@ pub fn sync_outbox(conn: &Connection, level: LocalSync, last: i64) -> CoreResult
     let storage =
         |e: rusqlite::Error| CoreError::Storage(format!("cannot sync the queue file: {e}"));
     LocalSync::Full.apply(conn).map_err(storage)?;
-    let written = super::rows::set_meta(conn, "flow_synced", Some(&last.to_string()));
+    let written = super::rows::set_meta(conn, OUTBOX_SYNCED, Some(&last.to_string()));
     let restored = level.apply(conn).map_err(storage);
     written.and(restored)
 }
@@ -109,7 +104,7 @@ mod tests {
         conn.execute_batch("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             .unwrap();
         let mark = |conn: &Connection| -> Option<String> {
-            super::super::rows::meta(conn, "flow_synced").unwrap()
+            super::super::rows::meta(conn, OUTBOX_SYNCED).unwrap()
         };
         sync_outbox(&conn, LocalSync::Full, 1).unwrap();
         assert_eq!(mark(&conn), None, "no normal opener: nothing to sync");

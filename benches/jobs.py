@@ -5,7 +5,7 @@ or `maturin develop --release`)::
 
     python benches/jobs.py --backend memory|local [--jobs 100000] [--concurrency 100] [--repeat 3]
                                                   [--batch 1000] [--single 10000]
-                                                  [--tracing off|idle|sdk]
+                                                  [--tracing off|idle|sdk] [--sync full|normal]
 
 It is a report, not a test: it always exits 0.
 
@@ -40,6 +40,11 @@ runs ``--repeat`` times and reports the best and the median rate.
    100,000 live tasks (with ``gc`` disabled the two come close). So it is the tighter floor for
    the ``process`` phase: a worker that runs every job as its own task cannot beat it. Its
    ratio to ``process`` is printed under the table.
+6. ``add 1p full``, ``add 1p normal`` (``local`` only): phase 2 on a queue opened with
+   ``sync="full"`` and with ``sync="normal"`` (whatever ``--sync`` says), one producer
+   awaiting each add: the cost of a sync per commit, where group commit cannot help. Both run
+   in every round, so their ratio is measured in one run; the check is
+   ``normal one-producer awaited add >= 5x full`` on the best runs.
 
 The table shows each phase's best and median jobs/s and its ratio to ``asyncio floor`` (best
 over best, median over median in parentheses). The target checks (``TARGETS``, per backend) are
@@ -63,12 +68,13 @@ Tracing
 
 Backends
 --------
-``--backend`` picks a factory from ``BACKENDS``: an async context manager that yields a fresh,
-empty queue and cleans it up on exit.
+``--backend`` picks a factory from ``BACKENDS`` (given ``--sync``): an async context manager
+that yields a fresh, empty queue and cleans it up on exit.
 
 - ``memory``: ``InMemoryJobQueue``; nothing to clean up.
-- ``local``: ``LocalJobQueue`` (SQLite, WAL, full sync: every acknowledged call is on disk) in a
-  fresh ``tempfile.mkdtemp`` directory (so under ``$TMPDIR``, ``/tmp`` by default: point it at
+- ``local``: ``LocalJobQueue`` (SQLite, WAL; ``--sync full``, the default: every acknowledged
+  call is on disk; ``--sync normal``: on disk by the next checkpoint) in a fresh
+  ``tempfile.mkdtemp`` directory (so under ``$TMPDIR``, ``/tmp`` by default: point it at
   the disk you want measured; on a tmpfs the syncs cost nothing), removed on exit. The queue
   has no ``close()``: its file is closed when the last reference goes (at the latest at the
   ``gc.collect()`` before the next run). Removing the directory before that is fine on POSIX
@@ -83,6 +89,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import gc
 import itertools
 import os
@@ -98,6 +105,7 @@ from typing import Any, TypeVar
 
 from _support import build_profile
 from lanemq import InMemoryJobQueue, Job, JobQueue, JobWorker, LocalJobQueue
+from lanemq.queue import LocalSync
 
 T = TypeVar("T")
 QueueFactory = Callable[[], AbstractAsyncContextManager[JobQueue]]
@@ -119,23 +127,29 @@ async def memory_queue() -> AsyncIterator[JobQueue]:
     yield InMemoryJobQueue(f"bench-{next(_queue_names)}")
 
 
-@asynccontextmanager
-async def local_queue() -> AsyncIterator[JobQueue]:
-    """A fresh `LocalJobQueue` in a new temporary directory, removed on exit. The queue has no
-    ``close()``: its SQLite file closes when the last reference goes (see the module docstring
-    on removing it while still open)."""
-    directory = tempfile.mkdtemp(prefix="lanemq-bench-")
-    try:
-        yield LocalJobQueue(f"bench-{next(_queue_names)}", directory)
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
+def local_factory(sync: LocalSync) -> QueueFactory:
+    """Fresh `LocalJobQueue`s opened with ``sync``, each in a new temporary directory, removed
+    on exit. The queue is not closed: its SQLite file closes when the last reference goes (see
+    the module docstring on removing it while still open)."""
+
+    @asynccontextmanager
+    async def local_queue() -> AsyncIterator[JobQueue]:
+        directory = tempfile.mkdtemp(prefix="lanemq-bench-")
+        try:
+            yield LocalJobQueue(f"bench-{next(_queue_names)}", directory, sync=sync)
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+
+    return local_queue
 
 
-BACKENDS: dict[str, QueueFactory] = {
-    "memory": memory_queue,
-    "local": local_queue,
+BACKENDS: dict[str, Callable[[LocalSync], QueueFactory]] = {
+    "memory": lambda _sync: memory_queue,
+    "local": local_factory,
     # "redis": a RedisJobQueue under a unique prefix, obliterated (force=True) on exit.
 }
+#: ``add 1p normal`` over ``add 1p full`` (best runs) that the local backend must reach.
+NORMAL_OVER_FULL = 5.0
 
 
 # --------------------------------------------------------------------------- phases
@@ -363,9 +377,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--tracing", choices=TRACING, default="off", help="OpenTelemetry (see the docstring)"
     )
+    parser.add_argument(
+        "--sync",
+        choices=("full", "normal"),
+        default="full",
+        help="LocalJobQueue(sync=...) of the local backend's phases 1-3",
+    )
     args = parser.parse_args(argv)
+    if args.sync != "full" and args.backend != "local":
+        parser.error("--sync applies to --backend local only")
     tracing = TRACING[args.tracing]()
-    factory = BACKENDS[args.backend]
+    factory = BACKENDS[args.backend](args.sync)
     n = args.jobs
 
     print(
@@ -374,7 +396,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"CPUs: {os.cpu_count()}")
     print(f"backend: {args.backend} (lanemq._core: {build_profile()} build)")
     if args.backend == "local":
-        print(f"queue files under: {tempfile.gettempdir()}")
+        print(f"queue files under: {tempfile.gettempdir()} (sync={args.sync})")
     print(
         f"jobs={n} concurrency={args.concurrency} batch={args.batch} single={args.single} "
         f"repeat={args.repeat} tracing={args.tracing} ({tracing})"
@@ -388,6 +410,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "asyncio floor": lambda: floor_run(n),
         "floor, C live": lambda: floor_bounded_run(n, args.concurrency),
     }
+    if args.backend == "local":
+        syncs: tuple[LocalSync, ...] = ("full", "normal")
+        for sync in syncs:
+            phases[f"add 1p {sync}"] = functools.partial(
+                add_single_run, local_factory(sync), args.single
+            )
     rates: dict[str, list[float]] = {name: [] for name in phases}
     anomalies: list[str] = []
     started = time.perf_counter()
@@ -436,6 +464,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         best = max(rates[phase])
         verdict = "PASS" if best >= target else "FAIL"
         print(f"{phase} >= {target:,} jobs/s: {verdict} (best {best:,.0f} jobs/s)")
+    if args.backend == "local":
+        full, normal = max(rates["add 1p full"]), max(rates["add 1p normal"])
+        gain = normal / full if full else 0.0
+        verdict = "PASS" if gain >= NORMAL_OVER_FULL else "FAIL"
+        print(
+            f"normal one-producer awaited add >= {NORMAL_OVER_FULL:g}x full: {verdict} "
+            f"({gain:.1f}x: {normal:,.0f} vs {full:,.0f} adds/s, best of {args.repeat})"
+        )
     if anomalies:
         print()
         print("anomalies:")

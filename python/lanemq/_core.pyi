@@ -448,6 +448,7 @@ class JobQueueCore:
         queue: str,
         max_payload_bytes: int = 16777216,
         max_events: int = 10000,
+        sync: str = "full",
     ) -> JobQueueCore: ...
     def add(
         self, name: str, data: str, options: JobOptions | None, now: int

@@ -5,7 +5,9 @@
   (``?db=N&pass=...``), and the ``valkey`` spellings of each: `RedisJobQueue`;
 - ``memory://``: `InMemoryJobQueue` (private to the call, nothing is shared or kept);
 - ``local:///abs/dir``, ``local:./relative/dir``, ``local:relative/dir``: `LocalJobQueue` (the
-  path is taken as written; a path ending in ``.db``, ``.sqlite`` or ``.sqlite3`` is the file).
+  path is taken as written, up to a ``?``; a path ending in ``.db``, ``.sqlite`` or
+  ``.sqlite3`` is the file). ``?sync=normal`` (or ``?sync=full``, the default) is its
+  ``sync=``; no other query is accepted.
 
 Errors name the URL with any password replaced by ``***``."""
 
@@ -44,7 +46,14 @@ def from_url(url: str, name: str, **options: Any) -> JobQueue:
             )
         return InMemoryJobQueue(name, **options)
     if scheme == "local":
-        return LocalJobQueue(name, _local_path(url, rest), **options)
+        path, sync = _local_parts(url, rest)
+        if sync is not None:
+            if "sync" in options:
+                raise ConfigError(
+                    f"invalid queue URL {redact_url(url)!r}: sync is given twice (URL and sync=)"
+                )
+            options = {**options, "sync": sync}
+        return LocalJobQueue(name, path, **options)
     raise ConfigError(f"unknown queue URL scheme {scheme!r} in {redact_url(url)!r} (use {_KNOWN})")
 
 
@@ -56,7 +65,7 @@ async def list_queue_names(url: str, **options: Any) -> list[str]:
     `from_url`'s."""
     scheme, _, rest = url.partition(":") if isinstance(url, str) else ("", "", "")
     if scheme.lower() == "local":
-        path = Path(_local_path(url, rest))  # (refuses a malformed URL; opens nothing)
+        path = Path(_local_parts(url, rest)[0])  # (refuses a malformed URL; opens nothing)
         if path.suffix in _FILE_SUFFIXES:
             return []  # a file of its own: the queue's name is the caller's
         return await asyncio.to_thread(_queue_files, path)
@@ -79,8 +88,31 @@ def local_queue_file(url: str, name: str) -> Path | None:
     scheme, _, rest = url.partition(":")
     if scheme.lower() != "local":
         return None
-    path = Path(_local_path(url, rest))
+    path = Path(_local_parts(url, rest)[0])
     return path if path.suffix in _FILE_SUFFIXES else path / f"{name}.sqlite3"
+
+
+def _local_parts(url: str, rest: str) -> tuple[str, str | None]:
+    """A ``local:`` URL's path and its ``?sync=`` (None without one), checked: any other or
+    repeated option, or a value other than ``full``/``normal``, raises `ConfigError`."""
+    rest, mark, query = rest.partition("?")
+    sync: str | None = None
+    for item in query.split("&") if mark else ():
+        key, equals, value = item.partition("=")
+        if key != "sync" or not equals:
+            raise ConfigError(
+                f"invalid queue URL {redact_url(url)!r}: unknown option {item!r} "
+                "(a local: URL takes only ?sync=full or ?sync=normal)"
+            )
+        if sync is not None:
+            raise ConfigError(f"invalid queue URL {redact_url(url)!r}: sync is given twice")
+        if value not in ("full", "normal"):
+            raise ConfigError(
+                f"invalid queue URL {redact_url(url)!r}: invalid sync {value!r} "
+                "(must be 'full' or 'normal')"
+            )
+        sync = value
+    return _local_path(url, rest), sync
 
 
 def _local_path(url: str, rest: str) -> str:

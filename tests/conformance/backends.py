@@ -36,6 +36,16 @@ async def _local(tmp_path: Path, redis_url: Callable[[], str]) -> tuple[JobQueue
     return queue, cleanup
 
 
+async def _local_normal(tmp_path: Path, redis_url: Callable[[], str]) -> tuple[JobQueue, Cleanup]:
+    # sync="normal" changes when commits reach the disk, never what they hold.
+    queue = LocalJobQueue(f"conformance-{next(_names)}", tmp_path, sync="normal")
+
+    async def cleanup() -> None:
+        await queue.obliterate(force=True)
+
+    return queue, cleanup
+
+
 async def _redis(tmp_path: Path, redis_url: Callable[[], str]) -> tuple[JobQueue, Cleanup]:
     n = next(_names)
     # A prefix per test: tests never see each other's keys on the shared server.
@@ -47,7 +57,27 @@ async def _redis(tmp_path: Path, redis_url: Callable[[], str]) -> tuple[JobQueue
     return queue, cleanup
 
 
-BACKENDS: dict[str, Factory] = {"memory": _memory, "local": _local, "redis": _redis}
+BACKENDS: dict[str, Factory] = {
+    "memory": _memory,
+    "local": _local,
+    "local-normal": _local_normal,
+    "redis": _redis,
+}
+
+#: The modules that run on ``local-normal`` too (conftest.py deselects it elsewhere): the
+#: writes, claims, leases and flows (across files too) that the sync level could change,
+#: bounded so the variant costs the suite seconds, not another full local run.
+LOCAL_NORMAL_MODULES = frozenset(
+    {
+        "test_smoke.py",
+        "test_batches.py",
+        "test_finish_order.py",
+        "test_orphaned_jobs.py",
+        "test_leases.py",
+        "test_worker.py",
+        "test_flows.py",
+    }
+)
 
 
 def queue_fixture(*names: str) -> Any:

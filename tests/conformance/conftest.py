@@ -8,7 +8,24 @@ from pathlib import Path
 import pytest
 from lanemq import JobQueue
 
-from .backends import BACKENDS
+from .backends import BACKENDS, LOCAL_NORMAL_MODULES
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselects the ``local-normal`` runs outside `LOCAL_NORMAL_MODULES`."""
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        spec = getattr(item, "callspec", None)
+        normal = spec is not None and spec.params.get("backend") == "local-normal"
+        in_suite = item.path.parent == Path(__file__).parent
+        if normal and in_suite and item.path.name not in LOCAL_NORMAL_MODULES:
+            dropped.append(item)
+        else:
+            kept.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 @pytest.fixture(params=sorted(BACKENDS))

@@ -42,7 +42,7 @@ pub use events::{
     StreamEvent, Text, CUSTOM_EVENT, MAX_CUSTOM_EVENT_NAME,
 };
 pub use flow::{AddedNode, Dependencies, DependencyCounts, FlowNode, ParentPolicy, ParentRef};
-pub use local::LocalBackend;
+pub use local::{LocalBackend, LocalSync};
 pub use memory::{Claimed, MemoryBackend, MemoryGroup, MemoryStore};
 pub use metrics::{Metrics, MetricsKind};
 pub use model::{

@@ -202,22 +202,25 @@ impl JobQueueCore {
         })
     }
 
-    /// A backend in the SQLite file `path`, shared with other processes.
+    /// A backend in the SQLite file `path`, shared with other processes; its commits synced
+    /// as `sync` ("full" or "normal") says.
     #[staticmethod]
-    #[pyo3(signature = (path, queue, max_payload_bytes=16_777_216, max_events=10_000))]
+    #[pyo3(signature = (path, queue, max_payload_bytes=16_777_216, max_events=10_000, sync="full"))]
     fn local(
         py: Python<'_>,
         path: PathBuf,
         queue: &str,
         max_payload_bytes: i64,
         max_events: i64,
+        sync: &str,
     ) -> PyResult<Self> {
         let config = StoreConfig {
             max_payload_bytes: count("max_payload_bytes", max_payload_bytes, 1)? as usize,
             max_events: count("max_events", max_events, 0)? as usize,
         };
+        let sync = lanemq_core::jobs::LocalSync::parse(sync).map_err(to_py)?;
         let backend = py
-            .detach(|| LocalBackend::open(&path, queue, config))
+            .detach(|| LocalBackend::open_synced(&path, queue, config, sync))
             .map_err(to_py)?;
         Ok(Self {
             backend: Arc::new(backend),

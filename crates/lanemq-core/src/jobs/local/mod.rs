@@ -1,8 +1,10 @@
-//! `LocalBackend`: the job contract in a local SQLite file (WAL mode, full sync), shared safely
-//! by several processes. Each process runs its operations on one writer thread that commits them
-//! in batches (group commit); answers come after the commit, so an acknowledged change survives
-//! the process being killed. Waits wake at once for changes made in this process, and through
-//! the doorbell (`doorbell`, a watch on the file's directory) for commits of other processes.
+//! `LocalBackend`: the job contract in a local SQLite file (WAL mode; full sync unless the queue
+//! was opened with `LocalSync::Normal`, see `sync.rs`), shared safely by several processes. Each
+//! process runs its operations on one writer thread that commits them in batches (group
+//! commit); answers come after the commit, so an acknowledged change survives the process being
+//! killed (and, with full sync, a power loss). Waits wake at once for changes made in this
+//! process, and through the doorbell (`doorbell`, a watch on the file's directory) for commits
+//! of other processes.
 
 mod admin;
 mod dedup;
@@ -19,6 +21,7 @@ mod rows;
 mod schedulers;
 mod schema;
 mod storage;
+mod sync;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -37,6 +40,7 @@ use super::model::wall_clock_ms;
 use super::model::Millis;
 use super::options::StoreConfig;
 use ops::Env;
+pub use sync::LocalSync;
 use writer::{Call, Op, Shared};
 
 /// How often a waiter re-reads the file for changes made by other processes when the doorbell
@@ -59,9 +63,20 @@ pub struct LocalBackend {
 }
 
 impl LocalBackend {
-    /// Opens the queue file `path` for queue `queue` (see `schema::open` for what is refused).
+    /// Opens the queue file `path` for queue `queue` (see `schema::open` for what is refused),
+    /// with full syncs.
     pub fn open(path: &Path, queue: &str, config: StoreConfig) -> CoreResult<Self> {
-        let conn = schema::open(path, queue)?;
+        Self::open_synced(path, queue, config, LocalSync::Full)
+    }
+
+    /// `open`, this process's commits to the file synced as `sync` says (see `sync.rs`).
+    pub fn open_synced(
+        path: &Path,
+        queue: &str,
+        config: StoreConfig,
+        sync: LocalSync,
+    ) -> CoreResult<Self> {
+        let conn = schema::open_synced(path, queue, schema::BUSY, sync)?;
         let (ops, receiver) = channel();
         let changed = Arc::new(tokio::sync::Notify::new());
         let shared = Arc::new(Shared {
@@ -75,6 +90,7 @@ impl LocalBackend {
             .filter(|name| name.to_string_lossy() == format!("{queue}.sqlite3"))
             .map(|_| path.parent().unwrap_or(Path::new("")).to_path_buf());
         env.dir = dir.clone();
+        env.sync = sync;
         let thread_shared = Arc::clone(&shared);
         std::thread::Builder::new()
             .name(format!("lanemq-local-{queue}"))

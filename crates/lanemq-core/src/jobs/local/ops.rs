@@ -45,6 +45,9 @@ pub struct Env {
     pub links: HashMap<String, Connection>,
     /// Set when a message was written to the outbox: delivered after the commit.
     pub outbox_pending: bool,
+    /// How this file's own connection syncs its commits (`relay` makes messages durable
+    /// before delivering them when that is `Normal`).
+    pub sync: super::sync::LocalSync,
 }
 
 impl Env {
@@ -60,6 +63,7 @@ impl Env {
             dir: None,
             links: HashMap::new(),
             outbox_pending: false,
+            sync: super::sync::LocalSync::Full,
         }
     }
 

@@ -26,6 +26,7 @@ use crate::jobs::options::JobOptions;
 
 use super::ops::Env;
 use super::rows::{self, meta, set_meta, sql};
+use super::sync::{sync_outbox, LocalSync};
 use super::{flows, manage, ops, schema};
 
 /// What one queue tells another.
@@ -95,7 +96,7 @@ pub fn sibling_path(dir: Option<&PathBuf>, queue: &str) -> CoreResult<PathBuf> {
 const LINK_BUSY: Duration = Duration::from_secs(1);
 
 /// Runs `f` with a connection to queue `queue`'s file (opened once per writer, created if
-/// new).
+/// new). It commits with full syncs whatever this queue's `sync` (see `sync.rs`).
 pub fn with_link<T>(
     env: &mut Env,
     queue: &str,
@@ -192,6 +193,23 @@ fn deliver_from(conn: &Connection, sender: &str, env: &mut Env) -> Vec<String> {
             return Vec::new();
         }
     };
+    // The sender's commits may be unsynced (`sync="normal"`, by any process that has the file
+    // open): the messages are made durable before another file applies them, or a machine crash
+    // could keep the delivery and lose the change that sent it (whose number the file would
+    // then hand out again).
+    if let Some((last, _, _)) = rows.last() {
+        // A link (another queue's file) is fully synced; this queue's own connection runs at
+        // its level.
+        let level = if sender == env.queue {
+            env.sync
+        } else {
+            LocalSync::Full
+        };
+        if sync_outbox(conn, level, *last).is_err() {
+            env.outbox_pending = true;
+            return Vec::new();
+        }
+    }
     // Runs of messages to one target, in the order they were written: a flow's parents reach
     // their queues before any child of theirs elsewhere can run.
     let mut runs: Vec<(String, Vec<(i64, &str)>)> = Vec::new();

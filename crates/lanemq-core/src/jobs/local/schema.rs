@@ -8,6 +8,8 @@ use rusqlite::{Connection, OptionalExtension};
 
 use crate::error::{CoreError, CoreResult};
 
+use super::sync::LocalSync;
+
 /// Bumped when the schema changes incompatibly; a file with a newer version is refused.
 pub const FORMAT_VERSION: i64 = 1;
 
@@ -146,17 +148,32 @@ fn storage(path: &Path, what: &str, error: impl std::fmt::Display) -> CoreError 
 }
 
 /// Opens (creating it if needed) the queue file at `path` for queue `queue`, in WAL mode with
-/// full syncs. Refuses a file that is empty (0 bytes), belongs to another queue, has a newer or
-/// unknown format, or fails SQLite's integrity check; nothing is written in those cases.
+/// full syncs (`open_synced` for another level). Refuses a file that is empty (0 bytes),
+/// belongs to another queue, has a newer or unknown format, or fails SQLite's integrity check;
+/// nothing is written in those cases.
 ///
 /// SQLite cannot detect everything: a `-wal` that was deleted (or came from another copy of
 /// the file) loses the commits it held since the last checkpoint without an error.
 pub fn open(path: &Path, queue: &str) -> CoreResult<Connection> {
-    open_waiting(path, queue, std::time::Duration::from_secs(30))
+    open_waiting(path, queue, BUSY)
 }
+
+/// How long `open`'s connections wait for another connection's lock.
+pub const BUSY: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// `open`, waiting at most `busy` for another connection's lock (here and afterwards).
 pub fn open_waiting(path: &Path, queue: &str, busy: std::time::Duration) -> CoreResult<Connection> {
+    open_synced(path, queue, busy, LocalSync::Full)
+}
+
+/// `open_waiting`, the connection's commits then synced as `sync` says. The schema and
+/// metadata of a new or older file are written with full syncs whatever it says.
+pub fn open_synced(
+    path: &Path,
+    queue: &str,
+    busy: std::time::Duration,
+    sync: LocalSync,
+) -> CoreResult<Connection> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| storage(dir, "cannot create the directory", e))?;
     }
@@ -187,6 +204,13 @@ pub fn open_waiting(path: &Path, queue: &str, busy: std::time::Duration) -> Core
     }
     check_identity(&conn, path, queue)?;
     initialise(&conn, path, queue)?;
+    if sync == LocalSync::Normal {
+        // Still fully synced here: every deliverer of this file's messages learns at once
+        // that they may need a sync first.
+        super::sync::mark_normal_opener(&conn)?;
+    }
+    sync.apply(&conn)
+        .map_err(|e| storage(path, "cannot set synchronous", e))?;
     Ok(conn)
 }
 
@@ -195,9 +219,10 @@ pub fn open_waiting(path: &Path, queue: &str, busy: std::time::Duration) -> Core
 fn initialise(conn: &Connection, path: &Path, queue: &str) -> CoreResult<()> {
     conn.pragma_update(None, "journal_mode", "WAL")
         .map_err(|e| storage(path, "cannot enable WAL", e))?;
-    // FULL: a commit is on disk when it returns, so an acknowledged write survives even a power
-    // loss, not only a killed process.
-    conn.pragma_update(None, "synchronous", "FULL")
+    // FULL: a commit is on disk when it returns, so the schema and metadata survive even a
+    // power loss (`open_synced` then sets the level the queue's own commits run at).
+    LocalSync::Full
+        .apply(conn)
         .map_err(|e| storage(path, "cannot set synchronous", e))?;
     conn.execute_batch(SCHEMA)
         .map_err(|e| storage(path, "cannot create the schema", e))?;
@@ -381,6 +406,28 @@ mod tests {
         .unwrap();
         drop(conn);
         open(&path, "q").expect("reopening an upgraded file");
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+    }
+
+    #[test]
+    fn the_queue_connection_takes_its_sync_level_and_other_openers_stay_full() {
+        let path = std::env::temp_dir().join(format!(
+            "lanemq-sync-{}-{:?}.sqlite3",
+            std::process::id(),
+            std::time::SystemTime::now()
+        ));
+        let level = |conn: &Connection| -> i64 {
+            conn.query_row("PRAGMA synchronous", [], |r| r.get(0))
+                .unwrap()
+        };
+        let normal = open_synced(&path, "q", BUSY, LocalSync::Normal).unwrap();
+        assert_eq!(level(&normal), 1, "NORMAL");
+        // A flow's link or reservation in this file, opened by another queue's writer.
+        let link = open(&path, "q").unwrap();
+        assert_eq!(level(&link), 2, "FULL");
+        drop((normal, link));
         for suffix in ["", "-wal", "-shm"] {
             let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
         }

@@ -1,7 +1,8 @@
 //! The writer thread: the only user of this process's connection. It takes every operation
 //! waiting in its channel, runs them in one transaction (each in its own savepoint, so a refused
 //! operation changes nothing while the others stand), commits once, and only then answers: a
-//! batch of operations shares one sync, and an answer means the change is on disk.
+//! batch of operations shares one sync, and an answer means the change is committed (on disk
+//! with full sync; in the OS's cache, on disk by the next checkpoint, with normal sync).
 
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};

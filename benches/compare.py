@@ -92,7 +92,7 @@ from typing import Any
 
 from _support import RedisServer, RespError, tail
 from comparison.adapter import python_label
-from comparison.install import System, setup_lanemq, setup_node, setup_venv
+from comparison.install import VENV_PEERS, System, setup_lanemq, setup_node, setup_venv
 from comparison.report import (
     Results,
     format_value,
@@ -103,7 +103,14 @@ from comparison.report import (
 )
 from comparison.runner import ADAPTERS, runner
 from comparison.specs import LABELS, RESULT_PREFIX, SYSTEMS, Counts, Row, rows_for, workload_spec
+from comparison.targets import script_commands_in
 
+SMOKE_TESTED = ("streaq", "taskiq", "chasquimq")
+# What a peer needs of the server, said with its smoke test's failure.
+SERVER_NEEDS = {
+    "chasquimq": "ChasquiMQ needs a newer Redis (it acks with XACKDEL, Redis 8.2+; its own "
+    "tests ask for 8.6+)",
+}
 HERE = Path(__file__).resolve()
 BENCHES = HERE.parent
 REPO = BENCHES.parent
@@ -146,6 +153,24 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--latency", type=positive_int, default=1_000, help="latency jobs")
     parser.add_argument("--gap", type=float, default=2.0, help="ms idle between latency jobs")
+    parser.add_argument(
+        "--memory", type=positive_int, default=100_000, help="jobs bulk-added for memory/job"
+    )
+    parser.add_argument(
+        "--backlog", type=positive_int, default=500_000, help="the deep backlog's jobs"
+    )
+    parser.add_argument(
+        "--backlog-small", type=positive_int, default=10_000, help="the shallow backlog's jobs"
+    )
+    parser.add_argument(
+        "--backlog-take",
+        type=positive_int,
+        default=10_000,
+        help="jobs completed from the head of each backlog (at most --backlog-small)",
+    )
+    parser.add_argument(
+        "--rtt-calls", type=positive_int, default=5_000, help="PINGs of the round-trip floor"
+    )
     parser.add_argument(
         "--systems", default=",".join(SYSTEMS), help=f"subset of {','.join(SYSTEMS)}"
     )
@@ -194,6 +219,11 @@ def orchestrate(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         latency=max(1, args.latency // scale),
         gap_ms=args.gap,
+        memory=max(1, args.memory // scale),
+        backlog=max(1, args.backlog // scale),
+        backlog_small=max(1, args.backlog_small // scale),
+        backlog_take=max(1, min(args.backlog_take, args.backlog_small) // scale),
+        rtt_calls=max(100, args.rtt_calls // scale),
     )
     wanted = [s.strip() for s in args.systems.split(",") if s.strip()]
     unknown = [s for s in wanted if s not in SYSTEMS]
@@ -210,7 +240,8 @@ def orchestrate(args: argparse.Namespace) -> int:
     print(
         f"counts: single={counts.single} bulk={counts.bulk} (batch {counts.batch}) "
         f"process={counts.process} at {counts.concurrency} latency={counts.latency} "
-        f"(gap {counts.gap_ms:g} ms)" + (" [--quick]" if args.quick else "")
+        f"(gap {counts.gap_ms:g} ms) memory={counts.memory} backlog={counts.backlog_take} of "
+        f"{counts.backlog_small} and of {counts.backlog}" + (" [--quick]" if args.quick else "")
     )
     print(f"scratch: {scratch}")
 
@@ -223,11 +254,9 @@ def orchestrate(args: argparse.Namespace) -> int:
         systems["lanemq"] = setup_lanemq(lanemq_python, HERE)
     if "bullmq-node" in wanted:
         systems["bullmq-node"] = setup_node(scratch, install)
-    if "bullmq-python" in wanted or "saq" in wanted:
-        venv_systems = setup_venv(scratch, install, HERE)
-        for name, system in venv_systems.items():
-            if name in wanted:
-                systems[name] = system
+    venv_wanted = [name for name in VENV_PEERS if name in wanted]
+    if venv_wanted:
+        systems.update(setup_venv(scratch, install, HERE, venv_wanted))
 
     rows = rows_for(counts)
     results: Results = {row.key: {} for row in rows}
@@ -255,6 +284,7 @@ def orchestrate(args: argparse.Namespace) -> int:
                 redis = None
         print()
         if redis is not None:
+            smoke_test(systems, redis, args.timeout)
             run_all(rows, counts, systems, results, redis, args.timeout, args.rounds)
             if args.profile:
                 profiles = run_profiles(counts, systems, redis, args.timeout)
@@ -263,7 +293,8 @@ def orchestrate(args: argparse.Namespace) -> int:
             redis.cleanup()
     elapsed = time.perf_counter() - started
 
-    summary = print_report(rows, counts, systems, results, profiles, elapsed)
+    inside_scripts = script_commands_in(REPO / "lua") if (REPO / "lua").is_dir() else frozenset()
+    summary = print_report(rows, counts, systems, results, profiles, elapsed, inside_scripts)
     document = json_document(summary, counts, args.quick, redis_version, systems, results, profiles)
     try:
         args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -324,38 +355,65 @@ def run_all(
     workload runs for every system in turn before the next workload starts, so the runs a
     ratio compares are minutes apart at most, whatever the machine's speed does over the
     whole run. With several rounds, each (workload, system) keeps the run of median value
-    (all values are listed under ``rounds`` in its result)."""
+    (all values are listed under ``rounds`` in its result). A row marked ``once`` (the
+    memory per job: a size, not a timing) is measured in the first round only."""
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for round_number in range(1, rounds + 1):
         if rounds > 1:
             print(f"-- round {round_number} of {rounds}", flush=True)
         done: set[str] = set()
         for row in rows:
-            run_key = f"{row.workload}@{row.concurrency}"
-            if run_key in done:  # latency p50/p99 come from the same run
+            if row.run_key in done:  # latency p50/p99 come from the same run
                 continue
-            done.add(run_key)
-            spec = workload_spec(row.workload, row.concurrency, counts, redis.port, timeout)
+            done.add(row.run_key)
+            if row.once and round_number > 1:
+                continue
+            spec = workload_spec(
+                row.workload, row.concurrency, counts, redis.port, timeout, row.fill
+            )
             for name in SYSTEMS:
                 system = systems[name]
-                if not system.ok:
+                if not system.ok or not row.runs_on(name):
                     continue
                 try:
                     result = run_one(system, spec, redis, timeout)
                 except Exception as error:  # a report: note it and go on
                     result = {"error": f"{type(error).__name__}: {error}"}
-                runs.setdefault(row.key, {}).setdefault(name, []).append(result)
+                runs.setdefault(row.run_key, {}).setdefault(name, []).append(result)
                 system.version = system.version or result.get("version")
                 print_run(name, row, result)
     for row in rows:
-        for name, measured in runs.get(prev_key(rows, row), {}).items():
+        for name, measured in runs.get(row.run_key, {}).items():
             results[row.key][name] = median_run(measured, row.field)
 
 
-def prev_key(rows: list[Row], row: Row) -> str:
-    """The key of the first row measured by the same run as `row`."""
-    same = (r for r in rows if r.workload == row.workload and r.concurrency == row.concurrency)
-    return next(same).key
+def smoke_test(systems: dict[str, System], redis: RedisServer, timeout: float) -> None:
+    """The newer peers run a tiny add-and-process first: one that cannot run on this server
+    (ChasquiMQ needs Redis 8.2's XACKDEL) is reported unavailable instead of failing every
+    row."""
+    for name in SMOKE_TESTED:
+        system = systems[name]
+        if not system.ok:
+            continue
+        spec = {
+            "workload": "smoke",
+            "host": "127.0.0.1",
+            "port": redis.port,
+            "n": 6,
+            "batch": 3,
+            "concurrency": 2,
+            "timeout_s": 20.0,
+            "stats": False,
+            "slowlog": False,
+        }
+        result = run_one(system, spec, redis, min(timeout, 60.0))
+        system.version = system.version or result.get("version")
+        if result.get("error"):
+            needs = SERVER_NEEDS.get(name)
+            server = f"on Redis {redis.version}"
+            reason = f"{needs}; {server}: {result['error']}" if needs else result["error"]
+            system.status = f"unavailable: {reason}"
+            print(f"{LABELS[name]:<14} smoke test failed: {result['error'][:300]}", flush=True)
 
 
 def run_profiles(

@@ -102,7 +102,18 @@ from comparison.report import (
     print_run,
 )
 from comparison.runner import ADAPTERS, runner
-from comparison.specs import LABELS, RESULT_PREFIX, SYSTEMS, Counts, Row, rows_for, workload_spec
+from comparison.specs import (
+    LABELS,
+    RESULT_PREFIX,
+    SCALED_PEERS,
+    SCALED_WORKLOADS,
+    SYSTEMS,
+    Counts,
+    Row,
+    rows_for,
+    scaled_for,
+    workload_spec,
+)
 from comparison.targets import script_commands_in
 
 SMOKE_TESTED = ("streaq", "taskiq", "chasquimq")
@@ -167,6 +178,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=positive_int,
         default=10_000,
         help="jobs completed from the head of each backlog (at most --backlog-small)",
+    )
+    parser.add_argument(
+        "--peer-scale",
+        type=positive_int,
+        default=4,
+        help="the peers other than BullMQ Node run 1/N of the add, process and memory jobs",
     )
     parser.add_argument(
         "--rtt-calls", type=positive_int, default=5_000, help="PINGs of the round-trip floor"
@@ -243,6 +260,12 @@ def orchestrate(args: argparse.Namespace) -> int:
         f"(gap {counts.gap_ms:g} ms) memory={counts.memory} backlog={counts.backlog_take} of "
         f"{counts.backlog_small} and of {counts.backlog}" + (" [--quick]" if args.quick else "")
     )
+    if args.peer_scale > 1:
+        peers = ", ".join(LABELS[name] for name in SCALED_PEERS)
+        print(
+            f"{peers}: 1/{args.peer_scale} of the jobs of {', '.join(SCALED_WORKLOADS)} "
+            "(--peer-scale)"
+        )
     print(f"scratch: {scratch}")
 
     systems: dict[str, System] = {name: System(name) for name in SYSTEMS}
@@ -285,7 +308,9 @@ def orchestrate(args: argparse.Namespace) -> int:
         print()
         if redis is not None:
             smoke_test(systems, redis, args.timeout)
-            run_all(rows, counts, systems, results, redis, args.timeout, args.rounds)
+            run_all(
+                rows, counts, systems, results, redis, args.timeout, args.rounds, args.peer_scale
+            )
             if args.profile:
                 profiles = run_profiles(counts, systems, redis, args.timeout)
     finally:
@@ -350,6 +375,7 @@ def run_all(
     redis: RedisServer,
     timeout: float,
     rounds: int = 1,
+    peer_scale: int = 1,
 ) -> None:
     """Every workload of every available system, ``rounds`` times. Within a round each
     workload runs for every system in turn before the next workload starts, so the runs a
@@ -375,8 +401,10 @@ def run_all(
                 system = systems[name]
                 if not system.ok or not row.runs_on(name):
                     continue
+                if name in row.first_round_only and round_number > 1:
+                    continue
                 try:
-                    result = run_one(system, spec, redis, timeout)
+                    result = run_one(system, scaled_for(spec, name, peer_scale), redis, timeout)
                 except Exception as error:  # a report: note it and go on
                     result = {"error": f"{type(error).__name__}: {error}"}
                 runs.setdefault(row.run_key, {}).setdefault(name, []).append(result)

@@ -28,6 +28,13 @@ RATIO_LABELS: dict[str, str] = {name: f"/{LABELS[name]}" for name in SYSTEMS if 
 # Rows only lanemq's runner measures (the floors), and rows only some systems run.
 LANEMQ_ONLY = ("lanemq",)
 BACKLOG_SYSTEMS = ("lanemq", "bullmq-node")
+# Filling BullMQ's 500,000-job backlog takes most of a minute: in the first round only.
+BACKLOG_FIRST_ROUND_ONLY = ("bullmq-node",)
+# The peers the targets do not compare with run 1/--peer-scale of the jobs of these workloads
+# (a rate or a size per job hardly depends on the count; their slow runs would otherwise take
+# most of a full run's time).
+SCALED_PEERS = ("bullmq-python", "saq", "streaq", "taskiq", "chasquimq")
+SCALED_WORKLOADS = ("add_single", "add_bulk", "process", "memory")
 QUEUE = "bench"
 WARMUP = 200
 RESULT_PREFIX = "RESULT "
@@ -61,6 +68,7 @@ class Row:
     systems: tuple[str, ...] | None = None  # None: every system
     fill: int | None = None  # backlog rows: jobs in the queue before the worker starts
     once: bool = False  # measured in the first round only (not a timing)
+    first_round_only: tuple[str, ...] = ()  # systems that run this row in round 1 only
 
     def runs_on(self, system: str) -> bool:
         return self.systems is None or system in self.systems
@@ -92,6 +100,7 @@ def rows_for(counts: Counts) -> list[Row]:
                 100,
                 systems=BACKLOG_SYSTEMS,
                 fill=fill,
+                first_round_only=BACKLOG_FIRST_ROUND_ONLY,
             )
         )
     rows += [
@@ -99,6 +108,14 @@ def rows_for(counts: Counts) -> list[Row]:
         Row("memory backend@100", "memory_process", "jobs/s", 100, systems=LANEMQ_ONLY),
     ]
     return rows
+
+
+def scaled_for(spec: dict[str, Any], system: str, peer_scale: int) -> dict[str, Any]:
+    """`spec` with 1/peer_scale of the jobs for a peer in `SCALED_PEERS` on a scaled
+    workload; unchanged otherwise."""
+    if peer_scale <= 1 or system not in SCALED_PEERS or spec["workload"] not in SCALED_WORKLOADS:
+        return spec
+    return {**spec, "n": max(1, spec["n"] // peer_scale)}
 
 
 def workload_spec(

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SCRIPT_COMMANDS = frozenset({"fcall", "fcall_ro", "eval", "eval_ro", "evalsha", "evalsha_ro"})
+# The probe's own commands around the timed part, not the system's.
+PROBE_COMMANDS = ("config|", "info", "slowlog")
 
 
 @dataclass
@@ -148,6 +150,8 @@ def server_us_per_job(
     total = 0
     for entry in commands:
         name = str(entry["command"]).lower()
+        if name.startswith(PROBE_COMMANDS):
+            continue
         if name in SCRIPT_COMMANDS or name not in inside_scripts:
             total += int(str(entry["usec"]))
     return total / jobs

@@ -151,6 +151,7 @@ class Floors:
     add_server_us: float | None = None
     process1_server_us: float | None = None
     latency_server_us: float | None = None
+    latency_calls_per_job: float | None = None
     add_single: float | None = None
     process_1: float | None = None
     latency_ms: float | None = None
@@ -180,6 +181,7 @@ def compute_floors(results: Results) -> Floors:
     per_call = script_usec_per_call(commands) if commands else None
     if per_call and samples:
         floors.latency_server_us = per_call[0] * per_call[1] / samples
+        floors.latency_calls_per_job = per_call[1] / samples
     floors.add_single = floor_rate(floors.rtt_us, floors.add_server_us)
     floors.process_1 = floor_rate(floors.rtt_us, floors.process1_server_us)
     floors.latency_ms = latency_floor_ms(floors.rtt_us, floors.latency_server_us)
@@ -224,7 +226,8 @@ def print_floors(floors: Floors) -> None:
     print(
         "  latency: 2 round trips (the add crossing to Redis and the job crossing to the blocked "
         "worker make one; the complete call and its reply the other) + every function's time "
-        f"per job during the latency run ({us(floors.latency_server_us)}) = "
+        f"per job during the latency run ({us(floors.latency_server_us)} in "
+        f"{floors.latency_calls_per_job or 0:.1f} calls) = "
         f"{format_value(floors.latency_ms, 'ms')} ms"
     )
     print(

@@ -1,4 +1,5 @@
-"""lanemq on Redis vs. BullMQ (Node), BullMQ (Python) and saq: the same workloads, one run.
+"""lanemq on Redis vs. BullMQ (Node), BullMQ (Python), saq, streaq, taskiq and ChasquiMQ: the
+same workloads, one run, with issue 18's targets and floors.
 
 Run it (lanemq built in release mode and importable by the Python that runs this file, or
 pass ``--lanemq-python``)::
@@ -17,7 +18,10 @@ Everything the other systems need is installed, when missing, into a scratch dir
 
 - ``<scratch>/node``: ``npm install --prefix <scratch>/node bullmq ioredis`` (BullMQ 6 made
   its Redis driver an optional peer dependency, so ioredis is named explicitly);
-- ``<scratch>/venv``: ``python -m venv`` + ``pip install bullmq saq``.
+- ``<scratch>/venv``: ``python -m venv`` + ``pip install bullmq saq``; streaq, taskiq
+  (+ taskiq-redis) and ChasquiMQ each in a venv of their own (``comparison/install.py``,
+  ``VENV_PEERS``: their redis-py pins conflict). These three run a smoke test first; one that
+  fails it (ChasquiMQ on Redis < 8.2) is reported unavailable.
 
 ``--no-install`` uses what is there and installs nothing. A private ``redis-server`` is
 started on a free loopback port (``--port N --bind 127.0.0.1 --save "" --appendonly no``, in
@@ -58,8 +62,18 @@ Workloads (``--quick`` divides every count by 10):
   completion hook (its own timestamp), then a pause of ``--gap`` ms (default 2) so the worker
   is idle again before the next add. p50 and p99 in ms.
 
-Output: one table (the ratio columns are lanemq / other; for the latency rows, in ms, a ratio
-below 1 means lanemq is faster), the same as JSON (``--json``, default
+- ``memory/job`` (``--memory``, 100,000; first round only): INFO memory used_memory before
+  and after that many bulk-added no-op jobs, per job.
+- ``backlog`` (lanemq and BullMQ Node; ``--backlog`` 500,000 and ``--backlog-small`` 10,000):
+  a worker at concurrency 100 timed over ``--backlog-take`` (10,000) jobs from the head.
+- ``round trip`` and ``memory backend@100`` (lanemq's runner): the floors' measurements
+  (``comparison/floors.py``; benches/jobs.py's process phase on ``InMemoryJobQueue``).
+
+The peers other than BullMQ Node run 1/``--peer-scale`` (4) of the add and process jobs.
+benches/README.md says what each row, floor and target means.
+
+Output: a table of values and one of ratios (lanemq / other; for the latency and memory rows
+a ratio below 1 means lanemq is better), the floors, the same as JSON (``--json``, default
 ``benches/results/compare.json``), the target checks (PASS/FAIL, N/A when the reference system
 is missing), and the Redis ``INFO commandstats`` of each system's ``process@100`` run (the
 statistics are reset just before the worker starts and read right after the last completion):

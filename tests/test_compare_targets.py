@@ -19,6 +19,7 @@ from comparison.targets import (  # noqa: E402
     floor_rate,
     latency_floor_ms,
     latency_target,
+    paired_ratio,
     rate_target,
     script_commands_in,
     script_usec_per_call,
@@ -131,3 +132,14 @@ def test_rows_and_peer_scaling() -> None:
     assert scaled_for(spec, "saq", 4)["n"] == 5_000
     assert scaled_for(spec, "bullmq-node", 4)["n"] == 20_000
     assert scaled_for({"workload": "latency", "n": 1_000}, "saq", 4)["n"] == 1_000
+
+
+def test_paired_ratio_is_the_median_of_the_rounds_ratios() -> None:
+    assert paired_ratio([10.0, 40.0, 90.0], [5.0, 10.0, 45.0]) == pytest.approx(2.0)
+    assert paired_ratio([10.0, 40.0], [5.0, 10.0]) == pytest.approx(3.0)
+    assert paired_ratio([10.0], [5.0]) is None
+    assert paired_ratio([10.0, None], [5.0, 5.0]) is None
+    assert paired_ratio(None, [5.0, 5.0]) is None
+    check = rate_target("t", 100.0, 80.0, 2, paired=2.5)
+    assert check.verdict == "PASS"
+    assert "2.50x (median of the rounds' ratios)" in check.detail

@@ -20,6 +20,7 @@ from comparison.targets import (
     floor_rate,
     latency_floor_ms,
     latency_target,
+    paired_ratio,
     rate_target,
     script_usec_per_call,
     server_us_per_job,
@@ -254,20 +255,29 @@ def targets(
     def both(key: str, field: str = "value") -> tuple[float | None, float | None]:
         return row_number(results, key, "lanemq", field), row_number(results, key, node, field)
 
+    def paired(key: str) -> float | None:
+        own = (results.get(key, {}).get("lanemq") or {}).get("rounds")
+        theirs = (results.get(key, {}).get(node) or {}).get("rounds")
+        return paired_ratio(own, theirs)
+
     checks = [
         rate_target(
             "add_single >= 2x BullMQ Node, or >= 90% of its floor",
             *both("add_single"),
             2,
             floors.add_single,
+            paired=paired("add_single"),
         ),
         rate_target(
             "process@1 >= 2x BullMQ Node, or >= 90% of its floor",
             *both("process@1"),
             2,
             floors.process_1,
+            paired=paired("process@1"),
         ),
-        rate_target("process@10 >= 4x BullMQ Node", *both("process@10"), 4),
+        rate_target(
+            "process@10 >= 4x BullMQ Node", *both("process@10"), 4, paired=paired("process@10")
+        ),
         rate_target(
             "process@100 >= 6x BullMQ Node, or >= 85% of the memory backend's rate",
             *both("process@100"),
@@ -275,19 +285,22 @@ def targets(
             floors.process_100,
             tolerance=0.15,
             floor_name="memory backend's",
+            paired=paired("process@100"),
         ),
-        rate_target("add_bulk >= 5x BullMQ Node", *both("add_bulk"), 5),
+        rate_target("add_bulk >= 5x BullMQ Node", *both("add_bulk"), 5, paired=paired("add_bulk")),
         latency_target(
             "latency p50 <= 0.6x BullMQ Node's, or <= 1.1x its floor",
             *both("latency p50", "p50"),
             0.6,
             floors.latency_ms,
+            paired=paired("latency p50"),
         ),
         latency_target(
             "latency p99 <= 0.3x BullMQ Node's, or <= 1.1x its floor",
             *both("latency p99", "p99"),
             0.3,
             floors.latency_ms,
+            paired=paired("latency p99"),
         ),
         at_most_target(
             "Redis CPU per job at process@100 <= 5 us (INFO commandstats)",

@@ -18,6 +18,29 @@ SCRIPT_COMMANDS = frozenset({"fcall", "fcall_ro", "eval", "eval_ro", "evalsha", 
 PROBE_COMMANDS = ("config|", "info", "slowlog")
 
 
+PAIRED = " (median of the rounds' ratios)"
+
+
+def paired_ratio(own_rounds: object, reference_rounds: object) -> float | None:
+    """The median of the per-round ratios own / reference: each round's two runs are minutes
+    apart at most, so on a machine whose speed drifts this is steadier than the ratio of the
+    two medians. None unless both have the same number (> 1) of rounds, all measured."""
+    if not isinstance(own_rounds, list) or not isinstance(reference_rounds, list):
+        return None
+    if len(own_rounds) < 2 or len(own_rounds) != len(reference_rounds):
+        return None
+    ratios = []
+    for own, reference in zip(own_rounds, reference_rounds, strict=True):
+        if not isinstance(own, (int, float)) or not isinstance(reference, (int, float)):
+            return None
+        if reference == 0:
+            return None
+        ratios.append(own / reference)
+    ratios.sort()
+    middle = len(ratios) // 2
+    return ratios[middle] if len(ratios) % 2 else (ratios[middle - 1] + ratios[middle]) / 2
+
+
 @dataclass
 class Target:
     text: str
@@ -51,17 +74,22 @@ def rate_target(
     floor: float | None = None,
     tolerance: float = 0.10,
     floor_name: str = "floor",
+    paired: float | None = None,
 ) -> Target:
     """PASS when ``own >= factor * reference``, or (with a floor) ``own >= (1 - tolerance) *
-    floor``; the detail says which held."""
+    floor``; the detail says which held. `paired`, when given, is the ratio to judge instead
+    of own / reference (the median of the rounds' own ratios, see `paired_ratio`)."""
     if own is None:
         return Target(text, "N/A", "no lanemq result")
     parts: list[str] = []
     by_ratio = by_floor = False
     if reference:
-        ratio = own / reference
+        ratio = paired if paired is not None else own / reference
         by_ratio = ratio >= factor
-        parts.append(f"{ratio:.2f}x ({own:,.0f} vs {reference:,.0f} jobs/s)")
+        parts.append(
+            f"{ratio:.2f}x{PAIRED if paired is not None else ''} "
+            f"({own:,.0f} vs {reference:,.0f} jobs/s)"
+        )
     if floor:
         share = own / floor
         by_floor = share >= 1 - tolerance
@@ -78,17 +106,20 @@ def latency_target(
     factor: float,
     floor: float | None = None,
     tolerance: float = 0.10,
+    paired: float | None = None,
 ) -> Target:
     """PASS when ``own <= factor * reference`` (ms), or (with a floor) ``own <= (1 +
-    tolerance) * floor``."""
+    tolerance) * floor``; `paired` as in `rate_target`."""
     if own is None:
         return Target(text, "N/A", "no lanemq result")
     parts: list[str] = []
     by_ratio = by_floor = False
     if reference:
-        ratio = own / reference
+        ratio = paired if paired is not None else own / reference
         by_ratio = ratio <= factor
-        parts.append(f"{ratio:.2f}x ({own:.3f} vs {reference:.3f} ms)")
+        parts.append(
+            f"{ratio:.2f}x{PAIRED if paired is not None else ''} ({own:.3f} vs {reference:.3f} ms)"
+        )
     if floor:
         by_floor = own <= floor * (1 + tolerance)
         parts.append(f"{own / floor:.2f}x the floor {floor:.3f} ms")

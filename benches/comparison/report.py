@@ -323,6 +323,10 @@ def targets(
                 row_number(results, deep.key, "lanemq"),
                 row_number(results, shallow.key, "lanemq"),
                 0.15,
+                paired_ratio(
+                    (results.get(deep.key, {}).get("lanemq") or {}).get("rounds"),
+                    (results.get(shallow.key, {}).get("lanemq") or {}).get("rounds"),
+                ),
             )
         )
     return checks

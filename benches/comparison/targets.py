@@ -146,15 +146,20 @@ def at_most_target(text: str, own: float | None, limit: float | None, unit: str)
 
 
 def backlog_target(
-    text: str, deep: float | None, shallow: float | None, tolerance: float
+    text: str,
+    deep: float | None,
+    shallow: float | None,
+    tolerance: float,
+    paired: float | None = None,
 ) -> Target:
     """PASS when the rate with the deep backlog is within `tolerance` below the shallow one's
-    (or above it)."""
+    (or above it); `paired` as in `rate_target`."""
     if deep is None or not shallow:
         return Target(text, "N/A", "no lanemq result")
-    share = deep / shallow
+    share = paired if paired is not None else deep / shallow
     verdict = "PASS" if share >= 1 - tolerance else "FAIL"
-    return Target(text, verdict, f"{share:.0%} ({deep:,.0f} vs {shallow:,.0f} jobs/s)")
+    how = PAIRED if paired is not None else ""
+    return Target(text, verdict, f"{share:.0%}{how} ({deep:,.0f} vs {shallow:,.0f} jobs/s)")
 
 
 # --------------------------------------------------------------------------- commandstats

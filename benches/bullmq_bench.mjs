@@ -6,8 +6,8 @@
 // <node prefix dir> is where `npm install --prefix <dir> bullmq ioredis` put node_modules
 // (compare.py's scratch directory, never the repo); bullmq and ioredis are loaded from there.
 // The spec (see compare.py, `workload_spec`):
-//   {workload: add_single|add_bulk|process|latency, host, port, n, batch, concurrency,
-//    gap_ms, timeout_s, stats, slowlog}
+//   {workload: add_single|add_bulk|process|latency|memory|backlog, host, port, n, batch,
+//    concurrency, gap_ms, timeout_s, stats, slowlog, fill}
 // The result: {system, version, workload, value, unit, seconds, problems, note,
 //              p50, p99, mean, max (latency),
 //              stats: {cpu_before, cpu_after, commandstats, slowlog_entries, per_command}}.
@@ -164,9 +164,15 @@ async function addBulk(queue) {
   return { value: n / seconds, unit: 'jobs/s', seconds, problems };
 }
 
+/** Fills the queue with `spec.fill` jobs (default n), then times one worker until n of them
+ * finished: all of them for `process`, the head of the backlog for `backlog` (the worker is
+ * closed then, with the rest still waiting). */
 async function processRun(queue) {
   const { n, batch, concurrency } = spec;
-  await fill(queue, n, batch);
+  const total = Math.max(n, spec.fill || n);
+  const fillStarted = performance.now();
+  await fill(queue, total, total === n ? batch : Math.max(batch, 5000));
+  const fillSeconds = (performance.now() - fillStarted) / 1000;
   const worker = new Worker(QUEUE, async () => null, { connection, concurrency, autorun: false });
   let completed = 0;
   let failed = 0;
@@ -178,7 +184,7 @@ async function processRun(queue) {
   const onDone = (ok) => {
     if (ok) completed += 1;
     else failed += 1;
-    lastDone = performance.now();
+    if (completed + failed <= n) lastDone = performance.now();
     if (completed + failed === n) resolveAll(true);
   };
   worker.on('completed', () => onDone(true));
@@ -201,8 +207,48 @@ async function processRun(queue) {
   await worker.close();
   await running.catch((error) => problems.push(`worker.run() rejected: ${error}`));
   await probe.close();
-  problems.push(...expect(await counts(queue), { completed: n, waiting: 0, active: 0, failed: 0 }));
-  return { value: completed / seconds, unit: 'jobs/s', seconds, problems, stats };
+  if (total === n) {
+    problems.push(
+      ...expect(await counts(queue), { completed: n, waiting: 0, active: 0, failed: 0 }),
+    );
+  }
+  const value = Math.min(completed, n) / seconds;
+  return { value, unit: 'jobs/s', seconds, problems, stats, fill: total, fill_seconds: fillSeconds };
+}
+
+async function usedMemory(client) {
+  const info = await client.call('INFO', 'memory');
+  const line = String(info)
+    .split('\n')
+    .find((l) => l.startsWith('used_memory:'));
+  return Number(line.split(':')[1]);
+}
+
+/** Bytes of Redis memory per waiting job: used_memory before and after n no-op jobs are
+ * bulk-added (the server was FLUSHALL'd before this runner started). */
+async function memory(queue) {
+  const { n, batch } = spec;
+  const client = new IORedis(connection);
+  try {
+    const before = await usedMemory(client);
+    const t0 = performance.now();
+    await fill(queue, n, batch);
+    const seconds = (performance.now() - t0) / 1000;
+    const after = await usedMemory(client);
+    const problems = expect(await counts(queue), { waiting: n, active: 0 });
+    const perJob = (after - before) / n;
+    return {
+      value: perJob,
+      bytes_per_job: perJob,
+      unit: 'bytes',
+      used_memory_before: before,
+      used_memory_after: after,
+      seconds,
+      problems,
+    };
+  } finally {
+    await client.quit();
+  }
 }
 
 function percentile(sorted, q) {
@@ -264,7 +310,14 @@ async function latency(queue) {
   };
 }
 
-const WORKLOADS = { add_single: addSingle, add_bulk: addBulk, process: processRun, latency };
+const WORKLOADS = {
+  add_single: addSingle,
+  add_bulk: addBulk,
+  process: processRun,
+  latency,
+  memory,
+  backlog: processRun,
+};
 
 async function main() {
   const result = { system: 'bullmq-node', version: `bullmq ${version}, node ${process.version}` };

@@ -1,4 +1,5 @@
-"""lanemq on Redis vs. BullMQ (Node), BullMQ (Python) and saq: the same workloads, one run.
+"""lanemq on Redis vs. BullMQ (Node), BullMQ (Python), saq, streaq, taskiq and ChasquiMQ: the
+same workloads, one run, with issue 18's targets and floors.
 
 Run it (lanemq built in release mode and importable by the Python that runs this file, or
 pass ``--lanemq-python``)::
@@ -17,7 +18,10 @@ Everything the other systems need is installed, when missing, into a scratch dir
 
 - ``<scratch>/node``: ``npm install --prefix <scratch>/node bullmq ioredis`` (BullMQ 6 made
   its Redis driver an optional peer dependency, so ioredis is named explicitly);
-- ``<scratch>/venv``: ``python -m venv`` + ``pip install bullmq saq``.
+- ``<scratch>/venv``: ``python -m venv`` + ``pip install bullmq saq``; streaq, taskiq
+  (+ taskiq-redis) and ChasquiMQ each in a venv of their own (``comparison/install.py``,
+  ``VENV_PEERS``: their redis-py pins conflict). These three run a smoke test first; one that
+  fails it (ChasquiMQ on Redis < 8.2) is reported unavailable.
 
 ``--no-install`` uses what is there and installs nothing. A private ``redis-server`` is
 started on a free loopback port (``--port N --bind 127.0.0.1 --save "" --appendonly no``, in
@@ -58,8 +62,18 @@ Workloads (``--quick`` divides every count by 10):
   completion hook (its own timestamp), then a pause of ``--gap`` ms (default 2) so the worker
   is idle again before the next add. p50 and p99 in ms.
 
-Output: one table (the ratio columns are lanemq / other; for the latency rows, in ms, a ratio
-below 1 means lanemq is faster), the same as JSON (``--json``, default
+- ``memory/job`` (``--memory``, 100,000; first round only): INFO memory used_memory before
+  and after that many bulk-added no-op jobs, per job.
+- ``backlog`` (lanemq and BullMQ Node; ``--backlog`` 500,000 and ``--backlog-small`` 10,000):
+  a worker at concurrency 100 timed over ``--backlog-take`` (10,000) jobs from the head.
+- ``round trip`` and ``memory backend@100`` (lanemq's runner): the floors' measurements
+  (``comparison/floors.py``; benches/jobs.py's process phase on ``InMemoryJobQueue``).
+
+The peers other than BullMQ Node run 1/``--peer-scale`` (4) of the add and process jobs.
+benches/README.md says what each row, floor and target means.
+
+Output: a table of values and one of ratios (lanemq / other; for the latency and memory rows
+a ratio below 1 means lanemq is better), the floors, the same as JSON (``--json``, default
 ``benches/results/compare.json``), the target checks (PASS/FAIL, N/A when the reference system
 is missing), and the Redis ``INFO commandstats`` of each system's ``process@100`` run (the
 statistics are reset just before the worker starts and read right after the last completion):
@@ -92,7 +106,7 @@ from typing import Any
 
 from _support import RedisServer, RespError, tail
 from comparison.adapter import python_label
-from comparison.install import System, setup_lanemq, setup_node, setup_venv
+from comparison.install import VENV_PEERS, System, setup_lanemq, setup_node, setup_venv
 from comparison.report import (
     Results,
     format_value,
@@ -102,8 +116,26 @@ from comparison.report import (
     print_run,
 )
 from comparison.runner import ADAPTERS, runner
-from comparison.specs import LABELS, RESULT_PREFIX, SYSTEMS, Counts, Row, rows_for, workload_spec
+from comparison.specs import (
+    LABELS,
+    RESULT_PREFIX,
+    SCALED_PEERS,
+    SCALED_WORKLOADS,
+    SYSTEMS,
+    Counts,
+    Row,
+    rows_for,
+    scaled_for,
+    workload_spec,
+)
+from comparison.targets import script_commands_in
 
+SMOKE_TESTED = ("streaq", "taskiq", "chasquimq")
+# What a peer needs of the server, said with its smoke test's failure.
+SERVER_NEEDS = {
+    "chasquimq": "ChasquiMQ needs a newer Redis (it acks with XACKDEL, Redis 8.2+; its own "
+    "tests ask for 8.6+)",
+}
 HERE = Path(__file__).resolve()
 BENCHES = HERE.parent
 REPO = BENCHES.parent
@@ -146,6 +178,30 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--latency", type=positive_int, default=1_000, help="latency jobs")
     parser.add_argument("--gap", type=float, default=2.0, help="ms idle between latency jobs")
+    parser.add_argument(
+        "--memory", type=positive_int, default=100_000, help="jobs bulk-added for memory/job"
+    )
+    parser.add_argument(
+        "--backlog", type=positive_int, default=500_000, help="the deep backlog's jobs"
+    )
+    parser.add_argument(
+        "--backlog-small", type=positive_int, default=10_000, help="the shallow backlog's jobs"
+    )
+    parser.add_argument(
+        "--backlog-take",
+        type=positive_int,
+        default=10_000,
+        help="jobs completed from the head of each backlog (at most --backlog-small)",
+    )
+    parser.add_argument(
+        "--peer-scale",
+        type=positive_int,
+        default=4,
+        help="the peers other than BullMQ Node run 1/N of the add, process and memory jobs",
+    )
+    parser.add_argument(
+        "--rtt-calls", type=positive_int, default=5_000, help="PINGs of the round-trip floor"
+    )
     parser.add_argument(
         "--systems", default=",".join(SYSTEMS), help=f"subset of {','.join(SYSTEMS)}"
     )
@@ -194,6 +250,11 @@ def orchestrate(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         latency=max(1, args.latency // scale),
         gap_ms=args.gap,
+        memory=max(1, args.memory // scale),
+        backlog=max(1, args.backlog // scale),
+        backlog_small=max(1, args.backlog_small // scale),
+        backlog_take=max(1, min(args.backlog_take, args.backlog_small) // scale),
+        rtt_calls=max(100, args.rtt_calls // scale),
     )
     wanted = [s.strip() for s in args.systems.split(",") if s.strip()]
     unknown = [s for s in wanted if s not in SYSTEMS]
@@ -210,8 +271,15 @@ def orchestrate(args: argparse.Namespace) -> int:
     print(
         f"counts: single={counts.single} bulk={counts.bulk} (batch {counts.batch}) "
         f"process={counts.process} at {counts.concurrency} latency={counts.latency} "
-        f"(gap {counts.gap_ms:g} ms)" + (" [--quick]" if args.quick else "")
+        f"(gap {counts.gap_ms:g} ms) memory={counts.memory} backlog={counts.backlog_take} of "
+        f"{counts.backlog_small} and of {counts.backlog}" + (" [--quick]" if args.quick else "")
     )
+    if args.peer_scale > 1:
+        peers = ", ".join(LABELS[name] for name in SCALED_PEERS)
+        print(
+            f"{peers}: 1/{args.peer_scale} of the jobs of {', '.join(SCALED_WORKLOADS)} "
+            "(--peer-scale)"
+        )
     print(f"scratch: {scratch}")
 
     systems: dict[str, System] = {name: System(name) for name in SYSTEMS}
@@ -223,11 +291,9 @@ def orchestrate(args: argparse.Namespace) -> int:
         systems["lanemq"] = setup_lanemq(lanemq_python, HERE)
     if "bullmq-node" in wanted:
         systems["bullmq-node"] = setup_node(scratch, install)
-    if "bullmq-python" in wanted or "saq" in wanted:
-        venv_systems = setup_venv(scratch, install, HERE)
-        for name, system in venv_systems.items():
-            if name in wanted:
-                systems[name] = system
+    venv_wanted = [name for name in VENV_PEERS if name in wanted]
+    if venv_wanted:
+        systems.update(setup_venv(scratch, install, HERE, venv_wanted))
 
     rows = rows_for(counts)
     results: Results = {row.key: {} for row in rows}
@@ -255,7 +321,10 @@ def orchestrate(args: argparse.Namespace) -> int:
                 redis = None
         print()
         if redis is not None:
-            run_all(rows, counts, systems, results, redis, args.timeout, args.rounds)
+            smoke_test(systems, redis, args.timeout)
+            run_all(
+                rows, counts, systems, results, redis, args.timeout, args.rounds, args.peer_scale
+            )
             if args.profile:
                 profiles = run_profiles(counts, systems, redis, args.timeout)
     finally:
@@ -263,7 +332,8 @@ def orchestrate(args: argparse.Namespace) -> int:
             redis.cleanup()
     elapsed = time.perf_counter() - started
 
-    summary = print_report(rows, counts, systems, results, profiles, elapsed)
+    inside_scripts = script_commands_in(REPO / "lua") if (REPO / "lua").is_dir() else frozenset()
+    summary = print_report(rows, counts, systems, results, profiles, elapsed, inside_scripts)
     document = json_document(summary, counts, args.quick, redis_version, systems, results, profiles)
     try:
         args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -319,43 +389,73 @@ def run_all(
     redis: RedisServer,
     timeout: float,
     rounds: int = 1,
+    peer_scale: int = 1,
 ) -> None:
     """Every workload of every available system, ``rounds`` times. Within a round each
     workload runs for every system in turn before the next workload starts, so the runs a
     ratio compares are minutes apart at most, whatever the machine's speed does over the
     whole run. With several rounds, each (workload, system) keeps the run of median value
-    (all values are listed under ``rounds`` in its result)."""
+    (all values are listed under ``rounds`` in its result). A row marked ``once`` (the
+    memory per job: a size, not a timing) is measured in the first round only."""
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for round_number in range(1, rounds + 1):
         if rounds > 1:
             print(f"-- round {round_number} of {rounds}", flush=True)
         done: set[str] = set()
         for row in rows:
-            run_key = f"{row.workload}@{row.concurrency}"
-            if run_key in done:  # latency p50/p99 come from the same run
+            if row.run_key in done:  # latency p50/p99 come from the same run
                 continue
-            done.add(run_key)
-            spec = workload_spec(row.workload, row.concurrency, counts, redis.port, timeout)
+            done.add(row.run_key)
+            if row.once and round_number > 1:
+                continue
+            spec = workload_spec(
+                row.workload, row.concurrency, counts, redis.port, timeout, row.fill
+            )
             for name in SYSTEMS:
                 system = systems[name]
-                if not system.ok:
+                if not system.ok or not row.runs_on(name):
+                    continue
+                if name in row.first_round_only and round_number > 1:
                     continue
                 try:
-                    result = run_one(system, spec, redis, timeout)
+                    result = run_one(system, scaled_for(spec, name, peer_scale), redis, timeout)
                 except Exception as error:  # a report: note it and go on
                     result = {"error": f"{type(error).__name__}: {error}"}
-                runs.setdefault(row.key, {}).setdefault(name, []).append(result)
+                runs.setdefault(row.run_key, {}).setdefault(name, []).append(result)
                 system.version = system.version or result.get("version")
                 print_run(name, row, result)
     for row in rows:
-        for name, measured in runs.get(prev_key(rows, row), {}).items():
+        for name, measured in runs.get(row.run_key, {}).items():
             results[row.key][name] = median_run(measured, row.field)
 
 
-def prev_key(rows: list[Row], row: Row) -> str:
-    """The key of the first row measured by the same run as `row`."""
-    same = (r for r in rows if r.workload == row.workload and r.concurrency == row.concurrency)
-    return next(same).key
+def smoke_test(systems: dict[str, System], redis: RedisServer, timeout: float) -> None:
+    """The newer peers run a tiny add-and-process first: one that cannot run on this server
+    (ChasquiMQ needs Redis 8.2's XACKDEL) is reported unavailable instead of failing every
+    row."""
+    for name in SMOKE_TESTED:
+        system = systems[name]
+        if not system.ok:
+            continue
+        spec = {
+            "workload": "smoke",
+            "host": "127.0.0.1",
+            "port": redis.port,
+            "n": 6,
+            "batch": 3,
+            "concurrency": 2,
+            "timeout_s": 20.0,
+            "stats": False,
+            "slowlog": False,
+        }
+        result = run_one(system, spec, redis, min(timeout, 60.0))
+        system.version = system.version or result.get("version")
+        if result.get("error"):
+            needs = SERVER_NEEDS.get(name)
+            server = f"on Redis {redis.version}"
+            reason = f"{needs}; {server}: {result['error']}" if needs else result["error"]
+            system.status = f"unavailable: {reason}"
+            print(f"{LABELS[name]:<14} smoke test failed: {result['error'][:300]}", flush=True)
 
 
 def run_profiles(

@@ -13,13 +13,13 @@ commandstats, printed as "in Redis"). Each line is one run of --calls calls, alt
 
 import argparse
 import asyncio
-import socket
 import sys
 import time
 
 import redis
 import redis.asyncio as aredis
 from _support import RedisServer
+from comparison.floors import LoopSocketPing
 from lanemq import RedisJobQueue
 
 
@@ -39,24 +39,10 @@ async def measure(port, calls, rounds):
     async def eval_return(_):
         await client.eval("return 1", 0)
 
-    loop = asyncio.get_running_loop()
-    raw = socket.create_connection(("127.0.0.1", port))
-    raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    raw.setblocking(False)
-    replies = []
-
-    def on_readable():
-        data = raw.recv(65536)
-        if replies and not replies[0].done():
-            replies.pop(0).set_result(data)
-
-    loop.add_reader(raw.fileno(), on_readable)
+    pinger = LoopSocketPing("127.0.0.1", port)  # the floor compare.py uses too
 
     async def loop_ping(_):
-        reply = loop.create_future()
-        replies.append(reply)
-        raw.send(b"PING\r\n")
-        await reply
+        await pinger.ping()
 
     cases = [
         ("lanemq add", lanemq_add, "cmdstat_fcall"),
@@ -75,8 +61,7 @@ async def measure(port, calls, rounds):
             server = sync.info("commandstats").get(stat, {}).get("usec", 0) if stat else 0
             inside = f"{server / calls:8.1f}" if stat else "       -"
             print(f"{label:26} {calls / elapsed:11,.0f} {elapsed * 1e6 / calls:12.1f} {inside}")
-    loop.remove_reader(raw.fileno())
-    raw.close()
+    pinger.close()
     await client.aclose()
     await queue.close()
 

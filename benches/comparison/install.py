@@ -89,15 +89,46 @@ def setup_node(scratch: Path, install: bool) -> System:
     return system
 
 
-def setup_venv(scratch: Path, install: bool, runner_script: Path) -> dict[str, System]:
-    """The scratch venv with bullmq and saq; one System for each (either may be missing),
-    whose runner is `runner_script` in runner mode."""
-    systems = {name: System(name) for name in ("bullmq-python", "saq")}
-    modules = {"bullmq-python": "bullmq", "saq": "saq"}
-    # saq's Redis support is its `redis` extra (redis-py < 8, which bullmq accepts too), and
-    # saq imports typing_extensions without declaring it.
-    requirements = {"bullmq-python": ["bullmq"], "saq": ["saq[redis]", "typing_extensions"]}
-    venv = scratch / "venv"
+@dataclass(frozen=True)
+class VenvPeer:
+    """A Python peer in a scratch virtualenv: what to import, what to pip install."""
+
+    module: str
+    requirements: tuple[str, ...]
+    venv: str  # the directory under <scratch>; peers whose pins conflict get their own
+
+
+# saq's Redis support is its `redis` extra (redis-py < 8, which bullmq accepts too), and saq
+# imports typing_extensions without declaring it. taskiq-redis needs redis-py >= 8 and
+# ChasquiMQ redis-py < 7, so each has a virtualenv of its own; streaq uses coredis, and gets
+# its own too, so that no peer's pins move another's.
+VENV_PEERS: dict[str, VenvPeer] = {
+    "bullmq-python": VenvPeer("bullmq", ("bullmq",), "venv"),
+    "saq": VenvPeer("saq", ("saq[redis]", "typing_extensions"), "venv"),
+    "streaq": VenvPeer("streaq", ("streaq",), "venv-streaq"),
+    "taskiq": VenvPeer("taskiq_redis", ("taskiq", "taskiq-redis"), "venv-taskiq"),
+    "chasquimq": VenvPeer("chasquimq", ("chasquimq",), "venv-chasquimq"),
+}
+
+
+def setup_venv(
+    scratch: Path, install: bool, runner_script: Path, names: Sequence[str]
+) -> dict[str, System]:
+    """The scratch virtualenvs of the Python peers in `names` (see `VENV_PEERS`); one System
+    for each (any may be missing), whose runner is `runner_script` in runner mode."""
+    systems: dict[str, System] = {}
+    by_venv: dict[str, list[str]] = {}
+    for name in names:
+        by_venv.setdefault(VENV_PEERS[name].venv, []).append(name)
+    for venv_name, members in by_venv.items():
+        systems.update(setup_one_venv(scratch / venv_name, install, runner_script, members))
+    return systems
+
+
+def setup_one_venv(
+    venv: Path, install: bool, runner_script: Path, names: Sequence[str]
+) -> dict[str, System]:
+    systems = {name: System(name) for name in names}
     python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
     def importable(module: str) -> bool:
@@ -106,7 +137,7 @@ def setup_venv(scratch: Path, install: bool, runner_script: Path) -> dict[str, S
         ok, _ = run_command([str(python), "-c", f"import {module}"], timeout=120)
         return ok
 
-    missing = [name for name, module in modules.items() if not importable(module)]
+    missing = [name for name in names if not importable(VENV_PEERS[name].module)]
     if missing and install:
         if not python.is_file():
             print(f"creating the scratch virtualenv {venv} ...", flush=True)
@@ -115,25 +146,25 @@ def setup_venv(scratch: Path, install: bool, runner_script: Path) -> dict[str, S
                 for system in systems.values():
                     system.status = f"unavailable: python -m venv failed: {detail}"
                 return systems
-        packages = [package for name in missing for package in requirements[name]]
+        packages = [package for name in missing for package in VENV_PEERS[name].requirements]
         print(f"installing {' '.join(packages)} into {venv} ...", flush=True)
         pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
         ok, detail = run_command([*pip, *packages], timeout=900)
         details = dict.fromkeys(missing, detail)
         if not ok:  # one may install where both together do not
             for name in missing:
-                details[name] = run_command([*pip, *requirements[name]], timeout=900)[1]
+                details[name] = run_command([*pip, *VENV_PEERS[name].requirements], 900)[1]
         for name in missing:
             systems[name].install_log.append(details[name])
-        missing = [name for name in missing if not importable(modules[name])]
+        missing = [name for name in missing if not importable(VENV_PEERS[name].module)]
         for name in missing:
             reason = details[name] if details[name] != "(no output)" else "not importable after"
-            systems[
-                name
-            ].status = f"unavailable: pip install {' '.join(requirements[name])}: {reason}"
+            wanted = " ".join(VENV_PEERS[name].requirements)
+            systems[name].status = f"unavailable: pip install {wanted}: {reason}"
     elif missing:
         for name in missing:
-            systems[name].status = f"unavailable: {modules[name]} not in {venv} (--no-install)"
+            module = VENV_PEERS[name].module
+            systems[name].status = f"unavailable: {module} not in {venv} (--no-install)"
     for name, system in systems.items():
         if system.ok:
             system.command = [str(python), str(runner_script), "--runner", name, "--spec"]

@@ -406,6 +406,16 @@ impl JobQueueCore {
         timeout: Option<u64>,
     ) -> PyResult<(Bound<'py, PyAny>, Interrupt)> {
         let (interrupt, interrupted) = Interrupt::new();
+        // A backend that waits and claims in one round trip does it all (Redis).
+        if let Some(claimed) = self.backend.wait_and_claim(
+            worker_id.clone(),
+            lease,
+            max_jobs,
+            timeout,
+            Arc::clone(&interrupted),
+        ) {
+            return Ok((self.resolve(py, claimed, records)?, interrupt));
+        }
         let backend = Arc::clone(&self.backend);
         let waited = backend.wait_for_job(timeout);
         let claimed = Box::pin(async move {

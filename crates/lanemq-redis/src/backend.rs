@@ -282,6 +282,11 @@ impl RedisBackend {
         self.keyed_call("FCALL", &script.function, script, args)
     }
 
+    /// The claim as an FCALL (`waits.rs` sends it behind a wait).
+    pub(crate) fn claim_call(&self, args: &[String]) -> redis::Cmd {
+        self.function_call(&scripts::CLAIM, args)
+    }
+
     /// The call `run` makes first, as bytes for a wire (`crate::wire`): FCALL, or EVALSHA on a
     /// server without functions. This queue's keys go in as packed once: packing the call
     /// through a `redis::Cmd`, key by key, showed in the client's CPU profile of an awaited
@@ -337,7 +342,7 @@ impl RedisBackend {
         true
     }
 
-    fn token_seed(&self) -> String {
+    pub(crate) fn token_seed(&self) -> String {
         let mut hasher = self.random.build_hasher();
         hasher.write_u64(self.calls.fetch_add(1, Ordering::Relaxed));
         format!("{:016x}", hasher.finish())

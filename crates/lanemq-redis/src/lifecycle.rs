@@ -186,6 +186,20 @@ impl JobLifecycle for RedisJobBackend {
         call!(self, |b| b.wait_for_job(timeout))
     }
 
+    fn wait_and_claim(
+        &self,
+        worker_id: String,
+        lease: Millis,
+        max_jobs: usize,
+        timeout: Option<Millis>,
+        interrupted: std::sync::Arc<tokio::sync::Notify>,
+    ) -> Option<BoxFuture<Vec<Job>>> {
+        Some(call!(self, |b| async move {
+            b.wait_and_claim(&worker_id, lease, max_jobs, timeout, &interrupted)
+                .await
+        }))
+    }
+
     fn complete_many(&self, items: Vec<Completion>, now: Millis) -> BoxFuture<Vec<CoreResult<()>>> {
         call!(self, |b| b.complete_many(items, now))
     }

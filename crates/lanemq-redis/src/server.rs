@@ -76,6 +76,8 @@ enum Transport {
 pub(crate) struct Live {
     pub connection: MultiplexedConnection,
     alive: Arc<AtomicBool>,
+    /// The server's id of this connection (`CLIENT ID`), once a wait asked for it.
+    pub client_id: Option<i64>,
 }
 
 impl Live {
@@ -114,6 +116,9 @@ pub struct Server {
     spares: Mutex<Vec<Live>>,
     /// Whether scripts run as the library's functions (Redis 7+); learnt on first use.
     functions: OnceCell<bool>,
+    /// Whether this client may end another connection's blocking wait (`CLIENT UNBLOCK`, which
+    /// an ACL can forbid); learnt on first use (`waits.rs`).
+    pub(crate) unblock: std::sync::OnceLock<bool>,
     /// Queues open on this server: their last close releases the connections.
     users: AtomicUsize,
     /// A warning for the bindings to log (once): the eviction policy could not be read.
@@ -193,6 +198,7 @@ impl Server {
             commands: Mutex::new(Slot::Empty),
             spares: Mutex::new(Vec::new()),
             functions: OnceCell::new(),
+            unblock: std::sync::OnceLock::new(),
             users: AtomicUsize::new(0),
             warning: Mutex::new(None),
             has_warning: AtomicBool::new(false),
@@ -307,7 +313,11 @@ impl Server {
             let _mourner = mourner;
             driver.await;
         });
-        Ok(Live { connection, alive })
+        Ok(Live {
+            connection,
+            alive,
+            client_id: None,
+        })
     }
 
     /// The command connection, opened first if there is none alive (callers at the same time

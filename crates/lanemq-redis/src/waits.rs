@@ -1,14 +1,16 @@
 //! The waits, on dedicated connections (a blocking command would stall every other command
 //! on the shared multiplexed one). Idle workers block in BZPOPMIN on the wake-up marker, which
 //! adds, promotions and releases set, with the time of the next delayed job as the timeout, so a
-//! delayed job is claimable on time even when nothing else happens. Job and event waits follow
-//! the event stream with XREAD BLOCK.
+//! delayed job is claimable on time even when nothing else happens; an idle worker sends its
+//! claim behind that wait in the same write (`wait_and_claim`, lua/README.md "The claim behind
+//! the wait"). Job and event waits follow the event stream with XREAD BLOCK.
 
 use std::time::{Duration, Instant};
 
-use lanemq_core::jobs::{wall_clock_ms, FinishedResult, Millis, StreamEvent};
+use lanemq_core::jobs::{wall_clock_ms, FinishedResult, Job, Millis, StreamEvent};
 use lanemq_core::CoreResult;
 use redis::Value;
+use tokio::sync::Notify;
 
 use crate::backend::RedisBackend;
 use crate::decode::items;
@@ -78,6 +80,216 @@ impl RedisBackend {
                 return Ok(true);
             }
         }
+    }
+
+    /// What an idle worker does (`JobLifecycle::wait_and_claim`): waits as `wait_for_job`,
+    /// then claims. With functions, the claim goes behind the BZPOPMIN in the same write, so
+    /// the server runs it the moment the wait ends, with no round trip to this client in
+    /// between (`claim-36.lua`). An interrupt then writes the call's halt key and ends the wait
+    /// (`CLIENT UNBLOCK`), and the reply is read as usual: the claim, run after the halt key,
+    /// takes nothing; run before it, its jobs are this call's result. Where the server has no
+    /// functions, or an ACL forbids `CLIENT UNBLOCK`, the wait ends on its own or by dropping
+    /// its connection, and the claim follows it.
+    pub async fn wait_and_claim(
+        &self,
+        worker_id: &str,
+        lease: Millis,
+        max_jobs: usize,
+        timeout: Option<Millis>,
+        interrupted: &Notify,
+    ) -> CoreResult<Vec<Job>> {
+        let mut connection = None;
+        let claimed = self
+            .wait_and_claim_on(
+                &mut connection,
+                worker_id,
+                lease,
+                max_jobs,
+                timeout,
+                interrupted,
+            )
+            .await?;
+        self.keep_blocking(connection);
+        Ok(claimed)
+    }
+
+    async fn wait_and_claim_on(
+        &self,
+        connection: &mut Option<Live>,
+        worker_id: &str,
+        lease: Millis,
+        max_jobs: usize,
+        timeout: Option<Millis>,
+        interrupted: &Notify,
+    ) -> CoreResult<Vec<Job>> {
+        let deadline = timeout.map(|t| Instant::now() + Duration::from_millis(t));
+        loop {
+            // An interrupt that came while this call was not waiting (a permit) ends it here.
+            let early = tokio::select! {
+                biased;
+                () = interrupted.notified() => true,
+                () = std::future::ready(()) => false,
+            };
+            if early {
+                return Ok(Vec::new());
+            }
+            let now = wall_clock_ms();
+            let ready_at = self.next_ready_at(now).await?;
+            if ready_at.is_some_and(|at| at <= now) {
+                return self.claim(worker_id, lease, max_jobs, now).await;
+            }
+            let mut wait = ready_at
+                .map_or(MAX_BLOCK, |at| Duration::from_millis(at - now))
+                .min(MAX_BLOCK);
+            if let Some(deadline) = deadline {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Ok(Vec::new());
+                }
+                wait = wait.min(left);
+            }
+            if connection.is_none() {
+                *connection = Some(self.blocking_connection().await?);
+            }
+            let live = connection.as_mut().expect("just made");
+            let seconds = wait.as_secs_f64().max(0.001);
+            let Some(client_id) = self.unblockable(live).await else {
+                let woken = tokio::select! {
+                    biased;
+                    () = interrupted.notified() => {
+                        // The wait cannot be ended from here: its connection goes with it.
+                        *connection = None;
+                        return Ok(Vec::new());
+                    }
+                    woken = self.pop_marker(live, seconds) => woken?,
+                };
+                if woken.is_some_and(|due| due <= wall_clock_ms() as f64) {
+                    return self
+                        .claim(worker_id, lease, max_jobs, wall_clock_ms())
+                        .await;
+                }
+                continue;
+            };
+            let halt = self.token_seed();
+            let mut args = self.claim_args(worker_id, lease, max_jobs, now);
+            args[0] = format!("~{now}");
+            args.push(halt.clone());
+            let mut pipe = redis::pipe();
+            pipe.cmd("BZPOPMIN")
+                .arg(self.keys.key("marker"))
+                .arg(seconds);
+            pipe.add_command(self.claim_call(&args));
+            let call = pipe.query_async::<(Value, Value)>(&mut live.connection);
+            tokio::pin!(call);
+            let mut halted = false;
+            let reply = tokio::select! {
+                biased;
+                reply = &mut call => reply,
+                () = interrupted.notified() => {
+                    halted = true;
+                    self.halt(&halt, client_id).await?;
+                    call.await
+                }
+            };
+            let claimed = match reply {
+                Ok((_, claimed)) => claimed,
+                // The library is gone (a restarted server): the ordinary claim loads it.
+                Err(e) if crate::backend::function_missing(&e) => {
+                    return self
+                        .claim(worker_id, lease, max_jobs, wall_clock_ms())
+                        .await;
+                }
+                Err(e) => return Err(self.error(e)),
+            };
+            let mut reply = items(claimed)?.into_iter();
+            // The claim's own time first (claim-36.lua), as text.
+            let at: Millis = match reply.next() {
+                Some(Value::BulkString(text)) => std::str::from_utf8(&text)
+                    .ok()
+                    .and_then(|text| text.parse().ok())
+                    .unwrap_or(now),
+                _ => now,
+            };
+            let jobs = self.claimed(Value::Array(reply.collect()), worker_id, lease, at)?;
+            self.after_claim(&jobs, at).await;
+            if halted || !jobs.is_empty() {
+                return Ok(jobs);
+            }
+        }
+    }
+
+    /// BZPOPMIN on the marker for `seconds`: the due time of the marker it took, if any.
+    async fn pop_marker(&self, live: &mut Live, seconds: f64) -> CoreResult<Option<f64>> {
+        let woken: Option<(String, String, f64)> = redis::cmd("BZPOPMIN")
+            .arg(self.keys.key("marker"))
+            .arg(seconds)
+            .query_async(&mut live.connection)
+            .await
+            .map_err(|e| self.error(e))?;
+        Ok(woken.map(|(_, _, due)| due))
+    }
+
+    /// The id of `live` on the server, if a wait on it can be ended from the command
+    /// connection: the server has functions (the claim behind the wait is an FCALL) and lets
+    /// this client use `CLIENT UNBLOCK`, which is checked once by ending a wait that is not
+    /// going on (it answers 0). An ACL's refusal is remembered; a failed connection is not.
+    async fn unblockable(&self, live: &mut Live) -> Option<i64> {
+        if !self.functions() || self.server.unblock.get() == Some(&false) {
+            return None;
+        }
+        if live.client_id.is_none() {
+            match redis::cmd("CLIENT")
+                .arg("ID")
+                .query_async::<i64>(&mut live.connection)
+                .await
+            {
+                Ok(id) => live.client_id = Some(id),
+                Err(e) => {
+                    self.refused_unblock(&e);
+                    return None;
+                }
+            }
+        }
+        let id = live.client_id?;
+        if self.server.unblock.get().is_none() {
+            let mut commands = self.connection().await.ok()?;
+            match redis::cmd("CLIENT")
+                .arg("UNBLOCK")
+                .arg(id)
+                .query_async::<i64>(&mut commands)
+                .await
+            {
+                Ok(_) => {
+                    let _ = self.server.unblock.set(true);
+                }
+                Err(e) => {
+                    self.refused_unblock(&e);
+                    return None;
+                }
+            }
+        }
+        Some(id)
+    }
+
+    fn refused_unblock(&self, error: &redis::RedisError) {
+        if error.kind() != redis::ErrorKind::Io && !error.is_timeout() {
+            let _ = self.server.unblock.set(false);
+        }
+    }
+
+    /// Stops a claim sent behind a wait: its halt key first (the claim, when it runs, finds it
+    /// and takes nothing), then the end of the wait. The key outlives a claim that ran first
+    /// by a minute, then expires.
+    async fn halt(&self, token: &str, client_id: i64) -> CoreResult<()> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("SET")
+            .arg(format!("{}:halt:{token}", self.keys.key("meta")))
+            .arg("1")
+            .arg("PX")
+            .arg(60_000)
+            .ignore();
+        pipe.cmd("CLIENT").arg("UNBLOCK").arg(client_id).ignore();
+        self.query::<()>(&pipe).await
     }
 
     /// How a job that no longer exists ended, if the entries holding the newest 1,000 events

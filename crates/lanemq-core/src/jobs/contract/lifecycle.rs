@@ -1,5 +1,9 @@
 //! Adding, claiming and finishing jobs, and the leases in between: the worker's hot path.
 
+use std::sync::Arc;
+
+use tokio::sync::Notify;
+
 use crate::error::CoreResult;
 use crate::jobs::model::{Job, Millis};
 
@@ -19,6 +23,21 @@ pub trait JobLifecycle: Send + Sync + 'static {
     ) -> BoxFuture<Vec<Job>>;
     /// Resolves `true` once a claim may return a job, `false` after `timeout` ms.
     fn wait_for_job(&self, timeout: Option<Millis>) -> BoxFuture<bool>;
+    /// For a backend that can wait and claim in one round trip: what an idle worker does in
+    /// one step (wait as `wait_for_job`, at most `timeout` ms; then claim up to `max_jobs`).
+    /// Once `interrupted` is notified, a wait still going on ends and the call resolves with
+    /// what it claimed, nothing if it was still waiting: cancelling could drop jobs a claim had
+    /// just taken. `None` (the default): the caller waits, then claims.
+    fn wait_and_claim(
+        &self,
+        _worker_id: String,
+        _lease: Millis,
+        _max_jobs: usize,
+        _timeout: Option<Millis>,
+        _interrupted: Arc<Notify>,
+    ) -> Option<BoxFuture<Vec<Job>>> {
+        None
+    }
 
     fn complete_many(&self, items: Vec<Completion>, now: Millis) -> BoxFuture<Vec<CoreResult<()>>>;
     /// `complete_many`, then `claim`: what a worker does when jobs finish and slots free up,

@@ -248,7 +248,7 @@ mod tests {
             assert!(reset.lines().any(|l| l.trim() == line), "{line}: {reset}");
         }
         // Constants are set once, and helpers declared ahead of use are never undone.
-        assert!(text.contains("\nlocal LAYOUT = \"2\"\n"));
+        assert!(text.contains("\nlocal LAYOUT = \"3\"\n"));
         for name in [
             "LAYOUT",
             "FIELDS",

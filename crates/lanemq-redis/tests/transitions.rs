@@ -191,7 +191,8 @@ async fn a_batch_mixing_dedup_and_plain_jobs_returns_what_was_stored() {
 }
 
 /// Jobs as earlier versions stored them, `{}` for default options and an `ord` one past the
-/// seq for every waiting job, are removed and claimed as before (`opts_of`, `order_of`).
+/// seq for every waiting job, in the sorted set `waiting` (layout 2, before the list
+/// `waiting:0`), are removed and claimed as before (`opts_of`, `order_of`, `ensure_layout`).
 #[tokio::test]
 async fn jobs_stored_by_earlier_versions_still_leave_waiting() {
     let server = Server::start(&[]);
@@ -207,9 +208,14 @@ async fn jobs_stored_by_earlier_versions_still_leave_waiting() {
         let new_member = format!("{:014x}{}", job.seq as i64 + offset, job.id);
         let old_member = format!("{:014x}{}", order + offset, job.id);
         let _: () = redis::pipe()
-            .cmd("ZREM")
-            .arg("lanemq:{test}:waiting")
+            .cmd("LREM")
+            .arg("lanemq:{test}:waiting:0")
+            .arg(1)
             .arg(new_member)
+            .cmd("HSET")
+            .arg("lanemq:{test}:meta")
+            .arg("layout")
+            .arg("2")
             .cmd("ZADD")
             .arg("lanemq:{test}:waiting")
             .arg(0)
@@ -230,12 +236,15 @@ async fn jobs_stored_by_earlier_versions_still_leave_waiting() {
         .await
         .unwrap();
     assert!(outcomes[0].is_ok(), "{outcomes:?}");
-    let left: usize = redis::cmd("ZCARD")
+    let (scored, listed): (usize, usize) = redis::pipe()
+        .cmd("ZCARD")
         .arg("lanemq:{test}:waiting")
+        .cmd("LLEN")
+        .arg("lanemq:{test}:waiting:0")
         .query_async(&mut raw)
         .await
         .unwrap();
-    assert_eq!(left, 0);
+    assert_eq!((scored, listed), (0, 0));
 }
 
 /// A first claim reads no stall count, progress, reason or trace (claim_jobs): a job given

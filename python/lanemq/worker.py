@@ -18,7 +18,7 @@ import inspect
 import logging
 import traceback
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import _tracing, _worker_log
@@ -57,6 +57,7 @@ __all__ = ["JobWorker", "LockLostWarning", "UnknownJobNameWarning"]
 P = TypeVar("P", bound=Processor)
 M = TypeVar("M", bound=Middleware)
 HOOKS = ("completed", "failed", "dead", "stalled", "error")
+_BASE_CREATE_TASK = asyncio.BaseEventLoop.create_task
 
 
 class JobWorker:
@@ -397,8 +398,8 @@ class JobWorker:
             self._book.call_done(claim, 0)  # cancelled: its claim holds no slot any more
             raise
         self._book.call_done(claim, len(jobs))
-        for job in jobs:
-            self._start(job)
+        if jobs:
+            self._start_all(jobs)
         return bool(jobs)
 
     def _exchange_done(self, task: asyncio.Task[bool]) -> None:
@@ -451,7 +452,10 @@ class JobWorker:
         elif turn.pause is not None:
             waits.append(loop.create_task(asyncio.sleep(turn.pause)))
         try:
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            if len(waits) == 1:
+                await wake  # (no `asyncio.wait` machinery for the one future: once per batch)
+            else:
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             if claim is not None:
                 assert interrupt is not None
@@ -471,8 +475,8 @@ class JobWorker:
             interrupt()  # it ends at once, with what it claimed if the claim had begun
         jobs = await claim
         self._book.idled(asked, len(jobs))  # a short claim: the queue is empty
-        for job in jobs:
-            self._start(job)
+        if jobs:
+            self._start_all(jobs)
 
     def _poke(self) -> None:
         wake = self._wake
@@ -480,24 +484,44 @@ class JobWorker:
             wake.set_result(None)
 
     def _start(self, job: Job) -> None:
-        processor = self._processors.get(job.name, self._default)
-        if processor is None:
-            if not self.unknown_name_retries:
-                error = UnrecoverableError(f"no processor for job name {job.name!r}")
-                self._book.fail(job, error, None, False)
-                return
-            processor = functools.partial(postpone_unknown, self)
-        if log.isEnabledFor(logging.DEBUG):  # (the only per-job cost of logging)
-            _worker_log.started(self.id, job)
+        self._start_all((job,))
+
+    def _start_all(self, jobs: Sequence[Job]) -> None:
+        """Starts a task for each of ``jobs`` (a claim's batch). What is the same for every job
+        of the batch is looked up once: this is the per-job hot path."""
         loop = self._loop
         assert loop is not None
-        coroutine: Any = processor(job)
-        task: asyncio.Task[Any] = loop.create_task(coroutine)
-        self._book.start(task, job)
-        timeout = job.timeout
-        if timeout is not None:
-            self._timers[task] = loop.call_later(timeout, self._time_out, task)
-        task.add_done_callback(self._done)
+        processors = self._processors
+        default = self._default
+        start = self._book.start
+        done = self._done
+        timers = self._timers
+        debug = log.isEnabledFor(logging.DEBUG)  # (the only per-job cost of logging)
+        # `loop.create_task` without a task factory is this call behind a Python-level frame
+        # of its own (asyncio's base loop): a visible part of a job's cost. A loop that brings
+        # its own create_task (uvloop) or a factory keeps it.
+        task_type = asyncio.Task
+        direct = type(loop).create_task is _BASE_CREATE_TASK and loop.get_task_factory() is None
+        for job in jobs:
+            processor = processors.get(job.name, default) if processors else default
+            if processor is None:
+                if not self.unknown_name_retries:
+                    error = UnrecoverableError(f"no processor for job name {job.name!r}")
+                    self._book.fail(job, error, None, False)
+                    continue
+                processor = functools.partial(postpone_unknown, self)
+            if debug:
+                _worker_log.started(self.id, job)
+            coroutine: Any = processor(job)
+            if direct:
+                task: asyncio.Task[Any] = task_type(coroutine, loop=loop)
+            else:
+                task = loop.create_task(coroutine)
+            start(task, job)
+            timeout = job.timeout
+            if timeout is not None:
+                timers[task] = loop.call_later(timeout, self._time_out, task)
+            task.add_done_callback(done)
 
     def _time_out(self, task: asyncio.Task[Any]) -> None:
         if not task.done():
@@ -514,12 +538,18 @@ class JobWorker:
             released_at_close = task in self._releasing
             self._releasing.discard(task)
         book = self._book
-        cancelled = task.cancelled()
-        raised = None if cancelled else task.exception()  # (retrieved: asyncio does not log it)
-        if not cancelled and raised is None:
-            book.completed(task, task.result())  # (nothing to report of a parked job)
-            self._poke()
-            return
+        try:
+            raised = task.exception()  # (retrieved: asyncio does not log it)
+        except asyncio.CancelledError:
+            cancelled, raised = True, None
+        else:
+            if raised is None:
+                book.completed(task, task.result())  # (nothing to report of a parked job)
+                wake = self._wake  # (`_poke`, inline: once per job)
+                if wake is not None and not wake.done():
+                    wake.set_result(None)
+                return
+            cancelled = False
         job = book.finish(task)
         if job is None:
             # add_children parked it (lock released): nothing to report, whatever followed.
@@ -620,10 +650,20 @@ class JobWorker:
         _worker_log.completed(self.id, done, lost)
         for lost_id, detail in errors:
             await self._hook("error", LockLostWarning(lost_id, detail))
-        if self._hooks["completed"]:
+        hooks = self._hooks["completed"]
+        if hooks:
+            # `_hook`, inline: no coroutine per job, and a hook that returns None (not
+            # awaitable) is not asked whether it is.
             for job, item in zip(done.jobs, items, strict=True):
-                if not lost or job.id not in lost:
-                    await self._hook("completed", job, item[2])
+                if lost and job.id in lost:
+                    continue
+                for callback in hooks:
+                    try:
+                        outcome = callback(job, item[2])
+                        if outcome is not None and inspect.isawaitable(outcome):
+                            await outcome
+                    except Exception:
+                        log.exception("worker %s: completed hook %r raised", self.id, callback)
         return jobs
 
     async def _hook(self, event: str, *args: Any) -> None:

@@ -13,6 +13,7 @@ module keeps what is asyncio's: tasks, timers, hooks, signals and close."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
 import logging
@@ -497,6 +498,10 @@ class JobWorker:
         done = self._done
         timers = self._timers
         debug = log.isEnabledFor(logging.DEBUG)  # (the only per-job cost of logging)
+        # The context `_done` runs in, one for the batch rather than a copy per job (what
+        # `add_done_callback` makes by default): it reads no context variable, and a copy per
+        # job is one more young object per job for the collector to count.
+        context = contextvars.copy_context()
         # `loop.create_task` without a task factory is this call behind a Python-level frame
         # of its own (asyncio's base loop): a visible part of a job's cost. A loop that brings
         # its own create_task (uvloop) or a factory keeps it.
@@ -517,11 +522,10 @@ class JobWorker:
                 task: asyncio.Task[Any] = task_type(coroutine, loop=loop)
             else:
                 task = loop.create_task(coroutine)
-            start(task, job)
-            timeout = job.timeout
+            timeout = start(task, job)  # (the job's timeout, read by the book)
             if timeout is not None:
                 timers[task] = loop.call_later(timeout, self._time_out, task)
-            task.add_done_callback(done)
+            task.add_done_callback(done, context=context)
 
     def _time_out(self, task: asyncio.Task[Any]) -> None:
         if not task.done():
@@ -664,6 +668,7 @@ class JobWorker:
                             await outcome
                     except Exception:
                         log.exception("worker %s: completed hook %r raised", self.id, callback)
+        done.clear()  # (reported: its jobs go now, before the claimed ones start)
         return jobs
 
     async def _hook(self, event: str, *args: Any) -> None:

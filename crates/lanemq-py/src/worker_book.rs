@@ -17,6 +17,7 @@ use pyo3::types::{PyList, PyString, PyTuple};
 
 use crate::bridge::{count, micros_to_seconds};
 use crate::errors::to_py;
+use crate::job_record::JobRecord;
 
 /// A running job: its task and the `Job`.
 struct Running {
@@ -36,9 +37,27 @@ fn key(task: &Bound<'_, PyAny>) -> usize {
     task.as_ptr() as usize
 }
 
+/// The `JobRecord` a `Job` wraps (its `_record` slot), read in Rust: the book reads a job's
+/// id, token and timeout once per job, and through `Job`'s properties each read was a
+/// Python-level call of its own. `None` for an object that is not a `Job` as `lanemq.job`
+/// makes it: it is read through its attributes then.
+fn record_of<'py>(job: &Bound<'py, PyAny>) -> Option<Bound<'py, JobRecord>> {
+    let record = job.getattr(intern!(job.py(), "_record")).ok()?;
+    record.cast_into::<JobRecord>().ok()
+}
+
 /// The job's id and lock token (`""` for none), as the queue's calls take them.
 fn lease<'py>(job: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
     let py = job.py();
+    if let Some(record) = record_of(job) {
+        let record = record.get();
+        let id = PyString::new(py, record.id_str()).into_any();
+        let token = match record.lock_token_str() {
+            Some(token) => PyString::new(py, token).into_any(),
+            None => intern!(py, "").clone().into_any(),
+        };
+        return Ok((id, token));
+    }
     let id = job.getattr(intern!(py, "id"))?;
     let token = job.getattr(intern!(py, "lock_token"))?;
     let token = if token.is_none() {
@@ -49,8 +68,14 @@ fn lease<'py>(job: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Bound<'py
     Ok((id, token))
 }
 
+/// Whether `add_children` parked the job: `Job`'s `_parked` slot, which its `parked` property
+/// reads (the property for another object).
 fn parked(job: &Bound<'_, PyAny>) -> PyResult<bool> {
-    job.getattr(intern!(job.py(), "parked"))?.is_truthy()
+    let py = job.py();
+    match job.getattr(intern!(py, "_parked")) {
+        Ok(flag) => flag.is_truthy(),
+        Err(_) => job.getattr(intern!(py, "parked"))?.is_truthy(),
+    }
 }
 
 #[pyclass(module = "lanemq._core")]
@@ -128,13 +153,19 @@ impl WorkerBook {
 
     // ------------------------------------------------------------------- running jobs
 
-    /// `job` runs in `task`.
-    fn start(&mut self, task: &Bound<'_, PyAny>, job: &Bound<'_, PyAny>) {
+    /// `job` runs in `task`; returns the job's timeout in seconds, if it has one (read here:
+    /// the worker needs it at once, and this saves it a call of its own per job).
+    fn start(&mut self, task: &Bound<'_, PyAny>, job: &Bound<'_, PyAny>) -> PyResult<Option<f64>> {
+        let timeout = match record_of(job) {
+            Some(record) => record.get().timeout_secs(),
+            None => job.getattr(intern!(job.py(), "timeout"))?.extract()?,
+        };
         let running = Running {
             task: task.clone().unbind(),
             job: job.clone().unbind(),
         };
         self.core.start(key(task), running);
+        Ok(timeout)
     }
 
     /// `task` is done: its job, to record the outcome of; `None` if the book does not hold it,
@@ -395,6 +426,14 @@ impl OutcomeBatch {
 
     fn __len__(&self) -> usize {
         self.outcomes.len()
+    }
+
+    /// Drops the outcomes once they are reported, so their jobs are freed before the jobs
+    /// claimed in the same call start (the turn that made the batch still holds it): otherwise
+    /// two batches of jobs live at once, and a batch of 100 crosses the collector's threshold
+    /// of young objects every time (a collection per batch; none like this).
+    fn clear(&mut self) {
+        self.outcomes.clear();
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {

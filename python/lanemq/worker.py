@@ -549,9 +549,12 @@ class JobWorker:
         else:
             if raised is None:
                 book.completed(task, task.result())  # (nothing to report of a parked job)
-                wake = self._wake  # (`_poke`, inline: once per job)
-                if wake is not None and not wake.done():
-                    wake.set_result(None)
+                wake = self._wake  # (`_poke`, inline: this runs once per job)
+                if wake is not None:
+                    # Let go of it once woken: the batch's other jobs skip the check.
+                    self._wake = None
+                    if not wake.done():
+                        wake.set_result(None)
                 return
             cancelled = False
         job = book.finish(task)

@@ -155,7 +155,7 @@ class JobWorker:
         self._hooks: dict[str, list[Callable[..., Any]]] = {hook: [] for hook in HOOKS}
         self._timers: dict[asyncio.Task[Any], asyncio.TimerHandle] = {}
         self._timed_out: set[asyncio.Task[Any]] = set()
-        self._wake: asyncio.Future[None] | None = None
+        self._wake_future: asyncio.Future[None] | None = None
         # The tasks of the calls that report completions and claim on a remote backend (at
         # most two in flight).
         self._exchanges: set[asyncio.Task[bool]] = set()
@@ -165,6 +165,9 @@ class JobWorker:
         # go back to waiting.
         self._deadline: float | None = None
         self._releasing: set[asyncio.Task[Any]] = set()
+        # Jobs' tasks end in `WorkerBook.task_done`, which hands `_done` what it does not
+        # handle itself (it looks at the timers and the releases).
+        self._book.watch(self._done, self._timers, self._releasing)
         self._running: asyncio.Task[None] | None = None
         self._run_done: asyncio.Future[None] | None = None
         self._stopped = asyncio.Event()
@@ -173,6 +176,17 @@ class JobWorker:
         # this worker: lanemq.otel sets both at the start of a run while tracing is on.
         self._outcomes: _tracing.Outcomes = queue
         self._traced_by: WorkerTracing | None = None
+
+    @property
+    def _wake(self) -> asyncio.Future[None] | None:
+        """The future the loop waits on (None while it does not wait): a job that ends, or
+        close(), sets it. The book has it too, for `WorkerBook.task_done`."""
+        return self._wake_future
+
+    @_wake.setter
+    def _wake(self, wake: asyncio.Future[None] | None) -> None:
+        self._wake_future = wake
+        self._book.wake = wake
 
     # --------------------------------------------------------------- set-up
 
@@ -495,7 +509,7 @@ class JobWorker:
         processors = self._processors
         default = self._default
         start = self._book.start
-        done = self._done
+        done = self._book.task_done
         timers = self._timers
         debug = log.isEnabledFor(logging.DEBUG)  # (the only per-job cost of logging)
         # The context `_done` runs in, one for the batch rather than a copy per job (what

@@ -13,7 +13,7 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::gc::{PyTraverseError, PyVisit};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyList, PySet, PyString, PyTuple};
 
 use crate::bridge::{count, micros_to_seconds};
 use crate::errors::to_py;
@@ -84,6 +84,18 @@ pub struct WorkerBook {
     origin: Instant,
     /// What the first call that failed since the last turn raised: that turn raises it.
     error: Option<Py<PyAny>>,
+    /// The worker's done callback, its job timers and the tasks close() releases (`watch`):
+    /// `task_done` hands a task to the callback unless it returned with neither a timer nor
+    /// a release pending.
+    watched: Option<Watched>,
+    /// The future the worker's loop waits on, if it waits: the first job to end sets it.
+    wake: Option<Py<PyAny>>,
+}
+
+struct Watched {
+    done: Py<PyAny>,
+    timers: Py<PyDict>,
+    releasing: Py<PySet>,
 }
 
 impl WorkerBook {
@@ -110,6 +122,8 @@ impl WorkerBook {
             core: Book::new(concurrency, remote).map_err(to_py)?,
             origin: Instant::now(),
             error: None,
+            watched: None,
+            wake: None,
         })
     }
 
@@ -180,6 +194,69 @@ impl WorkerBook {
         } else {
             Some(job.unbind())
         })
+    }
+
+    /// `done(task)` is the worker's done callback for what `task_done` does not handle;
+    /// `timers` (task -> timer) and `releasing` (tasks close() cancelled) are the worker's own,
+    /// looked at on every call.
+    fn watch(&mut self, done: Py<PyAny>, timers: Py<PyDict>, releasing: Py<PySet>) {
+        self.watched = Some(Watched {
+            done,
+            timers,
+            releasing,
+        });
+    }
+
+    /// The future the worker's loop waits on now (None: it does not wait).
+    #[getter]
+    fn wake(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.wake.as_ref().map(|wake| wake.clone_ref(py))
+    }
+
+    #[setter]
+    fn set_wake(&mut self, wake: Option<Py<PyAny>>) {
+        self.wake = wake;
+    }
+
+    /// The done callback of a job's task. The common ending, in Rust (a Python-level callback
+    /// was a visible part of a job's cost): the task returned, no timer and no release
+    /// pending; its completion is recorded (as `completed`) and the loop woken. Anything else
+    /// (an exception, a cancellation, a timer, a release) goes to the worker's callback.
+    fn task_done(slf: &Bound<'_, Self>, task: &Bound<'_, PyAny>) -> PyResult<()> {
+        let py = slf.py();
+        let done = {
+            let book = slf.borrow();
+            let Some(watched) = &book.watched else {
+                return Err(PyRuntimeError::new_err("WorkerBook.watch was not called"));
+            };
+            let plain = watched.timers.bind(py).is_empty() && watched.releasing.bind(py).is_empty();
+            if !plain {
+                watched.done.clone_ref(py)
+            } else {
+                match task.call_method0(intern!(py, "exception")) {
+                    Ok(raised) if raised.is_none() => {
+                        drop(book);
+                        let result = task.call_method0(intern!(py, "result"))?;
+                        let wake = {
+                            let mut book = slf.borrow_mut();
+                            book.completed(task, &result)?;
+                            book.wake.take()
+                        };
+                        if let Some(wake) = wake {
+                            let wake = wake.bind(py);
+                            if !wake.call_method0(intern!(py, "done"))?.is_truthy()? {
+                                wake.call_method1(intern!(py, "set_result"), (py.None(),))?;
+                            }
+                        }
+                        return Ok(());
+                    }
+                    // Raised, or cancelled (`exception()` raises `CancelledError`).
+                    _ => watched.done.clone_ref(py),
+                }
+            }
+        };
+        done.call1(py, (task,))?;
+        Ok(())
     }
 
     /// The tasks of the running jobs.
@@ -377,12 +454,22 @@ impl WorkerBook {
         if let Some(error) = &self.error {
             visit.call(error)?;
         }
+        if let Some(watched) = &self.watched {
+            visit.call(&watched.done)?;
+            visit.call(&watched.timers)?;
+            visit.call(&watched.releasing)?;
+        }
+        if let Some(wake) = &self.wake {
+            visit.call(wake)?;
+        }
         Ok(())
     }
 
     fn __clear__(&mut self) {
         self.core.clear();
         self.error = None;
+        self.watched = None;
+        self.wake = None;
     }
 }
 

@@ -70,8 +70,7 @@ async def _claim_and_run(
         claimed = []
         if free:
             claimed = await worker.queue.claim(worker.id, worker.lease, free)
-            for job in claimed:
-                worker._start(job)
+            worker._start_all(claimed)
         if not until_idle:
             return False  # run_once: the batch runs to its end in `_wind_down`
         if not book.running:

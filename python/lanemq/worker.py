@@ -13,12 +13,13 @@ module keeps what is asyncio's: tasks, timers, hooks, signals and close."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
 import logging
 import traceback
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import _tracing, _worker_log
@@ -57,6 +58,7 @@ __all__ = ["JobWorker", "LockLostWarning", "UnknownJobNameWarning"]
 P = TypeVar("P", bound=Processor)
 M = TypeVar("M", bound=Middleware)
 HOOKS = ("completed", "failed", "dead", "stalled", "error")
+_BASE_CREATE_TASK = asyncio.BaseEventLoop.create_task
 
 
 class JobWorker:
@@ -153,7 +155,7 @@ class JobWorker:
         self._hooks: dict[str, list[Callable[..., Any]]] = {hook: [] for hook in HOOKS}
         self._timers: dict[asyncio.Task[Any], asyncio.TimerHandle] = {}
         self._timed_out: set[asyncio.Task[Any]] = set()
-        self._wake: asyncio.Future[None] | None = None
+        self._wake_future: asyncio.Future[None] | None = None
         # The tasks of the calls that report completions and claim on a remote backend (at
         # most two in flight).
         self._exchanges: set[asyncio.Task[bool]] = set()
@@ -163,6 +165,9 @@ class JobWorker:
         # go back to waiting.
         self._deadline: float | None = None
         self._releasing: set[asyncio.Task[Any]] = set()
+        # Jobs' tasks end in `WorkerBook.task_done`, which hands `_done` what it does not
+        # handle itself (it looks at the timers and the releases).
+        self._book.watch(self._done, self._timers, self._releasing)
         self._running: asyncio.Task[None] | None = None
         self._run_done: asyncio.Future[None] | None = None
         self._stopped = asyncio.Event()
@@ -171,6 +176,17 @@ class JobWorker:
         # this worker: lanemq.otel sets both at the start of a run while tracing is on.
         self._outcomes: _tracing.Outcomes = queue
         self._traced_by: WorkerTracing | None = None
+
+    @property
+    def _wake(self) -> asyncio.Future[None] | None:
+        """The future the loop waits on (None while it does not wait): a job that ends, or
+        close(), sets it. The book has it too, for `WorkerBook.task_done`."""
+        return self._wake_future
+
+    @_wake.setter
+    def _wake(self, wake: asyncio.Future[None] | None) -> None:
+        self._wake_future = wake
+        self._book.wake = wake
 
     # --------------------------------------------------------------- set-up
 
@@ -397,8 +413,8 @@ class JobWorker:
             self._book.call_done(claim, 0)  # cancelled: its claim holds no slot any more
             raise
         self._book.call_done(claim, len(jobs))
-        for job in jobs:
-            self._start(job)
+        if jobs:
+            self._start_all(jobs)
         return bool(jobs)
 
     def _exchange_done(self, task: asyncio.Task[bool]) -> None:
@@ -451,7 +467,10 @@ class JobWorker:
         elif turn.pause is not None:
             waits.append(loop.create_task(asyncio.sleep(turn.pause)))
         try:
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            if len(waits) == 1:
+                await wake  # (no `asyncio.wait` machinery for the one future: once per batch)
+            else:
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             if claim is not None:
                 assert interrupt is not None
@@ -471,8 +490,8 @@ class JobWorker:
             interrupt()  # it ends at once, with what it claimed if the claim had begun
         jobs = await claim
         self._book.idled(asked, len(jobs))  # a short claim: the queue is empty
-        for job in jobs:
-            self._start(job)
+        if jobs:
+            self._start_all(jobs)
 
     def _poke(self) -> None:
         wake = self._wake
@@ -480,24 +499,47 @@ class JobWorker:
             wake.set_result(None)
 
     def _start(self, job: Job) -> None:
-        processor = self._processors.get(job.name, self._default)
-        if processor is None:
-            if not self.unknown_name_retries:
-                error = UnrecoverableError(f"no processor for job name {job.name!r}")
-                self._book.fail(job, error, None, False)
-                return
-            processor = functools.partial(postpone_unknown, self)
-        if log.isEnabledFor(logging.DEBUG):  # (the only per-job cost of logging)
-            _worker_log.started(self.id, job)
+        self._start_all((job,))
+
+    def _start_all(self, jobs: Sequence[Job]) -> None:
+        """Starts a task for each of ``jobs`` (a claim's batch). What is the same for every job
+        of the batch is looked up once: this is the per-job hot path."""
         loop = self._loop
         assert loop is not None
-        coroutine: Any = processor(job)
-        task: asyncio.Task[Any] = loop.create_task(coroutine)
-        self._book.start(task, job)
-        timeout = job.timeout
-        if timeout is not None:
-            self._timers[task] = loop.call_later(timeout, self._time_out, task)
-        task.add_done_callback(self._done)
+        processors = self._processors
+        default = self._default
+        start = self._book.start
+        done = self._book.task_done
+        timers = self._timers
+        debug = log.isEnabledFor(logging.DEBUG)  # (the only per-job cost of logging)
+        # The context `_done` runs in, one for the batch rather than a copy per job (what
+        # `add_done_callback` makes by default): it reads no context variable, and a copy per
+        # job is one more young object per job for the collector to count.
+        context = contextvars.copy_context()
+        # `loop.create_task` without a task factory is this call behind a Python-level frame
+        # of its own (asyncio's base loop): a visible part of a job's cost. A loop that brings
+        # its own create_task (uvloop) or a factory keeps it.
+        task_type = asyncio.Task
+        direct = type(loop).create_task is _BASE_CREATE_TASK and loop.get_task_factory() is None
+        for job in jobs:
+            processor = processors.get(job.name, default) if processors else default
+            if processor is None:
+                if not self.unknown_name_retries:
+                    error = UnrecoverableError(f"no processor for job name {job.name!r}")
+                    self._book.fail(job, error, None, False)
+                    continue
+                processor = functools.partial(postpone_unknown, self)
+            if debug:
+                _worker_log.started(self.id, job)
+            coroutine: Any = processor(job)
+            if direct:
+                task: asyncio.Task[Any] = task_type(coroutine, loop=loop)
+            else:
+                task = loop.create_task(coroutine)
+            timeout = start(task, job)  # (the job's timeout, read by the book)
+            if timeout is not None:
+                timers[task] = loop.call_later(timeout, self._time_out, task)
+            task.add_done_callback(done, context=context)
 
     def _time_out(self, task: asyncio.Task[Any]) -> None:
         if not task.done():
@@ -514,12 +556,21 @@ class JobWorker:
             released_at_close = task in self._releasing
             self._releasing.discard(task)
         book = self._book
-        cancelled = task.cancelled()
-        raised = None if cancelled else task.exception()  # (retrieved: asyncio does not log it)
-        if not cancelled and raised is None:
-            book.completed(task, task.result())  # (nothing to report of a parked job)
-            self._poke()
-            return
+        try:
+            raised = task.exception()  # (retrieved: asyncio does not log it)
+        except asyncio.CancelledError:
+            cancelled, raised = True, None
+        else:
+            if raised is None:
+                book.completed(task, task.result())  # (nothing to report of a parked job)
+                wake = self._wake  # (`_poke`, inline: this runs once per job)
+                if wake is not None:
+                    # Let go of it once woken: the batch's other jobs skip the check.
+                    self._wake = None
+                    if not wake.done():
+                        wake.set_result(None)
+                return
+            cancelled = False
         job = book.finish(task)
         if job is None:
             # add_children parked it (lock released): nothing to report, whatever followed.
@@ -620,10 +671,21 @@ class JobWorker:
         _worker_log.completed(self.id, done, lost)
         for lost_id, detail in errors:
             await self._hook("error", LockLostWarning(lost_id, detail))
-        if self._hooks["completed"]:
+        hooks = self._hooks["completed"]
+        if hooks:
+            # `_hook`, inline: no coroutine per job, and a hook that returns None (not
+            # awaitable) is not asked whether it is.
             for job, item in zip(done.jobs, items, strict=True):
-                if not lost or job.id not in lost:
-                    await self._hook("completed", job, item[2])
+                if lost and job.id in lost:
+                    continue
+                for callback in hooks:
+                    try:
+                        outcome = callback(job, item[2])
+                        if outcome is not None and inspect.isawaitable(outcome):
+                            await outcome
+                    except Exception:
+                        log.exception("worker %s: completed hook %r raised", self.id, callback)
+        done.clear()  # (reported: its jobs go now, before the claimed ones start)
         return jobs
 
     async def _hook(self, event: str, *args: Any) -> None:

@@ -79,6 +79,21 @@ impl From<core::Job> for JobRecord {
     }
 }
 
+/// What the worker's book reads of a claimed job, in Rust (see `worker_book::record_of`).
+impl JobRecord {
+    pub(crate) fn id_str(&self) -> &str {
+        &self.id
+    }
+
+    pub(crate) fn lock_token_str(&self) -> Option<&str> {
+        self.lock_token.as_deref()
+    }
+
+    pub(crate) fn timeout_secs(&self) -> Option<f64> {
+        self.options.timeout.map(|ms| ms as f64 / 1e3)
+    }
+}
+
 #[pymethods]
 impl JobRecord {
     #[getter]
@@ -148,7 +163,7 @@ impl JobRecord {
     /// The job's timeout in seconds, if it has one (read on the worker's hot path).
     #[getter]
     fn timeout(&self) -> Option<f64> {
-        self.options.timeout.map(|ms| ms as f64 / 1e3)
+        self.timeout_secs()
     }
 
     fn __repr__(&self) -> String {

@@ -13,10 +13,11 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::gc::{PyTraverseError, PyVisit};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyList, PySet, PyString, PyTuple};
 
 use crate::bridge::{count, micros_to_seconds};
 use crate::errors::to_py;
+use crate::job_record::JobRecord;
 
 /// A running job: its task and the `Job`.
 struct Running {
@@ -36,9 +37,27 @@ fn key(task: &Bound<'_, PyAny>) -> usize {
     task.as_ptr() as usize
 }
 
+/// The `JobRecord` a `Job` wraps (its `_record` slot), read in Rust: the book reads a job's
+/// id, token and timeout once per job, and through `Job`'s properties each read was a
+/// Python-level call of its own. `None` for an object that is not a `Job` as `lanemq.job`
+/// makes it: it is read through its attributes then.
+fn record_of<'py>(job: &Bound<'py, PyAny>) -> Option<Bound<'py, JobRecord>> {
+    let record = job.getattr(intern!(job.py(), "_record")).ok()?;
+    record.cast_into::<JobRecord>().ok()
+}
+
 /// The job's id and lock token (`""` for none), as the queue's calls take them.
 fn lease<'py>(job: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
     let py = job.py();
+    if let Some(record) = record_of(job) {
+        let record = record.get();
+        let id = PyString::new(py, record.id_str()).into_any();
+        let token = match record.lock_token_str() {
+            Some(token) => PyString::new(py, token).into_any(),
+            None => intern!(py, "").clone().into_any(),
+        };
+        return Ok((id, token));
+    }
     let id = job.getattr(intern!(py, "id"))?;
     let token = job.getattr(intern!(py, "lock_token"))?;
     let token = if token.is_none() {
@@ -49,8 +68,14 @@ fn lease<'py>(job: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Bound<'py
     Ok((id, token))
 }
 
+/// Whether `add_children` parked the job: `Job`'s `_parked` slot, which its `parked` property
+/// reads (the property for another object).
 fn parked(job: &Bound<'_, PyAny>) -> PyResult<bool> {
-    job.getattr(intern!(job.py(), "parked"))?.is_truthy()
+    let py = job.py();
+    match job.getattr(intern!(py, "_parked")) {
+        Ok(flag) => flag.is_truthy(),
+        Err(_) => job.getattr(intern!(py, "parked"))?.is_truthy(),
+    }
 }
 
 #[pyclass(module = "lanemq._core")]
@@ -59,6 +84,18 @@ pub struct WorkerBook {
     origin: Instant,
     /// What the first call that failed since the last turn raised: that turn raises it.
     error: Option<Py<PyAny>>,
+    /// The worker's done callback, its job timers and the tasks close() releases (`watch`):
+    /// `task_done` hands a task to the callback unless it returned with neither a timer nor
+    /// a release pending.
+    watched: Option<Watched>,
+    /// The future the worker's loop waits on, if it waits: the first job to end sets it.
+    wake: Option<Py<PyAny>>,
+}
+
+struct Watched {
+    done: Py<PyAny>,
+    timers: Py<PyDict>,
+    releasing: Py<PySet>,
 }
 
 impl WorkerBook {
@@ -85,6 +122,8 @@ impl WorkerBook {
             core: Book::new(concurrency, remote).map_err(to_py)?,
             origin: Instant::now(),
             error: None,
+            watched: None,
+            wake: None,
         })
     }
 
@@ -128,13 +167,19 @@ impl WorkerBook {
 
     // ------------------------------------------------------------------- running jobs
 
-    /// `job` runs in `task`.
-    fn start(&mut self, task: &Bound<'_, PyAny>, job: &Bound<'_, PyAny>) {
+    /// `job` runs in `task`; returns the job's timeout in seconds, if it has one (read here:
+    /// the worker needs it at once, and this saves it a call of its own per job).
+    fn start(&mut self, task: &Bound<'_, PyAny>, job: &Bound<'_, PyAny>) -> PyResult<Option<f64>> {
+        let timeout = match record_of(job) {
+            Some(record) => record.get().timeout_secs(),
+            None => job.getattr(intern!(job.py(), "timeout"))?.extract()?,
+        };
         let running = Running {
             task: task.clone().unbind(),
             job: job.clone().unbind(),
         };
         self.core.start(key(task), running);
+        Ok(timeout)
     }
 
     /// `task` is done: its job, to record the outcome of; `None` if the book does not hold it,
@@ -149,6 +194,69 @@ impl WorkerBook {
         } else {
             Some(job.unbind())
         })
+    }
+
+    /// `done(task)` is the worker's done callback for what `task_done` does not handle;
+    /// `timers` (task -> timer) and `releasing` (tasks close() cancelled) are the worker's own,
+    /// looked at on every call.
+    fn watch(&mut self, done: Py<PyAny>, timers: Py<PyDict>, releasing: Py<PySet>) {
+        self.watched = Some(Watched {
+            done,
+            timers,
+            releasing,
+        });
+    }
+
+    /// The future the worker's loop waits on now (None: it does not wait).
+    #[getter]
+    fn wake(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.wake.as_ref().map(|wake| wake.clone_ref(py))
+    }
+
+    #[setter]
+    fn set_wake(&mut self, wake: Option<Py<PyAny>>) {
+        self.wake = wake;
+    }
+
+    /// The done callback of a job's task. The common ending, in Rust (a Python-level callback
+    /// was a visible part of a job's cost): the task returned, no timer and no release
+    /// pending; its completion is recorded (as `completed`) and the loop woken. Anything else
+    /// (an exception, a cancellation, a timer, a release) goes to the worker's callback.
+    fn task_done(slf: &Bound<'_, Self>, task: &Bound<'_, PyAny>) -> PyResult<()> {
+        let py = slf.py();
+        let done = {
+            let book = slf.borrow();
+            let Some(watched) = &book.watched else {
+                return Err(PyRuntimeError::new_err("WorkerBook.watch was not called"));
+            };
+            let plain = watched.timers.bind(py).is_empty() && watched.releasing.bind(py).is_empty();
+            if !plain {
+                watched.done.clone_ref(py)
+            } else {
+                match task.call_method0(intern!(py, "exception")) {
+                    Ok(raised) if raised.is_none() => {
+                        drop(book);
+                        let result = task.call_method0(intern!(py, "result"))?;
+                        let wake = {
+                            let mut book = slf.borrow_mut();
+                            book.completed(task, &result)?;
+                            book.wake.take()
+                        };
+                        if let Some(wake) = wake {
+                            let wake = wake.bind(py);
+                            if !wake.call_method0(intern!(py, "done"))?.is_truthy()? {
+                                wake.call_method1(intern!(py, "set_result"), (py.None(),))?;
+                            }
+                        }
+                        return Ok(());
+                    }
+                    // Raised, or cancelled (`exception()` raises `CancelledError`).
+                    _ => watched.done.clone_ref(py),
+                }
+            }
+        };
+        done.call1(py, (task,))?;
+        Ok(())
     }
 
     /// The tasks of the running jobs.
@@ -346,12 +454,22 @@ impl WorkerBook {
         if let Some(error) = &self.error {
             visit.call(error)?;
         }
+        if let Some(watched) = &self.watched {
+            visit.call(&watched.done)?;
+            visit.call(&watched.timers)?;
+            visit.call(&watched.releasing)?;
+        }
+        if let Some(wake) = &self.wake {
+            visit.call(wake)?;
+        }
         Ok(())
     }
 
     fn __clear__(&mut self) {
         self.core.clear();
         self.error = None;
+        self.watched = None;
+        self.wake = None;
     }
 }
 
@@ -395,6 +513,14 @@ impl OutcomeBatch {
 
     fn __len__(&self) -> usize {
         self.outcomes.len()
+    }
+
+    /// Drops the outcomes once they are reported, so their jobs are freed before the jobs
+    /// claimed in the same call start (the turn that made the batch still holds it): otherwise
+    /// two batches of jobs live at once, and a batch of 100 crosses the collector's threshold
+    /// of young objects every time (a collection per batch; none like this).
+    fn clear(&mut self) {
+        self.outcomes.clear();
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {

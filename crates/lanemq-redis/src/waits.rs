@@ -20,6 +20,16 @@ use crate::server::Live;
 /// The longest single block, so a waiter also notices changes that set no marker.
 const MAX_BLOCK: Duration = Duration::from_secs(1);
 
+/// What an idle wait does next (`RedisBackend::next_wait`).
+enum NextWait {
+    /// A claim may succeed now (the time it was read at).
+    Ready(Millis),
+    /// The wait's deadline has passed.
+    Over,
+    /// Block on the marker (from the time read at) for so many seconds.
+    Block(Millis, f64),
+}
+
 impl RedisBackend {
     /// A connection for a wait, from the server's spares (once this queue is ready).
     async fn blocking_connection(&self) -> CoreResult<Live> {
@@ -48,33 +58,17 @@ impl RedisBackend {
     ) -> CoreResult<bool> {
         let deadline = timeout.map(|t| Instant::now() + Duration::from_millis(t));
         loop {
-            let now = wall_clock_ms();
-            let ready_at = self.next_ready_at(now).await?;
-            if ready_at.is_some_and(|at| at <= now) {
-                return Ok(true);
-            }
-            let mut wait = ready_at
-                .map_or(MAX_BLOCK, |at| Duration::from_millis(at - now))
-                .min(MAX_BLOCK);
-            if let Some(deadline) = deadline {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Ok(false);
-                }
-                wait = wait.min(left);
-            }
+            let seconds = match self.next_wait(deadline).await? {
+                NextWait::Ready(_) => return Ok(true),
+                NextWait::Over => return Ok(false),
+                NextWait::Block(_, seconds) => seconds,
+            };
             if connection.is_none() {
                 *connection = Some(self.blocking_connection().await?);
             }
             let blocking = connection.as_mut().expect("just made");
-            let seconds = wait.as_secs_f64().max(0.001);
-            let woken: Option<(String, String, f64)> = redis::cmd("BZPOPMIN")
-                .arg(self.keys.key("marker"))
-                .arg(seconds)
-                .query_async(&mut blocking.connection)
-                .await
-                .map_err(|e| self.error(e))?;
-            if woken.is_some_and(|(_, _, due)| due <= wall_clock_ms() as f64) {
+            let woken = self.pop_marker(blocking, seconds).await?;
+            if woken.is_some_and(|due| due <= wall_clock_ms() as f64) {
                 // A job became claimable (added, released, promoted, resumed): claim at once,
                 // without another readiness check's round trip.
                 return Ok(true);
@@ -133,26 +127,15 @@ impl RedisBackend {
             if early {
                 return Ok(Vec::new());
             }
-            let now = wall_clock_ms();
-            let ready_at = self.next_ready_at(now).await?;
-            if ready_at.is_some_and(|at| at <= now) {
-                return self.claim(worker_id, lease, max_jobs, now).await;
-            }
-            let mut wait = ready_at
-                .map_or(MAX_BLOCK, |at| Duration::from_millis(at - now))
-                .min(MAX_BLOCK);
-            if let Some(deadline) = deadline {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Ok(Vec::new());
-                }
-                wait = wait.min(left);
-            }
+            let (now, seconds) = match self.next_wait(deadline).await? {
+                NextWait::Ready(now) => return self.claim(worker_id, lease, max_jobs, now).await,
+                NextWait::Over => return Ok(Vec::new()),
+                NextWait::Block(now, seconds) => (now, seconds),
+            };
             if connection.is_none() {
                 *connection = Some(self.blocking_connection().await?);
             }
             let live = connection.as_mut().expect("just made");
-            let seconds = wait.as_secs_f64().max(0.001);
             let Some(client_id) = self.unblockable(live).await else {
                 let woken = tokio::select! {
                     biased;
@@ -216,6 +199,28 @@ impl RedisBackend {
                 return Ok(jobs);
             }
         }
+    }
+
+    /// What an idle wait does next, read in one round trip (`next_ready_at`): claim now, give
+    /// up (`deadline` passed), or block on the marker for so many seconds (at most `MAX_BLOCK`,
+    /// and no later than the next delayed job is due or the deadline).
+    async fn next_wait(&self, deadline: Option<Instant>) -> CoreResult<NextWait> {
+        let now = wall_clock_ms();
+        let ready_at = self.next_ready_at(now).await?;
+        if ready_at.is_some_and(|at| at <= now) {
+            return Ok(NextWait::Ready(now));
+        }
+        let mut wait = ready_at
+            .map_or(MAX_BLOCK, |at| Duration::from_millis(at - now))
+            .min(MAX_BLOCK);
+        if let Some(deadline) = deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(NextWait::Over);
+            }
+            wait = wait.min(left);
+        }
+        Ok(NextWait::Block(now, wait.as_secs_f64().max(0.001)))
     }
 
     /// BZPOPMIN on the marker for `seconds`: the due time of the marker it took, if any.

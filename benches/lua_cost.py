@@ -6,7 +6,8 @@
 Starts `redis-server` under callgrind on --port (6411), then runs a fixed workload by EVALSHA of
 the composed add.lua and complete_claim.lua (with --fcall, by FCALL of their functions in
 library.lua, as the client runs them on Redis 7): single adds, complete_and_claim cycles of
-batch 1, one add_bulk, complete_and_claim cycles of batch 50. After each phase it dumps the
+batch 1, one add_bulk, complete_and_claim cycles of batch 50, renew calls of no job (the fixed
+cost of a call). After each phase it dumps the
 counters and prints the instructions per call or job inside EVALSHA (or FCALL), and how many of
 them the commands' execution (scriptCall) took; the rest is Lua, argument and reply conversion,
 and the GC.
@@ -40,6 +41,7 @@ def main():
     p.add_argument("--single", type=int, default=300)
     p.add_argument("--batch1", type=int, default=200)
     p.add_argument("--bulk", type=int, default=1000)
+    p.add_argument("--empty", type=int, default=300, help="calls of renew with no jobs")
     p.add_argument(
         "--prefill",
         type=int,
@@ -99,7 +101,7 @@ def main():
     else:
         shas = {
             op: r.script_load(open(os.path.join(a.scripts, f"{op}.lua")).read())
-            for op in ("add", "complete_claim")
+            for op in ("add", "complete_claim", "renew")
         }
 
         def call(op, *args):
@@ -147,6 +149,11 @@ def main():
         check(refused)
         done += n
     dump("complete_and_claim batch 50 (per job)", done)
+    # A call that does nothing: what every call pays before its work (KEYS and ARGV made into
+    # Lua values, the library's per-call reset).
+    for _ in range(a.empty):
+        call("renew", now, 30000)
+    dump("renew of no job (per call)", a.empty)
     r.shutdown(nosave=True)
     vg.wait()
     for k, (name, units) in enumerate(phases, 1):

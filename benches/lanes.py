@@ -268,20 +268,37 @@ def fresh_run(coro: Coroutine[Any, Any, Any]) -> Any:
     return asyncio.run(coro)
 
 
+class Tally:
+    """What a correctness run counts: how often each command ran, and the most commands of
+    each lane running at once (`counted` is the command both verify runs submit)."""
+
+    def __init__(self, n: int) -> None:
+        self.caps = {lane_id: cap for lane_id, _, cap in DEFAULT_LANES}
+        self.active = dict.fromkeys(LANE_IDS, 0)
+        self.peak = dict.fromkeys(LANE_IDS, 0)
+        self.runs = [0] * n
+
+    async def counted(self, index: int, lane_id: str) -> int:
+        self.active[lane_id] += 1
+        self.peak[lane_id] = max(self.peak[lane_id], self.active[lane_id])
+        self.runs[index] += 1
+        await asyncio.sleep(0)
+        self.active[lane_id] -= 1
+        return index
+
+    def over_caps(self, prefix: str = "") -> list[str]:
+        """A problem per lane that ran more commands at once than its cap."""
+        return [
+            f"{prefix}lane {lane_id}: {self.peak[lane_id]} ran at once, max {self.caps[lane_id]}"
+            for lane_id in LANE_IDS
+            if self.peak[lane_id] > self.caps[lane_id]
+        ]
+
+
 async def verify(make: Callable[[], Scheduler], n: int) -> list[str]:
     """Untimed correctness run; returns a list of problems (empty when all is well)."""
-    caps = {lane_id: cap for lane_id, _, cap in DEFAULT_LANES}
-    active = dict.fromkeys(LANE_IDS, 0)
-    peak = dict.fromkeys(LANE_IDS, 0)
-    runs = [0] * n
-
-    async def counted(index: int, lane_id: str) -> int:
-        active[lane_id] += 1
-        peak[lane_id] = max(peak[lane_id], active[lane_id])
-        runs[index] += 1
-        await asyncio.sleep(0)
-        active[lane_id] -= 1
-        return index
+    tally = Tally(n)
+    runs, counted = tally.runs, tally.counted
 
     problems: list[str] = []
     sched = make()
@@ -310,9 +327,7 @@ async def verify(make: Callable[[], Scheduler], n: int) -> list[str]:
             problems.append(f"{not_done} handles not done after drain()")
         if wrong:
             problems.append(f"{wrong} handles hold a wrong result")
-        for lane_id in LANE_IDS:
-            if peak[lane_id] > caps[lane_id]:
-                problems.append(f"lane {lane_id}: {peak[lane_id]} ran at once, max {caps[lane_id]}")
+        problems += tally.over_caps()
         if isinstance(sched, QueueManager):
             metrics = sched.metrics()
             done = sum(m["completed"] for m in metrics.values())
@@ -376,18 +391,8 @@ async def verify_awaited(
     make: Callable[[], Scheduler], n: int, pattern: str, tasks: int
 ) -> list[str]:
     """Untimed correctness run of an awaited pattern; returns a list of problems."""
-    caps = {lane_id: cap for lane_id, _, cap in DEFAULT_LANES}
-    active = dict.fromkeys(LANE_IDS, 0)
-    peak = dict.fromkeys(LANE_IDS, 0)
-    runs = [0] * n
-
-    async def counted(index: int, lane_id: str) -> int:
-        active[lane_id] += 1
-        peak[lane_id] = max(peak[lane_id], active[lane_id])
-        runs[index] += 1
-        await asyncio.sleep(0)
-        active[lane_id] -= 1
-        return index
+    tally = Tally(n)
+    runs, counted = tally.runs, tally.counted
 
     def call(i: int) -> tuple[Any, ...]:
         return (LANE_IDS[i % 6], counted, i, LANE_IDS[i % 6])
@@ -405,11 +410,7 @@ async def verify_awaited(
         wrong = sum(1 for i, r in enumerate(results) if r != i)
         if wrong:
             problems.append(f"{pattern}: {wrong} awaited results are not their command's")
-        for lane_id in LANE_IDS:
-            if peak[lane_id] > caps[lane_id]:
-                problems.append(
-                    f"{pattern}: lane {lane_id}: {peak[lane_id]} ran at once, max {caps[lane_id]}"
-                )
+        problems += tally.over_caps(f"{pattern}: ")
     finally:
         await sched.close()
     return problems

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequen
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, get_args
 
 from . import _checks, _json, _tracing, observe
 from ._core import Backoff, Dedup, JobOptions, JobQueueCore, JobRecord, KeepJobs, MemoryGroupCore
@@ -1084,7 +1084,8 @@ class InMemoryJobQueue(JobQueue):
 
 #: How a `LocalJobQueue` syncs its commits (its ``sync=``).
 LocalSync: TypeAlias = Literal["full", "normal"]
-_LOCAL_SYNCS = ("full", "normal")
+# The values `sync=` takes (local: URLs check theirs against it too).
+_LOCAL_SYNCS: tuple[str, ...] = get_args(LocalSync)
 
 
 class LocalJobQueue(JobQueue):

@@ -19,7 +19,7 @@ from typing import Any
 
 from ._redis_url import TCP_SCHEMES, UNIX_SCHEMES, redact_url
 from .exceptions import ConfigError
-from .queue import InMemoryJobQueue, JobQueue, LocalJobQueue, RedisJobQueue
+from .queue import _LOCAL_SYNCS, InMemoryJobQueue, JobQueue, LocalJobQueue, RedisJobQueue
 
 # A local URL whose path ends so names the queue's file, not a directory of queue files.
 _FILE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
@@ -106,7 +106,7 @@ def _local_parts(url: str, rest: str) -> tuple[str, str | None]:
             )
         if sync is not None:
             raise ConfigError(f"invalid queue URL {redact_url(url)!r}: sync is given twice")
-        if value not in ("full", "normal"):
+        if value not in _LOCAL_SYNCS:
             raise ConfigError(
                 f"invalid queue URL {redact_url(url)!r}: invalid sync {value!r} "
                 "(must be 'full' or 'normal')"

@@ -129,8 +129,14 @@ local function zrem(key, members) chunked("ZREM", key, members, 1) end
 -- Layout "3" keeps the waiting jobs of priority 0 in the list WAITING0 (`waiting_add`): a queue
 -- of layout "2" had them in WAITING, scored 0, and they move over in their order.
 local LAYOUT = "3"
+-- The META of the queue whose layout this call last found current: a call that puts many jobs
+-- into waiting (a claim promoting due delayed jobs) reads it once, not once a job. (A META, not
+-- a flag: a flow's call binds other queues' keys, each with its own layout.)
+local layout_checked = nil
 local function ensure_layout()
+  if layout_checked == META then return end
   local layout = redis.call("HGET", META, "layout")
+  layout_checked = META
   if layout == LAYOUT then return end
   if layout == "2" then
     while true do

@@ -157,6 +157,33 @@ async def test_close_while_waiting_claims_nothing(queue: RedisJobQueue) -> None:
     assert fetched is not None and fetched.attempts_made == 0
 
 
+async def test_a_claim_halted_by_close_takes_nothing_and_leaves_the_marker(
+    queue: RedisJobQueue, redis_url: str
+) -> None:
+    """The claim behind the wait runs when close() ends the wait: with the halt key written
+    first, it claims nothing, and puts the marker back for the job left waiting. The job is
+    made claimable without waking the wait: added while the queue is paused (no marker), then
+    the pause flag dropped by hand (no resume, which would wake it)."""
+    await queue.pause()
+    job = await queue.add("waiting", None)
+    worker = JobWorker(queue, lambda job: asyncio.sleep(0))
+    runner = asyncio.create_task(worker.run())
+    await asyncio.sleep(0.3)  # in its wait by then (paused: nothing to claim)
+    meta = f"{queue.prefix}:{{{queue.name}}}:meta"
+    marker = f"{queue.prefix}:{{{queue.name}}}:marker"
+    with Resp.of(redis_url) as raw:
+        assert raw.command("HDEL", meta, "paused") == 1
+        assert raw.command("ZSCORE", marker, "w") is None
+        unblocks = _unblocks(redis_url)
+        await worker.close()
+        await runner
+        assert _unblocks(redis_url) > unblocks  # the wait was ended, its claim ran
+        assert raw.command("ZSCORE", marker, "w") == "0"
+    fetched = await queue.get_job(job.id)
+    assert fetched is not None
+    assert (fetched.state, fetched.attempts_made) == ("waiting", 0)
+
+
 async def test_without_client_commands_the_worker_waits_then_claims(
     own_redis: MakeServer,
 ) -> None:

@@ -170,7 +170,10 @@ impl RedisBackend {
                 reply = &mut call => reply,
                 () = interrupted.notified() => {
                     halted = true;
-                    self.halt(&halt, client_id).await?;
+                    // Should the halt not get through, the wait still ends on its own (within
+                    // `seconds`): the reply is read either way, so a claim that ran hands its
+                    // jobs over rather than leaving them locked until their lease runs out.
+                    let _ = self.halt(&halt, client_id).await;
                     call.await
                 }
             };

@@ -7,7 +7,7 @@ local id, token, wanted = ARGV[3], ARGV[4], tonumber(ARGV[5])
 local refused = check(id, token)
 if refused then return refused end
 unlock(id)
-redis.call("HSET", F["attempts"], id, math.max(num("attempts", id) - 1, 0))
+set("attempts", id, math.max(num("attempts", id) - 1, 0))
 local due = math.max(wanted, now)
 set("state", id, DELAYED_STATE)
 set("delay", id, int(due))

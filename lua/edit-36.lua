@@ -8,7 +8,7 @@ local now, max_events, op, id = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4]
 if not get("state", id) then return {"missing"} end
 -- A claim reads progress, trace and reason only for jobs tried before (attempts stored, see
 -- claim_jobs): a job that gets one of them before its first claim gets attempts 0 with it.
-if op ~= "data" then redis.call("HSETNX", F["attempts"], id, "0") end
+if op ~= "data" then redis.call("HSETNX", jkey(id), "attempts", "0") end
 if op == "data" then
   set("data", id, ARGV[5])
 elseif op == "progress" then

@@ -37,5 +37,18 @@ for _, orphan in ipairs(orphans) do flow_apply(orphan[1], orphan[2], "removed") 
 -- This queue's keys only: the blocks after them belong to queues linked by flows. Its events
 -- are written first, so that they go too (not left behind in a new stream).
 flush_events()
+-- Every job's hash: those of the jobs in the state sets (a job is always in one; what a crash
+-- or a hand edit left outside them is remove_orphaned_jobs' to find).
+for _, set_key in ipairs({WAITING0, WAITING, DELAYED, ACTIVE, CHILDREN, COMPLETED, FAILED}) do
+  local members = set_key == WAITING0 and redis.call("LRANGE", set_key, 0, -1)
+    or redis.call("ZRANGE", set_key, 0, -1)
+  local keys = {}
+  for _, m in ipairs(members) do
+    if job_member(m) then keys[#keys + 1] = jkey(string.sub(m, 15)) end
+  end
+  for first = 1, #keys, CHUNK do
+    redis.call("DEL", unpack(keys, first, math.min(first + CHUNK - 1, #keys)))
+  end
+end
 redis.call("DEL", WAITING0, unpack(KEYS, 1, BLOCK))
 return {"ok"}

@@ -1,21 +1,22 @@
--- remove_orphaned_jobs, one batch: ARGV = now, max_events, hash, cursor, count. Removes the
+-- remove_orphaned_jobs, one batch: ARGV = now, max_events, pass, cursor, count. Removes the
 -- data of jobs that no state set references (left by a crash or a bug: a script that failed
--- half-way, a hand edit), as BullMQ's removeOrphanedJobs does. `hash` is a field name (its
--- hash `j:<field>`) or "logs"; the client scans `state` first, then every other field hash and
--- LOGS, each with HSCAN from `cursor` (about `count` entries a call), so a big queue never
--- holds the server in one long script. Returns {next cursor ("0": that hash is done),
--- how many jobs this batch removed}; it writes no event.
+-- half-way, a hand edit), as BullMQ's removeOrphanedJobs does. `pass` is "jobs" (the job
+-- hashes, by SCAN of the keys starting with JOB) or "logs" (LOGS, by HSCAN); the client runs
+-- "jobs" first, each from `cursor` (about `count` entries a call), so a big queue never holds
+-- the server in one long script. Returns {next cursor ("0": that pass is done), how many jobs
+-- this batch removed}; it writes no event.
 --
 -- A job is referenced when its member is in one of the state sets: WAITING under its order
 -- (`ord`, else its seq), the others under its seq. Each check is exact, and it runs in the
 -- same script as the removal, so a job added, moved or finished between two batches is seen
 -- as it is then. In the `state` pass the set its state names is asked first, for the whole
--- batch at once (one ZMSCORE per set; a healthy job is found there); in the other passes an
--- id with a state was judged in the first one, or is newer than it (and made by a script,
--- so referenced), and is skipped. Only the rest is looked for in every set, one by one.
-local hash_name, cursor, count = ARGV[3], ARGV[4], ARGV[5]
-local key = hash_name == "logs" and LOGS or F[hash_name]
-if not key then return redis.error_reply("orphans: unknown hash " .. tostring(hash_name)) end
+-- batch at once (one ZMSCORE per set; a healthy job is found there); in the logs pass a job
+-- that exists was judged in the first one, or is newer than it (and made by a script, so
+-- referenced), and is skipped. Only the rest is looked for in every set, one by one.
+local pass, cursor, count = ARGV[3], ARGV[4], ARGV[5]
+if pass ~= "jobs" and pass ~= "logs" then
+  return redis.error_reply("orphans: unknown pass " .. tostring(pass))
+end
 
 local SETS = {[WAITING_STATE] = WAITING, [DELAYED_STATE] = DELAYED, [ACTIVE_STATE] = ACTIVE,
   [CHILDREN_STATE] = CHILDREN, [COMPLETED_STATE] = COMPLETED, [FAILED_STATE] = FAILED}
@@ -59,44 +60,49 @@ local function find_listed(members)
   end
 end
 
--- Every field of the job, its logs and its own flow dependencies (as `delete` does, without
--- the state set it is in none of).
+-- The job's hash, its logs and its own flow dependencies (as `delete` does, without the state
+-- set it is in none of).
 local function forget(id)
-  for _, field in ipairs(FIELDS) do redis.call("HDEL", F[field], id) end
+  redis.call("DEL", jkey(id))
   redis.call("HDEL", LOGS, id)
   forget_dependencies(id)
 end
 
-local page = redis.call("HSCAN", key, cursor, "COUNT", count)
-local entries = page[2]
--- The batch's ids, each once ("" is the sentinel that keeps every field hash a hash table,
--- common.lua, not a job; HSCAN may return an entry twice), and the state of each.
-local ids, states, seen = {}, {}, {}
-for i = 1, #entries, 2 do
-  local id = entries[i]
-  if id ~= "" and not seen[id] then
-    seen[id] = true
-    ids[#ids + 1] = id
-    if key == F.state then states[#ids] = entries[i + 1] end
+-- The batch's ids, each once (a scan may return an entry twice).
+local ids, seen, page = {}, {}, nil
+if pass == "jobs" then
+  -- SCAN matches a glob: the characters special to it in the prefix are escaped.
+  local pattern = string.gsub(JOB, "[%*%?%[%]\\]", "\\%0") .. "*"
+  page = redis.call("SCAN", cursor, "MATCH", pattern, "COUNT", count)
+  for _, key in ipairs(page[2]) do
+    local id = string.sub(key, #JOB + 1)
+    if not seen[id] then seen[id] = true; ids[#ids + 1] = id end
+  end
+else
+  page = redis.call("HSCAN", LOGS, cursor, "COUNT", count)
+  local entries = page[2]
+  for i = 1, #entries, 2 do
+    local id = entries[i]
+    if not seen[id] then seen[id] = true; ids[#ids + 1] = id end
   end
 end
-if key ~= F.state then states = mget("state", ids) end
 
--- The ids to look for in every set: in the state pass those their state's set does not
--- hold, in the others those without a state.
+-- The ids to look for in every set: in the jobs pass those their state's set does not hold,
+-- in the logs pass those without a job.
 local suspects = {}
-if key == F.state then
-  local seqs, ords = mget("seq", ids), mget("ord", ids)
-  -- Per set: the members to ask for, and the ids they are of.
+if pass == "jobs" then
+  -- Per set: the members to ask for, and the ids (and priorities) they are of.
   local asked = {}
-  for i, id in ipairs(ids) do
-    local set_key = SETS[tonumber(states[i]) or -1]
-    local m = set_key and member_in(set_key, id, seqs[i], ords[i])
+  for _, id in ipairs(ids) do
+    local job_fields = fields(id, {"state", "seq", "ord", "prio"})
+    local set_key = SETS[tonumber(job_fields[1]) or -1]
+    local m = set_key and member_in(set_key, id, job_fields[2], job_fields[3])
     if m then
       local batch = asked[set_key]
-      if not batch then batch = {members = {}, ids = {}}; asked[set_key] = batch end
+      if not batch then batch = {members = {}, ids = {}, prios = {}}; asked[set_key] = batch end
       batch.members[#batch.members + 1] = m
       batch.ids[#batch.ids + 1] = id
+      batch.prios[#batch.ids] = job_fields[4]
     else
       suspects[#suspects + 1] = id
     end
@@ -104,7 +110,7 @@ if key == F.state then
   -- Waiting jobs of priority 0 are in the list: looked for there, the rest in WAITING below.
   local waiting = asked[WAITING]
   if waiting then
-    local prios, listed, zset = mget("prio", waiting.ids), {}, {members = {}, ids = {}}
+    local prios, listed, zset = waiting.prios, {}, {members = {}, ids = {}}
     for k, m in ipairs(waiting.members) do
       if prios[k] and prios[k] ~= "0" then
         zset.members[#zset.members + 1] = m; zset.ids[#zset.ids + 1] = waiting.ids[k]
@@ -129,8 +135,8 @@ if key == F.state then
     end
   end
 else
-  for i, id in ipairs(ids) do
-    if not states[i] then suspects[#suspects + 1] = id end
+  for _, id in ipairs(ids) do
+    if not exists(id) then suspects[#suspects + 1] = id end
   end
 end
 

@@ -19,8 +19,8 @@ end
 for i, id in ipairs(ids) do
   local opts_json = options[i]
   local opts = cjson.decode(opts_json)
-  local stalled = redis.call("HINCRBY", F["stalled"], id, 1)
-  redis.call("HSET", F["attempts"], id, math.max(num("attempts", id) - 1, 0))
+  local stalled = redis.call("HINCRBY", jkey(id), "stalled", 1)
+  set("attempts", id, math.max(num("attempts", id) - 1, 0))
   emit("stalled", id, "stalledCount", stalled)
   unlock(id)
   if stalled > (tonumber(opts.max_stalled_count) or 1) then

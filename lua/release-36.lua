@@ -7,7 +7,7 @@ local id, token = ARGV[3], ARGV[4]
 local refused = check(id, token)
 if refused then return refused end
 unlock(id)
-redis.call("HSET", F["attempts"], id, math.max(num("attempts", id) - 1, 0))
+set("attempts", id, math.max(num("attempts", id) - 1, 0))
 to_waiting(id, true)
 emit("waiting", id, "prev", "active")
 return {}

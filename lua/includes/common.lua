@@ -2,23 +2,25 @@
 -- jobs.lua, flows.lua, schedulers.lua) that it reaches, in front of it (see
 -- crates/lanemq-redis/src/compose.rs: keep helpers at the top level).
 -- Every script receives the same KEYS, in this order (see lua/README.md for what each holds),
--- for its queue and then, for flows spanning queues, the same 36 for each queue linked to it
+-- for its queue and then, for flows spanning queues, the same 16 for each queue linked to it
 -- (flows.lua). The names below are the keys of the queue the script is working in: bind()
 -- points them at another queue's block, and every helper follows (they are upvalues).
 -- (metrics-2.lua and workers-2.lua get two keys of their own instead, and use none of these.)
-local BLOCK = 36
+local BLOCK = 16
 local META, WAITING, DELAYED, ACTIVE, CHILDREN, COMPLETED, FAILED, LOGS, EVENTS, MARKER
 -- Waiting jobs of priority 0 (the default, claimed first) are a list built from WAITING's name:
 -- `waiting:0` (see `waiting_add`).
 local WAITING0
--- After the field hashes: the dedup keys (jobs.lua), the job schedulers (schedulers.lua) and
+-- A job's fields are one hash, `<base>job:<id>`, built from META's name (`<base>meta`): it
+-- carries the queue's hash tag, so it is in the slot of the keys the script was given (the
+-- rule DESIGN.md's "Keys a script may build" states). JOB is `<base>job:`.
+local JOB
+-- After the state sets: the dedup keys (jobs.lua), the job schedulers (schedulers.lua) and
 -- the flow dependencies (flows.lua).
 local DEDUP, DEDUP_EXPIRY, SCHEDULERS, SCHEDULERS_NEXT, DEPS, DEPS_VALUES
 local FIELDS = {"name", "data", "opts", "state", "prio", "ord", "seq", "created", "delay",
   "processed", "finished", "attempts", "stalled", "progress", "result", "reason", "trace",
   "token", "worker", "expires"}
--- The field hashes by name.
-local F
 
 -- Points the key names at the block of keys starting after KEYS[base] (0: the script's queue).
 local function bind(base)
@@ -28,16 +30,9 @@ local function bind(base)
   COMPLETED, FAILED, LOGS, EVENTS, MARKER = K[base + 6], K[base + 7], K[base + 8], K[base + 9],
     K[base + 10]
   WAITING0 = WAITING .. ":0"
-  -- One constructor: growing the table in a loop costs every call much more, mostly GC
-  -- (benches/README.md).
-  F = {name = K[base + 11], data = K[base + 12], opts = K[base + 13], state = K[base + 14],
-    prio = K[base + 15], ord = K[base + 16], seq = K[base + 17], created = K[base + 18],
-    delay = K[base + 19], processed = K[base + 20], finished = K[base + 21],
-    attempts = K[base + 22], stalled = K[base + 23], progress = K[base + 24],
-    result = K[base + 25], reason = K[base + 26], trace = K[base + 27], token = K[base + 28],
-    worker = K[base + 29], expires = K[base + 30]}
-  DEDUP, DEDUP_EXPIRY, SCHEDULERS, SCHEDULERS_NEXT, DEPS, DEPS_VALUES = K[base + 31],
-    K[base + 32], K[base + 33], K[base + 34], K[base + 35], K[base + 36]
+  JOB = string.sub(META, 1, -5) .. "job:"
+  DEDUP, DEDUP_EXPIRY, SCHEDULERS, SCHEDULERS_NEXT, DEPS, DEPS_VALUES = K[base + 11],
+    K[base + 12], K[base + 13], K[base + 14], K[base + 15], K[base + 16]
 end
 bind(0)
 
@@ -56,19 +51,24 @@ local WAITING_TEXT, DELAYED_TEXT, ACTIVE_TEXT, CHILDREN_TEXT, COMPLETED_TEXT, FA
 -- the script (compose.rs): the names above are its upvalues. Making a closure searches the
 -- upvalues captured so far for each local it captures (Lua 5.1's luaF_findupval walks them;
 -- a step's cost is in benches/README.md), while an upvalue of the enclosing function is
--- copied: every helper captures the keys, F and NOW. Keep only such plain names above (31 of
+-- copied: every helper captures the keys, JOB and NOW. Keep only such plain names above (31 of
 -- them: a function may have 60 upvalues).
 -- compose: nested from here
-local function get(field, id) return redis.call("HGET", F[field], id) end
-local function num(field, id) return tonumber(redis.call("HGET", F[field], id) or "0") end
+-- A job's hash (see JOB).
+local function jkey(id) return JOB .. id end
+local function get(field, id) return redis.call("HGET", JOB .. id, field) end
+local function num(field, id) return tonumber(redis.call("HGET", JOB .. id, field) or "0") end
 local function set(field, id, value)
-  if value == nil or value == false then redis.call("HDEL", F[field], id)
-  else redis.call("HSET", F[field], id, value) end
+  if value == nil or value == false then redis.call("HDEL", JOB .. id, field)
+  else redis.call("HSET", JOB .. id, field, value) end
 end
+-- The values of `names` (a list of field names) of job `id`, in order (false when absent).
+local function fields(id, names) return redis.call("HMGET", JOB .. id, unpack(names)) end
+-- Whether job `id` exists (every job has a state).
+local function exists(id) return redis.call("HEXISTS", JOB .. id, "state") == 1 end
 
--- One command for one field of many jobs: the layout's point (a hash per field). Arguments go
--- out in chunks, as unpack() is bounded by Lua's C stack. No closure per call: these run a
--- dozen times in every claim or completion, and each closure is garbage for the GC.
+-- Arguments go out in chunks, as unpack() is bounded by Lua's C stack. No closure per call:
+-- these run in every claim or completion, and each closure is garbage for the GC.
 local CHUNK = 500
 -- `command key items...`, once per chunk of at most CHUNK * width items; none for no items.
 local function chunked(command, key, items, width)
@@ -93,11 +93,16 @@ local function hmget(key, ids)
   end
   return out
 end
--- The field's value for each id.
-local function mget(field, ids) return hmget(F[field], ids) end
+-- One field of each job of `ids` (false when absent), in order: a read per job. Where a batch
+-- needs several fields of each job, `fields` reads them in one.
+local function mget(field, ids)
+  local out = {}
+  for i = 1, #ids do out[i] = redis.call("HGET", JOB .. ids[i], field) end
+  return out
+end
 -- A job's options JSON. Default options, "{}", are not stored (create_jobs): an absent value
 -- reads as them. (For a job that does not exist too: callers check its state for that.)
-local function opts_of(id) return redis.call("HGET", F.opts, id) or "{}" end
+local function opts_of(id) return redis.call("HGET", JOB .. id, "opts") or "{}" end
 local function opts_all(ids)
   local all = mget("opts", ids)
   for i = 1, #ids do all[i] = all[i] or "{}" end
@@ -108,27 +113,47 @@ local function push2(list, a, b)
   local n = #list
   list[n + 1] = a; list[n + 2] = b
 end
--- `pairs_` alternates id, value.
-local function mset(field, pairs_) chunked("HSET", F[field], pairs_, 2) end
-local function mdel(field, ids) chunked("HDEL", F[field], ids, 1) end
+-- `pairs_` alternates id, value: one field of each job set, a write per job.
+local function mset(field, pairs_)
+  for i = 1, #pairs_, 2 do redis.call("HSET", JOB .. pairs_[i], field, pairs_[i + 1]) end
+end
+local function mdel(field, ids)
+  for i = 1, #ids do redis.call("HDEL", JOB .. ids[i], field) end
+end
 -- `scored` alternates score, member.
 local function zadd(key, scored) chunked("ZADD", key, scored, 2) end
 local function zrem(key, members) chunked("ZREM", key, members, 1) end
 
--- A per-field hash holds one entry per job. While a hash is small, Redis stores it as a
--- listpack and finds an id by scanning every entry (its cost: benches/README.md); one value
--- longer than `hash-max-listpack-value` (64 bytes by default) makes it a real hash table for
--- good. So each field hash gets such a value under the id "" (no job can have it: custom ids
--- are never empty) before its first job is written.
--- `active` is kept a skiplist the same way: it holds at most about as many jobs as the workers'
--- concurrency, so it would stay a listpack, where every insert scans the set (a ZADD there
--- cost several times what it costs in a skiplist, benches/README.md). Its sentinel is a long
--- member scored +inf that no job's member can equal (those start with hex digits): counts use
--- ZCOUNT up to (+inf, and whatever walks the set's members skips it (job_member). Layout "2"
--- has the sentinel.
--- Layout "3" keeps the waiting jobs of priority 0 in the list WAITING0 (`waiting_add`): a queue
--- of layout "2" had them in WAITING, scored 0, and they move over in their order.
-local LAYOUT = "3"
+-- `active` holds at most about as many jobs as the workers' concurrency, so it would stay a
+-- listpack, where every insert scans the set (a ZADD there cost several times what it costs in
+-- a skiplist, benches/README.md): a long member makes it a skiplist for good. This sentinel is
+-- scored +inf and no job's member can equal it (those start with hex digits): counts use ZCOUNT
+-- up to (+inf, and whatever walks the set's members skips it (job_member).
+-- Layouts: "2" had a hash per field (`<base>j:<field>`, id -> value) and every waiting job in
+-- WAITING; "3" moved priority 0 to the list WAITING0 (`waiting_add`); "4" keeps each job's
+-- fields in its own hash (JOB): a small hash is a listpack, one allocation, where a hash per
+-- field held an entry per job in each of five to twenty big tables (memory per job and a cache
+-- miss per field: benches/README.md). An older queue moves over in one call, which the client
+-- makes when it first opens the queue (`layout-16.lua`, backend.rs `ready`).
+local LAYOUT = "4"
+-- Moves layout "3"'s field hashes into job hashes, a field hash at a time, then deletes them.
+local function job_hashes_from_fields()
+  local base = string.sub(META, 1, -5)
+  for _, field in ipairs(FIELDS) do
+    local key, cursor = base .. "j:" .. field, "0"
+    repeat
+      local page = redis.call("HSCAN", key, cursor, "COUNT", 1000)
+      cursor = page[2] and page[1] or "0"
+      local entries = page[2] or {}
+      for i = 1, #entries, 2 do
+        local id = entries[i]
+        -- "" held the value that kept the field hash a hash table: no job.
+        if id ~= "" then redis.call("HSET", JOB .. id, field, entries[i + 1]) end
+      end
+    until cursor == "0"
+    redis.call("DEL", key)
+  end
+end
 -- The META of the queue whose layout this call last found current: a call that puts many jobs
 -- into waiting (a claim promoting due delayed jobs) reads it once, not once a job. (A META, not
 -- a flag: a flow's call binds other queues' keys, each with its own layout.)
@@ -145,10 +170,11 @@ local function ensure_layout()
       redis.call("RPUSH", WAITING0, unpack(first))
       redis.call("ZREM", WAITING, unpack(first))
     end
+  end
+  if layout == "2" or layout == "3" then
+    job_hashes_from_fields()
   else
-    local sentinel = string.rep("-", 256)
-    for _, field in ipairs(FIELDS) do redis.call("HSET", F[field], "", sentinel) end
-    redis.call("ZADD", ACTIVE, "+inf", "~" .. sentinel)
+    redis.call("ZADD", ACTIVE, "+inf", "~" .. string.rep("-", 256))
   end
   redis.call("HSET", META, "layout", LAYOUT)
 end
@@ -300,8 +326,8 @@ end
 
 -- A job as the client reads it: the id, then every field in FIELDS order.
 local function job(id)
-  local out = {id}
-  for i, field in ipairs(FIELDS) do out[i + 1] = redis.call("HGET", F[field], id) or false end
+  local out = redis.call("HMGET", JOB .. id, unpack(FIELDS))
+  table.insert(out, 1, id)
   return out
 end
 
@@ -367,7 +393,7 @@ local function delete(id, unlisted)
   if unlisted then -- nothing to take out
   elseif state == WAITING_STATE then waiting_remove(id)
   elseif sets[state] then redis.call("ZREM", sets[state], hex(seq) .. id) end
-  for _, field in ipairs(FIELDS) do redis.call("HDEL", F[field], id) end
+  redis.call("DEL", JOB .. id)
   redis.call("HDEL", LOGS, id)
   forget_dependencies(id)
 end

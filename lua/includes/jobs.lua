@@ -7,9 +7,8 @@
 -- A custom id that exists, or repeats an earlier spec, creates nothing: `duplicated` is
 -- emitted and {0, job...} returned; a new job gives {1, id, seq, order}, or nothing when
 -- `compact` (its caller's client derives them: automatic ids and seqs count up from the first
--- ones, returned second and third, in the specs' order). The jobs are written
--- a field at a time (one HSET per field for all of them), and their ids, sequence numbers and
--- event ids are reserved with one HINCRBY each. A new job's order is its seq (negated when
+-- ones, returned second and third, in the specs' order). A job is written with one HSET, and
+-- the batch's ids, sequence numbers and event ids are reserved with one HINCRBY each. A new job's order is its seq (negated when
 -- LIFO), so `ord` is written only for LIFO jobs (`order_of`).
 local function create_jobs(specs, compact)
   -- The layout flag, and what wake() and the drained flag need, in one read: nothing here
@@ -48,15 +47,10 @@ local function create_jobs(specs, compact)
 
   -- Fields at their defaults (priority, attempts, stalls and delay 0, progress 0, no stack
   -- trace, the order when it is the seq, options "{}") are not written: an absent field reads
-  -- as its default, here and in the client's decoding (each write is an insert into a big
-  -- hash, benches/README.md). Every new job has a pair (id, value) in each of these (at
-  -- 2c - 1, 2c), delayed jobs in `delays`, jobs with a priority in `prios` (at p - 1, p),
-  -- LIFO ones in `ords` (at l - 1, l), those with options in `optss` (at o - 1, o).
-  -- Appending with counters: a push2 call per value cost more than the HSETs.
-  local names, datas, optss, prios, seqs, created, states, ords, delays = {}, {}, {}, {}, {}, {},
-    {}, {}, {}
+  -- as its default, here and in the client's decoding (a smaller hash, and the fields read
+  -- most, the state first, are found sooner in its listpack). One HSET per job writes the rest.
   local back, front, scored, delayed, held = {}, {}, {}, {}, {}
-  local c, w, d, h, p, l, o = 0, 0, 0, 0, 0, 0, 0
+  local w, d, h = 0, 0, 0
   local out = {}
   for k = 1, count do
     local spec = specs[k]
@@ -68,41 +62,29 @@ local function create_jobs(specs, compact)
       local seq = next_seq
       local order = seq
       next_seq = next_seq + 1
-      c = c + 1
-      local a, b = 2 * c - 1, 2 * c
-      names[a] = id; names[b] = spec.name
-      datas[a] = id; datas[b] = spec.data
-      if spec.opts ~= "{}" then
-        o = o + 2
-        optss[o - 1] = id; optss[o] = spec.opts
-      end
-      if spec.prio ~= "0" then
-        p = p + 2
-        prios[p - 1] = id; prios[p] = spec.prio
-      end
-      seqs[a] = id; seqs[b] = string.format("%d", seq)
-      created[a] = id; created[b] = NOW_TEXT
-      states[a] = id
+      local state
+      local extra, e = {}, 0
+      if spec.opts ~= "{}" then extra[1] = "opts"; extra[2] = spec.opts; e = 2 end
+      if spec.prio ~= "0" then extra[e + 1] = "prio"; extra[e + 2] = spec.prio; e = e + 2 end
       emit("added", id, "name", spec.name)
       if spec.hold then
-        states[b] = CHILDREN_TEXT
+        state = CHILDREN_TEXT
         h = h + 2
         held[h - 1] = NOW_TEXT; held[h] = hex(seq) .. id
         emit("waiting-children", id)
       elseif spec.delay > 0 then
         local due = int(NOW + spec.delay)
-        states[b] = DELAYED_TEXT
+        state = DELAYED_TEXT
+        extra[e + 1] = "delay"; extra[e + 2] = due; e = e + 2
         d = d + 2
-        delays[d - 1] = id; delays[d] = due
         delayed[d - 1] = due; delayed[d] = hex(seq) .. id
         emit("delayed", id, "delay", due)
       else
         if spec.lifo then
           order = -seq
-          l = l + 2
-          ords[l - 1] = id; ords[l] = string.format("%d", order)
+          extra[e + 1] = "ord"; extra[e + 2] = string.format("%d", order); e = e + 2
         end
-        states[b] = WAITING_TEXT
+        state = WAITING_TEXT
         w = w + 2
         if spec.prio == "0" then
           if order < 0 then front[#front + 1] = member(order, id)
@@ -112,13 +94,12 @@ local function create_jobs(specs, compact)
         end
         emit("waiting", id)
       end
+      redis.call("HSET", JOB .. id, "state", state, "seq", string.format("%d", seq), "name",
+        spec.name, "data", spec.data, "created", NOW_TEXT, unpack(extra, 1, e))
       if not compact then out[k] = {1, id, seq, order} end
     end
   end
 
-  mset("name", names); mset("data", datas); mset("opts", optss); mset("prio", prios)
-  mset("seq", seqs); mset("created", created); mset("state", states); mset("ord", ords)
-  mset("delay", delays)
   zadd(DELAYED, delayed)
   zadd(CHILDREN, held)
   -- Duplicates are read once every new job is written (the original may be among them).
@@ -219,7 +200,7 @@ end
 -- Adds one job with dedup options (dedup.rs on_add): creates it, replaces a delayed owner, or
 -- returns the owner ({0, job...}) with `deduplicated` and `debounced` on it.
 local function add_deduplicated(spec, dedup)
-  if spec.id ~= "" and redis.call("HEXISTS", F["state"], spec.id) == 1 then
+  if spec.id ~= "" and exists(spec.id) then
     return create_jobs({spec})[1] -- the custom id exists: `duplicated`, nothing else
   end
   purge_expired()
@@ -324,27 +305,25 @@ end
 -- Completes jobs `ids[i]` held by `tokens[i]` with `results[i]` (JSON). Each job is checked on
 -- its own; a refused one changes nothing. Returns per job 0 when completed (the client reads
 -- any reply that is not a refusal as success: a number costs the reply less than a table), or
--- {kind, message} with kind "missing", "state" or "lock". The batch is read and written a
--- field at a time (one HMGET / HSET per field for all jobs), so a job costs little more than
--- its event. The loops count (no ipairs: a C call per step) and append with counters (no
--- push2 call, no # per item): per job, this is most of the script's own work.
+-- {kind, message} with kind "missing", "state" or "lock". A job is read with one HMGET and
+-- written with an HSET and an HDEL. The loops count (no ipairs: a C call per step) and append
+-- with counters (no push2 call, no # per item): per job, this is most of the script's own work.
+local COMPLETE_READS = {"state", "token", "expires", "opts", "seq"}
 local function complete_jobs(ids, tokens, results)
-  local states, held, expires = mget("state", ids), mget("token", ids), mget("expires", ids)
-  local opts = opts_all(ids)
-
-  local out, done, seen = {}, {}, {}
+  local out, done, seen, opts = {}, {}, {}, {}
   local members, finished, scored = {}, {}, {}
-  -- Completed jobs whose token does not carry their member's prefix (see below).
-  local unprefixed, u = {}, 0
   local n = 0
   for i = 1, #ids do
     local id = ids[i]
+    local read = redis.call("HMGET", JOB .. id, unpack(COMPLETE_READS))
     -- A job named twice in one batch: the second sees it completed, as it would one by one.
-    local state = seen[id] and COMPLETED_TEXT or states[i]
+    local state = seen[id] and COMPLETED_TEXT or read[1]
+    local json = read[4] or "{}"
+    opts[i] = json
     -- The usual case first, without a call; anything else is check_values' to judge.
     local refused
-    if not (state == ACTIVE_TEXT and held[i] == tokens[i] and tonumber(expires[i] or "0") > NOW) then
-      refused = check_values(id, tokens[i], state, held[i], expires[i])
+    if not (state == ACTIVE_TEXT and read[2] == tokens[i] and tonumber(read[3] or "0") > NOW) then
+      refused = check_values(id, tokens[i], state, read[2], read[3])
     end
     if refused then
       out[i] = refused
@@ -352,53 +331,30 @@ local function complete_jobs(ids, tokens, results)
       seen[id] = true
       -- Default options (stored as "{}", an interned string: the test is a pointer compare)
       -- name no parent, dedup key, retention or scheduler: their checks are skipped.
-      if opts[i] ~= "{}" then need_chain(opts[i]) end
+      if json ~= "{}" then need_chain(json) end
       out[i] = 0
       n = n + 1
       done[n] = i
-      -- The token is the one the claim stored (checked above), and a claim's token starts
-      -- with the 14 hex digits of the job's seq and a "." (claim_jobs): the member comes
-      -- from it, without reading the big `seq` hash. Tokens made before that have no ".".
-      local token = tokens[i]
-      if string.byte(token, 15) == 46 then
-        local member = string.sub(token, 1, 14) .. id
-        members[n] = member
-        scored[2 * n - 1] = NOW_TEXT; scored[2 * n] = member
-      else
-        u = u + 1
-        unprefixed[u] = n
-      end
+      local member = hex(tonumber(read[5])) .. id
+      members[n] = member
+      scored[2 * n - 1] = NOW_TEXT; scored[2 * n] = member
       finished[n] = id
-    end
-  end
-  if u > 0 then
-    local their_ids = {}
-    for k = 1, u do their_ids[k] = finished[unprefixed[k]] end
-    local seqs = mget("seq", their_ids)
-    for k = 1, u do
-      local at = unprefixed[k]
-      local member = hex(tonumber(seqs[k])) .. their_ids[k]
-      members[at] = member
-      scored[2 * at - 1] = NOW_TEXT; scored[2 * at] = member
     end
   end
 
   if n > 0 then
     zrem(ACTIVE, members)
-    mdel("token", finished); mdel("worker", finished); mdel("expires", finished)
-    -- A null result is not written (a completed job without one reads as null, decode.rs):
-    -- each write is an insert into a big hash (benches/README.md).
-    local state_pairs, finished_pairs, result_pairs, r = {}, {}, {}, 0
     for k = 1, n do
       local id, result = finished[k], results[done[k]]
-      state_pairs[2 * k - 1] = id; state_pairs[2 * k] = COMPLETED_TEXT
-      finished_pairs[2 * k - 1] = id; finished_pairs[2 * k] = NOW_TEXT
+      local key = JOB .. id
+      redis.call("HDEL", key, "token", "worker", "expires")
+      -- A null result is not written (a completed job without one reads as null, decode.rs).
       if result ~= "null" then
-        r = r + 2
-        result_pairs[r - 1] = id; result_pairs[r] = result
+        redis.call("HSET", key, "state", COMPLETED_TEXT, "finished", NOW_TEXT, "result", result)
+      else
+        redis.call("HSET", key, "state", COMPLETED_TEXT, "finished", NOW_TEXT)
       end
     end
-    mset("state", state_pairs); mset("finished", finished_pairs); mset("result", result_pairs)
     zadd(COMPLETED, scored)
     reserve_events(n)
     for k = 1, n do
@@ -445,6 +401,10 @@ end
 -- Produces a job scheduler's next occurrence when a claim starts its pending one: defined by
 -- schedulers.lua, which the scripts that claim load after this file.
 local scheduler_on_claim
+
+-- What a claim reads of each job (the client gets all but attempts as they are).
+local CLAIM_READS = {"seq", "attempts", "name", "data", "opts", "created", "delay", "stalled",
+  "progress", "reason", "trace"}
 
 -- Promotes due delayed jobs, then (unless paused or in a rate-limit wait, and within the rate
 -- limit's window and the active cap)
@@ -519,65 +479,37 @@ local function claim_jobs(worker, lease, max_jobs, seed)
       n = #ids
     end
     if n > 0 then
-      -- One command per field for the whole batch (as in complete_jobs, and as there the loops
-      -- count and append without calls).
-      local attempts, seqs = mget("attempts", ids), mget("seq", ids)
-      local states, tried, processed, tokens, workers, expiry, active = {}, {}, {}, {}, {}, {}, {}
       -- Text, not Lua numbers: formatting a number for redis.call costs more than the command.
       local until_text = int(now + lease)
-      -- A token is the job's member prefix, ".", the seed and "-<n>": complete_jobs takes the
-      -- member from it (so the prefix must stay 14 characters followed by a ".").
+      -- A token is the job's member prefix, ".", the seed and "-<n>" (the prefix stays 14
+      -- characters followed by a ".": tokens are told apart by it, lifecycle.rs).
       local dot_seed = "." .. seed
-      -- Jobs tried before (attempts stored), the only ones that may have a stall count,
-      -- progress, reason or trace: edit-36.lua stores attempts 0 with a progress or trace set
-      -- before the first claim, fail_for_good's reason is cleared or comes with attempts
-      -- before a job waits again, and stalls and failures follow claims. A first claim reads
-      -- none of those four big hashes.
-      local again, again_at, r = {}, {}, 0
+      local active, opts = {}, {}
       for i = 1, n do
-        local id, a, b = ids[i], 2 * i - 1, 2 * i
-        local prefix = hex(tonumber(seqs[i]))
+        local id = ids[i]
+        local key = JOB .. id
+        local f = redis.call("HMGET", key, unpack(CLAIM_READS))
+        local seq = f[1]
+        local prefix = hex(tonumber(seq))
         -- A first attempt (no count stored) needs no tonumber or format, both costly in Lua
         -- (benches/README.md).
-        local before, tried_n, tried_text = attempts[i], 1, "1"
+        local before, tried_n, tried_text = f[2], 1, "1"
         if before then
           tried_n = tonumber(before) + 1
           tried_text = string.format("%d", tried_n)
-          r = r + 1
-          again[r] = id; again_at[r] = i
         end
-        attempts[i] = tried_n
-        tokens[a] = id; tokens[b] = prefix .. dot_seed .. token_suffix(i)
-        states[a] = id; states[b] = ACTIVE_TEXT
-        tried[a] = id; tried[b] = tried_text
-        processed[a] = id; processed[b] = NOW_TEXT
-        workers[a] = id; workers[b] = worker
-        expiry[a] = id; expiry[b] = until_text
-        active[a] = until_text; active[b] = prefix .. id
+        local token = prefix .. dot_seed .. token_suffix(i)
+        redis.call("HSET", key, "state", ACTIVE_TEXT, "attempts", tried_text, "processed",
+          NOW_TEXT, "token", token, "worker", worker, "expires", until_text)
+        active[2 * i - 1] = until_text; active[2 * i] = prefix .. id
+        local json = f[5] or "{}"
+        opts[i] = json
+        claimed[i] = {id, f[3], f[4], json, prio[i], ord[i], seq, f[6], f[7], tried_n, f[8],
+          f[9], f[10], f[11], token}
       end
-      mset("state", states); mset("attempts", tried); mset("processed", processed)
-      mset("token", tokens); mset("worker", workers); mset("expires", expiry)
       zadd(ACTIVE, active)
       reserve_events(n)
       for i = 1, n do emit("active", ids[i], "prev", "waiting") end
-      local name, data, opts = mget("name", ids), mget("data", ids), opts_all(ids)
-      local created, delay = mget("created", ids), mget("delay", ids)
-      local stalled, progress, reason, trace = {}, {}, {}, {}
-      for i = 1, n do
-        stalled[i] = false; progress[i] = false; reason[i] = false; trace[i] = false
-      end
-      if r > 0 then
-        local s, p, f, t = mget("stalled", again), mget("progress", again),
-          mget("reason", again), mget("trace", again)
-        for k = 1, r do
-          local i = again_at[k]
-          stalled[i] = s[k]; progress[i] = p[k]; reason[i] = f[k]; trace[i] = t[k]
-        end
-      end
-      for i = 1, n do
-        claimed[i] = {ids[i], name[i], data[i], opts[i], prio[i], ord[i], seqs[i], created[i],
-          delay[i], attempts[i], stalled[i], progress[i], reason[i], trace[i], tokens[2 * i]}
-      end
       -- Occurrences of job schedulers produce their next ones after the loop, so a claim never
       -- claims the occurrence it produced. Only options naming a scheduler are decoded.
       for i = 1, n do

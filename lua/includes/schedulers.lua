@@ -26,7 +26,7 @@
 
 local function occurrence_id(key, run) return "repeat:" .. key .. ":" .. run end
 
-local function job_exists(id) return redis.call("HEXISTS", F["state"], id) == 1 end
+local function job_exists(id) return exists(id) end
 
 local function not_started(state)
   state = tonumber(state)

@@ -16,11 +16,10 @@ use redis::Value;
 use crate::backend::{count_jobs, RedisBackend};
 use crate::decode::{items, text};
 use crate::job_backend::{call, RedisJobBackend};
-use crate::keys::JOB_FIELDS;
 use crate::scripts::{self, LuaScript};
 
-/// About how many entries of a field hash one call of `remove_orphaned_jobs`'s script scans
-/// (HSCAN's COUNT): few enough that one call holds the server only briefly (its measured
+/// About how many keys (or entries of the logs) one call of `remove_orphaned_jobs`'s script
+/// scans (SCAN's and HSCAN's COUNT): few enough that one call holds the server only briefly (its measured
 /// time is in benches/README.md).
 const ORPHAN_BATCH: usize = 500;
 
@@ -205,7 +204,7 @@ impl RedisBackend {
         ascending: bool,
     ) -> CoreResult<(Vec<String>, usize)> {
         let mut pipe = redis::pipe();
-        pipe.cmd("HEXISTS").arg(self.keys.field("state")).arg(&id);
+        pipe.cmd("HEXISTS").arg(self.keys.job(&id)).arg("state");
         pipe.cmd("HGET").arg(self.keys.key("logs")).arg(&id);
         let (exists, raw): (bool, Option<String>) = self.query(&pipe).await?;
         if !exists {
@@ -376,15 +375,12 @@ impl RedisBackend {
     }
 
     /// Removes the data of jobs that no state set references (see `lua/orphans-36.lua`); returns
-    /// how many. One script call per batch of about `ORPHAN_BATCH` entries of one field hash
-    /// (`state` first, then the others and the logs), so the server is never held long.
+    /// how many. One script call per batch of about `ORPHAN_BATCH` keys of the server (the job
+    /// hashes, by SCAN) or entries of the logs, so the server is never held long.
     pub async fn remove_orphaned_jobs(&self) -> CoreResult<usize> {
-        let hashes = std::iter::once("state")
-            .chain(JOB_FIELDS.into_iter().filter(|f| *f != "state"))
-            .chain(std::iter::once("logs"));
         let batch = ORPHAN_BATCH.to_string();
         let mut removed = 0;
-        for hash in hashes {
+        for hash in ["jobs", "logs"] {
             let mut cursor = String::from("0");
             loop {
                 let now = wall_clock_ms();

@@ -8,7 +8,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use lanemq_core::jobs::{Completion, Job, Millis, NewJob, JOB_STATES_COUNT};
+use lanemq_core::jobs::{wall_clock_ms, Completion, Job, Millis, NewJob, JOB_STATES_COUNT};
 use lanemq_core::{CoreError, CoreResult};
 use redis::aio::MultiplexedConnection;
 use redis::Value;
@@ -20,6 +20,9 @@ use crate::keys::{Keys, JOB_FIELDS};
 use crate::resp;
 use crate::scripts::{self, LuaScript};
 use crate::server::{Server, ServerOptions};
+
+/// The key layout this version reads and writes (`LAYOUT` in lua/includes/common.lua).
+pub(crate) const CURRENT_LAYOUT: &str = "4";
 
 pub struct RedisBackend {
     pub(crate) server: Arc<Server>,
@@ -75,7 +78,7 @@ impl RedisBackend {
     ) -> Self {
         let keys = Keys::new(prefix, queue);
         let script_keys = keys.script_keys();
-        debug_assert_eq!(script_keys.len(), 16 + JOB_FIELDS.len());
+        debug_assert_eq!(script_keys.len(), 16);
         let mut packed_keys = Vec::new();
         for key in &script_keys {
             resp::bulk(&mut packed_keys, key.as_bytes());
@@ -155,11 +158,36 @@ impl RedisBackend {
                             }
                         })
                         .await?;
-                    Ok(())
+                    self.upgrade_layout().await
                 })
             })
             .await
             .map(|_| ())
+    }
+
+    /// Moves a queue of an older layout (lua/includes/common.lua `LAYOUT`) to the current one,
+    /// in one script call; refuses a queue of a layout newer than this lanemq knows. A new
+    /// queue has none until its first write.
+    async fn upgrade_layout(&self) -> CoreResult<()> {
+        let mut connection = self.server.commands().await?;
+        let layout: Option<String> = redis::cmd("HGET")
+            .arg(self.keys.key("meta"))
+            .arg("layout")
+            .query_async(&mut connection)
+            .await
+            .map_err(|e| self.error(e))?;
+        match layout.as_deref() {
+            None | Some(CURRENT_LAYOUT) => Ok(()),
+            Some("2" | "3") => {
+                let args = vec![wall_clock_ms().to_string(), self.max_events.to_string()];
+                self.run_ready(&scripts::LAYOUT, args).await.map(drop)
+            }
+            Some(other) => Err(CoreError::InvalidConfig(format!(
+                "redis queue {:?} has key layout {other:?}, newer than this lanemq's \
+                 ({CURRENT_LAYOUT:?}): open it with the lanemq version that wrote it",
+                self.queue
+            ))),
+        }
     }
 
     /// Whether `ready` succeeded (calls made without awaiting, on a wire, need it).
@@ -207,9 +235,15 @@ impl RedisBackend {
     /// queue's keys writes nothing and names it (`LANEMQ_NEED_QUEUE`): it is linked, and the
     /// script runs again.
     pub(crate) async fn run(&self, script: &LuaScript, args: Vec<String>) -> CoreResult<Value> {
+        self.ready().await?;
+        self.run_ready(script, args).await
+    }
+
+    /// `run`, for a queue whose server was checked (`ready`, which calls it itself).
+    async fn run_ready(&self, script: &LuaScript, args: Vec<String>) -> CoreResult<Value> {
         let mut reloaded = false;
         loop {
-            let mut connection = self.connection().await?;
+            let mut connection = self.server.commands().await?;
             let functions = self.functions();
             let outcome = if functions {
                 self.function_call(script, &args)
@@ -502,12 +536,10 @@ impl RedisBackend {
     }
 
     pub async fn get_job(&self, id: &str) -> CoreResult<Option<Job>> {
-        let mut pipe = redis::pipe();
-        for field in self.keys.fields() {
-            pipe.cmd("HGET").arg(field).arg(id);
-        }
         let mut connection = self.connection().await?;
-        let values: Vec<Value> = pipe
+        let values: Vec<Value> = redis::cmd("HMGET")
+            .arg(self.keys.job(id))
+            .arg(&JOB_FIELDS)
             .query_async(&mut connection)
             .await
             .map_err(|e| self.error(e))?;

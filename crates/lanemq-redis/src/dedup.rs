@@ -68,7 +68,7 @@ impl RedisBackend {
             })?;
             let owner = key["owner"].as_str().unwrap_or_default().to_owned();
             let mut pipe = redis::pipe();
-            pipe.cmd("HGET").arg(self.keys.field("state")).arg(&owner);
+            pipe.cmd("HGET").arg(self.keys.job(&owner)).arg("state");
             pipe.cmd("HGET").arg(&dedup).arg(&dedup_id);
             let (state, again): (Option<usize>, Option<String>) = self.query(&pipe).await?;
             if again.as_deref() != Some(text.as_str()) {

@@ -266,10 +266,9 @@ impl RedisBackend {
     pub async fn remove_child_dependency(&self, child_id: String, now: Millis) -> CoreResult<bool> {
         loop {
             let mut pipe = redis::pipe();
-            pipe.cmd("HGET")
-                .arg(self.keys.field("state"))
-                .arg(&child_id);
-            pipe.cmd("HGET").arg(self.keys.field("opts")).arg(&child_id);
+            let child = self.keys.job(&child_id);
+            pipe.cmd("HGET").arg(&child).arg("state");
+            pipe.cmd("HGET").arg(&child).arg("opts");
             let (state, read): (Option<String>, Option<String>) = self.query(&pipe).await?;
             if state.is_none() {
                 return Err(CoreError::JobNotFound(child_id.clone()));

@@ -1,12 +1,15 @@
 //! The key layout (documented in `lua/README.md`). Every key of a queue starts with
-//! `<prefix>:{<queue>}:`, so a queue lives on one Redis Cluster slot, and all keys are fixed
-//! names: job fields live in one hash per field, keyed by job id, so every script can be handed
-//! every key it touches up front. What the queue keeps for observation (metrics, workers) has
-//! keys of its own outside the scripts' block (`Keys::metrics`, `Keys::workers`).
+//! `<prefix>:{<queue>}:`, so a queue lives on one Redis Cluster slot. The scripts are handed the
+//! queue's fixed keys (`script_keys`); a job's fields are one hash, `<base>job:<id>`, which the
+//! scripts build from that prefix (it carries the queue's hash tag, so it is in the same slot).
+//! What the queue keeps for observation (metrics, workers) has keys of its own outside the
+//! scripts' block (`Keys::metrics`, `Keys::workers`).
 
 use lanemq_core::jobs::MetricsKind;
 
-/// The fields of a job, each stored in its own hash `<base>j:<field>` (job id -> value).
+/// The fields of a job, in the order a job is read (`common.lua`'s `job(id)`), each a field of
+/// its hash `<base>job:<id>` (layout "4"; layouts "2" and "3" had a hash per field,
+/// `<base>j:<field>`, job id -> value).
 pub const JOB_FIELDS: [&str; 20] = [
     "name",
     "data",
@@ -66,21 +69,22 @@ impl Keys {
         format!("{}{name}", self.base)
     }
 
-    /// The hash holding one job field for every job.
-    pub fn field(&self, field: &str) -> String {
-        format!("{}j:{field}", self.base)
+    /// The hash of job `id`'s fields.
+    pub fn job(&self, id: &str) -> String {
+        format!("{}job:{id}", self.base)
     }
 
-    /// Every job-field hash, in `JOB_FIELDS` order.
-    pub fn fields(&self) -> Vec<String> {
-        JOB_FIELDS.iter().map(|f| self.field(f)).collect()
+    /// The hash that held one field of every job in layouts "2" and "3" (moved into job hashes
+    /// when a queue of those layouts is opened).
+    pub fn old_field(&self, field: &str) -> String {
+        format!("{}j:{field}", self.base)
     }
 
     /// Every key a script may touch, in the order `lua/includes/common.lua` names them (its
     /// `KEYS`).
     pub fn script_keys(&self) -> Vec<String> {
         const AFTER_STATES: [&str; 3] = ["logs", "events", "marker"];
-        const AFTER_FIELDS: [&str; 6] = [
+        const AFTER_MARKER: [&str; 6] = [
             "dedup",
             "dedup:expiry",
             "schedulers",
@@ -92,8 +96,7 @@ impl Keys {
             .chain(STATE_SETS)
             .chain(AFTER_STATES);
         let mut keys: Vec<String> = queue.map(|k| self.key(k)).collect();
-        keys.extend(self.fields());
-        keys.extend(AFTER_FIELDS.iter().map(|k| self.key(k)));
+        keys.extend(AFTER_MARKER.iter().map(|k| self.key(k)));
         keys
     }
 
@@ -129,13 +132,9 @@ mod tests {
         let keys = Keys::new("lanemq", "email");
         assert_eq!(keys.key("waiting"), "lanemq:{email}:waiting");
         assert_eq!(keys.key(WAITING_LIST), "lanemq:{email}:waiting:0");
-        assert!(keys
-            .fields()
-            .iter()
-            .all(|k| k.starts_with("lanemq:{email}:j:")));
-        assert_eq!(keys.fields().len(), JOB_FIELDS.len());
+        assert_eq!(keys.job("42"), "lanemq:{email}:job:42");
         let all = keys.script_keys();
-        assert_eq!(all.len(), 36, "the scripts are named <operation>-36.lua");
+        assert_eq!(all.len(), 16, "the scripts are named <operation>-16.lua");
         assert!(all.iter().all(|k| k.starts_with("lanemq:{email}:")));
         let observed = keys.observed();
         assert_eq!(observed.len(), 6);

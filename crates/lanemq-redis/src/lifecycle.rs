@@ -145,8 +145,9 @@ impl RedisBackend {
     /// Whether `token` holds the job's live lock.
     pub async fn holds_lock(&self, id: String, token: String, now: Millis) -> CoreResult<bool> {
         let mut pipe = redis::pipe();
-        pipe.cmd("HGET").arg(self.keys.field("token")).arg(&id);
-        pipe.cmd("HGET").arg(self.keys.field("expires")).arg(&id);
+        let job = self.keys.job(&id);
+        pipe.cmd("HGET").arg(&job).arg("token");
+        pipe.cmd("HGET").arg(&job).arg("expires");
         let mut connection = self.connection().await?;
         let (held, expires): (Option<String>, Option<String>) = pipe
             .query_async(&mut connection)

@@ -78,7 +78,7 @@ impl RedisBackend {
 
     pub async fn get_state(&self, id: &str) -> CoreResult<Option<JobState>> {
         let mut pipe = redis::pipe();
-        pipe.cmd("HGET").arg(self.keys.field("state")).arg(id);
+        pipe.cmd("HGET").arg(self.keys.job(id)).arg("state");
         let (state,): (Option<usize>,) = self.query(&pipe).await?;
         Ok(state.and_then(|s| JobState::ALL.get(s).copied()))
     }
@@ -271,10 +271,10 @@ impl RedisBackend {
 
     pub async fn finished_result(&self, id: &str) -> CoreResult<FinishedResult> {
         let mut pipe = redis::pipe();
-        for field in ["state", "result", "reason"] {
-            pipe.cmd("HGET").arg(self.keys.field(field)).arg(id);
-        }
-        let (state, result, reason): (Option<usize>, Option<String>, Option<String>) =
+        pipe.cmd("HMGET")
+            .arg(self.keys.job(id))
+            .arg(&["state", "result", "reason"]);
+        let ((state, result, reason),): ((Option<usize>, Option<String>, Option<String>),) =
             self.query(&pipe).await?;
         Ok(match state.and_then(|s| JobState::ALL.get(s).copied()) {
             None => FinishedResult::Missing,

@@ -190,61 +190,157 @@ async fn a_batch_mixing_dedup_and_plain_jobs_returns_what_was_stored() {
     }
 }
 
-/// Jobs as earlier versions stored them, `{}` for default options and an `ord` one past the
-/// seq for every waiting job, in the sorted set `waiting` (layout 2, before the list
-/// `waiting:0`), are removed and claimed as before (`opts_of`, `order_of`, `ensure_layout`).
-#[tokio::test]
-async fn jobs_stored_by_earlier_versions_still_leave_waiting() {
-    let server = Server::start(&[]);
-    let redis = backend(&server).await;
-    let added = redis
-        .add_bulk(vec![job("old-a", |_| {}), job("old-b", |_| {})], T, 1 << 20)
+/// Stores the queue's jobs as layouts "2" and "3" did: every field in a hash per field
+/// (`j:<field>`, job id -> value, with the "" entry that kept it a hash table), and for
+/// layout "2" the waiting jobs of priority 0 in the sorted set `waiting`, scored 0.
+async fn store_as_layout(raw: &mut redis::aio::MultiplexedConnection, layout: &str) {
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("lanemq:{test}:job:*")
+        .query_async(raw)
         .await
         .unwrap();
-    let mut raw = raw(&server).await;
-    for (job, _) in &added {
-        let order = job.seq as i64 + 1;
-        let offset = 1i64 << 52;
-        let new_member = format!("{:014x}{}", job.seq as i64 + offset, job.id);
-        let old_member = format!("{:014x}{}", order + offset, job.id);
-        let _: () = redis::pipe()
-            .cmd("LREM")
+    for key in keys {
+        let id = key.trim_start_matches("lanemq:{test}:job:");
+        let fields: Vec<(String, String)> =
+            redis::cmd("HGETALL").arg(&key).query_async(raw).await.unwrap();
+        let mut pipe = redis::pipe();
+        for (field, value) in fields {
+            let hash = format!("lanemq:{{test}}:j:{field}");
+            pipe.cmd("HSET").arg(&hash).arg(id).arg(value).ignore();
+            pipe.cmd("HSET").arg(&hash).arg("").arg("-".repeat(256)).ignore();
+        }
+        pipe.cmd("DEL").arg(&key).ignore();
+        let _: () = pipe.query_async(raw).await.unwrap();
+    }
+    if layout == "2" {
+        let listed: Vec<String> = redis::cmd("LRANGE")
             .arg("lanemq:{test}:waiting:0")
-            .arg(1)
-            .arg(new_member)
-            .cmd("HSET")
+            .arg(0)
+            .arg(-1)
+            .query_async(raw)
+            .await
+            .unwrap();
+        let mut pipe = redis::pipe();
+        pipe.cmd("DEL").arg("lanemq:{test}:waiting:0").ignore();
+        for member in listed {
+            pipe.cmd("ZADD")
+                .arg("lanemq:{test}:waiting")
+                .arg(0)
+                .arg(member)
+                .ignore();
+        }
+        let _: () = pipe.query_async(raw).await.unwrap();
+    }
+    let _: () = redis::cmd("HSET")
+        .arg("lanemq:{test}:meta")
+        .arg("layout")
+        .arg(layout)
+        .query_async(raw)
+        .await
+        .unwrap();
+}
+
+/// Jobs as earlier versions stored them (a hash per field, layouts "2" and "3"; `{}` for
+/// default options and an `ord` one past the seq for every waiting job) move into job hashes
+/// when a queue is opened (`ensure_layout`), and are read, removed and claimed as before.
+#[tokio::test]
+async fn jobs_stored_by_earlier_layouts_move_into_job_hashes() {
+    for layout in ["2", "3"] {
+        let server = Server::start(&[]);
+        let redis = backend(&server).await;
+        let added = redis
+            .add_bulk(
+                vec![
+                    job("old-a", |_| {}),
+                    job("old-b", |_| {}),
+                    job("old-c", |o| o.priority = 3),
+                ],
+                T,
+                1 << 20,
+            )
+            .await
+            .unwrap();
+        let mut raw = raw(&server).await;
+        for (job, _) in &added[..2] {
+            let order = job.seq as i64 + 1;
+            let offset = 1i64 << 52;
+            let new_member = format!("{:014x}{}", job.seq as i64 + offset, job.id);
+            let old_member = format!("{:014x}{}", order + offset, job.id);
+            let _: () = redis::pipe()
+                .cmd("LREM")
+                .arg("lanemq:{test}:waiting:0")
+                .arg(1)
+                .arg(new_member)
+                .cmd("RPUSH")
+                .arg("lanemq:{test}:waiting:0")
+                .arg(old_member)
+                .query_async(&mut raw)
+                .await
+                .unwrap();
+            store_field(&server, "ord", &job.id, &order.to_string()).await;
+            store_field(&server, "opts", &job.id, "{}").await;
+        }
+        store_as_layout(&mut raw, layout).await;
+        // A queue opened now finds the old layout and moves it over.
+        let redis = backend(&server).await;
+        let (stored, old_hashes): (String, usize) = redis::pipe()
+            .cmd("HGET")
             .arg("lanemq:{test}:meta")
             .arg("layout")
-            .arg("2")
-            .cmd("ZADD")
-            .arg("lanemq:{test}:waiting")
-            .arg(0)
-            .arg(old_member)
+            .cmd("EXISTS")
+            .arg("lanemq:{test}:j:state")
+            .arg("lanemq:{test}:j:name")
             .query_async(&mut raw)
             .await
             .unwrap();
-        store_field(&server, "ord", &job.id, &order.to_string()).await;
-        store_field(&server, "opts", &job.id, "{}").await;
+        assert_eq!((stored.as_str(), old_hashes), ("4", 0), "layout {layout}");
+        let c = redis.get_job(&added[2].0.id).await.unwrap();
+        assert_eq!(c.map(|j| (j.name.to_string(), j.priority)), Some(("old-c".into(), 3)));
+        redis.remove(added[0].0.id.to_string(), T).await.unwrap();
+        let claimed = redis.claim("w", 1000, 10, T).await.unwrap();
+        let names: Vec<&str> = claimed.iter().map(|j| j.name.as_ref()).collect();
+        assert_eq!(names, ["old-b", "old-c"], "layout {layout}");
+        assert_eq!(claimed[0].order, claimed[0].seq as i64 + 1);
+        let outcomes = redis
+            .complete_many(vec![completion(&claimed[0], "1")], T)
+            .await
+            .unwrap();
+        assert!(outcomes[0].is_ok(), "{outcomes:?}");
+        let (scored, listed): (usize, usize) = redis::pipe()
+            .cmd("ZCARD")
+            .arg("lanemq:{test}:waiting")
+            .cmd("LLEN")
+            .arg("lanemq:{test}:waiting:0")
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+        assert_eq!((scored, listed), (0, 0), "layout {layout}");
     }
-    redis.remove(added[0].0.id.to_string(), T).await.unwrap();
-    let claimed = redis.claim("w", 1000, 10, T).await.unwrap();
-    assert_eq!(claimed.len(), 1);
-    assert_eq!(claimed[0].name.as_ref(), "old-b");
-    assert_eq!(claimed[0].order, claimed[0].seq as i64 + 1);
-    let outcomes = redis
-        .complete_many(vec![completion(&claimed[0], "1")], T)
-        .await
-        .unwrap();
-    assert!(outcomes[0].is_ok(), "{outcomes:?}");
-    let (scored, listed): (usize, usize) = redis::pipe()
-        .cmd("ZCARD")
-        .arg("lanemq:{test}:waiting")
-        .cmd("LLEN")
-        .arg("lanemq:{test}:waiting:0")
+}
+
+/// A queue of a layout newer than this version knows is refused, and left as it is.
+#[tokio::test]
+async fn a_queue_of_a_newer_layout_is_refused() {
+    let server = Server::start(&[]);
+    let mut raw = raw(&server).await;
+    let _: () = redis::cmd("HSET")
+        .arg("lanemq:{test}:meta")
+        .arg("layout")
+        .arg("99")
         .query_async(&mut raw)
         .await
         .unwrap();
-    assert_eq!((scored, listed), (0, 0));
+    let redis = lanemq_redis::RedisBackend::open(
+        &server.url(),
+        &Default::default(),
+        "lanemq",
+        "test",
+        1000,
+        false,
+    )
+    .unwrap();
+    let error = redis.ready().await.unwrap_err().to_string();
+    assert!(error.contains("\"99\"") && error.contains("newer"), "{error}");
 }
 
 /// A first claim reads no stall count, progress, reason or trace (claim_jobs): a job given
@@ -353,12 +449,12 @@ async fn delayed_jobs_are_promoted_by_claim_on_time() {
 }
 
 #[tokio::test]
-async fn job_field_hashes_are_hash_tables_from_the_first_job() {
-    // A listpack-encoded hash is searched entry by entry; the layout keeps every field hash a
-    // hash table, even while it holds a handful of jobs (lua/README.md).
+async fn a_job_is_one_small_hash_and_active_a_skiplist() {
+    // A job's fields are one hash (a listpack while small: one allocation, lua/README.md);
+    // `active` is kept a skiplist by its sentinel from the queue's first write.
     let server = Server::start(&[]);
     let redis = backend(&server).await;
-    redis
+    let added = redis
         .add_bulk(vec![job("one", |_| {})], T, 1 << 20)
         .await
         .unwrap();
@@ -368,15 +464,17 @@ async fn job_field_hashes_are_hash_tables_from_the_first_job() {
         .await
         .unwrap();
     let mut connection = raw(&server).await;
-    for key in redis.keys().fields() {
-        let encoding: String = redis::cmd("OBJECT")
-            .arg("ENCODING")
-            .arg(&key)
-            .query_async(&mut connection)
-            .await
-            .unwrap();
-        assert_eq!(encoding, "hashtable", "{key}");
-    }
+    let (job_encoding, active_encoding): (String, String) = redis::pipe()
+        .cmd("OBJECT")
+        .arg("ENCODING")
+        .arg(redis.keys().job(&added[0].0.id))
+        .cmd("OBJECT")
+        .arg("ENCODING")
+        .arg(redis.keys().key("active"))
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    assert_eq!((job_encoding.as_str(), active_encoding.as_str()), ("listpack", "skiplist"));
 }
 
 #[tokio::test]

@@ -388,14 +388,18 @@ fn bind_names_the_keys_in_script_keys_order() {
     let mut bound: Vec<(usize, String)> = Vec::new();
     for statement in lines.iter().filter(|s| !s.trim().starts_with("local ")) {
         let (names, values) = assignment(statement);
-        if names == ["F"] {
-            for (field, value) in table(values[0]) {
-                bound.push((offset(value), format!("F.{}", field.unwrap())));
-            }
-        } else if values.len() == 1 && values[0].contains(" .. ") {
-            // A key built from one bound above (the list `waiting:0`, from `waiting`): it
-            // carries that key's hash tag and is no key of the block.
-            let from = values[0].split(" .. ").next().unwrap_or_default();
+        if values.len() == 1 && values[0].contains(" .. ") {
+            // A key built from one bound above (the list `waiting:0` from `waiting`, the job
+            // hashes' prefix from `meta`'s): it carries that key's hash tag and is no key of
+            // the block.
+            let from = values[0]
+                .split(" .. ")
+                .next()
+                .unwrap_or_default()
+                .trim_start_matches("string.sub(")
+                .split(',')
+                .next()
+                .unwrap_or_default();
             assert!(bound.iter().any(|(_, name)| name == from), "{statement}");
         } else {
             assert_eq!(names.len(), values.len(), "{statement}");
@@ -411,11 +415,7 @@ fn bind_names_the_keys_in_script_keys_order() {
         .enumerate()
         .map(|(i, key)| {
             let key = key.strip_prefix("p:{q}:").unwrap();
-            let name = match key.strip_prefix("j:") {
-                Some(field) => format!("F.{field}"),
-                None => key.to_uppercase().replace(':', "_"),
-            };
-            (i + 1, name)
+            (i + 1, key.to_uppercase().replace(':', "_"))
         })
         .collect();
     assert_eq!(bound, expected);

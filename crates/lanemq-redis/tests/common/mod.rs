@@ -132,11 +132,12 @@ impl Drop for Server {
     }
 }
 
-/// The stored value of job field `field` (`lanemq:{test}:j:<field>`) for job `id`, read raw.
+/// The stored value of job field `field` (of the hash `lanemq:{test}:job:<id>`) for job `id`,
+/// read raw.
 pub async fn stored_field(server: &Server, field: &str, id: &str) -> Option<String> {
     redis::cmd("HGET")
-        .arg(format!("lanemq:{{test}}:j:{field}"))
-        .arg(id)
+        .arg(format!("lanemq:{{test}}:job:{id}"))
+        .arg(field)
         .query_async(&mut raw(server).await)
         .await
         .unwrap()
@@ -145,8 +146,8 @@ pub async fn stored_field(server: &Server, field: &str, id: &str) -> Option<Stri
 /// Writes job field `field` of job `id` raw, as an earlier version may have stored it.
 pub async fn store_field(server: &Server, field: &str, id: &str, value: &str) {
     let _: usize = redis::cmd("HSET")
-        .arg(format!("lanemq:{{test}}:j:{field}"))
-        .arg(id)
+        .arg(format!("lanemq:{{test}}:job:{id}"))
+        .arg(field)
         .arg(value)
         .query_async(&mut raw(server).await)
         .await

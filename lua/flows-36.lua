@@ -194,7 +194,7 @@ elseif op == "prune" then
   for i = 1, #children, 2 do
     local base = block_base(children[i + 1])
     local child_id = string.sub(children[i], #children[i + 1] + 2)
-    need_chain(redis.call("HGET", KEYS[base + 13], child_id))
+    need_chain(opts_in(base, child_id))
   end
   local removed = 0
   for i = 1, #children, 2 do

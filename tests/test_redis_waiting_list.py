@@ -1,8 +1,8 @@
 """On Redis, waiting jobs of priority 0 are a list (`<queue keys>:waiting:0`), the others the
 sorted set `waiting` (lua/README.md). Checked with a raw client: where each job is, that a
-queue of the layout before (every waiting job in the sorted set, meta `layout` 2) moves its
-jobs over in order at its first write, that a removal on such a queue leaves nothing behind,
-and that orphan repair and obliterate see the list."""
+queue of layout 2 (every waiting job in the sorted set, and a hash per field) moves its jobs
+over in order when it is opened, that a removal on such a queue leaves nothing behind, and
+that orphan repair and obliterate see the list."""
 
 from __future__ import annotations
 
@@ -33,14 +33,23 @@ def _ids(members: list[str]) -> list[str]:
     return [m[14:] for m in members]
 
 
-def _to_layout_2(raw: Resp, queue: RedisJobQueue) -> None:
-    """Rewrites the queue as the layout before kept it: the list's members in the sorted set,
-    scored 0 (their member order is the list's)."""
+def _to_layout_2(raw: Resp, queue: RedisJobQueue, url: str) -> RedisJobQueue:
+    """Rewrites the queue as layout 2 kept it: each job field in a hash per field
+    (`j:<field>`, job id -> value), the list's members in the sorted set, scored 0 (their
+    member order is the list's). Returns the queue opened again, as a process started after
+    the upgrade would."""
+    for key in raw.scan(_key(queue, "job:*")):
+        job_id = key[len(_key(queue, "job:")) :]
+        values = raw.command("HGETALL", key)
+        for field, value in zip(values[::2], values[1::2], strict=True):
+            raw.command("HSET", _key(queue, f"j:{field}"), job_id, value)
+        raw.command("DEL", key)
     listed = raw.command("LRANGE", _key(queue, "waiting:0"), 0, -1)
     for m in listed:
         raw.command("ZADD", _key(queue, "waiting"), 0, m)
     raw.command("DEL", _key(queue, "waiting:0"))
     raw.command("HSET", _key(queue, "meta"), "layout", "2")
+    return RedisJobQueue(queue.name, url, prefix=queue.prefix)
 
 
 async def test_priority_0_is_the_list_and_the_rest_the_set(
@@ -53,7 +62,7 @@ async def test_priority_0_is_the_list_and_the_rest_the_set(
         assert raw.command("TYPE", _key(queue, "waiting:0")) == "list"
         assert _ids(raw.command("LRANGE", _key(queue, "waiting:0"), 0, -1)) == [b.id, a.id]
         assert _ids(raw.command("ZRANGE", _key(queue, "waiting"), 0, -1)) == [c.id]
-        assert raw.command("HGET", _key(queue, "meta"), "layout") == "3"
+        assert raw.command("HGET", _key(queue, "meta"), "layout") == "4"
     claimed = await queue.claim("w", max_jobs=3, now=T)
     assert [job.id for job in claimed] == [b.id, a.id, c.id]
     with Resp.of(redis_url) as raw:
@@ -67,17 +76,21 @@ async def test_a_queue_of_the_layout_before_moves_over_in_order(
     old = [(await queue.add("old", {"i": i}, now=T)).id for i in range(3)]
     low = (await queue.add("low", None, priority=5, now=T)).id
     with Resp.of(redis_url) as raw:
-        _to_layout_2(raw, queue)
-    # Read before any write: the sorted set's priority-0 jobs count and list as waiting.
-    assert [job.id for job in await queue.list_jobs("waiting")] == [*old, low]
-    assert await queue.get_counts_per_priority(0, 5) == {0: 3, 5: 1}
-    new = (await queue.add("new", None, now=T)).id
+        reopened = _to_layout_2(raw, queue, redis_url)
+    # Its first read moves the queue over, before reading.
+    assert [job.id for job in await reopened.list_jobs("waiting")] == [*old, low]
+    assert await reopened.get_counts_per_priority(0, 5) == {0: 3, 5: 1}
     with Resp.of(redis_url) as raw:
-        assert raw.command("HGET", _key(queue, "meta"), "layout") == "3"
+        assert raw.command("HGET", _key(queue, "meta"), "layout") == "4"
+        assert raw.scan(_key(queue, "j:*")) == []
+        assert _ids(raw.command("LRANGE", _key(queue, "waiting:0"), 0, -1)) == old
+    new = (await reopened.add("new", None, now=T)).id
+    with Resp.of(redis_url) as raw:
         assert _ids(raw.command("LRANGE", _key(queue, "waiting:0"), 0, -1)) == [*old, new]
         assert _ids(raw.command("ZRANGE", _key(queue, "waiting"), 0, -1)) == [low]
-    claimed = await queue.claim("w", max_jobs=10, now=T)
+    claimed = await reopened.claim("w", max_jobs=10, now=T)
     assert [job.id for job in claimed] == [*old, new, low]
+    assert [job.data for job in claimed[:3]] == [{"i": i} for i in range(3)]
 
 
 async def test_a_removal_on_the_layout_before_leaves_nothing(
@@ -85,7 +98,7 @@ async def test_a_removal_on_the_layout_before_leaves_nothing(
 ) -> None:
     ids = [(await queue.add("j", None, now=T)).id for _ in range(3)]
     with Resp.of(redis_url) as raw:
-        _to_layout_2(raw, queue)
+        queue = _to_layout_2(raw, queue, redis_url)
     await queue.remove(ids[1])
     with Resp.of(redis_url) as raw:
         members = raw.command("LRANGE", _key(queue, "waiting:0"), 0, -1)

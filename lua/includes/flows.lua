@@ -51,6 +51,12 @@ local function block_base(name)
   error(redis.error_reply("LANEMQ_NEED_QUEUE " .. hex_name))
 end
 
+-- The options JSON of job `id` of the queue whose block starts at `base` (its job hash, built
+-- from that block's META as bind() does), without binding it.
+local function opts_in(base, id)
+  return redis.call("HGET", string.sub(KEYS[base + 1], 1, -5) .. "job:" .. id, "opts")
+end
+
 -- Runs fn(...) working in queue `name` (keys, event ids, name), then returns to where it was.
 local bound_base = 0
 local function in_queue(name, fn, ...)
@@ -113,7 +119,7 @@ need_chain = function(opts_json)
   local parent, hops = parent_of(opts_json), 0
   while parent and hops < 10000 do
     local base = block_base(parent.queue)
-    parent = parent_of(redis.call("HGET", KEYS[base + 13], parent.id))
+    parent = parent_of(opts_in(base, parent.id))
     hops = hops + 1
   end
 end

@@ -14,6 +14,7 @@ from lanemq import RedisJobQueue
 from redis_support import Resp
 from support import redis_prefix
 
+
 @pytest.fixture
 async def queue(redis_url: str) -> AsyncIterator[RedisJobQueue]:
     made = RedisJobQueue("orphans", redis_url, prefix=redis_prefix())

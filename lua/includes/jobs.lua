@@ -402,9 +402,15 @@ end
 -- schedulers.lua, which the scripts that claim load after this file.
 local scheduler_on_claim
 
--- What a claim reads of each job (the client gets all but attempts as they are).
-local CLAIM_READS = {"seq", "attempts", "name", "data", "opts", "created", "delay", "stalled",
-  "progress", "reason", "trace"}
+-- What a claim reads of each job (the client gets all but attempts as they are), and of a job
+-- tried before (attempts stored) the fields only such a job may have: edit-36.lua stores
+-- attempts 0 with a progress or trace set before the first claim, fail_for_good's reason is
+-- cleared or comes with attempts before a job waits again, and stalls and failures follow
+-- claims. A first claim does not look for those four (each field absent from a job's hash is
+-- a scan of all of it).
+local CLAIM_READS = {"seq", "attempts", "name", "data", "opts", "created", "delay"}
+local RETRY_READS = {"stalled", "progress", "reason", "trace"}
+local NO_RETRY_FIELDS = {false, false, false, false}
 
 -- Promotes due delayed jobs, then (unless paused or in a rate-limit wait, and within the rate
 -- limit's window and the active cap)
@@ -494,9 +500,11 @@ local function claim_jobs(worker, lease, max_jobs, seed)
         -- A first attempt (no count stored) needs no tonumber or format, both costly in Lua
         -- (benches/README.md).
         local before, tried_n, tried_text = f[2], 1, "1"
+        local again = NO_RETRY_FIELDS
         if before then
           tried_n = tonumber(before) + 1
           tried_text = string.format("%d", tried_n)
+          again = redis.call("HMGET", key, unpack(RETRY_READS))
         end
         local token = prefix .. dot_seed .. token_suffix(i)
         redis.call("HSET", key, "state", ACTIVE_TEXT, "attempts", tried_text, "processed",
@@ -504,8 +512,8 @@ local function claim_jobs(worker, lease, max_jobs, seed)
         active[2 * i - 1] = until_text; active[2 * i] = prefix .. id
         local json = f[5] or "{}"
         opts[i] = json
-        claimed[i] = {id, f[3], f[4], json, prio[i], ord[i], seq, f[6], f[7], tried_n, f[8],
-          f[9], f[10], f[11], token}
+        claimed[i] = {id, f[3], f[4], json, prio[i], ord[i], seq, f[6], f[7], tried_n, again[1],
+          again[2], again[3], again[4], token}
       end
       zadd(ACTIVE, active)
       reserve_events(n)

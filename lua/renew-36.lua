@@ -10,8 +10,9 @@ for i = 3, #ARGV, 2 do
   if refused then
     out[#out + 1] = refused
   else
-    set("expires", id, int(now + lease))
-    redis.call("ZADD", ACTIVE, int(now + lease), hex(num("seq", id)) .. id)
+    local until_text = int(now + lease)
+    set("expires", id, until_text)
+    redis.call("ZADD", ACTIVE, until_text, hex(num("seq", id)) .. id)
     out[#out + 1] = {}
   end
 end

@@ -358,14 +358,16 @@ local function check_values(id, token, state, held, expires)
   return nil
 end
 
+local LOCK_READS = {"state", "token", "expires"}
 local function check(id, token)
-  return check_values(id, token, get("state", id), get("token", id), get("expires", id))
+  local lock = redis.call("HMGET", JOB .. id, unpack(LOCK_READS))
+  return check_values(id, token, lock[1], lock[2], lock[3])
 end
 
 -- Takes an active job out of the active set and drops its lock.
 local function unlock(id)
   redis.call("ZREM", ACTIVE, hex(num("seq", id)) .. id)
-  set("token", id, nil); set("worker", id, nil); set("expires", id, nil)
+  redis.call("HDEL", JOB .. id, "token", "worker", "expires")
 end
 
 -- Flow dependencies are keyed by their parent's prefix: the id's length (8 hex digits), then

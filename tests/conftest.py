@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from redis_support import MakeServer, RedisServer
+from redis_support import MakeServer, RedisServer, Resp
 from support import Child, Spawn
 
 
@@ -56,6 +56,28 @@ def redis_url() -> Iterator[str]:
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Redis Cluster of one node that serves all 16384 slots: the cluster's key rules in
+    force (a script may touch only keys of the slot its call was given) on one server the
+    suite starts itself."""
+    server = RedisServer(tmp_path_factory.mktemp("redis-cluster"))
+    server.start(
+        "--cluster-enabled", "yes", "--cluster-config-file", str(server.directory / "nodes.conf")
+    )
+    try:
+        with Resp("127.0.0.1", server.port) as node:
+            assert node.command("CLUSTER", "ADDSLOTSRANGE", 0, 16383) == "OK"
+            deadline = time.monotonic() + 10
+            while "cluster_state:ok" not in node.command("CLUSTER", "INFO"):
+                if time.monotonic() > deadline:
+                    pytest.fail("the one-node cluster did not reach cluster_state:ok")
+                time.sleep(0.02)
+        yield server.url
+    finally:
+        server.stop()
 
 
 @pytest.fixture

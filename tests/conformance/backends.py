@@ -1,6 +1,7 @@
 """The backends the conformance suite runs against. Each entry makes a fresh, empty queue
 with a unique name and returns a cleanup coroutine; every backend must pass the suite
-unchanged."""
+unchanged. A factory gets the test's directory and a function that gives a session fixture's
+value by name (the servers start only for the backends that need them)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ from lanemq import InMemoryJobQueue, JobQueue, LocalJobQueue, RedisJobQueue
 _names = itertools.count(1)
 
 Cleanup = Callable[[], Awaitable[None]]
-Factory = Callable[[Path, Callable[[], str]], Awaitable[tuple[JobQueue, Cleanup]]]
+Fixture = Callable[[str], str]
+Factory = Callable[[Path, Fixture], Awaitable[tuple[JobQueue, Cleanup]]]
 
 
-async def _memory(tmp_path: Path, redis_url: Callable[[], str]) -> tuple[JobQueue, Cleanup]:
+async def _memory(tmp_path: Path, fixture: Fixture) -> tuple[JobQueue, Cleanup]:
     queue = InMemoryJobQueue(f"conformance-{next(_names)}")
 
     async def cleanup() -> None:
@@ -27,7 +29,7 @@ async def _memory(tmp_path: Path, redis_url: Callable[[], str]) -> tuple[JobQueu
     return queue, cleanup
 
 
-async def _local(tmp_path: Path, redis_url: Callable[[], str]) -> tuple[JobQueue, Cleanup]:
+async def _local(tmp_path: Path, fixture: Fixture) -> tuple[JobQueue, Cleanup]:
     queue = LocalJobQueue(f"conformance-{next(_names)}", tmp_path)
 
     async def cleanup() -> None:
@@ -36,7 +38,7 @@ async def _local(tmp_path: Path, redis_url: Callable[[], str]) -> tuple[JobQueue
     return queue, cleanup
 
 
-async def _local_normal(tmp_path: Path, redis_url: Callable[[], str]) -> tuple[JobQueue, Cleanup]:
+async def _local_normal(tmp_path: Path, fixture: Fixture) -> tuple[JobQueue, Cleanup]:
     # sync="normal" changes when commits reach the disk, never what they hold.
     queue = LocalJobQueue(f"conformance-{next(_names)}", tmp_path, sync="normal")
 
@@ -46,10 +48,25 @@ async def _local_normal(tmp_path: Path, redis_url: Callable[[], str]) -> tuple[J
     return queue, cleanup
 
 
-async def _redis(tmp_path: Path, redis_url: Callable[[], str]) -> tuple[JobQueue, Cleanup]:
+async def _redis(tmp_path: Path, fixture: Fixture) -> tuple[JobQueue, Cleanup]:
     n = next(_names)
     # A prefix per test: tests never see each other's keys on the shared server.
-    queue = RedisJobQueue(f"conformance-{n}", redis_url(), prefix=f"t{n}")
+    queue = RedisJobQueue(f"conformance-{n}", fixture("redis_url"), prefix=f"t{n}")
+
+    async def cleanup() -> None:
+        await queue.obliterate(force=True)
+
+    return queue, cleanup
+
+
+async def _redis_cluster(tmp_path: Path, fixture: Fixture) -> tuple[JobQueue, Cleanup]:
+    # A node of a Redis Cluster that serves every slot (tests/conftest.py): it enforces the
+    # cluster's rule on every key a script touches, declared or built (job hashes, the list
+    # `waiting:0`): all in the slot of the keys the call was given, else the script fails.
+    # The prefix's hash tag puts every queue of the test in one slot, so flows may span them,
+    # as the README tells Redis Cluster users.
+    n = next(_names)
+    queue = RedisJobQueue(f"conformance-{n}", fixture("redis_cluster_url"), prefix=f"{{t{n}}}")
 
     async def cleanup() -> None:
         await queue.obliterate(force=True)
@@ -62,6 +79,7 @@ BACKENDS: dict[str, Factory] = {
     "local": _local,
     "local-normal": _local_normal,
     "redis": _redis,
+    "redis-cluster": _redis_cluster,
 }
 
 #: The modules that run on ``local-normal`` too (conftest.py deselects it elsewhere): the
@@ -88,7 +106,7 @@ def queue_fixture(*names: str) -> Any:
     @pytest.fixture(params=list(names))
     async def queue(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[JobQueue]:
         made, cleanup = await BACKENDS[request.param](
-            tmp_path, lambda: str(request.getfixturevalue("redis_url"))
+            tmp_path, lambda name: str(request.getfixturevalue(name))
         )
         try:
             yield made

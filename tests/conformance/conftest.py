@@ -39,10 +39,10 @@ async def queue(
 ) -> AsyncIterator[JobQueue]:
     """A fresh, empty queue on the backend under test."""
 
-    def redis_url() -> str:  # started only for the backends that need it
-        return str(request.getfixturevalue("redis_url"))
+    def fixture(name: str) -> str:  # a server starts only for the backends that need it
+        return str(request.getfixturevalue(name))
 
-    made, cleanup = await BACKENDS[backend](tmp_path, redis_url)
+    made, cleanup = await BACKENDS[backend](tmp_path, fixture)
     try:
         yield made
     finally:

@@ -273,7 +273,7 @@ class JobQueue:
         one), or ``options``: a `JobOptions` or a dict of its fields (which also takes the
         flow options, ``parent_policy`` and the like); a keyword that differs from its default
         cannot be combined with `JobOptions`. ``job_id``: a custom id; one that exists returns
-        the existing job unchanged. ``priority``: 0 (none, first) or 1..2^21, lower first.
+        the existing job unchanged. ``priority``: 0 (none, first) or 1..2^21 - 1, lower first.
         ``lifo``: last in, first out within the priority. ``delay``: seconds before it may run.
         ``attempts`` and ``backoff`` (`Backoff`): retries. ``timeout``: seconds an attempt
         may run. ``remove_on_complete`` / ``remove_on_fail``: retention (True: remove; a

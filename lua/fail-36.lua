@@ -2,7 +2,7 @@
 -- (0/1), stacktrace, retry (0/1), delay override (ms, "" for none), random (0..1, drives the
 -- backoff jitter: scripts must be deterministic, so the client draws it). Each job is checked
 -- on its own; a refused one changes nothing. Returns per job {"retry", delay until} (delayed),
--- {"retry"} (back of waiting), {"failed"} (failed for good), or {kind, message} with kind
+-- {"retry"} (back of waiting, behind the delayed jobs already due), {"failed"} (failed for good), or {kind, message} with kind
 -- "missing", "state" or "lock".
 local now, max_events = tonumber(ARGV[1]), ARGV[2]
 local STACKTRACE_LIMIT = 10
@@ -64,8 +64,11 @@ for i = 3, #ARGV, 8 do
         emit("delayed", id, "delay", int(due))
         out[#out + 1] = {"retry", int(due)}
       else
+        -- As BullMQ's retryJob: the delayed jobs already due go first, and the job comes
+        -- from active (lifecycle::finish::fail).
+        promote_due()
         to_waiting(id, false, opts.lifo == true)
-        emit("waiting", id, "prev", "failed")
+        emit("waiting", id, "prev", "active")
         out[#out + 1] = {"retry"}
       end
     else

@@ -1,12 +1,13 @@
 -- Removing jobs. ARGV = now, max_events, op, then by op:
---   "job", job id          remove: refused while a live lock holds the job. Returns {"ok"}, or
---                          {"missing"} / {"locked"}; event removed{prev}.
---   "drain", delayed (0/1) every waiting job (and delayed one, except the pending occurrences
---                          of job schedulers). Returns {"ok", count}.
+--   "job", job id          remove: refused while a live lock holds the job, and for a job
+--                          scheduler's pending occurrence. Returns {"ok"}, or {"missing"} /
+--                          {"locked"} / {"scheduled", scheduler key}; event removed{prev}.
+--   "drain", delayed (0/1) every waiting job (and delayed one), except the pending occurrences
+--                          of job schedulers. Returns {"ok", count}.
 --   "clean", cutoff, limit, state code
 --                          up to limit (0 = all) jobs of that state, in the state's order, whose
 --                          finish time (creation time when unfinished) is <= cutoff, skipping
---                          live-locked ones. Returns {"ok", id...}.
+--                          live-locked ones and pending occurrences. Returns {"ok", id...}.
 -- drain and clean emit cleaned{count} when they removed anything. Removed children's parents
 -- hear of it after that (lua/includes/flows.lua).
 local now, max_events, op = tonumber(ARGV[1]), ARGV[2], ARGV[3]
@@ -34,18 +35,22 @@ local function cleaned(count)
 end
 
 if op == "job" then
-  return {remove_job(ARGV[4])}
+  local id = ARGV[4]
+  local key = pending_occurrence_of(id)
+  if key then return {"scheduled", key} end
+  return {remove_job(id)}
 elseif op == "drain" then
-  local doomed = redis.call("LRANGE", WAITING0, 0, -1)
-  for _, m in ipairs(redis.call("ZRANGE", WAITING, 0, -1)) do doomed[#doomed + 1] = m end
+  -- The pending occurrences of job schedulers stay, waiting or delayed (as in BullMQ).
+  local pending, kept = pending_occurrences(), false
+  local doomed = {}
+  for _, m in ipairs(redis.call("LRANGE", WAITING0, 0, -1)) do
+    if pending[string.sub(m, 15)] then kept = true else doomed[#doomed + 1] = m end
+  end
+  for _, m in ipairs(redis.call("ZRANGE", WAITING, 0, -1)) do
+    if pending[string.sub(m, 15)] then kept = true else doomed[#doomed + 1] = m end
+  end
   local waiting = #doomed
   if ARGV[4] == "1" then
-    -- Delayed jobs that are the pending occurrences of job schedulers stay (as in BullMQ):
-    -- their ids are repeat:<key>:<next_run>, read off SCHEDULERS_NEXT's scores.
-    local pending, scored = {}, redis.call("ZRANGE", SCHEDULERS_NEXT, 0, -1, "WITHSCORES")
-    for i = 1, #scored, 2 do
-      pending["repeat:" .. scored[i] .. ":" .. int(tonumber(scored[i + 1]))] = true
-    end
     for _, m in ipairs(redis.call("ZRANGE", DELAYED, 0, -1)) do
       if not pending[string.sub(m, 15)] then doomed[#doomed + 1] = m end
     end
@@ -53,8 +58,14 @@ elseif op == "drain" then
   if home() then
     for _, m in ipairs(doomed) do need_chain(opts_of(string.sub(m, 15))) end
   end
-  -- Every waiting job goes: both keys at once, rather than a scan of the list per job.
-  redis.call("DEL", WAITING0, WAITING)
+  if kept then
+    local members = {}
+    for i = 1, waiting do members[doomed[i]] = true end
+    unlist_waiting(members)
+  else
+    -- Every waiting job goes: both keys at once, rather than a scan of the list per job.
+    redis.call("DEL", WAITING0, WAITING)
+  end
   for i, m in ipairs(doomed) do
     local id = string.sub(m, 15)
     discard(id, tonumber(get("state", id)), i <= waiting)
@@ -72,6 +83,8 @@ elseif op == "clean" then
     for _, m in ipairs(redis.call(unpack(range))) do doomed[#doomed + 1] = string.sub(m, 15) end
   else
     cutoff = tonumber(cutoff)
+    -- (A finished job is never a pending occurrence: those are waiting or delayed.)
+    local pending = pending_occurrences()
     local page, start = 1000, 0
     while limit == 0 or #doomed - 1 < limit do
       local members
@@ -80,7 +93,7 @@ elseif op == "clean" then
       for _, m in ipairs(members) do
         local id = string.sub(m, 15)
         local at = job_member(m) and tonumber(get("finished", id) or get("created", id))
-        if at and at <= cutoff and not live_lock(id) then
+        if at and at <= cutoff and not live_lock(id) and not pending[id] then
           doomed[#doomed + 1] = id
           if state == WAITING_STATE then unlisted[m] = true end
           if #doomed - 1 == limit then break end

@@ -231,6 +231,13 @@ async def test_retry_one_job_and_all_failed(tmp_path: Path, queue: LocalJobQueue
     one = (await q(tmp_path, "retry", first.id, "--json")).json()
     assert one == {"retried": [first.id]}
     again = await queue.get_job(first.id)
+    # Its attempt stays counted (BullMQ's job.retry()), unless --reset-attempts.
+    assert again is not None and again.state == "waiting" and again.attempts_made == 1
+    [claimed] = await queue.claim("test", 60, 1)
+    await queue.fail(claimed.id, claimed.lock_token or "", "boom", retry=False)
+    reset = (await q(tmp_path, "retry", first.id, "--reset-attempts", "--json")).json()
+    assert reset == {"retried": [first.id]}
+    again = await queue.get_job(first.id)
     assert again is not None and again.state == "waiting" and again.attempts_made == 0
     refused = await q(tmp_path, "retry", first.id)
     assert refused.code == 1 and "not failed or completed" in refused.err

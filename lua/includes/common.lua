@@ -412,7 +412,8 @@ local function retain(set_key, policy, just_finished)
     if over > 0 then doomed = redis.call("ZRANGE", set_key, 0, math.min(over, limit) - 1) end
   end
   if keep.age ~= cjson.null and keep.age then
-    for _, m in ipairs(redis.call("ZRANGEBYSCORE", set_key, "-inf", "(" .. (NOW - keep.age))) do
+    -- Finished at or before NOW - age (as BullMQ: a job exactly that old goes).
+    for _, m in ipairs(redis.call("ZRANGEBYSCORE", set_key, "-inf", NOW - keep.age)) do
       doomed[#doomed + 1] = m
     end
   end

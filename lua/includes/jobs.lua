@@ -398,6 +398,19 @@ local function token_suffix(n)
   return suffix
 end
 
+-- Moves the delayed jobs due by NOW to waiting, earliest first (lifecycle::claim::promote_due);
+-- returns how many.
+local function promote_due()
+  local due = redis.call("ZRANGEBYSCORE", DELAYED, "-inf", NOW_TEXT)
+  for _, member in ipairs(due) do
+    local id = string.sub(member, 15)
+    redis.call("ZREM", DELAYED, member)
+    to_waiting(id, false, cjson.decode(opts_of(id)).lifo)
+    emit("waiting", id, "prev", "delayed")
+  end
+  return #due
+end
+
 -- Produces a job scheduler's next occurrence when a claim starts its pending one: defined by
 -- schedulers.lua, which the scripts that claim load after this file.
 local scheduler_on_claim
@@ -420,12 +433,7 @@ local NO_RETRY_FIELDS = {false, false, false, false}
 -- trace, token}; the state, lock and processed time are the ones this call set.
 local function claim_jobs(worker, lease, max_jobs, seed)
   local now = NOW
-  for _, due in ipairs(redis.call("ZRANGEBYSCORE", DELAYED, "-inf", NOW_TEXT)) do
-    local id = string.sub(due, 15)
-    redis.call("ZREM", DELAYED, due)
-    to_waiting(id, false, cjson.decode(opts_of(id)).lifo)
-    emit("waiting", id, "prev", "delayed")
-  end
+  promote_due()
   -- The settings in one read (promotions change none of them).
   local settings = redis.call("HMGET", META, "paused", "rate_max", "max_active", "rate_until")
   if settings[1] == "1" then return {} end

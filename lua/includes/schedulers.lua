@@ -52,6 +52,28 @@ local function sched_delete(key)
   redis.call("ZREM", SCHEDULERS_NEXT, key)
 end
 
+-- The ids of the schedulers' pending occurrences, as a set: repeat:<key>:<next_run>, read off
+-- SCHEDULERS_NEXT's scores. Drain and clean leave them, as BullMQ does.
+local function pending_occurrences()
+  local pending, scored = {}, redis.call("ZRANGE", SCHEDULERS_NEXT, 0, -1, "WITHSCORES")
+  for i = 1, #scored, 2 do
+    pending[occurrence_id(scored[i], int(tonumber(scored[i + 1])))] = true
+  end
+  return pending
+end
+
+-- The key of the scheduler whose pending occurrence job `id` is (waiting or delayed, under the
+-- id repeat:<key>:<next_run> of a scheduler that exists), else nil
+-- (JobStorage::is_pending_occurrence).
+local function pending_occurrence_of(id)
+  if not not_started(get("state", id)) then return nil end
+  local key = cjson.decode(opts_of(id)).scheduler
+  if type(key) ~= "string" then return nil end
+  local rec = sched_read(key)
+  if rec and occurrence_id(key, rec.next_run) == id then return key end
+  return nil
+end
+
 -- The options of the occurrence due at `run` (scheduler.rs occurrence_options): the template's,
 -- with job_id, delay and scheduler set. Built as text: a cjson round trip of the template would
 -- rewrite its numbers.

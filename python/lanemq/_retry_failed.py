@@ -7,10 +7,13 @@ from .exceptions import LanemqError
 from .queue import JobQueue
 
 
-async def retry_failed(queue: JobQueue, page: int = 500) -> tuple[list[str], list[tuple[str, str]]]:
-    """Retries every job that is failed now. Returns the ids retried and, for a job that
-    changed meanwhile (retried or removed by someone else), its id and why it was skipped.
-    The ids are read first, page by page, so the retries do not shift the pages."""
+async def retry_failed(
+    queue: JobQueue, page: int = 500, *, reset_attempts: bool = False
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """Retries every job that is failed now (`JobQueue.retry_job`: attempts kept unless
+    ``reset_attempts``). Returns the ids retried and, for a job that changed meanwhile
+    (retried or removed by someone else), its id and why it was skipped. The ids are read
+    first, page by page, so the retries do not shift the pages."""
     ids: list[str] = []
     while True:
         batch = await queue.list_jobs("failed", len(ids), len(ids) + page - 1)
@@ -21,7 +24,7 @@ async def retry_failed(queue: JobQueue, page: int = 500) -> tuple[list[str], lis
     skipped: list[tuple[str, str]] = []
     for failed_id in ids:
         try:
-            await queue.retry_job(failed_id)
+            await queue.retry_job(failed_id, reset_attempts=reset_attempts)
         except LanemqError as error:
             skipped.append((failed_id, str(error)))
             continue

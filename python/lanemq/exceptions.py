@@ -5,6 +5,8 @@ ValueError` catches a bad configuration and `except TimeoutError` a timed-out co
 
 from __future__ import annotations
 
+_INF = float("inf")
+
 
 class LanemqError(Exception):
     """Base of every lanemq error."""
@@ -96,16 +98,22 @@ class DelayedError(JobError):
 
 class RateLimitError(JobError):
     """Raise it from a processor to give its job back: the job goes back to waiting (at the
-    front) without using an attempt, and this worker pauses claiming for ``delay`` seconds.
-    To make every worker wait, in every process (an API answered "too many requests"), hold
-    the whole queue back first:
+    front) without using an attempt. With a ``delay`` (seconds), the whole queue waits that
+    long, as after BullMQ's ``worker.rateLimit(ms)``: the worker calls
+    ``queue.rate_limit(delay)`` before it gives the job back, so no claim returns a job, for
+    any worker in any process, until the wait ends (idle workers wake when it does). Without
+    one, only the job goes back; a wait set beforehand holds, as in
 
         await job.queue.rate_limit(30.0)
         raise RateLimitError()
 
-    Claims then return nothing until the wait ends, and idle workers wake when it does."""
+    A ``delay`` that is not a finite number of seconds >= 0 raises `ConfigError`."""
 
     def __init__(self, delay: float = 0.0, message: str = "rate limited") -> None:
+        if isinstance(delay, bool) or not isinstance(delay, int | float) or not 0 <= delay < _INF:
+            raise ConfigError(
+                f"invalid RateLimitError delay: {delay!r} (must be a finite number of seconds >= 0)"
+            )
         super().__init__(message)
         self.delay = delay
 

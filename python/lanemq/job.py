@@ -277,8 +277,9 @@ class Job:
     async def remove(self) -> None:
         await self._queue.remove(self.id)
 
-    async def retry(self) -> None:
-        await self._queue.retry_job(self.id)
+    async def retry(self, *, reset_attempts: bool = False) -> None:
+        """Runs this failed (or completed) job again (`JobQueue.retry_job`)."""
+        await self._queue.retry_job(self.id, reset_attempts=reset_attempts)
 
     async def promote(self) -> None:
         await self._queue.promote(self.id)

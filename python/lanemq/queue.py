@@ -273,7 +273,7 @@ class JobQueue:
         one), or ``options``: a `JobOptions` or a dict of its fields (which also takes the
         flow options, ``parent_policy`` and the like); a keyword that differs from its default
         cannot be combined with `JobOptions`. ``job_id``: a custom id; one that exists returns
-        the existing job unchanged. ``priority``: 0 (none, first) or 1..2^21, lower first.
+        the existing job unchanged. ``priority``: 0 (none, first) or 1..2^21 - 1, lower first.
         ``lifo``: last in, first out within the priority. ``delay``: seconds before it may run.
         ``attempts`` and ``backoff`` (`Backoff`): retries. ``timeout``: seconds an attempt
         may run. ``remove_on_complete`` / ``remove_on_fail``: retention (True: remove; a
@@ -689,9 +689,16 @@ class JobQueue:
         """Delays a waiting or delayed job to ``delay`` seconds from now."""
         await self._core.reschedule(job_id, delay, now)
 
-    async def retry_job(self, job_id: str, *, now: int | None = None) -> None:
-        """Moves a failed (or completed) job back to waiting, attempts reset."""
-        await self._core.retry_job(job_id, now)
+    async def retry_job(
+        self, job_id: str, *, reset_attempts: bool = False, now: int | None = None
+    ) -> None:
+        """Moves a failed (or completed) job back to waiting, as BullMQ's ``job.retry()``: its
+        attempts made and stalled count stay, so a job that used all its attempts gets one
+        more run, whose failure is final. ``reset_attempts=True`` (BullMQ's
+        ``resetAttemptsMade``) gives it its full set of attempts again."""
+        if type(reset_attempts) is not bool:
+            raise ConfigError(f"invalid reset_attempts: {reset_attempts!r} (must be True or False)")
+        await self._core.retry_job(job_id, reset_attempts, now)
 
     async def update_priority(self, job_id: str, priority: int, lifo: bool = False) -> None:
         await self._core.update_priority(job_id, priority, lifo)
@@ -728,7 +735,8 @@ class JobQueue:
         await self._core.save_stacktrace(job_id, list(lines), reason)
 
     async def remove(self, job_id: str, *, now: int | None = None) -> None:
-        """Removes a job (refused with `JobStateError` while a worker holds its lock)."""
+        """Removes a job. Refused with `JobStateError` while a worker holds its lock, and for
+        a job scheduler's pending occurrence (as in BullMQ; `remove_scheduler` removes it)."""
         await self._core.remove(job_id, now)
 
     # ------------------------------------------------------------- dedup keys
@@ -776,9 +784,12 @@ class JobQueue:
         until its run time, with the id ``repeat:<key>:<run time ms>``. ``limit`` caps the
         number of occurrences (the first included); ``start`` and ``end`` (aware `datetime`
         or epoch milliseconds) bound the run times; ``immediately`` makes a cron schedule run
-        once at once (an ``every`` schedule always does).
+        once at once (an ``every`` schedule always does), and cannot be combined with
+        ``start`` (as in BullMQ).
 
-        One occurrence is pending at a time. The next one is produced when a worker claims
+        One occurrence is pending at a time, and it belongs to the scheduler: `remove`
+        refuses it (`JobStateError`; `remove_scheduler` removes both), and `drain` and
+        `clean` leave it, as in BullMQ. The next one is produced when a worker claims
         the pending one, at the schedule's next time (missed times are skipped, not
         replayed); when there is none (``limit``, ``end``) the scheduler is removed.
         Upserting again with the same schedule and template changes nothing. Otherwise the
@@ -845,16 +856,16 @@ class JobQueue:
         return await self._core.is_paused()
 
     async def drain(self, delayed: bool = False, *, now: int | None = None) -> int:
-        """Removes all waiting jobs (and delayed ones with ``delayed``, except the pending
-        occurrences of job schedulers); returns how many. Schedulers stay; one whose waiting
-        occurrence was drained produces a new one at its next upsert."""
+        """Removes all waiting jobs (and delayed ones with ``delayed``), except the pending
+        occurrences of job schedulers, as BullMQ does; returns how many. Schedulers and their
+        pending occurrences stay."""
         return await self._core.drain(delayed, now)
 
     async def clean(
         self, grace: float, limit: int = 0, state: str = "completed", *, now: int | None = None
     ) -> list[str]:
-        """Removes up to ``limit`` (0 = all) jobs in ``state`` older than ``grace`` seconds;
-        returns their ids."""
+        """Removes up to ``limit`` (0 = all) jobs in ``state`` older than ``grace`` seconds,
+        except the pending occurrences of job schedulers (as BullMQ does); returns their ids."""
         if limit < 0:
             raise ConfigError(f"invalid limit: {limit} (must be >= 0)")
         return await self._core.clean(grace, limit, state, now)

@@ -29,8 +29,8 @@ class JobScheduler:
     Unix epoch; ``name``, ``data`` (decoded) and ``options`` are the template of every
     occurrence. ``iteration_count`` counts the occurrences produced so far (the pending one
     included), ``next_run`` is the run time of the latest, and ``job_id`` is the id of the
-    pending occurrence while it exists and has not started (None after it was removed by hand
-    or drained: the next upsert produces a new one)."""
+    pending occurrence while it exists and has not started, else None (`remove`, `drain` and
+    `clean` leave a pending occurrence alone, as in BullMQ)."""
 
     key: str
     name: str

@@ -440,10 +440,11 @@ class SyncQueue(Generic[Q]):
         queue = self.queue
         self._runner.call(lambda: queue.remove(job_id))
 
-    def retry_job(self, job_id: str) -> None:
-        """Moves a failed (or completed) job back to waiting, attempts reset."""
+    def retry_job(self, job_id: str, *, reset_attempts: bool = False) -> None:
+        """Moves a failed (or completed) job back to waiting, its attempts kept unless
+        ``reset_attempts`` (`JobQueue.retry_job`)."""
         queue = self.queue
-        self._runner.call(lambda: queue.retry_job(job_id))
+        self._runner.call(lambda: queue.retry_job(job_id, reset_attempts=reset_attempts))
 
     def promote(self, job_id: str) -> None:
         """Makes a delayed job waiting now."""

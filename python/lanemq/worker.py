@@ -155,6 +155,9 @@ class JobWorker:
         self._hooks: dict[str, list[Callable[..., Any]]] = {hook: [] for hook in HOOKS}
         self._timers: dict[asyncio.Task[Any], asyncio.TimerHandle] = {}
         self._timed_out: set[asyncio.Task[Any]] = set()
+        # The queue-wide wait that a RateLimitError(delay) asked for, set by `_flush` before
+        # the job goes back (0.0: none).
+        self._hold_queue = 0.0
         self._wake_future: asyncio.Future[None] | None = None
         # The tasks of the calls that report completions and claim on a remote backend (at
         # most two in flight).
@@ -592,6 +595,9 @@ class JobWorker:
         elif isinstance(raised, DelayedError):
             pass  # the processor already moved the job to delayed
         elif isinstance(raised, RateLimitError):
+            # As BullMQ's worker.rateLimit(): every consumer of the queue waits, not only this
+            # worker (set by `_flush` before the job goes back), and this worker pauses too.
+            self._hold_queue = max(self._hold_queue, raised.delay)
             book.release(job, raised.delay)  # and claims pause that long
             log.debug("worker %s: rate limited: claims paused for %ss", self.id, raised.delay)
         else:
@@ -627,6 +633,10 @@ class JobWorker:
                 await self._hook("failed", job, error)
                 if not retried:
                     await self._hook("dead", job, error)
+        if self._hold_queue > 0:
+            # Before the job given back is released, so no other worker claims it meanwhile.
+            await self.queue.rate_limit(self._hold_queue)
+            self._hold_queue = 0.0
         released = book.take_releases()
         if released:
             # All at once (a local queue commits calls issued together once; close() may

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from lanemq import ConfigError, Dedup, Job, JobOptions, JobQueue, JobScheduler
+from lanemq import ConfigError, Dedup, Job, JobOptions, JobQueue, JobScheduler, JobStateError
 
 T = 1_700_000_000_000  # Tuesday 2023-11-14 22:13:20 UTC
 UTC = timezone.utc
@@ -349,28 +349,27 @@ async def test_remove_scheduler_removes_its_pending_occurrence(queue: JobQueue) 
     assert await queue.remove_scheduler("k", now=T + 3) is False
 
 
-async def test_an_occurrence_removed_by_hand_comes_back_at_the_next_upsert(
-    queue: JobQueue,
-) -> None:
+async def test_a_pending_occurrence_cannot_be_removed_by_hand(queue: JobQueue) -> None:
+    # As in BullMQ: the schedule would produce nothing more until its next upsert.
     job = await queue.upsert_scheduler("k", every=1.0, template=("x", None), now=T)
-    await queue.remove(job.id, now=T + 1)
+    with pytest.raises(JobStateError, match="pending occurrence of job scheduler"):
+        await queue.remove(job.id, now=T + 1)
     got = await scheduler(queue, "k")
-    assert (got.job_id, got.iteration_count, got.next_run) == (None, 1, T)
+    assert (got.job_id, got.iteration_count, got.next_run) == (rid("k", T), 1, T)
     again = await queue.upsert_scheduler("k", every=1.0, template=("x", None), now=T + 2)
-    assert again.id == rid("k", T + 2)
-    got = await scheduler(queue, "k")
-    assert (got.job_id, got.iteration_count) == (rid("k", T + 2), 2)
+    assert again.id == rid("k", T)  # the same upsert again changes nothing
 
 
-async def test_drain_keeps_schedulers_and_their_delayed_occurrences(queue: JobQueue) -> None:
+async def test_drain_keeps_schedulers_and_their_occurrences(queue: JobQueue) -> None:
+    # As in BullMQ, waiting and delayed pending occurrences alike.
     await queue.upsert_scheduler("now", every=1.0, template=("x", None), now=T)
     await queue.upsert_scheduler("later", every=1.0, start=T + 500, template=("x", None), now=T)
     await queue.add("plain", None, delay=1.0, now=T)
-    assert await queue.drain(delayed=True, now=T) == 2
+    assert await queue.drain(delayed=True, now=T) == 1
     assert await pending_ids(queue, "later") == [rid("later", T + 500)]
-    assert await pending_ids(queue, "now") == []
+    assert await pending_ids(queue, "now") == [rid("now", T)]
     assert await queue.count_schedulers() == 2
-    assert (await scheduler(queue, "now")).job_id is None
+    assert (await scheduler(queue, "now")).job_id == rid("now", T)
     assert (await scheduler(queue, "later")).job_id == rid("later", T + 500)
 
 

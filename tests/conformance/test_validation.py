@@ -19,7 +19,7 @@ from lanemq import (
 )
 
 T = 1_700_000_000_000
-MAX_PRIORITY = 2**21
+MAX_PRIORITY = 2**21 - 1
 
 Snapshot = tuple[dict[str, int], list[QueueEvent]]
 

@@ -115,7 +115,9 @@ forwards! {
     fn reschedule(id: String, delay: Secs, now: Option<Now> = None) -> unit {
         reschedule(id, now.saturating_add(delay), now)
     }
-    fn retry_job(id: String, now: Option<Now> = None) -> unit { retry_job(id, now) }
+    fn retry_job(id: String, reset_attempts: bool = false, now: Option<Now> = None) -> unit {
+        retry_job(id, reset_attempts, now)
+    }
     fn update_priority(id: String, priority: Priority, lifo: bool) -> unit {
         update_priority(id, priority, lifo)
     }

@@ -7,8 +7,8 @@
 //! except obliterate's pause).
 
 use lanemq_core::jobs::{
-    check_payload, index_range, rate_limit_end, wall_clock_ms, BoxFuture, JobAdmin, JobOptions,
-    JobState, Millis,
+    check_payload, index_range, rate_limit_end, scheduler, wall_clock_ms, BoxFuture, JobAdmin,
+    JobOptions, JobState, Millis,
 };
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
@@ -53,6 +53,10 @@ pub(crate) fn checked(id: &str, reply: Value, expected: &'static str) -> CoreRes
         ))),
         Some("refused") => Err(CoreError::Refused(
             reply.get(1).and_then(text).unwrap_or_default(),
+        )),
+        Some("scheduled") => Err(scheduler::pending_removal_refused(
+            id,
+            &reply.get(1).and_then(text).unwrap_or_default(),
         )),
         other => Err(unexpected(&format!("{other:?}"))),
     }
@@ -145,11 +149,19 @@ impl RedisBackend {
         .map(drop)
     }
 
-    /// Runs a finished job again: back to waiting with its attempts and failure cleared.
-    pub async fn retry_job(&self, id: String, now: Millis) -> CoreResult<()> {
-        self.change_job(&scripts::RETRY, &id, now, &[&id], "failed or completed")
-            .await
-            .map(drop)
+    /// Runs a finished job again: back to waiting with its outcome cleared, its attempts kept
+    /// unless `reset_attempts` (lifecycle::retry_job).
+    pub async fn retry_job(&self, id: String, reset_attempts: bool, now: Millis) -> CoreResult<()> {
+        let reset = if reset_attempts { "1" } else { "0" };
+        self.change_job(
+            &scripts::RETRY,
+            &id,
+            now,
+            &[&id, reset],
+            "failed or completed",
+        )
+        .await
+        .map(drop)
     }
 
     /// A new priority (and LIFO flag); a waiting job moves to the back of its new priority
@@ -441,8 +453,8 @@ impl JobAdmin for RedisJobBackend {
         call!(self, |b| b.reschedule(id, until, now))
     }
 
-    fn retry_job(&self, id: String, now: Millis) -> BoxFuture<()> {
-        call!(self, |b| b.retry_job(id, now))
+    fn retry_job(&self, id: String, reset_attempts: bool, now: Millis) -> BoxFuture<()> {
+        call!(self, |b| b.retry_job(id, reset_attempts, now))
     }
 
     fn update_priority(&self, id: String, priority: u32, lifo: bool) -> BoxFuture<()> {

@@ -282,7 +282,7 @@ async fn an_explicit_delay_overrides_the_backoff() {
     assert_eq!(get(&redis, &ids[0]).await.delay_until, T + 310);
     assert_eq!(
         job_events(&server, &ids[1]).await.last().unwrap(),
-        &ev("waiting", "prev", "failed")
+        &ev("waiting", "prev", "active")
     );
     let order: Vec<String> = redis
         .claim("w", 1000, 10, T + 20)

@@ -197,7 +197,8 @@ async fn retry_job_runs_a_completed_job_again() {
     );
     redis.add_log(done.clone(), "kept".into(), 0).await.unwrap();
 
-    redis.retry_job(done.clone(), T + 2).await.unwrap();
+    // Attempts kept (BullMQ's job.retry() without resetAttemptsMade).
+    redis.retry_job(done.clone(), false, T + 2).await.unwrap();
     let retried = get(&redis, &done).await;
     assert_eq!(retried.state, JobState::Waiting);
     assert_eq!(
@@ -209,7 +210,7 @@ async fn retry_job_runs_a_completed_job_again() {
             retried.return_value.clone(),
             retried.failed_reason.clone(),
         ),
-        (0, 0, None, None, None, None)
+        (1, 0, None, None, None, None)
     );
     assert_eq!(
         last_event(&server).await,
@@ -224,10 +225,10 @@ async fn retry_job_runs_a_completed_job_again() {
     // Back of its priority: behind the job that waited all along.
     assert_eq!(claim_names(&redis, T + 3).await, ["other", "done"]);
 
-    let error = redis.retry_job(done, T + 4).await.unwrap_err();
+    let error = redis.retry_job(done, false, T + 4).await.unwrap_err();
     assert_eq!(state_error(error), ("active", "failed or completed"));
     assert_eq!(
-        redis.retry_job("nope".into(), T).await,
+        redis.retry_job("nope".into(), false, T).await,
         Err(CoreError::JobNotFound("nope".into()))
     );
 }
@@ -252,7 +253,7 @@ async fn retry_job_runs_a_failed_job_again() {
     assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
     assert_eq!(get(&redis, &id).await.state, JobState::Failed);
 
-    redis.retry_job(id.clone(), T + 2).await.unwrap();
+    redis.retry_job(id.clone(), true, T + 2).await.unwrap();
     let retried = get(&redis, &id).await;
     assert_eq!(
         (
@@ -946,7 +947,7 @@ fn futures_are_send(redis: &RedisBackend) {
     let id = String::new;
     send(redis.promote(id(), 0));
     send(redis.reschedule(id(), 0, 0));
-    send(redis.retry_job(id(), 0));
+    send(redis.retry_job(id(), false, 0));
     send(redis.update_priority(id(), 0, false));
     send(redis.update_data(id(), id()));
     send(redis.update_progress(id(), id(), 0));

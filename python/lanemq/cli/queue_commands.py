@@ -242,19 +242,21 @@ def show(ref: QueueRef, job_id: str, log_lines: int) -> None:
 @queue_command("retry")
 @click.argument("job_id", metavar="[ID]", required=False)
 @click.option("--failed", "all_failed", is_flag=True, help="Retry every failed job.")
-def retry(ref: QueueRef, job_id: str | None, all_failed: bool) -> None:
+@click.option("--reset-attempts", is_flag=True, help="Give the job its full set of attempts again.")
+def retry(ref: QueueRef, job_id: str | None, all_failed: bool, reset_attempts: bool) -> None:
     """Move a failed job back to waiting.
 
-    Its attempts are reset. A completed job can be retried too. With --failed, every
-    failed job is."""
+    Its attempts made stay, as in BullMQ (a job that used them all gets one more run), unless
+    --reset-attempts. A completed job can be retried too. With --failed, every failed job
+    is."""
     if (job_id is None) == (not all_failed):
         raise click.UsageError("give a job ID or --failed (not both)")
 
     async def act(queue: JobQueue) -> list[str]:
         if job_id is not None:
-            await queue.retry_job(job_id)
+            await queue.retry_job(job_id, reset_attempts=reset_attempts)
             return [job_id]
-        return await _retry_failed(queue)
+        return await _retry_failed(queue, reset_attempts)
 
     retried = _run(ref, act)
     if ref.json:
@@ -265,9 +267,9 @@ def retry(ref: QueueRef, job_id: str | None, all_failed: bool) -> None:
         click.echo(f"{len(retried)} failed job(s) waiting again")
 
 
-async def _retry_failed(queue: JobQueue) -> list[str]:
+async def _retry_failed(queue: JobQueue, reset_attempts: bool) -> list[str]:
     """Retries every job that is failed now; one that changed meanwhile is skipped."""
-    retried, skipped = await retry_failed(queue)
+    retried, skipped = await retry_failed(queue, reset_attempts=reset_attempts)
     for failed_id, reason in skipped:
         click.echo(f"skipped job {failed_id}: {reason}", err=True)
     return retried

@@ -9,8 +9,10 @@ use crate::error::{CoreError, CoreResult};
 use super::flow::{ParentPolicy, ParentRef};
 use super::model::Millis;
 
-/// The largest priority number (BullMQ's limit, 2^21).
-pub const MAX_PRIORITY: u32 = 1 << 21;
+/// The largest priority number, 2^21 - 1: BullMQ's documented maximum. BullMQ scores a
+/// prioritised job `priority * 2^32 + counter` in a double, which stays exact (and FIFO within
+/// a priority) only below 2^53; its code lets 2^21 itself through, which lanemq does not.
+pub const MAX_PRIORITY: u32 = (1 << 21) - 1;
 
 pub const DEFAULT_MAX_PAYLOAD_BYTES: usize = 16 * 1024 * 1024;
 
@@ -490,6 +492,7 @@ mod tests {
     fn priority_bound() {
         assert!(validate_priority(MAX_PRIORITY).is_ok());
         let err = validate_priority(MAX_PRIORITY + 1).unwrap_err().to_string();
-        assert!(err.contains("2097153"), "{err}");
+        assert!(err.contains("2097152"), "{err}");
+        assert!(err.contains("2097151"), "{err}");
     }
 }

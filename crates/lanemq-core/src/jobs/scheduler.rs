@@ -17,7 +17,10 @@
 //!   its own run time when the repeat rule (`every` value, or cron pattern and zone) is
 //!   unchanged and that time fits the new start and end, else at the new spec's first run. A
 //!   replacement takes the replaced occurrence's number; a scheduler with no pending occurrence
-//!   (removed by hand, drained) gets a new one, numbered after the last.
+//!   gets a new one, numbered after the last.
+//! - **Removal** (`pending_removal_refused`): the pending occurrence belongs to its scheduler,
+//!   as in BullMQ: removing it by hand is refused, drain and clean leave it; only
+//!   `remove_scheduler` (and obliterate) take it.
 //! - **Claim** (`on_claim`): when a claim starts a scheduler's pending occurrence, the next one
 //!   is produced in the same step, at `spec.next(run, count, now)`, so a slow job does not
 //!   shift the schedule. Claiming any other occurrence (an older one retried or recovered after
@@ -60,6 +63,15 @@ pub struct JobScheduler {
 /// The id of the occurrence of scheduler `key` due at `run`.
 pub fn occurrence_id(key: &str, run: Millis) -> String {
     format!("repeat:{key}:{run}")
+}
+
+/// The refusal of removing job `id` by hand while it is scheduler `key`'s pending occurrence:
+/// the schedule would produce nothing more until its next upsert (BullMQ refuses it too).
+pub fn pending_removal_refused(id: &str, key: &str) -> CoreError {
+    CoreError::Refused(format!(
+        "job {id:?} is the pending occurrence of job scheduler {key:?} and cannot be removed \
+         (remove_scheduler removes the scheduler and its occurrence)"
+    ))
 }
 
 /// Whether a job in `state` (`None`: absent) is a pending occurrence, one that has not started.

@@ -41,8 +41,8 @@
 //!   restricted day-of-month ORs with a restricted day-of-week. BullMQ's `5/15` (from 5 on,
 //!   every 15) and croner's extensions (`L`, `W`, `#`, `+` for AND) are accepted too. Wall clock times are read in the IANA zone `tz`.
 //!   - First run: the first pattern time strictly after `now`, or at or after `start` when that
-//!     is in the future. With `immediately`, the first run is `now` (or the future `start`) and
-//!     the pattern takes over from there.
+//!     is in the future. With `immediately` (refused with a `start`, as in BullMQ), the first run
+//!     is `now` and the pattern takes over from there.
 //!   - Next run: the first pattern time strictly after `prev` that is also at or after `now`.
 //!     So a run is never produced twice (strictly after `prev`), and after a slow job or an
 //!     outage the missed times are skipped, not queued (at or after `now`).

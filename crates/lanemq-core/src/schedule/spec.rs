@@ -34,8 +34,8 @@ pub struct ScheduleSpec {
     pub start: Option<Millis>,
     /// No run after this instant (a run exactly at `end` is allowed).
     pub end: Option<Millis>,
-    /// Cron only: run once at once (or at `start`), then follow the pattern. An `every`
-    /// schedule always runs first at once, so there it changes nothing.
+    /// Cron only: run once at once, then follow the pattern (refused with a `start`). An
+    /// `every` schedule always runs first at once, so there it changes nothing.
     pub immediately: bool,
 }
 
@@ -92,6 +92,13 @@ impl ScheduleSpec {
         let rule = self.repeat.rule()?;
         if self.limit == Some(0) {
             return Err(invalid("invalid limit: 0 (must be at least 1)"));
+        }
+        if let Some(start) = self.start.filter(|_| self.immediately) {
+            // BullMQ refuses the pair too: "at once" and "not before start" contradict.
+            return Err(invalid(format!(
+                "invalid start: {start} (cannot be combined with immediately, which runs the \
+                 first occurrence at once)"
+            )));
         }
         if let Some(end) = self.end {
             if end <= now {

@@ -11,7 +11,7 @@ pub trait JobAdmin: Send + Sync + 'static {
     /// `waiting` event); the in-process backends promote them all in one step.
     fn promote_jobs(&self, count: Option<usize>, now: Millis) -> BoxFuture<usize>;
     fn reschedule(&self, id: String, until: Millis, now: Millis) -> BoxFuture<()>;
-    fn retry_job(&self, id: String, now: Millis) -> BoxFuture<()>;
+    fn retry_job(&self, id: String, reset_attempts: bool, now: Millis) -> BoxFuture<()>;
     fn update_priority(&self, id: String, priority: u32, lifo: bool) -> BoxFuture<()>;
     fn update_data(&self, id: String, data: String) -> BoxFuture<()>;
     fn update_progress(&self, id: String, progress: String, now: Millis) -> BoxFuture<()>;

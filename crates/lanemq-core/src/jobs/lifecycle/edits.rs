@@ -83,8 +83,15 @@ pub fn reschedule<S: JobStorage>(
     effects.apply(storage, now)
 }
 
-/// Runs a finished job again: back to waiting with its attempts and outcome cleared.
-pub fn retry_job<S: JobStorage>(storage: &mut S, id: &str, now: Millis) -> CoreResult<()> {
+/// Runs a finished job again: back to waiting with its outcome cleared. As BullMQ's
+/// `job.retry()`, it keeps the attempts made (a job that used them all gets one more run, whose
+/// failure is final) unless `reset_attempts`, and always keeps its stalled count.
+pub fn retry_job<S: JobStorage>(
+    storage: &mut S,
+    id: &str,
+    reset_attempts: bool,
+    now: Millis,
+) -> CoreResult<()> {
     let job = storage.load(id)?.ok_or_else(|| not_found(id))?;
     expect_state(
         &job,
@@ -94,8 +101,9 @@ pub fn retry_job<S: JobStorage>(storage: &mut S, id: &str, now: Millis) -> CoreR
     storage.before_retry(&job, now)?;
     let seq = storage.reserve_seq(1)?;
     storage.update(id, |job| {
-        job.attempts_made = 0;
-        job.stalled_count = 0;
+        if reset_attempts {
+            job.attempts_made = 0;
+        }
         job.finished_on = None;
         job.failed_reason = None;
         job.return_value = None;

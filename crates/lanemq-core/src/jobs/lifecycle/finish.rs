@@ -85,12 +85,30 @@ pub fn fail<S: JobStorage>(
                 });
             }
             super::to_waiting(job, seq, false);
-            effects.event("waiting", Some(&job.id), Some(("prev", "failed".into())));
+            // BullMQ's retryJob: the job goes from active straight back to waiting.
+            effects.event("waiting", Some(&job.id), Some(("prev", "active".into())));
             Ok(FailOutcome::Retry { delay_until: None })
         })?
         .ok_or_else(|| not_found(&failure.id))?;
+    if outcome == (FailOutcome::Retry { delay_until: None }) {
+        behind_due_delayed(storage, &failure.id, now)?;
+    }
     effects.apply(storage, now)?;
     Ok(outcome)
+}
+
+/// A job retried at once goes behind the delayed jobs already due, as in BullMQ (whose
+/// retryJob promotes them first): they are promoted now, and the job moves to the back again.
+fn behind_due_delayed<S: JobStorage>(storage: &mut S, id: &str, now: Millis) -> CoreResult<()> {
+    if super::claim::promote_due(storage, now)? == 0 {
+        return Ok(());
+    }
+    let seq = storage.reserve_seq(1)?;
+    storage.update(id, |job| {
+        super::to_waiting(job, seq, false);
+        Ok(())
+    })?;
+    Ok(())
 }
 
 /// Fails job `id` for good with `reason`, whatever state it is in (a flow's parent that a

@@ -6,14 +6,20 @@ use std::sync::Arc;
 
 use crate::error::{CoreError, CoreResult};
 use crate::jobs::model::{JobState, Millis};
+use crate::jobs::scheduler::pending_removal_refused;
 
 use super::storage::JobStorage;
 
-/// Removes job `id`, unless a live lock holds it.
+/// Removes job `id`, unless a live lock holds it or it is a job scheduler's pending occurrence.
 pub fn remove<S: JobStorage>(storage: &mut S, id: &str, now: Millis) -> CoreResult<()> {
     let job = storage
         .load(id)?
         .ok_or_else(|| CoreError::JobNotFound(id.to_owned()))?;
+    if let Some(key) = &job.options.scheduler {
+        if storage.is_pending_occurrence(&job)? {
+            return Err(pending_removal_refused(id, key));
+        }
+    }
     if job.lock.as_ref().is_some_and(|l| l.expires_at > now) {
         return Err(CoreError::Refused(format!(
             "job {id:?} is locked by a worker and cannot be removed"
@@ -25,8 +31,8 @@ pub fn remove<S: JobStorage>(storage: &mut S, id: &str, now: Millis) -> CoreResu
     storage.settle_removals(now)
 }
 
-/// Removes every waiting job (and delayed ones with `delayed`, except the pending occurrences
-/// of job schedulers, as BullMQ does); returns how many.
+/// Removes every waiting job (and delayed ones with `delayed`), except the pending occurrences
+/// of job schedulers, as BullMQ does; returns how many.
 pub fn drain<S: JobStorage>(storage: &mut S, delayed: bool, now: Millis) -> CoreResult<usize> {
     let doomed = storage.drainable(delayed)?;
     remove_all(storage, &doomed, now)?;

@@ -10,8 +10,8 @@ use super::effects::Finished;
 use super::storage::JobStorage;
 
 /// Applies the policy of the job that just finished to its state's finished set: the job
-/// itself (`RemoveAll`), or the oldest beyond `count`, and those that finished before
-/// `now - age`, at most `limit` of them.
+/// itself (`RemoveAll`), or the oldest beyond `count`, and those that finished at or before
+/// `now - age` (as BullMQ: a job exactly `age` old goes), at most `limit` of them.
 pub fn retain<S: JobStorage>(storage: &mut S, finished: &Finished, now: Millis) -> CoreResult<()> {
     let state = finished.state;
     let doomed: Vec<Arc<str>> = match &finished.retention {
@@ -23,7 +23,7 @@ pub fn retain<S: JobStorage>(storage: &mut S, finished: &Finished, now: Millis) 
                 None => 0,
             };
             let older = match age {
-                Some(age) => storage.count_finished_before(state, now.saturating_sub(*age))?,
+                Some(age) => storage.count_finished_by(state, now.saturating_sub(*age))?,
                 None => 0,
             };
             let n = over

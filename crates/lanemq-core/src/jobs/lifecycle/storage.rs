@@ -81,11 +81,15 @@ pub trait JobStorage {
     fn remove_job(&mut self, id: &Arc<str>, now: Millis) -> CoreResult<()>;
     /// The parents of the unfinished children removed so far hear of it.
     fn settle_removals(&mut self, now: Millis) -> CoreResult<()>;
-    /// What a drain removes: waiting jobs, and with `delayed` the delayed ones that are not a
-    /// job scheduler's pending occurrence.
+    /// Whether `job` is its job scheduler's pending occurrence: waiting or delayed, under the
+    /// id `occurrence_id(key, next_run)` of a scheduler that exists.
+    fn is_pending_occurrence(&mut self, job: &Job) -> CoreResult<bool>;
+    /// What a drain removes: waiting jobs, and with `delayed` the delayed ones, except the job
+    /// schedulers' pending occurrences (as BullMQ's drain).
     fn drainable(&mut self, delayed: bool) -> CoreResult<Vec<Arc<str>>>;
     /// What a clean removes: up to `limit` jobs in `state`, in its order, that finished (or,
-    /// unfinished, were created) at or before `cutoff` and hold no live lock at `now`.
+    /// unfinished, were created) at or before `cutoff` and hold no live lock at `now`; never a
+    /// job scheduler's pending occurrence (as BullMQ's clean).
     fn cleanable(
         &mut self,
         state: JobState,
@@ -106,8 +110,8 @@ pub trait JobStorage {
     fn count(&mut self, state: JobState) -> CoreResult<usize>;
     /// The ids of the `n` jobs that finished first in `state` (by finish time, then sequence).
     fn oldest_finished(&mut self, state: JobState, n: usize) -> CoreResult<Vec<Arc<str>>>;
-    /// How many jobs in `state` finished before `cutoff`.
-    fn count_finished_before(&mut self, state: JobState, cutoff: Millis) -> CoreResult<usize>;
+    /// How many jobs in `state` finished at or before `cutoff`.
+    fn count_finished_by(&mut self, state: JobState, cutoff: Millis) -> CoreResult<usize>;
 
     fn gate(&mut self) -> CoreResult<Gate>;
     fn set_rate_window(&mut self, window: (Millis, u64)) -> CoreResult<()>;

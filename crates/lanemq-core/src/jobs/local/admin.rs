@@ -21,8 +21,8 @@ impl JobAdmin for LocalBackend {
         self.call(move |conn, env| manage::reschedule(conn, env, &id, until, now))
     }
 
-    fn retry_job(&self, id: String, now: Millis) -> BoxFuture<()> {
-        self.call(move |conn, env| manage::retry_job(conn, env, &id, now))
+    fn retry_job(&self, id: String, reset_attempts: bool, now: Millis) -> BoxFuture<()> {
+        self.call(move |conn, env| manage::retry_job(conn, env, &id, reset_attempts, now))
     }
 
     fn update_priority(&self, id: String, priority: u32, lifo: bool) -> BoxFuture<()> {

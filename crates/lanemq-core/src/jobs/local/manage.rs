@@ -183,8 +183,14 @@ pub fn reschedule(
     lifecycle::reschedule(&mut SqlStore::new(conn, env), id, until, now)
 }
 
-pub fn retry_job(conn: &Connection, env: &mut Env, id: &str, now: Millis) -> CoreResult<()> {
-    lifecycle::retry_job(&mut SqlStore::new(conn, env), id, now)
+pub fn retry_job(
+    conn: &Connection,
+    env: &mut Env,
+    id: &str,
+    reset_attempts: bool,
+    now: Millis,
+) -> CoreResult<()> {
+    lifecycle::retry_job(&mut SqlStore::new(conn, env), id, reset_attempts, now)
 }
 
 pub fn update_priority(

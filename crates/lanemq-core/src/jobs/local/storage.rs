@@ -4,13 +4,14 @@
 
 use std::sync::Arc;
 
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 
 use crate::error::CoreResult;
 use crate::jobs::contract::NewJob;
 use crate::jobs::lifecycle::{EventField, Finished, Gate, JobStorage};
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
 use crate::jobs::options::JobOptions;
+use crate::jobs::scheduler;
 
 use super::ops::{self, Env};
 use super::rows::{
@@ -18,6 +19,10 @@ use super::rows::{
     set_meta, sql, AutoIds,
 };
 use super::{dedup, flows, manage, schedulers};
+
+/// The ids of the job schedulers' pending occurrences, as an SQL list (drain and clean keep
+/// them): `repeat:<key>:<next_run>`.
+const PENDING_IDS: &str = "(SELECT 'repeat:' || key || ':' || next_run FROM schedulers)";
 
 /// A time as SQLite's signed integer (`Millis::MAX`, "whenever", stays the largest).
 fn sql_time(at: Millis) -> i64 {
@@ -187,15 +192,28 @@ impl JobStorage for SqlStore<'_> {
         flows::settle_removals(self.conn, self.env, now)
     }
 
+    fn is_pending_occurrence(&mut self, job: &Job) -> CoreResult<bool> {
+        let Some(key) = job.options.scheduler.as_deref() else {
+            return Ok(false);
+        };
+        if !scheduler::not_started(Some(job.state)) {
+            return Ok(false);
+        }
+        let next_run: Option<i64> = self
+            .conn
+            .prepare_cached("SELECT next_run FROM schedulers WHERE key = ?1")
+            .and_then(|mut stmt| stmt.query_row([key], |r| r.get(0)).optional())
+            .map_err(sql)?;
+        Ok(next_run.is_some_and(|run| *job.id == scheduler::occurrence_id(key, run as Millis)))
+    }
+
     fn drainable(&mut self, delayed: bool) -> CoreResult<Vec<Arc<str>>> {
         // The pending occurrences of job schedulers stay (as in BullMQ).
-        let query = if delayed {
-            "SELECT id FROM jobs WHERE state = 0 OR (state = 1 AND id NOT IN \
-             (SELECT 'repeat:' || key || ':' || next_run FROM schedulers))"
-        } else {
-            "SELECT id FROM jobs WHERE state = 0"
-        };
-        self.ids(query, [])
+        let states = if delayed { "(0, 1)" } else { "(0)" };
+        self.ids(
+            &format!("SELECT id FROM jobs WHERE state IN {states} AND id NOT IN {PENDING_IDS}"),
+            [],
+        )
     }
 
     fn cleanable(
@@ -208,7 +226,8 @@ impl JobStorage for SqlStore<'_> {
         self.ids(
             &format!(
                 "SELECT id FROM jobs WHERE state = ?1 AND COALESCE(finished_on, created_at) <= ?2 \
-                 AND (lock_expires IS NULL OR lock_expires <= ?3) ORDER BY {} LIMIT ?4",
+                 AND (lock_expires IS NULL OR lock_expires <= ?3) AND id NOT IN {PENDING_IDS} \
+                 ORDER BY {} LIMIT ?4",
                 manage::order_of(state)
             ),
             rusqlite::params![
@@ -280,9 +299,9 @@ impl JobStorage for SqlStore<'_> {
         )
     }
 
-    fn count_finished_before(&mut self, state: JobState, cutoff: Millis) -> CoreResult<usize> {
+    fn count_finished_by(&mut self, state: JobState, cutoff: Millis) -> CoreResult<usize> {
         self.conn
-            .prepare_cached("SELECT count(*) FROM jobs WHERE state = ?1 AND finished_on < ?2")
+            .prepare_cached("SELECT count(*) FROM jobs WHERE state = ?1 AND finished_on <= ?2")
             .and_then(|mut stmt| {
                 stmt.query_row(rusqlite::params![code(state), cutoff as i64], |r| {
                     r.get::<_, i64>(0)

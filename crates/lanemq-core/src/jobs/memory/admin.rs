@@ -18,8 +18,8 @@ impl JobAdmin for MemoryBackend {
         self.write(|s| s.store.reschedule(&id, until, now))
     }
 
-    fn retry_job(&self, id: String, now: Millis) -> BoxFuture<()> {
-        self.write(|s| s.store.retry_job(&id, now))
+    fn retry_job(&self, id: String, reset_attempts: bool, now: Millis) -> BoxFuture<()> {
+        self.write(|s| s.store.retry_job(&id, reset_attempts, now))
     }
 
     fn update_priority(&self, id: String, priority: u32, lifo: bool) -> BoxFuture<()> {

@@ -146,8 +146,8 @@ impl MemoryStore {
     /// Runs a finished job again: back to waiting with its attempts and failure cleared. A job
     /// with dedup options takes its key back, unless another unfinished job holds it: then the
     /// retry is refused.
-    pub fn retry_job(&mut self, id: &str, now: Millis) -> CoreResult<()> {
-        lifecycle::retry_job(self, id, now)
+    pub fn retry_job(&mut self, id: &str, reset_attempts: bool, now: Millis) -> CoreResult<()> {
+        lifecycle::retry_job(self, id, reset_attempts, now)
     }
 
     pub fn update_priority(&mut self, id: &str, priority: u32, lifo: bool) -> CoreResult<()> {

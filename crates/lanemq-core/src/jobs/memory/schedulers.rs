@@ -155,7 +155,20 @@ impl MemoryStore {
         self.create_occurrence(key, &template, run, now);
     }
 
-    /// The ids of the schedulers' pending occurrences (drain keeps those that are delayed).
+    /// Whether `job` is its scheduler's pending occurrence (`JobStorage::is_pending_occurrence`).
+    pub(super) fn pending_occurrence_of(&self, job: &Job) -> bool {
+        let Some(key) = job.options.scheduler.as_deref() else {
+            return false;
+        };
+        scheduler::not_started(Some(job.state))
+            && self
+                .schedulers
+                .by_key
+                .get(key)
+                .is_some_and(|s| *job.id == occurrence_id(key, s.next_run))
+    }
+
+    /// The ids of the schedulers' pending occurrences (drain and clean keep them).
     pub(super) fn pending_occurrence_ids(&self) -> HashSet<String> {
         self.schedulers
             .by_key

@@ -83,10 +83,19 @@ impl JobStorage for MemoryStore {
         Ok(())
     }
 
+    fn is_pending_occurrence(&mut self, job: &Job) -> CoreResult<bool> {
+        Ok(self.pending_occurrence_of(job))
+    }
+
     fn drainable(&mut self, delayed: bool) -> CoreResult<Vec<Arc<str>>> {
-        let mut doomed: Vec<JobId> = self.waiting.values().cloned().collect();
+        let pending = self.pending_occurrence_ids();
+        let mut doomed: Vec<JobId> = self
+            .waiting
+            .values()
+            .filter(|id| !pending.contains(&***id))
+            .cloned()
+            .collect();
         if delayed {
-            let pending = self.pending_occurrence_ids();
             doomed.extend(
                 self.delayed
                     .iter()
@@ -104,12 +113,15 @@ impl JobStorage for MemoryStore {
         limit: usize,
         now: Millis,
     ) -> CoreResult<Vec<Arc<str>>> {
+        let pending = self.pending_occurrence_ids();
         Ok(self
             .ids_in(state)
             .filter(|id| {
                 let job = &self.jobs[*id];
                 let at = job.finished_on.unwrap_or(job.created_at);
-                at <= cutoff && job.lock.as_ref().is_none_or(|l| l.expires_at <= now)
+                at <= cutoff
+                    && job.lock.as_ref().is_none_or(|l| l.expires_at <= now)
+                    && !pending.contains(&***id)
             })
             .take(limit)
             .cloned()
@@ -168,11 +180,11 @@ impl JobStorage for MemoryStore {
             .collect())
     }
 
-    fn count_finished_before(&mut self, state: JobState, cutoff: Millis) -> CoreResult<usize> {
+    fn count_finished_by(&mut self, state: JobState, cutoff: Millis) -> CoreResult<usize> {
         Ok(self
             .finished_set(state)
             .iter()
-            .take_while(|(finished, _, _)| *finished < cutoff)
+            .take_while(|(finished, _, _)| *finished <= cutoff)
             .count())
     }
 

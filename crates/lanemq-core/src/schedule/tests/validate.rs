@@ -26,6 +26,11 @@ fn good_specs_pass() {
             limit: Some(1),
             start: Some(now + DAY),
             end: Some(now + 2 * DAY),
+            ..cron("0 9 * * *")
+        },
+        ScheduleSpec {
+            limit: Some(1),
+            end: Some(now + 2 * DAY),
             immediately: true,
             ..cron("0 9 * * *")
         },
@@ -44,6 +49,22 @@ fn every_zero() {
     // first and next refuse it too, rather than divide by zero.
     invalid_message(ScheduleSpec::every(0).first(NOW));
     invalid_message(ScheduleSpec::every(0).next(NOW, 1, NOW + 5));
+}
+
+#[test]
+fn immediately_with_start() {
+    for spec in [ScheduleSpec::every(1_000), cron("0 9 * * *")] {
+        let spec = ScheduleSpec {
+            start: Some(NOW + 5),
+            immediately: true,
+            ..spec
+        };
+        assert_eq!(
+            refused(spec),
+            "invalid start: 2005 (cannot be combined with immediately, which runs the first \
+             occurrence at once)"
+        );
+    }
 }
 
 #[test]

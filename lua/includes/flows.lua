@@ -152,10 +152,13 @@ local function apply_in_parent(id, child_key, child_id, outcome, value, policy)
     dep_put(prefix, child_key, PROCESSED, value)
   elseif outcome == "removed" or policy == "remove_dependency_on_failure" then
     dep_drop(prefix, child_key)
+  elseif policy == "keep_parent_waiting" then
+    return true -- still unprocessed: the parent waits for a retry (BullMQ's default)
   elseif policy == "ignore_dependency_on_failure" then
     dep_put(prefix, child_key, IGNORED, value)
   elseif policy == "continue_parent_on_failure" then
-    dep_put(prefix, child_key, FAILED_DEP, value)
+    -- Recorded as ignored, as BullMQ does (its ignored-failures read shows it).
+    dep_put(prefix, child_key, IGNORED, value)
     release = waiting
   else
     dep_put(prefix, child_key, FAILED_DEP, value)
@@ -181,9 +184,23 @@ local function flow_apply(parent, child_id, outcome, value, policy)
     policy)
 end
 
+-- Whether a retention deletes the job that just finished (effects.rs removes_at_once).
+local function removes_at_once(retention)
+  if retention == "remove_all" then return true end
+  return type(retention) == "table" and type(retention.keep) == "table"
+    and retention.keep.count == 0
+end
+
 flow_on_finish = function(id, opts_json, outcome, value)
   local parent, policy = parent_of(opts_json)
-  if parent then flow_apply(parent, id, outcome, value, policy) end
+  if not parent then return end
+  -- A child its parent would keep waiting for, removed at once by its own retention, lets go
+  -- instead (BullMQ drops the removed dependency).
+  if outcome == "failed" and policy == "keep_parent_waiting"
+      and removes_at_once(cjson.decode(opts_json).remove_on_fail) then
+    outcome = "removed"
+  end
+  flow_apply(parent, id, outcome, value, policy)
 end
 
 -- Before a finished child is retried by hand: counted again while its parent still waits for
@@ -195,10 +212,12 @@ local flow_on_retry
 -- own parent hears of it as of a retried child.
 local function rejoin(parent_id, child_key, child_id, child_queue)
   local state = tonumber(get("state", parent_id))
-  if state == FAILED_STATE then
-    local reason = get("reason", parent_id) or ""
-    local cause = "child " .. child_id .. " failed: "
-    if string.sub(reason, 1, #cause) ~= cause then return end
+  if not state then return end
+  local bucket = dep_bucket(dep_prefix(parent_id), child_key)
+  local recorded = bucket == FAILED_DEP or bucket == IGNORED
+  local reason = state == FAILED_STATE and (get("reason", parent_id) or "") or ""
+  local cause = "child " .. child_id .. " failed: "
+  if state == FAILED_STATE and string.sub(reason, 1, #cause) == cause then
     redis.call("ZREM", FAILED, hex(num("seq", parent_id)) .. parent_id)
     set("state", parent_id, CHILDREN_STATE)
     set("finished", parent_id, nil)
@@ -206,7 +225,7 @@ local function rejoin(parent_id, child_key, child_id, child_queue)
     redis.call("ZADD", CHILDREN, NOW_TEXT, hex(num("seq", parent_id)) .. parent_id)
     emit("waiting-children", parent_id, "prev", "failed")
     flow_on_retry(parent_id, opts_of(parent_id))
-  elseif state ~= CHILDREN_STATE then
+  elseif state ~= CHILDREN_STATE and not recorded then
     return
   end
   dep_put(dep_prefix(parent_id), child_key, UNPROCESSED, child_queue)
@@ -225,13 +244,14 @@ local STATE_NAMES = {[WAITING_STATE] = "waiting", [DELAYED_STATE] = "delayed",
 
 local function live_lock(id) return get("token", id) and num("expires", id) > NOW end
 
--- Unfinished children removed by this script: their parents hear of it once the removal is
+-- Children removed by this script: their parents hear of it once the removal is
 -- recorded (settle_removals), as on the other backends.
 local removed_children = {}
 
 -- Deletes job `id` and the dedup key it holds, noting it if it is an unfinished child.
 local function discard(id, state, unlisted)
-  if state ~= COMPLETED_STATE and state ~= FAILED_STATE then
+  -- A failed child may still be pending for its parent (keep_parent_waiting).
+  if state ~= COMPLETED_STATE then
     local parent = parent_of(opts_of(id))
     if parent then removed_children[#removed_children + 1] = {parent, id} end
   end

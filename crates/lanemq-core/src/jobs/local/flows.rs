@@ -180,6 +180,7 @@ pub fn apply_here(
         Record::Failed(reason) => put(conn, parent_id, child, FAILED, Some(&reason))?,
         Record::Ignored(reason) => put(conn, parent_id, child, IGNORED, Some(&reason))?,
         Record::Dropped => drop_child(conn, parent_id, &child_key)?,
+        Record::Kept => {}
     }
     match then {
         Then::Stay => {}
@@ -203,11 +204,12 @@ pub fn on_finish(
     apply(conn, env, parent, id, outcome, now)
 }
 
-/// Before `job` is removed (remove, clean, drain): an unfinished child is noted, to leave its
-/// parent's dependencies when the removal settles.
+/// Before `job` is removed (remove, clean, drain): a child is noted, to leave its parent's
+/// dependencies when the removal settles (if it is still pending there: unfinished, or failed
+/// under `keep_parent_waiting`).
 pub fn on_removal(env: &mut Env, job: &Job) {
     if let Some(parent) = &job.options.parent {
-        if !job.state.is_finished() {
+        if job.state != JobState::Completed {
             env.flow_removed.push((parent.clone(), job.id.to_string()));
         }
     }
@@ -255,9 +257,14 @@ pub fn rejoin(
     let Some(parent) = load(conn, parent_id)? else {
         return Ok(());
     };
+    let recorded = matches!(
+        bucket_of(conn, parent_id, &child.key())?,
+        Some(FAILED | IGNORED)
+    );
     match flow::on_retry(
         &child.id,
         Some((parent.state, parent.failed_reason.as_deref())),
+        recorded,
     ) {
         Retried::Detached => return Ok(()),
         Retried::Rejoin => {}

@@ -112,32 +112,18 @@ impl MemoryStore {
         });
     }
 
-    /// After `key` completed or failed for good: tells its parent, if it has one.
-    pub(super) fn flow_on_finish(&mut self, key: &JobId, now: Millis) {
-        let job = &self.jobs[key];
-        if job.options.parent.is_none() {
-            return;
-        }
-        let outcome = match job.state {
-            JobState::Completed => {
-                ChildOutcome::Completed(job.return_value.as_deref().unwrap_or("null").to_owned())
-            }
-            JobState::Failed => ChildOutcome::Failed {
-                reason: job.failed_reason.clone().unwrap_or_default(),
-                policy: job.options.parent_policy,
-            },
-            _ => return,
-        };
+    /// After `key` completed or failed for good: tells its parent `outcome`.
+    pub(super) fn flow_on_finish(&mut self, key: &JobId, outcome: ChildOutcome, now: Millis) {
         // A parent in this store hears at once, as in SQLite and Lua: the child's retention, which
         // comes after (`lifecycle::effects`), then counts what the news did to its parent. One
         // in another queue hears when the group settles, still within this operation.
         self.tell_parent_now(key, Change::Done(outcome), now);
     }
 
-    /// Before `key` is removed (remove, clean, drain): an unfinished child leaves its parent's
-    /// dependencies.
+    /// Before `key` is removed (remove, clean, drain): a child still pending for its parent
+    /// (unfinished, or failed under `keep_parent_waiting`) leaves its dependencies.
     pub(super) fn flow_on_removal(&mut self, key: &JobId, now: Millis) {
-        if !self.jobs[key].state.is_finished() {
+        if self.jobs[key].state != JobState::Completed {
             self.tell_parent(key, Change::Done(ChildOutcome::Removed), now);
         }
     }
@@ -180,7 +166,10 @@ impl MemoryStore {
         let outcome = match event.change {
             Change::Retried => {
                 let reason = self.jobs[&key].failed_reason.as_deref();
-                let decision = flow::on_retry(&event.child.id, Some((state, reason)));
+                let recorded = self.flow.deps.get(&key).is_some_and(|d| {
+                    d.failed.contains_key(&child_key) || d.ignored.contains_key(&child_key)
+                });
+                let decision = flow::on_retry(&event.child.id, Some((state, reason)), recorded);
                 match decision {
                     Retried::Detached => return false,
                     Retried::Rejoin => {}
@@ -198,9 +187,9 @@ impl MemoryStore {
         let Some(deps) = self.flow.deps.get_mut(&key) else {
             return false;
         };
-        if deps.unprocessed.remove(&child_key).is_none() {
+        let Some(child) = deps.unprocessed.remove(&child_key) else {
             return false;
-        }
+        };
         let (record, then) =
             flow::on_child(&event.child.id, outcome, deps.unprocessed.len(), state);
         match record {
@@ -208,6 +197,10 @@ impl MemoryStore {
             Record::Failed(reason) => deps.failed.insert(child_key, reason),
             Record::Ignored(reason) => deps.ignored.insert(child_key, reason),
             Record::Dropped => None,
+            Record::Kept => {
+                deps.unprocessed.insert(child_key, child);
+                None
+            }
         };
         match then {
             Then::Stay => {}

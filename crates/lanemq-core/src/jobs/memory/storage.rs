@@ -214,8 +214,8 @@ impl JobStorage for MemoryStore {
     }
 
     fn tell_parent(&mut self, finished: &Finished, now: Millis) -> CoreResult<()> {
-        if finished.parent.is_some() {
-            self.flow_on_finish(&finished.id, now);
+        if let Some((_, outcome)) = &finished.parent {
+            self.flow_on_finish(&finished.id, outcome.clone(), now);
         }
         Ok(())
     }

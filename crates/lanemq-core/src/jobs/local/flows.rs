@@ -115,7 +115,7 @@ pub fn on_obliterate(conn: &Connection, env: &mut Env, now: Millis) -> CoreResul
             .map_err(|e| CoreError::Storage(format!("job {id:?}: bad options: {e}")))?;
         match options.parent {
             Some(parent) if parent.queue != env.queue => {
-                apply(conn, env, &parent, &id, ChildOutcome::Removed, now)?;
+                apply(conn, env, &parent, &id, ChildOutcome::Removed, now, false)?;
             }
             _ => {}
         }
@@ -131,7 +131,7 @@ pub fn clear(conn: &Connection) -> CoreResult<()> {
 }
 
 /// Applies `outcome` of the child `child_id` (of this queue) to its parent: here, or by a
-/// message to the parent's queue.
+/// message to the parent's queue. `hard`: a drain's or clean's removal (`apply_here`).
 fn apply(
     conn: &Connection,
     env: &mut Env,
@@ -139,6 +139,7 @@ fn apply(
     child_id: &str,
     outcome: ChildOutcome,
     now: Millis,
+    hard: bool,
 ) -> CoreResult<()> {
     if parent.queue != env.queue {
         let message = Message::Child {
@@ -153,11 +154,13 @@ fn apply(
         queue: env.queue.clone(),
         id: child_id.to_owned(),
     };
-    apply_here(conn, env, &parent.id, &child, outcome, now).map(drop)
+    apply_here(conn, env, &parent.id, &child, outcome, now, hard).map(drop)
 }
 
 /// Applies `outcome` of `child` (of any queue) to its parent `parent_id` here; `true` if the
-/// child was one of the parent's pending dependencies.
+/// child was one of the parent's pending dependencies. With `hard` (a drain's or clean's
+/// removal of a child of this queue), a parent left with no pending child is deleted rather
+/// than released, as BullMQ does; its own parent hears of it as of a drained child.
 pub fn apply_here(
     conn: &Connection,
     env: &mut Env,
@@ -165,6 +168,7 @@ pub fn apply_here(
     child: &ParentRef,
     outcome: ChildOutcome,
     now: Millis,
+    hard: bool,
 ) -> CoreResult<bool> {
     let Some(parent_job) = load(conn, parent_id)? else {
         return Ok(false);
@@ -184,6 +188,13 @@ pub fn apply_here(
     }
     match then {
         Then::Stay => {}
+        Then::Release if hard && child.queue == env.queue => {
+            let mut store = SqlStore::new(conn, env);
+            let parent_id: Arc<str> = Arc::from(parent_id);
+            lifecycle::JobStorage::remove_job(&mut store, &parent_id, now)?;
+            let prev = ("prev", parent_job.state.as_str().into());
+            lifecycle::JobStorage::event(&mut store, now, "removed", Some(&parent_id), Some(prev))?;
+        }
         Then::Release => lifecycle::release_parent(&mut SqlStore::new(conn, env), parent_id, now)?,
         Then::Fail(reason) => {
             lifecycle::fail_now(&mut SqlStore::new(conn, env), parent_id, &reason, now)?;
@@ -201,7 +212,7 @@ pub fn on_finish(
     outcome: ChildOutcome,
     now: Millis,
 ) -> CoreResult<()> {
-    apply(conn, env, parent, id, outcome, now)
+    apply(conn, env, parent, id, outcome, now, false)
 }
 
 /// Before `job` is removed (remove, clean, drain): a child is noted, to leave its parent's
@@ -216,12 +227,87 @@ pub fn on_removal(env: &mut Env, job: &Job) {
 }
 
 /// After a removal wrote its events: the removed children leave their parents' dependencies
-/// (as the memory store settles after the operation).
-pub fn settle_removals(conn: &Connection, env: &mut Env, now: Millis) -> CoreResult<()> {
-    for (parent, child) in std::mem::take(&mut env.flow_removed) {
-        apply(conn, env, &parent, &child, ChildOutcome::Removed, now)?;
+/// (as the memory store settles after the operation); `hard` for a drain or clean
+/// (`apply_here`), whose deleted parents' parents hear of it in turn.
+pub fn settle_removals(
+    conn: &Connection,
+    env: &mut Env,
+    now: Millis,
+    hard: bool,
+) -> CoreResult<()> {
+    while !env.flow_removed.is_empty() {
+        for (parent, child) in std::mem::take(&mut env.flow_removed) {
+            apply(conn, env, &parent, &child, ChildOutcome::Removed, now, hard)?;
+        }
     }
     Ok(())
+}
+
+/// Every child of `id` (in any bucket), as `ParentRef`s.
+pub fn children(conn: &Connection, id: &str) -> CoreResult<Vec<ParentRef>> {
+    let mut stmt = conn
+        .prepare_cached("SELECT child_key, child_id FROM flow_deps WHERE parent_id = ?1")
+        .map_err(sql)?;
+    let rows = stmt
+        .query_map([id], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        })
+        .map_err(sql)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(sql)?;
+    Ok(rows
+        .into_iter()
+        .map(|(key, id)| ParentRef {
+            queue: key[..key.len().saturating_sub(id.len() + 1)].to_owned(),
+            id,
+        })
+        .collect())
+}
+
+/// The id of a job of the tree under `id` in the file `conn` (of queue `queue`) that a live
+/// lock holds. Descendants in yet other files are checked when their removal arrives there.
+pub fn tree_locked(
+    conn: &Connection,
+    queue: &str,
+    id: &str,
+    now: Millis,
+) -> CoreResult<Option<String>> {
+    let Some(job) = load(conn, id)? else {
+        return Ok(None);
+    };
+    if job.lock.as_ref().is_some_and(|l| l.expires_at > now) {
+        return Ok(Some(id.to_owned()));
+    }
+    for child in children(conn, id)? {
+        if child.queue == queue {
+            if let Some(held) = tree_locked(conn, queue, &child.id, now)? {
+                return Ok(Some(held));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// For a child in another queue's file: the id of a job of its tree there under a live lock.
+pub fn remote_locked(env: &mut Env, child: &ParentRef, now: Millis) -> CoreResult<Option<String>> {
+    relay::with_link(env, &child.queue, |link, _| {
+        tree_locked(link, &child.queue, &child.id, now)
+    })
+}
+
+/// Removes a child in another queue's file with its tree there, by a message delivered after
+/// the commit.
+pub fn remove_remote(
+    conn: &Connection,
+    env: &mut Env,
+    child: &ParentRef,
+    now: Millis,
+) -> CoreResult<()> {
+    let message = Message::Remove {
+        child: child.id.clone(),
+        at: now,
+    };
+    relay::send(conn, env, &child.queue, &message)
 }
 
 /// Before `job` is retried by hand (or, for a parent, reopened): its parent hears of it.
@@ -623,7 +709,15 @@ pub fn remove_child_dependency(
         id: child_id.to_owned(),
     };
     if parent.queue == env.queue {
-        return apply_here(conn, env, &parent.id, &me, ChildOutcome::Removed, now);
+        return apply_here(
+            conn,
+            env,
+            &parent.id,
+            &me,
+            ChildOutcome::Removed,
+            now,
+            false,
+        );
     }
     // The parent's file says whether it still waits for this child; the message delivered
     // after the commit makes it stop.
@@ -631,7 +725,15 @@ pub fn remove_child_dependency(
     let pending = relay::with_link(env, &parent.queue, |link, _| {
         Ok(bucket_of(link, &parent.id, &key)? == Some(UNPROCESSED))
     })?;
-    apply(conn, env, &parent, child_id, ChildOutcome::Removed, now)?;
+    apply(
+        conn,
+        env,
+        &parent,
+        child_id,
+        ChildOutcome::Removed,
+        now,
+        false,
+    )?;
     Ok(pending)
 }
 
@@ -665,8 +767,8 @@ pub fn remove_unprocessed_children(
         let queue = &key[..key.len().saturating_sub(child.len() + 1)];
         if queue != env.queue {
             let removable = relay::with_link(env, queue, |link, _| {
-                Ok(load(link, &child)?
-                    .is_some_and(|job| job.lock.as_ref().is_none_or(|l| l.expires_at <= now)))
+                Ok(load(link, &child)?.is_some()
+                    && tree_locked(link, queue, &child, now)?.is_none())
             })?;
             if removable {
                 let message = Message::Remove { child, at: now };

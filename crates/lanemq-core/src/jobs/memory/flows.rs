@@ -13,7 +13,7 @@ use crate::error::{CoreError, CoreResult};
 
 use super::store::{JobId, MemoryStore};
 use super::MemoryBackend;
-use super::{finish, Queues};
+use super::{finish, settle_missing, Queues};
 use crate::jobs::contract::NewJob;
 use crate::jobs::contract::{BoxFuture, JobFlows};
 use crate::jobs::flow::{
@@ -27,6 +27,8 @@ use crate::jobs::options::check_payload;
 /// One parent's children, by key.
 #[derive(Debug, Default)]
 struct Deps {
+    /// Every child in the sets below, whatever its set (a removal takes the whole tree).
+    refs: HashMap<String, ParentRef>,
     unprocessed: BTreeMap<String, ParentRef>,
     processed: BTreeMap<String, String>,
     failed: BTreeMap<String, String>,
@@ -47,6 +49,9 @@ pub(super) struct ChildEvent {
     child: ParentRef,
     change: Change,
     at: Millis,
+    /// A removal by a drain or clean: a parent of the child's queue left with no pending
+    /// child is deleted rather than released.
+    hard: bool,
 }
 
 #[derive(Debug)]
@@ -54,6 +59,8 @@ pub(super) struct Flows {
     queue: Arc<str>,
     deps: HashMap<JobId, Deps, foldhash::fast::RandomState>,
     outbox: Vec<ChildEvent>,
+    /// Children in other queues to remove with their trees (a removed parent's).
+    removals: Vec<(ParentRef, Millis)>,
     /// Parents failed by a child since the last settle (their waiters are told).
     settled: Vec<(JobId, FinishedResult)>,
 }
@@ -64,6 +71,7 @@ impl Default for Flows {
             queue: Arc::from("default"),
             deps: HashMap::default(),
             outbox: Vec::new(),
+            removals: Vec::new(),
             settled: Vec::new(),
         }
     }
@@ -109,7 +117,33 @@ impl MemoryStore {
             child,
             change,
             at: now,
+            hard: false,
         });
+    }
+
+    /// After a drain or clean (`hard`): the removals it told parents of are hard.
+    pub(super) fn settle_removals(&mut self, hard: bool) {
+        if hard {
+            for event in &mut self.flow.outbox {
+                if matches!(event.change, Change::Done(ChildOutcome::Removed)) {
+                    event.hard = true;
+                }
+            }
+        }
+    }
+
+    /// Every child of `id`, in any set.
+    pub(super) fn children_of(&self, id: &str) -> Vec<ParentRef> {
+        self.flow
+            .deps
+            .get(id)
+            .map(|d| d.refs.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// A child in another queue to remove with its tree, once this operation is done.
+    pub(super) fn remove_elsewhere(&mut self, child: &ParentRef, now: Millis) {
+        self.flow.removals.push((child.clone(), now));
     }
 
     /// After `key` completed or failed for good: tells its parent `outcome`.
@@ -179,6 +213,7 @@ impl MemoryStore {
                 deps.processed.remove(&child_key);
                 deps.failed.remove(&child_key);
                 deps.ignored.remove(&child_key);
+                deps.refs.insert(child_key.clone(), event.child.clone());
                 deps.unprocessed.insert(child_key, event.child);
                 return true;
             }
@@ -196,7 +231,10 @@ impl MemoryStore {
             Record::Processed(value) => deps.processed.insert(child_key, value),
             Record::Failed(reason) => deps.failed.insert(child_key, reason),
             Record::Ignored(reason) => deps.ignored.insert(child_key, reason),
-            Record::Dropped => None,
+            Record::Dropped => {
+                deps.refs.remove(&child_key);
+                None
+            }
             Record::Kept => {
                 deps.unprocessed.insert(child_key, child);
                 None
@@ -204,6 +242,9 @@ impl MemoryStore {
         };
         match then {
             Then::Stay => {}
+            Then::Release if event.hard && event.child.queue == *self.flow.queue => {
+                self.delete_emptied_parent(&key, event.at);
+            }
             Then::Release => self.release_parent(&key, event.at),
             Then::Fail(reason) => {
                 crate::jobs::lifecycle::fail_now(self, &key, &reason, event.at)
@@ -214,6 +255,19 @@ impl MemoryStore {
             }
         }
         true
+    }
+
+    /// A parent that a drain or clean left without pending children in its own queue: deleted
+    /// (BullMQ's rule), and its own parent hears of it as of a drained child.
+    fn delete_emptied_parent(&mut self, key: &JobId, now: Millis) {
+        let prev = self.jobs[key].state.as_str();
+        lifecycle::JobStorage::event(self, now, "removed", Some(key), Some(("prev", prev.into())))
+            .expect("the memory store does not fail");
+        let before = self.flow.outbox.len();
+        self.delete_releasing(key, now);
+        for event in &mut self.flow.outbox[before..] {
+            event.hard = true;
+        }
     }
 
     /// A parent that failed because of a child retried by hand waits for its children again,
@@ -245,6 +299,7 @@ impl MemoryStore {
     fn add_dependency(&mut self, parent: &str, child: ParentRef) {
         let key = self.key(parent).expect("a flow's parent exists");
         let deps = self.flow.deps.entry(key).or_default();
+        deps.refs.insert(child.key(), child.clone());
         deps.unprocessed.insert(child.key(), child);
     }
 
@@ -297,24 +352,35 @@ impl MemoryStore {
 /// Delivers what children told their parents, until nothing is left (a parent failed by a
 /// child tells its own parent), then tells the waiters of parents that failed.
 pub(super) fn settle_flows(queues: &mut Queues) {
-    if queues
-        .states
-        .iter()
-        .all(|s| s.store.flow.outbox.is_empty() && s.store.flow.settled.is_empty())
-    {
+    if queues.states.iter().all(|s| {
+        s.store.flow.outbox.is_empty()
+            && s.store.flow.settled.is_empty()
+            && s.store.flow.removals.is_empty()
+    }) {
         return;
     }
+    let mut removed_any = false;
     loop {
         let mut events = Vec::new();
+        let mut removals = Vec::new();
         for state in &mut queues.states {
             events.append(&mut state.store.flow.outbox);
+            removals.append(&mut state.store.flow.removals);
         }
-        if events.is_empty() {
+        if events.is_empty() && removals.is_empty() {
             break;
         }
         for event in events {
+            removed_any |= event.hard;
             if let Some(i) = queues.index(&event.parent.queue) {
                 queues.states[i].store.apply_child_event(event);
+            }
+        }
+        for (child, at) in removals {
+            removed_any = true;
+            if let Some(i) = queues.index(&child.queue) {
+                // Checked already (`tree_locked`): a refusal here changes nothing.
+                let _ = lifecycle::remove(&mut queues.states[i].store, &child.id, at);
             }
         }
     }
@@ -322,7 +388,40 @@ pub(super) fn settle_flows(queues: &mut Queues) {
         for (id, result) in std::mem::take(&mut state.store.flow.settled) {
             finish(&mut state.waiters, &id, || result);
         }
+        if removed_any {
+            settle_missing(state);
+        }
     }
+}
+
+/// The id of a job of the tree under `id` (of queue `queue`), in any of the group's queues,
+/// that a live lock holds.
+pub(super) fn tree_locked(queues: &Queues, queue: &str, id: &str, now: Millis) -> Option<String> {
+    let store = &queues.states[queues.index(queue)?].store;
+    let job = store.jobs.get(id)?;
+    if job.lock.as_ref().is_some_and(|l| l.expires_at > now) {
+        return Some(id.to_owned());
+    }
+    store
+        .children_of(id)
+        .iter()
+        .find_map(|child| tree_locked(queues, &child.queue, &child.id, now))
+}
+
+/// Removes `id` of queue `at` with its tree (`lifecycle::remove`), its descendants in other
+/// queues checked first for live locks.
+pub(super) fn remove_tree(queues: &mut Queues, at: usize, id: &str, now: Millis) -> CoreResult<()> {
+    let store = &queues.states[at].store;
+    for child in store.children_of(id) {
+        if child.queue != store.queue_name() {
+            if let Some(held) = tree_locked(queues, &child.queue, &child.id, now) {
+                return Err(CoreError::Refused(format!(
+                    "job {id:?} cannot be removed: its descendant {held:?} is locked by a worker"
+                )));
+            }
+        }
+    }
+    queues.states[at].store.remove(id, now)
 }
 
 fn check(queues: &Queues, nodes: &[&FlowNode], home: &str, path: &str) -> CoreResult<()> {
@@ -446,6 +545,7 @@ pub(super) fn remove_child_dependency(
         child,
         change: Change::Done(ChildOutcome::Removed),
         at: now,
+        hard: false,
     }))
 }
 
@@ -467,9 +567,8 @@ pub(super) fn remove_unprocessed_children(
         let Some(i) = queues.index(&child.queue) else {
             continue;
         };
-        let state = &mut queues.states[i];
-        if state.store.remove(&child.id, now).is_ok() {
-            finish(&mut state.waiters, &child.id, || FinishedResult::Missing);
+        // A child whose tree a worker holds a job of stays, with its tree.
+        if remove_tree(queues, i, &child.id, now).is_ok() {
             removed += 1;
         }
     }

@@ -16,8 +16,9 @@
 --   "detach", child id, its options JSON as the client read it, the same without parent
 --       The child leaves its parent: {"ok", 1 if it was pending for it, else 0}, {"missing"},
 --       or {"retry"} when its options changed since the client read them.
---   "prune", parent id    Removes every unprocessed child no live lock holds (each leaves the
---       parent, released once none is left): {"ok", count}, or {"missing"}.
+--   "prune", parent id    Removes every unprocessed child, with its tree, unless a live lock
+--       holds a job of that tree (each leaves the parent, released once none is left):
+--       {"ok", count}, or {"missing"}.
 local op = ARGV[3]
 
 -- A node's options with its parent: the client sends them without one, as an automatic parent
@@ -132,7 +133,7 @@ local function add(own, parent_id, token)
   for _, node in ipairs(nodes) do
     if node.parent_id then
       in_queue(node.parent_queue, dep_put, dep_prefix(node.parent_id),
-        node.queue .. ":" .. node.id, UNPROCESSED, node.queue)
+        node.queue .. ":" .. node.id, UNPROCESSED, nil, node.queue)
     end
   end
   return {"ok", out}
@@ -155,8 +156,9 @@ local function page(prefix, bucket, cursor, count, with_values)
   end
   if not with_values then return keys, next_cursor end
   local out = {}
-  for i, value in ipairs(hmget(DEPS_VALUES, fields)) do
-    push2(out, keys[i], string.sub(value or "", 2))
+  for i, raw in ipairs(hmget(DEPS_VALUES, fields)) do
+    local _, _, value = dep_decode(raw or "")
+    push2(out, keys[i], value)
   end
   return out, next_cursor
 end
@@ -189,18 +191,16 @@ elseif op == "detach" then
   local parent = parent_of(ARGV[5])
   return {"ok", flow_apply(parent, id, "removed") and 1 or 0}
 elseif op == "prune" then
-  -- Each child is removed in its own queue (key `<queue>:<id>`, its queue stored as the value).
-  local children = page(prefix, UNPROCESSED, 0, nil, true)
-  for i = 1, #children, 2 do
-    local base = block_base(children[i + 1])
-    local child_id = string.sub(children[i], #children[i + 1] + 2)
-    need_chain(redis.call("HGET", KEYS[base + 13], child_id))
+  -- Each child is removed in its own queue with its tree, unless a live lock holds a job of
+  -- it; every tree is read (and the keys of its queues checked) before anything is written.
+  local plans = {}
+  for _, child in ipairs(dep_children(id, UNPROCESSED)) do
+    need_chain(in_queue(child[1], opts_of, child[2]))
+    local nodes = {}
+    if not plan_tree(child[1], child[2], nodes) and #nodes > 0 then plans[#plans + 1] = nodes end
   end
-  local removed = 0
-  for i = 1, #children, 2 do
-    local child_id = string.sub(children[i], #children[i + 1] + 2)
-    if in_queue(children[i + 1], remove_job, child_id) == "ok" then removed = removed + 1 end
-  end
-  return {"ok", removed}
+  for _, nodes in ipairs(plans) do remove_planned(nodes) end
+  settle_removals(false)
+  return {"ok", #plans}
 end
 return redis.error_reply("flows: unknown op " .. tostring(op))

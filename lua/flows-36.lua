@@ -7,7 +7,10 @@
 --       in waiting_children (no attempt used, lock released) and adds its new children. Every
 --       node was validated by the client; nodes may be in other queues (whose keys follow).
 --       Returns {"ok", {id, seq, order}...}, or writes nothing and returns {"exists", node
---       index} (a custom id is taken) or the parent's lock refusal {kind, message}.
+--       index} (a custom id is taken) or the parent's lock refusal {kind, message}. A flow
+--       (no parent id) whose root's custom id exists in this queue is that job: {"existing",
+--       {queue, job, parent index}...} (the job and its children in preorder; parent index
+--       1-based, 0 for the root), with only a duplicated event written.
 --   "deps", id, 4 cursors, count ("" = all)
 --       A page of each bucket (processed, unprocessed, failed, ignored): {"ok", processed
 --       {key, value...}, unprocessed {key...}, failed {key, reason...}, ignored {key,
@@ -83,6 +86,20 @@ local function create_in(queue, mine)
   end
 end
 
+-- Appends the existing job `id` of `queue` and its children (in every bucket, in whatever
+-- queue) to `out` as {queue, job, parent index} in preorder. Only reads.
+local function existing_tree(queue, id, parent, out)
+  in_queue(queue, function()
+    out[#out + 1] = {queue, job(id), parent}
+    local me = #out
+    for _, child in ipairs(dep_children(id)) do
+      if in_queue(child[1], get, "state", child[2]) then
+        existing_tree(child[1], child[2], me, out)
+      end
+    end
+  end)
+end
+
 local function add(own, parent_id, token)
   home_queue = own
   local nodes, queues, order = {}, {}, {}
@@ -103,6 +120,15 @@ local function add(own, parent_id, token)
   if parent_id ~= "" then
     local refused = check(parent_id, token)
     if refused then return refused end
+  end
+  -- A flow whose root's custom id exists is that job with its children, as a single add
+  -- returns the existing job (flow.rs root_custom_id).
+  local root = nodes[1]
+  if parent_id == "" and root.id ~= "" and root.queue == own and get("state", root.id) then
+    local out = {}
+    existing_tree(own, root.id, 0, out)
+    emit("duplicated", root.id)
+    return {"existing", out}
   end
   for _, queue in ipairs(order) do
     local index = in_queue(queue, taken, of_queue(nodes, queue))

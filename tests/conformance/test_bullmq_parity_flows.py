@@ -401,8 +401,9 @@ async def test_re_adding_a_flow_with_custom_ids_returns_the_existing_jobs(
     assert again.job.id == first.job.id == "r"
     assert sorted(c.job.id for c in again.children) == ["a", "b"]
     assert sum((await queue.get_job_counts()).values()) == 3
+    # Like a single add: the existing job, one duplicated event, nothing else written.
     duplicated = [e.job_id for e in await queue.read_events() if e.event == "duplicated"]
-    assert sorted(duplicated) == ["a", "b", "r"]
+    assert duplicated == ["r"]
 
 
 async def test_a_childless_root_with_dedup_is_deduplicated(queue: JobQueue) -> None:
@@ -423,3 +424,63 @@ async def test_a_childless_root_with_keep_last_dedup_keeps_the_last(queue: JobQu
     await queue.complete(running.id, running.lock_token, None, now=T + 4)
     (last,) = await claim(queue, T + 5)
     assert last.data == 3
+
+
+async def test_re_adding_a_flow_spanning_queues_returns_the_existing_tree(
+    queue: JobQueue, sibling: Callable[[str], JobQueue]
+) -> None:
+    other = sibling("kids")
+
+    def flow() -> FlowJob:
+        return FlowJob(
+            "root",
+            options={"job_id": "r"},
+            children=[FlowJob("kid", queue=other.name, children=[FlowJob("grandkid")])],
+        )
+
+    first = await queue.add_flow(flow(), now=T)
+    again = await queue.add_flow(flow(), now=T + 1)
+    (kid,) = again.children
+    assert kid.job.id == first.children[0].job.id and kid.job.queue is other
+    assert [g.job.id for g in kid.children] == [first.children[0].children[0].job.id]
+    assert sum((await other.get_job_counts()).values()) == 2
+
+
+async def test_a_re_added_flow_with_bad_options_is_still_refused(queue: JobQueue) -> None:
+    await queue.add_flow(FlowJob("root", options={"job_id": "r"}, children=[FlowJob("a")]), now=T)
+    bad = FlowJob(
+        "root",
+        options={"job_id": "r"},
+        children=[FlowJob("a", options={"parent_policy": "sometimes"})],
+    )
+    with pytest.raises(ConfigError, match="sometimes"):
+        await queue.add_flow(bad, now=T + 1)
+    assert [e.event for e in await queue.read_events()].count("duplicated") == 0
+
+
+async def test_a_new_flow_with_a_childs_custom_id_taken_writes_nothing(queue: JobQueue) -> None:
+    await queue.add("taken", None, job_id="a", now=T)
+    flow = FlowJob("root", children=[FlowJob("a", options={"job_id": "a"})])
+    with pytest.raises(ConfigError, match='job_id "a" already exists'):
+        await queue.add_flow(flow, now=T + 1)
+    assert sum((await queue.get_job_counts()).values()) == 1
+
+
+async def test_a_childless_root_whose_custom_id_exists_is_the_existing_job(
+    queue: JobQueue,
+) -> None:
+    first = await queue.add_flow(FlowJob("root", 1, options={"job_id": "r"}), now=T)
+    again = await queue.add_flow(FlowJob("root", 2, options={"job_id": "r"}), now=T + 1)
+    assert again.job.id == first.job.id and again.job.data == 1
+
+
+async def test_dedup_on_a_node_with_children_is_refused_and_writes_nothing(
+    queue: JobQueue,
+) -> None:
+    flow = FlowJob("root", options={"dedup": Dedup("d")}, children=[FlowJob("a")])
+    with pytest.raises(ConfigError, match=r'flow node root: dedup \("d"\)'):
+        await queue.add_flow(flow, now=T)
+    child = FlowJob("root", children=[FlowJob("a", options={"dedup": Dedup("d")})])
+    with pytest.raises(ConfigError, match=r"flow node root.children\[0\]: dedup"):
+        await queue.add_flow(child, now=T)
+    assert sum((await queue.get_job_counts()).values()) == 0

@@ -181,6 +181,29 @@ pub struct DependencyCounts {
     pub ignored: usize,
 }
 
+/// Whether a flow is one job: a root without children in the queue the flow is added on. It
+/// is then added as `add` adds a job (its dedup options, a custom id that exists: the existing
+/// job), so that a flow of one job and a single add agree.
+pub fn is_single_job(root: &FlowNode, home: &str) -> bool {
+    root.children.is_empty() && root.queue.as_deref().is_none_or(|q| q == home)
+}
+
+/// The custom id of a flow's root in the queue the flow is added on: when a job has it, the
+/// flow is that job, with the children it has (like a single add, nothing else is written but
+/// a `duplicated` event).
+pub fn root_custom_id<'a>(root: &'a FlowNode, home: &str) -> Option<&'a str> {
+    if root.queue.as_deref().is_some_and(|q| q != home) {
+        return None;
+    }
+    root.job.options.job_id.as_deref()
+}
+
+/// Sorts the children of an existing job's node by key, as its parent's sets are.
+pub fn sort_children(node: &mut AddedNode) {
+    node.children
+        .sort_by(|a, b| child_key(&a.queue, &a.job.id).cmp(&child_key(&b.queue, &b.job.id)));
+}
+
 /// The error of the flow calls on a backend that does not implement flows yet.
 pub fn unsupported() -> CoreError {
     CoreError::Refused("flows are not supported by this backend yet".into())
@@ -218,7 +241,8 @@ pub fn check_nodes(
         node.job.options.validate().map_err(named)?;
         if let Some(dedup) = &node.job.options.dedup {
             return Err(named(CoreError::InvalidConfig(format!(
-                "dedup ({:?}) is not supported on flow jobs",
+                "dedup ({:?}) is supported only on a flow of one job (a root without \
+                 children), which is added as a single job",
                 dedup.id
             ))));
         }

@@ -787,12 +787,88 @@ pub fn remove_unprocessed_children(
     Ok(removed)
 }
 
+/// The existing job a flow's root is, when its custom id exists (`flow::root_custom_id`):
+/// its node with its children as they are, after a `duplicated` event; the flow's options are
+/// still checked.
+fn existing_root(
+    conn: &Connection,
+    env: &mut Env,
+    root: &FlowNode,
+    now: Millis,
+) -> CoreResult<Option<AddedNode>> {
+    let Some(id) = flow::root_custom_id(root, &env.queue) else {
+        return Ok(None);
+    };
+    let Some(job) = load(conn, id)? else {
+        return Ok(None);
+    };
+    flow::check_nodes(&[root], &env.queue, "root", |_, _| Ok(()))?;
+    env.event(conn, now, "duplicated", Some(&job.id), None)?;
+    let queue = env.queue.clone();
+    existing_node(conn, conn, env, &queue, job).map(Some)
+}
+
+/// The node of the existing job `job` of `queue` (whose file `here` is; `home` is this
+/// queue's), with its children as they are, read from their files.
+fn existing_node(
+    home: &Connection,
+    here: &Connection,
+    env: &mut Env,
+    queue: &str,
+    job: Job,
+) -> CoreResult<AddedNode> {
+    let mut nodes = Vec::new();
+    for child in children(here, &job.id)? {
+        let node = if child.queue == queue || child.queue == env.queue {
+            let file = if child.queue == queue { here } else { home };
+            match load(file, &child.id)? {
+                Some(found) => Some(existing_node(home, file, env, &child.queue, found)?),
+                None => None,
+            }
+        } else {
+            let name = child.queue.clone();
+            relay::with_link(env, &name, |link, env| match load(link, &child.id)? {
+                Some(found) => existing_node(home, link, env, &child.queue, found).map(Some),
+                None => Ok(None),
+            })?
+        };
+        nodes.extend(node);
+    }
+    let mut node = AddedNode {
+        queue: queue.to_owned(),
+        job,
+        children: nodes,
+    };
+    flow::sort_children(&mut node);
+    Ok(node)
+}
+
 impl JobFlows for LocalBackend {
     fn add_flow(&self, root: FlowNode, now: Millis) -> BoxFuture<AddedNode> {
-        let reserving = self.reserve_remote(&[&root], "root");
+        let home = self.queue.to_string();
+        if flow::is_single_job(&root, &home) {
+            let adding = crate::jobs::contract::JobLifecycle::add(self, root.job, now);
+            return Box::pin(async move {
+                let (job, _) = adding.await?;
+                Ok(AddedNode {
+                    queue: home,
+                    job,
+                    children: Vec::new(),
+                })
+            });
+        }
         let backend = self.clone();
         Box::pin(async move {
-            let reserved = reserving.await?;
+            if flow::root_custom_id(&root, &home).is_some() {
+                let probe = root.clone();
+                let existing = backend
+                    .call(move |conn, env| existing_root(conn, env, &probe, now))
+                    .await?;
+                if let Some(node) = existing {
+                    return Ok(node);
+                }
+            }
+            let reserved = backend.reserve_remote(&[&root], "root").await?;
             backend
                 .call(move |conn, env| add_flow(conn, env, root, reserved, now))
                 .await

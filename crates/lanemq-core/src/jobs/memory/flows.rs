@@ -477,7 +477,30 @@ fn create_node(
     }
 }
 
-/// Adds a flow on queue `at`: every node checked first, then all written.
+/// The node of an existing job of `queue`, with its children (in every set) as they are.
+fn existing_node(queues: &Queues, queue: &str, job: Job) -> AddedNode {
+    let children = queues
+        .index(queue)
+        .map(|i| queues.states[i].store.children_of(&job.id))
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|child| {
+            let store = &queues.states[queues.index(&child.queue)?].store;
+            let job = store.jobs.get(child.id.as_str())?.clone();
+            Some(existing_node(queues, &child.queue, job))
+        })
+        .collect();
+    let mut node = AddedNode {
+        queue: queue.to_owned(),
+        job,
+        children,
+    };
+    flow::sort_children(&mut node);
+    node
+}
+
+/// Adds a flow on queue `at`: every node checked first, then all written. A flow of one job
+/// is added as a single job; a root whose custom id exists is that job, with its children.
 pub(super) fn add_flow(
     queues: &mut Queues,
     at: usize,
@@ -485,6 +508,26 @@ pub(super) fn add_flow(
     now: Millis,
 ) -> CoreResult<AddedNode> {
     let home = queues.states[at].store.queue_name().to_owned();
+    if flow::is_single_job(&root, &home) {
+        let state = &mut queues.states[at];
+        let job = root.job;
+        let (job, _) = state.store.add(&job.name, &job.data, job.options, now)?;
+        super::settle_replaced(state);
+        return Ok(AddedNode {
+            queue: home,
+            job,
+            children: Vec::new(),
+        });
+    }
+    if let Some(id) = flow::root_custom_id(&root, &home) {
+        if let Some(job) = queues.states[at].store.jobs.get(id).cloned() {
+            // The options are still checked: bad input is refused even then.
+            flow::check_nodes(&[&root], &home, "root", |_, _| Ok(()))?;
+            let store = &mut queues.states[at].store;
+            lifecycle::JobStorage::event(store, now, "duplicated", Some(&job.id), None)?;
+            return Ok(existing_node(queues, &home, job));
+        }
+    }
     check(queues, &[&root], &home, "root")?;
     Ok(create_node(queues, &home, root, None, now))
 }

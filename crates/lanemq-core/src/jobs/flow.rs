@@ -201,7 +201,7 @@ pub fn root_custom_id<'a>(root: &'a FlowNode, home: &str) -> Option<&'a str> {
 /// Sorts the children of an existing job's node by key, as its parent's sets are.
 pub fn sort_children(node: &mut AddedNode) {
     node.children
-        .sort_by(|a, b| child_key(&a.queue, &a.job.id).cmp(&child_key(&b.queue, &b.job.id)));
+        .sort_by_key(|a| child_key(&a.queue, &a.job.id));
 }
 
 /// The error of the flow calls on a backend that does not implement flows yet.
@@ -623,6 +623,21 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("flow node children[0]: dedup"), "{err}");
+    }
+
+    #[test]
+    fn single_jobs_and_existing_roots() {
+        let leaf = node(Some("r"), None, vec![]);
+        assert!(is_single_job(&leaf, "q"));
+        assert!(!is_single_job(&node(None, Some("q2"), vec![]), "q"));
+        let tree = node(Some("r"), None, vec![node(None, None, vec![])]);
+        assert!(!is_single_job(&tree, "q"));
+        assert_eq!(root_custom_id(&tree, "q"), Some("r"));
+        assert_eq!(
+            root_custom_id(&node(Some("r"), Some("q2"), vec![]), "q"),
+            None
+        );
+        assert_eq!(root_custom_id(&node(None, None, vec![]), "q"), None);
     }
 
     #[test]

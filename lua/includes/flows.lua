@@ -93,7 +93,7 @@ local function dep_put(prefix, child_key, bucket, value, queue)
 end
 
 -- The children of `id` in `bucket` (nil: every bucket), of the queue worked in: {queue, id}
--- pairs, sorted by child key within a bucket.
+-- pairs, sorted by child key (`<queue>:<id>`, as the other backends sort them).
 local function dep_children(id, bucket)
   local prefix = dep_prefix(id)
   local low, high = "[" .. prefix, "(" .. prefix .. "\255"
@@ -106,9 +106,11 @@ local function dep_children(id, bucket)
   for i, raw in ipairs(hmget(DEPS_VALUES, fields)) do
     if raw then
       local _, queue = dep_decode(raw)
-      out[#out + 1] = {queue, string.sub(fields[i], #prefix + #queue + 2)}
+      out[#out + 1] = {queue, string.sub(fields[i], #prefix + #queue + 2),
+        string.sub(fields[i], #prefix + 1)}
     end
   end
+  if not bucket then table.sort(out, function(a, b) return a[3] < b[3] end) end
   return out
 end
 

@@ -91,6 +91,12 @@ async def test_removing_a_parent_removes_its_whole_tree(queue: JobQueue) -> None
     assert set((await states(queue, root)).values()) == {None}
     counts = await queue.get_job_counts()
     assert sum(counts.values()) == 0
+    # One removed event per job, the root first, then depth first, children by key.
+    removed = [e.job_id for e in await queue.read_events() if e.event == "removed"]
+    mid, leaf_c = root.children
+    subtree = [mid.job.id, *sorted(c.job.id for c in mid.children)]
+    by_key = sorted([(key(queue, mid), subtree), (key(queue, leaf_c), [leaf_c.job.id])])
+    assert removed == [root.job.id] + [i for _, ids_ in by_key for i in ids_]
 
 
 async def test_removing_a_tree_with_an_active_grandchild_is_refused_and_changes_nothing(

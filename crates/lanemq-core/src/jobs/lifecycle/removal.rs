@@ -54,21 +54,23 @@ fn locked(id: &str, held: &str) -> CoreError {
     }
 }
 
-/// The tree under `root` in this queue, in preorder, and the children it has in other queues
-/// (whose own trees their queues remove).
+/// The tree under `root` in this queue, in preorder (children by key, as `children` gives
+/// them), and the children it has in other queues (whose own trees their queues remove).
 fn tree<S: JobStorage>(storage: &mut S, root: Job) -> CoreResult<(Vec<Job>, Vec<ParentRef>)> {
     let queue = storage.queue_name().to_owned();
-    let (mut here, mut elsewhere) = (vec![root], Vec::new());
-    let mut next = 0;
-    while next < here.len() {
-        for child in storage.children(&here[next].id)? {
+    let (mut here, mut elsewhere) = (Vec::new(), Vec::new());
+    let mut stack = vec![root];
+    while let Some(job) = stack.pop() {
+        let mut children = Vec::new();
+        for child in storage.children(&job.id)? {
             if child.queue != queue {
                 elsewhere.push(child);
-            } else if let Some(job) = storage.load(&child.id)? {
-                here.push(job);
+            } else if let Some(found) = storage.load(&child.id)? {
+                children.push(found);
             }
         }
-        next += 1;
+        here.push(job);
+        stack.extend(children.into_iter().rev());
     }
     Ok((here, elsewhere))
 }

@@ -86,7 +86,8 @@ pub trait JobStorage {
     fn settle_removals(&mut self, now: Millis, hard: bool) -> CoreResult<()>;
     /// The name of this store's queue.
     fn queue_name(&self) -> &str;
-    /// Every child of `id` (pending, completed, failed or ignored), wherever it is.
+    /// Every child of `id` (pending, completed, failed or ignored), wherever it is, sorted by
+    /// key (`<queue>:<id>`).
     fn children(&mut self, id: &str) -> CoreResult<Vec<ParentRef>>;
     /// For a child in another queue: the id of a job of its tree there that a live lock holds.
     fn remote_locked(&mut self, child: &ParentRef, now: Millis) -> CoreResult<Option<String>>;

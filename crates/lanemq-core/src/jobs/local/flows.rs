@@ -243,10 +243,12 @@ pub fn settle_removals(
     Ok(())
 }
 
-/// Every child of `id` (in any bucket), as `ParentRef`s.
+/// Every child of `id` (in any bucket), as `ParentRef`s sorted by key.
 pub fn children(conn: &Connection, id: &str) -> CoreResult<Vec<ParentRef>> {
     let mut stmt = conn
-        .prepare_cached("SELECT child_key, child_id FROM flow_deps WHERE parent_id = ?1")
+        .prepare_cached(
+            "SELECT child_key, child_id FROM flow_deps WHERE parent_id = ?1 ORDER BY child_key",
+        )
         .map_err(sql)?;
     let rows = stmt
         .query_map([id], |r| {

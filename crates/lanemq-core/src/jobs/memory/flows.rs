@@ -132,13 +132,16 @@ impl MemoryStore {
         }
     }
 
-    /// Every child of `id`, in any set.
+    /// Every child of `id`, in any set, sorted by key.
     pub(super) fn children_of(&self, id: &str) -> Vec<ParentRef> {
-        self.flow
+        let mut children: Vec<(&String, &ParentRef)> = self
+            .flow
             .deps
             .get(id)
-            .map(|d| d.refs.values().cloned().collect())
-            .unwrap_or_default()
+            .map(|d| d.refs.iter().collect())
+            .unwrap_or_default();
+        children.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        children.into_iter().map(|(_, c)| c.clone()).collect()
     }
 
     /// A child in another queue to remove with its tree, once this operation is done.

@@ -315,14 +315,15 @@ local function settle_removals(hard)
 end
 
 -- Appends the tree under job `id` of `queue` to `nodes` ({queue, id, state}, the job first,
--- its descendants in whatever queue after it); returns the id of the first job of the tree
--- under a live lock, if any. Only reads (a queue whose keys are missing fails it first).
+-- its descendants in whatever queue after it, depth first, children by key); returns the
+-- index in `nodes` of the first job of the tree under a live lock, if any. Only reads (a
+-- queue whose keys are missing fails it first).
 local function plan_tree(queue, id, nodes)
   return in_queue(queue, function()
     local state = tonumber(get("state", id))
     if not state then return nil end
-    if live_lock(id) then return id end
     nodes[#nodes + 1] = {queue, id, state}
+    if live_lock(id) then return #nodes end
     for _, child in ipairs(dep_children(id)) do
       local held = plan_tree(child[1], child[2], nodes)
       if held then return held end
@@ -351,10 +352,10 @@ local function remove_job(id)
   need_chain(opts_of(id))
   local nodes = {}
   local held = plan_tree(home(), id, nodes)
-  if held == id then return "locked" end
+  if held == 1 then return "locked" end
   if held then
     return "refused", "job " .. quoted(id) .. " cannot be removed: its descendant "
-      .. quoted(held) .. " is locked by a worker"
+      .. quoted(nodes[held][2]) .. " is locked by a worker"
   end
   remove_planned(nodes)
   settle_removals(false)

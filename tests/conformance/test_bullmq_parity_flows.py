@@ -490,3 +490,19 @@ async def test_dedup_on_a_node_with_children_is_refused_and_writes_nothing(
     with pytest.raises(ConfigError, match=r"flow node root.children\[0\]: dedup"):
         await queue.add_flow(child, now=T)
     assert sum((await queue.get_job_counts()).values()) == 0
+
+
+async def test_removing_a_tree_whose_grandchild_in_another_queue_is_active_is_refused(
+    queue: JobQueue, sibling: Callable[[str], JobQueue]
+) -> None:
+    other = sibling("kids")
+    root = await queue.add_flow(
+        FlowJob("root", children=[FlowJob("mid", children=[FlowJob("kid", queue=other.name)])]),
+        now=T,
+    )
+    (kid,) = await claim(other, T + 1)
+    with pytest.raises(JobStateError, match="descendant"):
+        await queue.remove(root.job.id, now=T + 2)
+    assert await state(queue, root.job.id) == "waiting_children"
+    assert await state(queue, root.children[0].job.id) == "waiting_children"
+    assert await state(other, kid.id) == "active"

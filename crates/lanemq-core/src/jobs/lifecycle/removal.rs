@@ -19,14 +19,14 @@ pub fn remove<S: JobStorage>(storage: &mut S, id: &str, now: Millis) -> CoreResu
         .load(id)?
         .ok_or_else(|| CoreError::JobNotFound(id.to_owned()))?;
     let (here, elsewhere) = tree(storage, job)?;
-    for job in &here {
+    for (i, job) in here.iter().enumerate() {
         if job.lock.as_ref().is_some_and(|l| l.expires_at > now) {
-            return Err(locked(id, &job.id));
+            return Err(locked(id, (i > 0).then_some(&*job.id)));
         }
     }
     for child in &elsewhere {
         if let Some(held) = storage.remote_locked(child, now)? {
-            return Err(locked(id, &held));
+            return Err(locked(id, Some(&held)));
         }
     }
     // The root first: its descendants' parents are then gone, so only the root's own parent
@@ -42,15 +42,15 @@ pub fn remove<S: JobStorage>(storage: &mut S, id: &str, now: Millis) -> CoreResu
     storage.settle_removals(now, false)
 }
 
-fn locked(id: &str, held: &str) -> CoreError {
-    if id == held {
-        CoreError::Refused(format!(
+/// The refusal of removing `id`: it is locked, or its descendant `held` is.
+fn locked(id: &str, held: Option<&str>) -> CoreError {
+    match held {
+        None => CoreError::Refused(format!(
             "job {id:?} is locked by a worker and cannot be removed"
-        ))
-    } else {
-        CoreError::Refused(format!(
+        )),
+        Some(held) => CoreError::Refused(format!(
             "job {id:?} cannot be removed: its descendant {held:?} is locked by a worker"
-        ))
+        )),
     }
 }
 

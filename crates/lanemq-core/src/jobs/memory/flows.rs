@@ -397,13 +397,21 @@ pub(super) fn settle_flows(queues: &mut Queues) {
     }
 }
 
-/// The id of a job of the tree under `id` (of queue `queue`), in any of the group's queues,
-/// that a live lock holds.
-pub(super) fn tree_locked(queues: &Queues, queue: &str, id: &str, now: Millis) -> Option<String> {
+/// A job of the tree under `id` (of queue `queue`), in any of the group's queues, that a live
+/// lock holds.
+pub(super) fn tree_locked(
+    queues: &Queues,
+    queue: &str,
+    id: &str,
+    now: Millis,
+) -> Option<ParentRef> {
     let store = &queues.states[queues.index(queue)?].store;
     let job = store.jobs.get(id)?;
     if job.lock.as_ref().is_some_and(|l| l.expires_at > now) {
-        return Some(id.to_owned());
+        return Some(ParentRef {
+            queue: queue.to_owned(),
+            id: id.to_owned(),
+        });
     }
     store
         .children_of(id)
@@ -411,20 +419,18 @@ pub(super) fn tree_locked(queues: &Queues, queue: &str, id: &str, now: Millis) -
         .find_map(|child| tree_locked(queues, &child.queue, &child.id, now))
 }
 
-/// Removes `id` of queue `at` with its tree (`lifecycle::remove`), its descendants in other
-/// queues checked first for live locks.
+/// Removes `id` of queue `at` with its tree (`lifecycle::remove`): the whole tree, in every
+/// queue of the group, is checked first for live locks (the store checks only its own).
 pub(super) fn remove_tree(queues: &mut Queues, at: usize, id: &str, now: Millis) -> CoreResult<()> {
-    let store = &queues.states[at].store;
-    for child in store.children_of(id) {
-        if child.queue != store.queue_name() {
-            if let Some(held) = tree_locked(queues, &child.queue, &child.id, now) {
-                return Err(CoreError::Refused(format!(
-                    "job {id:?} cannot be removed: its descendant {held:?} is locked by a worker"
-                )));
-            }
-        }
+    let home = queues.states[at].store.queue_name().to_owned();
+    match tree_locked(queues, &home, id, now) {
+        Some(held) if held.queue != home || held.id != id => Err(CoreError::Refused(format!(
+            "job {id:?} cannot be removed: its descendant {:?} is locked by a worker",
+            held.id
+        ))),
+        // The job itself (refused with the store's message), or none.
+        _ => queues.states[at].store.remove(id, now),
     }
-    queues.states[at].store.remove(id, now)
 }
 
 fn check(queues: &Queues, nodes: &[&FlowNode], home: &str, path: &str) -> CoreResult<()> {

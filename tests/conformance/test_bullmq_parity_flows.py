@@ -506,3 +506,17 @@ async def test_removing_a_tree_whose_grandchild_in_another_queue_is_active_is_re
     assert await state(queue, root.job.id) == "waiting_children"
     assert await state(queue, root.children[0].job.id) == "waiting_children"
     assert await state(other, kid.id) == "active"
+
+
+async def test_obliterating_a_kept_failed_childs_queue_moves_its_parent_on(
+    queue: JobQueue, sibling: Callable[[str], JobQueue]
+) -> None:
+    other = sibling("kids")
+    options = {"parent_policy": "keep_parent_waiting"}
+    root = await queue.add_flow(
+        FlowJob("root", children=[FlowJob("bad", queue=other.name, options=options)]), now=T
+    )
+    await fail(other, "bad", T + 1)
+    assert await state(queue, root.job.id) == "waiting_children"
+    await other.obliterate(force=True)
+    assert await state(queue, root.job.id) == "waiting"

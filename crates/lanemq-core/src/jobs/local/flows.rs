@@ -96,12 +96,12 @@ pub fn on_delete(conn: &Connection, id: &str) -> CoreResult<()> {
         .map_err(sql)
 }
 
-/// Before an obliterate: unfinished children of parents in other queues leave them (the
-/// parents here go with the queue).
+/// Before an obliterate: children still pending for parents in other queues (unfinished, or
+/// failed under `keep_parent_waiting`) leave them (the parents here go with the queue).
 pub fn on_obliterate(conn: &Connection, env: &mut Env, now: Millis) -> CoreResult<()> {
     let mut stmt = conn
         .prepare_cached(
-            "SELECT id, options FROM jobs WHERE state < 4 AND options LIKE '%\"parent\":{%'",
+            "SELECT id, options FROM jobs WHERE state != 4 AND options LIKE '%\"parent\":{%'",
         )
         .map_err(sql)?;
     let children = stmt

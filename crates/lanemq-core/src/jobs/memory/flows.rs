@@ -178,12 +178,13 @@ impl MemoryStore {
         }
     }
 
-    /// Before an obliterate: the unfinished children of other queues' parents leave them.
+    /// Before an obliterate: the children still pending for other queues' parents (unfinished,
+    /// or failed under `keep_parent_waiting`) leave them.
     pub(super) fn flow_on_obliterate(&mut self, now: Millis) {
         let children: Vec<JobId> = self
             .jobs
             .iter()
-            .filter(|(_, j)| j.options.parent.is_some() && !j.state.is_finished())
+            .filter(|(_, j)| j.options.parent.is_some() && j.state != JobState::Completed)
             .map(|(k, _)| Arc::clone(k))
             .collect();
         for key in children {

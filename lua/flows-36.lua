@@ -7,7 +7,10 @@
 --       in waiting_children (no attempt used, lock released) and adds its new children. Every
 --       node was validated by the client; nodes may be in other queues (whose keys follow).
 --       Returns {"ok", {id, seq, order}...}, or writes nothing and returns {"exists", node
---       index} (a custom id is taken) or the parent's lock refusal {kind, message}.
+--       index} (a custom id is taken) or the parent's lock refusal {kind, message}. A flow
+--       (no parent id) whose root's custom id exists in this queue is that job: {"existing",
+--       {queue, job, parent index}...} (the job and its children in preorder; parent index
+--       1-based, 0 for the root), with only a duplicated event written.
 --   "deps", id, 4 cursors, count ("" = all)
 --       A page of each bucket (processed, unprocessed, failed, ignored): {"ok", processed
 --       {key, value...}, unprocessed {key...}, failed {key, reason...}, ignored {key,
@@ -16,8 +19,9 @@
 --   "detach", child id, its options JSON as the client read it, the same without parent
 --       The child leaves its parent: {"ok", 1 if it was pending for it, else 0}, {"missing"},
 --       or {"retry"} when its options changed since the client read them.
---   "prune", parent id    Removes every unprocessed child no live lock holds (each leaves the
---       parent, released once none is left): {"ok", count}, or {"missing"}.
+--   "prune", parent id    Removes every unprocessed child, with its tree, unless a live lock
+--       holds a job of that tree (each leaves the parent, released once none is left):
+--       {"ok", count}, or {"missing"}.
 local op = ARGV[3]
 
 -- A node's options with its parent: the client sends them without one, as an automatic parent
@@ -82,6 +86,20 @@ local function create_in(queue, mine)
   end
 end
 
+-- Appends the existing job `id` of `queue` and its children (in every bucket, in whatever
+-- queue) to `out` as {queue, job, parent index} in preorder. Only reads.
+local function existing_tree(queue, id, parent, out)
+  in_queue(queue, function()
+    out[#out + 1] = {queue, job(id), parent}
+    local me = #out
+    for _, child in ipairs(dep_children(id)) do
+      if in_queue(child[1], get, "state", child[2]) then
+        existing_tree(child[1], child[2], me, out)
+      end
+    end
+  end)
+end
+
 local function add(own, parent_id, token)
   home_queue = own
   local nodes, queues, order = {}, {}, {}
@@ -102,6 +120,15 @@ local function add(own, parent_id, token)
   if parent_id ~= "" then
     local refused = check(parent_id, token)
     if refused then return refused end
+  end
+  -- A flow whose root's custom id exists is that job with its children, as a single add
+  -- returns the existing job (flow.rs root_custom_id).
+  local root = nodes[1]
+  if parent_id == "" and root.id ~= "" and root.queue == own and get("state", root.id) then
+    local out = {}
+    existing_tree(own, root.id, 0, out)
+    emit("duplicated", root.id)
+    return {"existing", out}
   end
   for _, queue in ipairs(order) do
     local index = in_queue(queue, taken, of_queue(nodes, queue))
@@ -132,7 +159,7 @@ local function add(own, parent_id, token)
   for _, node in ipairs(nodes) do
     if node.parent_id then
       in_queue(node.parent_queue, dep_put, dep_prefix(node.parent_id),
-        node.queue .. ":" .. node.id, UNPROCESSED, node.queue)
+        node.queue .. ":" .. node.id, UNPROCESSED, nil, node.queue)
     end
   end
   return {"ok", out}
@@ -155,8 +182,9 @@ local function page(prefix, bucket, cursor, count, with_values)
   end
   if not with_values then return keys, next_cursor end
   local out = {}
-  for i, value in ipairs(hmget(DEPS_VALUES, fields)) do
-    push2(out, keys[i], string.sub(value or "", 2))
+  for i, raw in ipairs(hmget(DEPS_VALUES, fields)) do
+    local _, _, value = dep_decode(raw or "")
+    push2(out, keys[i], value)
   end
   return out, next_cursor
 end
@@ -189,18 +217,16 @@ elseif op == "detach" then
   local parent = parent_of(ARGV[5])
   return {"ok", flow_apply(parent, id, "removed") and 1 or 0}
 elseif op == "prune" then
-  -- Each child is removed in its own queue (key `<queue>:<id>`, its queue stored as the value).
-  local children = page(prefix, UNPROCESSED, 0, nil, true)
-  for i = 1, #children, 2 do
-    local base = block_base(children[i + 1])
-    local child_id = string.sub(children[i], #children[i + 1] + 2)
-    need_chain(opts_in(base, child_id))
+  -- Each child is removed in its own queue with its tree, unless a live lock holds a job of
+  -- it; every tree is read (and the keys of its queues checked) before anything is written.
+  local plans = {}
+  for _, child in ipairs(dep_children(id, UNPROCESSED)) do
+    need_chain(in_queue(child[1], opts_of, child[2]))
+    local nodes = {}
+    if not plan_tree(child[1], child[2], nodes) and #nodes > 0 then plans[#plans + 1] = nodes end
   end
-  local removed = 0
-  for i = 1, #children, 2 do
-    local child_id = string.sub(children[i], #children[i + 1] + 2)
-    if in_queue(children[i + 1], remove_job, child_id) == "ok" then removed = removed + 1 end
-  end
-  return {"ok", removed}
+  for _, nodes in ipairs(plans) do remove_planned(nodes) end
+  settle_removals(false)
+  return {"ok", #plans}
 end
 return redis.error_reply("flows: unknown op " .. tostring(op))

@@ -6,11 +6,12 @@
 -- limit and no active cap. Returns {"ok"}.
 local now, max_events, force = tonumber(ARGV[1]), ARGV[2], ARGV[3] == "1"
 
--- Unfinished children of parents in other queues leave them (lua/includes/flows.lua); parents
--- here go with the queue. Found (and the other queues' keys checked) before anything is written.
+-- Unfinished children of parents in other queues leave them (lua/includes/flows.lua), and so
+-- do failed ones (a keep_parent_waiting child is still pending); parents here go with the
+-- queue. Found (and the other queues' keys checked) before anything is written.
 local orphans = {}
 if home() then
-  for _, set_key in ipairs({WAITING0, WAITING, DELAYED, ACTIVE, CHILDREN}) do
+  for _, set_key in ipairs({WAITING0, WAITING, DELAYED, ACTIVE, CHILDREN, FAILED}) do
     local ids = {}
     local members = set_key == WAITING0 and redis.call("LRANGE", set_key, 0, -1)
       or redis.call("ZRANGE", set_key, 0, -1)

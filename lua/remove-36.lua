@@ -1,7 +1,9 @@
 -- Removing jobs. ARGV = now, max_events, op, then by op:
---   "job", job id          remove: refused while a live lock holds the job, and for a job
---                          scheduler's pending occurrence. Returns {"ok"}, or {"missing"} /
---                          {"locked"} / {"scheduled", scheduler key}; event removed{prev}.
+--   "job", job id          remove, with the job's tree of children: refused while a live lock
+--                          holds a job of it, and for a job scheduler's pending occurrence.
+--                          Returns {"ok"}, or {"missing"} / {"locked"} / {"refused", message}
+--                          (a descendant is locked) / {"scheduled", scheduler key}; events
+--                          removed{prev}.
 --   "drain", delayed (0/1) every waiting job (and delayed one), except the pending occurrences
 --                          of job schedulers. Returns {"ok", count}.
 --   "clean", cutoff, limit, state code
@@ -9,7 +11,8 @@
 --                          finish time (creation time when unfinished) is <= cutoff, skipping
 --                          live-locked ones and pending occurrences. Returns {"ok", id...}.
 -- drain and clean emit cleaned{count} when they removed anything. Removed children's parents
--- hear of it after that (lua/includes/flows.lua).
+-- hear of it after that (lua/includes/flows.lua); a parent of this queue that a drain or clean
+-- leaves with no pending child is deleted (removed{prev}), as in BullMQ.
 local now, max_events, op = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local SETS = {[WAITING_STATE] = WAITING, [DELAYED_STATE] = DELAYED, [ACTIVE_STATE] = ACTIVE,
   [CHILDREN_STATE] = CHILDREN, [COMPLETED_STATE] = COMPLETED, [FAILED_STATE] = FAILED}
@@ -71,7 +74,7 @@ elseif op == "drain" then
     discard(id, tonumber(get("state", id)), i <= waiting)
   end
   cleaned(#doomed)
-  settle_removals()
+  settle_removals(true)
   return {"ok", #doomed}
 elseif op == "clean" then
   local cutoff, limit, state = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -110,7 +113,7 @@ elseif op == "clean" then
   if taken then unlist_waiting(unlisted) end
   for i = 2, #doomed do discard(doomed[i], state, taken) end
   cleaned(#doomed - 1)
-  settle_removals()
+  settle_removals(true)
   return doomed
 end
 return redis.error_reply("remove: unknown op " .. tostring(op))

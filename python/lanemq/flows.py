@@ -6,8 +6,10 @@ done (completed, or failed under the ignore or remove policy); then it becomes w
 delayed, its ``delay`` counted from then). A child's options choose what its terminal failure
 does to its parent (``parent_policy`` or one of BullMQ's four flags): fail it (the default,
 ``fail_parent_on_failure``), ignore it (``ignore_dependency_on_failure``), drop it
-(``remove_dependency_on_failure``) or release the parent at once
-(``continue_parent_on_failure``). Children are named by their key, ``<queue>:<id>``."""
+(``remove_dependency_on_failure``), release the parent at once
+(``continue_parent_on_failure``) or, as BullMQ does by default, keep the parent waiting for
+the failed child until it is retried (``keep_parent_waiting``). Children are named by their
+key, ``<queue>:<id>``."""
 
 from __future__ import annotations
 

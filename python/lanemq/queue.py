@@ -360,7 +360,10 @@ class JobQueue:
         """Adds a flow: the root on this queue (unless it names another), each child on its
         ``queue`` (default: its parent's) of the same backend. All or nothing: every node is
         checked first (options, queue, payload; a custom ``job_id`` must be free), then all are
-        written in one step. A node with children is created in ``waiting_children``."""
+        written in one step. A node with children is created in ``waiting_children``. A flow
+        of one job (no children) is added as `add` adds it (dedup options included); a flow
+        whose root's custom ``job_id`` exists returns that job with its children as they are
+        (a ``duplicated`` event, nothing else written)."""
         args = flow_args(flow, self._flow_options)
         tracing = _tracing.active
         try:
@@ -437,8 +440,9 @@ class JobQueue:
         return await self._core.remove_child_dependency(child_id, now)
 
     async def remove_unprocessed_children(self, parent_id: str, *, now: int | None = None) -> int:
-        """Removes every unprocessed child of ``parent_id`` that no worker holds (the parent
-        is released once none is left); returns how many were removed."""
+        """Removes every unprocessed child of ``parent_id`` with its tree, unless a worker
+        holds a job of that tree (the parent is released once none is left); returns how many
+        children were removed."""
         return await self._core.remove_unprocessed_children(parent_id, now)
 
     # ------------------------------------------------------------------ claim
@@ -735,8 +739,11 @@ class JobQueue:
         await self._core.save_stacktrace(job_id, list(lines), reason)
 
     async def remove(self, job_id: str, *, now: int | None = None) -> None:
-        """Removes a job. Refused with `JobStateError` while a worker holds its lock, and for
-        a job scheduler's pending occurrence (as in BullMQ; `remove_scheduler` removes it)."""
+        """Removes a job with its whole tree of children, in every queue (as BullMQ does);
+        refused with `JobStateError`, changing nothing, while a worker holds the lock of a job
+        of the tree, and for a job scheduler's pending occurrence (as in BullMQ;
+        `remove_scheduler` removes it). A child still pending leaves its parent (released if it
+        was the last)."""
         await self._core.remove(job_id, now)
 
     # ------------------------------------------------------------- dedup keys

@@ -436,7 +436,8 @@ class SyncQueue(Generic[Q]):
     # --------------------------------------------------------------- managing
 
     def remove(self, job_id: str) -> None:
-        """Removes a job (refused with `JobStateError` while a worker holds its lock)."""
+        """Removes a job with its tree of children (`JobQueue.remove`; refused with
+        `JobStateError`, changing nothing, while a worker holds a job of the tree)."""
         queue = self.queue
         self._runner.call(lambda: queue.remove(job_id))
 

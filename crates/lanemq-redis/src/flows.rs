@@ -95,6 +95,44 @@ fn build(
         .collect()
 }
 
+/// The node of an existing job and its children, from the script's `{queue, job, parent}` per
+/// node in preorder (`parent`: the 1-based index of the node's parent among them, 0 for the
+/// root).
+fn existing_tree(rows: Vec<Value>) -> CoreResult<AddedNode> {
+    let bad = || CoreError::Storage("redis: bad existing flow reply".into());
+    let mut nodes: Vec<(AddedNode, usize)> = Vec::with_capacity(rows.len());
+    for row in rows {
+        let mut row = items(row)?.into_iter();
+        let queue = row.next().as_ref().and_then(text).ok_or_else(bad)?;
+        let job = decode::job(row.next().ok_or_else(bad)?)?;
+        let parent = row
+            .next()
+            .as_ref()
+            .and_then(text)
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(bad)?;
+        let node = AddedNode {
+            queue,
+            job,
+            children: Vec::new(),
+        };
+        nodes.push((node, parent));
+    }
+    // Children come after their parents: fold each into its parent, last first.
+    while nodes.len() > 1 {
+        let (mut node, parent) = nodes.pop().ok_or_else(bad)?;
+        flow::sort_children(&mut node);
+        let at = parent
+            .checked_sub(1)
+            .filter(|&p| p < nodes.len())
+            .ok_or_else(bad)?;
+        nodes[at].0.children.push(node);
+    }
+    let (mut root, _) = nodes.pop().ok_or_else(bad)?;
+    flow::sort_children(&mut root);
+    Ok(root)
+}
+
 /// Pairs `key, value, ...` of a dependency page.
 fn pairs(value: Value) -> CoreResult<Vec<(String, String)>> {
     let flat: Vec<String> = items(value)?.iter().filter_map(text).collect();
@@ -150,6 +188,11 @@ impl RedisBackend {
         let head = reply.next();
         match head.as_ref().and_then(text).as_deref() {
             Some("ok") => {}
+            Some("existing") => {
+                // The root's custom id exists: the flow is that job, as the script read it.
+                let rows = items(reply.next().unwrap_or(Value::Nil))?;
+                return Ok(vec![existing_tree(rows)?]);
+            }
             Some("exists") => {
                 let index: usize = reply.next().as_ref().and_then(text).map_or(Ok(0), |n| {
                     n.parse()
@@ -195,6 +238,17 @@ impl RedisBackend {
         now: Millis,
         max_payload: usize,
     ) -> CoreResult<AddedNode> {
+        if flow::is_single_job(&root, &self.queue) {
+            let (job, _) = self
+                .add_bulk(vec![root.job], now, max_payload)
+                .await?
+                .remove(0);
+            return Ok(AddedNode {
+                queue: self.queue.clone(),
+                job,
+                children: Vec::new(),
+            });
+        }
         self.check_flow(&[&root], "root", max_payload)?;
         let mut added = self.add_nodes(vec![root], "root", None, now).await?;
         added

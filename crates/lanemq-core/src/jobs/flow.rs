@@ -3,12 +3,14 @@
 //! each backend then writes what they decide (memory: `memory_flow`).
 //!
 //! A parent is created in `waiting_children` and holds its children's keys (`<queue>:<id>`) in
-//! four sets: unprocessed (still pending), processed (completed, with their return values),
-//! failed (failed under `continue_parent_on_failure`, or the child that failed the parent) and
-//! ignored (failed under `ignore_dependency_on_failure`, with the reason). It is released
+//! four sets: unprocessed (still pending, or failed under `keep_parent_waiting`), processed
+//! (completed, with their return values), failed (the child that failed the parent) and
+//! ignored (failed under `ignore_dependency_on_failure` or `continue_parent_on_failure`, with
+//! the reason, as BullMQ records both). It is released
 //! (waiting, or delayed by its own `delay` counted from then) once nothing is unprocessed.
 //! Only a child still in its parent's unprocessed set affects the parent: a child detached,
-//! retried after its parent moved on, or orphaned (its parent removed) runs on its own.
+//! retried after its parent moved on (unless the parent recorded its failure: then it is
+//! pending for it again, as in BullMQ), or orphaned (its parent removed) runs on its own.
 
 use std::collections::HashSet;
 
@@ -38,7 +40,8 @@ pub fn child_key(queue: &str, id: &str) -> String {
     format!("{queue}:{id}")
 }
 
-/// What a child's terminal failure does to its parent (BullMQ's four options; at most one).
+/// What a child's terminal failure does to its parent (BullMQ's four options, and BullMQ's
+/// default as `KeepParentWaiting`; at most one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ParentPolicy {
@@ -48,16 +51,21 @@ pub enum ParentPolicy {
     IgnoreDependencyOnFailure,
     /// The child is dropped from the parent's dependencies and counts as done.
     RemoveDependencyOnFailure,
-    /// The failure is recorded as failed and the parent is released at once.
+    /// The failure is recorded as ignored (reason kept) and the parent is released at once.
     ContinueParentOnFailure,
+    /// BullMQ's default: the parent keeps waiting for the child (still unprocessed), which a
+    /// retry may complete; a child that its own `remove_on_fail` removes at once lets go.
+    KeepParentWaiting,
 }
 
 impl ParentPolicy {
-    pub const ALL: [ParentPolicy; 4] = [
+    /// BullMQ's four flags' policies come first, in the flags' order (`from_options`).
+    pub const ALL: [ParentPolicy; 5] = [
         ParentPolicy::FailParentOnFailure,
         ParentPolicy::IgnoreDependencyOnFailure,
         ParentPolicy::RemoveDependencyOnFailure,
         ParentPolicy::ContinueParentOnFailure,
+        ParentPolicy::KeepParentWaiting,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -66,6 +74,7 @@ impl ParentPolicy {
             ParentPolicy::IgnoreDependencyOnFailure => "ignore_dependency_on_failure",
             ParentPolicy::RemoveDependencyOnFailure => "remove_dependency_on_failure",
             ParentPolicy::ContinueParentOnFailure => "continue_parent_on_failure",
+            ParentPolicy::KeepParentWaiting => "keep_parent_waiting",
         }
     }
 
@@ -77,7 +86,7 @@ impl ParentPolicy {
                 CoreError::InvalidConfig(format!(
                     "invalid parent_policy: {name:?} (policies: fail_parent_on_failure, \
                      ignore_dependency_on_failure, remove_dependency_on_failure, \
-                     continue_parent_on_failure)"
+                     continue_parent_on_failure, keep_parent_waiting)"
                 ))
             })
     }
@@ -172,6 +181,29 @@ pub struct DependencyCounts {
     pub ignored: usize,
 }
 
+/// Whether a flow is one job: a root without children in the queue the flow is added on. It
+/// is then added as `add` adds a job (its dedup options, a custom id that exists: the existing
+/// job), so that a flow of one job and a single add agree.
+pub fn is_single_job(root: &FlowNode, home: &str) -> bool {
+    root.children.is_empty() && root.queue.as_deref().is_none_or(|q| q == home)
+}
+
+/// The custom id of a flow's root in the queue the flow is added on: when a job has it, the
+/// flow is that job, with the children it has (like a single add, nothing else is written but
+/// a `duplicated` event).
+pub fn root_custom_id<'a>(root: &'a FlowNode, home: &str) -> Option<&'a str> {
+    if root.queue.as_deref().is_some_and(|q| q != home) {
+        return None;
+    }
+    root.job.options.job_id.as_deref()
+}
+
+/// Sorts the children of an existing job's node by key, as its parent's sets are.
+pub fn sort_children(node: &mut AddedNode) {
+    node.children
+        .sort_by_key(|a| child_key(&a.queue, &a.job.id));
+}
+
 /// The error of the flow calls on a backend that does not implement flows yet.
 pub fn unsupported() -> CoreError {
     CoreError::Refused("flows are not supported by this backend yet".into())
@@ -209,7 +241,8 @@ pub fn check_nodes(
         node.job.options.validate().map_err(named)?;
         if let Some(dedup) = &node.job.options.dedup {
             return Err(named(CoreError::InvalidConfig(format!(
-                "dedup ({:?}) is not supported on flow jobs",
+                "dedup ({:?}) is supported only on a flow of one job (a root without \
+                 children), which is added as a single job",
                 dedup.id
             ))));
         }
@@ -251,6 +284,8 @@ pub enum Record {
     Ignored(String),
     /// Out of every set.
     Dropped,
+    /// Still unprocessed (`keep_parent_waiting`).
+    Kept,
 }
 
 /// What the parent does next.
@@ -299,8 +334,9 @@ pub fn on_child(
             Some(ParentPolicy::RemoveDependencyOnFailure) => (Record::Dropped, release_when_done),
             Some(ParentPolicy::ContinueParentOnFailure) => {
                 let then = if waiting { Then::Release } else { Then::Stay };
-                (Record::Failed(reason), then)
+                (Record::Ignored(reason), then)
             }
+            Some(ParentPolicy::KeepParentWaiting) => (Record::Kept, Then::Stay),
         },
     }
 }
@@ -318,7 +354,9 @@ pub fn release_to(delay: Millis, now: Millis) -> (JobState, Millis) {
 /// What a child retried by hand means for its parent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Retried {
-    /// The parent still waits for children: the child is pending for it again (BullMQ's rule).
+    /// The child is pending for its parent again (BullMQ's rule): the parent still waits for
+    /// children, or it recorded this child's failure (failed or ignored; the parent, released
+    /// already, does not move).
     Rejoin,
     /// The parent failed because of this child: it waits for it again, its failure undone
     /// (and so up the tree, for the parents it failed in turn).
@@ -328,8 +366,13 @@ pub enum Retried {
 }
 
 /// What retrying the child `child_id` does to its parent, from the parent's state and failure
-/// reason (`None`: the parent is gone).
-pub fn on_retry(child_id: &str, parent: Option<(JobState, Option<&str>)>) -> Retried {
+/// reason (`None`: the parent is gone) and whether the parent recorded the child's failure
+/// (its key is in the parent's failed or ignored set).
+pub fn on_retry(
+    child_id: &str,
+    parent: Option<(JobState, Option<&str>)>,
+    failure_recorded: bool,
+) -> Retried {
     match parent {
         Some((JobState::WaitingChildren, _)) => Retried::Rejoin,
         Some((JobState::Failed, Some(reason)))
@@ -337,6 +380,7 @@ pub fn on_retry(child_id: &str, parent: Option<(JobState, Option<&str>)>) -> Ret
         {
             Retried::Reopen
         }
+        Some(_) if failure_recorded => Retried::Rejoin,
         _ => Retried::Detached,
     }
 }
@@ -486,7 +530,11 @@ mod tests {
                 5,
                 w
             ),
-            (Record::Failed("boom".into()), Then::Release)
+            (Record::Ignored("boom".into()), Then::Release)
+        );
+        assert_eq!(
+            on_child("c1", failed(Some(ParentPolicy::KeepParentWaiting)), 0, w),
+            (Record::Kept, Then::Stay)
         );
         // A parent no longer waiting is never failed or released again.
         assert_eq!(
@@ -500,23 +548,28 @@ mod tests {
         assert_eq!(release_to(0, 100), (JobState::Waiting, 0));
         assert_eq!(release_to(50, 100), (JobState::Delayed, 150));
         let waiting = Some((JobState::WaitingChildren, None));
-        assert_eq!(on_retry("c", waiting), Retried::Rejoin);
+        assert_eq!(on_retry("c", waiting, false), Retried::Rejoin);
         let failed_by = |reason| Some((JobState::Failed, Some(reason)));
         assert_eq!(
-            on_retry("c", failed_by("child c failed: boom")),
+            on_retry("c", failed_by("child c failed: boom"), true),
             Retried::Reopen
         );
         // Failed by another child (whose id starts alike), or for its own reason.
         assert_eq!(
-            on_retry("c", failed_by("child c2 failed: boom")),
+            on_retry("c", failed_by("child c2 failed: boom"), false),
             Retried::Detached
         );
-        assert_eq!(on_retry("c", failed_by("own")), Retried::Detached);
+        assert_eq!(on_retry("c", failed_by("own"), false), Retried::Detached);
         assert_eq!(
-            on_retry("c", Some((JobState::Completed, None))),
+            on_retry("c", Some((JobState::Completed, None)), false),
             Retried::Detached
         );
-        assert_eq!(on_retry("c", None), Retried::Detached);
+        // A released parent that recorded the child's failure counts it again.
+        assert_eq!(
+            on_retry("c", Some((JobState::Waiting, None)), true),
+            Retried::Rejoin
+        );
+        assert_eq!(on_retry("c", None, true), Retried::Detached);
         assert!(check_children_count("p", 0).is_err());
         assert!(check_children_count("p", 1).is_ok());
     }
@@ -570,6 +623,21 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("flow node children[0]: dedup"), "{err}");
+    }
+
+    #[test]
+    fn single_jobs_and_existing_roots() {
+        let leaf = node(Some("r"), None, vec![]);
+        assert!(is_single_job(&leaf, "q"));
+        assert!(!is_single_job(&node(None, Some("q2"), vec![]), "q"));
+        let tree = node(Some("r"), None, vec![node(None, None, vec![])]);
+        assert!(!is_single_job(&tree, "q"));
+        assert_eq!(root_custom_id(&tree, "q"), Some("r"));
+        assert_eq!(
+            root_custom_id(&node(Some("r"), Some("q2"), vec![]), "q"),
+            None
+        );
+        assert_eq!(root_custom_id(&node(None, None, vec![]), "q"), None);
     }
 
     #[test]

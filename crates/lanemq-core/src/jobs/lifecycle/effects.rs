@@ -16,7 +16,7 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use crate::error::CoreResult;
-use crate::jobs::flow::{ChildOutcome, ParentRef};
+use crate::jobs::flow::{ChildOutcome, ParentPolicy, ParentRef};
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
 use crate::jobs::options::Retention;
 
@@ -55,6 +55,13 @@ impl Finished {
                 FinishedResult::Completed(value) => {
                     ChildOutcome::Completed(value.as_deref().unwrap_or("null").to_owned())
                 }
+                // A child its parent would keep waiting for, removed at once by its own
+                // retention, lets go instead (BullMQ drops the removed dependency).
+                _ if job.options.parent_policy == Some(ParentPolicy::KeepParentWaiting)
+                    && removes_at_once(&retention) =>
+                {
+                    ChildOutcome::Removed
+                }
                 _ => ChildOutcome::Failed {
                     reason: job.failed_reason.clone().unwrap_or_default(),
                     policy: job.options.parent_policy,
@@ -71,6 +78,14 @@ impl Finished {
             retention,
         }
     }
+}
+
+/// Whether a retention deletes the job that just finished, whatever else is kept.
+pub fn removes_at_once(retention: &Retention) -> bool {
+    matches!(
+        retention,
+        Retention::RemoveAll | Retention::Keep { count: Some(0), .. }
+    )
 }
 
 #[derive(Debug)]

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crate::error::CoreResult;
 use crate::jobs::contract::NewJob;
 use crate::jobs::events::Text;
+use crate::jobs::flow::ParentRef;
 use crate::jobs::model::{Job, JobState, Millis};
 use crate::jobs::options::JobOptions;
 
@@ -79,11 +80,23 @@ pub trait JobStorage {
     /// is noted for its parent (told by `settle_removals`), and whoever waits for it hears it
     /// is gone.
     fn remove_job(&mut self, id: &Arc<str>, now: Millis) -> CoreResult<()>;
-    /// The parents of the unfinished children removed so far hear of it.
-    fn settle_removals(&mut self, now: Millis) -> CoreResult<()>;
+    /// The parents of the children removed so far hear of it. With `hard` (a drain or clean),
+    /// a parent of this queue left without pending children is deleted instead of released,
+    /// and so on up the tree.
+    fn settle_removals(&mut self, now: Millis, hard: bool) -> CoreResult<()>;
     /// Whether `job` is its job scheduler's pending occurrence: waiting or delayed, under the
     /// id `occurrence_id(key, next_run)` of a scheduler that exists.
     fn is_pending_occurrence(&mut self, job: &Job) -> CoreResult<bool>;
+    /// The name of this store's queue.
+    fn queue_name(&self) -> &str;
+    /// Every child of `id` (pending, completed, failed or ignored), wherever it is, sorted by
+    /// key (`<queue>:<id>`).
+    fn children(&mut self, id: &str) -> CoreResult<Vec<ParentRef>>;
+    /// For a child in another queue: the id of a job of its tree there that a live lock holds.
+    fn remote_locked(&mut self, child: &ParentRef, now: Millis) -> CoreResult<Option<String>>;
+    /// Removes a child in another queue with its tree there (`remote_locked` said none is
+    /// held).
+    fn remove_remote(&mut self, child: &ParentRef, now: Millis) -> CoreResult<()>;
     /// What a drain removes: waiting jobs, and with `delayed` the delayed ones, except the job
     /// schedulers' pending occurrences (as BullMQ's drain).
     fn drainable(&mut self, delayed: bool) -> CoreResult<Vec<Arc<str>>>;

@@ -96,12 +96,12 @@ pub fn on_delete(conn: &Connection, id: &str) -> CoreResult<()> {
         .map_err(sql)
 }
 
-/// Before an obliterate: unfinished children of parents in other queues leave them (the
-/// parents here go with the queue).
+/// Before an obliterate: children still pending for parents in other queues (unfinished, or
+/// failed under `keep_parent_waiting`) leave them (the parents here go with the queue).
 pub fn on_obliterate(conn: &Connection, env: &mut Env, now: Millis) -> CoreResult<()> {
     let mut stmt = conn
         .prepare_cached(
-            "SELECT id, options FROM jobs WHERE state < 4 AND options LIKE '%\"parent\":{%'",
+            "SELECT id, options FROM jobs WHERE state != 4 AND options LIKE '%\"parent\":{%'",
         )
         .map_err(sql)?;
     let children = stmt
@@ -115,7 +115,7 @@ pub fn on_obliterate(conn: &Connection, env: &mut Env, now: Millis) -> CoreResul
             .map_err(|e| CoreError::Storage(format!("job {id:?}: bad options: {e}")))?;
         match options.parent {
             Some(parent) if parent.queue != env.queue => {
-                apply(conn, env, &parent, &id, ChildOutcome::Removed, now)?;
+                apply(conn, env, &parent, &id, ChildOutcome::Removed, now, false)?;
             }
             _ => {}
         }
@@ -131,7 +131,7 @@ pub fn clear(conn: &Connection) -> CoreResult<()> {
 }
 
 /// Applies `outcome` of the child `child_id` (of this queue) to its parent: here, or by a
-/// message to the parent's queue.
+/// message to the parent's queue. `hard`: a drain's or clean's removal (`apply_here`).
 fn apply(
     conn: &Connection,
     env: &mut Env,
@@ -139,6 +139,7 @@ fn apply(
     child_id: &str,
     outcome: ChildOutcome,
     now: Millis,
+    hard: bool,
 ) -> CoreResult<()> {
     if parent.queue != env.queue {
         let message = Message::Child {
@@ -153,11 +154,13 @@ fn apply(
         queue: env.queue.clone(),
         id: child_id.to_owned(),
     };
-    apply_here(conn, env, &parent.id, &child, outcome, now).map(drop)
+    apply_here(conn, env, &parent.id, &child, outcome, now, hard).map(drop)
 }
 
 /// Applies `outcome` of `child` (of any queue) to its parent `parent_id` here; `true` if the
-/// child was one of the parent's pending dependencies.
+/// child was one of the parent's pending dependencies. With `hard` (a drain's or clean's
+/// removal of a child of this queue), a parent left with no pending child is deleted rather
+/// than released, as BullMQ does; its own parent hears of it as of a drained child.
 pub fn apply_here(
     conn: &Connection,
     env: &mut Env,
@@ -165,6 +168,7 @@ pub fn apply_here(
     child: &ParentRef,
     outcome: ChildOutcome,
     now: Millis,
+    hard: bool,
 ) -> CoreResult<bool> {
     let Some(parent_job) = load(conn, parent_id)? else {
         return Ok(false);
@@ -180,9 +184,17 @@ pub fn apply_here(
         Record::Failed(reason) => put(conn, parent_id, child, FAILED, Some(&reason))?,
         Record::Ignored(reason) => put(conn, parent_id, child, IGNORED, Some(&reason))?,
         Record::Dropped => drop_child(conn, parent_id, &child_key)?,
+        Record::Kept => {}
     }
     match then {
         Then::Stay => {}
+        Then::Release if hard && child.queue == env.queue => {
+            let mut store = SqlStore::new(conn, env);
+            let parent_id: Arc<str> = Arc::from(parent_id);
+            lifecycle::JobStorage::remove_job(&mut store, &parent_id, now)?;
+            let prev = ("prev", parent_job.state.as_str().into());
+            lifecycle::JobStorage::event(&mut store, now, "removed", Some(&parent_id), Some(prev))?;
+        }
         Then::Release => lifecycle::release_parent(&mut SqlStore::new(conn, env), parent_id, now)?,
         Then::Fail(reason) => {
             lifecycle::fail_now(&mut SqlStore::new(conn, env), parent_id, &reason, now)?;
@@ -200,26 +212,104 @@ pub fn on_finish(
     outcome: ChildOutcome,
     now: Millis,
 ) -> CoreResult<()> {
-    apply(conn, env, parent, id, outcome, now)
+    apply(conn, env, parent, id, outcome, now, false)
 }
 
-/// Before `job` is removed (remove, clean, drain): an unfinished child is noted, to leave its
-/// parent's dependencies when the removal settles.
+/// Before `job` is removed (remove, clean, drain): a child is noted, to leave its parent's
+/// dependencies when the removal settles (if it is still pending there: unfinished, or failed
+/// under `keep_parent_waiting`).
 pub fn on_removal(env: &mut Env, job: &Job) {
     if let Some(parent) = &job.options.parent {
-        if !job.state.is_finished() {
+        if job.state != JobState::Completed {
             env.flow_removed.push((parent.clone(), job.id.to_string()));
         }
     }
 }
 
 /// After a removal wrote its events: the removed children leave their parents' dependencies
-/// (as the memory store settles after the operation).
-pub fn settle_removals(conn: &Connection, env: &mut Env, now: Millis) -> CoreResult<()> {
-    for (parent, child) in std::mem::take(&mut env.flow_removed) {
-        apply(conn, env, &parent, &child, ChildOutcome::Removed, now)?;
+/// (as the memory store settles after the operation); `hard` for a drain or clean
+/// (`apply_here`), whose deleted parents' parents hear of it in turn.
+pub fn settle_removals(
+    conn: &Connection,
+    env: &mut Env,
+    now: Millis,
+    hard: bool,
+) -> CoreResult<()> {
+    while !env.flow_removed.is_empty() {
+        for (parent, child) in std::mem::take(&mut env.flow_removed) {
+            apply(conn, env, &parent, &child, ChildOutcome::Removed, now, hard)?;
+        }
     }
     Ok(())
+}
+
+/// Every child of `id` (in any bucket), as `ParentRef`s sorted by key.
+pub fn children(conn: &Connection, id: &str) -> CoreResult<Vec<ParentRef>> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT child_key, child_id FROM flow_deps WHERE parent_id = ?1 ORDER BY child_key",
+        )
+        .map_err(sql)?;
+    let rows = stmt
+        .query_map([id], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        })
+        .map_err(sql)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(sql)?;
+    Ok(rows
+        .into_iter()
+        .map(|(key, id)| ParentRef {
+            queue: key[..key.len().saturating_sub(id.len() + 1)].to_owned(),
+            id,
+        })
+        .collect())
+}
+
+/// The id of a job of the tree under `id` in the file `conn` (of queue `queue`) that a live
+/// lock holds. Descendants in yet other files are checked when their removal arrives there.
+pub fn tree_locked(
+    conn: &Connection,
+    queue: &str,
+    id: &str,
+    now: Millis,
+) -> CoreResult<Option<String>> {
+    let Some(job) = load(conn, id)? else {
+        return Ok(None);
+    };
+    if job.lock.as_ref().is_some_and(|l| l.expires_at > now) {
+        return Ok(Some(id.to_owned()));
+    }
+    for child in children(conn, id)? {
+        if child.queue == queue {
+            if let Some(held) = tree_locked(conn, queue, &child.id, now)? {
+                return Ok(Some(held));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// For a child in another queue's file: the id of a job of its tree there under a live lock.
+pub fn remote_locked(env: &mut Env, child: &ParentRef, now: Millis) -> CoreResult<Option<String>> {
+    relay::with_link(env, &child.queue, |link, _| {
+        tree_locked(link, &child.queue, &child.id, now)
+    })
+}
+
+/// Removes a child in another queue's file with its tree there, by a message delivered after
+/// the commit.
+pub fn remove_remote(
+    conn: &Connection,
+    env: &mut Env,
+    child: &ParentRef,
+    now: Millis,
+) -> CoreResult<()> {
+    let message = Message::Remove {
+        child: child.id.clone(),
+        at: now,
+    };
+    relay::send(conn, env, &child.queue, &message)
 }
 
 /// Before `job` is retried by hand (or, for a parent, reopened): its parent hears of it.
@@ -255,9 +345,14 @@ pub fn rejoin(
     let Some(parent) = load(conn, parent_id)? else {
         return Ok(());
     };
+    let recorded = matches!(
+        bucket_of(conn, parent_id, &child.key())?,
+        Some(FAILED | IGNORED)
+    );
     match flow::on_retry(
         &child.id,
         Some((parent.state, parent.failed_reason.as_deref())),
+        recorded,
     ) {
         Retried::Detached => return Ok(()),
         Retried::Rejoin => {}
@@ -616,7 +711,15 @@ pub fn remove_child_dependency(
         id: child_id.to_owned(),
     };
     if parent.queue == env.queue {
-        return apply_here(conn, env, &parent.id, &me, ChildOutcome::Removed, now);
+        return apply_here(
+            conn,
+            env,
+            &parent.id,
+            &me,
+            ChildOutcome::Removed,
+            now,
+            false,
+        );
     }
     // The parent's file says whether it still waits for this child; the message delivered
     // after the commit makes it stop.
@@ -624,7 +727,15 @@ pub fn remove_child_dependency(
     let pending = relay::with_link(env, &parent.queue, |link, _| {
         Ok(bucket_of(link, &parent.id, &key)? == Some(UNPROCESSED))
     })?;
-    apply(conn, env, &parent, child_id, ChildOutcome::Removed, now)?;
+    apply(
+        conn,
+        env,
+        &parent,
+        child_id,
+        ChildOutcome::Removed,
+        now,
+        false,
+    )?;
     Ok(pending)
 }
 
@@ -658,8 +769,8 @@ pub fn remove_unprocessed_children(
         let queue = &key[..key.len().saturating_sub(child.len() + 1)];
         if queue != env.queue {
             let removable = relay::with_link(env, queue, |link, _| {
-                Ok(load(link, &child)?
-                    .is_some_and(|job| job.lock.as_ref().is_none_or(|l| l.expires_at <= now)))
+                Ok(load(link, &child)?.is_some()
+                    && tree_locked(link, queue, &child, now)?.is_none())
             })?;
             if removable {
                 let message = Message::Remove { child, at: now };
@@ -678,12 +789,88 @@ pub fn remove_unprocessed_children(
     Ok(removed)
 }
 
+/// The existing job a flow's root is, when its custom id exists (`flow::root_custom_id`):
+/// its node with its children as they are, after a `duplicated` event; the flow's options are
+/// still checked.
+fn existing_root(
+    conn: &Connection,
+    env: &mut Env,
+    root: &FlowNode,
+    now: Millis,
+) -> CoreResult<Option<AddedNode>> {
+    let Some(id) = flow::root_custom_id(root, &env.queue) else {
+        return Ok(None);
+    };
+    let Some(job) = load(conn, id)? else {
+        return Ok(None);
+    };
+    flow::check_nodes(&[root], &env.queue, "root", |_, _| Ok(()))?;
+    env.event(conn, now, "duplicated", Some(&job.id), None)?;
+    let queue = env.queue.clone();
+    existing_node(conn, conn, env, &queue, job).map(Some)
+}
+
+/// The node of the existing job `job` of `queue` (whose file `here` is; `home` is this
+/// queue's), with its children as they are, read from their files.
+fn existing_node(
+    home: &Connection,
+    here: &Connection,
+    env: &mut Env,
+    queue: &str,
+    job: Job,
+) -> CoreResult<AddedNode> {
+    let mut nodes = Vec::new();
+    for child in children(here, &job.id)? {
+        let node = if child.queue == queue || child.queue == env.queue {
+            let file = if child.queue == queue { here } else { home };
+            match load(file, &child.id)? {
+                Some(found) => Some(existing_node(home, file, env, &child.queue, found)?),
+                None => None,
+            }
+        } else {
+            let name = child.queue.clone();
+            relay::with_link(env, &name, |link, env| match load(link, &child.id)? {
+                Some(found) => existing_node(home, link, env, &child.queue, found).map(Some),
+                None => Ok(None),
+            })?
+        };
+        nodes.extend(node);
+    }
+    let mut node = AddedNode {
+        queue: queue.to_owned(),
+        job,
+        children: nodes,
+    };
+    flow::sort_children(&mut node);
+    Ok(node)
+}
+
 impl JobFlows for LocalBackend {
     fn add_flow(&self, root: FlowNode, now: Millis) -> BoxFuture<AddedNode> {
-        let reserving = self.reserve_remote(&[&root], "root");
+        let home = self.queue.to_string();
+        if flow::is_single_job(&root, &home) {
+            let adding = crate::jobs::contract::JobLifecycle::add(self, root.job, now);
+            return Box::pin(async move {
+                let (job, _) = adding.await?;
+                Ok(AddedNode {
+                    queue: home,
+                    job,
+                    children: Vec::new(),
+                })
+            });
+        }
         let backend = self.clone();
         Box::pin(async move {
-            let reserved = reserving.await?;
+            if flow::root_custom_id(&root, &home).is_some() {
+                let probe = root.clone();
+                let existing = backend
+                    .call(move |conn, env| existing_root(conn, env, &probe, now))
+                    .await?;
+                if let Some(node) = existing {
+                    return Ok(node);
+                }
+            }
+            let reserved = backend.reserve_remote(&[&root], "root").await?;
             backend
                 .call(move |conn, env| add_flow(conn, env, root, reserved, now))
                 .await

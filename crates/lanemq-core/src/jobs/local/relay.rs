@@ -308,7 +308,7 @@ fn apply(conn: &Connection, env: &mut Env, sender: &str, message: Message) -> Co
             child,
             outcome,
             at,
-        } => flows::apply_here(conn, env, &parent, &child_of(child), outcome, at).map(drop),
+        } => flows::apply_here(conn, env, &parent, &child_of(child), outcome, at, false).map(drop),
         Message::Rejoin { parent, child, at } => {
             flows::rejoin(conn, env, &parent, &child_of(child), at)
         }

@@ -106,7 +106,7 @@ fn remove_occurrence(conn: &Connection, env: &mut Env, id: &str, now: Millis) ->
             Some(("prev", state.as_str())),
         )?;
     }
-    super::flows::settle_removals(conn, env, now)
+    super::flows::settle_removals(conn, env, now, false)
 }
 
 fn create_occurrence(

@@ -8,6 +8,7 @@ use rusqlite::{Connection, OptionalExtension};
 
 use crate::error::CoreResult;
 use crate::jobs::contract::NewJob;
+use crate::jobs::flow::ParentRef;
 use crate::jobs::lifecycle::{EventField, Finished, Gate, JobStorage};
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
 use crate::jobs::options::JobOptions;
@@ -188,8 +189,24 @@ impl JobStorage for SqlStore<'_> {
         Ok(())
     }
 
-    fn settle_removals(&mut self, now: Millis) -> CoreResult<()> {
-        flows::settle_removals(self.conn, self.env, now)
+    fn settle_removals(&mut self, now: Millis, hard: bool) -> CoreResult<()> {
+        flows::settle_removals(self.conn, self.env, now, hard)
+    }
+
+    fn queue_name(&self) -> &str {
+        &self.env.queue
+    }
+
+    fn children(&mut self, id: &str) -> CoreResult<Vec<ParentRef>> {
+        flows::children(self.conn, id)
+    }
+
+    fn remote_locked(&mut self, child: &ParentRef, now: Millis) -> CoreResult<Option<String>> {
+        flows::remote_locked(self.env, child, now)
+    }
+
+    fn remove_remote(&mut self, child: &ParentRef, now: Millis) -> CoreResult<()> {
+        flows::remove_remote(self.conn, self.env, child, now)
     }
 
     fn is_pending_occurrence(&mut self, job: &Job) -> CoreResult<bool> {

@@ -1,9 +1,9 @@
 //! Edits of one job and of the queue, under the group's lock.
 
 use crate::jobs::contract::{ready, BoxFuture, JobAdmin};
-use crate::jobs::model::{FinishedResult, JobState, Millis};
+use crate::jobs::model::{JobState, Millis};
 
-use super::{finish, settle_missing, MemoryBackend};
+use super::{settle_missing, MemoryBackend};
 
 impl JobAdmin for MemoryBackend {
     fn promote(&self, id: String, now: Millis) -> BoxFuture<()> {
@@ -52,9 +52,9 @@ impl JobAdmin for MemoryBackend {
     }
 
     fn remove(&self, id: String, now: Millis) -> BoxFuture<()> {
-        self.write(|s| {
-            s.store.remove(&id, now)?;
-            finish(&mut s.waiters, &id, || FinishedResult::Missing);
+        self.write_group(|queues, at| {
+            super::flows::remove_tree(queues, at, &id, now)?;
+            settle_missing(&mut queues.states[at]);
             Ok(())
         })
     }

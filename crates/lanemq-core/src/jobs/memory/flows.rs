@@ -13,7 +13,7 @@ use crate::error::{CoreError, CoreResult};
 
 use super::store::{JobId, MemoryStore};
 use super::MemoryBackend;
-use super::{finish, Queues};
+use super::{finish, settle_missing, Queues};
 use crate::jobs::contract::NewJob;
 use crate::jobs::contract::{BoxFuture, JobFlows};
 use crate::jobs::flow::{
@@ -27,6 +27,8 @@ use crate::jobs::options::check_payload;
 /// One parent's children, by key.
 #[derive(Debug, Default)]
 struct Deps {
+    /// Every child in the sets below, whatever its set (a removal takes the whole tree).
+    refs: HashMap<String, ParentRef>,
     unprocessed: BTreeMap<String, ParentRef>,
     processed: BTreeMap<String, String>,
     failed: BTreeMap<String, String>,
@@ -47,6 +49,9 @@ pub(super) struct ChildEvent {
     child: ParentRef,
     change: Change,
     at: Millis,
+    /// A removal by a drain or clean: a parent of the child's queue left with no pending
+    /// child is deleted rather than released.
+    hard: bool,
 }
 
 #[derive(Debug)]
@@ -54,6 +59,8 @@ pub(super) struct Flows {
     queue: Arc<str>,
     deps: HashMap<JobId, Deps, foldhash::fast::RandomState>,
     outbox: Vec<ChildEvent>,
+    /// Children in other queues to remove with their trees (a removed parent's).
+    removals: Vec<(ParentRef, Millis)>,
     /// Parents failed by a child since the last settle (their waiters are told).
     settled: Vec<(JobId, FinishedResult)>,
 }
@@ -64,6 +71,7 @@ impl Default for Flows {
             queue: Arc::from("default"),
             deps: HashMap::default(),
             outbox: Vec::new(),
+            removals: Vec::new(),
             settled: Vec::new(),
         }
     }
@@ -109,35 +117,50 @@ impl MemoryStore {
             child,
             change,
             at: now,
+            hard: false,
         });
     }
 
-    /// After `key` completed or failed for good: tells its parent, if it has one.
-    pub(super) fn flow_on_finish(&mut self, key: &JobId, now: Millis) {
-        let job = &self.jobs[key];
-        if job.options.parent.is_none() {
-            return;
-        }
-        let outcome = match job.state {
-            JobState::Completed => {
-                ChildOutcome::Completed(job.return_value.as_deref().unwrap_or("null").to_owned())
+    /// After a drain or clean (`hard`): the removals it told parents of are hard.
+    pub(super) fn settle_removals(&mut self, hard: bool) {
+        if hard {
+            for event in &mut self.flow.outbox {
+                if matches!(event.change, Change::Done(ChildOutcome::Removed)) {
+                    event.hard = true;
+                }
             }
-            JobState::Failed => ChildOutcome::Failed {
-                reason: job.failed_reason.clone().unwrap_or_default(),
-                policy: job.options.parent_policy,
-            },
-            _ => return,
-        };
+        }
+    }
+
+    /// Every child of `id`, in any set, sorted by key.
+    pub(super) fn children_of(&self, id: &str) -> Vec<ParentRef> {
+        let mut children: Vec<(&String, &ParentRef)> = self
+            .flow
+            .deps
+            .get(id)
+            .map(|d| d.refs.iter().collect())
+            .unwrap_or_default();
+        children.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        children.into_iter().map(|(_, c)| c.clone()).collect()
+    }
+
+    /// A child in another queue to remove with its tree, once this operation is done.
+    pub(super) fn remove_elsewhere(&mut self, child: &ParentRef, now: Millis) {
+        self.flow.removals.push((child.clone(), now));
+    }
+
+    /// After `key` completed or failed for good: tells its parent `outcome`.
+    pub(super) fn flow_on_finish(&mut self, key: &JobId, outcome: ChildOutcome, now: Millis) {
         // A parent in this store hears at once, as in SQLite and Lua: the child's retention, which
         // comes after (`lifecycle::effects`), then counts what the news did to its parent. One
         // in another queue hears when the group settles, still within this operation.
         self.tell_parent_now(key, Change::Done(outcome), now);
     }
 
-    /// Before `key` is removed (remove, clean, drain): an unfinished child leaves its parent's
-    /// dependencies.
+    /// Before `key` is removed (remove, clean, drain): a child still pending for its parent
+    /// (unfinished, or failed under `keep_parent_waiting`) leaves its dependencies.
     pub(super) fn flow_on_removal(&mut self, key: &JobId, now: Millis) {
-        if !self.jobs[key].state.is_finished() {
+        if self.jobs[key].state != JobState::Completed {
             self.tell_parent(key, Change::Done(ChildOutcome::Removed), now);
         }
     }
@@ -155,12 +178,13 @@ impl MemoryStore {
         }
     }
 
-    /// Before an obliterate: the unfinished children of other queues' parents leave them.
+    /// Before an obliterate: the children still pending for other queues' parents (unfinished,
+    /// or failed under `keep_parent_waiting`) leave them.
     pub(super) fn flow_on_obliterate(&mut self, now: Millis) {
         let children: Vec<JobId> = self
             .jobs
             .iter()
-            .filter(|(_, j)| j.options.parent.is_some() && !j.state.is_finished())
+            .filter(|(_, j)| j.options.parent.is_some() && j.state != JobState::Completed)
             .map(|(k, _)| Arc::clone(k))
             .collect();
         for key in children {
@@ -180,7 +204,10 @@ impl MemoryStore {
         let outcome = match event.change {
             Change::Retried => {
                 let reason = self.jobs[&key].failed_reason.as_deref();
-                let decision = flow::on_retry(&event.child.id, Some((state, reason)));
+                let recorded = self.flow.deps.get(&key).is_some_and(|d| {
+                    d.failed.contains_key(&child_key) || d.ignored.contains_key(&child_key)
+                });
+                let decision = flow::on_retry(&event.child.id, Some((state, reason)), recorded);
                 match decision {
                     Retried::Detached => return false,
                     Retried::Rejoin => {}
@@ -190,6 +217,7 @@ impl MemoryStore {
                 deps.processed.remove(&child_key);
                 deps.failed.remove(&child_key);
                 deps.ignored.remove(&child_key);
+                deps.refs.insert(child_key.clone(), event.child.clone());
                 deps.unprocessed.insert(child_key, event.child);
                 return true;
             }
@@ -198,19 +226,29 @@ impl MemoryStore {
         let Some(deps) = self.flow.deps.get_mut(&key) else {
             return false;
         };
-        if deps.unprocessed.remove(&child_key).is_none() {
+        let Some(child) = deps.unprocessed.remove(&child_key) else {
             return false;
-        }
+        };
         let (record, then) =
             flow::on_child(&event.child.id, outcome, deps.unprocessed.len(), state);
         match record {
             Record::Processed(value) => deps.processed.insert(child_key, value),
             Record::Failed(reason) => deps.failed.insert(child_key, reason),
             Record::Ignored(reason) => deps.ignored.insert(child_key, reason),
-            Record::Dropped => None,
+            Record::Dropped => {
+                deps.refs.remove(&child_key);
+                None
+            }
+            Record::Kept => {
+                deps.unprocessed.insert(child_key, child);
+                None
+            }
         };
         match then {
             Then::Stay => {}
+            Then::Release if event.hard && event.child.queue == *self.flow.queue => {
+                self.delete_emptied_parent(&key, event.at);
+            }
             Then::Release => self.release_parent(&key, event.at),
             Then::Fail(reason) => {
                 crate::jobs::lifecycle::fail_now(self, &key, &reason, event.at)
@@ -221,6 +259,19 @@ impl MemoryStore {
             }
         }
         true
+    }
+
+    /// A parent that a drain or clean left without pending children in its own queue: deleted
+    /// (BullMQ's rule), and its own parent hears of it as of a drained child.
+    fn delete_emptied_parent(&mut self, key: &JobId, now: Millis) {
+        let prev = self.jobs[key].state.as_str();
+        lifecycle::JobStorage::event(self, now, "removed", Some(key), Some(("prev", prev.into())))
+            .expect("the memory store does not fail");
+        let before = self.flow.outbox.len();
+        self.delete_releasing(key, now);
+        for event in &mut self.flow.outbox[before..] {
+            event.hard = true;
+        }
     }
 
     /// A parent that failed because of a child retried by hand waits for its children again,
@@ -252,6 +303,7 @@ impl MemoryStore {
     fn add_dependency(&mut self, parent: &str, child: ParentRef) {
         let key = self.key(parent).expect("a flow's parent exists");
         let deps = self.flow.deps.entry(key).or_default();
+        deps.refs.insert(child.key(), child.clone());
         deps.unprocessed.insert(child.key(), child);
     }
 
@@ -304,24 +356,35 @@ impl MemoryStore {
 /// Delivers what children told their parents, until nothing is left (a parent failed by a
 /// child tells its own parent), then tells the waiters of parents that failed.
 pub(super) fn settle_flows(queues: &mut Queues) {
-    if queues
-        .states
-        .iter()
-        .all(|s| s.store.flow.outbox.is_empty() && s.store.flow.settled.is_empty())
-    {
+    if queues.states.iter().all(|s| {
+        s.store.flow.outbox.is_empty()
+            && s.store.flow.settled.is_empty()
+            && s.store.flow.removals.is_empty()
+    }) {
         return;
     }
+    let mut removed_any = false;
     loop {
         let mut events = Vec::new();
+        let mut removals = Vec::new();
         for state in &mut queues.states {
             events.append(&mut state.store.flow.outbox);
+            removals.append(&mut state.store.flow.removals);
         }
-        if events.is_empty() {
+        if events.is_empty() && removals.is_empty() {
             break;
         }
         for event in events {
+            removed_any |= event.hard;
             if let Some(i) = queues.index(&event.parent.queue) {
                 queues.states[i].store.apply_child_event(event);
+            }
+        }
+        for (child, at) in removals {
+            removed_any = true;
+            if let Some(i) = queues.index(&child.queue) {
+                // Checked already (`tree_locked`): a refusal here changes nothing.
+                let _ = lifecycle::remove(&mut queues.states[i].store, &child.id, at);
             }
         }
     }
@@ -329,6 +392,45 @@ pub(super) fn settle_flows(queues: &mut Queues) {
         for (id, result) in std::mem::take(&mut state.store.flow.settled) {
             finish(&mut state.waiters, &id, || result);
         }
+        if removed_any {
+            settle_missing(state);
+        }
+    }
+}
+
+/// A job of the tree under `id` (of queue `queue`), in any of the group's queues, that a live
+/// lock holds.
+pub(super) fn tree_locked(
+    queues: &Queues,
+    queue: &str,
+    id: &str,
+    now: Millis,
+) -> Option<ParentRef> {
+    let store = &queues.states[queues.index(queue)?].store;
+    let job = store.jobs.get(id)?;
+    if job.lock.as_ref().is_some_and(|l| l.expires_at > now) {
+        return Some(ParentRef {
+            queue: queue.to_owned(),
+            id: id.to_owned(),
+        });
+    }
+    store
+        .children_of(id)
+        .iter()
+        .find_map(|child| tree_locked(queues, &child.queue, &child.id, now))
+}
+
+/// Removes `id` of queue `at` with its tree (`lifecycle::remove`): the whole tree, in every
+/// queue of the group, is checked first for live locks (the store checks only its own).
+pub(super) fn remove_tree(queues: &mut Queues, at: usize, id: &str, now: Millis) -> CoreResult<()> {
+    let home = queues.states[at].store.queue_name().to_owned();
+    match tree_locked(queues, &home, id, now) {
+        Some(held) if held.queue != home || held.id != id => Err(CoreError::Refused(format!(
+            "job {id:?} cannot be removed: its descendant {:?} is locked by a worker",
+            held.id
+        ))),
+        // The job itself (refused with the store's message), or none.
+        _ => queues.states[at].store.remove(id, now),
     }
 }
 
@@ -385,7 +487,30 @@ fn create_node(
     }
 }
 
-/// Adds a flow on queue `at`: every node checked first, then all written.
+/// The node of an existing job of `queue`, with its children (in every set) as they are.
+fn existing_node(queues: &Queues, queue: &str, job: Job) -> AddedNode {
+    let children = queues
+        .index(queue)
+        .map(|i| queues.states[i].store.children_of(&job.id))
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|child| {
+            let store = &queues.states[queues.index(&child.queue)?].store;
+            let job = store.jobs.get(child.id.as_str())?.clone();
+            Some(existing_node(queues, &child.queue, job))
+        })
+        .collect();
+    let mut node = AddedNode {
+        queue: queue.to_owned(),
+        job,
+        children,
+    };
+    flow::sort_children(&mut node);
+    node
+}
+
+/// Adds a flow on queue `at`: every node checked first, then all written. A flow of one job
+/// is added as a single job; a root whose custom id exists is that job, with its children.
 pub(super) fn add_flow(
     queues: &mut Queues,
     at: usize,
@@ -393,6 +518,26 @@ pub(super) fn add_flow(
     now: Millis,
 ) -> CoreResult<AddedNode> {
     let home = queues.states[at].store.queue_name().to_owned();
+    if flow::is_single_job(&root, &home) {
+        let state = &mut queues.states[at];
+        let job = root.job;
+        let (job, _) = state.store.add(&job.name, &job.data, job.options, now)?;
+        super::settle_replaced(state);
+        return Ok(AddedNode {
+            queue: home,
+            job,
+            children: Vec::new(),
+        });
+    }
+    if let Some(id) = flow::root_custom_id(&root, &home) {
+        if let Some(job) = queues.states[at].store.jobs.get(id).cloned() {
+            // The options are still checked: bad input is refused even then.
+            flow::check_nodes(&[&root], &home, "root", |_, _| Ok(()))?;
+            let store = &mut queues.states[at].store;
+            lifecycle::JobStorage::event(store, now, "duplicated", Some(&job.id), None)?;
+            return Ok(existing_node(queues, &home, job));
+        }
+    }
     check(queues, &[&root], &home, "root")?;
     Ok(create_node(queues, &home, root, None, now))
 }
@@ -453,6 +598,7 @@ pub(super) fn remove_child_dependency(
         child,
         change: Change::Done(ChildOutcome::Removed),
         at: now,
+        hard: false,
     }))
 }
 
@@ -474,9 +620,8 @@ pub(super) fn remove_unprocessed_children(
         let Some(i) = queues.index(&child.queue) else {
             continue;
         };
-        let state = &mut queues.states[i];
-        if state.store.remove(&child.id, now).is_ok() {
-            finish(&mut state.waiters, &child.id, || FinishedResult::Missing);
+        // A child whose tree a worker holds a job of stays, with its tree.
+        if remove_tree(queues, i, &child.id, now).is_ok() {
             removed += 1;
         }
     }

@@ -250,7 +250,7 @@ impl MemoryBackend {
 }
 
 /// Tells waiters of jobs that a dedup replace removed.
-fn settle_replaced(state: &mut State) {
+pub(super) fn settle_replaced(state: &mut State) {
     for id in state.store.take_replaced() {
         finish(&mut state.waiters, &id, || FinishedResult::Missing);
     }

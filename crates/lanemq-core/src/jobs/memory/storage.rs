@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::error::CoreResult;
 use crate::jobs::contract::NewJob;
+use crate::jobs::flow::ParentRef;
 use crate::jobs::lifecycle::{EventField, Finished, Gate, JobStorage};
 use crate::jobs::model::{Job, JobState, Millis};
 use crate::jobs::options::JobOptions;
@@ -79,7 +80,26 @@ impl JobStorage for MemoryStore {
 
     /// Parents hear of removed children when the group settles its flows, after the
     /// operation, still under the lock.
-    fn settle_removals(&mut self, _now: Millis) -> CoreResult<()> {
+    fn settle_removals(&mut self, _now: Millis, hard: bool) -> CoreResult<()> {
+        MemoryStore::settle_removals(self, hard);
+        Ok(())
+    }
+
+    fn queue_name(&self) -> &str {
+        MemoryStore::queue_name(self)
+    }
+
+    fn children(&mut self, id: &str) -> CoreResult<Vec<ParentRef>> {
+        Ok(self.children_of(id))
+    }
+
+    /// The group checks the other queues before it removes (`flows::remove_tree`).
+    fn remote_locked(&mut self, _child: &ParentRef, _now: Millis) -> CoreResult<Option<String>> {
+        Ok(None)
+    }
+
+    fn remove_remote(&mut self, child: &ParentRef, now: Millis) -> CoreResult<()> {
+        self.remove_elsewhere(child, now);
         Ok(())
     }
 
@@ -226,8 +246,8 @@ impl JobStorage for MemoryStore {
     }
 
     fn tell_parent(&mut self, finished: &Finished, now: Millis) -> CoreResult<()> {
-        if finished.parent.is_some() {
-            self.flow_on_finish(&finished.id, now);
+        if let Some((_, outcome)) = &finished.parent {
+            self.flow_on_finish(&finished.id, outcome.clone(), now);
         }
         Ok(())
     }

@@ -416,7 +416,7 @@ end
 local scheduler_on_claim
 
 -- What a claim reads of each job (the client gets all but attempts as they are), and of a job
--- tried before (attempts stored) the fields only such a job may have: edit-36.lua stores
+-- tried before (attempts stored) the fields only such a job may have: edit-16.lua stores
 -- attempts 0 with a progress or trace set before the first claim, fail_for_good's reason is
 -- cleared or comes with attempts before a job waits again, and stalls and failures follow
 -- claims. A first claim does not look for those four (each field absent from a job's hash is

@@ -54,7 +54,7 @@ pub fn added(new: NewJob, id: Arc<str>, place: (u64, i64), hold: bool, now: Mill
     Job::added(id, name, data, new.options, place, hold, now)
 }
 
-/// The jobs `add-36.lua` reports, each with whether it was created. Its reply is the first
+/// The jobs `add-16.lua` reports, each with whether it was created. Its reply is the first
 /// automatic id, the first seq, then (position from 1, `{0, job...}`) for each job that
 /// created nothing. The new jobs take automatic ids and seqs counting up from the first ones,
 /// in order, as `create_jobs` gives them; a new job's order is its seq, negated when LIFO and
@@ -102,7 +102,7 @@ pub fn added_jobs(reply: Value, jobs: Vec<NewJob>, now: Millis) -> CoreResult<Ve
     Ok(jobs)
 }
 
-/// A job from `claim-36.lua`'s reply: the stored fields it returns, then the token; the lock,
+/// A job from `claim-16.lua`'s reply: the stored fields it returns, then the token; the lock,
 /// state and processed time are what the claim set.
 pub fn claimed(value: Value, worker: &str, lease: Millis, now: Millis) -> CoreResult<Job> {
     let mut v = items(value)?;

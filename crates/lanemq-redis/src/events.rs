@@ -20,7 +20,7 @@ impl RedisBackend {
     /// Events with `start <= id <= end`, at most `limit` (0: all), oldest first. An entry's
     /// id is its last event's (`parse_entry`), so the first entry read from `start` on may
     /// begin before `start`, and entries are read a page at a time until one passes `end`.
-    /// Events below the floor of an explicit trim are gone (`lua/trim_events-36.lua`).
+    /// Events below the floor of an explicit trim are gone (`lua/trim_events-16.lua`).
     pub async fn read_events(
         &self,
         start: u64,

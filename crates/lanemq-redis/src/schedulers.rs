@@ -1,4 +1,4 @@
-//! Job schedulers on Redis (`lua/includes/schedulers.lua`, `lua/schedulers-36.lua`), decided by
+//! Job schedulers on Redis (`lua/includes/schedulers.lua`, `lua/schedulers-16.lua`), decided by
 //! `lanemq_core::jobs::scheduler` as on the other backends.
 //!
 //! Rust reads a scheduler's record (with its version) and its pending occurrence's state,

@@ -45,43 +45,43 @@ pub struct LuaScript {
     pub function: String,
 }
 
-/// Every script: its operation name, and its body (`lua/<op>-36.lua`, or `lua/<op>-2.lua` for
+/// Every script: its operation name, and its body (`lua/<op>-16.lua`, or `lua/<op>-2.lua` for
 /// those of `OWN_KEYS`).
 const OPS: [(&str, &str); 28] = [
-    ("add", include_str!("../../../lua/add-36.lua")),
-    ("claim", include_str!("../../../lua/claim-36.lua")),
-    ("complete", include_str!("../../../lua/complete-36.lua")),
-    ("fail", include_str!("../../../lua/fail-36.lua")),
-    ("renew", include_str!("../../../lua/renew-36.lua")),
-    ("delay", include_str!("../../../lua/delay-36.lua")),
-    ("release", include_str!("../../../lua/release-36.lua")),
-    ("recover", include_str!("../../../lua/recover-36.lua")),
-    ("promote", include_str!("../../../lua/promote-36.lua")),
-    ("reschedule", include_str!("../../../lua/reschedule-36.lua")),
-    ("retry", include_str!("../../../lua/retry-36.lua")),
-    ("priority", include_str!("../../../lua/priority-36.lua")),
-    ("edit", include_str!("../../../lua/edit-36.lua")),
-    ("logs", include_str!("../../../lua/logs-36.lua")),
-    ("remove", include_str!("../../../lua/remove-36.lua")),
-    ("pause", include_str!("../../../lua/pause-36.lua")),
-    ("obliterate", include_str!("../../../lua/obliterate-36.lua")),
-    ("settings", include_str!("../../../lua/settings-36.lua")),
-    ("dedup", include_str!("../../../lua/dedup-36.lua")),
+    ("add", include_str!("../../../lua/add-16.lua")),
+    ("claim", include_str!("../../../lua/claim-16.lua")),
+    ("complete", include_str!("../../../lua/complete-16.lua")),
+    ("fail", include_str!("../../../lua/fail-16.lua")),
+    ("renew", include_str!("../../../lua/renew-16.lua")),
+    ("delay", include_str!("../../../lua/delay-16.lua")),
+    ("release", include_str!("../../../lua/release-16.lua")),
+    ("recover", include_str!("../../../lua/recover-16.lua")),
+    ("promote", include_str!("../../../lua/promote-16.lua")),
+    ("reschedule", include_str!("../../../lua/reschedule-16.lua")),
+    ("retry", include_str!("../../../lua/retry-16.lua")),
+    ("priority", include_str!("../../../lua/priority-16.lua")),
+    ("edit", include_str!("../../../lua/edit-16.lua")),
+    ("logs", include_str!("../../../lua/logs-16.lua")),
+    ("remove", include_str!("../../../lua/remove-16.lua")),
+    ("pause", include_str!("../../../lua/pause-16.lua")),
+    ("obliterate", include_str!("../../../lua/obliterate-16.lua")),
+    ("settings", include_str!("../../../lua/settings-16.lua")),
+    ("dedup", include_str!("../../../lua/dedup-16.lua")),
     (
         "complete_claim",
-        include_str!("../../../lua/complete_claim-36.lua"),
+        include_str!("../../../lua/complete_claim-16.lua"),
     ),
-    ("schedulers", include_str!("../../../lua/schedulers-36.lua")),
-    ("flows", include_str!("../../../lua/flows-36.lua")),
+    ("schedulers", include_str!("../../../lua/schedulers-16.lua")),
+    ("flows", include_str!("../../../lua/flows-16.lua")),
     (
         "trim_events",
-        include_str!("../../../lua/trim_events-36.lua"),
+        include_str!("../../../lua/trim_events-16.lua"),
     ),
-    ("orphans", include_str!("../../../lua/orphans-36.lua")),
-    ("layout", include_str!("../../../lua/layout-36.lua")),
+    ("orphans", include_str!("../../../lua/orphans-16.lua")),
+    ("layout", include_str!("../../../lua/layout-16.lua")),
     (
         "publish_event",
-        include_str!("../../../lua/publish_event-36.lua"),
+        include_str!("../../../lua/publish_event-16.lua"),
     ),
     ("metrics", include_str!("../../../lua/metrics-2.lua")),
     ("workers", include_str!("../../../lua/workers-2.lua")),
@@ -96,7 +96,7 @@ pub const OWN_KEYS: [&str; 2] = ["metrics", "workers"];
 /// The file of a script under `lua/`.
 #[cfg(test)]
 fn file_name(op: &str) -> String {
-    let keys = if OWN_KEYS.contains(&op) { 2 } else { 36 };
+    let keys = if OWN_KEYS.contains(&op) { 2 } else { 16 };
     format!("{op}-{keys}.lua")
 }
 
@@ -323,7 +323,7 @@ fn dump_composed_scripts() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         if let Some(stem) = name
-            .strip_suffix("-36.lua")
+            .strip_suffix("-16.lua")
             .or_else(|| name.strip_suffix("-2.lua"))
         {
             let body = std::fs::read_to_string(&path).unwrap();

@@ -32,7 +32,9 @@ class Link:
     ) -> None:
         with contextlib.suppress(ConnectionError, OSError):
             while data := await source.read(65536):
-                if to_server and b"BZPOPMIN" in data.upper():
+                # A write that begins with the command (the library's source, loaded on the
+                # command connection, names it too).
+                if to_server and b"\r\nBZPOPMIN\r\n" in data[:32].upper():
                     self.blocking = True
                 if self.stalled:
                     continue

@@ -19,9 +19,7 @@ SCRIPT = (Path(__file__).parent / "producer_child.py").read_text()
 BULK = 50
 
 
-async def _kill_producers(
-    spawn: Spawn, url: str, log: Path, mode: str, rng: random.Random
-) -> None:
+async def _kill_producers(spawn: Spawn, url: str, log: Path, mode: str, rng: random.Random) -> None:
     for trial in range(TRIALS):
         producer = await spawn(SCRIPT, url, "produced", str(log), mode, str(trial))
         assert await producer.line() == "ready", producer.stderr()

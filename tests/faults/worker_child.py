@@ -5,9 +5,9 @@ appends ``error <id> <pid> <kind>``, to an execution log opened with O_APPEND: e
 write(2), in the kernel when it returns, so a SIGKILL loses none and processes never
 interleave. Prints ``ready`` once the worker runs, ``processed N`` when SIGTERM stopped it.
 
-Job names: ``work`` sleeps ``--work`` seconds (asyncio); ``flaky`` fails its first attempt;
-``block`` sleeps ``--block`` seconds with time.sleep, holding the event loop (so leases are
-not renewed); anything else returns at once."""
+Job names: ``work`` sleeps ``--work`` seconds (asyncio; or its data's ``sleep``); ``flaky``
+fails its first attempt; ``block`` sleeps ``--block`` seconds with time.sleep, holding the
+event loop (so leases are not renewed); anything else returns at once."""
 
 from __future__ import annotations
 
@@ -51,9 +51,11 @@ async def main() -> None:
         attempt = job.attempts_started
         write(f"start {job.id} {pid} {attempt}")
         if job.name == "work":
-            await asyncio.sleep(args.work)
+            seconds = job.data.get("sleep", args.work) if isinstance(job.data, dict) else args.work
+            await asyncio.sleep(seconds)
         elif job.name == "block":
-            time.sleep(args.block)  # the loop is held: no renewal, no recovery
+            # The fault under test: the loop is held, so no renewal, no recovery.
+            time.sleep(args.block)  # noqa: ASYNC251
         elif job.name == "flaky" and attempt == 1:
             write(f"finish {job.id} {pid} {attempt}")
             raise RuntimeError("first attempts of flaky jobs fail")

@@ -349,15 +349,20 @@ impl Server {
         outcome.map(|live| live.connection)
     }
 
-    /// A connection for a blocking wait: a spare, or a new one (no response timeout: the wait
-    /// bounds itself).
+    /// A connection for a blocking wait: a spare, or a new one. A wait blocks for at most
+    /// `MAX_BLOCK`; a reply later than that by the connect timeout means a connection that no
+    /// longer answers (a partition, a stalled proxy: nothing closes it), so the wait fails as a
+    /// connection error and the connection goes, rather than waiting forever.
     pub(crate) async fn blocking(&self) -> CoreResult<Live> {
         loop {
             let spare = lock(&self.spares).pop();
             match spare {
                 Some(live) if live.alive() => return Ok(live),
                 Some(_) => {}
-                None => return self.open(None).await,
+                None => {
+                    let bound = crate::waits::MAX_BLOCK + self.connect_timeout;
+                    return self.open(Some(bound)).await;
+                }
             }
         }
     }

@@ -1,9 +1,10 @@
 """A worker process of the fault tests: one JobWorker on the queue a URL names, through the
 public API only. Every run of a job appends ``start <id> <pid> <attempt>`` before the
-processor runs and ``finish <id> <pid> <attempt>`` after it, and every ``error`` hook call
-appends ``error <id> <pid> <kind>``, to an execution log opened with O_APPEND: each line is one
-write(2), in the kernel when it returns, so a SIGKILL loses none and processes never
-interleave. Prints ``ready`` once the worker runs, ``processed N`` when SIGTERM stopped it.
+processor runs and ``finish <id> <pid> <attempt>`` after it (``fail ...`` for a failed
+attempt), and every ``error`` hook call appends ``error <id> <pid> <kind>``, to an execution
+log opened with O_APPEND: each line is one write(2), in the kernel when it returns, so a
+SIGKILL loses none and processes never interleave. Prints ``ready`` once the worker runs,
+``processed N`` when SIGTERM stopped it.
 
 Job names: ``work`` sleeps ``--work`` seconds (asyncio; or its data's ``sleep``); ``flaky``
 fails its first attempt; ``block`` sleeps ``--block`` seconds with time.sleep, holding the
@@ -57,7 +58,7 @@ async def main() -> None:
             # The fault under test: the loop is held, so no renewal, no recovery.
             time.sleep(args.block)  # noqa: ASYNC251
         elif job.name == "flaky" and attempt == 1:
-            write(f"finish {job.id} {pid} {attempt}")
+            write(f"fail {job.id} {pid} {attempt}")
             raise RuntimeError("first attempts of flaky jobs fail")
         write(f"finish {job.id} {pid} {attempt}")
         return {"pid": pid, "attempt": attempt}

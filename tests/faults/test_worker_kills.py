@@ -40,6 +40,7 @@ async def test_sigkilled_workers_lose_no_job(
     options = (*WORKER, *backend.worker_options())
     workers = [await start_worker(backend.url, "kills", log, *options) for _ in range(WORKERS)]
     killed: set[int] = set()
+    last_kill = 0.0
     added: list[str] = []
     producing = True
 
@@ -58,12 +59,12 @@ async def test_sigkilled_workers_lose_no_job(
         victim = rng.choice(workers)
         victim.kill()  # SIGKILL, by the PID this test started
         await victim.wait()
+        last_kill = time.monotonic()
         killed.add(victim.pid)
         workers.remove(victim)
         workers.append(await start_worker(backend.url, "kills", log, *options))
     producing = False
     await producer
-    last_kill = time.monotonic()
 
     async def all_completed() -> bool:
         return (await queue.get_job_counts("completed"))["completed"] == len(added)

@@ -236,7 +236,17 @@ impl Server {
         !matches!(self.transport, Transport::Tcp { tls: Some(_), .. })
     }
 
+    /// `error` as a core error. A reply that timed out means a connection that may no
+    /// longer answer (a partition, a stalled proxy: nothing closes it), so the command
+    /// connection is replaced at the next call rather than kept for every later call to time
+    /// out on too; calls in flight on it still get their replies.
     pub(crate) fn error(&self, error: redis::RedisError) -> CoreError {
+        if error.is_timeout() {
+            let mut slot = lock(&self.commands);
+            if matches!(*slot, Slot::Up(_)) {
+                *slot = Slot::Empty;
+            }
+        }
         redis_error(&self.address, error)
     }
 

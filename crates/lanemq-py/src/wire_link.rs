@@ -10,7 +10,9 @@
 //! A wire serves one loop: a queue used from another loop meanwhile makes ordinary calls. A
 //! broken wire fails the calls it had sent (as a dropped connection does) and sends the rest
 //! the ordinary way; the queue then opens a new wire in the background, and makes ordinary
-//! calls until it is there.
+//! calls until it is there. A wire whose oldest call has had no reply for `RESPONSE_TIMEOUT`
+//! is broken too: nothing closes a connection that stopped answering (a partition, a stalled
+//! proxy), so a watch the loop runs once a second while calls wait looks for one.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::ErrorKind;
@@ -19,7 +21,7 @@ use std::sync::{Arc, LazyLock, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use lanemq_core::{CoreError, CoreResult};
-use lanemq_redis::{Settle, Settled, Wire, WireCall, WireCalls};
+use lanemq_redis::{Settle, Settled, Wire, WireCall, WireCalls, RESPONSE_TIMEOUT};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::{MutexExt, PyOnceLock};
@@ -33,6 +35,9 @@ const RETRY_OPEN: Duration = Duration::from_secs(1);
 
 /// How much one read takes at most.
 const READ_CHUNK: usize = 64 * 1024;
+
+/// How often the loop looks for a call that has waited too long, while calls wait.
+const WATCH_EVERY: f64 = 1.0;
 
 /// Reads a call's reply (`None`: the request never reached the server whole) and resolves its
 /// asyncio future with it.
@@ -64,6 +69,8 @@ struct Waiting {
     resolve: Resolve,
     /// Where its request ends in the bytes the link sends (counted as `written` is).
     end: u64,
+    /// When it was made: a reply later than `RESPONSE_TIMEOUT` breaks the link.
+    made: Instant,
 }
 
 struct LinkState {
@@ -120,6 +127,8 @@ pub struct WireLink {
     fd: i32,
     address: String,
     state: Mutex<LinkState>,
+    /// Whether the loop has a watch scheduled (`on_watch`). Only the loop's thread calls.
+    watched: AtomicBool,
 }
 
 #[pymethods]
@@ -196,6 +205,31 @@ impl WireLink {
         first_error.map_or(Ok(()), Err)
     }
 
+    /// Breaks the link if its oldest call has waited longer than `RESPONSE_TIMEOUT`, else
+    /// looks again in `WATCH_EVERY` while calls wait (called by the loop).
+    fn on_watch(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let py = slf.py();
+        let link = slf.get();
+        let mut state = link.lock(py);
+        let oldest = state.waiting.front().map(|call| call.made);
+        if state.wire.is_none() || oldest.is_none() {
+            link.watched.store(false, Ordering::Relaxed);
+            return Ok(());
+        }
+        if oldest.is_some_and(|made| made.elapsed() >= RESPONSE_TIMEOUT) {
+            let ended = Self::end(&mut state);
+            drop(state);
+            link.watched.store(false, Ordering::Relaxed);
+            let why = format!(
+                "no reply within {}s: the connection no longer answers",
+                RESPONSE_TIMEOUT.as_secs()
+            );
+            return link.finish(py, ended, &why);
+        }
+        drop(state);
+        Self::watch(slf)
+    }
+
     /// Writes what is left to send (called by the loop while some is).
     fn on_writable(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
@@ -241,6 +275,7 @@ impl WireLink {
                     waiting: VecDeque::new(),
                     closing: false,
                 }),
+                watched: AtomicBool::new(false),
             },
         )?;
         event_loop.call_method1("add_reader", (fd, link.getattr("on_readable")?))?;
@@ -251,6 +286,17 @@ impl WireLink {
         self.state
             .lock_py_attached(py)
             .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Has the loop run `on_watch` in `WATCH_EVERY`.
+    fn watch(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let link = slf.get();
+        link.watched.store(true, Ordering::Relaxed);
+        let watch = slf.getattr(intern!(slf.py(), "on_watch"))?;
+        link.event_loop
+            .bind(slf.py())
+            .call_method1(intern!(slf.py(), "call_later"), (WATCH_EVERY, watch))?;
+        Ok(())
     }
 
     fn usable(&self, py: Python<'_>) -> bool {
@@ -281,6 +327,9 @@ impl WireLink {
             .bind(py)
             .call_method0(intern!(py, "create_future"))?;
         let resolve = resolver(call.settle, convert);
+        if !link.watched.load(Ordering::Relaxed) {
+            Self::watch(slf)?; // (it finds this call there: the loop runs it later)
+        }
         let mut state = link.lock(py);
         if state.wire.is_none() || state.closing {
             drop(state);
@@ -294,6 +343,7 @@ impl WireLink {
             future: future.clone().unbind(),
             resolve,
             end,
+            made: Instant::now(),
         });
         if writing {
             return Ok(future); // behind bytes the loop's writer callback is sending

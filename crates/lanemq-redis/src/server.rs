@@ -236,7 +236,17 @@ impl Server {
         !matches!(self.transport, Transport::Tcp { tls: Some(_), .. })
     }
 
+    /// `error` as a core error. A reply that timed out means a connection that may no
+    /// longer answer (a partition, a stalled proxy: nothing closes it), so the command
+    /// connection is replaced at the next call rather than kept for every later call to time
+    /// out on too; calls in flight on it still get their replies.
     pub(crate) fn error(&self, error: redis::RedisError) -> CoreError {
+        if error.is_timeout() {
+            let mut slot = lock(&self.commands);
+            if matches!(*slot, Slot::Up(_)) {
+                *slot = Slot::Empty;
+            }
+        }
         redis_error(&self.address, error)
     }
 
@@ -349,15 +359,20 @@ impl Server {
         outcome.map(|live| live.connection)
     }
 
-    /// A connection for a blocking wait: a spare, or a new one (no response timeout: the wait
-    /// bounds itself).
+    /// A connection for a blocking wait: a spare, or a new one. A wait blocks for at most
+    /// `MAX_BLOCK`; a reply later than that by the connect timeout means a connection that no
+    /// longer answers (a partition, a stalled proxy: nothing closes it), so the wait fails as a
+    /// connection error and the connection goes, rather than waiting forever.
     pub(crate) async fn blocking(&self) -> CoreResult<Live> {
         loop {
             let spare = lock(&self.spares).pop();
             match spare {
                 Some(live) if live.alive() => return Ok(live),
                 Some(_) => {}
-                None => return self.open(None).await,
+                None => {
+                    let bound = crate::waits::MAX_BLOCK + self.connect_timeout;
+                    return self.open(Some(bound)).await;
+                }
             }
         }
     }

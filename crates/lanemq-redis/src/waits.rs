@@ -17,8 +17,15 @@ use crate::decode::items;
 use crate::events::parse_entry;
 use crate::server::Live;
 
-/// The longest single block, so a waiter also notices changes that set no marker.
-const MAX_BLOCK: Duration = Duration::from_secs(1);
+/// The longest single block, so a waiter also notices changes that set no marker. A blocking
+/// connection's replies are bounded by this plus the connect timeout (`Server::blocking`).
+pub(crate) const MAX_BLOCK: Duration = Duration::from_secs(1);
+
+/// How long an interrupted wait waits for its reply once the server has ended the wait (the
+/// halt went through): the reply is then on its way, so one that does not come means the
+/// connection no longer answers (a partition, a stalled proxy), and the wait must not hold up
+/// the worker that interrupted it, which has outcomes to report.
+const HALT_REPLY_WAIT: Duration = Duration::from_secs(1);
 
 /// What an idle wait does next (`RedisBackend::next_wait`).
 enum NextWait {
@@ -162,20 +169,32 @@ impl RedisBackend {
                 .arg(self.keys.key("marker"))
                 .arg(seconds);
             pipe.add_command(self.claim_call(&args));
-            let call = pipe.query_async::<(Value, Value)>(&mut live.connection);
-            tokio::pin!(call);
             let mut halted = false;
-            let reply = tokio::select! {
-                biased;
-                reply = &mut call => reply,
-                () = interrupted.notified() => {
-                    halted = true;
-                    // Should the halt not get through, the wait still ends on its own (within
-                    // `seconds`): the reply is read either way, so a claim that ran hands its
-                    // jobs over rather than leaving them locked until their lease runs out.
-                    let _ = self.halt(&halt, client_id).await;
-                    call.await
+            let answered = {
+                let call = pipe.query_async::<(Value, Value)>(&mut live.connection);
+                tokio::pin!(call);
+                tokio::select! {
+                    biased;
+                    reply = &mut call => Some(reply),
+                    () = interrupted.notified() => {
+                        halted = true;
+                        // The reply is read either way, so a claim that ran hands its jobs
+                        // over rather than leaving them locked until their lease runs out.
+                        // Should the halt not get through, the wait still ends on its own
+                        // (within `seconds`, or the connection's response timeout).
+                        if self.halt(&halt, client_id).await.is_ok() {
+                            tokio::time::timeout(HALT_REPLY_WAIT, &mut call).await.ok()
+                        } else {
+                            Some(call.await)
+                        }
+                    }
                 }
+            };
+            let Some(reply) = answered else {
+                // Ended by the server, yet no reply: the connection is deaf and goes. What a
+                // claim that ran first took is left to stalled recovery (at least once).
+                *connection = None;
+                return Ok(Vec::new());
             };
             let claimed = match reply {
                 Ok((_, claimed)) => claimed,

@@ -74,12 +74,6 @@ impl Keys {
         format!("{}job:{id}", self.base)
     }
 
-    /// The hash that held one field of every job in layouts "2" and "3" (moved into job hashes
-    /// when a queue of those layouts is opened).
-    pub fn old_field(&self, field: &str) -> String {
-        format!("{}j:{field}", self.base)
-    }
-
     /// Every key a script may touch, in the order `lua/includes/common.lua` names them (its
     /// `KEYS`).
     pub fn script_keys(&self) -> Vec<String> {

@@ -530,16 +530,20 @@ async def test_a_child_deduplicated_into_an_active_job_waits_for_it(queue: JobQu
 async def test_a_child_deduplicated_into_a_completed_owner_counts_as_processed(
     queue: JobQueue,
 ) -> None:
-    throttle = Dedup("d", ttl=60.0)  # held until it expires, whatever the owner's state
-    await queue.add("owner", None, dedup=throttle, now=T)
+    # Throttle keys are held until they expire, whatever the owner's state.
+    d, e = Dedup("d", ttl=60.0), Dedup("e", ttl=60.0)
+    await queue.add("owner", None, dedup=d, now=T)
+    await queue.add("other", None, dedup=e, now=T)
     owner = await complete(queue, "owner", T + 1)
-    only = await queue.add_flow(dedup_flow(FlowJob("a", options={"dedup": throttle})), now=T + 2)
+    other = await complete(queue, "other", T + 1)
+    only = await queue.add_flow(dedup_flow(FlowJob("a", options={"dedup": d})), now=T + 2)
     assert [c.job.id for c in only.children] == [owner.id]
     assert await state(queue, only.job.id) == "waiting"  # nothing left to wait for
     assert (await queue.get_dependencies(only.job.id)).processed == {key(queue, owner): "owner"}
     two = await queue.add_flow(
-        dedup_flow(FlowJob("a", options={"dedup": throttle}), FlowJob("b")), now=T + 3
+        dedup_flow(FlowJob("a", options={"dedup": e}), FlowJob("b")), now=T + 3
     )
+    assert two.children[0].job.id == other.id
     assert await state(queue, two.job.id) == "waiting_children"
     counts = await queue.get_dependencies_count(two.job.id)
     assert (counts["processed"], counts["unprocessed"]) == (1, 1)
@@ -601,23 +605,15 @@ async def test_a_new_root_with_dedup_and_children_holds_its_key(queue: JobQueue)
     assert sum((await queue.get_job_counts()).values()) == 2
 
 
-async def test_a_throttled_child_in_another_queue_is_deduplicated_there(
+async def test_dedup_on_a_node_in_another_queue_is_refused_and_writes_nothing(
     queue: JobQueue, sibling: Callable[[str], JobQueue]
 ) -> None:
     other = sibling("kids")
-    throttle = Dedup("d", ttl=60.0)
-    first = await queue.add_flow(
-        dedup_flow(FlowJob("a", queue=other.name, options={"dedup": throttle})), now=T
-    )
-    kid = first.children[0].job
-    await complete(other, "a", T + 1)
-    assert await state(queue, first.job.id) == "waiting"
-    # The owner has a parent now: another flow cannot take it as its child.
-    flow = dedup_flow(FlowJob("a", queue=other.name, options={"dedup": throttle}))
-    with pytest.raises(ConfigError, match=rf'flow node root.children\[0\]: .*"{kid.id}"'):
-        await queue.add_flow(flow, now=T + 2)
-    assert sum((await queue.get_job_counts()).values()) == 1
-    assert sum((await other.get_job_counts()).values()) == 1
+    flow = dedup_flow(FlowJob("a", queue=other.name, options={"dedup": Dedup("d")}))
+    with pytest.raises(ConfigError, match=r"flow node root.children\[0\]: dedup .*own queue"):
+        await queue.add_flow(flow, now=T)
+    assert sum((await queue.get_job_counts()).values()) == 0
+    assert sum((await other.get_job_counts()).values()) == 0
 
 
 async def test_a_child_deduplicated_into_a_job_with_another_parent_writes_nothing(

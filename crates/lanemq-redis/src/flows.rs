@@ -226,7 +226,10 @@ impl RedisBackend {
                 let mut paths = Vec::new();
                 node_paths(&nodes, path, &mut paths);
                 let i: usize = index.parse().map_err(|_| bad())?;
-                let at = i.checked_sub(1).and_then(|i| paths.get(i)).ok_or_else(bad)?;
+                let at = i
+                    .checked_sub(1)
+                    .and_then(|i| paths.get(i))
+                    .ok_or_else(bad)?;
                 let dedup = args
                     .get((i - 1) * 10 + 3)
                     .and_then(|o| serde_json::from_str::<JobOptions>(o).ok())

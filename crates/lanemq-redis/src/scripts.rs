@@ -293,7 +293,10 @@ mod tests {
     fn the_nested_function_stays_within_lua_limits() {
         // Its upvalues are at most the names defined above it: Lua 5.1 allows 60.
         let outer = PRELUDE.outer_names();
-        assert!(outer.contains(&"JOB") && outer.contains(&"NOW"), "{outer:?}");
+        assert!(
+            outer.contains(&"JOB") && outer.contains(&"NOW"),
+            "{outer:?}"
+        );
         assert!(
             outer.len() < 60,
             "{} names above the nested function",

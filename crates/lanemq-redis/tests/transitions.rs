@@ -201,13 +201,20 @@ async fn store_as_layout(raw: &mut redis::aio::MultiplexedConnection, layout: &s
         .unwrap();
     for key in keys {
         let id = key.trim_start_matches("lanemq:{test}:job:");
-        let fields: Vec<(String, String)> =
-            redis::cmd("HGETALL").arg(&key).query_async(raw).await.unwrap();
+        let fields: Vec<(String, String)> = redis::cmd("HGETALL")
+            .arg(&key)
+            .query_async(raw)
+            .await
+            .unwrap();
         let mut pipe = redis::pipe();
         for (field, value) in fields {
             let hash = format!("lanemq:{{test}}:j:{field}");
             pipe.cmd("HSET").arg(&hash).arg(id).arg(value).ignore();
-            pipe.cmd("HSET").arg(&hash).arg("").arg("-".repeat(256)).ignore();
+            pipe.cmd("HSET")
+                .arg(&hash)
+                .arg("")
+                .arg("-".repeat(256))
+                .ignore();
         }
         pipe.cmd("DEL").arg(&key).ignore();
         let _: () = pipe.query_async(raw).await.unwrap();
@@ -295,7 +302,10 @@ async fn jobs_stored_by_earlier_layouts_move_into_job_hashes() {
             .unwrap();
         assert_eq!((stored.as_str(), old_hashes), ("4", 0), "layout {layout}");
         let c = redis.get_job(&added[2].0.id).await.unwrap();
-        assert_eq!(c.map(|j| (j.name.to_string(), j.priority)), Some(("old-c".into(), 3)));
+        assert_eq!(
+            c.map(|j| (j.name.to_string(), j.priority)),
+            Some(("old-c".into(), 3))
+        );
         redis.remove(added[0].0.id.to_string(), T).await.unwrap();
         let claimed = redis.claim("w", 1000, 10, T).await.unwrap();
         let names: Vec<&str> = claimed.iter().map(|j| j.name.as_ref()).collect();
@@ -340,7 +350,10 @@ async fn a_queue_of_a_newer_layout_is_refused() {
     )
     .unwrap();
     let error = redis.ready().await.unwrap_err().to_string();
-    assert!(error.contains("\"99\"") && error.contains("newer"), "{error}");
+    assert!(
+        error.contains("\"99\"") && error.contains("newer"),
+        "{error}"
+    );
 }
 
 /// A first claim reads no stall count, progress, reason or trace (claim_jobs): a job given
@@ -474,7 +487,10 @@ async fn a_job_is_one_small_hash_and_active_a_skiplist() {
         .query_async(&mut connection)
         .await
         .unwrap();
-    assert_eq!((job_encoding.as_str(), active_encoding.as_str()), ("listpack", "skiplist"));
+    assert_eq!(
+        (job_encoding.as_str(), active_encoding.as_str()),
+        ("listpack", "skiplist")
+    );
 }
 
 #[tokio::test]

@@ -293,7 +293,11 @@ pub fn dedup_owner<'a>(dedup: &Dedup, key: Option<&KeyView<'a>>, now: Millis) ->
 
 /// Refuses a child deduplicated into `owner` when the owner has a parent already (a job has
 /// one parent; BullMQ refuses this too): the flow then writes nothing.
-pub fn check_dedup_owner(dedup_id: &str, owner: &str, owner_parent: Option<&str>) -> CoreResult<()> {
+pub fn check_dedup_owner(
+    dedup_id: &str,
+    owner: &str,
+    owner_parent: Option<&str>,
+) -> CoreResult<()> {
     match owner_parent {
         Some(parent) => Err(CoreError::InvalidConfig(format!(
             "dedup ({dedup_id:?}) is held by job {owner:?}, which is already a child of \

@@ -398,31 +398,37 @@ pub fn reserve_remote(
     max_payload_bytes: usize,
 ) -> CoreResult<Reserved> {
     let mut files: Vec<(String, Connection, u64)> = Vec::new();
-    flow::check_nodes(nodes, home, path, path == "root", |queue, job: &NewJob, _| {
-        check_payload(&job.data, max_payload_bytes)?;
-        if queue == home {
-            return Ok(());
-        }
-        let at = match files.iter().position(|(q, _, _)| q == queue) {
-            Some(at) => at,
-            None => {
-                let conn = schema::open(&relay::sibling_path(dir, queue)?, queue)?;
-                files.push((queue.to_owned(), conn, 0));
-                files.len() - 1
+    flow::check_nodes(
+        nodes,
+        home,
+        path,
+        path == "root",
+        |queue, job: &NewJob, _| {
+            check_payload(&job.data, max_payload_bytes)?;
+            if queue == home {
+                return Ok(());
             }
-        };
-        let (_, conn, autos) = &mut files[at];
-        match job.options.job_id.as_deref() {
-            Some(id) if rows::state(conn, id)?.is_some() => Err(CoreError::InvalidConfig(format!(
-                "job_id {id:?} already exists in queue {queue:?}"
-            ))),
-            Some(_) => Ok(()),
-            None => {
-                *autos += 1;
-                Ok(())
+            let at = match files.iter().position(|(q, _, _)| q == queue) {
+                Some(at) => at,
+                None => {
+                    let conn = schema::open(&relay::sibling_path(dir, queue)?, queue)?;
+                    files.push((queue.to_owned(), conn, 0));
+                    files.len() - 1
+                }
+            };
+            let (_, conn, autos) = &mut files[at];
+            match job.options.job_id.as_deref() {
+                Some(id) if rows::state(conn, id)?.is_some() => Err(CoreError::InvalidConfig(
+                    format!("job_id {id:?} already exists in queue {queue:?}"),
+                )),
+                Some(_) => Ok(()),
+                None => {
+                    *autos += 1;
+                    Ok(())
+                }
             }
-        }
-    })?;
+        },
+    )?;
     let mut reserved = Reserved::new();
     for (queue, conn, autos) in files {
         reserved.insert(queue, rows::reserve_auto_ids(&conn, autos)?);
@@ -441,27 +447,33 @@ fn check(
     now: Millis,
 ) -> CoreResult<()> {
     let dedup = path == "root";
-    flow::check_nodes(nodes, &env.queue, path, dedup, |queue, job: &NewJob, child| {
-        check_payload(&job.data, env.max_payload_bytes)?;
-        if queue != env.queue {
-            return relay::sibling_path(env.dir.as_ref(), queue).map(drop);
-        }
-        if let (true, Some(dedup)) = (child, &job.options.dedup) {
-            if let Some(owner) = super::dedup::flow_owner(conn, dedup, now)? {
-                let parent = owner.options.parent.as_ref().map(ParentRef::key);
-                flow::check_dedup_owner(&dedup.id, &owner.id, parent.as_deref())?;
+    flow::check_nodes(
+        nodes,
+        &env.queue,
+        path,
+        dedup,
+        |queue, job: &NewJob, child| {
+            check_payload(&job.data, env.max_payload_bytes)?;
+            if queue != env.queue {
+                return relay::sibling_path(env.dir.as_ref(), queue).map(drop);
             }
-        }
-        if let Some(id) = job.options.job_id.as_deref() {
-            if rows::state(conn, id)?.is_some() {
-                return Err(CoreError::InvalidConfig(format!(
-                    "job_id {id:?} already exists in queue {:?}",
-                    env.queue
-                )));
+            if let (true, Some(dedup)) = (child, &job.options.dedup) {
+                if let Some(owner) = super::dedup::flow_owner(conn, dedup, now)? {
+                    let parent = owner.options.parent.as_ref().map(ParentRef::key);
+                    flow::check_dedup_owner(&dedup.id, &owner.id, parent.as_deref())?;
+                }
             }
-        }
-        Ok(())
-    })
+            if let Some(id) = job.options.job_id.as_deref() {
+                if rows::state(conn, id)?.is_some() {
+                    return Err(CoreError::InvalidConfig(format!(
+                        "job_id {id:?} already exists in queue {:?}",
+                        env.queue
+                    )));
+                }
+            }
+            Ok(())
+        },
+    )
 }
 
 /// A flow's jobs for another queue, sent once the flow is written: parents first (with the
@@ -552,7 +564,10 @@ fn create_node(
     parent: Option<ParentRef>,
     now: Millis,
 ) -> CoreResult<AddedNode> {
-    let queue = node.queue.clone().unwrap_or_else(|| default_queue.to_owned());
+    let queue = node
+        .queue
+        .clone()
+        .unwrap_or_else(|| default_queue.to_owned());
     let hold = !node.children.is_empty();
     let mut new = node.job.clone();
     new.options.parent = parent.clone();

@@ -109,7 +109,11 @@ impl MemoryStore {
     }
 
     /// The job an add with `dedup` would return instead of adding one (`flow::dedup_owner`).
-    pub(super) fn dedup_owner(&self, dedup: &crate::jobs::options::Dedup, now: Millis) -> Option<Job> {
+    pub(super) fn dedup_owner(
+        &self,
+        dedup: &crate::jobs::options::Dedup,
+        now: Millis,
+    ) -> Option<Job> {
         let view = self.key_view(&dedup.id);
         let owner = crate::jobs::flow::dedup_owner(dedup, view.as_ref(), now)?;
         self.jobs.get(owner).cloned()

@@ -491,7 +491,9 @@ fn adopt_owner(
         if owner.state.is_finished() {
             finished.push((i, key));
         }
-        let p = queues.index(&parent.queue).expect("a parent's queue exists");
+        let p = queues
+            .index(&parent.queue)
+            .expect("a parent's queue exists");
         let child = ParentRef {
             queue: queue.clone(),
             id: owner.id.to_string(),
@@ -510,17 +512,23 @@ fn create_node(
     now: Millis,
     finished: &mut Vec<(usize, JobId)>,
 ) -> AddedNode {
-    let queue = node.queue.clone().unwrap_or_else(|| parent_queue.to_owned());
+    let queue = node
+        .queue
+        .clone()
+        .unwrap_or_else(|| parent_queue.to_owned());
     let i = queues.index(&queue).expect("a checked queue exists");
     let hold = !node.children.is_empty();
     let mut options = node.job.options.clone();
     options.parent = parent.clone();
     let job: Job = if options.dedup.is_some() {
         let state = &mut queues.states[i];
-        let (job, created) =
-            state
-                .store
-                .insert_deduplicated_with(&node.job.name, &node.job.data, options, hold, now);
+        let (job, created) = state.store.insert_deduplicated_with(
+            &node.job.name,
+            &node.job.data,
+            options,
+            hold,
+            now,
+        );
         super::settle_replaced(state);
         if !created {
             skip_ids(queues, &queue, &node, true);

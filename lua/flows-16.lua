@@ -23,6 +23,7 @@
 --       holds a job of that tree (each leaves the parent, released once none is left):
 --       {"ok", count}, or {"missing"}.
 local op = ARGV[3]
+local decide_dedup, create_nodes, dedup_duplicate, adopt
 
 -- A node's options with its parent: the client sends them without one, as an automatic parent
 -- id is only known here.
@@ -86,6 +87,95 @@ local function create_in(queue, mine)
   end
 end
 
+-- Decides, before anything is written, which nodes with dedup options (all in the flow's own
+-- queue, checked by the client) are deduplicated into an existing job (their `owner`; the
+-- nodes under them are `skipped`), as flow.rs dedup_owner does: the key is held and not
+-- replaced. A child whose owner has a parent already refuses the flow:
+-- {"dedup_parent", node index, owner id, the parent's key}.
+decide_dedup = function(nodes)
+  for k, node in ipairs(nodes) do
+    if node.parent > 0 and (nodes[node.parent].owner or nodes[node.parent].skipped) then
+      node.skipped = true
+    else
+      node.dedup = dedup_of(node.opts)
+    end
+    if node.dedup then
+      local key = key_read(node.dedup.id)
+      if held(key) and not (tonumber(key.state) == DELAYED_STATE and node.dedup.replace) then
+        node.owner = key.owner
+        node.owner_state = tonumber(key.state)
+        local parent = parent_of(opts_of(key.owner))
+        if node.parent > 0 and parent then
+          return {"dedup_parent", k, key.owner, parent.queue .. ":" .. parent.id}
+        end
+      end
+    end
+  end
+  return nil
+end
+
+-- Writes one queue's nodes in preorder, as the other backends do: plain ones in batches, one
+-- with dedup options on its own (created, or its owner's key updated as an add would). Each
+-- created node gives {id, seq, order}; the others get their entry in `add`.
+create_nodes = function(mine)
+  local results, batch, slots = {}, {}, {}
+  local function flush()
+    if #batch == 0 then return end
+    for j, result in ipairs(create_jobs(batch)) do
+      results[slots[j]] = {result[2], result[3], result[4]}
+    end
+    batch, slots = {}, {}
+  end
+  for k, node in ipairs(mine) do
+    if node.skipped then
+      results[k] = false
+    elseif node.dedup then
+      flush()
+      if node.owner then
+        results[k] = false
+        dedup_duplicate(node)
+      else
+        local result = add_deduplicated(node, node.dedup)
+        results[k] = {result[2], result[3], result[4]}
+      end
+    else
+      batch[#batch + 1] = node
+      slots[#slots + 1] = k
+    end
+  end
+  flush()
+  return results
+end
+
+-- What an add deduplicated into the node's owner writes (add_deduplicated's duplicate): the
+-- key's expiry, a keep_last duplicate kept (without a parent: it runs on its own), events.
+dedup_duplicate = function(node)
+  local dedup, key = node.dedup, key_read(node.dedup.id)
+  local exp = key.exp
+  if dedup.extend then exp = ttl_expiry(dedup) end
+  local next_job = key.next
+  if node.owner_state == ACTIVE_STATE and dedup.keep_last then
+    next_job = {node.name, node.data, node.raw_opts or node.opts}
+  end
+  key_write(dedup.id, key.owner, exp, next_job)
+  local custom = cjson.decode(node.raw_opts or node.opts).job_id
+  if type(custom) == "string" then
+    emit("deduplicated", key.owner, "deduplicationId", dedup.id, "deduplicatedJobId", custom)
+  else
+    emit("deduplicated", key.owner, "deduplicationId", dedup.id)
+  end
+  emit("debounced", key.owner, "debounceId", dedup.id)
+end
+
+-- The owner a child was deduplicated into becomes its parent's child (its options name the
+-- parent); an owner that finished already is noted in `finished`, to tell the parent.
+adopt = function(node, finished)
+  set("opts", node.owner, with_parent(opts_of(node.owner), node.parent_queue, node.parent_id))
+  if node.owner_state == COMPLETED_STATE or node.owner_state == FAILED_STATE then
+    finished[#finished + 1] = node
+  end
+end
+
 -- Appends the existing job `id` of `queue` and its children (in every bucket, in whatever
 -- queue) to `out` as {queue, job, parent index} in preorder. Only reads.
 local function existing_tree(queue, id, parent, out)
@@ -134,35 +224,65 @@ local function add(own, parent_id, token)
     local index = in_queue(queue, taken, of_queue(nodes, queue))
     if index then return {"exists", index} end
   end
+  local refused = decide_dedup(nodes)
+  if refused then return refused end
 
   if parent_id ~= "" then park(parent_id) end
+  -- Every node takes its automatic id, even one not written (as the other backends do).
   for _, queue in ipairs(order) do in_queue(queue, create_in, queue, (of_queue(nodes, queue))) end
   for _, node in ipairs(nodes) do
     local parent_queue = own
     if node.parent > 0 then
-      node.parent_id, parent_queue = nodes[node.parent].id, nodes[node.parent].queue
+      local parent = nodes[node.parent]
+      node.parent_id, parent_queue = parent.owner or parent.id, parent.queue
     elseif parent_id ~= "" then
       node.parent_id = parent_id
     end
     if node.parent_id then
       node.parent_queue = parent_queue
+      node.raw_opts = node.opts
       node.opts = with_parent(node.opts, parent_queue, node.parent_id)
     end
   end
   local out = {}
   for _, queue in ipairs(order) do
     local mine, at = of_queue(nodes, queue)
-    for k, result in ipairs(in_queue(queue, create_jobs, mine)) do
-      out[at[k]] = {result[2], result[3], result[4]}
-    end
+    local results = in_queue(queue, create_nodes, mine)
+    for k, result in ipairs(results) do out[at[k]] = result end
   end
-  for _, node in ipairs(nodes) do
-    if node.parent_id then
+  local finished = {}
+  for k, node in ipairs(nodes) do
+    if node.parent_id and not node.skipped then
+      local id = node.owner or node.id
+      if node.owner then
+        in_queue(node.queue, adopt, node, finished)
+        out[k] = {"dedup", {}}
+        in_queue(node.queue, existing_tree, node.queue, id, 0, out[k][2])
+      end
       in_queue(node.parent_queue, dep_put, dep_prefix(node.parent_id),
-        node.queue .. ":" .. node.id, UNPROCESSED, nil, node.queue)
+        node.queue .. ":" .. id, UNPROCESSED, nil, node.queue)
+    elseif node.owner then
+      out[k] = {"dedup", {}}
+      in_queue(node.queue, existing_tree, node.queue, node.owner, 0, out[k][2])
     end
   end
-  return {"ok", out}
+  -- Finished owners tell their new parents, once every node is written.
+  for _, node in ipairs(finished) do
+    in_queue(node.queue, function()
+      local state = tonumber(get("state", node.owner))
+      if state == COMPLETED_STATE then
+        flow_on_finish(node.owner, opts_of(node.owner), "completed", get("result", node.owner))
+      else
+        flow_on_finish(node.owner, opts_of(node.owner), "failed", get("reason", node.owner))
+      end
+    end)
+  end
+  -- Nodes not written (under a deduplicated node) have no entry.
+  local compact = {}
+  for k, node in ipairs(nodes) do
+    if not node.skipped then compact[#compact + 1] = out[k] end
+  end
+  return {"ok", compact}
 end
 
 -- One page of a bucket: the child keys (with their values) and the next cursor (-1: none).

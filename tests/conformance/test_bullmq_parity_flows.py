@@ -3,7 +3,8 @@ changing nothing, while a job of the tree is active), pruning children prunes th
 ``continue_parent_on_failure`` failures count as ignored, a retried child whose failure its
 released parent recorded is pending again, draining or cleaning a parent's last children in
 its own queue deletes the parent, ``keep_parent_waiting`` (BullMQ's default) with a child
-removed on failure, and dedup / custom ids on flow nodes."""
+removed on failure, custom ids on flow nodes, and dedup on every flow node (a node deduplicated
+into an existing job makes that job the parent's child)."""
 
 from __future__ import annotations
 
@@ -480,15 +481,163 @@ async def test_a_childless_root_whose_custom_id_exists_is_the_existing_job(
     assert again.job.id == first.job.id and again.job.data == 1
 
 
-async def test_dedup_on_a_node_with_children_is_refused_and_writes_nothing(
+# Dedup on flow nodes (BullMQ accepts it on every node). A node deduplicated into an existing
+# job (its owner) is that job: the parent waits for the owner, which keeps its own options; the
+# node's own children are not added; every node still takes its automatic id.
+
+
+def dedup_flow(*children: FlowJob, root_options: dict[str, object] | None = None) -> FlowJob:
+    return FlowJob("root", options=root_options or {}, children=list(children))
+
+
+async def test_a_child_deduplicated_into_a_waiting_job_is_the_parents_child(
     queue: JobQueue,
 ) -> None:
-    flow = FlowJob("root", options={"dedup": Dedup("d")}, children=[FlowJob("a")])
-    with pytest.raises(ConfigError, match=r'flow node root: dedup \("d"\)'):
+    owner = await queue.add("owner", 1, dedup=Dedup("d"), now=T)
+    flow = dedup_flow(FlowJob("a", 2, options={"dedup": Dedup("d")}), FlowJob("b"))
+    root = await queue.add_flow(flow, now=T + 1)
+    a, b = root.children
+    assert a.job.id == owner.id and a.job.data == 1
+    # The deduplicated node still takes its automatic id: root 2, a 3 (unused), b 4.
+    assert (root.job.id, b.job.id) == ("2", "4")
+    assert sum((await queue.get_job_counts()).values()) == 3
+    deps = await queue.get_dependencies(root.job.id)
+    assert deps.unprocessed == sorted([key(queue, owner), key(queue, b)])
+    dedup_events = [
+        (e.event, e.job_id) for e in await queue.read_events() if e.event == "deduplicated"
+    ]
+    assert dedup_events == [("deduplicated", owner.id)]
+    await complete(queue, "b", T + 2)
+    assert await state(queue, root.job.id) == "waiting_children"
+    await complete(queue, "owner", T + 3)
+    assert await state(queue, root.job.id) == "waiting"
+    assert (await queue.get_dependencies(root.job.id)).processed[key(queue, owner)] == "owner"
+    assert (await queue.get_job(owner.id)).parent_id == root.job.id  # type: ignore[union-attr]
+
+
+async def test_a_child_deduplicated_into_an_active_job_waits_for_it(queue: JobQueue) -> None:
+    await queue.add("owner", 1, dedup=Dedup("d"), now=T)
+    (running,) = await claim(queue, T + 1)
+    root = await queue.add_flow(dedup_flow(FlowJob("a", options={"dedup": Dedup("d")})), now=T + 2)
+    assert [c.job.id for c in root.children] == [running.id]
+    assert await state(queue, root.job.id) == "waiting_children"
+    assert running.lock_token is not None
+    await queue.complete(running.id, running.lock_token, 7, now=T + 3)
+    assert await state(queue, root.job.id) == "waiting"
+    assert (await queue.get_dependencies(root.job.id)).processed == {key(queue, running): 7}
+
+
+async def test_a_child_deduplicated_into_a_completed_owner_counts_as_processed(
+    queue: JobQueue,
+) -> None:
+    # Throttle keys are held until they expire, whatever the owner's state.
+    d, e = Dedup("d", ttl=60.0), Dedup("e", ttl=60.0)
+    await queue.add("owner", None, dedup=d, now=T)
+    await queue.add("other", None, dedup=e, now=T)
+    owner = await complete(queue, "owner", T + 1)
+    other = await complete(queue, "other", T + 1)
+    only = await queue.add_flow(dedup_flow(FlowJob("a", options={"dedup": d})), now=T + 2)
+    assert [c.job.id for c in only.children] == [owner.id]
+    assert await state(queue, only.job.id) == "waiting"  # nothing left to wait for
+    assert (await queue.get_dependencies(only.job.id)).processed == {key(queue, owner): "owner"}
+    two = await queue.add_flow(
+        dedup_flow(FlowJob("a", options={"dedup": e}), FlowJob("b")), now=T + 3
+    )
+    assert two.children[0].job.id == other.id
+    assert await state(queue, two.job.id) == "waiting_children"
+    counts = await queue.get_dependencies_count(two.job.id)
+    assert (counts["processed"], counts["unprocessed"]) == (1, 1)
+
+
+async def test_a_child_deduplicated_into_a_failed_owner_fails_the_parent(
+    queue: JobQueue,
+) -> None:
+    throttle = Dedup("d", ttl=60.0)
+    await queue.add("owner", None, dedup=throttle, now=T)
+    owner = await fail(queue, "owner", T + 1)
+    root = await queue.add_flow(
+        dedup_flow(FlowJob("a", options={"dedup": throttle}), FlowJob("b")), now=T + 2
+    )
+    job = await queue.get_job(root.job.id)
+    assert job is not None and job.state == "failed"
+    assert job.failed_reason == f"child {owner.id} failed: boom"
+    assert (await queue.get_dependencies(root.job.id)).failed == {key(queue, owner): "boom"}
+
+
+async def test_a_keep_last_child_of_an_active_owner_is_kept_and_the_parent_waits_for_the_owner(
+    queue: JobQueue,
+) -> None:
+    await queue.add("owner", 1, dedup=Dedup("d"), now=T)
+    (running,) = await claim(queue, T + 1)
+    keep_last = Dedup("d", keep_last=True)
+    root = await queue.add_flow(
+        dedup_flow(FlowJob("a", 2, options={"dedup": keep_last})), now=T + 2
+    )
+    assert [c.job.id for c in root.children] == [running.id]
+    assert running.lock_token is not None
+    await queue.complete(running.id, running.lock_token, None, now=T + 3)
+    assert await state(queue, root.job.id) == "waiting"
+    # The kept duplicate runs after the owner, on its own.
+    jobs = await claim(queue, T + 4)
+    (last,) = [j for j in jobs if j.name == "a"]
+    assert last.data == 2 and last.parent_id is None
+
+
+async def test_a_root_deduplicated_with_children_is_the_owner_and_adds_nothing(
+    queue: JobQueue,
+) -> None:
+    owner = await queue.add("owner", None, dedup=Dedup("r"), now=T)
+    flow = dedup_flow(FlowJob("a"), FlowJob("b"), root_options={"dedup": Dedup("r")})
+    root = await queue.add_flow(flow, now=T + 1)
+    assert root.job.id == owner.id and root.children == []
+    assert sum((await queue.get_job_counts()).values()) == 1
+    # The flow's three nodes took ids 2, 3 and 4 all the same.
+    assert (await queue.add("next", None, now=T + 2)).id == "5"
+
+
+async def test_a_new_root_with_dedup_and_children_holds_its_key(queue: JobQueue) -> None:
+    flow = dedup_flow(FlowJob("a"), root_options={"dedup": Dedup("r")})
+    root = await queue.add_flow(flow, now=T)
+    assert await queue.get_deduplication_job_id("r") == root.job.id
+    again = await queue.add_flow(flow, now=T + 1)
+    assert again.job.id == root.job.id
+    assert [c.job.id for c in again.children] == [root.children[0].job.id]
+    assert sum((await queue.get_job_counts()).values()) == 2
+
+
+async def test_dedup_on_a_node_in_another_queue_is_refused_and_writes_nothing(
+    queue: JobQueue, sibling: Callable[[str], JobQueue]
+) -> None:
+    other = sibling("kids")
+    flow = dedup_flow(FlowJob("a", queue=other.name, options={"dedup": Dedup("d")}))
+    with pytest.raises(ConfigError, match=r"flow node root.children\[0\]: dedup .*own queue"):
         await queue.add_flow(flow, now=T)
-    child = FlowJob("root", children=[FlowJob("a", options={"dedup": Dedup("d")})])
-    with pytest.raises(ConfigError, match=r"flow node root.children\[0\]: dedup"):
-        await queue.add_flow(child, now=T)
+    assert sum((await queue.get_job_counts()).values()) == 0
+    assert sum((await other.get_job_counts()).values()) == 0
+
+
+async def test_a_child_deduplicated_into_a_job_with_another_parent_writes_nothing(
+    queue: JobQueue,
+) -> None:
+    first = await queue.add_flow(dedup_flow(FlowJob("a", options={"dedup": Dedup("d")})), now=T)
+    owner = first.children[0].job
+    events = len(await queue.read_events())
+    flow = dedup_flow(FlowJob("b"), FlowJob("a", options={"dedup": Dedup("d")}))
+    with pytest.raises(
+        ConfigError, match=rf'flow node root.children\[1\]: dedup \("d"\).*"{owner.id}"'
+    ):
+        await queue.add_flow(flow, now=T + 1)
+    assert sum((await queue.get_job_counts()).values()) == 2
+    assert len(await queue.read_events()) == events
+    # Nothing was taken: the next automatic id follows the first flow's.
+    assert (await queue.add("next", None, now=T + 2)).id == "3"
+
+
+async def test_a_dedup_id_twice_in_one_flow_is_refused(queue: JobQueue) -> None:
+    d = {"dedup": Dedup("d")}
+    flow = dedup_flow(FlowJob("a", options=d), FlowJob("b", options=d))
+    with pytest.raises(ConfigError, match=r'dedup id "d" appears twice'):
+        await queue.add_flow(flow, now=T)
     assert sum((await queue.get_job_counts()).values()) == 0
 
 

@@ -74,6 +74,12 @@ fn build(
         .map(|node| {
             let values = items(placed.next().ok_or_else(short)?)?;
             let field = |i: usize| values.get(i).and_then(text).ok_or_else(short);
+            if field(0)? == "dedup" {
+                // Deduplicated into an existing job: that job with its children as they are
+                // (the node's own children were not written and have no entries).
+                let rows = items(values.get(1).cloned().ok_or_else(short)?)?;
+                return existing_tree(rows);
+            }
             let (id, seq, order) = (field(0)?, field(1)?, field(2)?);
             let hold = !node.children.is_empty();
             let queue = node.queue.unwrap_or_else(|| queue.to_owned());
@@ -147,7 +153,7 @@ impl RedisBackend {
     /// every other queue they name.
     fn check_flow(&self, nodes: &[&FlowNode], path: &str, max_payload: usize) -> CoreResult<()> {
         let mut queues = Vec::new();
-        flow::check_nodes(nodes, &self.queue, path, |queue, job| {
+        flow::check_nodes(nodes, &self.queue, path, path == "root", |queue, job, _| {
             // Braces would change the hash tag of the queue's keys.
             if queue.is_empty() || queue.contains(['{', '}']) {
                 return Err(CoreError::InvalidConfig(format!(
@@ -210,6 +216,32 @@ impl RedisBackend {
                 return Err(CoreError::InvalidConfig(format!(
                     "flow node {at}: job_id {id:?} already exists in queue {queue:?}"
                 )));
+            }
+            Some("dedup_parent") => {
+                let fields: Vec<String> = reply.by_ref().take(3).filter_map(|v| text(&v)).collect();
+                let bad = || CoreError::Storage("redis: bad flow reply".into());
+                let [index, owner, parent] = fields.as_slice() else {
+                    return Err(bad());
+                };
+                let mut paths = Vec::new();
+                node_paths(&nodes, path, &mut paths);
+                let i: usize = index.parse().map_err(|_| bad())?;
+                let at = i
+                    .checked_sub(1)
+                    .and_then(|i| paths.get(i))
+                    .ok_or_else(bad)?;
+                let dedup = args
+                    .get((i - 1) * 10 + 3)
+                    .and_then(|o| serde_json::from_str::<JobOptions>(o).ok())
+                    .and_then(|o| o.dedup)
+                    .ok_or_else(bad)?;
+                let refusal = flow::check_dedup_owner(&dedup.id, owner, Some(parent));
+                return Err(match refusal {
+                    Err(CoreError::InvalidConfig(m)) => {
+                        CoreError::InvalidConfig(format!("flow node {at}: {m}"))
+                    }
+                    _ => bad(),
+                });
             }
             _ => {
                 let mut refusal = vec![head.unwrap_or(Value::Nil)];

@@ -19,7 +19,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::{CoreError, CoreResult};
 
 use super::contract::NewJob;
+use super::dedup::{self, KeyView};
 use super::model::{Job, JobState, Millis};
+use super::options::Dedup;
 
 /// A child's parent: its queue (of the same backend or group) and id.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -210,16 +212,21 @@ pub fn unsupported() -> CoreError {
 }
 
 /// Checks a flow (or the children `add_children` adds) before anything is written: every
-/// node's options, no dedup and no duplicated custom id within the flow, then `check_node`
-/// (the backend's own checks: the queue exists, the payload fits, the id is free) with the
-/// node's resolved queue. Errors name the node (`root`, `root.children[0]`, ...).
+/// node's options, no custom id and no dedup id twice in one queue within the flow, dedup
+/// only where `dedup` allows it (`add_children` does not), then `check_node` (the backend's
+/// own checks: the queue exists, the payload fits, the id is free, `check_dedup_owner`) with
+/// the node's resolved queue and whether it is a child (has a parent). Errors name the node
+/// (`root`, `root.children[0]`, ...).
 pub fn check_nodes(
     nodes: &[&FlowNode],
     queue: &str,
     path: &str,
-    mut check_node: impl FnMut(&str, &NewJob) -> CoreResult<()>,
+    dedup: bool,
+    mut check_node: impl FnMut(&str, &NewJob, bool) -> CoreResult<()>,
 ) -> CoreResult<()> {
     let mut ids: HashSet<(String, String)> = HashSet::new();
+    let mut dedup_ids: HashSet<(String, String)> = HashSet::new();
+    let home = queue;
     let mut stack: Vec<(&FlowNode, String, String)> = nodes
         .iter()
         .enumerate()
@@ -239,12 +246,26 @@ pub fn check_nodes(
             other => other,
         };
         node.job.options.validate().map_err(named)?;
-        if let Some(dedup) = &node.job.options.dedup {
-            return Err(named(CoreError::InvalidConfig(format!(
-                "dedup ({:?}) is supported only on a flow of one job (a root without \
-                 children), which is added as a single job",
-                dedup.id
-            ))));
+        if let Some(options) = &node.job.options.dedup {
+            if !dedup {
+                return Err(named(CoreError::InvalidConfig(format!(
+                    "dedup ({:?}) is not supported on the children add_children adds",
+                    options.id
+                ))));
+            }
+            if queue != home {
+                return Err(named(CoreError::InvalidConfig(format!(
+                    "dedup ({:?}) is supported only on the nodes in the flow's own queue \
+                     ({home:?}), not in {queue:?}",
+                    options.id
+                ))));
+            }
+            if !dedup_ids.insert((queue.clone(), options.id.clone())) {
+                return Err(named(CoreError::InvalidConfig(format!(
+                    "dedup id {:?} appears twice in queue {queue:?}",
+                    options.id
+                ))));
+            }
         }
         if let Some(id) = &node.job.options.job_id {
             if !ids.insert((queue.clone(), id.clone())) {
@@ -253,12 +274,54 @@ pub fn check_nodes(
                 ))));
             }
         }
-        check_node(&queue, &node.job).map_err(named)?;
+        check_node(&queue, &node.job, at != "root").map_err(named)?;
         for (i, child) in node.children.iter().enumerate() {
             stack.push((child, queue.clone(), format!("{at}.children[{i}]")));
         }
     }
     Ok(())
+}
+
+/// The job a flow node with `dedup` is deduplicated into (its owner), as `dedup::on_add`
+/// decides from the key: `None` when the node is created (the key is free, or replaced).
+pub fn dedup_owner<'a>(dedup: &Dedup, key: Option<&KeyView<'a>>, now: Millis) -> Option<&'a str> {
+    match dedup::on_add(dedup, key, now) {
+        dedup::OnAdd::Duplicate { .. } => key.map(|k| k.owner),
+        _ => None,
+    }
+}
+
+/// Refuses a child deduplicated into `owner` when the owner has a parent already (a job has
+/// one parent; BullMQ refuses this too): the flow then writes nothing.
+pub fn check_dedup_owner(
+    dedup_id: &str,
+    owner: &str,
+    owner_parent: Option<&str>,
+) -> CoreResult<()> {
+    match owner_parent {
+        Some(parent) => Err(CoreError::InvalidConfig(format!(
+            "dedup ({dedup_id:?}) is held by job {owner:?}, which is already a child of \
+             {parent:?} (a job has one parent)"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// What a finished owner that a flow's child was deduplicated into tells its new parent at
+/// once, as if the child had just finished: completed, with its return value (processed), or
+/// failed, with its reason and its own parent policy. `None` for an unfinished owner (the
+/// parent waits for it).
+pub fn finished_owner_outcome(owner: &Job) -> Option<ChildOutcome> {
+    match owner.state {
+        JobState::Completed => Some(ChildOutcome::Completed(
+            owner.return_value.as_deref().unwrap_or("null").to_owned(),
+        )),
+        JobState::Failed => Some(ChildOutcome::Failed {
+            reason: owner.failed_reason.clone().unwrap_or_default(),
+            policy: owner.options.parent_policy,
+        }),
+        _ => None,
+    }
 }
 
 /// What happened to a child that its parent hears of.
@@ -407,7 +470,7 @@ fn page<T: Clone>(items: &[T], cursor: usize, count: Option<usize>) -> (Vec<T>, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jobs::options::{Dedup, JobOptions};
+    use crate::jobs::options::JobOptions;
 
     fn node(id: Option<&str>, queue: Option<&str>, children: Vec<FlowNode>) -> FlowNode {
         FlowNode {
@@ -585,7 +648,7 @@ mod tests {
             ],
         );
         let mut seen = Vec::new();
-        check_nodes(&[&tree], "q1", "root", |q, _| {
+        check_nodes(&[&tree], "q1", "root", true, |q, _, _| {
             seen.push(q.to_owned());
             Ok(())
         })
@@ -598,12 +661,12 @@ mod tests {
             None,
             vec![node(Some("x"), None, vec![]), node(Some("x"), None, vec![])],
         );
-        let err = check_nodes(&[&twice], "q1", "root", |_, _| Ok(()))
+        let err = check_nodes(&[&twice], "q1", "root", true, |_, _, _| Ok(()))
             .unwrap_err()
             .to_string();
         assert!(err.contains("appears twice in queue \"q1\""), "{err}");
 
-        let err = check_nodes(&[&tree], "q1", "root", |q, _| {
+        let err = check_nodes(&[&tree], "q1", "root", true, |q, _, _| {
             if q == "q2" {
                 Err(CoreError::InvalidConfig(format!("unknown queue {q:?}")))
             } else {
@@ -619,10 +682,26 @@ mod tests {
 
         let mut dedup = node(None, None, vec![]);
         dedup.job.options.dedup = Some(Dedup::simple("d"));
-        let err = check_nodes(&[&dedup], "q", "children", |_, _| Ok(()))
+        let err = check_nodes(&[&dedup], "q", "children", false, |_, _, _| Ok(()))
             .unwrap_err()
             .to_string();
         assert!(err.contains("flow node children[0]: dedup"), "{err}");
+        let twice = node(None, None, vec![dedup.clone(), dedup.clone()]);
+        let err = check_nodes(&[&twice], "q", "root", true, |_, _, _| Ok(()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("dedup id \"d\" appears twice"), "{err}");
+        let mut children = Vec::new();
+        check_nodes(&[&twice.children[0]], "q", "root", true, |_, _, child| {
+            children.push(child);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(children, [false]);
+        assert!(check_dedup_owner("d", "3", Some("q:1"))
+            .unwrap_err()
+            .to_string()
+            .contains("\"3\", which is already a child of \"q:1\""));
     }
 
     #[test]

@@ -86,6 +86,18 @@ fn json(options: &JobOptions) -> CoreResult<String> {
     serde_json::to_string(options).map_err(|e| CoreError::Storage(e.to_string()))
 }
 
+/// The job an add with `dedup` would return instead of adding one (`flow::dedup_owner`).
+pub fn flow_owner(
+    conn: &Connection,
+    dedup: &crate::jobs::options::Dedup,
+    now: Millis,
+) -> CoreResult<Option<Job>> {
+    let owner = with_view(conn, &dedup.id, |view| {
+        crate::jobs::flow::dedup_owner(dedup, view, now).map(str::to_owned)
+    })?;
+    owner.map(|id| rows::require(conn, &id)).transpose()
+}
+
 /// `ops::insert` for a job with dedup options (its custom id, if any, is free).
 pub fn add(
     conn: &Connection,
@@ -93,6 +105,19 @@ pub fn add(
     new: &NewJob,
     seq: u64,
     auto_ids: &mut AutoIds,
+    now: Millis,
+) -> CoreResult<(Job, bool)> {
+    add_with(conn, env, new, seq, auto_ids, false, now)
+}
+
+/// `add`; with `hold`, a job created waits for children (a flow's parent).
+pub fn add_with(
+    conn: &Connection,
+    env: &mut Env,
+    new: &NewJob,
+    seq: u64,
+    auto_ids: &mut AutoIds,
+    hold: bool,
     now: Millis,
 ) -> CoreResult<(Job, bool)> {
     let dedup = new
@@ -107,7 +132,7 @@ pub fn add(
     let owner = row.map(|r| r.owner);
     match decision {
         OnAdd::Create { expires_at } => {
-            let job = ops::create(conn, env, new, seq, auto_ids, now)?;
+            let job = ops::create_with(conn, env, new, seq, auto_ids, hold, now)?;
             set_key(conn, &dedup.id, &job.id, expires_at)?;
             Ok((job, true))
         }
@@ -122,14 +147,18 @@ pub fn add(
                 Some(&owner),
                 Some(("prev", "delayed")),
             )?;
-            let job = ops::create(conn, env, new, seq, auto_ids, now)?;
+            let job = ops::create_with(conn, env, new, seq, auto_ids, hold, now)?;
             set_key(conn, &dedup.id, &job.id, expires_at)?;
             Ok((job, true))
         }
         OnAdd::Duplicate { expires_at, store } => {
             let owner = rows::require(conn, &owner.expect("a held key has an owner"))?;
             if store {
-                let options = json(&new.options)?;
+                // A kept duplicate runs on its own: a flow's parent waits for the owner.
+                let options = json(&JobOptions {
+                    parent: None,
+                    ..new.options.clone()
+                })?;
                 conn.prepare_cached(
                     "UPDATE dedup SET expires_at = ?1, next_name = ?2, next_data = ?3, \
                      next_options = ?4 WHERE id = ?5",

@@ -398,31 +398,37 @@ pub fn reserve_remote(
     max_payload_bytes: usize,
 ) -> CoreResult<Reserved> {
     let mut files: Vec<(String, Connection, u64)> = Vec::new();
-    flow::check_nodes(nodes, home, path, |queue, job: &NewJob| {
-        check_payload(&job.data, max_payload_bytes)?;
-        if queue == home {
-            return Ok(());
-        }
-        let at = match files.iter().position(|(q, _, _)| q == queue) {
-            Some(at) => at,
-            None => {
-                let conn = schema::open(&relay::sibling_path(dir, queue)?, queue)?;
-                files.push((queue.to_owned(), conn, 0));
-                files.len() - 1
+    flow::check_nodes(
+        nodes,
+        home,
+        path,
+        path == "root",
+        |queue, job: &NewJob, _| {
+            check_payload(&job.data, max_payload_bytes)?;
+            if queue == home {
+                return Ok(());
             }
-        };
-        let (_, conn, autos) = &mut files[at];
-        match job.options.job_id.as_deref() {
-            Some(id) if rows::state(conn, id)?.is_some() => Err(CoreError::InvalidConfig(format!(
-                "job_id {id:?} already exists in queue {queue:?}"
-            ))),
-            Some(_) => Ok(()),
-            None => {
-                *autos += 1;
-                Ok(())
+            let at = match files.iter().position(|(q, _, _)| q == queue) {
+                Some(at) => at,
+                None => {
+                    let conn = schema::open(&relay::sibling_path(dir, queue)?, queue)?;
+                    files.push((queue.to_owned(), conn, 0));
+                    files.len() - 1
+                }
+            };
+            let (_, conn, autos) = &mut files[at];
+            match job.options.job_id.as_deref() {
+                Some(id) if rows::state(conn, id)?.is_some() => Err(CoreError::InvalidConfig(
+                    format!("job_id {id:?} already exists in queue {queue:?}"),
+                )),
+                Some(_) => Ok(()),
+                None => {
+                    *autos += 1;
+                    Ok(())
+                }
             }
-        }
-    })?;
+        },
+    )?;
     let mut reserved = Reserved::new();
     for (queue, conn, autos) in files {
         reserved.insert(queue, rows::reserve_auto_ids(&conn, autos)?);
@@ -433,22 +439,41 @@ pub fn reserve_remote(
 /// The checks of a flow's nodes in this queue's transaction: the payload fits, a custom id
 /// here is free, another queue's file can be beside this one (`reserve_remote` checked the
 /// rest of theirs).
-fn check(conn: &Connection, env: &Env, nodes: &[&FlowNode], path: &str) -> CoreResult<()> {
-    flow::check_nodes(nodes, &env.queue, path, |queue, job: &NewJob| {
-        check_payload(&job.data, env.max_payload_bytes)?;
-        if queue != env.queue {
-            return relay::sibling_path(env.dir.as_ref(), queue).map(drop);
-        }
-        if let Some(id) = job.options.job_id.as_deref() {
-            if rows::state(conn, id)?.is_some() {
-                return Err(CoreError::InvalidConfig(format!(
-                    "job_id {id:?} already exists in queue {:?}",
-                    env.queue
-                )));
+fn check(
+    conn: &Connection,
+    env: &Env,
+    nodes: &[&FlowNode],
+    path: &str,
+    now: Millis,
+) -> CoreResult<()> {
+    let dedup = path == "root";
+    flow::check_nodes(
+        nodes,
+        &env.queue,
+        path,
+        dedup,
+        |queue, job: &NewJob, child| {
+            check_payload(&job.data, env.max_payload_bytes)?;
+            if queue != env.queue {
+                return relay::sibling_path(env.dir.as_ref(), queue).map(drop);
             }
-        }
-        Ok(())
-    })
+            if let (true, Some(dedup)) = (child, &job.options.dedup) {
+                if let Some(owner) = super::dedup::flow_owner(conn, dedup, now)? {
+                    let parent = owner.options.parent.as_ref().map(ParentRef::key);
+                    flow::check_dedup_owner(&dedup.id, &owner.id, parent.as_deref())?;
+                }
+            }
+            if let Some(id) = job.options.job_id.as_deref() {
+                if rows::state(conn, id)?.is_some() {
+                    return Err(CoreError::InvalidConfig(format!(
+                        "job_id {id:?} already exists in queue {:?}",
+                        env.queue
+                    )));
+                }
+            }
+            Ok(())
+        },
+    )
 }
 
 /// A flow's jobs for another queue, sent once the flow is written: parents first (with the
@@ -466,6 +491,9 @@ struct Creating {
     auto_ids: AutoIds,
     reserved: Reserved,
     remote: Vec<(String, Remote)>,
+    /// Finished owners that children were deduplicated into, with their new parents (told
+    /// once every node is written).
+    finished: Vec<(ParentRef, Job)>,
 }
 
 impl Creating {
@@ -481,6 +509,52 @@ impl Creating {
     }
 }
 
+/// Takes the automatic ids that a node not written (deduplicated, or under a deduplicated
+/// node) would have taken, so that ids match the Lua side, which reserves every node's first.
+fn skip_ids(c: &mut Creating, home: &str, queue: &str, node: &FlowNode, this_one: bool) {
+    if this_one && node.job.options.job_id.is_none() {
+        if queue == home {
+            c.auto_ids.take();
+        } else if let Some(last) = c.reserved.get_mut(queue) {
+            *last += 1;
+        }
+    }
+    for child in &node.children {
+        let queue = child.queue.as_deref().unwrap_or(queue).to_owned();
+        skip_ids(c, home, &queue, child, true);
+    }
+}
+
+/// A node deduplicated into the existing job `owner` (of this queue) is that job: the parent
+/// (if any) waits for it as its child, and hears of an owner that finished already once the
+/// flow is written.
+fn adopt_owner(
+    conn: &Connection,
+    env: &mut Env,
+    c: &mut Creating,
+    mut owner: Job,
+    parent: Option<ParentRef>,
+) -> CoreResult<AddedNode> {
+    let queue = env.queue.clone();
+    if let Some(parent) = parent {
+        owner.options.parent = Some(parent.clone());
+        rows::save(conn, &owner)?;
+        let me = ParentRef {
+            queue: queue.clone(),
+            id: owner.id.to_string(),
+        };
+        if parent.queue == env.queue {
+            put(conn, &parent.id, &me, UNPROCESSED, None)?;
+        } else {
+            c.remote(&parent.queue).deps.push((parent.id.clone(), me));
+        }
+        if owner.state.is_finished() {
+            c.finished.push((parent, owner.clone()));
+        }
+    }
+    existing_node(conn, conn, env, &queue, owner)
+}
+
 fn create_node(
     conn: &Connection,
     env: &mut Env,
@@ -490,11 +564,24 @@ fn create_node(
     parent: Option<ParentRef>,
     now: Millis,
 ) -> CoreResult<AddedNode> {
-    let queue = node.queue.unwrap_or_else(|| default_queue.to_owned());
+    let queue = node
+        .queue
+        .clone()
+        .unwrap_or_else(|| default_queue.to_owned());
     let hold = !node.children.is_empty();
-    let mut new = node.job;
+    let mut new = node.job.clone();
     new.options.parent = parent.clone();
-    let job = if queue == env.queue {
+    let job = if queue == env.queue && new.options.dedup.is_some() {
+        let seq = reserve(conn, "seq", 1)?;
+        let (job, created) =
+            super::dedup::add_with(conn, env, &new, seq, &mut c.auto_ids, hold, now)?;
+        if !created {
+            let home = env.queue.clone();
+            skip_ids(c, &home, &queue, &node, true);
+            return adopt_owner(conn, env, c, job, parent);
+        }
+        job
+    } else if queue == env.queue {
         let seq = reserve(conn, "seq", 1)?;
         ops::create_with(conn, env, &new, seq, &mut c.auto_ids, hold, now)?
     } else {
@@ -569,6 +656,7 @@ fn create_all(
         auto_ids: AutoIds::read(conn)?,
         reserved,
         remote: Vec::new(),
+        finished: Vec::new(),
     };
     let home = env.queue.clone();
     let added = nodes
@@ -599,6 +687,12 @@ fn create_all(
             relay::send(conn, env, &queue, &message)?;
         }
     }
+    // After the messages that create parents elsewhere, so that those exist when told.
+    for (parent, owner) in c.finished {
+        if let Some(outcome) = flow::finished_owner_outcome(&owner) {
+            on_finish(conn, env, &parent, &owner.id, outcome, now)?;
+        }
+    }
     Ok(added)
 }
 
@@ -619,7 +713,7 @@ pub fn add_flow(
     reserved: Reserved,
     now: Millis,
 ) -> CoreResult<AddedNode> {
-    check(conn, env, &[&root], "root")?;
+    check(conn, env, &[&root], "root", now)?;
     Ok(create_all(conn, env, vec![root], None, reserved, now)?.remove(0))
 }
 
@@ -637,7 +731,7 @@ pub fn add_children(
     flow::check_children_count(parent_id, children.len())?;
     ops::locked(conn, parent_id, token, now)?;
     let nodes: Vec<&FlowNode> = children.iter().collect();
-    check(conn, env, &nodes, "children")?;
+    check(conn, env, &nodes, "children", now)?;
     lifecycle::park_for_children(&mut SqlStore::new(conn, env), parent_id, token, now)?;
     let me = ParentRef {
         queue: env.queue.clone(),
@@ -804,7 +898,7 @@ fn existing_root(
     let Some(job) = load(conn, id)? else {
         return Ok(None);
     };
-    flow::check_nodes(&[root], &env.queue, "root", |_, _| Ok(()))?;
+    flow::check_nodes(&[root], &env.queue, "root", true, |_, _, _| Ok(()))?;
     env.event(conn, now, "duplicated", Some(&job.id), None)?;
     let queue = env.queue.clone();
     existing_node(conn, conn, env, &queue, job).map(Some)

@@ -108,6 +108,17 @@ impl MemoryStore {
         })
     }
 
+    /// The job an add with `dedup` would return instead of adding one (`flow::dedup_owner`).
+    pub(super) fn dedup_owner(
+        &self,
+        dedup: &crate::jobs::options::Dedup,
+        now: Millis,
+    ) -> Option<Job> {
+        let view = self.key_view(&dedup.id);
+        let owner = crate::jobs::flow::dedup_owner(dedup, view.as_ref(), now)?;
+        self.jobs.get(owner).cloned()
+    }
+
     /// `insert` for a job with dedup options (its custom id, if any, is free).
     pub(super) fn insert_deduplicated(
         &mut self,
@@ -116,13 +127,25 @@ impl MemoryStore {
         options: JobOptions,
         now: Millis,
     ) -> (Job, bool) {
+        self.insert_deduplicated_with(name, data, options, false, now)
+    }
+
+    /// `insert_deduplicated`; with `hold`, a job created waits for children (a flow's parent).
+    pub(super) fn insert_deduplicated_with(
+        &mut self,
+        name: &str,
+        data: &str,
+        mut options: JobOptions,
+        hold: bool,
+        now: Millis,
+    ) -> (Job, bool) {
         let dedup = options.dedup.clone().expect("a job with dedup options");
         self.dedup.purge(now);
         let view = self.key_view(&dedup.id);
         let owner = view.map(|v| Arc::<str>::from(v.owner));
         match dedup::on_add(&dedup, view.as_ref(), now) {
             OnAdd::Create { expires_at } => {
-                let job = self.create(name, data, options, now);
+                let job = self.create_with(name, data, options, hold, now);
                 self.dedup.set(&dedup.id, Arc::clone(&job.id), expires_at);
                 (job, true)
             }
@@ -133,7 +156,7 @@ impl MemoryStore {
                 self.events
                     .push(now, "removed", Some(&key), Some(("prev", "delayed".into())));
                 self.dedup.replaced.push(key);
-                let job = self.create(name, data, options, now);
+                let job = self.create_with(name, data, options, hold, now);
                 self.dedup.set(&dedup.id, Arc::clone(&job.id), expires_at);
                 (job, true)
             }
@@ -144,6 +167,8 @@ impl MemoryStore {
                 self.dedup.set_expiry(&dedup.id, expires_at);
                 let duplicate_id = options.job_id.clone();
                 if store {
+                    // A kept duplicate runs on its own: a flow's parent waits for the owner.
+                    options.parent = None;
                     if let Some(key) = self.dedup.keys.get_mut(dedup.id.as_str()) {
                         key.next = Some(Box::new(NextJob {
                             name: name.to_owned(),

@@ -286,9 +286,16 @@ impl MemoryStore {
         lifecycle::release_parent(self, key, now).expect("the memory store does not fail");
     }
 
-    /// This store's checks of a flow node: the payload fits and a custom id is free.
-    fn check_flow_job(&self, job: &NewJob) -> CoreResult<()> {
+    /// This store's checks of a flow node: the payload fits, a custom id is free, and a child
+    /// deduplicated into an existing job takes a job without a parent.
+    fn check_flow_job(&self, job: &NewJob, child: bool, now: Millis) -> CoreResult<()> {
         check_payload(&job.data, self.config.max_payload_bytes)?;
+        if let (true, Some(dedup)) = (child, &job.options.dedup) {
+            if let Some(owner) = self.dedup_owner(dedup, now) {
+                let parent = owner.options.parent.as_ref().map(ParentRef::key);
+                flow::check_dedup_owner(&dedup.id, &owner.id, parent.as_deref())?;
+            }
+        }
         if let Some(id) = job.options.job_id.as_deref() {
             if self.jobs.contains_key(id) {
                 return Err(CoreError::InvalidConfig(format!(
@@ -434,15 +441,67 @@ pub(super) fn remove_tree(queues: &mut Queues, at: usize, id: &str, now: Millis)
     }
 }
 
-fn check(queues: &Queues, nodes: &[&FlowNode], home: &str, path: &str) -> CoreResult<()> {
-    flow::check_nodes(nodes, home, path, |queue, job| {
+fn check(
+    queues: &Queues,
+    nodes: &[&FlowNode],
+    home: &str,
+    path: &str,
+    now: Millis,
+) -> CoreResult<()> {
+    flow::check_nodes(nodes, home, path, path == "root", |queue, job, child| {
         let i = queues.index(queue).ok_or_else(|| {
             CoreError::InvalidConfig(format!(
                 "unknown queue {queue:?} (not a queue of this queue's group)"
             ))
         })?;
-        queues.states[i].store.check_flow_job(job)
+        queues.states[i].store.check_flow_job(job, child, now)
     })
+}
+
+/// Takes the automatic ids that a node not written (deduplicated, or under a deduplicated
+/// node) would have taken, so that ids match the Lua side, which reserves every node's first.
+fn skip_ids(queues: &mut Queues, queue: &str, node: &FlowNode, this_one: bool) {
+    let i = queues.index(queue).expect("a checked queue exists");
+    if this_one {
+        queues.states[i].store.next_job_id(&node.job.options);
+    }
+    for child in &node.children {
+        let queue = child.queue.as_deref().unwrap_or(queue).to_owned();
+        skip_ids(queues, &queue, child, true);
+    }
+}
+
+/// A node deduplicated into the existing job `owner` of store `i` is that job: the parent (if
+/// any) waits for it as its child, and hears at once of an owner that finished already
+/// (`finished`, told once the whole flow is written).
+fn adopt_owner(
+    queues: &mut Queues,
+    i: usize,
+    owner: Job,
+    parent: Option<ParentRef>,
+    finished: &mut Vec<(usize, JobId)>,
+) -> AddedNode {
+    let queue = queues.states[i].store.queue_name().to_owned();
+    if let Some(parent) = parent {
+        let store = &mut queues.states[i].store;
+        let key = store.key(&owner.id).expect("an owner exists");
+        if let Some(job) = store.jobs.get_mut(&key) {
+            job.options.parent = Some(parent.clone());
+        }
+        if owner.state.is_finished() {
+            finished.push((i, key));
+        }
+        let p = queues
+            .index(&parent.queue)
+            .expect("a parent's queue exists");
+        let child = ParentRef {
+            queue: queue.clone(),
+            id: owner.id.to_string(),
+        };
+        queues.states[p].store.add_dependency(&parent.id, child);
+    }
+    let owner = queues.states[i].store.jobs[owner.id.as_ref()].clone();
+    existing_node(queues, &queue, owner)
 }
 
 fn create_node(
@@ -451,16 +510,36 @@ fn create_node(
     node: FlowNode,
     parent: Option<ParentRef>,
     now: Millis,
+    finished: &mut Vec<(usize, JobId)>,
 ) -> AddedNode {
-    let queue = node.queue.unwrap_or_else(|| parent_queue.to_owned());
+    let queue = node
+        .queue
+        .clone()
+        .unwrap_or_else(|| parent_queue.to_owned());
     let i = queues.index(&queue).expect("a checked queue exists");
     let hold = !node.children.is_empty();
-    let mut options = node.job.options;
+    let mut options = node.job.options.clone();
     options.parent = parent.clone();
-    let job: Job =
+    let job: Job = if options.dedup.is_some() {
+        let state = &mut queues.states[i];
+        let (job, created) = state.store.insert_deduplicated_with(
+            &node.job.name,
+            &node.job.data,
+            options,
+            hold,
+            now,
+        );
+        super::settle_replaced(state);
+        if !created {
+            skip_ids(queues, &queue, &node, true);
+            return adopt_owner(queues, i, job, parent, finished);
+        }
+        job
+    } else {
         queues.states[i]
             .store
-            .create_with(&node.job.name, &node.job.data, options, hold, now);
+            .create_with(&node.job.name, &node.job.data, options, hold, now)
+    };
     if let Some(parent) = parent {
         let p = queues
             .index(&parent.queue)
@@ -478,12 +557,23 @@ fn create_node(
     let children = node
         .children
         .into_iter()
-        .map(|c| create_node(queues, &queue, c, Some(me.clone()), now))
+        .map(|c| create_node(queues, &queue, c, Some(me.clone()), now, finished))
         .collect();
     AddedNode {
         queue,
         job,
         children,
+    }
+}
+
+/// Tells the new parents of owners that had finished what they finished with, as if these
+/// children had just finished (once every node is written, so no parent moves early).
+fn tell_finished_owners(queues: &mut Queues, finished: Vec<(usize, JobId)>, now: Millis) {
+    for (i, key) in finished {
+        let store = &mut queues.states[i].store;
+        if let Some(outcome) = flow::finished_owner_outcome(&store.jobs[&key]) {
+            store.flow_on_finish(&key, outcome, now);
+        }
     }
 }
 
@@ -532,14 +622,17 @@ pub(super) fn add_flow(
     if let Some(id) = flow::root_custom_id(&root, &home) {
         if let Some(job) = queues.states[at].store.jobs.get(id).cloned() {
             // The options are still checked: bad input is refused even then.
-            flow::check_nodes(&[&root], &home, "root", |_, _| Ok(()))?;
+            flow::check_nodes(&[&root], &home, "root", true, |_, _, _| Ok(()))?;
             let store = &mut queues.states[at].store;
             lifecycle::JobStorage::event(store, now, "duplicated", Some(&job.id), None)?;
             return Ok(existing_node(queues, &home, job));
         }
     }
-    check(queues, &[&root], &home, "root")?;
-    Ok(create_node(queues, &home, root, None, now))
+    check(queues, &[&root], &home, "root", now)?;
+    let mut finished = Vec::new();
+    let added = create_node(queues, &home, root, None, now, &mut finished);
+    tell_finished_owners(queues, finished, now);
+    Ok(added)
 }
 
 /// Adds children to the active job `parent_id` held by `token` and parks it in
@@ -557,7 +650,7 @@ pub(super) fn add_children(
     let home = store.queue_name().to_owned();
     let key = store.locked(parent_id, token, now)?;
     let nodes: Vec<&FlowNode> = children.iter().collect();
-    check(queues, &nodes, &home, "children")?;
+    check(queues, &nodes, &home, "children", now)?;
     lifecycle::park_for_children(&mut queues.states[at].store, &key, token, now)?;
     let me = ParentRef {
         queue: home.clone(),
@@ -565,7 +658,7 @@ pub(super) fn add_children(
     };
     Ok(children
         .into_iter()
-        .map(|c| create_node(queues, &home, c, Some(me.clone()), now))
+        .map(|c| create_node(queues, &home, c, Some(me.clone()), now, &mut Vec::new()))
         .collect())
 }
 

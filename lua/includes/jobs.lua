@@ -495,8 +495,8 @@ local function claim_jobs(worker, lease, max_jobs, seed)
     if n > 0 then
       -- Text, not Lua numbers: formatting a number for redis.call costs more than the command.
       local until_text = int(now + lease)
-      -- A token is the job's member prefix, ".", the seed and "-<n>" (the prefix stays 14
-      -- characters followed by a ".": tokens are told apart by it, lifecycle.rs).
+      -- A token is the job's member prefix, ".", the claim's seed (the client's random) and
+      -- "-<n>": unique per claim and per job of it.
       local dot_seed = "." .. seed
       local active, opts = {}, {}
       for i = 1, n do

@@ -22,6 +22,8 @@ from lanemq import (
     RateLimitError,
 )
 
+from .helpers import claim_one, stored_job
+
 T = 1_700_000_000_000
 MAX_PRIORITY = 2**21 - 1
 
@@ -33,18 +35,6 @@ def _token(job: Job) -> str:
 
 async def _claim_ids(queue: JobQueue, now: int, max_jobs: int = 10) -> list[str]:
     return [j.id for j in await queue.claim("w", lease=60.0, max_jobs=max_jobs, now=now)]
-
-
-async def _claim_one(queue: JobQueue, now: int, lease: float = 60.0) -> Job:
-    claimed = await queue.claim("w", lease=lease, now=now)
-    assert len(claimed) == 1, claimed
-    return claimed[0]
-
-
-async def _stored(queue: JobQueue, job_id: str) -> Job:
-    job = await queue.get_job(job_id)
-    assert job is not None, f"job {job_id} is gone"
-    return job
 
 
 async def _last_event_id(queue: JobQueue) -> int:
@@ -78,7 +68,7 @@ async def test_rate_limit_error_with_a_delay_holds_back_every_consumer(queue: Jo
     # consumer's claim finds nothing, the job given back included.
     assert await queue.get_rate_limit_ttl() > 29.0
     assert await queue.claim("another-worker", lease=60.0, max_jobs=10) == []
-    stored = await _stored(queue, job.id)
+    stored = await stored_job(queue, job.id)
     assert (stored.state, stored.attempts_made) == ("waiting", 0)
 
     # Once the wait ends, the job given back comes first, on the attempt it had not used.
@@ -126,20 +116,20 @@ async def test_retry_job_keeps_the_attempts_so_the_next_failure_is_final(
 ) -> None:
     job = await queue.add("x", None, attempts=2, now=T)
     for i in range(2):
-        claimed = await _claim_one(queue, T + i)
+        claimed = await claim_one(queue, T + i)
         await queue.fail(job.id, _token(claimed), f"fail {i}", now=T + i)
-    assert (await _stored(queue, job.id)).attempts_made == 2
+    assert (await stored_job(queue, job.id)).attempts_made == 2
 
     await queue.retry_job(job.id, now=T + 10)
-    stored = await _stored(queue, job.id)
+    stored = await stored_job(queue, job.id)
     assert (stored.state, stored.attempts_made, stored.failed_reason) == ("waiting", 2, None)
 
     # One more run: its failure is final, whatever the processor asks for.
-    claimed = await _claim_one(queue, T + 11)
+    claimed = await claim_one(queue, T + 11)
     assert claimed.attempts_started == 3
     mark = await _last_event_id(queue)
     assert await queue.fail(job.id, _token(claimed), "again", now=T + 12) is False
-    stored = await _stored(queue, job.id)
+    stored = await stored_job(queue, job.id)
     assert (stored.state, stored.attempts_made) == ("failed", 3)
     assert ("retries-exhausted", job.id, {"attemptsMade": "3"}) in await _events_since(queue, mark)
 
@@ -148,25 +138,25 @@ async def test_retry_job_of_a_job_with_attempts_left_keeps_what_is_left(
     queue: JobQueue,
 ) -> None:
     job = await queue.add("x", None, attempts=3, now=T)
-    claimed = await _claim_one(queue, T)
+    claimed = await claim_one(queue, T)
     # Failed for good on its first attempt (UnrecoverableError): two attempts are left.
     assert await queue.fail(job.id, _token(claimed), "fatal", retry=False, now=T + 1) is False
     await queue.retry_job(job.id, now=T + 2)
-    claimed = await _claim_one(queue, T + 3)
+    claimed = await claim_one(queue, T + 3)
     assert claimed.attempts_started == 2
     assert await queue.fail(job.id, _token(claimed), "flaky", now=T + 4) is True
-    claimed = await _claim_one(queue, T + 5)
+    claimed = await claim_one(queue, T + 5)
     assert await queue.fail(job.id, _token(claimed), "flaky", now=T + 6) is False
 
 
 async def test_retry_job_of_a_completed_job_keeps_its_attempts(queue: JobQueue) -> None:
     job = await queue.add("x", None, attempts=2, now=T)
-    claimed = await _claim_one(queue, T)
+    claimed = await claim_one(queue, T)
     await queue.complete(job.id, _token(claimed), "first", now=T + 1)
     await queue.retry_job(job.id, now=T + 2)
-    stored = await _stored(queue, job.id)
+    stored = await stored_job(queue, job.id)
     assert (stored.state, stored.attempts_made, stored.return_value) == ("waiting", 1, None)
-    claimed = await _claim_one(queue, T + 3)
+    claimed = await claim_one(queue, T + 3)
     assert claimed.attempts_started == 2
     assert await queue.fail(job.id, _token(claimed), "boom", now=T + 4) is False
 
@@ -174,29 +164,29 @@ async def test_retry_job_of_a_completed_job_keeps_its_attempts(queue: JobQueue) 
 async def test_retry_job_reset_attempts_gives_a_full_set_again(queue: JobQueue) -> None:
     job = await queue.add("x", None, attempts=2, now=T)
     for i in range(2):
-        claimed = await _claim_one(queue, T + i)
+        claimed = await claim_one(queue, T + i)
         await queue.fail(job.id, _token(claimed), f"fail {i}", now=T + i)
     await queue.retry_job(job.id, reset_attempts=True, now=T + 10)
-    assert (await _stored(queue, job.id)).attempts_made == 0
-    claimed = await _claim_one(queue, T + 11)
+    assert (await stored_job(queue, job.id)).attempts_made == 0
+    claimed = await claim_one(queue, T + 11)
     assert claimed.attempts_started == 1
     assert await queue.fail(job.id, _token(claimed), "once more", now=T + 12) is True
 
 
 async def test_retry_job_keeps_the_stalled_count(queue: JobQueue) -> None:
     job = await queue.add("x", None, max_stalled_count=1, now=T)
-    await _claim_one(queue, T, lease=1.0)
+    await claim_one(queue, T, lease=1.0)
     assert await queue.recover_stalled(now=T + 1_000) == ([job.id], [])
-    claimed = await _claim_one(queue, T + 1_001)
+    claimed = await claim_one(queue, T + 1_001)
     await queue.fail(job.id, _token(claimed), "boom", now=T + 1_002)
-    assert (await _stored(queue, job.id)).stalled_count == 1
+    assert (await stored_job(queue, job.id)).stalled_count == 1
 
     await queue.retry_job(job.id, reset_attempts=True, now=T + 1_003)
-    assert (await _stored(queue, job.id)).stalled_count == 1
+    assert (await stored_job(queue, job.id)).stalled_count == 1
     # Its next stall is its second: past max_stalled_count, it fails.
-    await _claim_one(queue, T + 1_004, lease=1.0)
+    await claim_one(queue, T + 1_004, lease=1.0)
     assert await queue.recover_stalled(now=T + 2_004) == ([], [job.id])
-    stored = await _stored(queue, job.id)
+    stored = await stored_job(queue, job.id)
     assert (stored.state, stored.stalled_count) == ("failed", 2)
 
 
@@ -205,12 +195,12 @@ async def test_retry_job_refuses_a_reset_attempts_that_is_not_a_bool(
     queue: JobQueue, bad: object
 ) -> None:
     job = await queue.add("x", None, now=T)
-    claimed = await _claim_one(queue, T)
+    claimed = await claim_one(queue, T)
     await queue.fail(job.id, _token(claimed), "boom", now=T + 1)
     mark = await _last_event_id(queue)
     with pytest.raises(ConfigError, match="reset_attempts"):
         await queue.retry_job(job.id, reset_attempts=bad, now=T + 2)  # type: ignore[arg-type]
-    assert (await _stored(queue, job.id)).state == "failed"
+    assert (await stored_job(queue, job.id)).state == "failed"
     assert await _events_since(queue, mark) == []
 
 
@@ -227,7 +217,7 @@ async def test_a_pending_occurrence_cannot_be_removed_by_hand(queue: JobQueue) -
         with pytest.raises(JobStateError) as raised:
             await queue.remove(job.id, now=T + 1)
         assert job.id in str(raised.value) and key in str(raised.value)
-        assert (await _stored(queue, job.id)).state == job.state
+        assert (await stored_job(queue, job.id)).state == job.state
         assert (await queue.get_scheduler(key)) is not None
         assert (await queue.get_scheduler(key)).job_id == job.id  # type: ignore[union-attr]
     assert await _events_since(queue, mark) == []
@@ -238,7 +228,7 @@ async def test_a_pending_occurrence_cannot_be_removed_by_hand(queue: JobQueue) -
 
 async def test_an_occurrence_that_ran_can_be_removed(queue: JobQueue) -> None:
     first = await queue.upsert_scheduler("k", every=1.0, template=("x", None), now=T)
-    claimed = await _claim_one(queue, T)
+    claimed = await claim_one(queue, T)
     assert claimed.id == first.id
     await queue.complete(first.id, _token(claimed), None, now=T + 1)
     await queue.remove(first.id, now=T + 2)
@@ -255,9 +245,9 @@ async def test_an_old_occurrence_given_back_to_waiting_can_be_removed(queue: Job
     old = await queue.upsert_scheduler(
         "k", every=10.0, template=("x", None, {"attempts": 2}), now=T
     )
-    claimed = await _claim_one(queue, T)
+    claimed = await claim_one(queue, T)
     assert await queue.fail(old.id, _token(claimed), "boom", now=T + 1) is True
-    assert (await _stored(queue, old.id)).state == "waiting"
+    assert (await stored_job(queue, old.id)).state == "waiting"
     await queue.remove(old.id, now=T + 2)
     assert await queue.get_job(old.id) is None
 
@@ -274,7 +264,7 @@ async def test_drain_keeps_pending_occurrences_waiting_or_delayed(queue: JobQueu
     assert await queue.drain(delayed=True, now=T) == 1
     assert await queue.get_job(plain_delayed.id) is None
     for key, job in (("now", now_job), ("later", later_job)):
-        assert (await _stored(queue, job.id)).state == job.state
+        assert (await stored_job(queue, job.id)).state == job.state
         assert (await queue.get_scheduler(key)).job_id == job.id  # type: ignore[union-attr]
     # The schedule goes on: claiming the occurrence produces the next one.
     assert await _claim_ids(queue, T) == [now_job.id]
@@ -290,7 +280,7 @@ async def test_clean_keeps_pending_occurrences(queue: JobQueue, state: str) -> N
     assert occurrence.state == state
     plain = await queue.add("plain", None, delay=0.0 if state == "waiting" else 60.0, now=T)
     assert await queue.clean(0.0, state=state, now=T + 10) == [plain.id]
-    assert (await _stored(queue, occurrence.id)).state == state
+    assert (await stored_job(queue, occurrence.id)).state == state
     assert (await queue.get_scheduler("k")).job_id == occurrence.id  # type: ignore[union-attr]
 
 
@@ -302,7 +292,7 @@ async def test_clean_with_a_limit_skips_pending_occurrences(queue: JobQueue) -> 
         plain[0].id,
         plain[1].id,
     ]
-    assert (await _stored(queue, occurrence.id)).state == "waiting"
+    assert (await stored_job(queue, occurrence.id)).state == "waiting"
 
 
 @pytest.mark.parametrize("kind", ["every", "cron"])
@@ -339,7 +329,7 @@ async def test_due_delayed_jobs_go_before_a_job_retried_at_once(queue: JobQueue)
     due = await queue.add("due", None, delay=1.0, now=T)
     not_yet = await queue.add("not-yet", None, delay=5.0, now=T)
     flaky = await queue.add("flaky", None, attempts=2, now=T)
-    claimed = await _claim_one(queue, T)
+    claimed = await claim_one(queue, T)
     assert claimed.id == flaky.id
     assert await queue.fail(flaky.id, _token(claimed), "boom", now=T + 2_000) is True
     # `due` was due before the retry: it was promoted first, so it is claimed first.
@@ -351,7 +341,7 @@ async def test_due_delayed_jobs_go_before_a_job_retried_at_once(queue: JobQueue)
 async def test_due_delayed_jobs_are_promoted_by_the_retry(queue: JobQueue) -> None:
     due = await queue.add("due", None, delay=1.0, now=T)
     flaky = await queue.add("flaky", None, attempts=2, now=T)
-    claimed = await _claim_one(queue, T)
+    claimed = await claim_one(queue, T)
     mark = await _last_event_id(queue)
     assert await queue.fail(flaky.id, _token(claimed), "boom", now=T + 2_000) is True
     assert await queue.get_state(due.id) == "waiting"
@@ -363,17 +353,17 @@ async def test_due_delayed_jobs_are_promoted_by_the_retry(queue: JobQueue) -> No
 async def test_a_priority_still_comes_before_the_promotion_order(queue: JobQueue) -> None:
     due = await queue.add("due", None, delay=1.0, priority=5, now=T)
     flaky = await queue.add("flaky", None, attempts=2, priority=1, now=T)
-    claimed = await _claim_one(queue, T)
+    claimed = await claim_one(queue, T)
     assert await queue.fail(flaky.id, _token(claimed), "boom", now=T + 2_000) is True
     assert await _claim_ids(queue, T + 2_000) == [flaky.id, due.id]
 
 
 async def test_retry_job_by_hand_says_where_the_job_came_from(queue: JobQueue) -> None:
     failed = await queue.add("f", None, now=T)
-    claimed = await _claim_one(queue, T)
+    claimed = await claim_one(queue, T)
     await queue.fail(failed.id, _token(claimed), "boom", now=T + 1)
     completed = await queue.add("c", None, now=T + 2)
-    claimed = await _claim_one(queue, T + 2)
+    claimed = await claim_one(queue, T + 2)
     await queue.complete(completed.id, _token(claimed), None, now=T + 3)
     mark = await _last_event_id(queue)
     await queue.retry_job(failed.id, now=T + 4)
@@ -388,12 +378,12 @@ async def test_retry_job_by_hand_says_where_the_job_came_from(queue: JobQueue) -
 
 
 async def _run(queue: JobQueue, now: int) -> None:
-    claimed = await _claim_one(queue, now)
+    claimed = await claim_one(queue, now)
     await queue.complete(claimed.id, _token(claimed), None, now=now)
 
 
 async def _run_fail(queue: JobQueue, now: int) -> None:
-    claimed = await _claim_one(queue, now)
+    claimed = await claim_one(queue, now)
     await queue.fail(claimed.id, _token(claimed), "boom", retry=False, now=now)
 
 
@@ -447,7 +437,7 @@ async def test_the_largest_priority_is_two_to_the_21_minus_one(queue: JobQueue) 
         with pytest.raises(ConfigError, match=str(bad)):
             await queue.update_priority(top.id, bad)
     assert await queue.get_job_counts() == before
-    assert (await _stored(queue, top.id)).priority == MAX_PRIORITY
+    assert (await stored_job(queue, top.id)).priority == MAX_PRIORITY
 
 
 async def test_jobs_of_the_largest_priority_keep_their_order(queue: JobQueue) -> None:

@@ -14,24 +14,14 @@ from lanemq import (
     LockMismatchError,
 )
 
+from .helpers import claim_one, stored_job
+
 T = 1_700_000_000_000
 
 
 def _token(job: Job) -> str:
     assert job.lock_token, f"job {job.id} has no lock token"
     return job.lock_token
-
-
-async def _claim_one(queue: JobQueue, now: int, lease: float = 30.0, worker: str = "w") -> Job:
-    claimed = await queue.claim(worker, lease=lease, now=now)
-    assert len(claimed) == 1, claimed
-    return claimed[0]
-
-
-async def _stored(queue: JobQueue, job_id: str) -> Job:
-    job = await queue.get_job(job_id)
-    assert job is not None, f"job {job_id} is gone"
-    return job
 
 
 async def _event_names(queue: JobQueue, job_id: str) -> list[str]:
@@ -42,14 +32,14 @@ async def test_claim_locks_the_job(queue: JobQueue) -> None:
     added = await queue.add("send", {"to": "ops"}, now=T)
     assert added.attempts_made == 0 and added.processed_on is None and added.lock_token is None
 
-    job = await _claim_one(queue, T + 10, lease=5.0, worker="worker-a")
+    job = await claim_one(queue, T + 10, lease=5.0, worker="worker-a")
     assert job.id == added.id
     assert job.state == "active"
     assert job.attempts_started == 1
     assert job.processed_on == T + 10
     assert job.data == {"to": "ops"}
 
-    stored = await _stored(queue, job.id)
+    stored = await stored_job(queue, job.id)
     assert stored.state == "active"
     assert stored.lock_token == _token(job)
     assert stored.attempts_started == 1 and stored.processed_on == T + 10
@@ -58,7 +48,7 @@ async def test_claim_locks_the_job(queue: JobQueue) -> None:
 
     # Each claim gets its own token.
     await queue.add("send", {"to": "dev"}, now=T)
-    other = await _claim_one(queue, T + 10)
+    other = await claim_one(queue, T + 10)
     assert _token(other) != _token(job)
 
 
@@ -73,18 +63,18 @@ async def test_claim_max_jobs_locks_each(queue: JobQueue) -> None:
 
 async def test_scenario_18_stalled_worker_loses_the_job(queue: JobQueue) -> None:
     job = await queue.add("report", {"day": 1}, now=T)
-    held_by_a = await _claim_one(queue, T, lease=1.0, worker="A")
+    held_by_a = await claim_one(queue, T, lease=1.0, worker="A")
     token_a = _token(held_by_a)
 
     # A stalls. Before expiry nothing is recovered.
     assert await queue.recover_stalled(now=T + 999) == ([], [])
     assert await queue.recover_stalled(now=T + 1500) == ([job.id], [])
-    recovered = await _stored(queue, job.id)
+    recovered = await stored_job(queue, job.id)
     assert recovered.state == "waiting"
     assert recovered.stalled_count == 1
     assert recovered.lock_token is None
 
-    held_by_b = await _claim_one(queue, T + 1600, lease=30.0, worker="B")
+    held_by_b = await claim_one(queue, T + 1600, lease=30.0, worker="B")
     token_b = _token(held_by_b)
     assert held_by_b.id == job.id and token_b != token_a
     assert held_by_b.attempts_started == 1  # the stalled attempt was given back
@@ -95,7 +85,7 @@ async def test_scenario_18_stalled_worker_loses_the_job(queue: JobQueue) -> None
         await queue.fail(job.id, token_a, "from A", now=T + 1700)
     with pytest.raises(LockMismatchError):
         await queue.renew(job.id, token_a, 30.0, now=T + 1700)
-    assert (await _stored(queue, job.id)).lock_token == token_b
+    assert (await stored_job(queue, job.id)).lock_token == token_b
 
     await queue.complete(job.id, token_b, "from B", now=T + 1800)
     result = await queue.finished_result(job.id)
@@ -106,7 +96,7 @@ async def test_complete_and_fail_errors_are_distinct(queue: JobQueue) -> None:
     waiting = await queue.add("w", None, now=T)
     active_added = await queue.add("a", None, now=T + 1)
     await queue.add("padding", None, now=T + 2)
-    active = await _claim_one(queue, T + 5)
+    active = await claim_one(queue, T + 5)
     assert active.id == waiting.id
     token = _token(active)
     # `waiting` is now active; `active_added` is still waiting.
@@ -130,7 +120,7 @@ async def test_complete_and_fail_errors_are_distinct(queue: JobQueue) -> None:
         with pytest.raises(LockMismatchError) as mismatch:
             await attempt
         assert not isinstance(mismatch.value, (JobStateError, JobNotFoundError))
-    stored = await _stored(queue, active.id)
+    stored = await stored_job(queue, active.id)
     assert (stored.state, stored.lock_token, stored.attempts_started) == ("active", token, 1)
 
     # Missing job -> JobNotFoundError (a LookupError).
@@ -155,11 +145,11 @@ async def test_complete_and_fail_errors_are_distinct(queue: JobQueue) -> None:
 
 async def test_renew_moves_expiry_to_now_plus_lease(queue: JobQueue) -> None:
     job = await queue.add("long", None, now=T)
-    claimed = await _claim_one(queue, T, lease=1.0)  # expires at T + 1000
+    claimed = await claim_one(queue, T, lease=1.0)  # expires at T + 1000
     token = _token(claimed)
 
     await queue.renew(job.id, token, 2.0, now=T + 500)  # now expires at T + 2500
-    assert (await _stored(queue, job.id)).lock_token == token
+    assert (await stored_job(queue, job.id)).lock_token == token
 
     assert await queue.recover_stalled(now=T + 1000) == ([], [])
     assert await queue.recover_stalled(now=T + 2499) == ([], [])
@@ -170,7 +160,7 @@ async def test_renew_moves_expiry_to_now_plus_lease(queue: JobQueue) -> None:
 
 async def test_renewed_lease_lets_the_holder_finish_after_the_old_expiry(queue: JobQueue) -> None:
     job = await queue.add("long", None, now=T)
-    token = _token(await _claim_one(queue, T, lease=1.0))
+    token = _token(await claim_one(queue, T, lease=1.0))
     await queue.renew(job.id, token, 1.0, now=T + 900)  # T + 1900
     await queue.renew(job.id, token, 1.0, now=T + 1800)  # T + 2800
     await queue.complete(job.id, token, "ok", now=T + 2700)
@@ -179,7 +169,7 @@ async def test_renewed_lease_lets_the_holder_finish_after_the_old_expiry(queue: 
 
 async def test_renew_can_shorten_the_lease(queue: JobQueue) -> None:
     job = await queue.add("j", None, now=T)
-    token = _token(await _claim_one(queue, T, lease=60.0))
+    token = _token(await claim_one(queue, T, lease=60.0))
     await queue.renew(job.id, token, 1.0, now=T + 100)  # now + lease, not max(old, new)
     assert await queue.recover_stalled(now=T + 1100) == ([job.id], [])
 
@@ -215,14 +205,14 @@ async def test_renew_many_returns_the_lost_ids(queue: JobQueue) -> None:
 
 async def test_renew_many_with_expired_lease(queue: JobQueue) -> None:
     job = await queue.add("j", None, now=T)
-    token = _token(await _claim_one(queue, T, lease=1.0))
+    token = _token(await claim_one(queue, T, lease=1.0))
     assert await queue.renew_many([(job.id, token)], 5.0, now=T + 1000) == [job.id]
     assert await queue.renew_many([], 5.0, now=T + 1000) == []
 
 
 async def test_expired_lock_refused_before_recovery(queue: JobQueue) -> None:
     job = await queue.add("j", None, now=T)
-    token = _token(await _claim_one(queue, T, lease=1.0))  # expires at T + 1000
+    token = _token(await claim_one(queue, T, lease=1.0))  # expires at T + 1000
 
     for now in (T + 1000, T + 5000):
         with pytest.raises(LockMismatchError):
@@ -236,14 +226,14 @@ async def test_expired_lock_refused_before_recovery(queue: JobQueue) -> None:
         with pytest.raises(LockMismatchError):
             await queue.move_to_delayed(job.id, token, 1.0, now=now)
     # Nothing recovered it yet, and the refused calls changed nothing.
-    stored = await _stored(queue, job.id)
+    stored = await stored_job(queue, job.id)
     assert (stored.state, stored.lock_token, stored.attempts_started) == ("active", token, 1)
     assert await queue.recover_stalled(now=T + 5000) == ([job.id], [])
 
     # One millisecond before expiry the holder may still finish.
     other = await queue.add("k", None, now=T)
     assert other.id != job.id
-    claimed = await _claim_one(queue, T + 6000, lease=1.0)
+    claimed = await claim_one(queue, T + 6000, lease=1.0)
     await queue.complete(claimed.id, _token(claimed), "in time", now=T + 6999)
     assert (await queue.finished_result(claimed.id)).status == "completed"
 
@@ -251,14 +241,14 @@ async def test_expired_lock_refused_before_recovery(queue: JobQueue) -> None:
 async def test_scenario_21_max_stalled_count(queue: JobQueue) -> None:
     job = await queue.add("flaky", None, max_stalled_count=1, attempts=5, now=T)
 
-    await _claim_one(queue, T, lease=1.0)
+    await claim_one(queue, T, lease=1.0)
     assert await queue.recover_stalled(now=T + 1000) == ([job.id], [])
-    first = await _stored(queue, job.id)
+    first = await stored_job(queue, job.id)
     assert (first.state, first.stalled_count) == ("waiting", 1)
 
-    await _claim_one(queue, T + 1000, lease=1.0)
+    await claim_one(queue, T + 1000, lease=1.0)
     assert await queue.recover_stalled(now=T + 2000) == ([], [job.id])
-    second = await _stored(queue, job.id)
+    second = await stored_job(queue, job.id)
     assert (second.state, second.stalled_count) == ("failed", 2)
     assert second.failed_reason is not None and "stalled" in second.failed_reason
     result = await queue.finished_result(job.id)
@@ -273,15 +263,15 @@ async def test_scenario_21_max_stalled_count(queue: JobQueue) -> None:
 
 async def test_max_stalled_count_zero_fails_on_first_stall(queue: JobQueue) -> None:
     job = await queue.add("fragile", None, max_stalled_count=0, now=T)
-    await _claim_one(queue, T, lease=1.0)
+    await claim_one(queue, T, lease=1.0)
     assert await queue.recover_stalled(now=T + 1000) == ([], [job.id])
-    stored = await _stored(queue, job.id)
+    stored = await stored_job(queue, job.id)
     assert (stored.state, stored.stalled_count) == ("failed", 1)
 
 
 async def test_recovered_job_goes_to_front_of_its_priority(queue: JobQueue) -> None:
     job = await queue.add("stalls", None, priority=2, now=T)
-    await _claim_one(queue, T, lease=1.0)
+    await claim_one(queue, T, lease=1.0)
     await queue.add("newer", None, priority=2, now=T + 10)
     await queue.add("urgent", None, priority=1, now=T + 20)
     assert await queue.recover_stalled(now=T + 1000) == ([job.id], [])
@@ -301,7 +291,7 @@ async def test_recover_stalled_twice_back_to_back_recovers_once(queue: JobQueue)
     assert (sorted(first[0]), first[1]) == (ids, [])
     assert second == ([], [])
     for job_id in ids:
-        assert (await _stored(queue, job_id)).stalled_count == 1
+        assert (await stored_job(queue, job_id)).stalled_count == 1
     assert [ev.event for ev in await queue.read_events()].count("stalled") == 2
     assert await queue.get_job_counts("waiting", "active") == {"waiting": 2, "active": 0}
     assert len(await queue.claim("w", max_jobs=5, now=T + 1001)) == 2
@@ -320,24 +310,24 @@ async def test_recover_stalled_gathered_recovers_once(queue: JobQueue) -> None:
     assert sorted(recovered) == ids  # each exactly once across both calls
     assert [failed for _, failed in results] == [[], []]
     for job_id in ids:
-        stored = await _stored(queue, job_id)
+        stored = await stored_job(queue, job_id)
         assert (stored.state, stored.stalled_count) == ("waiting", 1)
     assert [ev.event for ev in await queue.read_events()].count("stalled") == 3
 
 
 async def test_move_to_delayed_uses_no_attempt(queue: JobQueue) -> None:
     job = await queue.add("later", None, attempts=1, now=T)
-    claimed = await _claim_one(queue, T)
+    claimed = await claim_one(queue, T)
     token = _token(claimed)
 
     await queue.move_to_delayed(job.id, token, 2.0, now=T + 100)
-    parked = await _stored(queue, job.id)
+    parked = await stored_job(queue, job.id)
     assert (parked.state, parked.delay_until, parked.lock_token) == ("delayed", T + 2100, None)
     with pytest.raises(JobStateError):
         await queue.complete(job.id, token, None, now=T + 200)
 
     assert await queue.claim("w", now=T + 2099) == []
-    again = await _claim_one(queue, T + 2100)
+    again = await claim_one(queue, T + 2100)
     assert again.id == job.id
     assert again.attempts_started == 1
 
@@ -350,11 +340,11 @@ async def test_move_to_delayed_uses_no_attempt(queue: JobQueue) -> None:
 
 async def test_move_to_delayed_until_timestamp(queue: JobQueue) -> None:
     job = await queue.add("later", None, now=T)
-    token = _token(await _claim_one(queue, T))
+    token = _token(await claim_one(queue, T))
     await queue.move_to_delayed(job.id, token, delay_until=T + 60_000, now=T + 10)
-    assert (await _stored(queue, job.id)).delay_until == T + 60_000
+    assert (await stored_job(queue, job.id)).delay_until == T + 60_000
     assert await queue.claim("w", now=T + 59_999) == []
-    assert (await _claim_one(queue, T + 60_000)).id == job.id
+    assert (await claim_one(queue, T + 60_000)).id == job.id
 
 
 async def test_release_goes_to_front_without_using_an_attempt(queue: JobQueue) -> None:
@@ -362,14 +352,14 @@ async def test_release_goes_to_front_without_using_an_attempt(queue: JobQueue) -
     await queue.add("second", None, now=T + 1)
 
     for i in range(3):
-        claimed = await _claim_one(queue, T + 10 + i)
+        claimed = await claim_one(queue, T + 10 + i)
         assert claimed.id == job.id  # back at the front, ahead of "second"
         assert claimed.attempts_started == 1
         await queue.release(job.id, _token(claimed), now=T + 10 + i)
-        stored = await _stored(queue, job.id)
+        stored = await stored_job(queue, job.id)
         assert (stored.state, stored.lock_token, stored.attempts_made) == ("waiting", None, 0)
 
     # Three releases used no attempt: the first failure is still retried.
-    claimed = await _claim_one(queue, T + 20)
+    claimed = await claim_one(queue, T + 20)
     assert await queue.fail(job.id, _token(claimed), "boom", now=T + 21) is True
     assert await queue.get_state(job.id) == "waiting"

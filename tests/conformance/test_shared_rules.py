@@ -9,6 +9,8 @@ import asyncio
 
 from lanemq import Job, JobQueue
 
+from .helpers import claim_one
+
 T = 1_700_000_000_000
 
 # The limit and the reason of the Rust core (`jobs::constants`), spelled out here on purpose:
@@ -22,17 +24,11 @@ def _token(job: Job) -> str:
     return job.lock_token
 
 
-async def _claim_one(queue: JobQueue, now: int, lease: float = 30.0) -> Job:
-    claimed = await queue.claim("w", lease=lease, now=now)
-    assert len(claimed) == 1, claimed
-    return claimed[0]
-
-
 async def test_a_job_keeps_the_newest_stack_traces(queue: JobQueue) -> None:
     attempts = STACKTRACE_LIMIT + 3
     job = await queue.add("flaky", None, attempts=attempts, now=T)
     for attempt in range(attempts):
-        claimed = await _claim_one(queue, T + attempt)
+        claimed = await claim_one(queue, T + attempt)
         await queue.fail(job.id, _token(claimed), f"error {attempt}", f"trace {attempt}", now=T)
     stored = await queue.get_job(job.id)
     assert stored is not None
@@ -43,9 +39,9 @@ async def test_a_job_keeps_the_newest_stack_traces(queue: JobQueue) -> None:
 
 async def test_a_failure_without_a_trace_keeps_the_traces_it_has(queue: JobQueue) -> None:
     job = await queue.add("flaky", None, attempts=3, now=T)
-    first = await _claim_one(queue, T)
+    first = await claim_one(queue, T)
     await queue.fail(job.id, _token(first), "one", "trace one", now=T)
-    second = await _claim_one(queue, T + 1)
+    second = await claim_one(queue, T + 1)
     await queue.fail(job.id, _token(second), "two", now=T + 1)
     stored = await queue.get_job(job.id)
     assert stored is not None
@@ -84,7 +80,7 @@ async def test_a_finish_tells_its_waiters_before_retention_removes_the_job(
     job = await queue.add("once", None, remove_on_complete=True, now=T)
     waiter = asyncio.create_task(job.wait(timeout=5.0))
     await asyncio.sleep(0)
-    claimed = await _claim_one(queue, T)
+    claimed = await claim_one(queue, T)
     await queue.complete(job.id, _token(claimed), {"ok": True}, now=T + 5)
     assert await waiter == {"ok": True}
     assert await queue.get_job(job.id) is None

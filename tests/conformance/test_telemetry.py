@@ -8,7 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from lanemq import ConfigError, FlowJob, Job, JobOptions, JobQueue
+from lanemq import ConfigError, FlowJob, JobOptions, JobQueue
+
+from .helpers import claim_one, stored_job
 
 T = 1_700_000_000_000
 CARRIER = {
@@ -17,54 +19,42 @@ CARRIER = {
 }
 
 
-async def _stored(queue: JobQueue, job_id: str) -> Job:
-    job = await queue.get_job(job_id)
-    assert job is not None, f"job {job_id} is gone"
-    return job
-
-
-async def _claim_one(queue: JobQueue, now: int, lease: float = 30.0) -> Job:
-    claimed = await queue.claim("w", lease=lease, now=now)
-    assert len(claimed) == 1, claimed
-    return claimed[0]
-
-
 async def test_telemetry_survives_add_read_claim_and_complete(queue: JobQueue) -> None:
     added = await queue.add("mail", {"to": "ops"}, JobOptions(priority=2, telemetry=CARRIER), now=T)
     assert added.options.telemetry == CARRIER
-    stored = await _stored(queue, added.id)
+    stored = await stored_job(queue, added.id)
     assert (stored.options.telemetry, stored.data, stored.priority) == (CARRIER, {"to": "ops"}, 2)
-    claimed = await _claim_one(queue, T)
+    claimed = await claim_one(queue, T)
     assert claimed.options.telemetry == CARRIER
     assert claimed.lock_token is not None
     await queue.complete(claimed.id, claimed.lock_token, "sent", now=T)
-    done = await _stored(queue, added.id)
+    done = await stored_job(queue, added.id)
     assert (done.state, done.options.telemetry) == ("completed", CARRIER)
 
 
 async def test_telemetry_survives_retries_stalls_and_edits(queue: JobQueue) -> None:
     options = JobOptions(attempts=3, telemetry=CARRIER)
     job = await queue.add("mail", None, options, now=T)
-    first = await _claim_one(queue, T)
+    first = await claim_one(queue, T)
     assert first.lock_token is not None
     assert await queue.fail(job.id, first.lock_token, "smtp down", now=T) is True  # retried
-    second = await _claim_one(queue, T + 1, lease=1.0)
+    second = await claim_one(queue, T + 1, lease=1.0)
     assert second.options.telemetry == CARRIER
     # The lease runs out: stalled recovery puts it back (its options decoded on Redis).
     await queue.recover_stalled(now=T + 5_000)
-    assert (await _stored(queue, job.id)).state == "waiting"
+    assert (await stored_job(queue, job.id)).state == "waiting"
     # A priority edit rewrites the options JSON as text on Redis.
     await queue.update_priority(job.id, 7, lifo=True)
-    edited = await _stored(queue, job.id)
+    edited = await stored_job(queue, job.id)
     assert (edited.priority, edited.options.lifo, edited.options.telemetry) == (7, True, CARRIER)
-    third = await _claim_one(queue, T + 6_000)
+    third = await claim_one(queue, T + 6_000)
     assert third.lock_token is not None
     assert await queue.fail(job.id, third.lock_token, "still down", now=T + 6_000) is True
-    fourth = await _claim_one(queue, T + 6_001)
+    fourth = await claim_one(queue, T + 6_001)
     assert fourth.lock_token is not None
     assert await queue.fail(job.id, fourth.lock_token, "gave up", now=T + 6_002) is False
     await queue.retry_job(job.id, now=T + 7_000)
-    retried = await _claim_one(queue, T + 7_000)
+    retried = await claim_one(queue, T + 7_000)
     assert (retried.state, retried.options.telemetry) == ("active", CARRIER)
 
 
@@ -103,13 +93,13 @@ async def test_telemetry_of_flow_nodes_in_two_queues(
     child = node.children[0].job
     assert (node.job.options.telemetry, child.options.telemetry) == (CARRIER, child_carrier)
     # The child's stored options also carry its parent (added by the backend).
-    stored_child = await _stored(children_queue, child.id)
+    stored_child = await stored_job(children_queue, child.id)
     assert stored_child.parent_key == f"{queue.name}:{node.job.id}"
     assert stored_child.options.telemetry == child_carrier
-    claimed_child = await _claim_one(children_queue, T)
+    claimed_child = await claim_one(children_queue, T)
     assert claimed_child.lock_token is not None
     await children_queue.complete(child.id, claimed_child.lock_token, 1, now=T)
-    parent = await _claim_one(queue, T + 1)
+    parent = await claim_one(queue, T + 1)
     assert (parent.id, parent.options.telemetry) == (node.job.id, CARRIER)
 
 
@@ -120,7 +110,7 @@ async def test_telemetry_of_a_scheduler_template_reaches_every_occurrence(
         "tick", every=1.0, template=("tick", None, {"telemetry": CARRIER, "priority": 2}), now=T
     )
     assert first.options.telemetry == CARRIER
-    claimed = await _claim_one(queue, T)
+    claimed = await claim_one(queue, T)
     assert claimed.options.telemetry == CARRIER
     # Claiming the pending occurrence produced the next one (in Lua, on Redis).
     following = [j for j in await queue.list_jobs(["delayed", "waiting"]) if j.id != claimed.id]

@@ -875,8 +875,8 @@ class JobQueue:
     ) -> list[str]:
         """Removes up to ``limit`` (0 = all) jobs in ``state`` older than ``grace`` seconds,
         except the pending occurrences of job schedulers (as BullMQ does); returns their ids."""
-        if limit < 0:
-            raise ConfigError(f"invalid limit: {limit} (must be >= 0)")
+        if not 0 <= limit < 2**63:
+            raise ConfigError(f"invalid limit: {limit} (must be >= 0 and below 2**63)")
         return await self._core.clean(grace, limit, state, now)
 
     async def obliterate(self, force: bool = False, *, now: int | None = None) -> None:

@@ -421,3 +421,20 @@ async def test_a_lease_of_zero_or_less_is_refused(queue: JobQueue, lease: float)
     # The job is still held by its claim and can be completed.
     await queue.complete(job.id, job.lock_token, "done")
     assert await queue.get_state(job.id) == "completed"
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        ((math.inf,), "invalid grace: inf"),
+        ((1e300,), "invalid grace: 1e300"),
+        ((0.0, 2**70), "invalid limit"),
+    ],
+)
+async def test_clean_with_an_impossible_grace_or_limit_is_refused(
+    queue: JobQueue, args: tuple[float, ...], fragment: str
+) -> None:
+    # A ConfigError naming the value (was an OverflowError naming nothing); nothing goes.
+    job = await queue.add("kept", None, now=T)
+    await _assert_refused(queue, lambda: queue.clean(*args, state="waiting"), ConfigError, fragment)
+    assert await queue.get_job(job.id) is not None

@@ -6,7 +6,6 @@
 
 use lanemq_core::jobs::metrics::{MetricsKind, MAX_DATA_POINTS};
 use lanemq_core::jobs::{JobState, Millis, MAX_PRIORITY};
-use pyo3::exceptions::PyOverflowError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt};
 
@@ -57,19 +56,16 @@ impl CoreArg for Option<Now> {
     }
 }
 
-/// Python's `round` (ties to even) of `seconds * 1000`, as `lanemq.queue` computed it; a value
-/// that fits no integer is Python's `OverflowError`.
-fn round_millis(seconds: f64) -> PyResult<Millis> {
+/// Python's `round` (ties to even) of `seconds * 1000`, as `lanemq.queue` computed it. A value
+/// no millisecond count can hold (infinite, or past 2^64 ms) is refused, naming `field`.
+fn round_millis(field: &str, seconds: f64) -> PyResult<Millis> {
     let millis = (seconds * 1000.0).round_ties_even();
-    if millis.is_infinite() {
-        return Err(PyOverflowError::new_err(
-            "cannot convert float infinity to integer",
-        ));
-    }
+    // (NaN never gets here: the callers refuse it; infinity is >= any bound.)
     if millis >= 18_446_744_073_709_551_616.0 {
-        return Err(PyOverflowError::new_err(
-            "int too big to convert to a number of milliseconds",
-        ));
+        return Err(ConfigError::new_err(format!(
+            "invalid {field}: {seconds:?} seconds (too long: a time in milliseconds must fit 64 \
+             bits)"
+        )));
     }
     Ok(millis as Millis)
 }
@@ -94,7 +90,7 @@ impl CoreArg for Secs {
     type Core = Millis;
     fn core(self, field: &str) -> PyResult<Millis> {
         match self.0 {
-            Ok(seconds) => round_millis(seconds),
+            Ok(seconds) => round_millis(field, seconds),
             Err(shown) => Err(ConfigError::new_err(format!(
                 "invalid {field}: {shown} (must be >= 0 seconds)"
             ))),
@@ -142,7 +138,7 @@ impl CoreArg for RateWait {
     type Core = Millis;
     fn core(self, _field: &str) -> PyResult<Millis> {
         match self.0 {
-            Ok(seconds) => Ok(round_millis(seconds)?.max(1)),
+            Ok(seconds) => Ok(round_millis("rate limit wait", seconds)?.max(1)),
             Err(why) => Err(ConfigError::new_err(format!(
                 "invalid rate limit wait: {why}"
             ))),

@@ -399,16 +399,42 @@ local function token_suffix(n)
 end
 
 -- Moves the delayed jobs due by NOW to waiting, earliest first (lifecycle::claim::promote_due);
--- returns how many.
+-- returns how many. As `to_waiting` would job by job (each at the back of its priority under a
+-- fresh seq, LIFO ones at the front), with the batch's seqs and event ids reserved at once and
+-- each end of the list pushed once: a job costs a read and a write of its hash.
 local function promote_due()
   local due = redis.call("ZRANGEBYSCORE", DELAYED, "-inf", NOW_TEXT)
-  for _, member in ipairs(due) do
-    local id = string.sub(member, 15)
-    redis.call("ZREM", DELAYED, member)
-    to_waiting(id, false, cjson.decode(opts_of(id)).lifo)
+  local n = #due
+  if n == 0 then return 0 end
+  zrem(DELAYED, due)
+  ensure_layout()
+  local seq = counter("seq", n) - n
+  reserve_events(n)
+  local back, front, scored = {}, {}, {}
+  for i = 1, n do
+    local id = string.sub(due[i], 15)
+    local key = JOB .. id
+    local f = redis.call("HMGET", key, "prio", "opts")
+    seq = seq + 1
+    local order = seq
+    if f[2] and cjson.decode(f[2]).lifo then order = -seq end
+    redis.call("HSET", key, "ord", string.format("%d", order), "state", WAITING_TEXT)
+    local prio, m = f[1] or "0", member(order, id)
+    if prio ~= "0" then
+      scored[#scored + 1] = prio; scored[#scored + 1] = m
+    elseif order < 0 then
+      front[#front + 1] = m
+    else
+      back[#back + 1] = m
+    end
     emit("waiting", id, "prev", "delayed")
   end
-  return #due
+  chunked("RPUSH", WAITING0, back, 1)
+  chunked("LPUSH", WAITING0, front, 1)
+  zadd(WAITING, scored)
+  redis.call("HDEL", META, "drained")
+  wake("0")
+  return n
 end
 
 -- Produces a job scheduler's next occurrence when a claim starts its pending one: defined by

@@ -12,7 +12,9 @@ use lanemq_core::jobs::{
     StoreConfig, Template,
 };
 use lanemq_core::{CoreError, CoreResult};
-use lanemq_redis::{RedisBackend, RedisJobBackend, Server, ServerOptions, WireCalls};
+use lanemq_redis::{
+    is_cluster_url, Cluster, RedisBackend, RedisJobBackend, Server, ServerOptions, WireCalls,
+};
 use pyo3::prelude::*;
 
 use crate::bridge::count;
@@ -52,9 +54,15 @@ struct RedisSettings {
 }
 
 impl RedisParts {
-    fn server(&self) -> &Arc<Server> {
+    fn server(&self) -> Arc<Server> {
         self.backend.server()
     }
+}
+
+/// Where a Redis queue lives: one server, or a cluster (its slot's master, found on first use).
+enum Place {
+    Server(Arc<Server>),
+    Cluster(Arc<Cluster>),
 }
 
 /// Logs `message` on the `lanemq` logger (on the loop's thread, which holds the GIL).
@@ -88,7 +96,7 @@ impl JobQueueCore {
         };
         // A warning of the first connect (the eviction policy could not be read) is logged
         // when a call it delayed returns.
-        let server = Arc::clone(redis.server());
+        let server = redis.server();
         let convert = move |value| {
             if let Some(warning) = server.take_warning() {
                 log_warning(&warning);
@@ -111,27 +119,34 @@ impl JobQueueCore {
         Ok(wired.link(py)?.map(|link| (wired, link)))
     }
 
-    /// The queue `queue` on `server` (sharing its connections), with `settings`.
-    fn redis_on(server: Arc<Server>, settings: RedisSettings, queue: &str) -> Self {
-        let backend = RedisBackend::on(
-            server,
-            &settings.prefix,
-            queue,
+    /// The queue `queue` at `place` (sharing its connections), with `settings`. A queue of a
+    /// cluster has no wire: a wire is shared by the queues of one server, and a cluster
+    /// queue's server is known (and may change) only once it is routed.
+    fn redis_on(place: Place, settings: RedisSettings, queue: &str) -> PyResult<Self> {
+        let (prefix, max_events, evict) = (
+            settings.prefix.as_str(),
             settings.max_events,
             settings.allow_eviction,
         );
+        let backend = match place {
+            Place::Server(server) => RedisBackend::on(server, prefix, queue, max_events, evict),
+            Place::Cluster(cluster) => {
+                RedisBackend::in_cluster(cluster, prefix, queue, max_events, evict)
+                    .map_err(to_py)?
+            }
+        };
         let backend = RedisJobBackend::new(backend, settings.max_payload_bytes);
         let server = backend.server();
-        let wired = server.wire_capable().then(|| {
+        let wired = (server.wire_capable() && backend.cluster().is_none()).then(|| {
             let calls: Arc<dyn WireCalls> = Arc::new(backend.clone());
             Wired::shared(calls, server.id())
         });
-        Self {
+        Ok(Self {
             backend: Arc::new(backend.clone()),
             inline: false,
             wired,
             redis: Some(RedisParts { backend, settings }),
-        }
+        })
     }
 
     fn redis_parts(&self) -> PyResult<&RedisParts> {
@@ -254,25 +269,29 @@ impl JobQueueCore {
             connect_timeout: std::time::Duration::from_millis(u64::from(connect_timeout)),
             tls_ca_file,
         };
-        let server = Server::shared(url, &options).map_err(to_py)?;
+        let place = if is_cluster_url(url) {
+            Place::Cluster(Cluster::shared(url, &options).map_err(to_py)?)
+        } else {
+            Place::Server(Server::shared(url, &options).map_err(to_py)?)
+        };
         let settings = RedisSettings {
             prefix: prefix.to_owned(),
             max_payload_bytes,
             max_events,
             allow_eviction,
         };
-        Ok(Self::redis_on(server, settings, queue))
+        Self::redis_on(place, settings, queue)
     }
 
     /// The queue `queue` of this Redis queue's server, prefix and settings (sharing its
     /// connections).
     fn redis_sibling(&self, queue: &str) -> PyResult<Self> {
         let parts = self.redis_parts()?;
-        Ok(Self::redis_on(
-            Arc::clone(parts.server()),
-            parts.settings.clone(),
-            queue,
-        ))
+        let place = match parts.backend.cluster() {
+            Some(cluster) => Place::Cluster(Arc::clone(cluster)),
+            None => Place::Server(parts.server()),
+        };
+        Self::redis_on(place, parts.settings.clone(), queue)
     }
 
     /// Connects (unless the server's connections are up; the wire too) and makes this queue's
@@ -295,10 +314,10 @@ impl JobQueueCore {
     /// Awaits True once the server answers (asked every 100 ms), False after `timeout` seconds.
     fn wait_reachable<'py>(&self, py: Python<'py>, timeout: Secs) -> PyResult<Bound<'py, PyAny>> {
         let timeout = timeout.core("timeout")?;
-        let server = Arc::clone(self.redis_parts()?.server());
+        let backend = self.redis_parts()?.backend.clone();
         let future: BoxFuture<bool> = Box::pin(async move {
-            Ok(server
-                .wait_reachable(std::time::Duration::from_millis(timeout))
+            Ok(backend
+                .backend_wait_reachable(std::time::Duration::from_millis(timeout))
                 .await)
         });
         self.resolve(py, future, Ok)
@@ -306,12 +325,20 @@ impl JobQueueCore {
 
     /// Equal for queues that share connections (one server, one set of options).
     fn server_id(&self) -> PyResult<u64> {
-        Ok(self.redis_parts()?.server().id())
+        let parts = self.redis_parts()?;
+        Ok(match parts.backend.cluster() {
+            Some(cluster) => cluster.id(),
+            None => parts.server().id(),
+        })
     }
 
     /// The server's URL with its password masked.
     fn masked_url(&self) -> PyResult<String> {
-        Ok(self.redis_parts()?.server().masked_url().to_owned())
+        let parts = self.redis_parts()?;
+        Ok(match parts.backend.cluster() {
+            Some(cluster) => cluster.masked_url().to_owned(),
+            None => parts.server().masked_url().to_owned(),
+        })
     }
 
     /// Adds a flow (a node is `(queue, name, data, options, children)`): awaits the added

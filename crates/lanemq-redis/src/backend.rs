@@ -14,7 +14,9 @@ use redis::aio::MultiplexedConnection;
 use redis::Value;
 use tokio::sync::OnceCell;
 
+use crate::cluster::{is_cluster_url, Cluster};
 use crate::connect::{check_policy, is_connection_class, read_policy};
+use crate::route::{self, Route};
 use crate::decode::{self, items};
 use crate::keys::{Keys, JOB_FIELDS};
 use crate::resp;
@@ -25,7 +27,11 @@ use crate::server::{Server, ServerOptions};
 pub(crate) const CURRENT_LAYOUT: &str = "4";
 
 pub struct RedisBackend {
-    pub(crate) server: Arc<Server>,
+    /// The server of this queue's calls: on a cluster, its slot's master, which may change
+    /// (`route`).
+    current: Mutex<Arc<Server>>,
+    /// On a cluster: how this queue finds its master.
+    pub(crate) route: Option<Route>,
     pub(crate) keys: Keys,
     /// The queue's name (flows name their jobs `<queue>:<id>`).
     pub(crate) queue: String,
@@ -59,6 +65,10 @@ impl RedisBackend {
         max_events: usize,
         allow_eviction: bool,
     ) -> CoreResult<Self> {
+        if is_cluster_url(url) {
+            let cluster = Cluster::shared(url, options)?;
+            return Self::in_cluster(cluster, prefix, queue, max_events, allow_eviction);
+        }
         Ok(Self::on(
             Server::shared(url, options)?,
             prefix,
@@ -66,6 +76,30 @@ impl RedisBackend {
             max_events,
             allow_eviction,
         ))
+    }
+
+    /// A queue of `cluster`, without I/O: its first call finds its slot's master.
+    pub fn in_cluster(
+        cluster: Arc<Cluster>,
+        prefix: &str,
+        queue: &str,
+        max_events: usize,
+        allow_eviction: bool,
+    ) -> CoreResult<Self> {
+        let mut backend = Self::on(
+            cluster.first_seed()?,
+            prefix,
+            queue,
+            max_events,
+            allow_eviction,
+        );
+        backend.route = Some(Route::new(cluster, &backend.keys));
+        Ok(backend)
+    }
+
+    /// The cluster this queue is in, if it is.
+    pub fn cluster(&self) -> Option<&Arc<Cluster>> {
+        self.route.as_ref().map(|route| &route.cluster)
     }
 
     /// A queue on `server` (shared with the queues already there).
@@ -85,7 +119,8 @@ impl RedisBackend {
         }
         server.acquire();
         Self {
-            server,
+            current: Mutex::new(server),
+            route: None,
             keys,
             queue: queue.to_owned(),
             script_keys,
@@ -122,36 +157,75 @@ impl RedisBackend {
         Ok(backend)
     }
 
-    pub fn server(&self) -> &Arc<Server> {
-        &self.server
+    /// The server of this queue's calls (on a cluster, its master as last routed).
+    pub fn server(&self) -> Arc<Server> {
+        Arc::clone(&self.current.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// On a cluster, routes this queue to its slot's master if it is not yet, or a reply
+    /// said it may no longer be (`Route::suspect`); a no-op on a single server.
+    pub(crate) async fn routed(&self) -> CoreResult<()> {
+        let Some(route) = &self.route else {
+            return Ok(());
+        };
+        if !route.stale.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let fresh = route.routed.swap(true, Ordering::AcqRel);
+        match route.cluster.master_of(route.slot, fresh).await {
+            Ok(master) => {
+                let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+                if current.id() != master.id() {
+                    master.acquire();
+                    let old = std::mem::replace(&mut *current, master);
+                    if !self.closed.load(Ordering::Acquire) {
+                        old.release();
+                    } else {
+                        current.release();
+                    }
+                }
+                Ok(())
+            }
+            Err(e) => {
+                route.stale.store(true, Ordering::Release);
+                Err(e)
+            }
+        }
     }
 
     /// Connects (if no other queue of the server has) and checks the server for this queue,
     /// once: the eviction policy (refused unless `allow_eviction`; a warning when the user may
     /// not read it) and whether scripts run as functions. Bounded by the connect timeout.
     pub async fn ready(&self) -> CoreResult<()> {
+        self.routed().await?;
         if self.ready.initialized() {
             return Ok(());
         }
+        let checked = self.checked().await;
+        self.lost(checked)
+    }
+
+    async fn checked(&self) -> CoreResult<()> {
+        let server = self.server();
         self.ready
             .get_or_try_init(|| {
-                self.server.bounded("cannot connect", async {
-                    let mut connection = self.server.commands().await?;
-                    let address = self.server.address();
+                server.bounded("cannot connect", async {
+                    let mut connection = server.commands().await?;
+                    let address = server.address();
                     match read_policy(&mut connection, address).await? {
                         Ok(policy) => check_policy(&policy, address, self.allow_eviction)?,
-                        Err(why) => self.server.warn(format!(
+                        Err(why) => server.warn(format!(
                             "redis at {address}: cannot read maxmemory-policy ({why}); going on \
                              without the check that the server never evicts job keys"
                         )),
                     }
-                    self.server
+                    server
                         .functions(|| async {
-                            let mut connection = self.server.commands().await?;
+                            let mut connection = server.commands().await?;
                             match load_library(&mut connection).await {
                                 Ok(()) => Ok(true),
                                 // The server cannot serve now: learn it later.
-                                Err(e) if is_connection_class(&e) => Err(self.server.error(e)),
+                                Err(e) if is_connection_class(&e) => Err(server.error(e)),
                                 // Before Redis 7, FUNCTION renamed away or not allowed to this
                                 // user: scripts run by EVALSHA. (The tests check it loads.)
                                 Err(_) => Ok(false),
@@ -169,7 +243,7 @@ impl RedisBackend {
     /// in one script call; refuses a queue of a layout newer than this lanemq knows. A new
     /// queue has none until its first write.
     async fn upgrade_layout(&self) -> CoreResult<()> {
-        let mut connection = self.server.commands().await?;
+        let mut connection = self.server().commands().await?;
         let layout: Option<String> = redis::cmd("HGET")
             .arg(self.keys.key("meta"))
             .arg("layout")
@@ -198,19 +272,20 @@ impl RedisBackend {
     /// The command connection, once this queue is ready.
     pub(crate) async fn connection(&self) -> CoreResult<MultiplexedConnection> {
         self.ready().await?;
-        self.server.commands().await
+        self.lost(self.server().commands().await)
     }
 
     /// Whether scripts run as the functions of the library (`scripts::LIBRARY`), which the
     /// server has from Redis 7 and Valkey 7.2 on; else by EVALSHA.
     pub(crate) fn functions(&self) -> bool {
-        !self.evalsha_only && self.server.known_functions().unwrap_or(true)
+        !self.evalsha_only && self.server().known_functions().unwrap_or(true)
     }
 
     /// This queue is done with the server (the last queue's close closes the connections).
     pub fn close(&self) {
+        let current = self.current.lock().unwrap_or_else(|e| e.into_inner());
         if !self.closed.swap(true, Ordering::AcqRel) {
-            self.server.release();
+            current.release();
         }
     }
 
@@ -239,16 +314,30 @@ impl RedisBackend {
         self.run_ready(script, args).await
     }
 
-    /// `run`, for a queue whose server was checked (`ready`, which calls it itself).
+    /// `run`, for a queue whose server was checked (`ready`, which calls it itself). On a
+    /// cluster it follows the slot: MOVED reads the map again and calls the new master, ASK
+    /// calls the node named once after ASKING, TRYAGAIN and CLUSTERDOWN wait a little and ask
+    /// again (each such reply means the script did not run).
     async fn run_ready(&self, script: &LuaScript, args: Vec<String>) -> CoreResult<Value> {
         let mut reloaded = false;
+        let mut redirects = 0;
+        let mut ask: Option<Arc<Server>> = None;
         loop {
-            let mut connection = self.server.commands().await?;
+            let asking = ask.take();
+            let server = asking.clone().unwrap_or_else(|| self.server());
+            let mut connection = self.lost(server.commands().await)?;
             let functions = self.functions();
             let outcome = if functions {
-                self.function_call(script, &args)
-                    .query_async(&mut connection)
-                    .await
+                let call = self.function_call(script, &args);
+                if asking.is_some() {
+                    let mut pipe = redis::pipe();
+                    pipe.cmd("ASKING").ignore().add_command(call);
+                    pipe.query_async::<(Value,)>(&mut connection)
+                        .await
+                        .map(|(value,)| value)
+                } else {
+                    call.query_async(&mut connection).await
+                }
             } else {
                 let mut invocation = script.script.prepare_invoke();
                 self.with_keys(script, |_, keys| {
@@ -265,13 +354,84 @@ impl RedisBackend {
                     reloaded = true;
                     load_library(&mut connection)
                         .await
-                        .map_err(|e| self.error(e))?;
+                        .map_err(|e| server.error(e))?;
+                    ask = asking;
                 }
-                Err(e) => match needed_queue(&e) {
-                    Some(queue) if self.link(&queue) => {}
-                    _ => return Err(self.error(e)),
-                },
+                Err(e) => {
+                    let redirect = self.route.as_ref().and_then(|_| route::redirect(&e));
+                    if let Some(redirect) = redirect.filter(|_| redirects < route::MAX_REDIRECTS) {
+                        redirects += 1;
+                        ask = self.follow_redirect(redirect, functions).await?;
+                        continue;
+                    }
+                    match needed_queue(&e) {
+                        Some(queue) if self.link(&queue)? => {}
+                        _ => return Err(self.error(e)),
+                    }
+                }
             }
+        }
+    }
+
+    /// Follows a cluster's redirection of a script call: the server to call once after ASKING
+    /// (ASK, where scripts run as functions: EVALSHA's loading of a missing script cannot go
+    /// behind ASKING, so without functions the call waits for the migration to end instead),
+    /// or none when the queue was routed again.
+    async fn follow_redirect(
+        &self,
+        redirect: route::Redirect,
+        functions: bool,
+    ) -> CoreResult<Option<Arc<Server>>> {
+        let Some(route) = &self.route else {
+            return Ok(None);
+        };
+        match redirect {
+            route::Redirect::Ask(address) if functions => {
+                return route.cluster.server_at(&address).map(Some);
+            }
+            route::Redirect::Moved => {}
+            route::Redirect::Ask(_) | route::Redirect::Settling => {
+                tokio::time::sleep(route::SETTLE_WAIT).await;
+            }
+        }
+        route.stale.store(true, Ordering::Release);
+        self.routed().await?;
+        Ok(None)
+    }
+
+    /// `outcome`, noting on a cluster that a connection error may mean the master was lost
+    /// (failed over): the next call reads the slot map again.
+    pub(crate) fn lost<T>(&self, outcome: CoreResult<T>) -> CoreResult<T> {
+        if let (Some(route), Err(CoreError::Connection(_))) = (&self.route, &outcome) {
+            route.stale.store(true, Ordering::Release);
+        }
+        outcome
+    }
+
+    /// Waits until the server answers (see `Server::wait_reachable`); on a cluster, until the
+    /// master of this queue's slot does, reading the slot map again while it does not (its
+    /// master may be failing over to a replica).
+    pub async fn wait_reachable(&self, timeout: std::time::Duration) -> bool {
+        let Some(route) = &self.route else {
+            return self.server().wait_reachable(timeout).await;
+        };
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            route.stale.store(true, Ordering::Release);
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let asked = tokio::time::timeout(left, self.routed()).await;
+            if matches!(asked, Ok(Ok(())))
+                && self
+                    .server()
+                    .wait_reachable(left.min(std::time::Duration::from_millis(300)))
+                    .await
+            {
+                return true;
+            }
+            if std::time::Instant::now() + route::SETTLE_WAIT >= deadline {
+                return false;
+            }
+            tokio::time::sleep(route::SETTLE_WAIT * 2).await;
         }
     }
 
@@ -362,18 +522,24 @@ impl RedisBackend {
     }
 
     /// Links queue `queue` (same server and prefix) to this one; `false` if it already was
-    /// (or is this queue).
-    pub(crate) fn link(&self, queue: &str) -> bool {
+    /// (or is this queue). On a cluster, a queue of another slot is refused, naming both (the
+    /// server would refuse the call's keys as CROSSSLOT).
+    pub(crate) fn link(&self, queue: &str) -> CoreResult<bool> {
         if queue == self.queue {
-            return false;
+            return Ok(false);
         }
         let mut linked = self.linked.lock().unwrap_or_else(|e| e.into_inner());
         if linked.iter().any(|(name, _)| name == queue) {
-            return false;
+            return Ok(false);
         }
-        let keys = Keys::new(&self.prefix, queue).script_keys();
-        linked.push((queue.to_owned(), keys));
-        true
+        let keys = Keys::new(&self.prefix, queue);
+        if let Some(route) = &self.route {
+            if crate::cluster::slot_of(&keys.key("meta")) != route.slot {
+                return Err(route::cross_slot(&self.prefix, &self.queue, queue));
+            }
+        }
+        linked.push((queue.to_owned(), keys.script_keys()));
+        Ok(true)
     }
 
     pub(crate) fn token_seed(&self) -> String {

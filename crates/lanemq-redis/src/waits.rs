@@ -41,13 +41,13 @@ impl RedisBackend {
     /// A connection for a wait, from the server's spares (once this queue is ready).
     async fn blocking_connection(&self) -> CoreResult<Live> {
         self.ready().await?;
-        self.server.blocking().await
+        self.lost(self.server().blocking().await)
     }
 
     /// Puts `connection` back among the server's spares (its last command completed).
     fn keep_blocking(&self, connection: Option<Live>) {
         if let Some(connection) = connection {
-            self.server.keep_blocking(connection);
+            self.server().keep_blocking(connection);
         }
     }
 
@@ -261,7 +261,7 @@ impl RedisBackend {
     /// this client use `CLIENT UNBLOCK`, which is checked once by ending a wait that is not
     /// going on (it answers 0). An ACL's refusal is remembered; a failed connection is not.
     async fn unblockable(&self, live: &mut Live) -> Option<i64> {
-        if !self.functions() || self.server.unblock.get() == Some(&false) {
+        if !self.functions() || self.server().unblock.get() == Some(&false) {
             return None;
         }
         if live.client_id.is_none() {
@@ -278,7 +278,7 @@ impl RedisBackend {
             }
         }
         let id = live.client_id?;
-        if self.server.unblock.get().is_none() {
+        if self.server().unblock.get().is_none() {
             let mut commands = self.connection().await.ok()?;
             match redis::cmd("CLIENT")
                 .arg("UNBLOCK")
@@ -287,7 +287,7 @@ impl RedisBackend {
                 .await
             {
                 Ok(_) => {
-                    let _ = self.server.unblock.set(true);
+                    let _ = self.server().unblock.set(true);
                 }
                 Err(e) => {
                     self.refused_unblock(&e);
@@ -300,7 +300,7 @@ impl RedisBackend {
 
     fn refused_unblock(&self, error: &redis::RedisError) {
         if error.kind() != redis::ErrorKind::Io && !error.is_timeout() {
-            let _ = self.server.unblock.set(false);
+            let _ = self.server().unblock.set(false);
         }
     }
 

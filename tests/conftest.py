@@ -82,15 +82,21 @@ def redis_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
 
 
 @pytest.fixture(scope="session")
-def redis_cluster3_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real Redis Cluster: 3 masters with a replica each (tests/redis_cluster_support.py),
-    named by a ``redis+cluster://`` URL of its six nodes."""
+def redis_cluster3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisCluster]:
+    """A real Redis Cluster the session shares: 3 masters with a replica each
+    (tests/redis_cluster_support.py). Tests that move slots or kill nodes use `own_cluster`."""
     cluster = RedisCluster(tmp_path_factory.mktemp("redis-cluster3"))
     cluster.start()
     try:
-        yield cluster.url
+        yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster3_url(redis_cluster3: RedisCluster) -> str:
+    """The ``redis+cluster://`` URL of `redis_cluster3` (its six nodes as seeds)."""
+    return redis_cluster3.url
 
 
 @pytest.fixture

@@ -38,6 +38,9 @@ class RedisCluster:
                     "--cluster-enabled", "yes",
                     "--cluster-node-timeout", "1000",
                     "--cluster-config-file", str(node.directory / "nodes.conf"),
+                    # A replica syncs at once (the default waits 5 s for more replicas); one
+                    # that never synced would not take over from a failed master.
+                    "--repl-diskless-sync-delay", "0",
                 )  # fmt: skip
             create = [cli, "--cluster", "create"]
             create += [f"127.0.0.1:{node.port}" for node in self.nodes]
@@ -46,6 +49,7 @@ class RedisCluster:
             if done.returncode != 0:
                 pytest.fail(f"redis-cli --cluster create failed: {done.stdout!r} {done.stderr!r}")
             self.wait_ok()
+            self.wait_replicas_synced()
         except BaseException:
             self.stop()
             raise
@@ -64,6 +68,19 @@ class RedisCluster:
                     pass
                 if time.monotonic() > deadline:
                     pytest.fail(f"node {node.port} did not reach cluster_state:ok")
+                time.sleep(0.05)
+
+    def wait_replicas_synced(self) -> None:
+        """Until every replica's link to its master is up (it has the master's data)."""
+        deadline = time.monotonic() + WAIT
+        for node in self.running():
+            while True:
+                with Resp("127.0.0.1", node.port) as resp:
+                    info = resp.command("INFO", "replication")
+                if "role:master" in info or "master_link_status:up" in info:
+                    break
+                if time.monotonic() > deadline:
+                    pytest.fail(f"replica {node.port} did not sync with its master")
                 time.sleep(0.05)
 
     def running(self) -> list[RedisServer]:

@@ -16,10 +16,10 @@ use tokio::sync::OnceCell;
 
 use crate::cluster::{is_cluster_url, Cluster};
 use crate::connect::{check_policy, is_connection_class, read_policy};
-use crate::route::{self, Route};
 use crate::decode::{self, items};
 use crate::keys::{Keys, JOB_FIELDS};
 use crate::resp;
+use crate::route::{self, Route};
 use crate::scripts::{self, LuaScript};
 use crate::server::{Server, ServerOptions};
 

@@ -235,7 +235,8 @@ impl Cluster {
         if self.reads.load(Ordering::Acquire) != before {
             return Ok(());
         }
-        let mut candidates: Vec<String> = lock(&self.map).iter().map(|r| r.master.clone()).collect();
+        let mut candidates: Vec<String> =
+            lock(&self.map).iter().map(|r| r.master.clone()).collect();
         candidates.extend(self.seeds.iter().cloned());
         candidates.extend(lock(&self.nodes).iter().cloned());
         let mut seen = std::collections::HashSet::new();
@@ -361,14 +362,19 @@ mod tests {
             "redis+cluster://u:***@h1:7000,h2:7001/?x=1"
         );
         assert_eq!(
-            Cluster::parse("redis+cluster://h1", &options).unwrap().seeds,
+            Cluster::parse("redis+cluster://h1", &options)
+                .unwrap()
+                .seeds,
             ["h1:6379"]
         );
         let error = Cluster::parse("redis+cluster://:s3cret@h1:7000/2", &options)
             .err()
             .unwrap()
             .to_string();
-        assert!(error.contains("database 0 only") && !error.contains("s3cret"), "{error}");
+        assert!(
+            error.contains("database 0 only") && !error.contains("s3cret"),
+            "{error}"
+        );
         assert!(Cluster::parse("redis+cluster://", &options).is_err());
     }
 }

@@ -7,8 +7,8 @@ use lanemq_core::jobs::{
 };
 use lanemq_core::{CoreError, CoreResult};
 
-use crate::connect::is_connection_class;
 use crate::backend::{count_jobs, count_states, state_counts, RedisBackend};
+use crate::connect::is_connection_class;
 use crate::job_backend::{call, RedisJobBackend};
 use crate::keys::{STATE_SETS, WAITING_LIST};
 
@@ -40,7 +40,9 @@ impl RedisBackend {
     pub(crate) fn error(&self, error: redis::RedisError) -> CoreError {
         if let Some(route) = &self.route {
             if crate::route::redirect(&error).is_some() || is_connection_class(&error) {
-                route.stale.store(true, std::sync::atomic::Ordering::Release);
+                route
+                    .stale
+                    .store(true, std::sync::atomic::Ordering::Release);
             }
             if crate::route::is_cross_slot(&error) {
                 return CoreError::InvalidConfig(format!(

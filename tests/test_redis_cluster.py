@@ -1,0 +1,238 @@
+"""RedisJobQueue on a real Redis Cluster (3 masters, 1 replica each, started by the tests):
+queues spread over the masters by their hash tags, reads of the whole keyspace visit every
+master, flows across slots are refused by name, and a queue follows its slot when it moves to
+another master (MOVED, ASK) or its master fails over to its replica, while a worker and a
+producer run. The whole conformance suite runs on such a cluster too (`redis-cluster3`)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import signal
+import time
+from typing import Any
+
+import lanemq
+import pytest
+from lanemq import FlowJob, Job, JobWorker, RedisJobQueue
+from redis_cluster_support import RedisCluster
+from support import eventually
+
+_names = itertools.count(1)
+LIMIT = 60.0  # upper bound of a wait that ends at once when things work
+
+
+def test_cluster_urls_are_checked_without_io_and_keep_the_password_out() -> None:
+    queue = RedisJobQueue("q", "redis+cluster://u:s3cret@127.0.0.1:7000,127.0.0.1:7001")
+    assert "s3cret" not in repr(queue) and "***" in queue.url
+    for bad, why in [
+        ("redis+cluster://:s3cret@127.0.0.1:7000/2", "database 0 only"),
+        ("redis+cluster://", "no seed node"),
+        ("redis+cluster://:s3cret@127.0.0.1:notaport", "seed"),
+    ]:
+        with pytest.raises(lanemq.ConfigError, match=why) as refused:
+            RedisJobQueue("q", bad)
+        assert "s3cret" not in str(refused.value)
+    assert isinstance(lanemq.from_url("redis+cluster://127.0.0.1:7000", "q"), RedisJobQueue)
+
+
+async def test_queues_spread_over_the_masters_and_list_queues_sees_every_one(
+    redis_cluster3: RedisCluster,
+) -> None:
+    prefix = f"spread{next(_names)}"  # not a hash tag: each queue has its own slot
+    names = [f"q{i}" for i in range(12)]
+    queues = [RedisJobQueue(name, redis_cluster3.url, prefix=prefix) for name in names]
+    try:
+        for queue in queues:
+            await queue.add("x", {"q": queue.name})
+        owners = {redis_cluster3.owner(redis_cluster3.slot_of(q)).port for q in names}
+        assert len(owners) == 3, owners  # 12 slots over 3 masters: each holds some
+        assert await queues[0].list_queues() == sorted(names)
+        assert await lanemq.list_queue_names(redis_cluster3.url, prefix=prefix) == sorted(names)
+        for queue in queues:
+            assert (await queue.get_job_counts())["waiting"] == 1
+    finally:
+        for queue in queues:
+            await queue.obliterate(force=True)
+            await queue.close()
+
+
+async def test_a_flow_across_slots_is_refused_naming_the_queues_and_writes_nothing(
+    redis_cluster3: RedisCluster,
+) -> None:
+    prefix = f"apart{next(_names)}"
+    parent = RedisJobQueue("parents", redis_cluster3.url, prefix=prefix)
+    child = parent.sibling("children")
+    assert redis_cluster3.slot_of("parents") != redis_cluster3.slot_of("children")
+    try:
+        flow = FlowJob("root", children=[FlowJob("leaf", queue="children")])
+        with pytest.raises(lanemq.ConfigError) as refused:
+            await parent.add_flow(flow)
+        message = str(refused.value)
+        assert '"parents"' in message and '"children"' in message and "hash tag" in message
+        assert sum((await parent.get_job_counts()).values()) == 0
+        assert sum((await child.get_job_counts()).values()) == 0
+        # With a prefix that is a hash tag, both queues share one slot: the flow goes in.
+        tagged = RedisJobQueue("parents", redis_cluster3.url, prefix=f"{{{prefix}}}")
+        root = await tagged.add_flow(flow)
+        assert root.job.state == "waiting_children" and root.children[0].job.state == "waiting"
+        await tagged.obliterate(force=True)
+        await tagged.sibling("children").obliterate(force=True)
+    finally:
+        await parent.close()
+
+
+class Run:
+    """A worker and a producer on one queue of a cluster, counting what they did."""
+
+    def __init__(self, queue: RedisJobQueue) -> None:
+        self.queue = queue
+        self.acknowledged: list[str] = []
+        self.refused = 0
+        self.done: set[str] = set()
+        self.runs = 0
+        self.errors: list[str] = []
+        self.producing = True
+
+        async def work(job: Job) -> Any:
+            self.runs += 1
+            await asyncio.sleep(0.005)
+            self.done.add(job.id)
+            return job.data
+
+        self.worker = JobWorker(queue, work, concurrency=8, lease=5.0, stalled_interval=0.5)
+        self.worker.on("error", lambda error: self.errors.append(str(error)))
+
+    async def produce(self) -> None:
+        n = 0
+        while self.producing:
+            try:
+                job = await self.queue.add("work", {"n": n})
+            except (lanemq.BackendConnectionError, lanemq.StorageError) as error:
+                self.refused += 1  # not acknowledged: it may or may not be there
+                self.errors.append(f"add: {error}")
+                await asyncio.sleep(0.05)
+                continue
+            self.acknowledged.append(job.id)
+            n += 1
+            await asyncio.sleep(0.005)
+
+    async def all_done(self) -> bool:
+        return set(self.acknowledged) <= self.done
+
+    def figures(self, what: str, **more: object) -> str:
+        lost = set(self.acknowledged) - self.done
+        extra = " ".join(f"{k}={v}" for k, v in more.items())
+        return (
+            f"{what}: added={len(self.acknowledged)} refused={self.refused} "
+            f"completed={len(self.done)} runs={self.runs} lost={len(lost)} "
+            f"worker_errors={len(self.errors)} {extra}"
+        )
+
+
+async def test_a_queue_follows_its_slot_to_another_master_mid_run_and_loses_nothing(
+    own_cluster: RedisCluster,
+) -> None:
+    queue = RedisJobQueue("moving", own_cluster.url, prefix="{moving}", connect_timeout=2.0)
+    slot = own_cluster.slot_of("{moving}")
+    run = Run(queue)
+    worker = asyncio.create_task(run.worker.run())
+    producer = asyncio.create_task(run.produce())
+    try:
+        moves = []
+        for _ in range(2):
+            await eventually(lambda: _count_at_least(run, 100), "jobs added", timeout=LIMIT)
+            source = own_cluster.owner(slot)
+            target = next(m for m in own_cluster.masters() if m.port != source.port)
+            started = time.monotonic()
+            keys = await asyncio.to_thread(own_cluster.move_slot, slot, target)
+            before = len(run.done)
+            await eventually(lambda b=before: _done_past(run, b), "work after the move", LIMIT)
+            moves.append((source.port, target.port, keys, round(time.monotonic() - started, 2)))
+            assert own_cluster.owner(slot).port == target.port
+            await asyncio.sleep(0.3)
+        run.producing = False
+        await producer
+        await eventually(run.all_done, "every acknowledged job to complete", timeout=LIMIT)
+        print(run.figures("slot moved twice", moves=moves))
+        print("errors seen:", sorted({e.split(":")[0] for e in run.errors}))
+
+        async def all_completed() -> bool:  # (a completion is reported after its job returns)
+            return (await queue.get_job_counts())["completed"] == len(run.acknowledged)
+
+        await eventually(all_completed, "every completion recorded", timeout=LIMIT)
+        for job_id in run.acknowledged:
+            assert await queue.get_state(job_id) == "completed", job_id
+        assert not worker.done(), "the worker stopped"
+    finally:
+        run.producing = False
+        await asyncio.wait_for(run.worker.close(), LIMIT)
+        await asyncio.wait_for(worker, LIMIT)
+        await queue.close()
+
+
+async def test_a_master_killed_fails_over_and_the_worker_and_producer_resume(
+    own_cluster: RedisCluster,
+) -> None:
+    queue = RedisJobQueue("failing", own_cluster.url, prefix="{failing}", connect_timeout=1.0)
+    slot = own_cluster.slot_of("{failing}")
+    run = Run(queue)
+    worker = asyncio.create_task(run.worker.run())
+    producer = asyncio.create_task(run.produce())
+    try:
+        await eventually(lambda: _count_at_least(run, 200), "jobs added", timeout=LIMIT)
+        master = own_cluster.owner(slot)
+        assert master.proc is not None
+        added_before = len(run.acknowledged)
+        os.kill(master.proc.pid, signal.SIGKILL)  # a node this test started
+        master.proc.wait()
+        killed = time.monotonic()
+        promoted = await asyncio.to_thread(own_cluster.wait_promoted, slot, master)
+        promotion = time.monotonic() - killed
+        before = len(run.done)
+        await eventually(lambda: _done_past(run, before), "work after the failover", LIMIT)
+        recovery = time.monotonic() - killed
+        await eventually(
+            lambda: _count_at_least(run, added_before + 100), "adds after the failover", LIMIT
+        )
+        run.producing = False
+        await producer
+        # What asynchronous replication lost: acknowledged adds the promoted replica never got.
+        missing = [i for i in run.acknowledged if await queue.get_job(i) is None]
+        left = set(run.acknowledged) - set(missing)
+        done = await _until_done(run, left)
+        print(
+            run.figures(
+                "master killed",
+                promoted_port=promoted.port,
+                promotion_s=round(promotion, 2),
+                recovery_s=round(recovery, 2),
+                acknowledged_missing=len(missing),
+                not_completed=len(left - done),
+            )
+        )
+        assert not worker.done(), "the worker stopped"
+        assert left <= done, "a job the new master has was not completed"
+    finally:
+        run.producing = False
+        await asyncio.wait_for(run.worker.close(), LIMIT)
+        await asyncio.wait_for(worker, LIMIT)
+        await queue.close()
+
+
+async def _until_done(run: Run, jobs: set[str]) -> set[str]:
+    """The jobs of ``jobs`` completed, once every one is (or LIMIT passed: the test then
+    fails on the difference). Jobs active on the dead master come back after their lease."""
+    deadline = time.monotonic() + LIMIT
+    while not jobs <= run.done and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    return jobs & run.done
+
+
+async def _count_at_least(run: Run, n: int) -> bool:
+    return len(run.acknowledged) >= n
+
+
+async def _done_past(run: Run, n: int) -> bool:
+    return len(run.done) > n

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from redis_support import Resp, RespError, RedisServer
+from redis_support import RedisServer, Resp, RespError
 
 WAIT = 30.0  # upper bound for the cluster to form or fail over; never reached when it works
 

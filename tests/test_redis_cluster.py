@@ -224,9 +224,14 @@ async def test_a_master_killed_fails_over_and_the_worker_and_producer_resume(
 async def _until_done(run: Run, jobs: set[str]) -> set[str]:
     """The jobs of ``jobs`` completed, once every one is (or LIMIT passed: the test then
     fails on the difference). Jobs active on the dead master come back after their lease."""
-    deadline = time.monotonic() + LIMIT
-    while not jobs <= run.done and time.monotonic() < deadline:
-        await asyncio.sleep(0.1)
+
+    async def all_done() -> bool:
+        return jobs <= run.done
+
+    try:
+        await eventually(all_done, "every job the new master has to complete", LIMIT)
+    except AssertionError:
+        pass  # the caller names the jobs left
     return jobs & run.done
 
 

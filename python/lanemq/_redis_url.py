@@ -70,7 +70,7 @@ def _cluster_problem(url: str) -> str | None:
     only (a cluster has no other)."""
     rest = url.partition("://")[2]
     before_query = rest.partition("?")[0].partition("#")[0]
-    user_part, at, hosts_path = before_query.rpartition("@")
+    _, at, hosts_path = before_query.rpartition("@")
     hosts, _, path = (hosts_path if at else before_query).partition("/")
     if path not in ("", "0"):
         return "a cluster has database 0 only (no other database in the path)"

@@ -1195,10 +1195,10 @@ class RedisJobQueue(JobQueue):
     ``redis://[[user]:password@]host[:port][/db]``, ``rediss://...`` (TLS: the certificate must
     chain to the system's authorities or to those in the PEM file ``tls_ca_file``) or
     ``unix:///path/to/redis.sock[?db=N&user=U&pass=P]`` or, for a Redis Cluster,
-    ``redis+cluster://[[user]:password@]host:port[,host:port...]`` (seed nodes: the queue's
-    calls go to the master of its hash tag's slot, README "Redis Cluster"); one that does not
-    parse raises `ConfigError` at once. The password is kept in the Rust core only: ``url`` (and ``repr``)
-    show it masked."""
+    ``redis+cluster://[[user]:password@]host:port[,host:port...]`` (seed nodes: the
+    queue's calls go to the master of its hash tag's slot, README "Redis Cluster"); one that
+    does not parse raises `ConfigError` at once. The password is kept in the Rust core only:
+    ``url`` (and ``repr``) show it masked."""
 
     def __init__(
         self,

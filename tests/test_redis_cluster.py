@@ -17,6 +17,7 @@ import lanemq
 import pytest
 from lanemq import FlowJob, Job, JobWorker, RedisJobQueue
 from redis_cluster_support import RedisCluster
+from redis_support import Resp
 from support import eventually
 
 _names = itertools.count(1)
@@ -81,6 +82,40 @@ async def test_a_flow_across_slots_is_refused_naming_the_queues_and_writes_nothi
         await tagged.sibling("children").obliterate(force=True)
     finally:
         await parent.close()
+
+
+def _wire_on(port: int) -> bool:
+    """Whether a client of node ``port`` last sent an FCALL while another one (the ordinary
+    connection) last counted: the add went over a wire of its own."""
+    with Resp("127.0.0.1", port) as raw:
+        listing = raw.command("CLIENT", "LIST")
+    commands = [dict(f.split("=", 1) for f in line.split())["cmd"] for line in listing.splitlines()]
+    return "fcall" in commands and "zcount" in commands
+
+
+async def test_hot_calls_take_the_masters_wire_and_the_new_masters_after_a_move(
+    own_cluster: RedisCluster,
+) -> None:
+    queue = RedisJobQueue("wired", own_cluster.url, prefix="{wired}")
+    slot = own_cluster.slot_of("{wired}")
+    try:
+
+        async def on_a_wire_of(port: int) -> bool:
+            await queue.add("job")
+            await queue.get_job_counts("waiting")  # ZCOUNTs, on the ordinary connection
+            return _wire_on(port)
+
+        first = own_cluster.owner(slot)
+        await eventually(lambda: on_a_wire_of(first.port), "an add on the master's wire", LIMIT)
+        target = next(m for m in own_cluster.masters() if m.port != first.port)
+        await asyncio.to_thread(own_cluster.move_slot, slot, target)
+        # The first add after the move gets MOVED on the old wire and goes again the
+        # ordinary way, which routes the queue; later ones take the new master's wire.
+        await eventually(lambda: on_a_wire_of(target.port), "an add on the new wire", LIMIT)
+        assert (await queue.get_job_counts("waiting"))["waiting"] >= 2
+    finally:
+        await queue.obliterate(force=True)
+        await queue.close()
 
 
 class Run:

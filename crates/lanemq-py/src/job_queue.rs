@@ -34,8 +34,9 @@ pub struct JobQueueCore {
     /// Whether the backend's calls may finish on their first poll (in-process backends) or
     /// wait on a server (Redis): see `ready::resolve`.
     inline: bool,
-    /// The backend's wire for the hot calls, if it has one (Redis): see `wire_link`.
-    wired: Option<Wired>,
+    /// The backend's wire for the hot calls, if it has one (Redis): see `wire_link`. A queue
+    /// of a cluster takes its master's once routed, and another's if it moves (`wired_for`).
+    wired: std::sync::Mutex<Option<Arc<Wired>>>,
     /// What a Redis queue knows of its server and settings (its siblings share them).
     redis: Option<RedisParts>,
 }
@@ -109,19 +110,52 @@ impl JobQueueCore {
     /// The wire link of the running loop, if this backend has a wire and it is there for it
     /// (and this queue made its checks of the server: until then calls go the ordinary way,
     /// which makes them).
-    fn link<'py>(&self, py: Python<'py>) -> PyResult<Option<(&Wired, Bound<'py, WireLink>)>> {
-        let (Some(wired), Some(redis)) = (&self.wired, &self.redis) else {
+    fn link<'py>(&self, py: Python<'py>) -> PyResult<Option<(Arc<Wired>, Bound<'py, WireLink>)>> {
+        let Some(redis) = &self.redis else {
             return Ok(None);
         };
         if !redis.backend.is_ready() {
             return Ok(None);
         }
+        let Some(wired) = self.wired_for(py, redis)? else {
+            return Ok(None);
+        };
         Ok(wired.link(py)?.map(|link| (wired, link)))
     }
 
+    /// The share of the wire of this queue's server, if it can have one (not over TLS): on a
+    /// cluster, of its slot's master as last routed. A queue whose slot moved (or failed over)
+    /// closes its share of the old master's wire and takes the new one's; until a reply says
+    /// it moved, its calls on the old wire get MOVED and go again the ordinary way, which
+    /// routes them.
+    fn wired_for(&self, py: Python<'_>, redis: &RedisParts) -> PyResult<Option<Arc<Wired>>> {
+        let server = redis.server();
+        if !server.wire_capable() {
+            return Ok(None);
+        }
+        let (wired, old) = {
+            let mut slot = self.wired.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(wired) = slot.as_ref().filter(|w| w.server_id() == server.id()) {
+                return Ok(Some(Arc::clone(wired)));
+            }
+            let calls: Arc<dyn WireCalls> = Arc::new(redis.backend.clone());
+            let wired = Arc::new(Wired::shared(calls, server.id()));
+            let old = slot.replace(Arc::clone(&wired));
+            (wired, old)
+        };
+        if let Some(old) = old {
+            old.close(py)?;
+        }
+        Ok(Some(wired))
+    }
+
+    fn current_wired(&self) -> Option<Arc<Wired>> {
+        self.wired.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
     /// The queue `queue` at `place` (sharing its connections), with `settings`. A queue of a
-    /// cluster has no wire: a wire is shared by the queues of one server, and a cluster
-    /// queue's server is known (and may change) only once it is routed.
+    /// cluster takes its wire at its first hot call once routed (`wired_for`): a wire is
+    /// shared by the queues of one server, which a cluster queue knows only then.
     fn redis_on(place: Place, settings: RedisSettings, queue: &str) -> PyResult<Self> {
         let (prefix, max_events, evict) = (
             settings.prefix.as_str(),
@@ -139,12 +173,12 @@ impl JobQueueCore {
         let server = backend.server();
         let wired = (server.wire_capable() && backend.cluster().is_none()).then(|| {
             let calls: Arc<dyn WireCalls> = Arc::new(backend.clone());
-            Wired::shared(calls, server.id())
+            Arc::new(Wired::shared(calls, server.id()))
         });
         Ok(Self {
             backend: Arc::new(backend.clone()),
             inline: false,
-            wired,
+            wired: std::sync::Mutex::new(wired),
             redis: Some(RedisParts { backend, settings }),
         })
     }
@@ -212,7 +246,7 @@ impl JobQueueCore {
         Ok(Self {
             backend: Arc::new(group.inner.queue(name, config)),
             inline: true,
-            wired: None,
+            wired: std::sync::Mutex::new(None),
             redis: None,
         })
     }
@@ -240,7 +274,7 @@ impl JobQueueCore {
         Ok(Self {
             backend: Arc::new(backend),
             inline: true,
-            wired: None,
+            wired: std::sync::Mutex::new(None),
             redis: None,
         })
     }
@@ -299,7 +333,7 @@ impl JobQueueCore {
     /// credentials) or `ConfigError` (an evicting server).
     fn connect<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let backend = self.redis_parts()?.backend.clone();
-        let wire = self.wired.as_ref().and_then(|wired| wired.prepare(py));
+        let wire = self.current_wired().and_then(|wired| wired.prepare(py));
         let future: BoxFuture<()> = Box::pin(async move {
             backend.backend_ready().await?;
             // The wire too, so the hot calls after this take it.
@@ -659,7 +693,8 @@ impl JobQueueCore {
 
     /// Releases the backend's file or connections once pending operations are done.
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        if let Some(wired) = &self.wired {
+        let wired = self.wired.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(wired) = wired {
             wired.close(py)?;
         }
         self.resolve(py, self.backend.close(), unit)

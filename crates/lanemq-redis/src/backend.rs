@@ -351,6 +351,7 @@ impl RedisBackend {
             match outcome {
                 Ok(value) => return Ok(value),
                 Err(e) if functions && !reloaded && function_missing(&e) => {
+                    // (also on a node an ASK named, which may not have had a call yet)
                     reloaded = true;
                     load_library(&mut connection)
                         .await
@@ -513,11 +514,26 @@ impl RedisBackend {
     /// library or script is missing, a flow needs another queue linked): such a script wrote
     /// nothing, and the call can go again the ordinary way.
     pub(crate) fn runs_again(&self, error: &redis::RedisError) -> bool {
+        // On a cluster: the slot moved or is moving (the script did not run), and the
+        // ordinary call follows it.
+        if self.route.is_some() && route::redirect(error).is_some() {
+            self.error_noted(error);
+            return true;
+        }
         if self.functions() {
             function_missing(error) || needed_queue(error).is_some()
         } else {
             error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
                 || needed_queue(error).is_some()
+        }
+    }
+
+    /// Notes what a redirection says (the map is stale) without making it an error.
+    fn error_noted(&self, error: &redis::RedisError) {
+        if let Some(route) = &self.route {
+            if route::redirect(error).is_some() {
+                route.stale.store(true, Ordering::Release);
+            }
         }
     }
 

@@ -116,6 +116,15 @@ class RedisCluster:
         with all of the slot's keys in ONE MIGRATE: a queue's script must never find some of
         its keys moved and others not (README "Redis Cluster"). Returns the keys moved."""
         source = self.owner(slot)
+        moved = self.begin_move(slot, target)
+        self.finish_move(slot, source, target)
+        return moved
+
+    def begin_move(self, slot: int, target: RedisServer) -> int:
+        """Marks ``slot`` migrating to ``target`` and moves all of its keys there in one
+        MIGRATE, leaving it so: its old master answers ASK for it (its keys are gone), until
+        `finish_move`. Returns the keys moved."""
+        source = self.owner(slot)
         assert source.port != target.port
         source_id, target_id = self.node_id(source), self.node_id(target)
         with Resp("127.0.0.1", source.port) as src, Resp("127.0.0.1", target.port) as dst:
@@ -127,14 +136,18 @@ class RedisCluster:
                     "MIGRATE", "127.0.0.1", target.port, "", 0, 10_000, "REPLACE", "KEYS", *keys
                 )
                 assert moved == "OK", moved
-            for node in (target, source):
-                with Resp("127.0.0.1", node.port) as resp:
-                    assert resp.command("CLUSTER", "SETSLOT", slot, "NODE", target_id) == "OK"
+        return len(keys)
+
+    def finish_move(self, slot: int, source: RedisServer, target: RedisServer) -> None:
+        """Gives ``slot`` to ``target`` on every master (its old one answers MOVED now)."""
+        target_id = self.node_id(target)
+        for node in (target, source):
+            with Resp("127.0.0.1", node.port) as resp:
+                assert resp.command("CLUSTER", "SETSLOT", slot, "NODE", target_id) == "OK"
         for node in self.masters():
             if node.port not in (source.port, target.port):
                 with Resp("127.0.0.1", node.port) as resp:
                     resp.command("CLUSTER", "SETSLOT", slot, "NODE", target_id)
-        return len(keys)
 
     def wait_promoted(self, slot: int, dead: RedisServer) -> RedisServer:
         """Until a running node serves ``slot`` in place of ``dead``; that node."""

@@ -118,6 +118,38 @@ async def test_hot_calls_take_the_masters_wire_and_the_new_masters_after_a_move(
         await queue.close()
 
 
+async def test_calls_during_a_migration_wait_for_it_and_go_to_the_new_master(
+    own_cluster: RedisCluster,
+) -> None:
+    queue = RedisJobQueue("asked", own_cluster.url, prefix="{asked}")
+    slot = own_cluster.slot_of("{asked}")
+    try:
+        first = await queue.add("job", {"n": 0})  # the queue's keys exist on its master
+        source = own_cluster.owner(slot)
+        target = next(m for m in own_cluster.masters() if m.port != source.port)
+        assert await asyncio.to_thread(own_cluster.begin_move, slot, target) > 0
+        # The slot's old master answers ASK (its keys are at the target, the slot not yet
+        # given away); the target, asked after ASKING, TRYAGAIN (a script's keys are many and
+        # some do not exist): the calls wait for the migration to end.
+        calls = [asyncio.create_task(queue.add("job", {"n": n})) for n in range(1, 6)]
+        bulk = asyncio.create_task(queue.add_bulk([("job", {"n": n}) for n in (6, 7)]))
+        claim = asyncio.create_task(queue.claim("w", lease=30.0))  # (the first job, at least)
+        await asyncio.sleep(0.3)
+        assert not any(c.done() for c in [*calls, bulk, claim]), "served mid-migration"
+        await asyncio.to_thread(own_cluster.finish_move, slot, source, target)
+        added = [first.id, *[(await c).id for c in calls], *[j.id for j in await bulk]]
+        assert len(await claim) == 1
+        counts = await queue.get_job_counts()
+        assert counts["waiting"] == len(added) - 1 and counts["active"] == 1, counts
+        with Resp("127.0.0.1", target.port) as raw:  # all of it on the new master
+            assert len(raw.command("CLUSTER", "GETKEYSINSLOT", slot, 1000)) > 0
+        with Resp("127.0.0.1", source.port) as raw:
+            assert raw.command("CLUSTER", "COUNTKEYSINSLOT", slot) == 0
+    finally:
+        await queue.obliterate(force=True)
+        await queue.close()
+
+
 class Run:
     """A worker and a producer on one queue of a cluster, counting what they did."""
 
@@ -191,7 +223,7 @@ async def test_a_queue_follows_its_slot_to_another_master_mid_run_and_loses_noth
         await producer
         await eventually(run.all_done, "every acknowledged job to complete", timeout=LIMIT)
         print(run.figures("slot moved twice", moves=moves))
-        print("errors seen:", sorted({e.split(":")[0] for e in run.errors}))
+        assert not run.errors, run.errors[:4]  # the moves were followed, not failed on
 
         async def all_completed() -> bool:  # (a completion is reported after its job returns)
             return (await queue.get_job_counts())["completed"] == len(run.acknowledged)

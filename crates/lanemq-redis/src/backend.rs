@@ -516,8 +516,7 @@ impl RedisBackend {
     pub(crate) fn runs_again(&self, error: &redis::RedisError) -> bool {
         // On a cluster: the slot moved or is moving (the script did not run), and the
         // ordinary call follows it.
-        if self.route.is_some() && route::redirect(error).is_some() {
-            self.error_noted(error);
+        if self.redirected(error) {
             return true;
         }
         if self.functions() {
@@ -535,6 +534,16 @@ impl RedisBackend {
                 route.stale.store(true, Ordering::Release);
             }
         }
+    }
+
+    /// Whether `error` is a cluster's redirection of this queue's call (noted: the next call
+    /// reads the slot map first). Such a call did not run.
+    pub(crate) fn redirected(&self, error: &redis::RedisError) -> bool {
+        let redirected = self.route.is_some() && route::redirect(error).is_some();
+        if redirected {
+            self.error_noted(error);
+        }
+        redirected
     }
 
     /// Links queue `queue` (same server and prefix) to this one; `false` if it already was

@@ -11,8 +11,13 @@ use redis::{ErrorKind, ServerErrorKind};
 use crate::cluster::{slot_of, Cluster};
 use crate::keys::Keys;
 
-/// How many redirections (or waits for a changing cluster) one call follows before it fails.
-pub(crate) const MAX_REDIRECTS: usize = 40;
+/// How many redirections (or waits for a changing cluster) one call follows before it fails:
+/// with `SETTLE_WAIT`, about 5 s for a migration of the queue's slot to end. (A script gets
+/// the queue's 16 keys, some of which do not exist in most queues; while its slot migrates,
+/// the old master answers ASK or TRYAGAIN for such a call and the new one, even after ASKING,
+/// TRYAGAIN: Redis serves no multi-key call with keys missing on a slot in migration, so the
+/// call waits for the migration to end.)
+pub(crate) const MAX_REDIRECTS: usize = 100;
 
 /// How long a call waits for a cluster that is changing (TRYAGAIN, CLUSTERDOWN) to settle
 /// before it asks again.
@@ -55,9 +60,14 @@ pub(crate) enum Redirect {
 pub(crate) fn redirect(error: &redis::RedisError) -> Option<Redirect> {
     match error.kind() {
         ErrorKind::Server(ServerErrorKind::Moved) => Some(Redirect::Moved),
-        ErrorKind::Server(ServerErrorKind::Ask) => error
-            .redirect_node()
-            .map(|(address, _)| Redirect::Ask(address.to_owned())),
+        // (The error of a pipeline names no node: its call waits as for TRYAGAIN.)
+        ErrorKind::Server(ServerErrorKind::Ask) => Some(
+            error
+                .redirect_node()
+                .map_or(Redirect::Settling, |(address, _)| {
+                    Redirect::Ask(address.to_owned())
+                }),
+        ),
         ErrorKind::Server(
             ServerErrorKind::TryAgain | ServerErrorKind::ClusterDown | ServerErrorKind::MasterDown,
         ) => Some(Redirect::Settling),

@@ -204,6 +204,15 @@ impl RedisBackend {
                         .claim(worker_id, lease, max_jobs, wall_clock_ms())
                         .await;
                 }
+                // On a cluster, the slot moved (or is moving) away from this connection's
+                // node, and neither command ran: the ordinary claim follows it, and the next
+                // wait takes a connection of the slot's master.
+                Err(e) if self.redirected(&e) => {
+                    *connection = None;
+                    return self
+                        .claim(worker_id, lease, max_jobs, wall_clock_ms())
+                        .await;
+                }
                 Err(e) => return Err(self.error(e)),
             };
             let mut reply = items(claimed)?.into_iter();
@@ -246,13 +255,18 @@ impl RedisBackend {
     }
 
     /// BZPOPMIN on the marker for `seconds`: the due time of the marker it took, if any.
+    /// (On a cluster, a wait its slot's move ended counts as woken, due now: the claim that
+    /// follows it goes the ordinary way, which follows the slot.)
     async fn pop_marker(&self, live: &mut Live, seconds: f64) -> CoreResult<Option<f64>> {
-        let woken: Option<(String, String, f64)> = redis::cmd("BZPOPMIN")
+        let woken: Option<(String, String, f64)> = match redis::cmd("BZPOPMIN")
             .arg(self.keys.key("marker"))
             .arg(seconds)
             .query_async(&mut live.connection)
             .await
-            .map_err(|e| self.error(e))?;
+        {
+            Err(e) if self.redirected(&e) => return Ok(Some(0.0)),
+            other => other.map_err(|e| self.error(e))?,
+        };
         Ok(woken.map(|(_, _, due)| due))
     }
 

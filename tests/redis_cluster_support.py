@@ -102,6 +102,15 @@ class RedisCluster:
                     return next(n for n in self.nodes if n.port == int(master[1]))
         raise AssertionError(f"no master serves slot {slot}")
 
+    def replica_of(self, master: RedisServer) -> RedisServer:
+        """A running replica of ``master`` whose link to it is up."""
+        for node in self.running():
+            with Resp("127.0.0.1", node.port) as resp:
+                info = resp.command("INFO", "replication")
+            if f"master_port:{master.port}\r" in info and "master_link_status:up" in info:
+                return node
+        raise AssertionError(f"master {master.port} has no replica in sync")
+
     def masters(self) -> list[RedisServer]:
         with Resp("127.0.0.1", self.running()[0].port) as resp:
             ports = {int(entry[2][1]) for entry in resp.command("CLUSTER", "SLOTS")}

@@ -150,6 +150,55 @@ async def test_calls_during_a_migration_wait_for_it_and_go_to_the_new_master(
         await queue.close()
 
 
+async def test_min_replicas_ack_refuses_an_add_no_replica_has_and_says_what_it_costs(
+    own_cluster: RedisCluster,
+) -> None:
+    url = own_cluster.url
+    acked = RedisJobQueue(
+        "acked", url, prefix="{acked}", min_replicas_ack=1, replica_ack_timeout=0.3
+    )
+    plain = RedisJobQueue("plain", url, prefix="{acked}")  # same slot, same master, no WAIT
+    master = own_cluster.owner(own_cluster.slot_of("{acked}"))
+    replica = own_cluster.replica_of(master)
+    assert replica.proc is not None
+    try:
+        costs = {}
+        for queue in (plain, acked):
+            await queue.add("warm-up")
+            started = time.perf_counter()
+            for n in range(50):
+                await queue.add("job", {"n": n})
+            costs[queue.name] = (time.perf_counter() - started) / 50 * 1e6
+        os.kill(replica.proc.pid, signal.SIGSTOP)  # a replica this test started: no acks now
+        try:
+            with pytest.raises(lanemq.StorageError, match="min_replicas_ack") as refused:
+                await acked.add("unreplicated")
+            await plain.add("unreplicated")  # acknowledged by the master alone, as always
+        finally:
+            os.kill(replica.proc.pid, signal.SIGCONT)
+        # The refused add was made on the master all the same (WAIT cannot undo a write).
+        assert (await acked.get_job_counts("waiting"))["waiting"] == 52
+        await acked.add("replicated again")
+        print(
+            f"add latency, us: without WAIT {costs['plain']:.0f}, "
+            f"min_replicas_ack=1 {costs['acked']:.0f}; refused: {refused.value}"
+        )
+    finally:
+        for queue in (acked, plain):
+            await queue.obliterate(force=True)
+            await queue.close()
+
+
+def test_min_replicas_ack_is_checked() -> None:
+    url = "redis+cluster://127.0.0.1:7000"
+    for bad in (-1, 1.5, True):
+        with pytest.raises(lanemq.ConfigError, match="min_replicas_ack"):
+            RedisJobQueue("q", url, min_replicas_ack=bad)  # type: ignore[arg-type]
+    for timeout in (0, -1, 6.0):
+        with pytest.raises(lanemq.ConfigError, match="replica_ack_timeout"):
+            RedisJobQueue("q", url, min_replicas_ack=1, replica_ack_timeout=timeout)
+
+
 class Run:
     """A worker and a producer on one queue of a cluster, counting what they did."""
 

@@ -52,6 +52,8 @@ struct RedisSettings {
     max_payload_bytes: usize,
     max_events: usize,
     allow_eviction: bool,
+    /// Replicas that must have each write that adds jobs, and the longest wait for them (ms).
+    replica_ack: (usize, u64),
 }
 
 impl RedisParts {
@@ -114,7 +116,8 @@ impl JobQueueCore {
         let Some(redis) = &self.redis else {
             return Ok(None);
         };
-        if !redis.backend.is_ready() {
+        // A queue that waits for replicas makes its adds the ordinary way (`with_replica_ack`).
+        if !redis.backend.is_ready() || redis.settings.replica_ack.0 > 0 {
             return Ok(None);
         }
         let Some(wired) = self.wired_for(py, redis)? else {
@@ -169,12 +172,15 @@ impl JobQueueCore {
                     .map_err(to_py)?
             }
         };
+        let (replicas, ack_ms) = settings.replica_ack;
+        let backend = backend.with_replica_ack(replicas, std::time::Duration::from_millis(ack_ms));
         let backend = RedisJobBackend::new(backend, settings.max_payload_bytes);
         let server = backend.server();
-        let wired = (server.wire_capable() && backend.cluster().is_none()).then(|| {
-            let calls: Arc<dyn WireCalls> = Arc::new(backend.clone());
-            Arc::new(Wired::shared(calls, server.id()))
-        });
+        let wired =
+            (server.wire_capable() && backend.cluster().is_none() && replicas == 0).then(|| {
+                let calls: Arc<dyn WireCalls> = Arc::new(backend.clone());
+                Arc::new(Wired::shared(calls, server.id()))
+            });
         Ok(Self {
             backend: Arc::new(backend.clone()),
             inline: false,
@@ -284,7 +290,8 @@ impl JobQueueCore {
     /// connections. A URL that does not parse raises `ConfigError` (its password masked).
     #[staticmethod]
     #[pyo3(signature = (url, queue, prefix="lanemq", max_payload_bytes=16_777_216, max_events=10_000,
-        allow_eviction=false, connect_timeout=5_000, tls_ca_file=None))]
+        allow_eviction=false, connect_timeout=5_000, tls_ca_file=None, min_replicas_ack=0,
+        replica_ack_timeout=1_000))]
     #[allow(clippy::too_many_arguments)]
     fn redis(
         url: &str,
@@ -295,8 +302,12 @@ impl JobQueueCore {
         allow_eviction: bool,
         connect_timeout: i64,
         tls_ca_file: Option<PathBuf>,
+        min_replicas_ack: i64,
+        replica_ack_timeout: i64,
     ) -> PyResult<Self> {
         let max_payload_bytes = count("max_payload_bytes", max_payload_bytes, 1)? as usize;
+        let replicas = count("min_replicas_ack", min_replicas_ack, 0)? as usize;
+        let replica_ack_timeout = count("replica_ack_timeout", replica_ack_timeout, 1)?;
         let max_events = count("max_events", max_events, 0)? as usize;
         let connect_timeout = count("connect_timeout", connect_timeout, 1)?;
         let options = ServerOptions {
@@ -313,6 +324,7 @@ impl JobQueueCore {
             max_payload_bytes,
             max_events,
             allow_eviction,
+            replica_ack: (replicas, u64::from(replica_ack_timeout)),
         };
         Self::redis_on(place, settings, queue)
     }

@@ -51,6 +51,8 @@ pub struct RedisBackend {
     ready: OnceCell<()>,
     /// Runs scripts by EVALSHA even where the server has functions (`without_functions`).
     evalsha_only: bool,
+    /// Waits for replicas to acknowledge the writes that add jobs (`with_replica_ack`).
+    replica_ack: Option<ReplicaAck>,
     closed: AtomicBool,
 }
 
@@ -133,6 +135,7 @@ impl RedisBackend {
             allow_eviction,
             ready: OnceCell::new(),
             evalsha_only: false,
+            replica_ack: None,
             closed: AtomicBool::new(false),
         }
     }
@@ -289,6 +292,16 @@ impl RedisBackend {
         }
     }
 
+    /// Makes every call that adds jobs (`add`, `add_bulk`, flows) wait until `replicas`
+    /// replicas have its write (`WAIT`, for at most `timeout`), and fail if fewer have. It
+    /// narrows what a failover can lose (replication stays asynchronous: it is no guarantee);
+    /// the call's script then runs on a connection of its own, as WAIT holds the connection it
+    /// is sent on until the replicas answer.
+    pub fn with_replica_ack(mut self, replicas: usize, timeout: std::time::Duration) -> Self {
+        self.replica_ack = (replicas > 0).then_some(ReplicaAck { replicas, timeout });
+        self
+    }
+
     /// Runs every script by EVALSHA, as on a server without functions (for tests of that path).
     pub fn without_functions(mut self) -> Self {
         self.evalsha_only = true;
@@ -325,7 +338,14 @@ impl RedisBackend {
         loop {
             let asking = ask.take();
             let server = asking.clone().unwrap_or_else(|| self.server());
-            let mut connection = self.lost(server.commands().await)?;
+            let acknowledged = self.replica_ack.filter(|_| adds_jobs(script));
+            let (mut connection, spare) = match acknowledged {
+                Some(_) => {
+                    let live = self.lost(server.blocking().await)?;
+                    (live.connection.clone(), Some(live))
+                }
+                None => (self.lost(server.commands().await)?, None),
+            };
             let functions = self.functions();
             let outcome = if functions {
                 let call = self.function_call(script, &args);
@@ -349,7 +369,13 @@ impl RedisBackend {
                 invocation.invoke_async(&mut connection).await
             };
             match outcome {
-                Ok(value) => return Ok(value),
+                Ok(value) => {
+                    if let (Some(ack), Some(live)) = (acknowledged, spare) {
+                        ack.wait(&server, &mut connection).await?;
+                        server.keep_blocking(live);
+                    }
+                    return Ok(value);
+                }
                 Err(e) if functions && !reloaded && function_missing(&e) => {
                     // (also on a node an ASK named, which may not have had a call yet)
                     reloaded = true;
@@ -752,6 +778,49 @@ impl RedisBackend {
             .await
             .map_err(|e| self.error(e))?;
         Ok(state_counts(&counts))
+    }
+}
+
+/// Whether `script` adds jobs: the writes `with_replica_ack` waits for.
+fn adds_jobs(script: &LuaScript) -> bool {
+    script.function == scripts::ADD.function || script.function == scripts::FLOWS_OP.function
+}
+
+/// How many replicas must have a write that adds jobs, and for how long to wait for them.
+#[derive(Debug, Clone, Copy)]
+struct ReplicaAck {
+    replicas: usize,
+    timeout: std::time::Duration,
+}
+
+impl ReplicaAck {
+    /// `WAIT` on the connection the write was made on: refused if fewer replicas have it.
+    async fn wait(
+        &self,
+        server: &Server,
+        connection: &mut MultiplexedConnection,
+    ) -> CoreResult<()> {
+        let millis = u64::try_from(self.timeout.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        let acknowledged: usize = redis::cmd("WAIT")
+            .arg(self.replicas)
+            .arg(millis)
+            .query_async(connection)
+            .await
+            .map_err(|e| server.error(e))?;
+        if acknowledged >= self.replicas {
+            return Ok(());
+        }
+        Err(CoreError::Storage(format!(
+            "redis at {}: the jobs were added on the master, but {acknowledged} of the {} \
+             replicas min_replicas_ack asks for had them within {:.1}s (replica_ack_timeout): \
+             a failover now could lose them (adding again makes them twice unless they have \
+             a job_id)",
+            server.address(),
+            self.replicas,
+            self.timeout.as_secs_f64()
+        )))
     }
 }
 

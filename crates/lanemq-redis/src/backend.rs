@@ -18,6 +18,7 @@ use crate::cluster::{is_cluster_url, Cluster};
 use crate::connect::{check_policy, is_connection_class, read_policy};
 use crate::decode::{self, items};
 use crate::keys::{Keys, JOB_FIELDS};
+use crate::replicas::{adds_jobs, ReplicaAck};
 use crate::resp;
 use crate::route::{self, Route};
 use crate::scripts::{self, LuaScript};
@@ -29,7 +30,7 @@ pub(crate) const CURRENT_LAYOUT: &str = "4";
 pub struct RedisBackend {
     /// The server of this queue's calls: on a cluster, its slot's master, which may change
     /// (`route`).
-    current: Mutex<Arc<Server>>,
+    pub(crate) current: Mutex<Arc<Server>>,
     /// On a cluster: how this queue finds its master.
     pub(crate) route: Option<Route>,
     pub(crate) keys: Keys,
@@ -53,7 +54,7 @@ pub struct RedisBackend {
     evalsha_only: bool,
     /// Waits for replicas to acknowledge the writes that add jobs (`with_replica_ack`).
     replica_ack: Option<ReplicaAck>,
-    closed: AtomicBool,
+    pub(crate) closed: AtomicBool,
 }
 
 impl RedisBackend {
@@ -163,37 +164,6 @@ impl RedisBackend {
     /// The server of this queue's calls (on a cluster, its master as last routed).
     pub fn server(&self) -> Arc<Server> {
         Arc::clone(&self.current.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    /// On a cluster, routes this queue to its slot's master if it is not yet, or a reply
-    /// said it may no longer be (`Route::suspect`); a no-op on a single server.
-    pub(crate) async fn routed(&self) -> CoreResult<()> {
-        let Some(route) = &self.route else {
-            return Ok(());
-        };
-        if !route.stale.swap(false, Ordering::AcqRel) {
-            return Ok(());
-        }
-        let fresh = route.routed.swap(true, Ordering::AcqRel);
-        match route.cluster.master_of(route.slot, fresh).await {
-            Ok(master) => {
-                let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
-                if current.id() != master.id() {
-                    master.acquire();
-                    let old = std::mem::replace(&mut *current, master);
-                    if !self.closed.load(Ordering::Acquire) {
-                        old.release();
-                    } else {
-                        current.release();
-                    }
-                }
-                Ok(())
-            }
-            Err(e) => {
-                route.stale.store(true, Ordering::Release);
-                Err(e)
-            }
-        }
     }
 
     /// Connects (if no other queue of the server has) and checks the server for this queue,
@@ -400,68 +370,6 @@ impl RedisBackend {
         }
     }
 
-    /// Follows a cluster's redirection of a script call: the server to call once after ASKING
-    /// (ASK, where scripts run as functions: EVALSHA's loading of a missing script cannot go
-    /// behind ASKING, so without functions the call waits for the migration to end instead),
-    /// or none when the queue was routed again.
-    async fn follow_redirect(
-        &self,
-        redirect: route::Redirect,
-        functions: bool,
-    ) -> CoreResult<Option<Arc<Server>>> {
-        let Some(route) = &self.route else {
-            return Ok(None);
-        };
-        match redirect {
-            route::Redirect::Ask(address) if functions => {
-                return route.cluster.server_at(&address).map(Some);
-            }
-            route::Redirect::Moved => {}
-            route::Redirect::Ask(_) | route::Redirect::Settling => {
-                tokio::time::sleep(route::SETTLE_WAIT).await;
-            }
-        }
-        route.stale.store(true, Ordering::Release);
-        self.routed().await?;
-        Ok(None)
-    }
-
-    /// `outcome`, noting on a cluster that a connection error may mean the master was lost
-    /// (failed over): the next call reads the slot map again.
-    pub(crate) fn lost<T>(&self, outcome: CoreResult<T>) -> CoreResult<T> {
-        if let (Some(route), Err(CoreError::Connection(_))) = (&self.route, &outcome) {
-            route.stale.store(true, Ordering::Release);
-        }
-        outcome
-    }
-
-    /// Waits until the server answers (see `Server::wait_reachable`); on a cluster, until the
-    /// master of this queue's slot does, reading the slot map again while it does not (its
-    /// master may be failing over to a replica).
-    pub async fn wait_reachable(&self, timeout: std::time::Duration) -> bool {
-        let Some(route) = &self.route else {
-            return self.server().wait_reachable(timeout).await;
-        };
-        let deadline = std::time::Instant::now() + timeout;
-        loop {
-            route.stale.store(true, Ordering::Release);
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            let asked = tokio::time::timeout(left, self.routed()).await;
-            if matches!(asked, Ok(Ok(())))
-                && self
-                    .server()
-                    .wait_reachable(left.min(std::time::Duration::from_millis(300)))
-                    .await
-            {
-                return true;
-            }
-            if std::time::Instant::now() + route::SETTLE_WAIT >= deadline {
-                return false;
-            }
-            tokio::time::sleep(route::SETTLE_WAIT * 2).await;
-        }
-    }
-
     /// Calls `each` with the number of keys `script` gets, and them: this queue's, then (for
     /// scripts that follow flows) those of the queues linked to it. One lock, so the count is
     /// that of the keys.
@@ -551,25 +459,6 @@ impl RedisBackend {
             error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
                 || needed_queue(error).is_some()
         }
-    }
-
-    /// Notes what a redirection says (the map is stale) without making it an error.
-    fn error_noted(&self, error: &redis::RedisError) {
-        if let Some(route) = &self.route {
-            if route::redirect(error).is_some() {
-                route.stale.store(true, Ordering::Release);
-            }
-        }
-    }
-
-    /// Whether `error` is a cluster's redirection of this queue's call (noted: the next call
-    /// reads the slot map first). Such a call did not run.
-    pub(crate) fn redirected(&self, error: &redis::RedisError) -> bool {
-        let redirected = self.route.is_some() && route::redirect(error).is_some();
-        if redirected {
-            self.error_noted(error);
-        }
-        redirected
     }
 
     /// Links queue `queue` (same server and prefix) to this one; `false` if it already was
@@ -778,49 +667,6 @@ impl RedisBackend {
             .await
             .map_err(|e| self.error(e))?;
         Ok(state_counts(&counts))
-    }
-}
-
-/// Whether `script` adds jobs: the writes `with_replica_ack` waits for.
-fn adds_jobs(script: &LuaScript) -> bool {
-    script.function == scripts::ADD.function || script.function == scripts::FLOWS_OP.function
-}
-
-/// How many replicas must have a write that adds jobs, and for how long to wait for them.
-#[derive(Debug, Clone, Copy)]
-struct ReplicaAck {
-    replicas: usize,
-    timeout: std::time::Duration,
-}
-
-impl ReplicaAck {
-    /// `WAIT` on the connection the write was made on: refused if fewer replicas have it.
-    async fn wait(
-        &self,
-        server: &Server,
-        connection: &mut MultiplexedConnection,
-    ) -> CoreResult<()> {
-        let millis = u64::try_from(self.timeout.as_millis())
-            .unwrap_or(u64::MAX)
-            .max(1);
-        let acknowledged: usize = redis::cmd("WAIT")
-            .arg(self.replicas)
-            .arg(millis)
-            .query_async(connection)
-            .await
-            .map_err(|e| server.error(e))?;
-        if acknowledged >= self.replicas {
-            return Ok(());
-        }
-        Err(CoreError::Storage(format!(
-            "redis at {}: the jobs were added on the master, but {acknowledged} of the {} \
-             replicas min_replicas_ack asks for had them within {:.1}s (replica_ack_timeout): \
-             a failover now could lose them (adding again makes them twice unless they have \
-             a job_id)",
-            server.address(),
-            self.replicas,
-            self.timeout.as_secs_f64()
-        )))
     }
 }
 

@@ -15,6 +15,7 @@ mod keys;
 mod lifecycle;
 mod observe;
 mod reads;
+mod replicas;
 mod resp;
 mod route;
 mod schedulers;

@@ -197,6 +197,8 @@ def test_min_replicas_ack_is_checked() -> None:
     for timeout in (0, -1, 6.0):
         with pytest.raises(lanemq.ConfigError, match="replica_ack_timeout"):
             RedisJobQueue("q", url, min_replicas_ack=1, replica_ack_timeout=timeout)
+    # Unused, the timeout is not bound by connect_timeout.
+    RedisJobQueue("q", url, connect_timeout=0.5)
 
 
 class Run:

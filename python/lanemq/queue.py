@@ -1232,9 +1232,12 @@ class RedisJobQueue(JobQueue):
             raise ConfigError(f"invalid min_replicas_ack: {min_replicas_ack!r} (must be an int)")
         if min_replicas_ack < 0:
             raise ConfigError(f"invalid min_replicas_ack: {min_replicas_ack!r} (must be >= 0)")
+        # (bounded by connect_timeout when used: the connection WAIT holds answers by then)
+        bound = connect_timeout if min_replicas_ack else float("inf")
         if not (
             isinstance(replica_ack_timeout, (int, float))
-            and 0 < replica_ack_timeout <= connect_timeout
+            and 0 < replica_ack_timeout <= bound
+            and replica_ack_timeout != float("inf")
         ):
             raise ConfigError(
                 f"invalid replica_ack_timeout: {replica_ack_timeout!r} (must be > 0 seconds and "
@@ -1252,7 +1255,7 @@ class RedisJobQueue(JobQueue):
             max(1, round(connect_timeout * 1000)),
             None if tls_ca_file is None else os.fspath(tls_ca_file),
             min_replicas_ack,
-            max(1, round(replica_ack_timeout * 1000)),
+            max(1, min(round(replica_ack_timeout * 1000), 2**32 - 1)),
         )
         self._attach(name, core, prefix)
 

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from redis_cluster_support import RedisCluster
 from redis_support import MakeServer, RedisServer, Resp
 from support import Child, Spawn
 
@@ -78,6 +79,36 @@ def redis_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
         yield server.url
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisCluster]:
+    """A real Redis Cluster the session shares: 3 masters with a replica each
+    (tests/redis_cluster_support.py). Tests that move slots or kill nodes use `own_cluster`."""
+    cluster = RedisCluster(tmp_path_factory.mktemp("redis-cluster3"))
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster3_url(redis_cluster3: RedisCluster) -> str:
+    """The ``redis+cluster://`` URL of `redis_cluster3` (its six nodes as seeds)."""
+    return redis_cluster3.url
+
+
+@pytest.fixture
+def own_cluster(tmp_path: Path) -> Iterator[RedisCluster]:
+    """A real Redis Cluster of the test's own (3 masters, 1 replica each), started; stopped at
+    teardown."""
+    cluster = RedisCluster(tmp_path / "cluster")
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 @pytest.fixture

@@ -10,6 +10,9 @@ from urllib.parse import SplitResult, parse_qs, urlsplit
 
 TCP_SCHEMES = ("redis", "rediss", "valkey", "valkeys")
 UNIX_SCHEMES = ("unix", "redis+unix", "valkey+unix")
+# A Redis Cluster: ``redis+cluster://[[user]:password@]host:port[,host:port...][/][?...]``, the
+# seed nodes the slot map is read from (README "Redis Cluster").
+CLUSTER_SCHEMES = ("redis+cluster", "rediss+cluster", "valkey+cluster", "valkeys+cluster")
 
 # A password in a query (``unix:///s.sock?pass=...``), as the Redis client reads it.
 _QUERY_SECRET = re.compile(r"([?&](?:pass|password)=)[^&#]*", re.IGNORECASE)
@@ -32,6 +35,8 @@ def redis_url_problem(url: str) -> str | None:
     """What is wrong with the URL as the Redis client would read it, in words (its own
     errors only name a category), or None."""
     scheme = url.partition(":")[0].lower()
+    if scheme in CLUSTER_SCHEMES:
+        return _cluster_problem(url)
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -58,3 +63,22 @@ def _query(parts: SplitResult) -> dict[str, str]:
 def _db_problem(db: str, where: str) -> str | None:
     # (the value is not quoted: with an unencoded "/" in a password it may hold part of it)
     return None if db.isdigit() else f"the database number ({where}) is not a number"
+
+
+def _cluster_problem(url: str) -> str | None:
+    """What is wrong with a cluster URL: each seed as a TCP URL's host and port; database 0
+    only (a cluster has no other)."""
+    rest = url.partition("://")[2]
+    before_query = rest.partition("?")[0].partition("#")[0]
+    _, at, hosts_path = before_query.rpartition("@")
+    hosts, _, path = (hosts_path if at else before_query).partition("/")
+    if path not in ("", "0"):
+        return "a cluster has database 0 only (no other database in the path)"
+    seeds = [seed for seed in hosts.split(",") if seed]
+    if not seeds:
+        return "no seed node (host:port)"
+    for seed in seeds:
+        problem = redis_url_problem(f"redis://{seed}")
+        if problem:
+            return f"seed {seed!r}: {problem}"
+    return None

@@ -1196,9 +1196,17 @@ class RedisJobQueue(JobQueue):
     Queue objects of one URL and options share their connections. ``url`` is
     ``redis://[[user]:password@]host[:port][/db]``, ``rediss://...`` (TLS: the certificate must
     chain to the system's authorities or to those in the PEM file ``tls_ca_file``) or
-    ``unix:///path/to/redis.sock[?db=N&user=U&pass=P]``; one that does not parse raises
-    `ConfigError` at once. The password is kept in the Rust core only: ``url`` (and ``repr``)
-    show it masked."""
+    ``unix:///path/to/redis.sock[?db=N&user=U&pass=P]`` or, for a Redis Cluster,
+    ``redis+cluster://[[user]:password@]host:port[,host:port...]`` (seed nodes: the
+    queue's calls go to the master of its hash tag's slot, README "Redis Cluster"); one that
+    does not parse raises `ConfigError` at once. The password is kept in the Rust core only:
+    ``url`` (and ``repr``) show it masked.
+
+    ``min_replicas_ack=N`` makes every call that adds jobs (``add``, ``add_bulk``, flows) wait
+    until N replicas of the server have its write (``WAIT``, at most ``replica_ack_timeout``
+    seconds) and raise `StorageError` if fewer have: the jobs are added on the master either
+    way, and a failover can still lose them (README "Redis Cluster"). Such a queue object
+    makes all of its calls the ordinary way (not on the event loop's wire)."""
 
     def __init__(
         self,
@@ -1211,6 +1219,8 @@ class RedisJobQueue(JobQueue):
         allow_eviction: bool = False,
         connect_timeout: float = 5.0,
         tls_ca_file: str | os.PathLike[str] | None = None,
+        min_replicas_ack: int = 0,
+        replica_ack_timeout: float = 1.0,
     ) -> None:
         _check_redis_name(name)
         if not isinstance(url, str):
@@ -1220,6 +1230,21 @@ class RedisJobQueue(JobQueue):
             raise ConfigError(f"invalid Redis URL {redact_url(url)!r}: {problem}")
         if not (isinstance(connect_timeout, (int, float)) and 0 < connect_timeout < float("inf")):
             raise ConfigError(f"invalid connect_timeout: {connect_timeout!r} (must be > 0 seconds)")
+        if isinstance(min_replicas_ack, bool) or not isinstance(min_replicas_ack, int):
+            raise ConfigError(f"invalid min_replicas_ack: {min_replicas_ack!r} (must be an int)")
+        if min_replicas_ack < 0:
+            raise ConfigError(f"invalid min_replicas_ack: {min_replicas_ack!r} (must be >= 0)")
+        # (bounded by connect_timeout when used: the connection WAIT holds answers by then)
+        bound = connect_timeout if min_replicas_ack else float("inf")
+        if not (
+            isinstance(replica_ack_timeout, (int, float))
+            and 0 < replica_ack_timeout <= bound
+            and replica_ack_timeout != float("inf")
+        ):
+            raise ConfigError(
+                f"invalid replica_ack_timeout: {replica_ack_timeout!r} (must be > 0 seconds and "
+                f"at most connect_timeout, {connect_timeout!r})"
+            )
         if tls_ca_file is not None and not os.path.isfile(tls_ca_file):
             raise ConfigError(f"invalid tls_ca_file: {os.fspath(tls_ca_file)!r} (no such file)")
         core = JobQueueCore.redis(
@@ -1231,6 +1256,8 @@ class RedisJobQueue(JobQueue):
             allow_eviction,
             max(1, round(connect_timeout * 1000)),
             None if tls_ca_file is None else os.fspath(tls_ca_file),
+            min_replicas_ack,
+            max(1, min(round(replica_ack_timeout * 1000), 2**32 - 1)),
         )
         self._attach(name, core, prefix)
 

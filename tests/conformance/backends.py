@@ -74,12 +74,26 @@ async def _redis_cluster(tmp_path: Path, fixture: Fixture) -> tuple[JobQueue, Cl
     return queue, cleanup
 
 
+async def _redis_cluster3(tmp_path: Path, fixture: Fixture) -> tuple[JobQueue, Cleanup]:
+    # A real cluster of 3 masters (tests/redis_cluster_support.py), by its redis+cluster://
+    # URL: each test's prefix is its own hash tag, so the tests' queues land on different
+    # masters, and a test's queues share its slot (flows may span them).
+    n = next(_names)
+    queue = RedisJobQueue(f"conformance-{n}", fixture("redis_cluster3_url"), prefix=f"{{t{n}}}")
+
+    async def cleanup() -> None:
+        await queue.obliterate(force=True)
+
+    return queue, cleanup
+
+
 BACKENDS: dict[str, Factory] = {
     "memory": _memory,
     "local": _local,
     "local-normal": _local_normal,
     "redis": _redis,
     "redis-cluster": _redis_cluster,
+    "redis-cluster3": _redis_cluster3,
 }
 
 #: The modules that run on ``local-normal`` too (conftest.py deselects it elsewhere): the

@@ -12,7 +12,9 @@ use lanemq_core::jobs::{
     StoreConfig, Template,
 };
 use lanemq_core::{CoreError, CoreResult};
-use lanemq_redis::{RedisBackend, RedisJobBackend, Server, ServerOptions, WireCalls};
+use lanemq_redis::{
+    is_cluster_url, Cluster, RedisBackend, RedisJobBackend, Server, ServerOptions, WireCalls,
+};
 use pyo3::prelude::*;
 
 use crate::bridge::count;
@@ -32,8 +34,9 @@ pub struct JobQueueCore {
     /// Whether the backend's calls may finish on their first poll (in-process backends) or
     /// wait on a server (Redis): see `ready::resolve`.
     inline: bool,
-    /// The backend's wire for the hot calls, if it has one (Redis): see `wire_link`.
-    wired: Option<Wired>,
+    /// The backend's wire for the hot calls, if it has one (Redis): see `wire_link`. A queue
+    /// of a cluster takes its master's once routed, and another's if it moves (`wired_for`).
+    wired: std::sync::Mutex<Option<Arc<Wired>>>,
     /// What a Redis queue knows of its server and settings (its siblings share them).
     redis: Option<RedisParts>,
 }
@@ -49,12 +52,20 @@ struct RedisSettings {
     max_payload_bytes: usize,
     max_events: usize,
     allow_eviction: bool,
+    /// Replicas that must have each write that adds jobs, and the longest wait for them (ms).
+    replica_ack: (usize, u64),
 }
 
 impl RedisParts {
-    fn server(&self) -> &Arc<Server> {
+    fn server(&self) -> Arc<Server> {
         self.backend.server()
     }
+}
+
+/// Where a Redis queue lives: one server, or a cluster (its slot's master, found on first use).
+enum Place {
+    Server(Arc<Server>),
+    Cluster(Arc<Cluster>),
 }
 
 /// Logs `message` on the `lanemq` logger (on the loop's thread, which holds the GIL).
@@ -88,7 +99,7 @@ impl JobQueueCore {
         };
         // A warning of the first connect (the eviction policy could not be read) is logged
         // when a call it delayed returns.
-        let server = Arc::clone(redis.server());
+        let server = redis.server();
         let convert = move |value| {
             if let Some(warning) = server.take_warning() {
                 log_warning(&warning);
@@ -101,37 +112,81 @@ impl JobQueueCore {
     /// The wire link of the running loop, if this backend has a wire and it is there for it
     /// (and this queue made its checks of the server: until then calls go the ordinary way,
     /// which makes them).
-    fn link<'py>(&self, py: Python<'py>) -> PyResult<Option<(&Wired, Bound<'py, WireLink>)>> {
-        let (Some(wired), Some(redis)) = (&self.wired, &self.redis) else {
+    fn link<'py>(&self, py: Python<'py>) -> PyResult<Option<(Arc<Wired>, Bound<'py, WireLink>)>> {
+        let Some(redis) = &self.redis else {
             return Ok(None);
         };
-        if !redis.backend.is_ready() {
+        // A queue that waits for replicas makes its adds the ordinary way (`with_replica_ack`).
+        if !redis.backend.is_ready() || redis.settings.replica_ack.0 > 0 {
             return Ok(None);
         }
+        let Some(wired) = self.wired_for(py, redis)? else {
+            return Ok(None);
+        };
         Ok(wired.link(py)?.map(|link| (wired, link)))
     }
 
-    /// The queue `queue` on `server` (sharing its connections), with `settings`.
-    fn redis_on(server: Arc<Server>, settings: RedisSettings, queue: &str) -> Self {
-        let backend = RedisBackend::on(
-            server,
-            &settings.prefix,
-            queue,
+    /// The share of the wire of this queue's server, if it can have one (not over TLS): on a
+    /// cluster, of its slot's master as last routed. A queue whose slot moved (or failed over)
+    /// closes its share of the old master's wire and takes the new one's; until a reply says
+    /// it moved, its calls on the old wire get MOVED and go again the ordinary way, which
+    /// routes them.
+    fn wired_for(&self, py: Python<'_>, redis: &RedisParts) -> PyResult<Option<Arc<Wired>>> {
+        let server = redis.server();
+        if !server.wire_capable() {
+            return Ok(None);
+        }
+        let (wired, old) = {
+            let mut slot = self.wired.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(wired) = slot.as_ref().filter(|w| w.server_id() == server.id()) {
+                return Ok(Some(Arc::clone(wired)));
+            }
+            let calls: Arc<dyn WireCalls> = Arc::new(redis.backend.clone());
+            let wired = Arc::new(Wired::shared(calls, server.id()));
+            let old = slot.replace(Arc::clone(&wired));
+            (wired, old)
+        };
+        if let Some(old) = old {
+            old.close(py)?;
+        }
+        Ok(Some(wired))
+    }
+
+    fn current_wired(&self) -> Option<Arc<Wired>> {
+        self.wired.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The queue `queue` at `place` (sharing its connections), with `settings`. A queue of a
+    /// cluster takes its wire at its first hot call once routed (`wired_for`): a wire is
+    /// shared by the queues of one server, which a cluster queue knows only then.
+    fn redis_on(place: Place, settings: RedisSettings, queue: &str) -> PyResult<Self> {
+        let (prefix, max_events, evict) = (
+            settings.prefix.as_str(),
             settings.max_events,
             settings.allow_eviction,
         );
+        let backend = match place {
+            Place::Server(server) => RedisBackend::on(server, prefix, queue, max_events, evict),
+            Place::Cluster(cluster) => {
+                RedisBackend::in_cluster(cluster, prefix, queue, max_events, evict)
+                    .map_err(to_py)?
+            }
+        };
+        let (replicas, ack_ms) = settings.replica_ack;
+        let backend = backend.with_replica_ack(replicas, std::time::Duration::from_millis(ack_ms));
         let backend = RedisJobBackend::new(backend, settings.max_payload_bytes);
         let server = backend.server();
-        let wired = server.wire_capable().then(|| {
-            let calls: Arc<dyn WireCalls> = Arc::new(backend.clone());
-            Wired::shared(calls, server.id())
-        });
-        Self {
+        let wired =
+            (server.wire_capable() && backend.cluster().is_none() && replicas == 0).then(|| {
+                let calls: Arc<dyn WireCalls> = Arc::new(backend.clone());
+                Arc::new(Wired::shared(calls, server.id()))
+            });
+        Ok(Self {
             backend: Arc::new(backend.clone()),
             inline: false,
-            wired,
+            wired: std::sync::Mutex::new(wired),
             redis: Some(RedisParts { backend, settings }),
-        }
+        })
     }
 
     fn redis_parts(&self) -> PyResult<&RedisParts> {
@@ -197,7 +252,7 @@ impl JobQueueCore {
         Ok(Self {
             backend: Arc::new(group.inner.queue(name, config)),
             inline: true,
-            wired: None,
+            wired: std::sync::Mutex::new(None),
             redis: None,
         })
     }
@@ -225,7 +280,7 @@ impl JobQueueCore {
         Ok(Self {
             backend: Arc::new(backend),
             inline: true,
-            wired: None,
+            wired: std::sync::Mutex::new(None),
             redis: None,
         })
     }
@@ -235,7 +290,8 @@ impl JobQueueCore {
     /// connections. A URL that does not parse raises `ConfigError` (its password masked).
     #[staticmethod]
     #[pyo3(signature = (url, queue, prefix="lanemq", max_payload_bytes=16_777_216, max_events=10_000,
-        allow_eviction=false, connect_timeout=5_000, tls_ca_file=None))]
+        allow_eviction=false, connect_timeout=5_000, tls_ca_file=None, min_replicas_ack=0,
+        replica_ack_timeout=1_000))]
     #[allow(clippy::too_many_arguments)]
     fn redis(
         url: &str,
@@ -246,33 +302,42 @@ impl JobQueueCore {
         allow_eviction: bool,
         connect_timeout: i64,
         tls_ca_file: Option<PathBuf>,
+        min_replicas_ack: i64,
+        replica_ack_timeout: i64,
     ) -> PyResult<Self> {
         let max_payload_bytes = count("max_payload_bytes", max_payload_bytes, 1)? as usize;
+        let replicas = count("min_replicas_ack", min_replicas_ack, 0)? as usize;
+        let replica_ack_timeout = count("replica_ack_timeout", replica_ack_timeout, 1)?;
         let max_events = count("max_events", max_events, 0)? as usize;
         let connect_timeout = count("connect_timeout", connect_timeout, 1)?;
         let options = ServerOptions {
             connect_timeout: std::time::Duration::from_millis(u64::from(connect_timeout)),
             tls_ca_file,
         };
-        let server = Server::shared(url, &options).map_err(to_py)?;
+        let place = if is_cluster_url(url) {
+            Place::Cluster(Cluster::shared(url, &options).map_err(to_py)?)
+        } else {
+            Place::Server(Server::shared(url, &options).map_err(to_py)?)
+        };
         let settings = RedisSettings {
             prefix: prefix.to_owned(),
             max_payload_bytes,
             max_events,
             allow_eviction,
+            replica_ack: (replicas, u64::from(replica_ack_timeout)),
         };
-        Ok(Self::redis_on(server, settings, queue))
+        Self::redis_on(place, settings, queue)
     }
 
     /// The queue `queue` of this Redis queue's server, prefix and settings (sharing its
     /// connections).
     fn redis_sibling(&self, queue: &str) -> PyResult<Self> {
         let parts = self.redis_parts()?;
-        Ok(Self::redis_on(
-            Arc::clone(parts.server()),
-            parts.settings.clone(),
-            queue,
-        ))
+        let place = match parts.backend.cluster() {
+            Some(cluster) => Place::Cluster(Arc::clone(cluster)),
+            None => Place::Server(parts.server()),
+        };
+        Self::redis_on(place, parts.settings.clone(), queue)
     }
 
     /// Connects (unless the server's connections are up; the wire too) and makes this queue's
@@ -280,7 +345,7 @@ impl JobQueueCore {
     /// credentials) or `ConfigError` (an evicting server).
     fn connect<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let backend = self.redis_parts()?.backend.clone();
-        let wire = self.wired.as_ref().and_then(|wired| wired.prepare(py));
+        let wire = self.current_wired().and_then(|wired| wired.prepare(py));
         let future: BoxFuture<()> = Box::pin(async move {
             backend.backend_ready().await?;
             // The wire too, so the hot calls after this take it.
@@ -295,10 +360,10 @@ impl JobQueueCore {
     /// Awaits True once the server answers (asked every 100 ms), False after `timeout` seconds.
     fn wait_reachable<'py>(&self, py: Python<'py>, timeout: Secs) -> PyResult<Bound<'py, PyAny>> {
         let timeout = timeout.core("timeout")?;
-        let server = Arc::clone(self.redis_parts()?.server());
+        let backend = self.redis_parts()?.backend.clone();
         let future: BoxFuture<bool> = Box::pin(async move {
-            Ok(server
-                .wait_reachable(std::time::Duration::from_millis(timeout))
+            Ok(backend
+                .backend_wait_reachable(std::time::Duration::from_millis(timeout))
                 .await)
         });
         self.resolve(py, future, Ok)
@@ -306,12 +371,20 @@ impl JobQueueCore {
 
     /// Equal for queues that share connections (one server, one set of options).
     fn server_id(&self) -> PyResult<u64> {
-        Ok(self.redis_parts()?.server().id())
+        let parts = self.redis_parts()?;
+        Ok(match parts.backend.cluster() {
+            Some(cluster) => cluster.id(),
+            None => parts.server().id(),
+        })
     }
 
     /// The server's URL with its password masked.
     fn masked_url(&self) -> PyResult<String> {
-        Ok(self.redis_parts()?.server().masked_url().to_owned())
+        let parts = self.redis_parts()?;
+        Ok(match parts.backend.cluster() {
+            Some(cluster) => cluster.masked_url().to_owned(),
+            None => parts.server().masked_url().to_owned(),
+        })
     }
 
     /// Adds a flow (a node is `(queue, name, data, options, children)`): awaits the added
@@ -632,7 +705,8 @@ impl JobQueueCore {
 
     /// Releases the backend's file or connections once pending operations are done.
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        if let Some(wired) = &self.wired {
+        let wired = self.wired.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(wired) = wired {
             wired.close(py)?;
         }
         self.resolve(py, self.backend.close(), unit)

@@ -448,6 +448,7 @@ pub struct Wired {
     pub calls: Arc<dyn WireCalls>,
     shared: Arc<SharedSlot>,
     closed: AtomicBool,
+    server_id: u64,
 }
 
 impl Wired {
@@ -471,7 +472,13 @@ impl Wired {
             calls,
             shared,
             closed: AtomicBool::new(false),
+            server_id,
         }
+    }
+
+    /// The server whose wire this is a share of.
+    pub fn server_id(&self) -> u64 {
+        self.server_id
     }
 
     /// The link to make a call on from the running loop, if the wire is there for it.

@@ -14,10 +14,13 @@ use redis::aio::MultiplexedConnection;
 use redis::Value;
 use tokio::sync::OnceCell;
 
+use crate::cluster::{is_cluster_url, Cluster};
 use crate::connect::{check_policy, is_connection_class, read_policy};
 use crate::decode::{self, items};
 use crate::keys::{Keys, JOB_FIELDS};
+use crate::replicas::{adds_jobs, ReplicaAck};
 use crate::resp;
+use crate::route::{self, Route};
 use crate::scripts::{self, LuaScript};
 use crate::server::{Server, ServerOptions};
 
@@ -25,7 +28,11 @@ use crate::server::{Server, ServerOptions};
 pub(crate) const CURRENT_LAYOUT: &str = "4";
 
 pub struct RedisBackend {
-    pub(crate) server: Arc<Server>,
+    /// The server of this queue's calls: on a cluster, its slot's master, which may change
+    /// (`route`).
+    pub(crate) current: Mutex<Arc<Server>>,
+    /// On a cluster: how this queue finds its master.
+    pub(crate) route: Option<Route>,
     pub(crate) keys: Keys,
     /// The queue's name (flows name their jobs `<queue>:<id>`).
     pub(crate) queue: String,
@@ -45,7 +52,9 @@ pub struct RedisBackend {
     ready: OnceCell<()>,
     /// Runs scripts by EVALSHA even where the server has functions (`without_functions`).
     evalsha_only: bool,
-    closed: AtomicBool,
+    /// Waits for replicas to acknowledge the writes that add jobs (`with_replica_ack`).
+    replica_ack: Option<ReplicaAck>,
+    pub(crate) closed: AtomicBool,
 }
 
 impl RedisBackend {
@@ -59,6 +68,10 @@ impl RedisBackend {
         max_events: usize,
         allow_eviction: bool,
     ) -> CoreResult<Self> {
+        if is_cluster_url(url) {
+            let cluster = Cluster::shared(url, options)?;
+            return Self::in_cluster(cluster, prefix, queue, max_events, allow_eviction);
+        }
         Ok(Self::on(
             Server::shared(url, options)?,
             prefix,
@@ -66,6 +79,30 @@ impl RedisBackend {
             max_events,
             allow_eviction,
         ))
+    }
+
+    /// A queue of `cluster`, without I/O: its first call finds its slot's master.
+    pub fn in_cluster(
+        cluster: Arc<Cluster>,
+        prefix: &str,
+        queue: &str,
+        max_events: usize,
+        allow_eviction: bool,
+    ) -> CoreResult<Self> {
+        let mut backend = Self::on(
+            cluster.first_seed()?,
+            prefix,
+            queue,
+            max_events,
+            allow_eviction,
+        );
+        backend.route = Some(Route::new(cluster, &backend.keys));
+        Ok(backend)
+    }
+
+    /// The cluster this queue is in, if it is.
+    pub fn cluster(&self) -> Option<&Arc<Cluster>> {
+        self.route.as_ref().map(|route| &route.cluster)
     }
 
     /// A queue on `server` (shared with the queues already there).
@@ -85,7 +122,8 @@ impl RedisBackend {
         }
         server.acquire();
         Self {
-            server,
+            current: Mutex::new(server),
+            route: None,
             keys,
             queue: queue.to_owned(),
             script_keys,
@@ -98,6 +136,7 @@ impl RedisBackend {
             allow_eviction,
             ready: OnceCell::new(),
             evalsha_only: false,
+            replica_ack: None,
             closed: AtomicBool::new(false),
         }
     }
@@ -122,36 +161,44 @@ impl RedisBackend {
         Ok(backend)
     }
 
-    pub fn server(&self) -> &Arc<Server> {
-        &self.server
+    /// The server of this queue's calls (on a cluster, its master as last routed).
+    pub fn server(&self) -> Arc<Server> {
+        Arc::clone(&self.current.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Connects (if no other queue of the server has) and checks the server for this queue,
     /// once: the eviction policy (refused unless `allow_eviction`; a warning when the user may
     /// not read it) and whether scripts run as functions. Bounded by the connect timeout.
     pub async fn ready(&self) -> CoreResult<()> {
+        self.routed().await?;
         if self.ready.initialized() {
             return Ok(());
         }
+        let checked = self.checked().await;
+        self.lost(checked)
+    }
+
+    async fn checked(&self) -> CoreResult<()> {
+        let server = self.server();
         self.ready
             .get_or_try_init(|| {
-                self.server.bounded("cannot connect", async {
-                    let mut connection = self.server.commands().await?;
-                    let address = self.server.address();
+                server.bounded("cannot connect", async {
+                    let mut connection = server.commands().await?;
+                    let address = server.address();
                     match read_policy(&mut connection, address).await? {
                         Ok(policy) => check_policy(&policy, address, self.allow_eviction)?,
-                        Err(why) => self.server.warn(format!(
+                        Err(why) => server.warn(format!(
                             "redis at {address}: cannot read maxmemory-policy ({why}); going on \
                              without the check that the server never evicts job keys"
                         )),
                     }
-                    self.server
+                    server
                         .functions(|| async {
-                            let mut connection = self.server.commands().await?;
+                            let mut connection = server.commands().await?;
                             match load_library(&mut connection).await {
                                 Ok(()) => Ok(true),
                                 // The server cannot serve now: learn it later.
-                                Err(e) if is_connection_class(&e) => Err(self.server.error(e)),
+                                Err(e) if is_connection_class(&e) => Err(server.error(e)),
                                 // Before Redis 7, FUNCTION renamed away or not allowed to this
                                 // user: scripts run by EVALSHA. (The tests check it loads.)
                                 Err(_) => Ok(false),
@@ -169,7 +216,7 @@ impl RedisBackend {
     /// in one script call; refuses a queue of a layout newer than this lanemq knows. A new
     /// queue has none until its first write.
     async fn upgrade_layout(&self) -> CoreResult<()> {
-        let mut connection = self.server.commands().await?;
+        let mut connection = self.server().commands().await?;
         let layout: Option<String> = redis::cmd("HGET")
             .arg(self.keys.key("meta"))
             .arg("layout")
@@ -198,20 +245,31 @@ impl RedisBackend {
     /// The command connection, once this queue is ready.
     pub(crate) async fn connection(&self) -> CoreResult<MultiplexedConnection> {
         self.ready().await?;
-        self.server.commands().await
+        self.lost(self.server().commands().await)
     }
 
     /// Whether scripts run as the functions of the library (`scripts::LIBRARY`), which the
     /// server has from Redis 7 and Valkey 7.2 on; else by EVALSHA.
     pub(crate) fn functions(&self) -> bool {
-        !self.evalsha_only && self.server.known_functions().unwrap_or(true)
+        !self.evalsha_only && self.server().known_functions().unwrap_or(true)
     }
 
     /// This queue is done with the server (the last queue's close closes the connections).
     pub fn close(&self) {
+        let current = self.current.lock().unwrap_or_else(|e| e.into_inner());
         if !self.closed.swap(true, Ordering::AcqRel) {
-            self.server.release();
+            current.release();
         }
+    }
+
+    /// Makes every call that adds jobs (`add`, `add_bulk`, flows) wait until `replicas`
+    /// replicas have its write (`WAIT`, for at most `timeout`), and fail if fewer have. It
+    /// narrows what a failover can lose (replication stays asynchronous: it is no guarantee);
+    /// the call's script then runs on a connection of its own, as WAIT holds the connection it
+    /// is sent on until the replicas answer.
+    pub fn with_replica_ack(mut self, replicas: usize, timeout: std::time::Duration) -> Self {
+        self.replica_ack = (replicas > 0).then_some(ReplicaAck { replicas, timeout });
+        self
     }
 
     /// Runs every script by EVALSHA, as on a server without functions (for tests of that path).
@@ -239,16 +297,37 @@ impl RedisBackend {
         self.run_ready(script, args).await
     }
 
-    /// `run`, for a queue whose server was checked (`ready`, which calls it itself).
+    /// `run`, for a queue whose server was checked (`ready`, which calls it itself). On a
+    /// cluster it follows the slot: MOVED reads the map again and calls the new master, ASK
+    /// calls the node named once after ASKING, TRYAGAIN and CLUSTERDOWN wait a little and ask
+    /// again (each such reply means the script did not run).
     async fn run_ready(&self, script: &LuaScript, args: Vec<String>) -> CoreResult<Value> {
         let mut reloaded = false;
+        let mut redirects = 0;
+        let mut ask: Option<Arc<Server>> = None;
         loop {
-            let mut connection = self.server.commands().await?;
+            let asking = ask.take();
+            let server = asking.clone().unwrap_or_else(|| self.server());
+            let acknowledged = self.replica_ack.filter(|_| adds_jobs(script));
+            let (mut connection, spare) = match acknowledged {
+                Some(_) => {
+                    let live = self.lost(server.blocking().await)?;
+                    (live.connection.clone(), Some(live))
+                }
+                None => (self.lost(server.commands().await)?, None),
+            };
             let functions = self.functions();
             let outcome = if functions {
-                self.function_call(script, &args)
-                    .query_async(&mut connection)
-                    .await
+                let call = self.function_call(script, &args);
+                if asking.is_some() {
+                    let mut pipe = redis::pipe();
+                    pipe.cmd("ASKING").ignore().add_command(call);
+                    pipe.query_async::<(Value,)>(&mut connection)
+                        .await
+                        .map(|(value,)| value)
+                } else {
+                    call.query_async(&mut connection).await
+                }
             } else {
                 let mut invocation = script.script.prepare_invoke();
                 self.with_keys(script, |_, keys| {
@@ -260,17 +339,33 @@ impl RedisBackend {
                 invocation.invoke_async(&mut connection).await
             };
             match outcome {
-                Ok(value) => return Ok(value),
+                Ok(value) => {
+                    if let (Some(ack), Some(live)) = (acknowledged, spare) {
+                        ack.wait(&server, &mut connection).await?;
+                        server.keep_blocking(live);
+                    }
+                    return Ok(value);
+                }
                 Err(e) if functions && !reloaded && function_missing(&e) => {
+                    // (also on a node an ASK named, which may not have had a call yet)
                     reloaded = true;
                     load_library(&mut connection)
                         .await
-                        .map_err(|e| self.error(e))?;
+                        .map_err(|e| server.error(e))?;
+                    ask = asking;
                 }
-                Err(e) => match needed_queue(&e) {
-                    Some(queue) if self.link(&queue) => {}
-                    _ => return Err(self.error(e)),
-                },
+                Err(e) => {
+                    let redirect = self.route.as_ref().and_then(|_| route::redirect(&e));
+                    if let Some(redirect) = redirect.filter(|_| redirects < route::MAX_REDIRECTS) {
+                        redirects += 1;
+                        ask = self.follow_redirect(redirect, functions).await?;
+                        continue;
+                    }
+                    match needed_queue(&e) {
+                        Some(queue) if self.link(&queue)? => {}
+                        _ => return Err(self.error(e)),
+                    }
+                }
             }
         }
     }
@@ -353,6 +448,11 @@ impl RedisBackend {
     /// library or script is missing, a flow needs another queue linked): such a script wrote
     /// nothing, and the call can go again the ordinary way.
     pub(crate) fn runs_again(&self, error: &redis::RedisError) -> bool {
+        // On a cluster: the slot moved or is moving (the script did not run), and the
+        // ordinary call follows it.
+        if self.redirected(error) {
+            return true;
+        }
         if self.functions() {
             function_missing(error) || needed_queue(error).is_some()
         } else {
@@ -362,18 +462,24 @@ impl RedisBackend {
     }
 
     /// Links queue `queue` (same server and prefix) to this one; `false` if it already was
-    /// (or is this queue).
-    pub(crate) fn link(&self, queue: &str) -> bool {
+    /// (or is this queue). On a cluster, a queue of another slot is refused, naming both (the
+    /// server would refuse the call's keys as CROSSSLOT).
+    pub(crate) fn link(&self, queue: &str) -> CoreResult<bool> {
         if queue == self.queue {
-            return false;
+            return Ok(false);
         }
         let mut linked = self.linked.lock().unwrap_or_else(|e| e.into_inner());
         if linked.iter().any(|(name, _)| name == queue) {
-            return false;
+            return Ok(false);
         }
-        let keys = Keys::new(&self.prefix, queue).script_keys();
-        linked.push((queue.to_owned(), keys));
-        true
+        let keys = Keys::new(&self.prefix, queue);
+        if let Some(route) = &self.route {
+            if crate::cluster::slot_of(&keys.key("meta")) != route.slot {
+                return Err(route::cross_slot(&self.prefix, &self.queue, queue));
+            }
+        }
+        linked.push((queue.to_owned(), keys.script_keys()));
+        Ok(true)
     }
 
     pub(crate) fn token_seed(&self) -> String {

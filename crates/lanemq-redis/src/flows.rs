@@ -164,7 +164,7 @@ impl RedisBackend {
             check_payload(&job.data, max_payload)
         })?;
         for queue in queues {
-            self.link(&queue);
+            self.link(&queue)?;
         }
         Ok(())
     }

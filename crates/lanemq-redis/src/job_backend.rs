@@ -28,8 +28,18 @@ impl RedisJobBackend {
     }
 
     /// The server whose connections this queue shares.
-    pub fn server(&self) -> &Arc<crate::Server> {
+    pub fn server(&self) -> Arc<crate::Server> {
         self.backend.server()
+    }
+
+    /// The cluster this queue is in, if it is.
+    pub fn cluster(&self) -> Option<&Arc<crate::Cluster>> {
+        self.backend.cluster()
+    }
+
+    /// Waits until this queue's server answers, for at most `timeout`; whether it did.
+    pub async fn backend_wait_reachable(&self, timeout: std::time::Duration) -> bool {
+        self.backend.wait_reachable(timeout).await
     }
 
     /// Whether this queue connected and checked the server (`RedisBackend::ready`).

@@ -3,6 +3,7 @@
 
 mod admin;
 mod backend;
+mod cluster;
 mod compose;
 mod connect;
 mod decode;
@@ -14,7 +15,9 @@ mod keys;
 mod lifecycle;
 mod observe;
 mod reads;
+mod replicas;
 mod resp;
+mod route;
 mod schedulers;
 mod scripts;
 mod server;
@@ -24,6 +27,7 @@ mod wire;
 mod wire_calls;
 
 pub use backend::RedisBackend;
+pub use cluster::{is_cluster_url, slot_of, Cluster};
 pub use connect::{describe, is_tls, mask_url, EvictionPolicy};
 pub use job_backend::RedisJobBackend;
 pub use keys::Keys;

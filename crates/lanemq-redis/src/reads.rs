@@ -8,6 +8,7 @@ use lanemq_core::jobs::{
 use lanemq_core::{CoreError, CoreResult};
 
 use crate::backend::{count_jobs, count_states, state_counts, RedisBackend};
+use crate::connect::is_connection_class;
 use crate::job_backend::{call, RedisJobBackend};
 use crate::keys::{STATE_SETS, WAITING_LIST};
 
@@ -33,44 +34,102 @@ type StatsReply = (
 type ReadyState = (Vec<Option<u64>>, usize, usize, usize, Vec<(String, f64)>);
 
 impl RedisBackend {
+    /// `error` as a core error. On a cluster, a redirection or a lost connection means the
+    /// slot's master may have changed, so the next call reads the slot map first; a CROSSSLOT
+    /// refusal names what to do.
     pub(crate) fn error(&self, error: redis::RedisError) -> CoreError {
-        self.server.error(error)
+        if let Some(route) = &self.route {
+            if crate::route::redirect(&error).is_some() || is_connection_class(&error) {
+                route
+                    .stale
+                    .store(true, std::sync::atomic::Ordering::Release);
+            }
+            if crate::route::is_cross_slot(&error) {
+                return CoreError::InvalidConfig(format!(
+                    "redis cluster {}: {error}: the keys of one call must be in one slot; give \
+                     queues that flows link a prefix that is a hash tag, such as \
+                     prefix=\"{{app}}\"",
+                    route.cluster.masked_url()
+                ));
+            }
+        }
+        self.server().error(error)
     }
 
     pub(crate) async fn query<T: redis::FromRedisValue>(
         &self,
         pipe: &redis::Pipeline,
     ) -> CoreResult<T> {
-        let mut connection = self.connection().await?;
-        pipe.query_async(&mut connection)
-            .await
-            .map_err(|e| self.error(e))
+        let mut redirects = 0;
+        loop {
+            let mut connection = self.connection().await?;
+            match pipe.query_async(&mut connection).await {
+                Ok(value) => return Ok(value),
+                // A read in a slot that moved (or is moving): again, at its master as the map
+                // says now (`error` noted the map stale).
+                Err(e) if self.route.is_some() && crate::route::redirect(&e).is_some() => {
+                    let error = self.error(e);
+                    redirects += 1;
+                    if redirects >= crate::route::MAX_REDIRECTS {
+                        return Err(error);
+                    }
+                    tokio::time::sleep(crate::route::SETTLE_WAIT).await;
+                }
+                Err(e) => return Err(self.error(e)),
+            }
+        }
     }
 
     /// The queues under this queue's prefix: every queue has a `meta` hash
     /// (`<prefix>:{<queue>}:meta`), found by SCAN a page at a time (never KEYS, which would
     /// hold the server), sorted.
     pub async fn queue_names(&self) -> CoreResult<Vec<String>> {
+        let mut names = std::collections::BTreeSet::new();
+        match self.cluster() {
+            // Queues live on every master: each one's keyspace is scanned.
+            Some(cluster) => {
+                self.ready().await?;
+                for master in cluster.masters().await? {
+                    let mut connection = master.commands().await?;
+                    self.scan_names(&mut connection, &mut names)
+                        .await
+                        .map_err(|e| master.error(e))?;
+                }
+            }
+            None => {
+                let mut connection = self.connection().await?;
+                self.scan_names(&mut connection, &mut names)
+                    .await
+                    .map_err(|e| self.error(e))?;
+            }
+        }
+        Ok(names.into_iter().collect())
+    }
+
+    async fn scan_names(
+        &self,
+        connection: &mut redis::aio::MultiplexedConnection,
+        names: &mut std::collections::BTreeSet<String>,
+    ) -> redis::RedisResult<()> {
         let head = format!("{}:{{", self.prefix());
         let pattern = format!("{}*}}:meta", glob_escaped(&head));
-        let mut names = std::collections::BTreeSet::new();
         let mut cursor = 0u64;
         loop {
-            let mut pipe = redis::pipe();
-            pipe.cmd("SCAN")
+            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
                 .arg(cursor)
                 .arg("MATCH")
                 .arg(&pattern)
                 .arg("COUNT")
-                .arg(1000);
-            let ((next, keys),): ((u64, Vec<String>),) = self.query(&pipe).await?;
+                .arg(1000)
+                .query_async(connection)
+                .await?;
             names.extend(keys.iter().filter_map(|key| {
                 let name = key.strip_prefix(&head)?.strip_suffix("}:meta")?;
                 // `*` also matches across `}:...:{`: only a name a queue could have.
                 (!name.contains('{') && !name.contains('}')).then(|| name.to_owned())
             }));
             if next == 0 {
-                return Ok(names.into_iter().collect());
+                return Ok(());
             }
             cursor = next;
         }

@@ -78,6 +78,9 @@ pub(crate) struct Live {
     alive: Arc<AtomicBool>,
     /// The server's id of this connection (`CLIENT ID`), once a wait asked for it.
     pub client_id: Option<i64>,
+    /// The `Server::id` of the server it is a connection to (a queue of a cluster that moved
+    /// to another master puts a connection back to the one it came from only).
+    server: u64,
 }
 
 impl Live {
@@ -327,6 +330,7 @@ impl Server {
             connection,
             alive,
             client_id: None,
+            server: self.id,
         })
     }
 
@@ -379,7 +383,7 @@ impl Server {
 
     /// Puts back a blocking connection whose last command completed.
     pub(crate) fn keep_blocking(&self, live: Live) {
-        if !live.alive() || self.users.load(Ordering::Acquire) == 0 {
+        if !live.alive() || live.server != self.id || self.users.load(Ordering::Acquire) == 0 {
             return;
         }
         let mut spares = lock(&self.spares);

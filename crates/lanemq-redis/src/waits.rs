@@ -41,13 +41,13 @@ impl RedisBackend {
     /// A connection for a wait, from the server's spares (once this queue is ready).
     async fn blocking_connection(&self) -> CoreResult<Live> {
         self.ready().await?;
-        self.server.blocking().await
+        self.lost(self.server().blocking().await)
     }
 
     /// Puts `connection` back among the server's spares (its last command completed).
     fn keep_blocking(&self, connection: Option<Live>) {
         if let Some(connection) = connection {
-            self.server.keep_blocking(connection);
+            self.server().keep_blocking(connection);
         }
     }
 
@@ -204,6 +204,15 @@ impl RedisBackend {
                         .claim(worker_id, lease, max_jobs, wall_clock_ms())
                         .await;
                 }
+                // On a cluster, the slot moved (or is moving) away from this connection's
+                // node, and neither command ran: the ordinary claim follows it, and the next
+                // wait takes a connection of the slot's master.
+                Err(e) if self.redirected(&e) => {
+                    *connection = None;
+                    return self
+                        .claim(worker_id, lease, max_jobs, wall_clock_ms())
+                        .await;
+                }
                 Err(e) => return Err(self.error(e)),
             };
             let mut reply = items(claimed)?.into_iter();
@@ -246,13 +255,18 @@ impl RedisBackend {
     }
 
     /// BZPOPMIN on the marker for `seconds`: the due time of the marker it took, if any.
+    /// (On a cluster, a wait its slot's move ended counts as woken, due now: the claim that
+    /// follows it goes the ordinary way, which follows the slot.)
     async fn pop_marker(&self, live: &mut Live, seconds: f64) -> CoreResult<Option<f64>> {
-        let woken: Option<(String, String, f64)> = redis::cmd("BZPOPMIN")
+        let woken: Option<(String, String, f64)> = match redis::cmd("BZPOPMIN")
             .arg(self.keys.key("marker"))
             .arg(seconds)
             .query_async(&mut live.connection)
             .await
-            .map_err(|e| self.error(e))?;
+        {
+            Err(e) if self.redirected(&e) => return Ok(Some(0.0)),
+            other => other.map_err(|e| self.error(e))?,
+        };
         Ok(woken.map(|(_, _, due)| due))
     }
 
@@ -261,7 +275,7 @@ impl RedisBackend {
     /// this client use `CLIENT UNBLOCK`, which is checked once by ending a wait that is not
     /// going on (it answers 0). An ACL's refusal is remembered; a failed connection is not.
     async fn unblockable(&self, live: &mut Live) -> Option<i64> {
-        if !self.functions() || self.server.unblock.get() == Some(&false) {
+        if !self.functions() || self.server().unblock.get() == Some(&false) {
             return None;
         }
         if live.client_id.is_none() {
@@ -278,7 +292,7 @@ impl RedisBackend {
             }
         }
         let id = live.client_id?;
-        if self.server.unblock.get().is_none() {
+        if self.server().unblock.get().is_none() {
             let mut commands = self.connection().await.ok()?;
             match redis::cmd("CLIENT")
                 .arg("UNBLOCK")
@@ -287,7 +301,7 @@ impl RedisBackend {
                 .await
             {
                 Ok(_) => {
-                    let _ = self.server.unblock.set(true);
+                    let _ = self.server().unblock.set(true);
                 }
                 Err(e) => {
                     self.refused_unblock(&e);
@@ -300,7 +314,7 @@ impl RedisBackend {
 
     fn refused_unblock(&self, error: &redis::RedisError) {
         if error.kind() != redis::ErrorKind::Io && !error.is_timeout() {
-            let _ = self.server.unblock.set(false);
+            let _ = self.server().unblock.set(false);
         }
     }
 

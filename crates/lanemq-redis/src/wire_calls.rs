@@ -135,7 +135,7 @@ fn done<T>(outcome: CoreResult<T>) -> Settled<T> {
 
 impl WireCalls for RedisJobBackend {
     fn open(&self) -> BoxFuture<Box<dyn Wire>> {
-        let server = Arc::clone(self.backend().server());
+        let server = self.backend().server();
         Box::pin(async move {
             // Reachable and the credentials good first (as the command connection says), so a
             // server that does not answer costs no blocking thread for long.

@@ -32,8 +32,7 @@ def test_sentinel_urls_are_checked_without_io_and_keep_every_password_out() -> N
     queue = RedisJobQueue("q", f"{url}?sentinel_password=p4ss")
     assert "s3cret" not in repr(queue) and "p4ss" not in repr(queue), repr(queue)
     assert queue.url == (
-        "redis+sentinel://u:***@127.0.0.1:26379,127.0.0.1:26380/mymaster/2"
-        "?sentinel_password=***"
+        "redis+sentinel://u:***@127.0.0.1:26379,127.0.0.1:26380/mymaster/2?sentinel_password=***"
     )
     for bad, why in [
         ("redis+sentinel://:s3cret@127.0.0.1:26379", "no master name"),

@@ -24,7 +24,8 @@ _QUERY_SECRET = re.compile(r"([?&](?:pass|[a-z_]*password|[a-z_]*_pass)=)[^&#]*"
 def redact_url(url: str) -> str:
     """``url`` with any password replaced by ``***``: the one in the user part (everything up
     to the last ``@`` after ``scheme://``, so a password holding ``@`` or ``/`` is covered too)
-    and ``pass=`` / ``password=`` / ``sentinel_password=`` query values. Never fails, whatever the string."""
+    and ``pass=`` / ``password=`` / ``sentinel_password=`` query values. Never fails, whatever
+    the string."""
     scheme, slashes, rest = url.partition("://")
     if slashes and "@" in rest:
         user_part, host_part = rest.rsplit("@", 1)

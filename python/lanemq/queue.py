@@ -1199,8 +1199,9 @@ class RedisJobQueue(JobQueue):
     queue's calls go to the master of its hash tag's slot, README "Redis Cluster") or, behind
     Redis Sentinel, ``redis+sentinel://[[user]:password@]host:port[,host:port...]/<master>[/db]``
     (``?sentinel_password=`` for the sentinels' own; the calls go to the master they name and
-    follow it through a failover, README "Redis Sentinel"); one that does not parse raises `ConfigError` at once. The password is kept in the Rust core only:
-    ``url`` (and ``repr``) show it masked."""
+    follow it through a failover, README "Redis Sentinel"); one that does not parse raises
+    `ConfigError` at once. The password is kept in the Rust core only: ``url`` (and ``repr``)
+    show it masked."""
 
     def __init__(
         self,

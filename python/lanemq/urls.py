@@ -31,9 +31,7 @@ from .queue import _LOCAL_SYNCS, InMemoryJobQueue, JobQueue, LocalJobQueue, Redi
 
 # A local URL whose path ends so names the queue's file, not a directory of queue files.
 _FILE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
-_KNOWN = (
-    "redis://, rediss://, redis+cluster://, redis+sentinel://, unix://, memory:// or local:DIR"
-)
+_KNOWN = "redis://, rediss://, redis+cluster://, redis+sentinel://, unix://, memory:// or local:DIR"
 
 
 def from_url(url: str, name: str, **options: Any) -> JobQueue:

@@ -13,10 +13,10 @@ from typing import Any, TypeVar
 
 import click
 
+from .._redis_url import SENTINEL_SCHEMES
 from .._retry_failed import retry_failed
 from ..exceptions import ConfigError, JobNotFoundError, JobStateError, LaneError
 from ..queue import STATES, JobQueue
-from .._redis_url import SENTINEL_SCHEMES
 from ..urls import from_url, local_queue_file, redact_url
 from .output import emit_json
 from .queue_views import (
@@ -32,9 +32,8 @@ from .queue_views import (
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
-REDIS_SCHEMES = (
-    ("redis", "rediss", "valkey", "valkeys", "unix", "redis+unix", "valkey+unix") + SENTINEL_SCHEMES
-)
+_PLAIN_REDIS = ("redis", "rediss", "valkey", "valkeys", "unix", "redis+unix", "valkey+unix")
+REDIS_SCHEMES: tuple[str, ...] = (*_PLAIN_REDIS, *SENTINEL_SCHEMES)
 
 
 @dataclass(frozen=True)

@@ -13,15 +13,19 @@ UNIX_SCHEMES = ("unix", "redis+unix", "valkey+unix")
 # A Redis Cluster: ``redis+cluster://[[user]:password@]host:port[,host:port...][/][?...]``, the
 # seed nodes the slot map is read from (README "Redis Cluster").
 CLUSTER_SCHEMES = ("redis+cluster", "rediss+cluster", "valkey+cluster", "valkeys+cluster")
+# Redis Sentinel: ``redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/<master>
+# [/<db>][?sentinel_username=U&sentinel_password=P]`` (README "Redis Sentinel").
+SENTINEL_SCHEMES = ("redis+sentinel", "rediss+sentinel", "valkey+sentinel", "valkeys+sentinel")
 
-# A password in a query (``unix:///s.sock?pass=...``), as the Redis client reads it.
-_QUERY_SECRET = re.compile(r"([?&](?:pass|password)=)[^&#]*", re.IGNORECASE)
+# A password in a query (``unix:///s.sock?pass=...``, a sentinel URL's ``sentinel_password=``).
+_QUERY_SECRET = re.compile(r"([?&](?:pass|[a-z_]*password|[a-z_]*_pass)=)[^&#]*", re.IGNORECASE)
 
 
 def redact_url(url: str) -> str:
     """``url`` with any password replaced by ``***``: the one in the user part (everything up
     to the last ``@`` after ``scheme://``, so a password holding ``@`` or ``/`` is covered too)
-    and ``pass=`` / ``password=`` query values. Never fails, whatever the string."""
+    and ``pass=`` / ``password=`` / ``sentinel_password=`` query values. Never fails, whatever
+    the string."""
     scheme, slashes, rest = url.partition("://")
     if slashes and "@" in rest:
         user_part, host_part = rest.rsplit("@", 1)
@@ -37,6 +41,8 @@ def redis_url_problem(url: str) -> str | None:
     scheme = url.partition(":")[0].lower()
     if scheme in CLUSTER_SCHEMES:
         return _cluster_problem(url)
+    if scheme in SENTINEL_SCHEMES:
+        return _sentinel_problem(url)
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -81,4 +87,27 @@ def _cluster_problem(url: str) -> str | None:
         problem = redis_url_problem(f"redis://{seed}")
         if problem:
             return f"seed {seed!r}: {problem}"
+    return None
+
+
+def _sentinel_problem(url: str) -> str | None:
+    """What is wrong with a sentinel URL: each sentinel as a TCP URL's host and port, a master
+    name, a database number if one follows it."""
+    rest = url.partition("://")[2]
+    before_query = rest.partition("?")[0].partition("#")[0]
+    _, at, hosts_path = before_query.rpartition("@")
+    hosts, _, path = (hosts_path if at else before_query).partition("/")
+    name, _, db = path.partition("/")
+    sentinels = [sentinel for sentinel in hosts.split(",") if sentinel]
+    if not sentinels:
+        return "no sentinel (host:port)"
+    for sentinel in sentinels:
+        problem = redis_url_problem(f"redis://{sentinel}")
+        if problem:
+            return f"sentinel {sentinel!r}: {problem}"
+    if not name:
+        return "no master name (redis+sentinel://host:port/<master name>)"
+    db = db.rstrip("/")
+    if db and not db.isdigit():
+        return "the database number (after the master name) is not a number"
     return None

@@ -1198,9 +1198,12 @@ class RedisJobQueue(JobQueue):
     chain to the system's authorities or to those in the PEM file ``tls_ca_file``) or
     ``unix:///path/to/redis.sock[?db=N&user=U&pass=P]`` or, for a Redis Cluster,
     ``redis+cluster://[[user]:password@]host:port[,host:port...]`` (seed nodes: the
-    queue's calls go to the master of its hash tag's slot, README "Redis Cluster"); one that
-    does not parse raises `ConfigError` at once. The password is kept in the Rust core only:
-    ``url`` (and ``repr``) show it masked.
+    queue's calls go to the master of its hash tag's slot, README "Redis Cluster") or, behind
+    Redis Sentinel, ``redis+sentinel://[[user]:password@]host:port[,host:port...]/<master>[/db]``
+    (``?sentinel_password=`` for the sentinels' own; the calls go to the master they name and
+    follow it through a failover, README "Redis Sentinel"); one that does not parse raises
+    `ConfigError` at once. The password is kept in the Rust core only: ``url`` (and ``repr``)
+    show it masked.
 
     ``min_replicas_ack=N`` makes every call that adds jobs (``add``, ``add_bulk``, flows) wait
     until N replicas of the server have its write (``WAIT``, at most ``replica_ack_timeout``

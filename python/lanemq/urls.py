@@ -3,7 +3,8 @@
 
 - ``redis://[[user]:password@]host[:port][/db]``, ``rediss://...`` (TLS), ``unix:///path.sock``
   (``?db=N&pass=...``), ``redis+cluster://host:port[,host:port...]`` (a Redis Cluster, named
-  by seed nodes), and the ``valkey`` spellings of each: `RedisJobQueue`;
+  by seed nodes), ``redis+sentinel://host:port[,host:port...]/<master>[/db]`` (the master
+  Redis Sentinel names), and the ``valkey`` spellings of each: `RedisJobQueue`;
 - ``memory://``: `InMemoryJobQueue` (private to the call, nothing is shared or kept);
 - ``local:///abs/dir``, ``local:./relative/dir``, ``local:relative/dir``: `LocalJobQueue` (the
   path is taken as written, up to a ``?``; a path ending in ``.db``, ``.sqlite`` or
@@ -18,13 +19,19 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from ._redis_url import CLUSTER_SCHEMES, TCP_SCHEMES, UNIX_SCHEMES, redact_url
+from ._redis_url import (
+    CLUSTER_SCHEMES,
+    SENTINEL_SCHEMES,
+    TCP_SCHEMES,
+    UNIX_SCHEMES,
+    redact_url,
+)
 from .exceptions import ConfigError
 from .queue import _LOCAL_SYNCS, InMemoryJobQueue, JobQueue, LocalJobQueue, RedisJobQueue
 
 # A local URL whose path ends so names the queue's file, not a directory of queue files.
 _FILE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
-_KNOWN = "redis://, rediss://, redis+cluster://, unix://, memory:// or local:DIR"
+_KNOWN = "redis://, rediss://, redis+cluster://, redis+sentinel://, unix://, memory:// or local:DIR"
 
 
 def from_url(url: str, name: str, **options: Any) -> JobQueue:
@@ -38,7 +45,8 @@ def from_url(url: str, name: str, **options: Any) -> JobQueue:
     scheme = scheme.lower()
     if not colon or not scheme:
         raise ConfigError(f"invalid queue URL {redact_url(url)!r}: no scheme (use {_KNOWN})")
-    if scheme in TCP_SCHEMES or scheme in UNIX_SCHEMES or scheme in CLUSTER_SCHEMES:
+    redis_schemes = TCP_SCHEMES + UNIX_SCHEMES + CLUSTER_SCHEMES + SENTINEL_SCHEMES
+    if scheme in redis_schemes:
         return RedisJobQueue(name, url, **options)
     if scheme == "memory":
         if rest not in ("", "//"):

@@ -13,7 +13,8 @@ use lanemq_core::jobs::{
 };
 use lanemq_core::{CoreError, CoreResult};
 use lanemq_redis::{
-    is_cluster_url, Cluster, RedisBackend, RedisJobBackend, Server, ServerOptions, WireCalls,
+    is_cluster_url, is_sentinel_url, Cluster, RedisBackend, RedisJobBackend, Server, ServerOptions,
+    WireCalls,
 };
 use pyo3::prelude::*;
 
@@ -314,7 +315,7 @@ impl JobQueueCore {
             connect_timeout: std::time::Duration::from_millis(u64::from(connect_timeout)),
             tls_ca_file,
         };
-        let place = if is_cluster_url(url) {
+        let place = if is_cluster_url(url) || is_sentinel_url(url) {
             Place::Cluster(Cluster::shared(url, &options).map_err(to_py)?)
         } else {
             Place::Server(Server::shared(url, &options).map_err(to_py)?)

@@ -68,7 +68,7 @@ impl RedisBackend {
         max_events: usize,
         allow_eviction: bool,
     ) -> CoreResult<Self> {
-        if is_cluster_url(url) {
+        if is_cluster_url(url) || crate::sentinel::is_sentinel_url(url) {
             let cluster = Cluster::shared(url, options)?;
             return Self::in_cluster(cluster, prefix, queue, max_events, allow_eviction);
         }
@@ -474,7 +474,8 @@ impl RedisBackend {
         }
         let keys = Keys::new(&self.prefix, queue);
         if let Some(route) = &self.route {
-            if crate::cluster::slot_of(&keys.key("meta")) != route.slot {
+            let other_slot = crate::cluster::slot_of(&keys.key("meta")) != route.slot;
+            if other_slot && !route.cluster.one_master() {
                 return Err(route::cross_slot(&self.prefix, &self.queue, queue));
             }
         }

@@ -17,6 +17,7 @@ use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
 
 use crate::connect::mask_url;
+use crate::sentinel::{is_sentinel_url, Sentinels};
 use crate::server::{Server, ServerOptions};
 
 /// The number of hash slots of a Redis Cluster.
@@ -73,7 +74,8 @@ pub struct Cluster {
     id: u64,
     /// `redis://` or `rediss://`, then the user info with its `@` (holds the password).
     head: String,
-    /// `?...` of the URL, for every node (or empty).
+    /// `?...` of the URL, for every node (or empty); behind sentinels, the master's `/<db>`
+    /// and query.
     query: String,
     masked_url: String,
     options: ServerOptions,
@@ -85,6 +87,9 @@ pub struct Cluster {
     refreshing: tokio::sync::Mutex<()>,
     /// Maps read so far.
     reads: AtomicU64,
+    /// Behind Redis Sentinel (`redis+sentinel://`): the map is one range, every slot, served
+    /// by the master the sentinels name (`sentinel.rs`).
+    sentinels: Option<Sentinels>,
 }
 
 /// Cluster ids start far above server ids (both name shared connections to Python).
@@ -112,12 +117,32 @@ impl Cluster {
         for seed in &cluster.seeds {
             cluster.server_at(seed)?;
         }
+        if let Some(sentinels) = &cluster.sentinels {
+            sentinels.check(options)?;
+        }
         clusters.insert(key, Arc::downgrade(&cluster));
         Ok(cluster)
     }
 
     fn parse(url: &str, options: &ServerOptions) -> CoreResult<Self> {
         let masked_url = mask_url(url);
+        if is_sentinel_url(url) {
+            let sentinels = Sentinels::parse(url, &masked_url)?;
+            return Ok(Self {
+                id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+                head: sentinels.master_head.clone(),
+                query: sentinels.master_tail.clone(),
+                masked_url,
+                options: options.clone(),
+                // (a queue's server until its first call asks the sentinels)
+                seeds: sentinels.addresses.clone(),
+                map: Mutex::new(Vec::new()),
+                nodes: Mutex::new(Vec::new()),
+                refreshing: tokio::sync::Mutex::new(()),
+                reads: AtomicU64::new(0),
+                sentinels: Some(sentinels),
+            });
+        }
         let refuse = |why: &str| {
             CoreError::InvalidConfig(format!("invalid Redis Cluster URL {masked_url}: {why}"))
         };
@@ -167,7 +192,14 @@ impl Cluster {
             nodes: Mutex::new(Vec::new()),
             refreshing: tokio::sync::Mutex::new(()),
             reads: AtomicU64::new(0),
+            sentinels: None,
         })
+    }
+
+    /// Whether one master serves every queue (behind sentinels): queues of any hash tag may
+    /// then share a call, as on a single server.
+    pub(crate) fn one_master(&self) -> bool {
+        self.sentinels.is_some()
     }
 
     pub fn id(&self) -> u64 {
@@ -233,6 +265,16 @@ impl Cluster {
         let _one = self.refreshing.lock().await;
         // A read that ended while this one waited for the lock is as fresh as one now.
         if self.reads.load(Ordering::Acquire) != before {
+            return Ok(());
+        }
+        if let Some(sentinels) = &self.sentinels {
+            let master = sentinels.master(self, &self.options).await?;
+            *lock(&self.map) = vec![Range {
+                start: 0,
+                end: SLOTS - 1,
+                master,
+            }];
+            self.reads.fetch_add(1, Ordering::AcqRel);
             return Ok(());
         }
         let mut candidates: Vec<String> =

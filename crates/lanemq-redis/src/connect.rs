@@ -84,10 +84,8 @@ pub fn mask_url(url: &str) -> String {
             let masked: Vec<String> = query
                 .split('&')
                 .map(|pair| match pair.split_once('=') {
-                    Some((key, _))
-                        if key.eq_ignore_ascii_case("pass")
-                            || key.eq_ignore_ascii_case("password") =>
-                    {
+                    // (`sentinel_password` of a `redis+sentinel://` URL too)
+                    Some((key, _)) if is_secret_key(key) => {
                         format!("{key}=***")
                     }
                     _ => pair.to_owned(),
@@ -98,6 +96,12 @@ pub fn mask_url(url: &str) -> String {
         None => path_query.to_owned(),
     };
     format!("{scheme}{authority}{path_query}{fragment}")
+}
+
+/// Whether a query parameter named `key` holds a password.
+fn is_secret_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    key == "pass" || key.ends_with("password") || key.ends_with("_pass")
 }
 
 /// Whether `error` says the credentials were refused (or are missing).
@@ -215,6 +219,10 @@ mod tests {
         assert_eq!(mask_url("redis://s3cret@host"), "redis://***@host");
         assert_eq!(mask_url("redis://u:a/b@c@h:1/0"), "redis://u:***@h:1/0");
         assert_eq!(mask_url("redis://host:1/0"), "redis://host:1/0");
+        assert_eq!(
+            mask_url("redis+sentinel://:s3cret@h:1,h:2/m?sentinel_password=p4ss&x=1"),
+            "redis+sentinel://:***@h:1,h:2/m?sentinel_password=***&x=1"
+        );
         assert_eq!(describe("rediss://u:p@h:7/0"), "rediss://h:7");
     }
 }

@@ -75,6 +75,10 @@ pub(crate) fn redirect(error: &redis::RedisError) -> Option<Redirect> {
         ErrorKind::Server(
             ServerErrorKind::TryAgain | ServerErrorKind::ClusterDown | ServerErrorKind::MasterDown,
         ) => Some(Redirect::Settling),
+        // Behind sentinels: the old master, now a replica, refuses writes (READONLY) and ends
+        // the waits blocked on it (UNBLOCKED); the sentinels name the new one, maybe not yet.
+        ErrorKind::Server(ServerErrorKind::ReadOnly) => Some(Redirect::Settling),
+        _ if error.code() == Some("UNBLOCKED") => Some(Redirect::Settling),
         _ => None,
     }
 }

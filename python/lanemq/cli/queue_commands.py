@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
+from .._redis_url import SENTINEL_SCHEMES
 from .._retry_failed import retry_failed
 from ..exceptions import ConfigError, JobNotFoundError, JobStateError, LaneError
 from ..queue import STATES, JobQueue
@@ -31,7 +32,8 @@ from .queue_views import (
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
-REDIS_SCHEMES = ("redis", "rediss", "valkey", "valkeys", "unix", "redis+unix", "valkey+unix")
+_PLAIN_REDIS = ("redis", "rediss", "valkey", "valkeys", "unix", "redis+unix", "valkey+unix")
+REDIS_SCHEMES: tuple[str, ...] = (*_PLAIN_REDIS, *SENTINEL_SCHEMES)
 
 
 @dataclass(frozen=True)

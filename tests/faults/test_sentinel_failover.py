@@ -5,7 +5,9 @@ follow the new master by themselves (the old one answers READONLY once demoted, 
 no worker stops silently (it completes the jobs added after the failover) and every job the
 new master has completes. What an acknowledged add can lose is counted: after a SIGKILL, the
 adds the replica had not received yet (asynchronous replication); after ``SENTINEL failover``
-nothing, as a coordinated failover waits for the replica to catch up (asserted)."""
+nothing, as a coordinated failover waits for the replica to catch up (asserted); and after a
+SIGKILL with ``min_replicas_ack=1`` nothing either (asserted): every acknowledged add had
+reached the replica (``WAIT``) before the add returned."""
 
 from __future__ import annotations
 
@@ -38,7 +40,9 @@ def sentinel_set(tmp_path: Path) -> object:
         found.stop()
 
 
-@pytest.mark.parametrize("how", ["SENTINEL failover", "master SIGKILL"])
+@pytest.mark.parametrize(
+    "how", ["SENTINEL failover", "master SIGKILL", "master SIGKILL, min_replicas_ack=1"]
+)
 async def test_the_worker_and_producer_follow_the_new_master_through_a_failover(
     how: str, sentinel_set: RedisSentinelSet, tmp_path: Path, start_worker: StartWorker
 ) -> None:
@@ -46,7 +50,10 @@ async def test_the_worker_and_producer_follow_the_new_master_through_a_failover(
     log = tmp_path / "runs.log"
     url = sentinel_set.url
     worker = await start_worker(url, "failover", log, *WORKER, "--prefix", prefix)
-    queue = lanemq.RedisJobQueue("failover", url, prefix=prefix, connect_timeout=1.0)
+    acked = how.endswith("min_replicas_ack=1")
+    queue = lanemq.RedisJobQueue(
+        "failover", url, prefix=prefix, connect_timeout=1.0, min_replicas_ack=1 if acked else 0
+    )
     acknowledged: list[str] = []
     refused = 0
     producing = True
@@ -137,4 +144,6 @@ async def test_the_worker_and_producer_follow_the_new_master_through_a_failover(
     )
     if how == "SENTINEL failover":
         assert missing == [], "a coordinated failover lost acknowledged adds"
+    if acked:
+        assert missing == [], "an add acknowledged by a replica (WAIT) was lost"
     await queue.close()

@@ -174,7 +174,10 @@ impl RedisBackend {
         if self.ready.initialized() {
             return Ok(());
         }
-        let checked = self.checked().await;
+        // Boxed: the checks' future (connecting, routing, loading functions, the layout) is
+        // large, and every caller's future would carry it inline (a test's runtime polls its
+        // future on the thread's own stack, which a debug build overflowed).
+        let checked = Box::pin(self.checked()).await;
         self.lost(checked)
     }
 
@@ -294,7 +297,8 @@ impl RedisBackend {
     /// script runs again.
     pub(crate) async fn run(&self, script: &LuaScript, args: Vec<String>) -> CoreResult<Value> {
         self.ready().await?;
-        self.run_ready(script, args).await
+        // Boxed for the same reason as `ready`'s checks: the redirections make it large.
+        Box::pin(self.run_ready(script, args)).await
     }
 
     /// `run`, for a queue whose server was checked (`ready`, which calls it itself). On a

@@ -109,7 +109,9 @@ impl RedisBackend {
             return Ok(());
         }
         let fresh = route.routed.swap(true, Ordering::AcqRel);
-        match route.cluster.master_of(route.slot, fresh).await {
+        // Boxed (the slow path only): reading the slot map is a large future, which every
+        // call's future would otherwise carry inline (see `ready`).
+        match Box::pin(route.cluster.master_of(route.slot, fresh)).await {
             Ok(master) => {
                 let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
                 if current.id() != master.id() {

@@ -7,7 +7,8 @@ new master has completes. What an acknowledged add can lose is counted: after a 
 adds the replica had not received yet (asynchronous replication); after ``SENTINEL failover``
 nothing, as a coordinated failover waits for the replica to catch up (asserted); and after a
 SIGKILL with ``min_replicas_ack=1`` nothing either (asserted): every acknowledged add had
-reached the replica (``WAIT``) before the add returned."""
+reached the replica (``WAIT``) before the add returned, and adds are refused while the new
+master has no replica (until the old server comes back as one)."""
 
 from __future__ import annotations
 
@@ -86,6 +87,12 @@ async def test_the_worker_and_producer_follow_the_new_master_through_a_failover(
             await asyncio.to_thread(sentinel_set.kill_master)
         new = await asyncio.to_thread(sentinel_set.wait_promoted, old)
         promotion = time.monotonic() - started
+        if acked:
+            # The new master has no replica left, so every add is refused (WAIT 1 cannot be
+            # met) until one syncs: the old server comes back as the new master's replica.
+            sync = ("--repl-diskless-sync-delay", "0")
+            await asyncio.to_thread(old.start, *sync, "--replicaof", "127.0.0.1", str(new.port))
+            await asyncio.to_thread(sentinel_set.wait_synced, old)
         first_after = len(acknowledged)  # (adds acknowledged from here on are the new master's)
         await eventually(lambda: added(first_after + 1), "an add after the failover", LIMIT)
 

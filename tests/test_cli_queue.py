@@ -372,3 +372,13 @@ async def test_stats_and_jobs_on_redis(tmp_path: Path, redis_url: str) -> None:
     finally:
         await queue.obliterate(force=True)
         await queue.close()
+
+
+async def test_prefix_is_taken_with_cluster_and_sentinel_urls(tmp_path: Path) -> None:
+    # Both are Redis: --prefix goes to the queue (which then fails to connect, exit 1), where
+    # it used to be refused as "not a Redis URL".
+    port = free_port()
+    for url in (f"redis+cluster://127.0.0.1:{port}", f"redis+sentinel://127.0.0.1:{port}/m"):
+        result = await lanemq("queue", "--prefix", "{app}", url, "email", "stats", cwd=tmp_path)
+        assert "--prefix applies to Redis URLs only" not in result.err, (url, result)
+        assert result.code == 1, (url, result)

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
-from .._redis_url import SENTINEL_SCHEMES
+from .._redis_url import CLUSTER_SCHEMES, SENTINEL_SCHEMES
 from .._retry_failed import retry_failed
 from ..exceptions import ConfigError, JobNotFoundError, JobStateError, LaneError
 from ..queue import STATES, JobQueue
@@ -33,7 +33,7 @@ T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
 _PLAIN_REDIS = ("redis", "rediss", "valkey", "valkeys", "unix", "redis+unix", "valkey+unix")
-REDIS_SCHEMES: tuple[str, ...] = (*_PLAIN_REDIS, *SENTINEL_SCHEMES)
+REDIS_SCHEMES: tuple[str, ...] = (*_PLAIN_REDIS, *CLUSTER_SCHEMES, *SENTINEL_SCHEMES)
 
 
 @dataclass(frozen=True)

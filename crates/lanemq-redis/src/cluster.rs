@@ -167,17 +167,7 @@ impl Cluster {
                 "a cluster has database 0 only (no other database in the path)",
             ));
         }
-        let seeds: Vec<String> = hosts
-            .split(',')
-            .filter(|host| !host.is_empty())
-            .map(|host| {
-                if host.rsplit_once(':').is_some_and(|(_, p)| !p.contains(']')) {
-                    host.to_owned()
-                } else {
-                    format!("{host}:6379")
-                }
-            })
-            .collect();
+        let seeds = host_list(hosts, 6379);
         if seeds.is_empty() {
             return Err(refuse("no seed node (host:port)"));
         }
@@ -376,6 +366,22 @@ fn parse_slots(reply: Value, asked_host: &str) -> Option<(Vec<Range>, Vec<String
     nodes.sort();
     nodes.dedup();
     Some((ranges, nodes))
+}
+
+/// The `host[:port]` entries of a URL's comma-separated host list, each with `default_port`
+/// where it names none (an IPv6 literal's colons, inside brackets, are no port).
+pub(crate) fn host_list(hosts: &str, default_port: u16) -> Vec<String> {
+    hosts
+        .split(',')
+        .filter(|host| !host.is_empty())
+        .map(|host| {
+            if host.rsplit_once(':').is_some_and(|(_, p)| !p.contains(']')) {
+                host.to_owned()
+            } else {
+                format!("{host}:{default_port}")
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

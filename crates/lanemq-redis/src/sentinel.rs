@@ -82,17 +82,7 @@ impl Sentinels {
                 "the database number (after the master name) is not a number",
             ));
         }
-        let addresses: Vec<String> = hosts
-            .split(',')
-            .filter(|host| !host.is_empty())
-            .map(|host| {
-                if host.rsplit_once(':').is_some_and(|(_, p)| !p.contains(']')) {
-                    host.to_owned()
-                } else {
-                    format!("{host}:{SENTINEL_PORT}")
-                }
-            })
-            .collect();
+        let addresses = crate::cluster::host_list(hosts, SENTINEL_PORT);
         if addresses.is_empty() {
             return Err(refuse("no sentinel (host:port)"));
         }

@@ -6,6 +6,8 @@ use std::mem::size_of;
 
 use crate::jobs::model::Job;
 
+use super::store::MemoryStore;
+
 const LINE: usize = 64;
 
 /// The cache lines of `job` itself and the start of its payload (its reference count is
@@ -16,6 +18,15 @@ pub(super) fn job(job: &Job) {
         line(start.wrapping_add(offset));
     }
     line(job.data.as_ptr());
+}
+
+impl MemoryStore {
+    /// Asks for job `id`'s memory (nothing if there is no such job).
+    pub(super) fn prefetch(&self, id: &str) {
+        if let Some(found) = self.jobs.get(id) {
+            job(found);
+        }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -167,9 +167,7 @@ impl JobStorage for MemoryStore {
         // benches/README.md). Looked up all together first, the misses of lookups that do not
         // depend on each other overlap instead of coming one after another.
         for id in &heads {
-            if let Some(job) = self.jobs.get(id) {
-                super::prefetch::job(job);
-            }
+            self.prefetch(id);
         }
         let mut claimed = Vec::with_capacity(heads.len());
         for id in heads {

@@ -55,6 +55,12 @@ def _now(now: int | None) -> int:
     return int(time.time() * 1000) if now is None else now
 
 
+def _encoded(items: Iterable[tuple[str, str, Any]]) -> list[tuple[str, str, str]]:
+    """Completion items with their results as JSON. A worker's results are mostly None: its
+    text is written here, without a call per job (`_json.dumps_result` is one)."""
+    return [(i, t, "null" if r is None else _json.dumps_result(i, r)) for i, t, r in items]
+
+
 def _ms(field: str, seconds: float) -> int:
     if not seconds >= 0:  # also refuses NaN
         raise ConfigError(f"invalid {field}: {seconds} (must be >= 0 seconds)")
@@ -499,8 +505,7 @@ class JobQueue:
     ) -> list[tuple[str, str]]:
         """Completes ``(job_id, token, result)`` items in one step; returns ``(job_id,
         error)`` for those that could not be completed."""
-        encoded = [(i, t, _json.dumps_result(i, r)) for i, t, r in items]
-        return await self._core.complete_many(encoded, _now(now))
+        return await self._core.complete_many(_encoded(items), _now(now))
 
     async def complete_and_claim(
         self,
@@ -516,9 +521,8 @@ class JobQueue:
         only)."""
         if max_jobs < 0:
             raise ConfigError(f"invalid max_jobs: {max_jobs} (must be >= 0)")
-        encoded = [(i, t, _json.dumps_result(i, r)) for i, t, r in items]
         refused, records = await self._core.complete_and_claim(
-            encoded, worker_id, _checks.lease_ms(lease), max_jobs, _now(now)
+            _encoded(items), worker_id, _checks.lease_ms(lease), max_jobs, _now(now)
         )
         return refused, [Job(self, record) for record in records]
 

@@ -233,10 +233,12 @@ impl WorkerBook {
             if !plain {
                 watched.done.clone_ref(py)
             } else {
-                match task.call_method0(intern!(py, "exception")) {
-                    Ok(raised) if raised.is_none() => {
+                // `result()` alone: it returns what the task returned, and raises for a task
+                // that raised or was cancelled, which the worker's callback then reads again
+                // with `exception()` (one call per job fewer than asking `exception()` first).
+                match task.call_method0(intern!(py, "result")) {
+                    Ok(result) => {
                         drop(book);
-                        let result = task.call_method0(intern!(py, "result"))?;
                         let wake = {
                             let mut book = slf.borrow_mut();
                             book.completed(task, &result)?;
@@ -250,8 +252,8 @@ impl WorkerBook {
                         }
                         return Ok(());
                     }
-                    // Raised, or cancelled (`exception()` raises `CancelledError`).
-                    _ => watched.done.clone_ref(py),
+                    // Raised, or cancelled (`result()` raises `CancelledError`).
+                    Err(_) => watched.done.clone_ref(py),
                 }
             }
         };

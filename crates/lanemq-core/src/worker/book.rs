@@ -154,7 +154,7 @@ impl<K: Hash + Eq, R, O> WorkerBook<K, R, O> {
 
     /// Every outcome of `kind` waiting, oldest first, to be reported now.
     pub fn take(&mut self, kind: Outcome) -> Vec<O> {
-        std::mem::take(self.outcomes_mut(kind))
+        take_sized(self.outcomes_mut(kind))
     }
 
     /// Outcomes taken whose report failed: they go first in the next one.
@@ -305,4 +305,11 @@ fn check_concurrency(concurrency: u32) -> CoreResult<()> {
         )));
     }
     Ok(())
+}
+
+/// Takes `outcomes`, leaving room for as many: the next batch is usually as large, and a list
+/// grown from empty reallocates several times per batch (visible per job, benches/README.md).
+pub(super) fn take_sized<O>(outcomes: &mut Vec<O>) -> Vec<O> {
+    let room = outcomes.len();
+    std::mem::replace(outcomes, Vec::with_capacity(room))
 }

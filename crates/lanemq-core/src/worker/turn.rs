@@ -92,7 +92,7 @@ impl<K: Hash + Eq, R, O> WorkerBook<K, R, O> {
     fn call(&mut self, claim: u32) -> Call<O> {
         self.plan_call(claim);
         Call {
-            completions: std::mem::take(&mut self.completed),
+            completions: super::book::take_sized(&mut self.completed),
             claim,
         }
     }

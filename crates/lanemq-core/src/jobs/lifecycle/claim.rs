@@ -98,7 +98,7 @@ pub fn claim<S: JobStorage>(
             });
         })?
     };
-    let mut effects = Effects::new();
+    let mut effects = Effects::with_capacity(claimed.len() + 1);
     for job in &claimed {
         effects.event("active", Some(&job.id), Some(("prev", "waiting".into())));
     }

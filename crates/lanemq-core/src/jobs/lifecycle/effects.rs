@@ -105,6 +105,12 @@ impl Effects {
         Self::default()
     }
 
+    /// Room for `n` effects at once (a claim's events, one per job: grown one at a time, the
+    /// list is copied several times per batch).
+    pub fn with_capacity(n: usize) -> Self {
+        Self(SmallVec::with_capacity(n))
+    }
+
     pub fn event(&mut self, name: &'static str, job: Option<&Arc<str>>, field: EventField) {
         self.0.push(Effect::Event(name, job.cloned(), field));
     }

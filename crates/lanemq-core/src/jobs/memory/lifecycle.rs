@@ -51,6 +51,11 @@ impl JobLifecycle for MemoryBackend {
 
     fn complete_many(&self, items: Vec<Completion>, now: Millis) -> BoxFuture<Vec<CoreResult<()>>> {
         self.write(|s| {
+            // A batch's jobs were claimed a batch ago: ask for them all before the first
+            // completion waits on its own.
+            for c in &items {
+                s.store.prefetch(&c.id);
+            }
             Ok(items
                 .into_iter()
                 .map(|c| {

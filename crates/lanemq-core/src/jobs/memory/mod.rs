@@ -11,6 +11,7 @@ mod flows;
 mod lifecycle;
 mod manage;
 mod observe;
+mod prefetch;
 mod reads;
 mod schedulers;
 mod storage;

@@ -155,11 +155,22 @@ impl JobStorage for MemoryStore {
     }
 
     fn claim_head(&mut self, n: usize, mut change: impl FnMut(&mut Job)) -> CoreResult<Vec<Job>> {
-        let mut claimed = Vec::with_capacity(n.min(self.waiting.len()));
-        while claimed.len() < n {
+        let mut heads = Vec::with_capacity(n.min(self.waiting.len()));
+        while heads.len() < n {
             let Some((_, id)) = self.waiting.pop_first() else {
                 break;
             };
+            heads.push(id);
+        }
+        // The head of a long backlog has not been touched since it was added: its entry and
+        // its payload are cold (a miss to memory each, the largest part of a claim's time, see
+        // benches/README.md). Looked up all together first, the misses of lookups that do not
+        // depend on each other overlap instead of coming one after another.
+        for id in &heads {
+            self.prefetch(id);
+        }
+        let mut claimed = Vec::with_capacity(heads.len());
+        for id in heads {
             let job = self.jobs.get_mut(&id).expect("waiting job exists");
             change(job);
             claimed.push(job.clone());

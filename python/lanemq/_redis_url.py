@@ -71,40 +71,44 @@ def _db_problem(db: str, where: str) -> str | None:
     return None if db.isdigit() else f"the database number ({where}) is not a number"
 
 
-def _cluster_problem(url: str) -> str | None:
-    """What is wrong with a cluster URL: each seed as a TCP URL's host and port; database 0
-    only (a cluster has no other)."""
+def _hosts_and_path(url: str) -> tuple[list[str], str]:
+    """The comma-separated hosts of a multi-host URL (credentials dropped) and its path."""
     rest = url.partition("://")[2]
     before_query = rest.partition("?")[0].partition("#")[0]
     _, at, hosts_path = before_query.rpartition("@")
     hosts, _, path = (hosts_path if at else before_query).partition("/")
+    return [host for host in hosts.split(",") if host], path
+
+
+def _hosts_problem(hosts: list[str], each: str, none: str) -> str | None:
+    """``none`` without hosts, else what is wrong with the first of them that is not a TCP
+    URL's host and port (``each``: what a host is called in the message)."""
+    if not hosts:
+        return none
+    for host in hosts:
+        problem = redis_url_problem(f"redis://{host}")
+        if problem:
+            return f"{each} {host!r}: {problem}"
+    return None
+
+
+def _cluster_problem(url: str) -> str | None:
+    """What is wrong with a cluster URL: each seed as a TCP URL's host and port; database 0
+    only (a cluster has no other)."""
+    seeds, path = _hosts_and_path(url)
     if path not in ("", "0"):
         return "a cluster has database 0 only (no other database in the path)"
-    seeds = [seed for seed in hosts.split(",") if seed]
-    if not seeds:
-        return "no seed node (host:port)"
-    for seed in seeds:
-        problem = redis_url_problem(f"redis://{seed}")
-        if problem:
-            return f"seed {seed!r}: {problem}"
-    return None
+    return _hosts_problem(seeds, "seed", "no seed node (host:port)")
 
 
 def _sentinel_problem(url: str) -> str | None:
     """What is wrong with a sentinel URL: each sentinel as a TCP URL's host and port, a master
     name, a database number if one follows it."""
-    rest = url.partition("://")[2]
-    before_query = rest.partition("?")[0].partition("#")[0]
-    _, at, hosts_path = before_query.rpartition("@")
-    hosts, _, path = (hosts_path if at else before_query).partition("/")
+    sentinels, path = _hosts_and_path(url)
     name, _, db = path.partition("/")
-    sentinels = [sentinel for sentinel in hosts.split(",") if sentinel]
-    if not sentinels:
-        return "no sentinel (host:port)"
-    for sentinel in sentinels:
-        problem = redis_url_problem(f"redis://{sentinel}")
-        if problem:
-            return f"sentinel {sentinel!r}: {problem}"
+    problem = _hosts_problem(sentinels, "sentinel", "no sentinel (host:port)")
+    if problem:
+        return problem
     if not name:
         return "no master name (redis+sentinel://host:port/<master name>)"
     db = db.rstrip("/")

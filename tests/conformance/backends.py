@@ -20,43 +20,36 @@ Fixture = Callable[[str], str]
 Factory = Callable[[Path, Fixture], Awaitable[tuple[JobQueue, Cleanup]]]
 
 
-async def _memory(tmp_path: Path, fixture: Fixture) -> tuple[JobQueue, Cleanup]:
-    queue = InMemoryJobQueue(f"conformance-{next(_names)}")
+def _obliterated_after(queue: JobQueue) -> tuple[JobQueue, Cleanup]:
+    """The queue, with the cleanup that empties it after the test (every backend's)."""
 
     async def cleanup() -> None:
         await queue.obliterate(force=True)
 
     return queue, cleanup
+
+
+async def _memory(tmp_path: Path, fixture: Fixture) -> tuple[JobQueue, Cleanup]:
+    queue = InMemoryJobQueue(f"conformance-{next(_names)}")
+    return _obliterated_after(queue)
 
 
 async def _local(tmp_path: Path, fixture: Fixture) -> tuple[JobQueue, Cleanup]:
     queue = LocalJobQueue(f"conformance-{next(_names)}", tmp_path)
-
-    async def cleanup() -> None:
-        await queue.obliterate(force=True)
-
-    return queue, cleanup
+    return _obliterated_after(queue)
 
 
 async def _local_normal(tmp_path: Path, fixture: Fixture) -> tuple[JobQueue, Cleanup]:
     # sync="normal" changes when commits reach the disk, never what they hold.
     queue = LocalJobQueue(f"conformance-{next(_names)}", tmp_path, sync="normal")
-
-    async def cleanup() -> None:
-        await queue.obliterate(force=True)
-
-    return queue, cleanup
+    return _obliterated_after(queue)
 
 
 async def _redis(tmp_path: Path, fixture: Fixture) -> tuple[JobQueue, Cleanup]:
     n = next(_names)
     # A prefix per test: tests never see each other's keys on the shared server.
     queue = RedisJobQueue(f"conformance-{n}", fixture("redis_url"), prefix=f"t{n}")
-
-    async def cleanup() -> None:
-        await queue.obliterate(force=True)
-
-    return queue, cleanup
+    return _obliterated_after(queue)
 
 
 async def _redis_cluster(tmp_path: Path, fixture: Fixture) -> tuple[JobQueue, Cleanup]:
@@ -67,11 +60,7 @@ async def _redis_cluster(tmp_path: Path, fixture: Fixture) -> tuple[JobQueue, Cl
     # as the README tells Redis Cluster users.
     n = next(_names)
     queue = RedisJobQueue(f"conformance-{n}", fixture("redis_cluster_url"), prefix=f"{{t{n}}}")
-
-    async def cleanup() -> None:
-        await queue.obliterate(force=True)
-
-    return queue, cleanup
+    return _obliterated_after(queue)
 
 
 async def _redis_cluster3(tmp_path: Path, fixture: Fixture) -> tuple[JobQueue, Cleanup]:
@@ -80,11 +69,7 @@ async def _redis_cluster3(tmp_path: Path, fixture: Fixture) -> tuple[JobQueue, C
     # masters, and a test's queues share its slot (flows may span them).
     n = next(_names)
     queue = RedisJobQueue(f"conformance-{n}", fixture("redis_cluster3_url"), prefix=f"{{t{n}}}")
-
-    async def cleanup() -> None:
-        await queue.obliterate(force=True)
-
-    return queue, cleanup
+    return _obliterated_after(queue)
 
 
 BACKENDS: dict[str, Factory] = {

@@ -200,13 +200,9 @@ local function hex(n) return string.format("%014x", n) end
 local ORDER_OFFSET = 4503599627370496
 local function member(order, id) return hex(order + ORDER_OFFSET) .. id end
 
--- A waiting job's order: `ord`, or its seq where none is written (create_jobs writes one only
--- when it differs: a big hash's insert fewer per job).
-local function order_of(id)
-  local ord = get("ord", id)
-  if ord then return tonumber(ord) end
-  return num("seq", id)
-end
+-- A waiting job's order from its stored `ord` and `seq`: `ord`, or its seq where none is
+-- written (create_jobs writes one only when it differs: a smaller hash per job).
+local function order_of(ord, seq) return tonumber(ord or seq or "0") end
 
 -- Waiting jobs: priority 0 in the list WAITING0, the others in the sorted set WAITING (score the
 -- priority), both under the same member, order then id. A job enters waiting only at the back
@@ -224,7 +220,8 @@ local function waiting_add(prio, order, id)
 end
 local function waiting_remove(id)
   ensure_layout() -- a job of layout "2" would be in WAITING
-  local prio, m = get("prio", id), member(order_of(id), id)
+  local f = fields(id, {"prio", "ord", "seq"}) -- one read of the job's hash
+  local prio, m = f[1], member(order_of(f[2], f[3]), id)
   if prio and prio ~= "0" then redis.call("ZREM", WAITING, m)
   else redis.call("LREM", WAITING0, 1, m) end
 end
@@ -389,7 +386,8 @@ end
 -- Deletes job `id` and its data; `unlisted`: its state set no longer holds it (a drain or clean
 -- took many waiting jobs off the list at once, sparing a scan of the list per job).
 local function delete(id, unlisted)
-  local state, seq = tonumber(get("state", id)), num("seq", id)
+  local f = fields(id, {"state", "seq"})
+  local state, seq = tonumber(f[1]), tonumber(f[2] or "0")
   local sets = {[WAITING_STATE] = WAITING, [DELAYED_STATE] = DELAYED, [ACTIVE_STATE] = ACTIVE,
     [CHILDREN_STATE] = CHILDREN, [COMPLETED_STATE] = COMPLETED, [FAILED_STATE] = FAILED}
   if unlisted then -- nothing to take out

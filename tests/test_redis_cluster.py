@@ -16,6 +16,7 @@ from typing import Any
 import lanemq
 import pytest
 from lanemq import FlowJob, Job, JobWorker, RedisJobQueue
+from producer_support import Producer
 from redis_cluster_support import RedisCluster
 from redis_support import Resp
 from support import eventually
@@ -206,12 +207,12 @@ class Run:
 
     def __init__(self, queue: RedisJobQueue) -> None:
         self.queue = queue
-        self.acknowledged: list[str] = []
-        self.refused = 0
         self.done: set[str] = set()
         self.runs = 0
+        # The worker's errors and the producer's refused adds, together.
         self.errors: list[str] = []
-        self.producing = True
+        self.adds = Producer(queue, errors=self.errors)
+        self.acknowledged = self.adds.acknowledged
 
         async def work(job: Job) -> Any:
             self.runs += 1
@@ -222,20 +223,6 @@ class Run:
         self.worker = JobWorker(queue, work, concurrency=8, lease=5.0, stalled_interval=0.5)
         self.worker.on("error", lambda error: self.errors.append(str(error)))
 
-    async def produce(self) -> None:
-        n = 0
-        while self.producing:
-            try:
-                job = await self.queue.add("work", {"n": n})
-            except (lanemq.BackendConnectionError, lanemq.StorageError) as error:
-                self.refused += 1  # not acknowledged: it may or may not be there
-                self.errors.append(f"add: {error}")
-                await asyncio.sleep(0.05)
-                continue
-            self.acknowledged.append(job.id)
-            n += 1
-            await asyncio.sleep(0.005)
-
     async def all_done(self) -> bool:
         return set(self.acknowledged) <= self.done
 
@@ -243,7 +230,7 @@ class Run:
         lost = set(self.acknowledged) - self.done
         extra = " ".join(f"{k}={v}" for k, v in more.items())
         return (
-            f"{what}: added={len(self.acknowledged)} refused={self.refused} "
+            f"{what}: added={len(self.acknowledged)} refused={self.adds.refused} "
             f"completed={len(self.done)} runs={self.runs} lost={len(lost)} "
             f"worker_errors={len(self.errors)} {extra}"
         )
@@ -256,7 +243,7 @@ async def test_a_queue_follows_its_slot_to_another_master_mid_run_and_loses_noth
     slot = own_cluster.slot_of("{moving}")
     run = Run(queue)
     worker = asyncio.create_task(run.worker.run())
-    producer = asyncio.create_task(run.produce())
+    producer = asyncio.create_task(run.adds.run())
     try:
         moves = []
         for _ in range(2):
@@ -270,7 +257,7 @@ async def test_a_queue_follows_its_slot_to_another_master_mid_run_and_loses_noth
             moves.append((source.port, target.port, keys, round(time.monotonic() - started, 2)))
             assert own_cluster.owner(slot).port == target.port
             await asyncio.sleep(0.3)
-        run.producing = False
+        run.adds.producing = False
         await producer
         await eventually(run.all_done, "every acknowledged job to complete", timeout=LIMIT)
         print(run.figures("slot moved twice", moves=moves))
@@ -284,7 +271,7 @@ async def test_a_queue_follows_its_slot_to_another_master_mid_run_and_loses_noth
             assert await queue.get_state(job_id) == "completed", job_id
         assert not worker.done(), "the worker stopped"
     finally:
-        run.producing = False
+        run.adds.producing = False
         await asyncio.wait_for(run.worker.close(), LIMIT)
         await asyncio.wait_for(worker, LIMIT)
         await queue.close()
@@ -297,7 +284,7 @@ async def test_a_master_killed_fails_over_and_the_worker_and_producer_resume(
     slot = own_cluster.slot_of("{failing}")
     run = Run(queue)
     worker = asyncio.create_task(run.worker.run())
-    producer = asyncio.create_task(run.produce())
+    producer = asyncio.create_task(run.adds.run())
     try:
         await eventually(lambda: _count_at_least(run, 200), "jobs added", timeout=LIMIT)
         master = own_cluster.owner(slot)
@@ -314,7 +301,7 @@ async def test_a_master_killed_fails_over_and_the_worker_and_producer_resume(
         await eventually(
             lambda: _count_at_least(run, added_before + 100), "adds after the failover", LIMIT
         )
-        run.producing = False
+        run.adds.producing = False
         await producer
         # What asynchronous replication lost: acknowledged adds the promoted replica never got.
         missing = [i for i in run.acknowledged if await queue.get_job(i) is None]
@@ -333,7 +320,7 @@ async def test_a_master_killed_fails_over_and_the_worker_and_producer_resume(
         assert not worker.done(), "the worker stopped"
         assert left <= done, "a job the new master has was not completed"
     finally:
-        run.producing = False
+        run.adds.producing = False
         await asyncio.wait_for(run.worker.close(), LIMIT)
         await asyncio.wait_for(worker, LIMIT)
         await queue.close()

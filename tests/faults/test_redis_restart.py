@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import lanemq
+from producer_support import Producer
 from redis_support import RedisServer
 from support import eventually, redis_prefix
 
@@ -37,25 +38,9 @@ async def test_workers_resume_after_redis_restarts_and_lose_nothing(
     log = tmp_path / "runs.log"
     worker = await start_worker(server.url, "restart", log, *WORKER, "--prefix", prefix)
     queue = lanemq.RedisJobQueue("restart", server.url, prefix=prefix, connect_timeout=1.0)
-    acknowledged: list[str] = []
-    refused = 0
-    producing = True
-
-    async def produce() -> None:
-        nonlocal refused
-        n = 0
-        while producing:
-            try:
-                job = await queue.add("work", {"n": n})
-            except lanemq.BackendConnectionError:
-                refused += 1  # not acknowledged: it may or may not be there
-                await asyncio.sleep(0.1)
-                continue
-            acknowledged.append(job.id)
-            n += 1
-            await asyncio.sleep(0.02)
-
-    producer = asyncio.create_task(produce())
+    adds = Producer(queue, pace=0.02, pause=0.1, refusals=(lanemq.BackendConnectionError,))
+    acknowledged = adds.acknowledged
+    producer = asyncio.create_task(adds.run())
     down_cpu: list[float] = []
     recovery: list[float] = []
     for _ in range(RESTARTS):
@@ -76,7 +61,7 @@ async def test_workers_resume_after_redis_restarts_and_lose_nothing(
         await eventually(working, "the worker to finish a job after the restart", timeout=20)
         recovery.append(time.monotonic() - restarted)
     await asyncio.sleep(1.0)
-    producing = False
+    adds.producing = False
     await producer
 
     async def all_done() -> bool:
@@ -95,7 +80,7 @@ async def test_workers_resume_after_redis_restarts_and_lose_nothing(
         trials=RESTARTS,
         outage_s=DOWN,
         added=len(acknowledged),
-        refused_while_down=refused,
+        refused_while_down=adds.refused,
         completed=sum(state == "completed" for state in states.values()),
         duplicates=runs.duplicates,
         lost=len(lost),

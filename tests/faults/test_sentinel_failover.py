@@ -19,6 +19,7 @@ from pathlib import Path
 
 import lanemq
 import pytest
+from producer_support import Producer
 from redis_sentinel_support import RedisSentinelSet
 from redis_support import RedisServer
 from support import eventually, redis_prefix
@@ -55,28 +56,13 @@ async def test_the_worker_and_producer_follow_the_new_master_through_a_failover(
     queue = lanemq.RedisJobQueue(
         "failover", url, prefix=prefix, connect_timeout=1.0, min_replicas_ack=1 if acked else 0
     )
-    acknowledged: list[str] = []
-    refused = 0
-    producing = True
-
-    async def produce() -> None:
-        nonlocal refused
-        n = 0
-        while producing:
-            try:
-                job = await queue.add("work", {"n": n})
-            except (lanemq.BackendConnectionError, lanemq.StorageError):
-                refused += 1  # not acknowledged: it may or may not be there
-                await asyncio.sleep(0.05)
-                continue
-            acknowledged.append(job.id)
-            n += 1
-            await asyncio.sleep(0.005)
+    adds = Producer(queue)
+    acknowledged = adds.acknowledged
 
     async def added(n: int) -> bool:
         return len(acknowledged) >= n
 
-    producer = asyncio.create_task(produce())
+    producer = asyncio.create_task(adds.run())
     try:
         await eventually(lambda: added(200), "jobs added before the failover", LIMIT)
         old: RedisServer = sentinel_set.master()
@@ -103,7 +89,7 @@ async def test_the_worker_and_producer_follow_the_new_master_through_a_failover(
         recovery = time.monotonic() - started
         await eventually(lambda: added(first_after + 200), "adds after the failover", LIMIT)
     finally:
-        producing = False
+        adds.producing = False
         await producer
     # What asynchronous replication lost: acknowledged adds the promoted replica never got.
     missing = [job_id for job_id in acknowledged if await queue.get_job(job_id) is None]
@@ -136,7 +122,7 @@ async def test_the_worker_and_producer_follow_the_new_master_through_a_failover(
         old_master=old.port,
         new_master=new.port,
         added=len(acknowledged),
-        refused_during_failover=refused,
+        refused_during_failover=adds.refused,
         acknowledged=len(acknowledged),
         completed=final.get("completed", 0),
         lost=len(missing),

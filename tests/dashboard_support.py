@@ -20,8 +20,9 @@ from lanemq import Job, JobQueue
 from redis_support import free_port
 from starlette.testclient import TestClient
 
-#: The origin of `TestClient`'s requests: what a page of the dashboard itself would send.
-ORIGIN = "http://testserver"
+#: The origin of `client`'s requests: what a page of the dashboard itself would send. (Not
+#: TestClient's own "testserver": without a token the app answers only to loopback names.)
+ORIGIN = "http://localhost"
 SERVER_WAIT = 20.0  # upper bound for the command to listen; never reached when things work
 
 
@@ -50,6 +51,11 @@ async def completed_job(queue: JobQueue, name: str = "send", result: Any = None)
     assert claimed.id == added.id and claimed.lock_token is not None
     await queue.complete(claimed.id, claimed.lock_token, result)
     return await added.refresh()
+
+
+def local_client(application: Any) -> TestClient:
+    """A TestClient of ``application`` whose requests name the host ``localhost``."""
+    return TestClient(application, base_url=ORIGIN)
 
 
 def csrf_of(html: str) -> str:

@@ -95,13 +95,17 @@ class Server:
 
 
 @contextmanager
-def serve(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Iterator[Server]:
+def serve(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, host: str = "127.0.0.1"
+) -> Iterator[Server]:
     """Runs ``python -m lanemq dashboard args... --port <free>`` in ``cwd`` until it
-    listens; stops it (SIGTERM, then SIGKILL) at the end. Its stdout and stderr go to one
-    file (`Server.output`)."""
+    listens at ``host`` (another one is passed as ``--host``); stops it (SIGTERM, then
+    SIGKILL) at the end. Its stdout and stderr go to one file (`Server.output`)."""
     port = free_port()
     log = cwd / f"dashboard-{port}.log"
     command = [sys.executable, "-m", "lanemq", "dashboard", *args, "--port", str(port)]
+    if host != "127.0.0.1":
+        command += ["--host", host]
     with log.open("w") as out:
         proc = subprocess.Popen(
             command,
@@ -112,12 +116,12 @@ def serve(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Iterator[
             text=True,
             env={**os.environ, **(env or {})},
         )
-    server = Server(proc, f"http://127.0.0.1:{port}", log)
+    server = Server(proc, f"http://{host}:{port}", log)
     try:
         deadline = time.monotonic() + SERVER_WAIT
         while True:
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                socket.create_connection((host, port), timeout=0.5).close()
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:

@@ -27,7 +27,7 @@ async def test_without_a_token_it_answers_only_to_loopback_names() -> None:
     queue = InMemoryJobQueue("q")
     with TestClient(app([queue])) as client:  # (its requests name the host "testserver")
         assert client.get("/").status_code == 421
-        for host in LOOPBACK + ("[0:0:0:0:0:0:0:1]:80", "localhost."):
+        for host in (*LOOPBACK, "[0:0:0:0:0:0:0:1]:80", "localhost."):
             assert status(client, host) == 200, host
         for host in FOREIGN:
             for path in ("/", "/queues/q", "/login", "/static/dashboard.css"):

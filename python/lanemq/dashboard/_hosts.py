@@ -20,7 +20,7 @@ from starlette.responses import PlainTextResponse, Response
 from ..exceptions import ConfigError
 
 #: What the dashboard answers to by default without an access token: this machine only.
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 #: In ``allowed_hosts``: any name (the check is left to something in front of the app).
 ANY = "*"
 

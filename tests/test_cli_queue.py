@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from cli_support import Result, lanemq
-from lanemq import Job, LocalJobQueue, RedisJobQueue
-from redis_support import free_port
+from lanemq import Job, LocalJobQueue, RedisJobQueue, list_queue_names
+from redis_support import MakeServer, Resp, free_port
 from support import redis_prefix
 
 URL = "local:./data"
@@ -315,9 +315,39 @@ async def test_obliterate_with_yes_and_json(tmp_path: Path, queue: LocalJobQueue
 
 async def test_a_missing_local_queue_is_not_created(tmp_path: Path) -> None:
     (tmp_path / "data").mkdir()
-    result = await lanemq("queue", URL, "emial", "stats", cwd=tmp_path)
-    assert result.code == 1 and "no queue 'emial'" in result.err
+    for command in (("stats",), ("pause",), ("retry", "--failed")):
+        result = await lanemq("queue", URL, "emial", *command, cwd=tmp_path)
+        assert result.code == 1, (command, result)
+        # (as a Redis queue that is not there says it; then the file it looked for)
+        assert result.err.startswith(f"Error: no queue 'emial' at {URL}: "), result.err
+        assert "data/emial.sqlite3 does not exist" in result.err
     assert list((tmp_path / "data").iterdir()) == []
+
+
+async def test_a_redis_queue_that_is_not_listed_is_refused_not_created(
+    tmp_path: Path, own_redis: MakeServer
+) -> None:
+    # It used to show an empty queue (exit 0), and an action created it.
+    server = own_redis()
+    server.start()
+    with Resp("127.0.0.1", server.port) as raw:
+        raw.command("CONFIG", "SET", "requirepass", "hunter2-secret")
+    url = f"redis://:hunter2-secret@127.0.0.1:{server.port}/0"
+    shown = f"redis://:***@127.0.0.1:{server.port}/0"
+    queue = RedisJobQueue("email", url)
+    await queue.add("send", None)
+    try:
+        for command in (("stats",), ("pause",), ("jobs", "--json"), ("show", "1")):
+            result = await lanemq("queue", url, "emial", *command, cwd=tmp_path)
+            assert (result.code, result.out) == (1, ""), (command, result)
+            assert result.err == f"Error: no queue 'emial' at {shown}\n", command
+        prefixed = await lanemq("queue", "--prefix", "app", url, "email", "stats", cwd=tmp_path)
+        assert prefixed.err == f"Error: no queue 'email' at {shown}\n"
+        assert await list_queue_names(url) == ["email"]  # nothing created
+        listed = await lanemq("queue", url, "email", "stats", "--json", cwd=tmp_path)
+        assert listed.json()["counts"]["waiting"] == 1
+    finally:
+        await queue.close()
 
 
 async def test_an_option_between_the_arguments_is_not_taken_for_a_name(tmp_path: Path) -> None:
@@ -367,8 +397,9 @@ async def test_stats_and_jobs_on_redis(tmp_path: Path, redis_url: str) -> None:
         assert [(row["id"], row["name"]) for row in listed["jobs"]] == [("r1", "send")]
         text = await lanemq(*args, "jobs", cwd=tmp_path)
         assert text.code == 0 and len(text.out.splitlines()) == 3  # header and two jobs
+        # Under the default prefix there is no such queue: refused, not shown empty.
         other = await lanemq("queue", redis_url, name, "stats", "--json", cwd=tmp_path)
-        assert other.json()["counts"]["waiting"] == 0  # the default prefix is another queue
+        assert (other.code, other.err) == (1, f"Error: no queue {name!r} at {redis_url}\n")
     finally:
         await queue.obliterate(force=True)
         await queue.close()

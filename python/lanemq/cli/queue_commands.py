@@ -16,7 +16,7 @@ import click
 from .._redis_url import CLUSTER_SCHEMES, SENTINEL_SCHEMES
 from .._retry_failed import retry_failed
 from ..exceptions import ConfigError, JobNotFoundError, JobStateError, LaneError
-from ..queue import STATES, JobQueue
+from ..queue import STATES, JobQueue, RedisJobQueue
 from ..urls import from_url, local_queue_file, redact_url
 from .output import emit_json
 from .queue_views import (
@@ -84,6 +84,7 @@ def _run(ref: QueueRef, action: Callable[[JobQueue], Awaitable[T]]) -> T:
     async def run() -> T:
         queue = open_queue(ref)
         try:
+            await _check_listed(queue, ref)
             return await action(queue)
         finally:
             await queue.close()
@@ -96,6 +97,14 @@ def _run(ref: QueueRef, action: Callable[[JobQueue], Awaitable[T]]) -> T:
         raise click.ClickException(f"{error} in queue {ref.name!r}") from None
     except LaneError as error:
         raise click.ClickException(str(error)) from None
+
+
+async def _check_listed(queue: JobQueue, ref: QueueRef) -> None:
+    """Refuses a Redis queue that `list_queue_names` does not list (one that holds nothing):
+    a typo in NAME or --prefix would otherwise look like an empty queue, and an action
+    would create it. (A local queue's missing file is refused by `open_queue`.)"""
+    if isinstance(queue, RedisJobQueue) and ref.name not in await queue.list_queues():
+        raise click.ClickException(f"no queue {ref.name!r} at {ref.shown}")
 
 
 def _ref(ctx: click.Context) -> QueueRef:

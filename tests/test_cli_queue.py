@@ -183,6 +183,41 @@ async def test_show_prints_fields_data_result_failure_and_logs(
     }
 
 
+async def test_show_cuts_a_large_data_or_result_unless_full(
+    tmp_path: Path, queue: LocalJobQueue
+) -> None:
+    many = await queue.add("big", {"items": list(range(1000))})
+    [claimed] = await queue.claim("test", 60, 1)
+    await queue.complete(claimed.id, claimed.lock_token or "", "r" * 50_000)
+    text = await q(tmp_path, "show", many.id)
+    assert text.code == 0, text.err
+    # at most 40 lines of the data ({, "items": [, 0 to 37) and 4000 characters of the
+    # result (its quote and 3999 r), then how much was left out
+    assert "      37,\n" in text.out and "      38," not in text.out
+    assert "r" * 3999 + "\n" in text.out and "r" * 4000 not in text.out
+    assert text.out.count("--full shows all") == 2
+    assert "(46002 more characters of 50002: --full shows all)" in text.out
+    assert len(text.out) < 6000
+    whole = await q(tmp_path, "show", many.id, "--full")
+    assert "      999\n" in whole.out and "r" * 50_000 in whole.out
+    assert "--full shows all" not in whole.out
+    document = (await q(tmp_path, "show", many.id, "--json")).json()  # JSON: always whole
+    assert document["data"] == {"items": list(range(1000))}
+    assert document["return_value"] == "r" * 50_000
+    small = await queue.add("small", {"to": "a@example.com"})
+    assert "--full" not in (await q(tmp_path, "show", small.id)).out
+
+
+async def test_json_may_follow_the_queue_name(tmp_path: Path, queue: LocalJobQueue) -> None:
+    job = await queue.add("send", {"n": 1})
+    after_name = await lanemq("queue", URL, "email", "--json", "stats", cwd=tmp_path)
+    assert after_name.json() == (await q(tmp_path, "stats", "--json")).json()
+    shown = await lanemq("queue", URL, "email", "--json", "show", job.id, cwd=tmp_path)
+    assert shown.json()["data"] == {"n": 1}
+    twice = await lanemq("queue", "--json", URL, "email", "--json", "jobs", "--json", cwd=tmp_path)
+    assert [row["id"] for row in twice.json()["jobs"]] == [job.id]
+
+
 async def test_unknown_job_id_exits_1_with_the_message_on_stderr(
     tmp_path: Path, queue: LocalJobQueue
 ) -> None:
@@ -355,10 +390,12 @@ async def test_an_option_between_the_arguments_is_not_taken_for_a_name(tmp_path:
     result = await lanemq("queue", URL, "--json", "stats", cwd=tmp_path)
     assert result.code == 2, result
     assert "'--json' is not a queue NAME" in result.err and "stats --json" in result.err
-    # ... and `queue URL NAME --json show 2` was "No such command '--json'".
-    result = await lanemq("queue", URL, "email", "--json", "show", "2", cwd=tmp_path)
+    # ... and another option between NAME and the command is not taken for the command.
+    result = await lanemq("queue", URL, "email", "--prefix", "p", "stats", cwd=tmp_path)
     assert result.code == 2, result
-    assert "'--json' is not a command" in result.err and "stats --json" in result.err
+    assert "'--prefix' is not a command" in result.err and "stats --json" in result.err
+    result = await lanemq("queue", URL, "email", "--json", cwd=tmp_path)
+    assert result.code == 2 and "Missing command" in result.err, result
     result = await lanemq("queue", URL, "", "stats", cwd=tmp_path)
     assert result.code == 2 and "the queue NAME is empty" in result.err, result
 

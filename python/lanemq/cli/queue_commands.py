@@ -50,8 +50,8 @@ class QueueRef:
 
 
 def json_flag(function: F) -> F:
-    """``--json``, accepted before the command (``queue --json URL NAME stats``) and after it
-    (``queue URL NAME stats --json``)."""
+    """``--json``, accepted before the command (``queue --json URL NAME stats``, or ``queue
+    URL NAME --json stats``: see `_QueueGroup`) and after it (``queue URL NAME stats --json``)."""
     return click.option(
         "--json", "as_json", is_flag=True, help="Print one JSON document (for scripts)."
     )(function)
@@ -132,19 +132,25 @@ def queue_command(name: str, **settings: Any) -> Callable[[F], click.Command]:
 
 #: Where options of ``lanemq queue`` may stand, for the refusals of misplaced ones.
 _WHERE_OPTIONS = (
-    "put options before URL (lanemq queue --json URL NAME stats) or after the command "
-    "(lanemq queue URL NAME stats --json)"
+    "put options before URL (lanemq queue --prefix P URL NAME stats) or after the command "
+    "(lanemq queue URL NAME stats --json); only --json may also follow NAME"
 )
 
 
 class _QueueGroup(click.Group):
     """click reads an option written between NAME and the command as the command's name:
-    refuse it saying where options go, rather than "No such command '--json'"."""
+    ``--json`` there is taken as the group's own; another one is refused saying where
+    options go, rather than "No such command '--prefix'"."""
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
-        if args and args[0].startswith("-"):
+        while args and args[0] == "--json":
+            ctx.params["as_json"] = True
+            args = args[1:]
+        if not args:
+            ctx.fail("Missing command.")
+        if args[0].startswith("-"):
             raise click.UsageError(f"{args[0]!r} is not a command: {_WHERE_OPTIONS}", ctx)
         return super().resolve_command(ctx, args)
 
@@ -159,8 +165,10 @@ def queue_group(ctx: click.Context, url: str, name: str, prefix: str | None, as_
     """Look at and manage the queue NAME at URL.
 
     URL is redis://[:password@]host[:port][/db], unix:///path.sock[?db=N&pass=...], or
-    local:DIR (local:///abs/dir, local:./dir). Times are shown in UTC; --json prints
-    epoch milliseconds. Examples:
+    local:DIR (local:///abs/dir, local:./dir). A queue that is not there (no local file; on
+    Redis, not listed by `lanemq queues`) is refused, not created. Times are shown in UTC;
+    --json (before URL, after NAME, or after the command) prints epoch milliseconds.
+    Examples:
 
     \b
         lanemq queue local:./lanemq-data email stats
@@ -233,7 +241,12 @@ def jobs(ref: QueueRef, states: tuple[str, ...], limit: int, desc: bool) -> None
     show_default=True,
     help="Show the newest N log lines (0: all).",
 )
-def show(ref: QueueRef, job_id: str, log_lines: int) -> None:
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Print the data and result whole (else a large one is cut; --json is always whole).",
+)
+def show(ref: QueueRef, job_id: str, log_lines: int, full: bool) -> None:
     """One job: its fields, data, result or failure, and logs."""
 
     async def read(queue: JobQueue) -> tuple[Any, list[str], int]:

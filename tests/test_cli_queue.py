@@ -254,6 +254,21 @@ async def test_schedulers(tmp_path: Path, queue: LocalJobQueue) -> None:
 # ------------------------------------------------------------------------ changing
 
 
+async def test_remove_scheduler(tmp_path: Path, queue: LocalJobQueue) -> None:
+    tick = await queue.upsert_scheduler("tick", every=60, template=("tick", None))
+    await queue.upsert_scheduler("report", every=3600, template=("report", None))
+    removed = (await q(tmp_path, "remove-scheduler", "tick", "--json")).json()
+    assert removed == {"removed_scheduler": "tick"}
+    assert await queue.get_scheduler("tick") is None
+    assert tick.id is not None and await queue.get_job(tick.id) is None  # its next occurrence
+    assert [s.key for s in await queue.list_schedulers()] == ["report"]
+    text = await q(tmp_path, "remove-scheduler", "report")
+    assert (text.code, text.out) == (0, "scheduler report removed\n")
+    again = await q(tmp_path, "remove-scheduler", "tick")
+    assert (again.code, again.out) == (1, "")
+    assert again.err == "Error: no scheduler 'tick' in queue 'email'\n"
+
+
 async def test_retry_one_job_and_all_failed(tmp_path: Path, queue: LocalJobQueue) -> None:
     first = await queue.add("flaky", 1, attempts=2)
     second = await queue.add("flaky", 2)

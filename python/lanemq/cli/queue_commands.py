@@ -1,7 +1,8 @@
 """``lanemq queue URL NAME <command>``: look at and manage one queue through the public
 `JobQueue` API. Text tables by default, one JSON document with ``--json`` (shapes in
-`queue_views` and the README). An unknown job id, or an operation the job's state refuses,
-prints the reason on stderr and exits 1; bad arguments exit 2."""
+`queue_views` and the README). A queue that is not there, an unknown job id or scheduler
+key, or an operation the job's state refuses, prints the reason on stderr and exits 1; bad
+arguments exit 2."""
 
 from __future__ import annotations
 
@@ -260,7 +261,7 @@ def show(ref: QueueRef, job_id: str, log_lines: int, full: bool) -> None:
     if ref.json:
         emit_json(job_detail(job, logs, count))
     else:
-        click.echo(job_text(job, logs, count))
+        click.echo(job_text(job, logs, count, full=full))
 
 
 @queue_command("retry")
@@ -390,6 +391,19 @@ def schedulers(ref: QueueRef) -> None:
         emit_json({"schedulers": [scheduler_view(s) for s in found]})
     else:
         click.echo(schedulers_text(found))
+
+
+@queue_command("remove-scheduler")
+@click.argument("key")
+def remove_scheduler(ref: QueueRef, key: str) -> None:
+    """Remove the job scheduler KEY, and its next occurrence unless that already started."""
+
+    async def act(queue: JobQueue) -> None:
+        if not await queue.remove_scheduler(key):
+            raise click.ClickException(f"no scheduler {key!r} in queue {ref.name!r}")
+
+    _run(ref, act)
+    _done(ref, {"removed_scheduler": key}, f"scheduler {key} removed")
 
 
 def _done(ref: QueueRef, document: dict[str, Any], text: str) -> None:

@@ -20,8 +20,9 @@ from lanemq import Job, JobQueue
 from redis_support import free_port
 from starlette.testclient import TestClient
 
-#: The origin of `TestClient`'s requests: what a page of the dashboard itself would send.
-ORIGIN = "http://testserver"
+#: The origin of `client`'s requests: what a page of the dashboard itself would send. (Not
+#: TestClient's own "testserver": without a token the app answers only to loopback names.)
+ORIGIN = "http://localhost"
 SERVER_WAIT = 20.0  # upper bound for the command to listen; never reached when things work
 
 
@@ -50,6 +51,11 @@ async def completed_job(queue: JobQueue, name: str = "send", result: Any = None)
     assert claimed.id == added.id and claimed.lock_token is not None
     await queue.complete(claimed.id, claimed.lock_token, result)
     return await added.refresh()
+
+
+def local_client(application: Any) -> TestClient:
+    """A TestClient of ``application`` whose requests name the host ``localhost``."""
+    return TestClient(application, base_url=ORIGIN)
 
 
 def csrf_of(html: str) -> str:
@@ -89,13 +95,17 @@ class Server:
 
 
 @contextmanager
-def serve(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Iterator[Server]:
+def serve(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, host: str = "127.0.0.1"
+) -> Iterator[Server]:
     """Runs ``python -m lanemq dashboard args... --port <free>`` in ``cwd`` until it
-    listens; stops it (SIGTERM, then SIGKILL) at the end. Its stdout and stderr go to one
-    file (`Server.output`)."""
+    listens at ``host`` (another one is passed as ``--host``); stops it (SIGTERM, then
+    SIGKILL) at the end. Its stdout and stderr go to one file (`Server.output`)."""
     port = free_port()
     log = cwd / f"dashboard-{port}.log"
     command = [sys.executable, "-m", "lanemq", "dashboard", *args, "--port", str(port)]
+    if host != "127.0.0.1":
+        command += ["--host", host]
     with log.open("w") as out:
         proc = subprocess.Popen(
             command,
@@ -106,12 +116,12 @@ def serve(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Iterator[
             text=True,
             env={**os.environ, **(env or {})},
         )
-    server = Server(proc, f"http://127.0.0.1:{port}", log)
+    server = Server(proc, f"http://{host}:{port}", log)
     try:
         deadline = time.monotonic() + SERVER_WAIT
         while True:
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                socket.create_connection((host, port), timeout=0.5).close()
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:

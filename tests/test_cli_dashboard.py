@@ -37,6 +37,11 @@ def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         (("memory://",), "a memory:// URL names no queues"),
         (("local:data", "--prefix", "p"), "prefix applies to Redis URLs only"),
         (("local:data", "--port", "70000"), "70000 is not in the range"),
+        # uvicorn used to start the app and then exit 3 on these
+        (("local:data", "--host", "no-such-host.invalid"), "--host 'no-such-host.invalid': cannot"),
+        (("local:data", "--host", "192.0.2.1"), "--host '192.0.2.1': cannot listen on it"),
+        (("local:data", "--host", ""), "--host is empty"),
+        (("local:data", "--allowed-host", "a:80"), "--allowed-host: invalid allowed host 'a:80'"),
     ],
 )
 def test_a_bad_url_or_option_exits_2_with_a_message(

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from cli_support import Result, lanemq
-from lanemq import Job, LocalJobQueue, RedisJobQueue
-from redis_support import free_port
+from lanemq import Job, LocalJobQueue, RedisJobQueue, list_queue_names
+from redis_support import MakeServer, Resp, free_port
 from support import redis_prefix
 
 URL = "local:./data"
@@ -183,6 +183,41 @@ async def test_show_prints_fields_data_result_failure_and_logs(
     }
 
 
+async def test_show_cuts_a_large_data_or_result_unless_full(
+    tmp_path: Path, queue: LocalJobQueue
+) -> None:
+    many = await queue.add("big", {"items": list(range(1000))})
+    [claimed] = await queue.claim("test", 60, 1)
+    await queue.complete(claimed.id, claimed.lock_token or "", "r" * 50_000)
+    text = await q(tmp_path, "show", many.id)
+    assert text.code == 0, text.err
+    # at most 40 lines of the data ({, "items": [, 0 to 37) and 4000 characters of the
+    # result (its quote and 3999 r), then how much was left out
+    assert "      37,\n" in text.out and "      38," not in text.out
+    assert "r" * 3999 + "\n" in text.out and "r" * 4000 not in text.out
+    assert text.out.count("--full shows all") == 2
+    assert "(46002 more characters of 50002: --full shows all)" in text.out
+    assert len(text.out) < 6000
+    whole = await q(tmp_path, "show", many.id, "--full")
+    assert "      999\n" in whole.out and "r" * 50_000 in whole.out
+    assert "--full shows all" not in whole.out
+    document = (await q(tmp_path, "show", many.id, "--json")).json()  # JSON: always whole
+    assert document["data"] == {"items": list(range(1000))}
+    assert document["return_value"] == "r" * 50_000
+    small = await queue.add("small", {"to": "a@example.com"})
+    assert "--full" not in (await q(tmp_path, "show", small.id)).out
+
+
+async def test_json_may_follow_the_queue_name(tmp_path: Path, queue: LocalJobQueue) -> None:
+    job = await queue.add("send", {"n": 1})
+    after_name = await lanemq("queue", URL, "email", "--json", "stats", cwd=tmp_path)
+    assert after_name.json() == (await q(tmp_path, "stats", "--json")).json()
+    shown = await lanemq("queue", URL, "email", "--json", "show", job.id, cwd=tmp_path)
+    assert shown.json()["data"] == {"n": 1}
+    twice = await lanemq("queue", "--json", URL, "email", "--json", "jobs", "--json", cwd=tmp_path)
+    assert [row["id"] for row in twice.json()["jobs"]] == [job.id]
+
+
 async def test_unknown_job_id_exits_1_with_the_message_on_stderr(
     tmp_path: Path, queue: LocalJobQueue
 ) -> None:
@@ -217,6 +252,21 @@ async def test_schedulers(tmp_path: Path, queue: LocalJobQueue) -> None:
 
 
 # ------------------------------------------------------------------------ changing
+
+
+async def test_remove_scheduler(tmp_path: Path, queue: LocalJobQueue) -> None:
+    tick = await queue.upsert_scheduler("tick", every=60, template=("tick", None))
+    await queue.upsert_scheduler("report", every=3600, template=("report", None))
+    removed = (await q(tmp_path, "remove-scheduler", "tick", "--json")).json()
+    assert removed == {"removed_scheduler": "tick"}
+    assert await queue.get_scheduler("tick") is None
+    assert tick.id is not None and await queue.get_job(tick.id) is None  # its next occurrence
+    assert [s.key for s in await queue.list_schedulers()] == ["report"]
+    text = await q(tmp_path, "remove-scheduler", "report")
+    assert (text.code, text.out) == (0, "scheduler report removed\n")
+    again = await q(tmp_path, "remove-scheduler", "tick")
+    assert (again.code, again.out) == (1, "")
+    assert again.err == "Error: no scheduler 'tick' in queue 'email'\n"
 
 
 async def test_retry_one_job_and_all_failed(tmp_path: Path, queue: LocalJobQueue) -> None:
@@ -315,9 +365,39 @@ async def test_obliterate_with_yes_and_json(tmp_path: Path, queue: LocalJobQueue
 
 async def test_a_missing_local_queue_is_not_created(tmp_path: Path) -> None:
     (tmp_path / "data").mkdir()
-    result = await lanemq("queue", URL, "emial", "stats", cwd=tmp_path)
-    assert result.code == 1 and "no queue 'emial'" in result.err
+    for command in (("stats",), ("pause",), ("retry", "--failed")):
+        result = await lanemq("queue", URL, "emial", *command, cwd=tmp_path)
+        assert result.code == 1, (command, result)
+        # (as a Redis queue that is not there says it; then the file it looked for)
+        assert result.err.startswith(f"Error: no queue 'emial' at {URL}: "), result.err
+        assert "data/emial.sqlite3 does not exist" in result.err
     assert list((tmp_path / "data").iterdir()) == []
+
+
+async def test_a_redis_queue_that_is_not_listed_is_refused_not_created(
+    tmp_path: Path, own_redis: MakeServer
+) -> None:
+    # It used to show an empty queue (exit 0), and an action created it.
+    server = own_redis()
+    server.start()
+    with Resp("127.0.0.1", server.port) as raw:
+        raw.command("CONFIG", "SET", "requirepass", "hunter2-secret")
+    url = f"redis://:hunter2-secret@127.0.0.1:{server.port}/0"
+    shown = f"redis://:***@127.0.0.1:{server.port}/0"
+    queue = RedisJobQueue("email", url)
+    await queue.add("send", None)
+    try:
+        for command in (("stats",), ("pause",), ("jobs", "--json"), ("show", "1")):
+            result = await lanemq("queue", url, "emial", *command, cwd=tmp_path)
+            assert (result.code, result.out) == (1, ""), (command, result)
+            assert result.err == f"Error: no queue 'emial' at {shown}\n", command
+        prefixed = await lanemq("queue", "--prefix", "app", url, "email", "stats", cwd=tmp_path)
+        assert prefixed.err == f"Error: no queue 'email' at {shown}\n"
+        assert await list_queue_names(url) == ["email"]  # nothing created
+        listed = await lanemq("queue", url, "email", "stats", "--json", cwd=tmp_path)
+        assert listed.json()["counts"]["waiting"] == 1
+    finally:
+        await queue.close()
 
 
 async def test_an_option_between_the_arguments_is_not_taken_for_a_name(tmp_path: Path) -> None:
@@ -325,10 +405,12 @@ async def test_an_option_between_the_arguments_is_not_taken_for_a_name(tmp_path:
     result = await lanemq("queue", URL, "--json", "stats", cwd=tmp_path)
     assert result.code == 2, result
     assert "'--json' is not a queue NAME" in result.err and "stats --json" in result.err
-    # ... and `queue URL NAME --json show 2` was "No such command '--json'".
-    result = await lanemq("queue", URL, "email", "--json", "show", "2", cwd=tmp_path)
+    # ... and another option between NAME and the command is not taken for the command.
+    result = await lanemq("queue", URL, "email", "--prefix", "p", "stats", cwd=tmp_path)
     assert result.code == 2, result
-    assert "'--json' is not a command" in result.err and "stats --json" in result.err
+    assert "'--prefix' is not a command" in result.err and "stats --json" in result.err
+    result = await lanemq("queue", URL, "email", "--json", cwd=tmp_path)
+    assert result.code == 2 and "Missing command" in result.err, result
     result = await lanemq("queue", URL, "", "stats", cwd=tmp_path)
     assert result.code == 2 and "the queue NAME is empty" in result.err, result
 
@@ -367,8 +449,9 @@ async def test_stats_and_jobs_on_redis(tmp_path: Path, redis_url: str) -> None:
         assert [(row["id"], row["name"]) for row in listed["jobs"]] == [("r1", "send")]
         text = await lanemq(*args, "jobs", cwd=tmp_path)
         assert text.code == 0 and len(text.out.splitlines()) == 3  # header and two jobs
+        # Under the default prefix there is no such queue: refused, not shown empty.
         other = await lanemq("queue", redis_url, name, "stats", "--json", cwd=tmp_path)
-        assert other.json()["counts"]["waiting"] == 0  # the default prefix is another queue
+        assert (other.code, other.err) == (1, f"Error: no queue {name!r} at {redis_url}\n")
     finally:
         await queue.obliterate(force=True)
         await queue.close()

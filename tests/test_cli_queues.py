@@ -7,6 +7,7 @@ from pathlib import Path
 
 from cli_support import lanemq
 from lanemq import LocalJobQueue, RedisJobQueue
+from redis_support import MakeServer, Resp, free_port
 from support import redis_prefix
 
 
@@ -41,3 +42,22 @@ async def test_bad_arguments_exit_2_with_the_reason(tmp_path: Path) -> None:
     prefixed = await lanemq("queues", "local:./data", "--prefix", "p", cwd=tmp_path)
     assert prefixed.code == 2 and "--prefix applies to Redis URLs only" in prefixed.err
     assert not (tmp_path / "data").exists()
+
+
+async def test_a_redis_that_cannot_answer_is_one_error_line_without_the_password(
+    tmp_path: Path, own_redis: MakeServer
+) -> None:
+    # (it was a 38-line traceback, exit code 1)
+    server = own_redis()
+    server.start()
+    with Resp("127.0.0.1", server.port) as raw:
+        raw.command("CONFIG", "SET", "requirepass", "right-hunter2")
+    for url, said in (
+        (f"redis://:hunter2@127.0.0.1:{free_port()}/0", "cannot connect"),
+        (f"redis://:wrong-hunter2@127.0.0.1:{server.port}/0", "refused the credentials"),
+    ):
+        result = await lanemq("queues", url, "--json", cwd=tmp_path)
+        assert result.code == 1, (url, result)
+        assert result.err.startswith("Error: ") and said in result.err, result.err
+        assert len(result.err.splitlines()) == 1 and result.out == ""
+        assert "hunter2" not in result.err

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from conformance.backends import queue_fixture
-from dashboard_support import act, completed_job, count_shown, failed_job
+from dashboard_support import ORIGIN, act, completed_job, count_shown, failed_job, local_client
 from fastapi import FastAPI
 from lanemq import (
     Backoff,
@@ -39,7 +39,7 @@ MINUTE = 60_000
 
 @pytest.fixture
 def client(queue: JobQueue) -> Iterator[TestClient]:
-    with TestClient(app([queue])) as made:
+    with local_client(app([queue])) as made:
         yield made
 
 
@@ -388,7 +388,7 @@ async def test_an_action_takes_only_a_urlencoded_form(queue: JobQueue, client: T
     response = client.post(
         f"{page_of(queue)}/pause",
         content=b'{"csrf": "x"}',
-        headers={"content-type": "application/json", "origin": "http://testserver"},
+        headers={"content-type": "application/json", "origin": ORIGIN},
     )
     assert response.status_code == 415
     assert not await queue.is_paused()
@@ -402,7 +402,7 @@ async def test_mounted_in_fastapi_every_link_and_action_carries_the_mount_path()
     job = await failed_job(queue)
     api = FastAPI()
     api.mount("/ops/dashboard", app([queue]))
-    with TestClient(api) as client:
+    with local_client(api) as client:
         html = client.get("/ops/dashboard/queues/mounted/jobs/failed").text
         assert 'href="/ops/dashboard/static/dashboard.css"' in html
         assert f'href="/ops/dashboard/queues/mounted/job/{job.id}"' in html
@@ -419,7 +419,7 @@ async def test_mounted_in_fastapi_every_link_and_action_carries_the_mount_path()
 async def test_a_local_url_shows_every_queue_of_the_directory(tmp_path: Path) -> None:
     first = LocalJobQueue("alpha", tmp_path)
     await first.add("send", {})
-    with TestClient(app(url=f"local:{tmp_path}")) as client:
+    with local_client(app(url=f"local:{tmp_path}")) as client:
         html = client.get("/").text
         assert '<tr data-queue="alpha">' in html
         second = LocalJobQueue("beta", tmp_path)
@@ -439,7 +439,7 @@ async def test_a_redis_url_shows_the_queues_under_its_prefix(redis_url: str) -> 
     prefix = redis_prefix()
     queue = RedisJobQueue("mail", redis_url, prefix=prefix)
     await failed_job(queue)
-    with TestClient(app(url=redis_url, prefix=prefix)) as client:
+    with local_client(app(url=redis_url, prefix=prefix)) as client:
         html = client.get("/").text
         assert '<tr data-queue="mail">' in html
         job = (await queue.list_jobs("failed"))[0]
@@ -451,7 +451,7 @@ async def test_a_redis_url_shows_the_queues_under_its_prefix(redis_url: str) -> 
 
 def test_a_backend_that_cannot_answer_is_a_503_page() -> None:
     down = RedisJobQueue("q", f"redis://127.0.0.1:{free_port()}/0", connect_timeout=0.5)
-    with TestClient(app([down])) as client:
+    with local_client(app([down])) as client:
         for path in ("/", "/queues/q", "/queues/q/jobs/failed"):
             response = client.get(path)
             assert response.status_code == 503

@@ -9,6 +9,7 @@ import ipaddress
 import logging
 import re
 import signal
+import socket
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,6 +38,31 @@ class _RedactToken(logging.Filter):
         return True
 
 
+def _check_listen_address(host: str) -> None:
+    """Refuses (exit 2, before anything is opened) a ``--host`` this machine cannot listen
+    on: a name that does not resolve, or no address of it that is this machine's. uvicorn
+    would find out only after the app started, and exit 3."""
+    if not host.strip():
+        raise click.UsageError("--host is empty (0.0.0.0 listens on every interface)")
+    try:
+        found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError) as error:
+        reason = getattr(error, "strerror", None) or str(error)
+        raise click.UsageError(f"--host {host!r}: cannot resolve it ({reason})") from None
+    refused: OSError | None = None
+    for family, kind, proto, _, address in found:
+        # Port 0 (any free one): only the address is checked here. As asyncio does when it
+        # listens, an address of a family the machine lacks is skipped if another works.
+        with socket.socket(family, kind, proto) as probe:
+            try:
+                probe.bind((address[0], 0, *address[2:]))
+                return
+            except OSError as error:
+                refused = refused or error
+    reason = refused.strerror if refused is not None else "no address"
+    raise click.UsageError(f"--host {host!r}: cannot listen on it ({reason})")
+
+
 def _loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -61,6 +87,14 @@ def _loopback(host: str) -> bool:
 @click.option(
     "--port", type=click.IntRange(0, 65535), default=8080, show_default=True, help="Port."
 )
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    metavar="NAME",
+    multiple=True,
+    help="Another host name (or address) the dashboard answers to, as browsers write it in "
+    "the URL (repeatable; always: 127.0.0.1, localhost, [::1] and --host).",
+)
 @click.option("--read-only", is_flag=True, help="Show, but offer and accept no actions.")
 @click.option(
     "--token",
@@ -76,6 +110,7 @@ def dashboard_command(
     prefix: str | None,
     host: str,
     port: int,
+    allowed_hosts: Sequence[str],
     read_only: bool,
     token: str | None,
     log_level: str,
@@ -84,34 +119,49 @@ def dashboard_command(
 
     URL is one of lanemq.from_url's: redis://[:password@]host[:port][/db],
     unix:///path.sock, local:DIR. It listens on 127.0.0.1 unless --host says otherwise;
-    anyone who reaches the port can act on the queues unless --token is set. Examples:
+    anyone who reaches the port can act on the queues unless --token is set. It answers
+    only requests for 127.0.0.1, localhost, [::1], the --host value and each --allowed-host
+    (others get 421), so a web page cannot reach it by rebinding its own name. Examples:
 
     \b
         lanemq dashboard local:./lanemq-data --queue email
         LANEMQ_DASHBOARD_TOKEN=s3cret lanemq dashboard redis://localhost:6379/0 \\
-            --queue email --queue reports --host 0.0.0.0 --port 8080
+            --queue email --queue reports --host 0.0.0.0 --allowed-host queues.internal
 
     Stops on SIGTERM or SIGINT (exit code 0)."""
     try:
         import uvicorn
 
         from ..dashboard import app
+        from ..dashboard._hosts import LOOPBACK, AllowedHosts
     except ImportError as error:
         package = (error.name or "?").partition(".")[0]
         raise click.ClickException(
             f"the dashboard needs the package {package!r}: pip install 'lanemq[dashboard]'"
         ) from None
     configure_logging(log_level)
+    _check_listen_address(host)
+    names = list(dict.fromkeys([*LOOPBACK, host, *allowed_hosts]))
+    try:
+        AllowedHosts(names)  # (app() checks them too, but only after the queues are opened)
+    except ConfigError as error:
+        raise click.UsageError(f"--allowed-host: {error}") from None
     queues = []
     try:
         if queue_names:
             for name in dict.fromkeys(queue_names):
                 queues.append(open_queue(QueueRef(url, name, prefix, False)))
-            application = app(queues, read_only=read_only, token=token)
+            application = app(queues, read_only=read_only, token=token, allowed_hosts=names)
         else:
-            application = app(url=url, prefix=prefix, read_only=read_only, token=token)
+            application = app(
+                url=url, prefix=prefix, read_only=read_only, token=token, allowed_hosts=names
+            )
     except ConfigError as error:
         raise click.UsageError(str(error)) from None
+    log.info(
+        "answering requests for the hosts %s (others get 421: --allowed-host NAME adds one)",
+        ", ".join(names),
+    )
     if not _loopback(host) and token is None:
         log.warning(
             "listening on %s without --token: anyone who reaches port %d can retry, remove and "

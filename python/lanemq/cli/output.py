@@ -68,3 +68,19 @@ def pretty(value: Any) -> str:
     """A JSON value for people: indented JSON (a plain string is shown as JSON too, so
     ``"1"`` and ``1`` differ)."""
     return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+#: How much of a job's data or result ``show`` prints without ``--full``: a screenful.
+CLIP_LINES = 40
+CLIP_CHARS = 4000
+
+
+def clipped(text: str, full: bool = False) -> str:
+    """``text``, or its first `CLIP_LINES` lines and `CLIP_CHARS` characters and a line
+    saying how much was left out (unless ``full``)."""
+    lines = text.splitlines()
+    if full or (len(lines) <= CLIP_LINES and len(text) <= CLIP_CHARS):
+        return text
+    kept = "\n".join(lines[:CLIP_LINES])[:CLIP_CHARS]
+    left = len(text) - len(kept)
+    return f"{kept}\n... ({left} more characters of {len(text)}: --full shows all)"

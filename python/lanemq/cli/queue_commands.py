@@ -1,7 +1,8 @@
 """``lanemq queue URL NAME <command>``: look at and manage one queue through the public
 `JobQueue` API. Text tables by default, one JSON document with ``--json`` (shapes in
-`queue_views` and the README). An unknown job id, or an operation the job's state refuses,
-prints the reason on stderr and exits 1; bad arguments exit 2."""
+`queue_views` and the README). A queue that is not there, an unknown job id or scheduler
+key, or an operation the job's state refuses, prints the reason on stderr and exits 1; bad
+arguments exit 2."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import click
 from .._redis_url import CLUSTER_SCHEMES, SENTINEL_SCHEMES
 from .._retry_failed import retry_failed
 from ..exceptions import ConfigError, JobNotFoundError, JobStateError, LaneError
-from ..queue import STATES, JobQueue
+from ..queue import STATES, JobQueue, RedisJobQueue
 from ..urls import from_url, local_queue_file, redact_url
 from .output import emit_json
 from .queue_views import (
@@ -50,8 +51,8 @@ class QueueRef:
 
 
 def json_flag(function: F) -> F:
-    """``--json``, accepted before the command (``queue --json URL NAME stats``) and after it
-    (``queue URL NAME stats --json``)."""
+    """``--json``, accepted before the command (``queue --json URL NAME stats``, or ``queue
+    URL NAME --json stats``: see `_QueueGroup`) and after it (``queue URL NAME stats --json``)."""
     return click.option(
         "--json", "as_json", is_flag=True, help="Print one JSON document (for scripts)."
     )(function)
@@ -84,6 +85,7 @@ def _run(ref: QueueRef, action: Callable[[JobQueue], Awaitable[T]]) -> T:
     async def run() -> T:
         queue = open_queue(ref)
         try:
+            await _check_listed(queue, ref)
             return await action(queue)
         finally:
             await queue.close()
@@ -96,6 +98,14 @@ def _run(ref: QueueRef, action: Callable[[JobQueue], Awaitable[T]]) -> T:
         raise click.ClickException(f"{error} in queue {ref.name!r}") from None
     except LaneError as error:
         raise click.ClickException(str(error)) from None
+
+
+async def _check_listed(queue: JobQueue, ref: QueueRef) -> None:
+    """Refuses a Redis queue that `list_queue_names` does not list (one that holds nothing):
+    a typo in NAME or --prefix would otherwise look like an empty queue, and an action
+    would create it. (A local queue's missing file is refused by `open_queue`.)"""
+    if isinstance(queue, RedisJobQueue) and ref.name not in await queue.list_queues():
+        raise click.ClickException(f"no queue {ref.name!r} at {ref.shown}")
 
 
 def _ref(ctx: click.Context) -> QueueRef:
@@ -123,19 +133,25 @@ def queue_command(name: str, **settings: Any) -> Callable[[F], click.Command]:
 
 #: Where options of ``lanemq queue`` may stand, for the refusals of misplaced ones.
 _WHERE_OPTIONS = (
-    "put options before URL (lanemq queue --json URL NAME stats) or after the command "
-    "(lanemq queue URL NAME stats --json)"
+    "put options before URL (lanemq queue --prefix P URL NAME stats) or after the command "
+    "(lanemq queue URL NAME stats --json); only --json may also follow NAME"
 )
 
 
 class _QueueGroup(click.Group):
     """click reads an option written between NAME and the command as the command's name:
-    refuse it saying where options go, rather than "No such command '--json'"."""
+    ``--json`` there is taken as the group's own; another one is refused saying where
+    options go, rather than "No such command '--prefix'"."""
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
-        if args and args[0].startswith("-"):
+        while args and args[0] == "--json":
+            ctx.params["as_json"] = True
+            args = args[1:]
+        if not args:
+            ctx.fail("Missing command.")
+        if args[0].startswith("-"):
             raise click.UsageError(f"{args[0]!r} is not a command: {_WHERE_OPTIONS}", ctx)
         return super().resolve_command(ctx, args)
 
@@ -150,8 +166,10 @@ def queue_group(ctx: click.Context, url: str, name: str, prefix: str | None, as_
     """Look at and manage the queue NAME at URL.
 
     URL is redis://[:password@]host[:port][/db], unix:///path.sock[?db=N&pass=...], or
-    local:DIR (local:///abs/dir, local:./dir). Times are shown in UTC; --json prints
-    epoch milliseconds. Examples:
+    local:DIR (local:///abs/dir, local:./dir). A queue that is not there (no local file; on
+    Redis, not listed by `lanemq queues`) is refused, not created. Times are shown in UTC;
+    --json (before URL, after NAME, or after the command) prints epoch milliseconds.
+    Examples:
 
     \b
         lanemq queue local:./lanemq-data email stats
@@ -224,7 +242,12 @@ def jobs(ref: QueueRef, states: tuple[str, ...], limit: int, desc: bool) -> None
     show_default=True,
     help="Show the newest N log lines (0: all).",
 )
-def show(ref: QueueRef, job_id: str, log_lines: int) -> None:
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Print the data and result whole (else a large one is cut; --json is always whole).",
+)
+def show(ref: QueueRef, job_id: str, log_lines: int, full: bool) -> None:
     """One job: its fields, data, result or failure, and logs."""
 
     async def read(queue: JobQueue) -> tuple[Any, list[str], int]:
@@ -238,7 +261,7 @@ def show(ref: QueueRef, job_id: str, log_lines: int) -> None:
     if ref.json:
         emit_json(job_detail(job, logs, count))
     else:
-        click.echo(job_text(job, logs, count))
+        click.echo(job_text(job, logs, count, full=full))
 
 
 @queue_command("retry")
@@ -368,6 +391,19 @@ def schedulers(ref: QueueRef) -> None:
         emit_json({"schedulers": [scheduler_view(s) for s in found]})
     else:
         click.echo(schedulers_text(found))
+
+
+@queue_command("remove-scheduler")
+@click.argument("key")
+def remove_scheduler(ref: QueueRef, key: str) -> None:
+    """Remove the job scheduler KEY, and its next occurrence unless that already started."""
+
+    async def act(queue: JobQueue) -> None:
+        if not await queue.remove_scheduler(key):
+            raise click.ClickException(f"no scheduler {key!r} in queue {ref.name!r}")
+
+    _run(ref, act)
+    _done(ref, {"removed_scheduler": key}, f"scheduler {key} removed")
 
 
 def _done(ref: QueueRef, document: dict[str, Any], text: str) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..job import Job
 from ..schedulers import JobScheduler
-from .output import indented, pairs, pretty, table, when
+from .output import clipped, indented, pairs, pretty, table, when
 
 
 def job_summary(job: Job) -> dict[str, Any]:
@@ -66,7 +66,8 @@ def job_detail(job: Job, logs: list[str], log_count: int) -> dict[str, Any]:
     }
 
 
-def job_text(job: Job, logs: list[str], log_count: int) -> str:
+def job_text(job: Job, logs: list[str], log_count: int, *, full: bool = False) -> str:
+    """What ``show`` prints for people; a large data or result is cut unless ``full``."""
     fields: list[tuple[str, Any]] = [
         ("id", job.id),
         ("name", job.name),
@@ -94,9 +95,9 @@ def job_text(job: Job, logs: list[str], log_count: int) -> str:
             fields.append((label, value))
     if job.progress not in (None, 0):
         fields.append(("progress", pretty(job.progress)))
-    parts = [pairs(fields), "data:", indented(pretty(job.data))]
+    parts = [pairs(fields), "data:", indented(clipped(pretty(job.data), full))]
     if job.state == "completed":
-        parts += ["result:", indented(pretty(job.return_value))]
+        parts += ["result:", indented(clipped(pretty(job.return_value), full))]
     if job.failed_reason is not None:
         parts += ["failure:", indented(job.failed_reason)]
     if job.stacktrace:

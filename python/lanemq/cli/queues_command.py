@@ -1,6 +1,6 @@
 """``lanemq queues URL``: the names of the queues a backend holds (`list_queue_names`): the
 queue files of a local directory, the queues under a Redis prefix. One name a line, or one
-JSON list with ``--json``."""
+JSON list with ``--json``. A bad URL exits 2; a server that cannot answer, 1."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from ..exceptions import ConfigError
+from ..exceptions import ConfigError, LanemqError
 from ..urls import list_queue_names
 from .output import emit_json
 from .queue_commands import REDIS_SCHEMES
@@ -34,6 +34,8 @@ def queues_command(url: str, prefix: str | None, as_json: bool) -> None:
         names = asyncio.run(list_queue_names(url, **options))
     except ConfigError as error:
         raise click.UsageError(str(error)) from None
+    except LanemqError as error:  # (an unreachable server: its message names no password)
+        raise click.ClickException(str(error)) from None
     if as_json:
         emit_json(names)
     else:

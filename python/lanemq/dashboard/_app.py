@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from starlette.applications import Starlette
@@ -12,6 +12,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..queue import JobQueue
 from ._actions import HANDLERS, Actions, SignIn
+from ._hosts import LOOPBACK, AllowedHosts
 from ._pages import Pages
 from ._render import Renderer
 from ._security import SIGN_IN, Guard, GuardMiddleware
@@ -25,6 +26,7 @@ def app(
     prefix: str | None = None,
     read_only: bool = False,
     token: str | None = None,
+    allowed_hosts: Iterable[str] | None = None,
 ) -> Starlette:
     """The dashboard of ``queues``, or of every queue at ``url`` (a `lanemq.from_url` URL;
     ``prefix``: the key prefix of Redis queues), as an ASGI application to serve (``lanemq
@@ -41,8 +43,17 @@ def app(
     it behind your own authentication. Actions are POST forms carrying a CSRF token and must
     come from a page of the same host (``Origin``/``Referer``).
 
-    Raises `ConfigError` for a bad URL, a duplicate queue name, or both or neither of
-    ``queues`` and ``url``."""
+    ``allowed_hosts``: the names the app answers to (the ``Host`` of a request, its port
+    aside; names, IPv4 or IPv6 addresses; ``"*"``: any). Another name gets 421, so a page
+    that rebinds its own DNS name to this machine cannot use the dashboard. By default,
+    without a token: ``127.0.0.1``, ``localhost`` and ``[::1]``; with a token: any name
+    (the token guards the app; pass names to check them too).
+
+    Raises `ConfigError` for a bad URL, a duplicate queue name, both or neither of
+    ``queues`` and ``url``, or a bad or empty ``allowed_hosts``."""
+    if allowed_hosts is None and token is None:
+        allowed_hosts = LOOPBACK
+    hosts = None if allowed_hosts is None else AllowedHosts(allowed_hosts)
     options = {} if prefix is None else {"prefix": prefix}
     source = QueueSource(queues, url, options)
     guard = Guard(token, read_only)
@@ -69,7 +80,9 @@ def app(
     ]
     return Starlette(
         routes=routes,
-        middleware=[Middleware(GuardMiddleware, guard=guard, unauthorized=pages.sign_in)],
+        middleware=[
+            Middleware(GuardMiddleware, guard=guard, unauthorized=pages.sign_in, hosts=hosts)
+        ],
         exception_handlers=render.handlers(),
         lifespan=_closing(source),
     )

@@ -14,13 +14,14 @@ import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
-from starlette.datastructures import MutableHeaders
+from starlette.datastructures import Headers, MutableHeaders
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..exceptions import ConfigError
+from ._hosts import AllowedHosts
 
 COOKIE = "lanemq_dashboard"
 #: The sign-in form, which needs no token (nor do the files under ``/static/``).
@@ -129,20 +130,26 @@ def check_same_origin(request: Request) -> None:
 
 
 class GuardMiddleware:
-    """Adds `HEADERS` to every response, and, when an access token is set, lets a request
+    """Adds `HEADERS` to every response; refuses a request whose ``Host`` is not one of
+    ``hosts`` (None: any), on every path; and, when an access token is set, lets a request
     through only with the token: as ``?token=`` (answered with a redirect to the same page
     without it, setting the cookie), as ``Authorization: Bearer``, or in the cookie. Others
     get the sign-in page (``unauthorized``). The sign-in form and the static files need none."""
 
     def __init__(
-        self, app: ASGIApp, guard: Guard, unauthorized: Callable[[Request], Awaitable[Response]]
+        self,
+        app: ASGIApp,
+        guard: Guard,
+        unauthorized: Callable[[Request], Awaitable[Response]],
+        hosts: AllowedHosts | None,
     ) -> None:
         self.app = app
         self.guard = guard
         self.unauthorized = unauthorized
+        self.hosts = hosts
 
     def __repr__(self) -> str:
-        return f"GuardMiddleware({self.guard!r})"
+        return f"GuardMiddleware({self.guard!r}, {self.hosts!r})"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -156,6 +163,11 @@ class GuardMiddleware:
                     headers.setdefault(name, value)
             await send(message)
 
+        if self.hosts is not None:
+            refusal = self.hosts.refusal(Headers(scope=scope).get("host"))
+            if refusal is not None:
+                await refusal(scope, receive, send_with_headers)
+                return
         path = _route_path(scope)
         if not self.guard.needs_token or path == SIGN_IN or path.startswith("/static/"):
             await self.app(scope, receive, send_with_headers)

@@ -331,7 +331,8 @@ class QueueManager:
 
     async def submit(self, lane_id: str, command: Any, /, *args: Any, **kwargs: Any) -> Any:
         """Runs ``command(*args, **kwargs)`` in ``lane_id`` and returns its result (or raises
-        its error, `CommandTimeoutError` on the lane's timeout)."""
+        its error, `CommandTimeoutError` on the lane's timeout). Unlike `submit_named`, which
+        returns the handle, this awaits the command itself."""
         return await self.submit_nowait(lane_id, command, *args, **kwargs)
 
     def _unknown_lane(self, lane_id: str) -> UnknownLaneError:
@@ -367,9 +368,11 @@ class QueueManager:
     async def submit_named(
         self, lane_id: str, name: str, payload: Any = None
     ) -> CommandHandle[Any]:
-        """Submits the registered command ``name`` with a JSON ``payload``. With storage, the
-        command is on disk before this returns and runs again after a restart if it did not
-        finish; the handle is returned once it is stored."""
+        """Submits the registered command ``name`` with a JSON ``payload`` and returns its
+        `CommandHandle` (await the handle for the result), not the result as `submit` does: the
+        call awaits only the durable write, and lanes that outlive a process build on the
+        handle. With storage, the command is on disk before this returns and runs again after
+        a restart if it did not finish."""
         if name not in self._registry:
             raise LookupError(f"no command registered as {name!r}")
         if lane_id not in self._lane_index:

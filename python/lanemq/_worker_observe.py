@@ -12,12 +12,11 @@ own beside renewals and stalled recovery, never from the calls that claim or fin
   the registry.
 
 A failing heartbeat or record is logged and passed to the ``error`` hooks, like the other
-chores' failures: it never stops the worker."""
+chores' failures (`JobWorker._run_chore`): it never stops the worker."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import math
 import os
 import socket
@@ -32,8 +31,6 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from .worker import JobWorker
-
-log = logging.getLogger("lanemq.worker")
 
 #: The shortest heartbeat interval: nothing polls a backend more often than once a second.
 MIN_HEARTBEAT_INTERVAL = 1.0
@@ -120,11 +117,7 @@ class WorkerObserver:
         await self._safely(self._leave)
 
     async def _safely(self, chore: Callable[[], Awaitable[None]]) -> None:
-        try:
-            await chore()
-        except Exception as error:
-            log.exception("worker %s: %s failed", self.worker.id, chore.__name__.lstrip("_"))
-            await self.worker._hook("error", error)
+        await self.worker._run_chore(chore)
 
     def info(self, now: int) -> WorkerInfo:
         worker = self.worker

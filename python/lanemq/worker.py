@@ -179,6 +179,8 @@ class JobWorker:
         # this worker: lanemq.otel sets both at the start of a run while tracing is on.
         self._outcomes: _tracing.Outcomes = queue
         self._traced_by: WorkerTracing | None = None
+        # How the chores' failures are logged: an unreachable backend once, not every round.
+        self._outage = _worker_log.Outage(self.id)
 
     @property
     def _wake(self) -> asyncio.Future[None] | None:
@@ -717,11 +719,19 @@ class JobWorker:
                 return
             except asyncio.TimeoutError:
                 pass
-            try:
-                await chore()
-            except Exception as error:
-                log.exception("worker %s: %s failed", self.id, chore.__name__)
-                await self._hook("error", error)
+            await self._run_chore(chore)
+
+    async def _run_chore(self, chore: Callable[[], Awaitable[None]]) -> None:
+        """Runs ``chore`` once: a failure is logged (`_worker_log.Outage`) and goes to the
+        ``error`` hooks, never further."""
+        name = chore.__name__.lstrip("_")
+        try:
+            await chore()
+        except Exception as error:
+            self._outage.failed(name, error)
+            await self._hook("error", error)
+        else:
+            self._outage.succeeded(name)
 
     async def _renew(self) -> None:
         held = self._book.leases()

@@ -96,7 +96,8 @@ class JobWorker:
     ``metrics_max_data_points`` (None: off, as BullMQ's ``metrics`` option; `MetricsTime` has
     usual values) it records the jobs it completed and failed for good per minute
     (`JobQueue.get_metrics`), at most once a second and at close: nothing is added to the calls
-    that claim or finish jobs."""
+    that claim or finish jobs. `run_once` and `run_until_idle` record the metrics too (as they
+    return), but do not heartbeat."""
 
     def __init__(
         self,

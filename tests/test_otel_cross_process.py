@@ -181,6 +181,21 @@ from opentelemetry import trace
 import lanemq
 from lanemq import FlowJob, InMemoryJobQueue, otel"""
 
+NO_API = """
+import asyncio, json, sys
+
+sys.modules["opentelemetry"] = None  # as if the otel extra were not installed
+import lanemq
+
+async def main():
+    queue = lanemq.InMemoryJobQueue("plain")
+    job = await queue.add("x", None)
+    processed = await lanemq.JobWorker(queue, lambda job: None).run_until_idle()
+    print(json.dumps({"telemetry": job.options.telemetry, "processed": processed}))
+
+asyncio.run(main())
+"""
+
 
 def _run(script: str, *args: str) -> dict[str, Any]:
     done = subprocess.run(
@@ -240,3 +255,7 @@ def test_a_provider_set_after_the_queue_is_made_traces_the_next_add(imports: str
     assert out["spans"] == sorted(
         ["send late", "create late", "send late", "send late", "send late"]
     )
+
+
+def test_without_the_api_installed_lanemq_imports_and_adds() -> None:
+    assert _run(NO_API) == {"telemetry": None, "processed": 1}

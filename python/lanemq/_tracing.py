@@ -120,13 +120,20 @@ def start() -> None:
     if active is not None or explicit:
         return
     api = sys.modules.get(_API)
-    if api is None and importlib.util.find_spec(_API) is None:
+    if api is None and not _api_installed():
         return
     active = Watch()
     if api is not None:
         # (a provider named by OTEL_PYTHON_TRACER_PROVIDER is made by this first look)
         api.get_tracer_provider()
     refresh()
+
+
+def _api_installed() -> bool:
+    try:
+        return importlib.util.find_spec(_API) is not None
+    except ImportError:  # no ``opentelemetry`` package at all (or one that cannot load)
+        return False
 
 
 def refresh() -> Instrumentation | None:

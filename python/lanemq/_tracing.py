@@ -123,9 +123,6 @@ def start() -> None:
     if api is None and not _api_installed():
         return
     active = Watch()
-    if api is not None:
-        # (a provider named by OTEL_PYTHON_TRACER_PROVIDER is made by this first look)
-        api.get_tracer_provider()
     refresh()
 
 
@@ -143,7 +140,8 @@ def refresh() -> Instrumentation | None:
     if isinstance(current, Watch):
         api = current.api or sys.modules.get(_API)
         if api is not None:
-            api.get_tracer_provider()  # (as in `start`)
+            # (the API makes a provider named by OTEL_PYTHON_TRACER_PROVIDER at this look)
+            api.get_tracer_provider()
         return current.tracing()
     return current
 

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from redis_support import MakeServer
 
 _SDK = """
@@ -134,6 +135,67 @@ async def main():
 asyncio.run(main())
 """
 
+#: The usual manual set-up: imports at the top (lanemq first, as isort orders them, or the API
+#: first), the provider set in main() once the queue exists, then adds.
+LATE_PROVIDER = """
+import asyncio, json, sys
+
+{imports}
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+async def main():
+    queue = InMemoryJobQueue("late")
+    before = otel.is_instrumented()
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    job = await queue.add("mail", None)
+    [bulk] = await queue.add_bulk([("digest", 1)])
+    flow = await queue.add_flow(FlowJob("report", None, children=[FlowJob("part", None)]))
+    spans = exporter.get_finished_spans()
+    send = [s for s in spans if s.attributes.get("messaging.message.id") == job.id]
+    print(json.dumps({{
+        "before": before,
+        "after": otel.is_instrumented(),
+        "spans": sorted(s.name for s in spans),
+        "send": [s.name for s in send],
+        "carried": format(send[0].context.span_id, "016x") if send else None,
+        "telemetry": (job.options.telemetry or {{}}).get("traceparent"),
+        "bulk_telemetry": bulk.options.telemetry is not None,
+        "flow_telemetry": flow.job.options.telemetry is not None,
+    }}))
+
+asyncio.run(main())
+"""
+
+LANEMQ_FIRST = """\
+import lanemq
+from lanemq import FlowJob, InMemoryJobQueue, otel
+from opentelemetry import trace"""
+
+API_FIRST = """\
+from opentelemetry import trace
+import lanemq
+from lanemq import FlowJob, InMemoryJobQueue, otel"""
+
+NO_API = """
+import asyncio, json, sys
+
+sys.modules["opentelemetry"] = None  # as if the otel extra were not installed
+import lanemq
+
+async def main():
+    queue = lanemq.InMemoryJobQueue("plain")
+    job = await queue.add("x", None)
+    processed = await lanemq.JobWorker(queue, lambda job: None).run_until_idle()
+    print(json.dumps({"telemetry": job.options.telemetry, "processed": processed}))
+
+asyncio.run(main())
+"""
+
 
 def _run(script: str, *args: str) -> dict[str, Any]:
     done = subprocess.run(
@@ -180,3 +242,20 @@ def test_without_a_provider_nothing_is_recorded_and_jobs_carry_no_telemetry(
         "processed": 3,
         "current_span_valid": [False, False, False],
     }
+
+
+@pytest.mark.parametrize("imports", [LANEMQ_FIRST, API_FIRST], ids=["lanemq-first", "api-first"])
+def test_a_provider_set_after_the_queue_is_made_traces_the_next_add(imports: str) -> None:
+    out = _run(LATE_PROVIDER.format(imports=imports))
+    assert (out["before"], out["after"]) == (False, True)
+    assert out["send"] == ["send late"]
+    assert out["telemetry"] is not None
+    assert out["telemetry"].split("-")[2] == out["carried"]  # the job carries the send span
+    assert (out["bulk_telemetry"], out["flow_telemetry"]) == (True, True)
+    assert out["spans"] == sorted(
+        ["send late", "create late", "send late", "send late", "send late"]
+    )
+
+
+def test_without_the_api_installed_lanemq_imports_and_adds() -> None:
+    assert _run(NO_API) == {"telemetry": None, "processed": 1}

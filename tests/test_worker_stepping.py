@@ -220,3 +220,22 @@ async def test_a_rate_limit_pause_is_waited_out(queue: JobQueue) -> None:
     assert await asyncio.wait_for(worker.run_until_idle(), LIMIT) == 1
     assert runs == [1, 1]  # released without using the attempt, then run again
     assert (await queue.finished_result(job.id)).value == "ok"
+
+
+async def test_stepping_records_per_minute_metrics_as_run_does(queue: JobQueue) -> None:
+    async def work(job: Job) -> object:
+        if job.data == "bad":
+            raise RuntimeError("bad input")
+        return job.data
+
+    await queue.add_bulk([("e", i) for i in range(4)])
+    await queue.add("e", "bad")  # one attempt: failed for good
+    worker = JobWorker(queue, work, metrics_max_data_points=60)
+    assert await asyncio.wait_for(worker.run_until_idle(), LIMIT) == 5
+    completed = await queue.get_metrics("completed")
+    assert (completed.count, sum(completed.data)) == (4, 4)
+    assert (await queue.get_metrics("failed")).count == 1
+    await queue.add("e", "one more")
+    assert await asyncio.wait_for(worker.run_once(), LIMIT) == 1
+    assert (await queue.get_metrics("completed")).count == 5
+    assert await queue.get_workers() == []  # a stepped worker does not heartbeat

@@ -65,9 +65,9 @@ from .worker import JobWorker, LockLostWarning, UnknownJobNameWarning
 # printed (not even Python's "last resort" warnings).
 logging.getLogger("lanemq").addHandler(logging.NullHandler())
 
-# OpenTelemetry tracing turns on by itself when a real tracer provider is already set (it is
-# looked for again when a worker starts); otherwise this costs one look at sys.modules.
-_tracing.refresh()
+# OpenTelemetry tracing turns on by itself when a real tracer provider is set, now or later
+# (`_tracing.Watch`); without the API installed this costs one look for it.
+_tracing.start()
 
 __all__ = [
     "DEFAULT_LANES",

@@ -1,29 +1,97 @@
 """The switch the hot paths test for OpenTelemetry (`lanemq.otel`): one module global,
-``active``, None while tracing is off. It imports nothing of OpenTelemetry, so that a process
-with no tracer provider (the common case: FastAPI alone brings opentelemetry-api along) pays
-one ``is None`` per `JobQueue.add`, and a worker nothing per job.
+``active``. It imports nothing of OpenTelemetry, so that a process with no tracer provider
+(the common case: FastAPI alone brings opentelemetry-api along) pays little per
+`JobQueue.add` (one ``is None``, or while a provider may still come, a look at the API's
+global, as its proxy tracer takes), and a worker nothing per job.
 
-Automatic activation: tracing turns on by itself when ``opentelemetry.trace`` is loaded and a
-real tracer provider (not the API's proxy or no-op one) is set; `refresh` looks at import of
-lanemq, at the start of every `JobWorker.run` / `run_once` / `run_until_idle` and when a
-`QueueManager` is made. After `lanemq.otel.instrument` or `uninstrument` it looks no more: the
-explicit choice stands."""
+Automatic activation: tracing turns on by itself once a real tracer provider (not the API's
+proxy or no-op one) is set, whenever that is. When lanemq is imported and the API is installed
+but no provider is set, ``active`` is a `Watch`: each producer call looks whether one is set
+now (the global provider can be set once only, so the first provider seen settles it: tracing
+on for a real one, off for good otherwise). A worker looks at the start of every `JobWorker.run`
+/ `run_once` / `run_until_idle`, and a `QueueManager` when it is made. After
+`lanemq.otel.instrument` or `uninstrument` it looks no more: the explicit choice stands."""
 
 from __future__ import annotations
 
+import importlib.util
 import sys
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .exceptions import ConfigError
 
 if TYPE_CHECKING:
+    from ._core import JobOptions, JobRecord, _AddedRow, _FlowNodeArgs
     from .job import Job
     from .otel import Instrumentation, LaneTracing
+    from .queue import JobQueue
     from .worker import JobWorker
 
-#: The instrumentation `JobQueue.add`, `add_bulk` and `add_flow` hand their calls to, or None.
-active: Instrumentation | None = None
+_API = "opentelemetry.trace"
+
+
+class Watch:
+    """``active`` while automatic activation waits for a tracer provider: the producer calls
+    of `JobQueue` go straight to the backend until one is set, then to the instrumentation
+    that `settle` makes of it."""
+
+    def __init__(self) -> None:
+        #: ``opentelemetry.trace`` once something imported it (lanemq never does).
+        self.api: Any = None
+
+    def tracing(self) -> Instrumentation | None:
+        """The instrumentation in force: None while no provider is set (one read of the API's
+        global, as its proxy tracer reads it), else what `settle` decides."""
+        api = self.api
+        if api is None:
+            api = self.api = sys.modules.get(_API)
+            if api is None:
+                return None
+        try:
+            if api._TRACER_PROVIDER is None:
+                return None
+        except AttributeError:  # an API without its proxy's global: the public look
+            if not _real_provider(api):
+                return None
+        return settle(api)
+
+    def add(
+        self, queue: JobQueue, name: str, body: str, options: JobOptions | None, now: int
+    ) -> Awaitable[JobRecord]:
+        tracing = self.tracing()
+        if tracing is None:
+            return queue._core.add(name, body, options, now)
+        return tracing.add(queue, name, body, options, now)
+
+    def add_bulk(
+        self, queue: JobQueue, items: list[tuple[str, str, JobOptions | None]], now: int
+    ) -> Awaitable[list[JobRecord]]:
+        tracing = self.tracing()
+        if tracing is None:
+            return queue._core.add_bulk(items, now)
+        return tracing.add_bulk(queue, items, now)
+
+    def add_flow(
+        self, queue: JobQueue, args: _FlowNodeArgs, now: int | None
+    ) -> Awaitable[list[_AddedRow]]:
+        tracing = self.tracing()
+        if tracing is None:
+            return queue._core.add_flow(args, now)
+        return tracing.add_flow(queue, args, now)
+
+    def add_children(
+        self, queue: JobQueue, job_id: str, token: str, args: list[_FlowNodeArgs], now: int | None
+    ) -> Awaitable[list[_AddedRow]]:
+        tracing = self.tracing()
+        if tracing is None:
+            return queue._core.add_children(job_id, token, args, now)
+        return tracing.add_children(queue, job_id, token, args, now)
+
+
+#: What `JobQueue.add`, `add_bulk`, `add_flow` and `add_children` hand their calls to: the
+#: instrumentation, a `Watch` for a provider to come, or None (off; their direct path).
+active: Instrumentation | Watch | None = None
 #: Set by `lanemq.otel.instrument` / `uninstrument`: no automatic switching after either.
 explicit = False
 
@@ -45,16 +113,52 @@ class Outcomes(Protocol):
     ) -> list[tuple[str, bool, str | None]]: ...
 
 
-def refresh() -> Instrumentation | None:
-    """Turns automatic tracing on if it is not yet and a real tracer provider is set now (a
-    look at ``sys.modules`` first: an API that was never imported has no provider)."""
-    if active is None and not explicit:
-        trace = sys.modules.get("opentelemetry.trace")
-        if trace is not None and _real_provider(trace):
-            from . import otel
+def start() -> None:
+    """At import of lanemq: tracing on if a real provider is set already; else, if the API is
+    installed (imported or not), a `Watch` for one; else (no API) off, at no cost."""
+    global active
+    if active is not None or explicit:
+        return
+    api = sys.modules.get(_API)
+    if api is None and not _api_installed():
+        return
+    active = Watch()
+    refresh()
 
-            otel.auto_instrument()
-    return active
+
+def _api_installed() -> bool:
+    try:
+        return importlib.util.find_spec(_API) is not None
+    except ImportError:  # no ``opentelemetry`` package at all (or one that cannot load)
+        return False
+
+
+def refresh() -> Instrumentation | None:
+    """The instrumentation in force now (None: tracing is off), a provider set since the
+    last look included."""
+    current = active
+    if isinstance(current, Watch):
+        api = current.api or sys.modules.get(_API)
+        if api is not None:
+            # (the API makes a provider named by OTEL_PYTHON_TRACER_PROVIDER at this look)
+            api.get_tracer_provider()
+        return current.tracing()
+    return current
+
+
+def settle(api: Any) -> Instrumentation | None:
+    """A global tracer provider is set (for good: the API sets it once): automatic tracing
+    turns on if it is a real one, off otherwise."""
+    global active
+    if not isinstance(active, Watch):  # (an explicit choice came first)
+        return active
+    if _real_provider(api):
+        from . import otel
+
+        otel.auto_instrument()
+    else:
+        active = None
+    return refresh()
 
 
 def _real_provider(trace: Any) -> bool:

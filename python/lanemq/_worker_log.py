@@ -1,7 +1,8 @@
 """What `JobWorker` logs, under ``lanemq.worker``: job starts and completions at DEBUG (with
 the time since the claim), failed attempts at WARNING (with the reason and whether the job
-will retry), outcomes that could not be recorded and recovered stalls at WARNING. Per-job
-lines are only formatted when their level is enabled."""
+will retry), outcomes that could not be recorded and recovered stalls at WARNING, a backend
+that its chores cannot reach once as it goes away and once as it answers again (`Outage`).
+Per-job lines are only formatted when their level is enabled."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import logging
 import time
 
 from ._core import OutcomeBatch
+from .exceptions import BackendConnectionError
 from .job import Job
 
 log = logging.getLogger("lanemq.worker")
@@ -72,3 +74,35 @@ def stalled(worker_id: str, recovered: list[str], failed: list[str]) -> None:
             len(failed),
             ", ".join(failed),
         )
+
+
+class Outage:
+    """What a worker's chores (heartbeat, metrics, lease renewals, stalled recovery) log of
+    their failures. A backend that is away (`BackendConnectionError`) fails each of them on
+    every round: a traceback every few seconds would bury the log, so the outage gets one
+    WARNING line as the first chore fails and one as the last of the failing chores succeeds
+    again. Any other failure is logged with its traceback each time."""
+
+    def __init__(self, worker_id: str) -> None:
+        self.worker_id = worker_id
+        #: The chores whose last run failed on the connection.
+        self.failing: set[str] = set()
+
+    def failed(self, chore: str, error: Exception) -> None:
+        if not isinstance(error, BackendConnectionError):
+            log.error("worker %s: %s failed", self.worker_id, chore, exc_info=error)
+            return
+        if not self.failing:
+            log.warning(
+                "worker %s: backend unreachable (%s failed: %s); the chores go on trying",
+                self.worker_id,
+                chore,
+                error,
+            )
+        self.failing.add(chore)
+
+    def succeeded(self, chore: str) -> None:
+        if chore in self.failing:
+            self.failing.discard(chore)
+            if not self.failing:
+                log.warning("worker %s: backend reachable again (%s)", self.worker_id, chore)

@@ -2,7 +2,9 @@
 own beside renewals and stalled recovery, never from the calls that claim or finish jobs:
 
 - its heartbeat: a `WorkerInfo` with a ttl of three intervals, the first as ``run()`` starts,
-  then every ``heartbeat_interval``; it leaves the registry at close;
+  then every ``heartbeat_interval``; it leaves the registry at close (not for `run_once` and
+  `run_until_idle`, which record metrics only: a worker stepped by hand is not a member of
+  the registry between its steps);
 - with ``metrics_max_data_points``, its metrics: what the worker's ``processed`` and
   ``failed`` counters (`WorkerBook`) grew by, recorded per minute at most once a second. The
   chore wakes on whole seconds of the wall clock, and what it takes goes to the minute of the
@@ -12,12 +14,11 @@ own beside renewals and stalled recovery, never from the calls that claim or fin
   the registry.
 
 A failing heartbeat or record is logged and passed to the ``error`` hooks, like the other
-chores' failures: it never stops the worker."""
+chores' failures (`JobWorker._run_chore`): it never stops the worker."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import math
 import os
 import socket
@@ -32,8 +33,6 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from .worker import JobWorker
-
-log = logging.getLogger("lanemq.worker")
 
 #: The shortest heartbeat interval: nothing polls a backend more often than once a second.
 MIN_HEARTBEAT_INTERVAL = 1.0
@@ -78,10 +77,12 @@ def _next_second(now: float) -> float:
 
 
 class WorkerObserver:
-    """The heartbeat and metrics of one ``run()`` of ``worker``."""
+    """The heartbeat and metrics of one ``run()`` of ``worker``; without ``heartbeats``, the
+    metrics of one `run_once` / `run_until_idle`."""
 
-    def __init__(self, worker: JobWorker) -> None:
+    def __init__(self, worker: JobWorker, heartbeats: bool = True) -> None:
         self.worker = worker
+        self.heartbeats = heartbeats
         self.started_at = _now_ms()
         book = worker._book
         # The counters as last taken (jobs finished before this run are not recorded), and
@@ -90,14 +91,17 @@ class WorkerObserver:
         self._since = self.started_at
         # Counts taken but not recorded yet: (kind, minute) -> n.
         self._pending: dict[tuple[str, int], int] = {}
-        self._next_heartbeat = 0.0
+        self._next_heartbeat = 0.0 if heartbeats else math.inf
 
     async def run(self, stopped: asyncio.Event) -> None:
         """Heartbeats at once, then wakes for heartbeats and (metrics on) every whole second,
         until ``stopped``."""
         worker = self.worker
         metrics = worker.metrics_max_data_points is not None
-        await self._safely(self._heartbeat)
+        if not (metrics or self.heartbeats):
+            return
+        if self.heartbeats:
+            await self._safely(self._heartbeat)
         while True:
             now = time.time()
             wake = self._next_heartbeat
@@ -117,14 +121,11 @@ class WorkerObserver:
         """At close: the last metrics, then out of the registry."""
         if self.worker.metrics_max_data_points is not None:
             await self._safely(self._record)
-        await self._safely(self._leave)
+        if self.heartbeats:
+            await self._safely(self._leave)
 
     async def _safely(self, chore: Callable[[], Awaitable[None]]) -> None:
-        try:
-            await chore()
-        except Exception as error:
-            log.exception("worker %s: %s failed", self.worker.id, chore.__name__.lstrip("_"))
-            await self.worker._hook("error", error)
+        await self.worker._run_chore(chore)
 
     def info(self, now: int) -> WorkerInfo:
         worker = self.worker

@@ -7,6 +7,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from . import _tracing
+from ._worker_observe import WorkerObserver
 
 if TYPE_CHECKING:
     from .worker import JobWorker
@@ -27,7 +28,11 @@ async def step(worker: JobWorker, *, until_idle: bool, timeout: float | None) ->
     worker._deadline = None
     worker._stopped = asyncio.Event()
     run_done = worker._run_done = loop.create_future()
-    renewals = loop.create_task(worker._every(worker.renew_every, worker._renew))
+    # Per-minute metrics as run() records them (no heartbeat: see WorkerObserver).
+    observer = WorkerObserver(worker, heartbeats=False)
+    chores = [loop.create_task(worker._every(worker.renew_every, worker._renew))]
+    if worker.metrics_max_data_points is not None:
+        chores.append(loop.create_task(observer.run(worker._stopped)))
     before = worker.processed + worker.attempts_failed
     deadline = None if timeout is None else loop.time() + timeout
     timed_out = False
@@ -43,7 +48,8 @@ async def step(worker: JobWorker, *, until_idle: bool, timeout: float | None) ->
             await worker._wind_down()
         finally:
             worker._stopped.set()
-            await asyncio.gather(renewals, return_exceptions=True)
+            await asyncio.gather(*chores, return_exceptions=True)
+            await observer.finish()  # the last metrics
             worker._running = worker._run_done = None
             run_done.set_result(None)
     count = worker.processed + worker.attempts_failed - before

@@ -18,6 +18,7 @@ import contextlib
 import functools
 import inspect
 import logging
+import math
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from typing import Any, ParamSpec, Protocol, TypeVar, overload
@@ -37,6 +38,7 @@ from ._metrics_feed import MetricsFeed
 from .events import Event, EventBus, Subscription
 from .exceptions import (
     CommandTimeoutError,
+    ConfigError,
     DrainTimeoutError,
     ShutdownError,
     UnknownLaneError,
@@ -79,6 +81,14 @@ class Alert:
     value: float
 
 
+def _checked_close_timeout(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"invalid close_timeout: {value!r} (must be a number of seconds)")
+    if not value >= 0:  # also refuses NaN
+        raise ConfigError(f"invalid close_timeout: {value!r} (must be >= 0 seconds)")
+    return float(value)
+
+
 def _is_async_callable(fn: Any) -> bool:
     while isinstance(fn, functools.partial):
         fn = fn.func
@@ -104,6 +114,10 @@ class QueueManager:
     ``metrics_sink`` (a `lanemq.metrics_sink.LaneMetricsSink`, such as the Prometheus or
     OpenTelemetry ones) also receives each command's counters and durations as they happen;
     without one only the built-in counters of `metrics()` are kept, at no extra cost.
+
+    Leaving ``async with`` shuts down, waits at most ``close_timeout`` seconds (default 8;
+    ``math.inf``: no limit) for the commands in flight, or not at all when the body raised,
+    then cancels what is left (`close`).
     """
 
     def __init__(
@@ -117,7 +131,9 @@ class QueueManager:
         autostart: bool = True,
         metrics_sink: LaneMetricsSink | None = None,
         tracing: bool | None = None,
+        close_timeout: float = 8.0,
     ) -> None:
+        self._close_timeout = _checked_close_timeout(close_timeout)
         lane_list = list(lanes)
         # lanemq.otel's span per command (True, or None: as lanemq.otel.instrument says).
         self._tracing = _tracing.lane_tracing(tracing)
@@ -244,10 +260,14 @@ class QueueManager:
         await self.start()
         return self
 
-    async def __aexit__(self, *exc_info: object) -> None:
+    async def __aexit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        # A body that raised is failing already: its error should not wait on work in flight.
+        wait = 0.0 if exc_type is not None else self._close_timeout
         try:
             await self.shutdown()
-            await self.drain()
+            if wait > 0:
+                with contextlib.suppress(DrainTimeoutError):
+                    await self.drain(None if math.isinf(wait) else wait)
         finally:
             await self.close()
 
@@ -331,7 +351,8 @@ class QueueManager:
 
     async def submit(self, lane_id: str, command: Any, /, *args: Any, **kwargs: Any) -> Any:
         """Runs ``command(*args, **kwargs)`` in ``lane_id`` and returns its result (or raises
-        its error, `CommandTimeoutError` on the lane's timeout)."""
+        its error, `CommandTimeoutError` on the lane's timeout). Unlike `submit_named`, which
+        returns the handle, this awaits the command itself."""
         return await self.submit_nowait(lane_id, command, *args, **kwargs)
 
     def _unknown_lane(self, lane_id: str) -> UnknownLaneError:
@@ -367,9 +388,11 @@ class QueueManager:
     async def submit_named(
         self, lane_id: str, name: str, payload: Any = None
     ) -> CommandHandle[Any]:
-        """Submits the registered command ``name`` with a JSON ``payload``. With storage, the
-        command is on disk before this returns and runs again after a restart if it did not
-        finish; the handle is returned once it is stored."""
+        """Submits the registered command ``name`` with a JSON ``payload`` and returns its
+        `CommandHandle` (await the handle for the result), not the result as `submit` does: the
+        call awaits only the durable write, and lanes that outlive a process build on the
+        handle. With storage, the command is on disk before this returns and runs again after
+        a restart if it did not finish."""
         if name not in self._registry:
             raise LookupError(f"no command registered as {name!r}")
         if lane_id not in self._lane_index:

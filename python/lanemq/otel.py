@@ -2,10 +2,11 @@
 conventions (the ``otel`` extra: ``pip install 'lanemq[otel]'``, which brings
 opentelemetry-api; an SDK, exporters and their set-up are the application's).
 
-Activation: automatic once ``opentelemetry.trace`` is imported and a real tracer provider is
-set (see `lanemq._tracing` for when lanemq looks), or explicit with `instrument` (any
+Activation: automatic once a real global tracer provider is set, before or after lanemq is
+imported (see `lanemq._tracing` for when lanemq looks), or explicit with `instrument` (any
 provider, or the global one) and `uninstrument`. While it is off a queue's ``add`` costs one
-``is None`` check and a worker nothing per job.
+``is None`` check, or while a provider may still be set one look at the API's global, and a
+worker nothing per job.
 
 Spans (all with ``messaging.system`` ``"lanemq"`` and ``messaging.destination.name``, the
 queue's name; ``messaging.operation.name`` is the first word of the span name and
@@ -125,7 +126,7 @@ def uninstrument() -> None:
 
 def is_instrumented() -> bool:
     """Whether lanemq traces now (explicitly, or automatically)."""
-    return _tracing.active is not None
+    return _tracing.refresh() is not None
 
 
 def auto_instrument() -> None:
@@ -144,7 +145,7 @@ def _switch(instrumentation: Instrumentation | None) -> None:
     previous = _tracing.active
     _tracing.active = instrumentation
     _tracing.explicit = True
-    if previous is None:
+    if not isinstance(previous, Instrumentation):
         return
     for worker in list(previous.workers):
         installed = worker._traced_by

@@ -35,6 +35,7 @@ STATES = ("waiting", "delayed", "active", "waiting_children", "completed", "fail
 
 
 _Q = TypeVar("_Q", bound="JobQueue")
+_R = TypeVar("_R", bound="RedisJobQueue")
 
 
 def _register(registry: weakref.WeakValueDictionary[Any, _Q], key: Any, queue: _Q) -> None:
@@ -219,7 +220,8 @@ class JobQueue:
         self._closed = True
         await self._core.close()
 
-    async def __aenter__(self) -> JobQueue:
+    async def __aenter__(self: _Q) -> _Q:
+        # (self-typed: ``async with LocalJobQueue(...) as q`` gives a LocalJobQueue)
         return self
 
     async def _wait_reachable(self, timeout: float) -> bool:
@@ -1286,7 +1288,7 @@ class RedisJobQueue(JobQueue):
         `BackendConnectionError` (`BackendAuthenticationError`) or `ConfigError`."""
         await self._core.connect()
 
-    async def __aenter__(self) -> RedisJobQueue:
+    async def __aenter__(self: _R) -> _R:
         await self.connect()
         return self
 

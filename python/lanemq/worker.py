@@ -96,7 +96,8 @@ class JobWorker:
     ``metrics_max_data_points`` (None: off, as BullMQ's ``metrics`` option; `MetricsTime` has
     usual values) it records the jobs it completed and failed for good per minute
     (`JobQueue.get_metrics`), at most once a second and at close: nothing is added to the calls
-    that claim or finish jobs."""
+    that claim or finish jobs. `run_once` and `run_until_idle` record the metrics too (as they
+    return), but do not heartbeat."""
 
     def __init__(
         self,
@@ -179,6 +180,8 @@ class JobWorker:
         # this worker: lanemq.otel sets both at the start of a run while tracing is on.
         self._outcomes: _tracing.Outcomes = queue
         self._traced_by: WorkerTracing | None = None
+        # How the chores' failures are logged: an unreachable backend once, not every round.
+        self._outage = _worker_log.Outage(self.id)
 
     @property
     def _wake(self) -> asyncio.Future[None] | None:
@@ -717,11 +720,19 @@ class JobWorker:
                 return
             except asyncio.TimeoutError:
                 pass
-            try:
-                await chore()
-            except Exception as error:
-                log.exception("worker %s: %s failed", self.id, chore.__name__)
-                await self._hook("error", error)
+            await self._run_chore(chore)
+
+    async def _run_chore(self, chore: Callable[[], Awaitable[None]]) -> None:
+        """Runs ``chore`` once: a failure is logged (`_worker_log.Outage`) and goes to the
+        ``error`` hooks, never further."""
+        name = chore.__name__.lstrip("_")
+        try:
+            await chore()
+        except Exception as error:
+            self._outage.failed(name, error)
+            await self._hook("error", error)
+        else:
+            self._outage.succeeded(name)
 
     async def _renew(self) -> None:
         held = self._book.leases()

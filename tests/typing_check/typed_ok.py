@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 
+import lanemq
 from lanemq import (
     Backoff,
     Dedup,
@@ -51,6 +52,17 @@ async def jobs() -> None:
     await queue.add("send", None, JobOptions(priority=1))
     await queue.add("send", None, {"priority": 1, "parent_policy": None})
     await queue.add_bulk([("a", 1), ("b", 2, JobOptions(delay=1.0)), ("c", 3, {"lifo": True})])
+
+
+async def queue_contexts(directory: str) -> None:
+    # ``async with`` gives the queue's own class, not the base JobQueue.
+    async with lanemq.LocalJobQueue("email", directory) as local:
+        kept_local: lanemq.LocalJobQueue = local
+    async with InMemoryJobQueue("email") as memory:
+        kept_memory: InMemoryJobQueue = memory
+    async with lanemq.RedisJobQueue("email", "redis://localhost:6379") as redis:
+        kept_redis: lanemq.RedisJobQueue = redis
+    print(kept_local, kept_memory, kept_redis)
 
 
 def sync_jobs() -> int:

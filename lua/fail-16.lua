@@ -6,6 +6,7 @@
 -- "missing", "state" or "lock".
 local now, max_events = tonumber(ARGV[1]), ARGV[2]
 local STACKTRACE_LIMIT = 10
+local FINISHED_READS = {"token", "reason"}
 
 -- Backoff::delay_for: the wait before retry number `retry` (1-based).
 local function backoff_delay(backoff, retry, random)
@@ -34,6 +35,12 @@ for i = 3, #ARGV, 8 do
   local has_trace, trace, retry = ARGV[i + 3] == "1", ARGV[i + 4], ARGV[i + 5] == "1"
   local override, random = tonumber(ARGV[i + 6]), tonumber(ARGV[i + 7])
   local refused = check(id, token)
+  if refused and refused[2] == FAILED_TEXT then
+    -- Failed for good by this very report already (its reply lost, sent again): done
+    -- (fail_for_good keeps the token; Job::finished_by).
+    local done = fields(id, FINISHED_READS)
+    if done[1] == token and done[2] == reason then refused = {"failed"} end
+  end
   if refused then
     out[#out + 1] = refused
   else
@@ -72,7 +79,7 @@ for i = 3, #ARGV, 8 do
         out[#out + 1] = {"retry"}
       end
     else
-      fail_for_good(id, reason, opts, opts_json)
+      fail_for_good(id, reason, opts, opts_json, token)
       out[#out + 1] = {"failed"}
     end
   end

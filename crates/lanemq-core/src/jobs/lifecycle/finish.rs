@@ -24,11 +24,15 @@ pub fn complete<S: JobStorage>(
     let mut effects = Effects::new();
     storage
         .update(id, |job| {
+            if job.finished_by(JobState::Completed, token, Some(&*result)) {
+                return Ok(()); // done already: nothing to write, no effect to repeat
+            }
             job.check_lock(token, now)?;
             job.state = JobState::Completed;
             job.finished_on = Some(now);
             job.return_value = Some(Arc::clone(&result));
             job.lock = None;
+            job.finished_by = Some(token.to_owned());
             effects.event(
                 "completed",
                 Some(&job.id),
@@ -54,6 +58,9 @@ pub fn fail<S: JobStorage>(
     let seq = storage.reserve_seq(1)?;
     let outcome = storage
         .update(&failure.id, |job| {
+            if job.finished_by(JobState::Failed, &failure.token, Some(&failure.error)) {
+                return Ok(FailOutcome::Failed); // failed for good already, by this report
+            }
             job.check_lock(&failure.token, now)?;
             job.failed_reason = Some(failure.error.clone());
             if let Some(trace) = &failure.stacktrace {
@@ -63,6 +70,7 @@ pub fn fail<S: JobStorage>(
             }
             if !(failure.retry && job.attempts_made < job.options.attempts) {
                 fail_for_good(job, &failure.error, &mut effects, now);
+                job.finished_by = Some(failure.token.clone());
                 return Ok(FailOutcome::Failed);
             }
             let wait = failure
@@ -137,6 +145,8 @@ pub(super) fn fail_for_good(job: &mut Job, reason: &str, effects: &mut Effects, 
     job.finished_on = Some(now);
     job.failed_reason = Some(reason.to_owned());
     job.lock = None;
+    // No attempt's report finished it (`fail` names its own after this).
+    job.finished_by = None;
     effects.event(
         "failed",
         Some(&job.id),

@@ -286,16 +286,12 @@ local flow_on_finish, need_chain
 -- Fails an (unlocked) job for good, in the order of what follows a finish (lua/README.md):
 -- failed set and fields, events, dedup key, parent (which may fail too, and be counted by the
 -- retention below), then retention (lifecycle::finish::fail_for_good and Effects::apply).
--- `by`: the token of the report that fails it (fail-16.lua), kept so that the same report
--- repeated is answered as done; a job failed otherwise keeps none (Job::finished_by).
-local function fail_for_good(id, reason, opts, opts_json, by)
-  if by then
-    redis.call("HSET", JOB .. id, "state", FAILED_TEXT, "finished", NOW_TEXT, "reason", reason,
-      "token", by)
-  else
-    redis.call("HSET", JOB .. id, "state", FAILED_TEXT, "finished", NOW_TEXT, "reason", reason)
-    redis.call("HDEL", JOB .. id, "token")
-  end
+-- `reported`: failed by its worker's report (fail-16.lua), whose token the job keeps so that
+-- the same report sent again is answered as done; failed otherwise, it keeps none
+-- (Job::reported_by).
+local function fail_for_good(id, reason, opts, opts_json, reported)
+  redis.call("HSET", JOB .. id, "state", FAILED_TEXT, "finished", NOW_TEXT, "reason", reason)
+  if not reported then redis.call("HDEL", JOB .. id, "token") end
   redis.call("ZADD", FAILED, NOW_TEXT, hex(num("seq", id)) .. id)
   emit("failed", id, "failedReason", reason)
   local attempts = num("attempts", id)
@@ -314,7 +310,7 @@ end
 -- {kind, message} with kind "missing", "state" or "lock". A job is read with one HMGET and
 -- written with an HSET and an HDEL. A completed job keeps its `token` (the HDEL leaves it):
 -- the same completion repeated (its reply lost, the worker sends it again) finds it and is
--- answered 0, changing nothing (Job::finished_by); only that path reads the stored result.
+-- answered 0, changing nothing (Job::reported_by); only that path reads the stored result.
 -- The loops count (no ipairs: a C call per step) and append with counters (no push2 call, no
 -- # per item): per job, this is most of the script's own work.
 local COMPLETE_READS = {"state", "token", "expires", "opts", "seq"}

@@ -6,7 +6,7 @@ another result) is refused as before, so fencing holds."""
 from __future__ import annotations
 
 import pytest
-from lanemq import JobNotFoundError, JobQueue, JobStateError
+from lanemq import Backoff, JobNotFoundError, JobQueue, JobStateError
 
 from .helpers import claim_one, stored_job
 
@@ -114,3 +114,27 @@ async def test_a_failure_repeated_by_its_token_is_done_once(queue: JobQueue) -> 
     assert problem is not None
     with pytest.raises(JobStateError):
         await queue.complete(job.id, token, None, now=T + 4)
+
+
+async def test_a_retried_failure_repeated_by_its_token_keeps_its_outcome(queue: JobQueue) -> None:
+    later = await queue.add("send", "later", attempts=2, backoff=Backoff.fixed(5.0), now=T)
+    now_ = await queue.add("send", "now", attempts=2, now=T)
+    claimed = {job.id: job for job in await queue.claim("w", lease=30.0, max_jobs=2, now=T + 1)}
+    items = [
+        (later.id, claimed[later.id].lock_token or "", "busy", None, True),
+        (now_.id, claimed[now_.id].lock_token or "", "busy", None, True),
+    ]
+    first = await queue.fail_many(items, now=T + 2)
+    assert first == [(later.id, True, None), (now_.id, True, None)]
+    assert await queue.fail_many(items, now=T + 3) == first
+
+    assert (await stored_job(queue, later.id)).state == "delayed"
+    assert (await stored_job(queue, now_.id)).state == "waiting"
+    assert await _count(queue, later.id, "delayed") == 1
+    assert await _count(queue, now_.id, "waiting") == 2  # added, then retried once
+    # Claimed again: the new attempt's lock fences the old report off.
+    again = await claim_one(queue, T + 4)
+    assert again.id == now_.id
+    [(_, _, problem)] = await queue.fail_many([items[1]], now=T + 5)
+    assert problem is not None
+    assert (await stored_job(queue, now_.id)).lock_token == again.lock_token

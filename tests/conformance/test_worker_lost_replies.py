@@ -105,3 +105,35 @@ async def test_a_failure_whose_reply_was_lost_is_reported_as_failed(queue: JobQu
     assert not [e for e in errors if isinstance(e, LockLostWarning)], errors
     assert await queue.get_state(job.id) == "failed"
     assert worker.failed == 1
+
+
+async def test_a_retried_failure_whose_reply_was_lost_is_reported_once(queue: JobQueue) -> None:
+    calls = _reply_lost_once(queue, "fail_many")
+    failed: list[str] = []
+    dead: list[str] = []
+    errors: list[BaseException] = []
+    runs: list[int] = []
+    reported = asyncio.Event()
+
+    def on_dead(job: Job, error: BaseException) -> None:
+        dead.append(job.id)
+        reported.set()
+
+    async def send(job: Job) -> None:
+        runs.append(job.attempts_started)
+        raise ValueError(f"no route, attempt {job.attempts_started}")
+
+    worker = JobWorker(queue, {"send": send})
+    worker.on("failed", lambda job, error: failed.append(str(error)))
+    worker.on("dead", on_dead)
+    worker.on("error", lambda error: _note(error, errors, reported))
+    job = await queue.add("send", 7, attempts=2)
+    async with _running(worker):
+        await asyncio.wait_for(reported.wait(), LIMIT)
+
+    assert calls[:2] == ["fail_many", "fail_many"]  # the lost report, then its retry
+    assert runs == [1, 2]
+    assert failed == ["no route, attempt 1", "no route, attempt 2"]
+    assert dead == [job.id]
+    assert not [e for e in errors if isinstance(e, LockLostWarning)], errors
+    assert worker.failed == 1

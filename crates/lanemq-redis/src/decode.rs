@@ -156,10 +156,10 @@ pub fn job(value: Value) -> CoreResult<Job> {
         .copied()
         .ok_or_else(|| bad("job state"))?;
     let arc = |i: usize| shared(&v[i]).unwrap_or_else(|| Arc::from(""));
-    // A finished job keeps the token of the attempt that finished it, without a worker or an
-    // expiry (`complete_jobs`, `fail-16.lua`): that is no lock (`Job::finished_by`).
+    // A job that a report moved keeps the token of its attempt, without a worker or an
+    // expiry (`complete_jobs`, `fail-16.lua`): that is no lock (`Job::reported_by`).
     let token = text(&v[18]);
-    let (lock, finished_by) = match token {
+    let (lock, reported_by) = match token {
         Some(token) if v[19] != Value::Nil => (
             Some(Lock {
                 token,
@@ -168,7 +168,7 @@ pub fn job(value: Value) -> CoreResult<Job> {
             }),
             None,
         ),
-        token => (None, token.filter(|_| state.is_finished())),
+        token => (None, token),
     };
     Ok(Job {
         id: arc(0),
@@ -194,7 +194,7 @@ pub fn job(value: Value) -> CoreResult<Job> {
             .unwrap_or_default(),
         logs: Vec::new(),
         lock,
-        finished_by,
+        reported_by,
         options,
     })
 }

@@ -101,10 +101,12 @@ pub struct Job {
     pub stacktrace: Vec<String>,
     pub logs: Vec<String>,
     pub lock: Option<Lock>,
-    /// The token of the attempt whose report finished the job (completed, or failed for
-    /// good), while it is finished: that report repeated (a retry after its reply was lost)
-    /// is answered as done, where any other token is refused (`finished_by`).
-    pub finished_by: Option<String>,
+    /// The token of the attempt whose report (its completion, or its failure: failed for good
+    /// or retried) last moved the job, until a claim starts another attempt: that report sent
+    /// again (a retry after its reply was lost) is answered as done, and changes nothing
+    /// (`lifecycle::finish`). Tokens are unique per claim, so no other attempt's report (a
+    /// stale token) matches.
+    pub reported_by: Option<String>,
     /// Insertion sequence: breaks ties and orders finished jobs.
     pub seq: u64,
     /// Position within its priority while waiting (FIFO: ascending sequence; LIFO and
@@ -153,7 +155,7 @@ impl Job {
             stacktrace: Vec::new(),
             logs: Vec::new(),
             lock: None,
-            finished_by: None,
+            reported_by: None,
             seq,
             order,
             options,
@@ -165,17 +167,9 @@ impl Job {
         self.options.dedup.as_ref().map(|d| d.id.as_str())
     }
 
-    /// Whether this job is already `state`, finished by the attempt of `token` with `outcome`
-    /// (its result or failure reason): the same report made again, as a worker does when the
-    /// reply of the first was lost, which is answered as done and changes nothing. Tokens are
-    /// unique per claim, so another attempt's report (a stale token) never matches.
-    pub fn finished_by(&self, state: JobState, token: &str, outcome: Option<&str>) -> bool {
-        self.state == state
-            && self.finished_by.as_deref() == Some(token)
-            && match state {
-                JobState::Completed => self.return_value.as_deref() == outcome,
-                _ => self.failed_reason.as_deref() == outcome,
-            }
+    /// Whether `token`'s attempt made the report that last moved this job (`reported_by`).
+    pub fn reported_by(&self, token: &str) -> bool {
+        self.reported_by.as_deref() == Some(token)
     }
 
     /// Ok if `token` holds this job's live lock; the error says why not (every backend reports

@@ -47,8 +47,8 @@ pub fn job(row: &Row<'_>) -> rusqlite::Result<Job> {
     let stacktrace: Vec<String> = serde_json::from_str(&stacktrace).map_err(json_error)?;
     let token: Option<String> = row.get(18)?;
     let worker: Option<String> = row.get(19)?;
-    // A token without a worker is the one that finished the job (`Job::finished_by`).
-    let (lock, finished_by) = match (token, worker) {
+    // A token without a worker is no lock: the last report's (`Job::reported_by`).
+    let (lock, reported_by) = match (token, worker) {
         (Some(token), Some(worker)) => (
             Some(Lock {
                 token,
@@ -81,7 +81,7 @@ pub fn job(row: &Row<'_>) -> rusqlite::Result<Job> {
         stacktrace,
         logs: Vec::new(),
         lock,
-        finished_by,
+        reported_by,
     })
 }
 
@@ -133,7 +133,7 @@ pub fn save(conn: &Connection, job: &Job) -> CoreResult<()> {
                 job.return_value.as_deref(),
                 job.failed_reason.as_deref(),
                 stacktrace,
-                lock.map_or(job.finished_by.as_deref(), |l| Some(l.token.as_str())),
+                lock.map_or(job.reported_by.as_deref(), |l| Some(l.token.as_str())),
                 lock.map(|l| &*l.worker_id),
                 lock.map(|l| l.expires_at as i64),
             ])
@@ -172,7 +172,7 @@ pub fn save_lifecycle(conn: &Connection, job: &Job) -> CoreResult<()> {
             job.return_value.as_deref(),
             job.failed_reason.as_deref(),
             stacktrace,
-            lock.map_or(job.finished_by.as_deref(), |l| Some(l.token.as_str())),
+            lock.map_or(job.reported_by.as_deref(), |l| Some(l.token.as_str())),
             lock.map(|l| &*l.worker_id),
             lock.map(|l| l.expires_at as i64),
         ])

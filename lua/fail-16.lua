@@ -6,6 +6,7 @@
 -- "missing", "state" or "lock".
 local now, max_events = tonumber(ARGV[1]), ARGV[2]
 local STACKTRACE_LIMIT = 10
+local REPORT_READS = {"token", "reason", "delay"}
 
 -- Backoff::delay_for: the wait before retry number `retry` (1-based).
 local function backoff_delay(backoff, retry, random)
@@ -34,6 +35,17 @@ for i = 3, #ARGV, 8 do
   local has_trace, trace, retry = ARGV[i + 3] == "1", ARGV[i + 4], ARGV[i + 5] == "1"
   local override, random = tonumber(ARGV[i + 6]), tonumber(ARGV[i + 7])
   local refused = check(id, token)
+  if refused and refused[1] == "state" then
+    -- This very failure sent again (its reply lost): the job keeps the token of the report
+    -- that moved it (Job::reported_by), so while it is where that left it, its outcome.
+    local done = fields(id, REPORT_READS)
+    if done[1] == token and done[2] == reason then
+      local state = refused[2]
+      if state == FAILED_TEXT then refused = {"failed"}
+      elseif state == DELAYED_TEXT then refused = {"retry", done[3]}
+      elseif state == WAITING_TEXT then refused = {"retry"} end
+    end
+  end
   if refused then
     out[#out + 1] = refused
   else
@@ -48,7 +60,9 @@ for i = 3, #ARGV, 8 do
       set("trace", id, cjson.encode(kept))
     end
     local attempts = num("attempts", id)
-    unlock(id)
+    -- Unlocked, keeping the token: this report's, told apart if it is sent again.
+    redis.call("ZREM", ACTIVE, hex(num("seq", id)) .. id)
+    redis.call("HDEL", JOB .. id, "worker", "expires")
     if retry and attempts < (tonumber(opts.attempts) or 1) then
       local wait = override
       if wait == nil and type(opts.backoff) == "table" then
@@ -72,7 +86,7 @@ for i = 3, #ARGV, 8 do
         out[#out + 1] = {"retry"}
       end
     else
-      fail_for_good(id, reason, opts, opts_json)
+      fail_for_good(id, reason, opts, opts_json, true)
       out[#out + 1] = {"failed"}
     end
   end

@@ -15,6 +15,7 @@ import signal
 from collections import Counter
 from typing import Any
 
+from faults.tcp_proxy import Proxy
 from lanemq import Job, JobWorker, LockLostWarning, RedisJobQueue
 from redis_support import WAIT, MakeServer, RedisServer, Resp
 from support import eventually, redis_prefix
@@ -112,6 +113,48 @@ async def test_a_completion_after_the_lease_ran_out_stays_refused(own_redis: Mak
     lost = [e for e in errors if isinstance(e, LockLostWarning)]
     assert [e.job_id for e in lost] == [job.id], errors
     assert (await queue.finished_result(job.id)).value == {"n": 7, "run": 2}
+
+
+async def test_a_completion_whose_reply_was_lost_is_reported_as_done(
+    own_redis: MakeServer,
+) -> None:
+    """The completion reaches the server and its connection breaks before the reply comes back
+    (a proxy the test owns cuts it there), as a restart between the two does: the worker sends
+    it again, and that repeat is answered as done (the job keeps the token that completed
+    it), so the job is reported once, as completed, and never as a lost lease."""
+    server = own_redis()
+    server.start()
+    proxy = Proxy(server.port)
+    await proxy.start()
+    prefix = redis_prefix()
+    queue = RedisJobQueue("lost-reply", proxy.url, prefix=prefix)
+    processor = _Gated()
+    errors: list[BaseException] = []
+    completed: list[str] = []
+    worker = JobWorker(queue, processor, concurrency=1)
+    worker.on("error", errors.append)
+    worker.on("completed", lambda job, result: completed.append(job.id))
+    job = await queue.add("task", {"n": 7})
+    try:
+        async with worker:
+            await _running(processor, 1)
+            # complete / complete_claim, as the function's name ends (lua/README.md).
+            proxy.lose_reply(b"_complete")
+            processor.gate.set()
+
+            async def reported() -> bool:
+                return bool(completed) or any(isinstance(e, LockLostWarning) for e in errors)
+
+            await eventually(reported, "the worker to report the job", WAIT)
+    finally:
+        await proxy.close()
+    assert proxy.reply_to_lose is None  # the completion went through, its reply was lost
+    assert not [e for e in errors if isinstance(e, LockLostWarning)], errors
+    assert completed == [job.id]
+    assert worker.processed == 1
+    assert processor.runs[job.id] == 1
+    direct = RedisJobQueue("lost-reply", server.url, prefix=prefix)
+    assert (await direct.finished_result(job.id)).value == {"n": 7, "run": 1}
 
 
 async def test_the_first_call_after_the_server_dropped_the_connections_succeeds(

@@ -286,10 +286,12 @@ local flow_on_finish, need_chain
 -- Fails an (unlocked) job for good, in the order of what follows a finish (lua/README.md):
 -- failed set and fields, events, dedup key, parent (which may fail too, and be counted by the
 -- retention below), then retention (lifecycle::finish::fail_for_good and Effects::apply).
-local function fail_for_good(id, reason, opts, opts_json)
-  set("state", id, FAILED_STATE)
-  set("finished", id, NOW_TEXT)
-  set("reason", id, reason)
+-- `reported`: failed by its worker's report (fail-16.lua), whose token the job keeps so that
+-- the same report sent again is answered as done; failed otherwise, it keeps none
+-- (Job::reported_by).
+local function fail_for_good(id, reason, opts, opts_json, reported)
+  redis.call("HSET", JOB .. id, "state", FAILED_TEXT, "finished", NOW_TEXT, "reason", reason)
+  if not reported then redis.call("HDEL", JOB .. id, "token") end
   redis.call("ZADD", FAILED, NOW_TEXT, hex(num("seq", id)) .. id)
   emit("failed", id, "failedReason", reason)
   local attempts = num("attempts", id)
@@ -306,8 +308,11 @@ end
 -- its own; a refused one changes nothing. Returns per job 0 when completed (the client reads
 -- any reply that is not a refusal as success: a number costs the reply less than a table), or
 -- {kind, message} with kind "missing", "state" or "lock". A job is read with one HMGET and
--- written with an HSET and an HDEL. The loops count (no ipairs: a C call per step) and append
--- with counters (no push2 call, no # per item): per job, this is most of the script's own work.
+-- written with an HSET and an HDEL. A completed job keeps its `token` (the HDEL leaves it):
+-- the same completion repeated (its reply lost, the worker sends it again) finds it and is
+-- answered 0, changing nothing (Job::reported_by); only that path reads the stored result.
+-- The loops count (no ipairs: a C call per step) and append with counters (no push2 call, no
+-- # per item): per job, this is most of the script's own work.
 local COMPLETE_READS = {"state", "token", "expires", "opts", "seq"}
 local function complete_jobs(ids, tokens, results)
   local out, done, seen, opts = {}, {}, {}, {}
@@ -325,10 +330,13 @@ local function complete_jobs(ids, tokens, results)
     if not (state == ACTIVE_TEXT and read[2] == tokens[i] and tonumber(read[3] or "0") > NOW) then
       refused = check_values(id, tokens[i], state, read[2], read[3])
     end
-    if refused then
+    if refused and state == COMPLETED_TEXT and read[2] == tokens[i]
+        and (seen[id] or redis.call("HGET", JOB .. id, "result") or "null") == results[i] then
+      out[i] = 0
+    elseif refused then
       out[i] = refused
     else
-      seen[id] = true
+      seen[id] = results[i]  -- (what a repeat in this batch compares with: not written yet)
       -- Default options (stored as "{}", an interned string: the test is a pointer compare)
       -- name no parent, dedup key, retention or scheduler: their checks are skipped.
       if json ~= "{}" then need_chain(json) end
@@ -347,7 +355,7 @@ local function complete_jobs(ids, tokens, results)
     for k = 1, n do
       local id, result = finished[k], results[done[k]]
       local key = JOB .. id
-      redis.call("HDEL", key, "token", "worker", "expires")
+      redis.call("HDEL", key, "worker", "expires")
       -- A null result is not written (a completed job without one reads as null, decode.rs).
       if result ~= "null" then
         redis.call("HSET", key, "state", COMPLETED_TEXT, "finished", NOW_TEXT, "result", result)

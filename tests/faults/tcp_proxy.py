@@ -1,8 +1,9 @@
 """A TCP proxy on loopback that a fault test owns, between its worker processes and its
 redis-server, to break the network the ways networks break: cut every connection (as a
-restarted load balancer does), cut one, or stall (accept and never answer, as a partition
-leaves a half-open connection). The connection a worker waits on is known by its traffic: it
-carries BZPOPMIN."""
+restarted load balancer does), cut one, stall (accept and never answer, as a partition
+leaves a half-open connection), or lose a reply (the command ran, the connection broke before
+its answer came back). The connection a worker waits on is known by its traffic: it carries
+BZPOPMIN."""
 
 from __future__ import annotations
 
@@ -13,12 +14,16 @@ import contextlib
 class Link:
     """One client connection and its upstream connection."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, proxy: Proxy
+    ) -> None:
+        self.proxy = proxy
         self.client = (reader, writer)
         self.upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
         self.blocking = False  # a BZPOPMIN went through it
         self.stalled = False  # bytes through it are dropped, both ways, from now on
         self.closed = False
+        self.losing = False  # a command went through whose reply is cut (Proxy.lose_reply)
 
     def cut(self) -> None:
         """Closes both sides at once (a reset, not an orderly close)."""
@@ -38,6 +43,10 @@ class Link:
                     self.blocking = True
                 if self.stalled:
                     continue
+                if not to_server and self.losing:
+                    break  # the server answered: the client never hears it
+                if to_server and self.proxy.takes_reply(data):
+                    self.losing = True
                 sink.write(data)
                 await sink.drain()
         self.cut()
@@ -50,6 +59,7 @@ class Proxy:
         self.upstream = upstream
         self.links: list[Link] = []
         self.stall_new = False  # new connections are accepted and never answered
+        self.reply_to_lose: bytes | None = None
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -69,7 +79,7 @@ class Proxy:
         return [link for link in self.links if not link.closed]
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        link = Link(reader, writer)
+        link = Link(reader, writer, self)
         self.links.append(link)
         if self.stall_new:
             link.stalled = True
@@ -101,6 +111,19 @@ class Proxy:
         for link in links:
             link.cut()
         return len(links)
+
+    def lose_reply(self, command: bytes) -> None:
+        """The next write that carries ``command``, on any connection, reaches the server, and
+        that connection is cut as the reply comes back, before the client gets it: the command
+        is applied and its caller sees a lost connection. Once."""
+        self.reply_to_lose = command
+
+    def takes_reply(self, data: bytes) -> bool:
+        """Whether ``data``, on its way to the server, is the write whose reply is lost."""
+        if self.reply_to_lose is None or self.reply_to_lose not in data:
+            return False
+        self.reply_to_lose = None
+        return True
 
     def stall(self, links: list[Link]) -> int:
         """Stops answering on ``links`` for good (they stay open)."""

@@ -156,11 +156,20 @@ pub fn job(value: Value) -> CoreResult<Job> {
         .copied()
         .ok_or_else(|| bad("job state"))?;
     let arc = |i: usize| shared(&v[i]).unwrap_or_else(|| Arc::from(""));
-    let lock = text(&v[18]).map(|token| Lock {
-        token,
-        worker_id: arc(19),
-        expires_at: int(20) as Millis,
-    });
+    // A job that a report moved keeps the token of its attempt, without a worker or an
+    // expiry (`complete_jobs`, `fail-16.lua`): that is no lock (`Job::reported_by`).
+    let token = text(&v[18]);
+    let (lock, reported_by) = match token {
+        Some(token) if v[19] != Value::Nil => (
+            Some(Lock {
+                token,
+                worker_id: arc(19),
+                expires_at: int(20) as Millis,
+            }),
+            None,
+        ),
+        token => (None, token),
+    };
     Ok(Job {
         id: arc(0),
         name: arc(1),
@@ -185,6 +194,7 @@ pub fn job(value: Value) -> CoreResult<Job> {
             .unwrap_or_default(),
         logs: Vec::new(),
         lock,
+        reported_by,
         options,
     })
 }

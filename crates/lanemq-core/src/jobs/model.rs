@@ -101,6 +101,12 @@ pub struct Job {
     pub stacktrace: Vec<String>,
     pub logs: Vec<String>,
     pub lock: Option<Lock>,
+    /// The token of the attempt whose report (its completion, or its failure: failed for good
+    /// or retried) last moved the job, until a claim starts another attempt: that report sent
+    /// again (a retry after its reply was lost) is answered as done, and changes nothing
+    /// (`lifecycle::finish`). Tokens are unique per claim, so no other attempt's report (a
+    /// stale token) matches.
+    pub reported_by: Option<String>,
     /// Insertion sequence: breaks ties and orders finished jobs.
     pub seq: u64,
     /// Position within its priority while waiting (FIFO: ascending sequence; LIFO and
@@ -149,6 +155,7 @@ impl Job {
             stacktrace: Vec::new(),
             logs: Vec::new(),
             lock: None,
+            reported_by: None,
             seq,
             order,
             options,
@@ -158,6 +165,11 @@ impl Job {
     /// The id of the dedup key the job was added under, if any.
     pub fn dedup_id(&self) -> Option<&str> {
         self.options.dedup.as_ref().map(|d| d.id.as_str())
+    }
+
+    /// Whether `token`'s attempt made the report that last moved this job (`reported_by`).
+    pub fn reported_by(&self, token: &str) -> bool {
+        self.reported_by.as_deref() == Some(token)
     }
 
     /// Ok if `token` holds this job's live lock; the error says why not (every backend reports

@@ -96,6 +96,7 @@ pub fn claim<S: JobStorage>(
                 worker_id: Arc::clone(&worker),
                 expires_at: now + lease,
             });
+            job.reported_by = None; // a new attempt: the last one's report is settled
         })?
     };
     let mut effects = Effects::with_capacity(claimed.len() + 1);

@@ -24,11 +24,18 @@ pub fn complete<S: JobStorage>(
     let mut effects = Effects::new();
     storage
         .update(id, |job| {
+            if job.state == JobState::Completed
+                && job.reported_by(token)
+                && job.return_value.as_deref() == Some(&*result)
+            {
+                return Ok(()); // this very completion, sent again: done, nothing to repeat
+            }
             job.check_lock(token, now)?;
             job.state = JobState::Completed;
             job.finished_on = Some(now);
             job.return_value = Some(Arc::clone(&result));
             job.lock = None;
+            job.reported_by = Some(token.to_owned());
             effects.event(
                 "completed",
                 Some(&job.id),
@@ -52,9 +59,15 @@ pub fn fail<S: JobStorage>(
     // A position in waiting, in case the decision is to retry at once (reserved first: the
     // decision runs inside the store's update).
     let seq = storage.reserve_seq(1)?;
+    let mut repeated = false;
     let outcome = storage
         .update(&failure.id, |job| {
+            if let Some(outcome) = reported_failure(job, failure) {
+                repeated = true; // this very failure, sent again: its outcome, nothing redone
+                return Ok(outcome);
+            }
             job.check_lock(&failure.token, now)?;
+            job.reported_by = Some(failure.token.clone());
             job.failed_reason = Some(failure.error.clone());
             if let Some(trace) = &failure.stacktrace {
                 job.stacktrace.push(trace.clone());
@@ -63,6 +76,7 @@ pub fn fail<S: JobStorage>(
             }
             if !(failure.retry && job.attempts_made < job.options.attempts) {
                 fail_for_good(job, &failure.error, &mut effects, now);
+                job.reported_by = Some(failure.token.clone());
                 return Ok(FailOutcome::Failed);
             }
             let wait = failure
@@ -90,11 +104,29 @@ pub fn fail<S: JobStorage>(
             Ok(FailOutcome::Retry { delay_until: None })
         })?
         .ok_or_else(|| not_found(&failure.id))?;
-    if outcome == (FailOutcome::Retry { delay_until: None }) {
+    if !repeated && outcome == (FailOutcome::Retry { delay_until: None }) {
         behind_due_delayed(storage, &failure.id, now)?;
     }
     effects.apply(storage, now)?;
     Ok(outcome)
+}
+
+/// The outcome `failure` had, if it is the report that last moved `job` (the same token and
+/// reason) and the job is still where that left it: failed, delayed or waiting.
+fn reported_failure(job: &Job, failure: &Failure) -> Option<FailOutcome> {
+    if !(job.reported_by(&failure.token)
+        && job.failed_reason.as_deref() == Some(failure.error.as_str()))
+    {
+        return None;
+    }
+    match job.state {
+        JobState::Failed => Some(FailOutcome::Failed),
+        JobState::Delayed => Some(FailOutcome::Retry {
+            delay_until: Some(job.delay_until),
+        }),
+        JobState::Waiting => Some(FailOutcome::Retry { delay_until: None }),
+        _ => None,
+    }
 }
 
 /// A job retried at once goes behind the delayed jobs already due, as in BullMQ (whose
@@ -137,6 +169,8 @@ pub(super) fn fail_for_good(job: &mut Job, reason: &str, effects: &mut Effects, 
     job.finished_on = Some(now);
     job.failed_reason = Some(reason.to_owned());
     job.lock = None;
+    // No attempt's report failed it (`fail` names its own after this).
+    job.reported_by = None;
     effects.event(
         "failed",
         Some(&job.id),

@@ -46,13 +46,18 @@ pub fn job(row: &Row<'_>) -> rusqlite::Result<Job> {
     let stacktrace: String = row.get(17)?;
     let stacktrace: Vec<String> = serde_json::from_str(&stacktrace).map_err(json_error)?;
     let token: Option<String> = row.get(18)?;
-    let lock = match token {
-        Some(token) => Some(Lock {
-            token,
-            worker_id: Arc::from(row.get::<_, Option<String>>(19)?.unwrap_or_default()),
-            expires_at: row.get::<_, Option<i64>>(20)?.unwrap_or(0) as Millis,
-        }),
-        None => None,
+    let worker: Option<String> = row.get(19)?;
+    // A token without a worker is no lock: the last report's (`Job::reported_by`).
+    let (lock, reported_by) = match (token, worker) {
+        (Some(token), Some(worker)) => (
+            Some(Lock {
+                token,
+                worker_id: Arc::from(worker),
+                expires_at: row.get::<_, Option<i64>>(20)?.unwrap_or(0) as Millis,
+            }),
+            None,
+        ),
+        (token, _) => (None, token),
     };
     let text = |i: usize| -> rusqlite::Result<Arc<str>> { Ok(Arc::from(row.get::<_, String>(i)?)) };
     Ok(Job {
@@ -76,6 +81,7 @@ pub fn job(row: &Row<'_>) -> rusqlite::Result<Job> {
         stacktrace,
         logs: Vec::new(),
         lock,
+        reported_by,
     })
 }
 
@@ -127,7 +133,7 @@ pub fn save(conn: &Connection, job: &Job) -> CoreResult<()> {
                 job.return_value.as_deref(),
                 job.failed_reason.as_deref(),
                 stacktrace,
-                lock.map(|l| l.token.as_str()),
+                lock.map_or(job.reported_by.as_deref(), |l| Some(l.token.as_str())),
                 lock.map(|l| &*l.worker_id),
                 lock.map(|l| l.expires_at as i64),
             ])
@@ -166,7 +172,7 @@ pub fn save_lifecycle(conn: &Connection, job: &Job) -> CoreResult<()> {
             job.return_value.as_deref(),
             job.failed_reason.as_deref(),
             stacktrace,
-            lock.map(|l| l.token.as_str()),
+            lock.map_or(job.reported_by.as_deref(), |l| Some(l.token.as_str())),
             lock.map(|l| &*l.worker_id),
             lock.map(|l| l.expires_at as i64),
         ])

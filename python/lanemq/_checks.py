@@ -14,6 +14,8 @@ _short = reprlib.Repr()
 _short.maxstring = 80
 _short.maxother = 80
 
+_INFINITY = float("inf")
+
 
 def job_name(name: object, field: str = "job name") -> None:
     """A job name is a non-empty string (a worker finds the processor by it)."""
@@ -26,6 +28,8 @@ def lease_ms(lease: float) -> int:
     could never be completed by the worker that holds it."""
     if not lease > 0:  # also refuses NaN
         raise ConfigError(f"invalid lease: {lease} (must be > 0 seconds)")
+    if lease == _INFINITY:  # (no whole number of milliseconds)
+        raise ConfigError(f"invalid lease: {lease} (must be a finite number of seconds)")
     return max(1, round(lease * 1000))
 
 

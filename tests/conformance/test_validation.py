@@ -11,11 +11,14 @@ import pytest
 from lanemq import (
     Backoff,
     ConfigError,
+    Dedup,
     FlowJob,
     InMemoryJobQueue,
     JobOptions,
     JobQueue,
+    LocalJobQueue,
     QueueEvent,
+    RedisJobQueue,
 )
 
 T = 1_700_000_000_000
@@ -438,3 +441,93 @@ async def test_clean_with_an_impossible_grace_or_limit_is_refused(
     job = await queue.add("kept", None, now=T)
     await _assert_refused(queue, lambda: queue.clean(*args, state="waiting"), ConfigError, fragment)
     assert await queue.get_job(job.id) is not None
+
+
+# ------------------------------------------------------ text that is not valid Unicode
+
+LONE = "\udc80"  # a lone surrogate: a Python str, but not text UTF-8 (or any backend) can hold
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda q: q.add("x", None, dedup=Dedup(LONE)), "dedup id"),
+        (lambda q: q.get_deduplication_job_id(LONE), "dedup_id"),
+        (lambda q: q.remove_deduplication_key(LONE), "dedup_id"),
+        (lambda q: q.upsert_scheduler(LONE, every=60, template=("x", None)), "scheduler key"),
+        (lambda q: q.get_scheduler(LONE), "key"),
+        (lambda q: q.remove_scheduler(LONE), "key"),
+        (lambda q: q.get_job(LONE), "id"),
+        (lambda q: q.add_log("1", f"line {LONE}"), "line"),
+    ],
+)
+async def test_a_lone_surrogate_is_a_config_error_naming_the_value(
+    queue: JobQueue, call: Callable[[JobQueue], Awaitable[object]], field: str
+) -> None:
+    # Was a bare UnicodeEncodeError, naming neither the argument nor the value.
+    await _seed(queue)
+    await _assert_refused(
+        queue, lambda: call(queue), ConfigError, f"invalid {field}:", "\\udc80", "surrogate"
+    )
+
+
+async def test_a_log_line_with_a_lone_surrogate_is_refused_from_the_job(queue: JobQueue) -> None:
+    await _seed(queue)
+    [job] = await queue.claim("w", 30.0, 1)
+    await _assert_refused(queue, lambda: job.log(LONE), ConfigError, "\\udc80")
+    assert await queue.get_logs(job.id) == ([], 0)
+
+
+# ------------------------------------------------------------------ deeply nested data
+
+
+def _nested(depth: int) -> list[Any]:
+    root: list[Any] = []
+    leaf = root
+    for _ in range(depth):
+        child: list[Any] = []
+        leaf.append(child)
+        leaf = child
+    return root
+
+
+async def test_data_nested_past_the_recursion_limit_is_a_config_error(queue: JobQueue) -> None:
+    # Was a bare RecursionError.
+    await _seed(queue)
+    deep = _nested(100_000)
+    await _assert_refused(
+        queue, lambda: queue.add("deep", deep, now=T), ConfigError, "data of job 'deep'", "nested"
+    )
+    await _assert_refused(
+        queue, lambda: queue.add_bulk([("ok", 1), ("deep", deep)]), ConfigError, "job #1"
+    )
+    # The encoder is left as it was: the next payload is encoded as usual.
+    job = await queue.add("after", {"a": [1, 2]}, now=T)
+    assert (await queue.get_job(job.id) or job).data == {"a": [1, 2]}
+
+
+# --------------------------------------------------------------- leases, rate limits
+
+
+async def test_an_infinite_lease_is_a_config_error(queue: JobQueue) -> None:
+    # Was an OverflowError from turning inf into milliseconds.
+    await _seed(queue)
+    await _assert_refused(
+        queue, lambda: queue.claim("w", math.inf, 1), ConfigError, "invalid lease: inf"
+    )
+    [job] = await queue.claim("w", 30.0, 1)
+    token = job.lock_token or ""
+    await _assert_refused(queue, lambda: queue.renew(job.id, token, math.inf), ConfigError, "inf")
+    await queue.complete(job.id, token, None)
+    assert await queue.get_state(job.id) == "completed"
+
+
+@pytest.mark.parametrize(("max_jobs", "shown"), [(math.nan, "nan"), (1.5, "1.5"), (True, "True")])
+async def test_a_rate_limit_max_that_is_not_an_integer_is_a_config_error(
+    queue: JobQueue, max_jobs: Any, shown: str
+) -> None:
+    # NaN was a TypeError "failed to extract field Positive.0", naming neither.
+    await _assert_refused(
+        queue, lambda: queue.set_rate_limit(max_jobs, 1), ConfigError, "invalid max", shown
+    )
+    assert await queue.get_rate_limit() is None

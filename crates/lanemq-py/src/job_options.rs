@@ -5,6 +5,7 @@ use lanemq_core::jobs::{self as core, BackoffKind, Retention};
 use pyo3::prelude::*;
 
 use crate::bridge::{count, millis_to_seconds, seconds_to_millis, text, Int, Seconds};
+use crate::core_args::{CoreArg, Text};
 use crate::errors::{invalid, to_py};
 
 /// How long to wait before retrying a failed job.
@@ -153,12 +154,13 @@ impl Dedup {
     #[new]
     #[pyo3(signature = (id, ttl=None, extend=false, replace=false, keep_last=false))]
     fn new(
-        id: String,
+        id: Text,
         ttl: Option<f64>,
         extend: bool,
         replace: bool,
         keep_last: bool,
     ) -> PyResult<Self> {
+        let id = id.core("dedup id")?;
         let ttl = match ttl {
             Some(t) if t <= 0.0 || !t.is_finite() => {
                 return Err(invalid("dedup ttl", t, "must be > 0 seconds"))

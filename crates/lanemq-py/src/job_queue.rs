@@ -8,18 +8,19 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use lanemq_core::jobs::{
-    wall_clock_ms, BoxFuture, Completion, FailOutcome, Failure, JobBackend, LocalBackend, NewJob,
-    StoreConfig, Template,
+    check_queue_name, wall_clock_ms, BoxFuture, Completion, FailOutcome, Failure, JobBackend,
+    LocalBackend, NewJob, StoreConfig, Template,
 };
 use lanemq_core::{CoreError, CoreResult};
 use lanemq_redis::{
     is_cluster_url, is_sentinel_url, Cluster, RedisBackend, RedisJobBackend, Server, ServerOptions,
     WireCalls,
 };
+use pyo3::exceptions::PyDeprecationWarning;
 use pyo3::prelude::*;
 
 use crate::bridge::count;
-use crate::core_args::{CoreArg, Now, Secs};
+use crate::core_args::{CoreArg, Now, Secs, Text};
 use crate::errors::to_py;
 use crate::flows::{self, MemoryGroupCore};
 use crate::interrupt::Interrupt;
@@ -680,20 +681,24 @@ impl JobQueueCore {
     fn upsert_scheduler<'py>(
         &self,
         py: Python<'py>,
-        key: String,
+        key: Text,
         every: Option<u64>,
-        cron: Option<String>,
-        tz: String,
+        cron: Option<Text>,
+        tz: Text,
         limit: Option<i64>,
         start: Option<u64>,
         end: Option<u64>,
         immediately: bool,
-        name: String,
-        data: String,
+        name: Text,
+        data: Text,
         options: Option<JobOptions>,
         now: Option<Now>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let now = now.core("now")?;
+        let key = key.core("scheduler key")?;
+        let (cron, tz) = (cron.core("cron")?, tz.core("tz")?);
+        let name = name.core("job name of the template")?;
+        let data = data.core("data of the template")?;
         let spec = scheduler_record::spec(every, cron, tz, limit, start, end, immediately)?;
         let template = Template {
             name,

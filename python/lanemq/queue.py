@@ -205,8 +205,6 @@ class JobQueue:
     _closed = False
 
     def __init__(self, name: str, core: JobQueueCore) -> None:
-        if not name or not isinstance(name, str):
-            raise ConfigError(f"invalid queue name: {name!r}")
         self.name = name
         self._core = core
 
@@ -1092,8 +1090,7 @@ class InMemoryJobQueue(JobQueue):
         max_payload_bytes: int = 16 * 1024 * 1024,
         max_events: int = 10_000,
     ) -> None:
-        if not name or not isinstance(name, str):
-            raise ConfigError(f"invalid queue name: {name!r}")
+        _check_name_type(name)
         self.group = MemoryGroup() if group is None else group
         core = JobQueueCore.memory(name, self.group._core, max_payload_bytes, max_events)
         super().__init__(name, core)
@@ -1138,14 +1135,12 @@ class LocalJobQueue(JobQueue):
         max_events: int = 10_000,
         sync: LocalSync = "full",
     ) -> None:
-        if not name or not isinstance(name, str):
-            raise ConfigError(f"invalid queue name: {name!r}")
+        _check_name_type(name)
         if not isinstance(sync, str) or sync not in _LOCAL_SYNCS:
             raise ConfigError(f"invalid sync: {sync!r} (must be 'full' or 'normal')")
         target = Path(path)
         if target.suffix not in (".db", ".sqlite", ".sqlite3"):
-            if any(c in name for c in "/\\:\0") or name in (".", ".."):
-                raise ConfigError(f"invalid queue name for a file name: {name!r}")
+            # (the core refuses a name outside the rule before the file is touched)
             target = target / f"{name}.sqlite3"
         self.path = target
         core = JobQueueCore.local(str(target), name, max_payload_bytes, max_events, sync)
@@ -1229,7 +1224,7 @@ class RedisJobQueue(JobQueue):
         min_replicas_ack: int = 0,
         replica_ack_timeout: float = 1.0,
     ) -> None:
-        _check_redis_name(name)
+        _check_name_type(name)
         if not isinstance(url, str):
             raise ConfigError(f"invalid url: a {type(url).__name__} (must be a str)")
         problem = redis_url_problem(url)
@@ -1301,15 +1296,17 @@ class RedisJobQueue(JobQueue):
         found = _open(_redis_queues, (self._server, self.prefix, name))
         if found is not None:
             return found
-        _check_redis_name(name)
+        _check_name_type(name)
         sibling = RedisJobQueue.__new__(RedisJobQueue)
         sibling._attach(name, self._core.redis_sibling(name), self.prefix)
         return sibling
 
 
-def _check_redis_name(name: object) -> None:
-    if not name or not isinstance(name, str) or any(c in name for c in "{}"):
-        raise ConfigError(f"invalid queue name: {name!r}")
+def _check_name_type(name: object) -> None:
+    """A queue name is a str; the core checks it against the queue-name rule (README, "Queue
+    names"), the same way on every backend."""
+    if not isinstance(name, str):
+        raise ConfigError(f"invalid queue name: {name!r} (must be a str)")
 
 
 #: The Redis queues this process made, by (server id, prefix, name): a flow's nodes in other

@@ -531,3 +531,46 @@ async def test_a_rate_limit_max_that_is_not_an_integer_is_a_config_error(
         queue, lambda: queue.set_rate_limit(max_jobs, 1), ConfigError, "invalid max", shown
     )
     assert await queue.get_rate_limit() is None
+
+
+# ------------------------------------------------------------------------ queue names
+
+RULE = "1-200 characters"
+REFUSED_NAMES = ["a/b", "x:y", "..", ".hidden", "a b", "a\tb", "*", "{tag}", "é", "a" * 201, ""]
+
+
+@pytest.mark.parametrize("name", REFUSED_NAMES)
+async def test_a_queue_name_outside_the_rule_is_refused_on_every_backend(
+    queue: JobQueue, name: str
+) -> None:
+    async def open_and_add() -> None:
+        # (a Redis queue's constructor does no I/O: its first call checks the name, since an
+        # existing queue keeps an older name, test_redis_queue_names.py)
+        await queue.sibling(name).add("x", now=T)
+
+    with pytest.raises(ConfigError) as caught:
+        await open_and_add()
+    assert RULE in str(caught.value) and repr(name)[1:-1] in str(caught.value), caught.value
+    assert name not in await queue.list_queues()
+
+
+@pytest.mark.parametrize("name", REFUSED_NAMES[:-1])
+async def test_a_flow_into_a_queue_outside_the_rule_writes_nothing(
+    queue: JobQueue, name: str
+) -> None:
+    await _seed(queue)
+    flow = FlowJob("root", children=[FlowJob("ok"), FlowJob("c", queue=name)])
+    await _assert_refused(queue, lambda: queue.add_flow(flow, now=T), ConfigError, RULE)
+    assert name not in await queue.list_queues()
+
+
+@pytest.mark.parametrize("suffix", ["a", "x..y", "A.b_c-9", "long"])
+async def test_names_the_rule_allows_open_on_every_backend(
+    queue: JobQueue, sibling: Callable[[str], JobQueue], suffix: str
+) -> None:
+    if suffix == "long":  # the longest name allowed, 200 characters
+        suffix = "z" * (200 - len(queue.name) - 1)
+    other = sibling(suffix)
+    job = await other.add("x", now=T)
+    assert await other.get_state(job.id) == "waiting"
+    assert other.name in await queue.list_queues()

@@ -28,6 +28,7 @@ pub mod metrics;
 mod model;
 mod options;
 mod paging;
+mod queue_name;
 pub mod scheduler;
 #[cfg(test)]
 mod tests;
@@ -56,5 +57,6 @@ pub use options::{
     MAX_TELEMETRY_BYTES, MAX_TELEMETRY_ENTRIES,
 };
 pub use paging::index_range;
+pub use queue_name::{check_queue_name, is_queue_name, MAX_QUEUE_NAME, QUEUE_NAME_RULE};
 pub use scheduler::{JobScheduler, Template};
 pub use workers::WorkerEntry;

@@ -102,9 +102,16 @@ impl JobQueueCore {
         // A warning of the first connect (the eviction policy could not be read) is logged
         // when a call it delayed returns.
         let server = redis.server();
+        let backend = redis.backend.clone();
         let convert = move |value| {
             if let Some(warning) = server.take_warning() {
                 log_warning(&warning);
+            }
+            if let Some(warning) = backend.take_name_warning() {
+                Python::attach(|py| {
+                    let category = py.get_type::<PyDeprecationWarning>();
+                    PyErr::warn(py, &category, &std::ffi::CString::new(warning)?, 1)
+                })?;
             }
             convert(value)
         };
@@ -211,6 +218,24 @@ macro_rules! hot_call {
     };
 }
 
+/// A queue's name, refused unless it follows the rule (`check_queue_name`).
+fn queue_name(name: Text) -> PyResult<String> {
+    let name = name.core("queue name")?;
+    check_queue_name(&name).map_err(to_py)?;
+    Ok(name)
+}
+
+/// A Redis queue's name: the rule's, or a name Redis queues could have before it (not empty,
+/// no braces, which would change the hash tag), which only an existing queue may keep (its
+/// first call checks, `RedisBackend::ready`).
+fn redis_queue_name(name: Text) -> PyResult<String> {
+    let name = name.core("queue name")?;
+    if name.is_empty() || name.contains(['{', '}']) {
+        check_queue_name(&name).map_err(to_py)?;
+    }
+    Ok(name)
+}
+
 fn new_job(name: String, data: String, options: Option<JobOptions>) -> NewJob {
     NewJob {
         name,
@@ -242,11 +267,13 @@ impl JobQueueCore {
     #[staticmethod]
     #[pyo3(signature = (name, group, max_payload_bytes=16_777_216, max_events=10_000))]
     fn memory(
-        name: &str,
+        name: Text,
         group: &MemoryGroupCore,
         max_payload_bytes: i64,
         max_events: i64,
     ) -> PyResult<Self> {
+        let name = queue_name(name)?;
+        let name = name.as_str();
         let config = StoreConfig {
             max_payload_bytes: count("max_payload_bytes", max_payload_bytes, 1)? as usize,
             max_events: count("max_events", max_events, 0)? as usize,
@@ -266,11 +293,13 @@ impl JobQueueCore {
     fn local(
         py: Python<'_>,
         path: PathBuf,
-        queue: &str,
+        queue: Text,
         max_payload_bytes: i64,
         max_events: i64,
         sync: &str,
     ) -> PyResult<Self> {
+        let queue = queue_name(queue)?;
+        let queue = queue.as_str();
         let config = StoreConfig {
             max_payload_bytes: count("max_payload_bytes", max_payload_bytes, 1)? as usize,
             max_events: count("max_events", max_events, 0)? as usize,
@@ -297,7 +326,7 @@ impl JobQueueCore {
     #[allow(clippy::too_many_arguments)]
     fn redis(
         url: &str,
-        queue: &str,
+        queue: Text,
         prefix: &str,
         max_payload_bytes: i64,
         max_events: i64,
@@ -328,12 +357,13 @@ impl JobQueueCore {
             allow_eviction,
             replica_ack: (replicas, u64::from(replica_ack_timeout)),
         };
-        Self::redis_on(place, settings, queue)
+        Self::redis_on(place, settings, &redis_queue_name(queue)?)
     }
 
     /// The queue `queue` of this Redis queue's server, prefix and settings (sharing its
     /// connections).
-    fn redis_sibling(&self, queue: &str) -> PyResult<Self> {
+    fn redis_sibling(&self, queue: Text) -> PyResult<Self> {
+        let queue = &redis_queue_name(queue)?;
         let parts = self.redis_parts()?;
         let place = match parts.backend.cluster() {
             Some(cluster) => Place::Cluster(Arc::clone(cluster)),

@@ -20,6 +20,56 @@ from lanemq import BackendConnectionError, ConfigError, LocalJobQueue, RedisJobQ
 from redis_support import Resp
 from support import redis_prefix
 
+# ------------------------------------------------------------------------- Redis URLs
+
+
+def test_a_url_without_a_scheme_says_the_scheme_is_missing() -> None:
+    # Was "no host": urllib reads "127.0.0.1" as the scheme.
+    for url in ("127.0.0.1:6379", "localhost:6379/0"):
+        with pytest.raises(ConfigError, match=r"missing scheme \(redis://\.\.\.\)") as caught:
+            RedisJobQueue("q", url)
+        assert repr(url) in str(caught.value)
+
+
+def test_an_http_url_is_a_connection_error_naming_the_scheme() -> None:
+    # Was a ConfigError "InvalidClientConfig", the Redis client's category.
+    with pytest.raises(BackendConnectionError, match="http:// is not a Redis") as caught:
+        RedisJobQueue("q", "http://user:s3cret@127.0.0.1:6379")
+    assert "127.0.0.1:6379" in str(caught.value)
+    assert "s3cret" not in str(caught.value)
+
+
+@pytest.fixture
+async def http_port() -> AsyncIterator[int]:
+    """A plain TCP server that answers anything with an HTTP error, as a web server would."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(1024)
+        writer.write(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    try:
+        yield server.sockets[0].getsockname()[1]
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_port_that_is_not_redis_is_a_connection_error(http_port: int) -> None:
+    # Was a StorageError holding several lines of the parser's "Parse error".
+    queue = RedisJobQueue("q", f"redis://127.0.0.1:{http_port}", connect_timeout=5)
+    try:
+        with pytest.raises(BackendConnectionError) as caught:
+            await queue.add("x")
+        message = str(caught.value)
+        assert f"127.0.0.1:{http_port}" in message and "not Redis protocol" in message, message
+        assert "\n" not in message, message
+    finally:
+        await queue.close()
+
+
 # ------------------------------------------------------------ Redis queue names
 
 

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, get_args
 
 from . import _checks, _json, _tracing, observe
 from ._core import Backoff, Dedup, JobOptions, JobQueueCore, JobRecord, KeepJobs, MemoryGroupCore
-from ._redis_url import redact_url, redis_url_problem
-from .exceptions import ConfigError, JobFailedError, JobNotFoundError
+from ._redis_url import foreign_scheme, redact_url, redis_url_problem
+from .exceptions import BackendConnectionError, ConfigError, JobFailedError, JobNotFoundError
 from .flows import Dependencies, FlowJob, JobNode, flow_args
 from .job import Job
 from .observe import QueueMetrics, WorkerInfo
@@ -1227,6 +1227,13 @@ class RedisJobQueue(JobQueue):
         _check_name_type(name)
         if not isinstance(url, str):
             raise ConfigError(f"invalid url: a {type(url).__name__} (must be a str)")
+        scheme = foreign_scheme(url)
+        if scheme is not None:
+            raise BackendConnectionError(
+                f"cannot connect to {redact_url(url)!r}: {scheme}:// is not a Redis server's "
+                "URL (use redis://host:port, rediss://, unix://, redis+cluster:// or "
+                "redis+sentinel://)"
+            )
         problem = redis_url_problem(url)
         if problem:
             raise ConfigError(f"invalid Redis URL {redact_url(url)!r}: {problem}")

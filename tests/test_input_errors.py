@@ -70,6 +70,107 @@ async def test_a_port_that_is_not_redis_is_a_connection_error(http_port: int) ->
         await queue.close()
 
 
+# ---------------------------------------------------------------- local files
+
+
+def test_a_file_given_as_the_data_directory_says_not_a_directory(tmp_path: Path) -> None:
+    # Was a StorageError "cannot create the directory: File exists".
+    notes = tmp_path / "notes"
+    notes.write_text("not a directory")
+    for directory in (notes, notes / "below"):
+        with pytest.raises(ConfigError, match="not a directory") as caught:
+            LocalJobQueue("q", directory)
+        assert str(notes) in str(caught.value)
+    assert notes.read_text() == "not a directory"
+
+
+def test_a_dangling_queue_file_link_is_refused(tmp_path: Path) -> None:
+    # Was followed: the queue file was created wherever the link pointed.
+    target = tmp_path / "elsewhere" / "gone.sqlite3"
+    target.parent.mkdir()
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "q.sqlite3").symlink_to(target)
+    with pytest.raises(ConfigError, match="symbolic link") as caught:
+        LocalJobQueue("q", data)
+    assert str(target) in str(caught.value)
+    assert not target.exists()
+    assert sorted(p.name for p in data.iterdir()) == ["q.sqlite3"]
+
+
+async def test_a_queue_file_link_to_a_file_still_opens(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    queue = LocalJobQueue("q", real)
+    await queue.add("x")
+    await queue.close()
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "q.sqlite3").symlink_to(real / "q.sqlite3")
+    linked = LocalJobQueue("q", data)
+    try:
+        assert await linked.get_job_count() == 1
+    finally:
+        await linked.close()
+
+
+_OPEN = textwrap.dedent(
+    """
+    import asyncio, sys
+    from lanemq import LocalJobQueue, StorageError
+
+    async def main() -> None:
+        queue = LocalJobQueue("q", sys.argv[1])
+        await queue.get_job_counts()
+
+    try:
+        asyncio.run(main())
+    except StorageError as error:
+        print("StorageError:", error)
+    """
+)
+
+
+async def test_a_queue_file_that_cannot_be_written_says_so(tmp_path: Path) -> None:
+    # Was "not a readable lanemq queue file (corrupted?)". Root ignores file permissions, so as
+    # root the file is put on a tmpfs remounted read-only in a mount namespace of its own
+    # (`unshare`: no privilege beyond a user namespace), and opened there.
+    if os.geteuid() != 0:
+        data = tmp_path / "data"
+        queue = LocalJobQueue("q", data)
+        await queue.add("x")
+        await queue.close()
+        (data / "q.sqlite3").chmod(0o444)
+        data.chmod(0o555)
+        try:
+            with pytest.raises(StorageError) as caught:
+                LocalJobQueue("q", data)
+        finally:
+            data.chmod(0o755)
+        message = str(caught.value)
+    else:
+        unshare = shutil.which("unshare")
+        assert unshare is not None, "util-linux's unshare is needed to mount a read-only tmpfs"
+        mount = tmp_path / "mount"
+        mount.mkdir()
+        script = tmp_path / "open.py"
+        script.write_text(_OPEN)
+        python = sys.executable
+        steps = (
+            f"mount -t tmpfs none {mount} && "
+            f'{python} -c "import asyncio, lanemq; '
+            f"asyncio.run(lanemq.LocalJobQueue('q', '{mount}').add('x'))\" && "
+            f"mount -o remount,ro {mount} && {python} {script} {mount}"
+        )
+        done = subprocess.run(
+            [unshare, "-rm", "sh", "-c", steps], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        message = done.stdout
+        assert message.startswith("StorageError:"), (done.stdout, done.stderr)
+    assert "cannot be written" in message and "read-only" in message, message
+    assert "corrupted" not in message, message
+
+
 # ------------------------------------------------------------ Redis queue names
 
 

@@ -574,3 +574,38 @@ async def test_names_the_rule_allows_open_on_every_backend(
     job = await other.add("x", now=T)
     assert await other.get_state(job.id) == "waiting"
     assert other.name in await queue.list_queues()
+
+
+# -------------------------------------------------------------------- log line size
+
+
+def _small(queue: JobQueue, max_payload_bytes: int) -> JobQueue:
+    """Another queue of the queue's backend (same server, prefix or directory), with a small
+    ``max_payload_bytes``: the fixture's limit is the default 16 MiB."""
+    name = f"{queue.name}-small"
+    if isinstance(queue, LocalJobQueue):
+        return LocalJobQueue(name, queue.path.parent, max_payload_bytes=max_payload_bytes)
+    if isinstance(queue, RedisJobQueue):
+        return RedisJobQueue(
+            name, queue.url, prefix=queue.prefix, max_payload_bytes=max_payload_bytes
+        )
+    return InMemoryJobQueue(name, max_payload_bytes=max_payload_bytes)
+
+
+async def test_a_log_line_over_max_payload_bytes_is_refused(queue: JobQueue) -> None:
+    # Data was capped and log lines were not: a 20 MB line went in. One limit for both.
+    small = _small(queue, 100)
+    try:
+        await _seed(small)
+        [job] = await small.claim("w", 30.0, 1)
+        assert await job.log("x" * 100) == 1  # at the limit
+        for line, size in [("y" * 101, "101"), ("é" * 51, "102")]:  # bytes, not characters
+            message = await _assert_refused(
+                small, lambda line=line: small.add_log(job.id, line), ConfigError, size, "100"
+            )
+            assert repr(job.id) in message or f'"{job.id}"' in message, message
+        await _assert_refused(small, lambda: job.log("z" * 500), ConfigError, "max_payload_bytes")
+        assert await small.get_logs(job.id) == (["x" * 100], 1)
+    finally:
+        await small.obliterate(force=True)
+        await small.close()

@@ -161,8 +161,12 @@ async def test_a_queue_file_that_cannot_be_written_says_so(tmp_path: Path) -> No
             f"asyncio.run(lanemq.LocalJobQueue('q', '{mount}').add('x'))\" && "
             f"mount -o remount,ro {mount} && {python} {script} {mount}"
         )
-        done = subprocess.run(
-            [unshare, "-rm", "sh", "-c", steps], capture_output=True, text=True, timeout=120
+        done = await asyncio.to_thread(
+            subprocess.run,
+            [unshare, "-rm", "sh", "-c", steps],
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert done.returncode == 0, done.stderr
         message = done.stdout

@@ -47,6 +47,17 @@ def _holds_surrogate(value: Any) -> bool:
     return False
 
 
+def unicode_text(value: str, field: str) -> None:
+    """Refuses ``value`` if it holds a lone surrogate, for text Python encodes itself before
+    the core sees it (a file name built from a queue name): the core's arguments refuse it in
+    one place (the bindings' `Text`), a path made of it would raise `UnicodeEncodeError`."""
+    if _holds_surrogate(value):
+        raise ConfigError(
+            f"invalid {field}: {_short.repr(value)} (holds a lone surrogate, which is not "
+            "valid Unicode text)"
+        )
+
+
 def not_unicode(error: UnicodeEncodeError, fields: Iterable[tuple[str, Any]]) -> ConfigError:
     """The refusal of text that holds a lone surrogate (which UTF-8 cannot store), naming the
     first of ``fields`` (name, value) that holds one. Built only after the core refused."""

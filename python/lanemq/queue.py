@@ -1136,6 +1136,7 @@ class LocalJobQueue(JobQueue):
         sync: LocalSync = "full",
     ) -> None:
         _check_name_type(name)
+        _checks.unicode_text(name, "queue name")  # (before it is part of a path)
         if not isinstance(sync, str) or sync not in _LOCAL_SYNCS:
             raise ConfigError(f"invalid sync: {sync!r} (must be 'full' or 'normal')")
         target = Path(path)
@@ -1159,6 +1160,7 @@ class LocalJobQueue(JobQueue):
         new one."""
         if name == self.name:
             return self
+        _checks.unicode_text(name, "queue name")  # (before it is part of a path)
         target = self.path.parent / f"{name}.sqlite3"
         found = _open(_local_queues, str(target.resolve()))
         if found is not None:

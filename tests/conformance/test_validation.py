@@ -536,7 +536,15 @@ async def test_a_rate_limit_max_that_is_not_an_integer_is_a_config_error(
 # ------------------------------------------------------------------------ queue names
 
 RULE = "1-200 characters"
-REFUSED_NAMES = ["a/b", "x:y", "..", ".hidden", "a b", "a\tb", "*", "{tag}", "é", "a" * 201, ""]
+REFUSED_NAMES = [
+    *("a/b", "x:y", "..", ".hidden", "a b", "a\tb", "*", "{tag}", "é", "a" * 201),
+    *(LONE, "\ud800", ""),  # (lone surrogates: "\ud800" cannot even be part of a file's path)
+]
+
+
+def _why(name: str) -> str:
+    """What the refusal of ``name`` says: the rule, or that it is not text at all."""
+    return "surrogate" if name in (LONE, "\ud800") else RULE
 
 
 @pytest.mark.parametrize("name", REFUSED_NAMES)
@@ -550,17 +558,17 @@ async def test_a_queue_name_outside_the_rule_is_refused_on_every_backend(
 
     with pytest.raises(ConfigError) as caught:
         await open_and_add()
-    assert RULE in str(caught.value) and repr(name)[1:-1] in str(caught.value), caught.value
+    assert _why(name) in str(caught.value) and repr(name)[1:-1] in str(caught.value), caught.value
     assert name not in await queue.list_queues()
 
 
-@pytest.mark.parametrize("name", REFUSED_NAMES[:-1])
+@pytest.mark.parametrize("name", REFUSED_NAMES[:-1])  # (a flow node's queue "" is its parent's)
 async def test_a_flow_into_a_queue_outside_the_rule_writes_nothing(
     queue: JobQueue, name: str
 ) -> None:
     await _seed(queue)
     flow = FlowJob("root", children=[FlowJob("ok"), FlowJob("c", queue=name)])
-    await _assert_refused(queue, lambda: queue.add_flow(flow, now=T), ConfigError, RULE)
+    await _assert_refused(queue, lambda: queue.add_flow(flow, now=T), ConfigError, _why(name))
     assert name not in await queue.list_queues()
 
 

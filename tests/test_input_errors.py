@@ -16,7 +16,15 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from lanemq import BackendConnectionError, ConfigError, LocalJobQueue, RedisJobQueue, StorageError
+from lanemq import (
+    BackendConnectionError,
+    ConfigError,
+    LaneConfig,
+    LocalJobQueue,
+    LocalStorage,
+    RedisJobQueue,
+    StorageError,
+)
 from redis_support import Resp
 from support import redis_prefix
 
@@ -223,3 +231,15 @@ async def test_a_new_redis_queue_with_a_name_outside_the_rule_writes_nothing(
             await queue.close()
     with Resp.of(redis_url) as raw:
         assert raw.scan(f"{prefix}:*") == []
+
+
+# ----------------------------------------------------------------------------- lanes
+
+
+def test_a_lane_id_with_a_lone_surrogate_is_a_config_error(tmp_path: Path) -> None:
+    # Were bare UnicodeEncodeErrors (the lane's config; the journal's path).
+    with pytest.raises(ConfigError, match=r"invalid lane_id: '\\udc80'.*surrogate"):
+        LaneConfig("\udc80", priority=1)
+    with pytest.raises(ConfigError, match=r"invalid storage name: '\\ud800'.*surrogate"):
+        LocalStorage(tmp_path, "\ud800")
+    assert list(tmp_path.iterdir()) == []

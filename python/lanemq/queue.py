@@ -134,8 +134,12 @@ def _given_options(values: tuple[Any, ...]) -> dict[str, Any]:
 
 def _error_text(error: str | BaseException) -> str:
     if isinstance(error, BaseException):
-        return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-    return error
+        error = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    if error.isascii():
+        return error
+    # A lone surrogate (an exception quoting bytes decoded with surrogateescape, say) is
+    # escaped: a failure is recorded, not refused as the text of user input would be.
+    return error.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 @dataclass(frozen=True, slots=True)

@@ -459,6 +459,8 @@ LONE = "\udc80"  # a lone surrogate: a Python str, but not text UTF-8 (or any ba
         (lambda q: q.remove_scheduler(LONE), "key"),
         (lambda q: q.get_job(LONE), "id"),
         (lambda q: q.add_log("1", f"line {LONE}"), "line"),
+        (lambda q: q.claim(LONE), "worker_id"),
+        (lambda q: q.renew("1", LONE, 30.0), "token"),
     ],
 )
 async def test_a_lone_surrogate_is_a_config_error_naming_the_value(
@@ -476,6 +478,19 @@ async def test_a_log_line_with_a_lone_surrogate_is_refused_from_the_job(queue: J
     [job] = await queue.claim("w", 30.0, 1)
     await _assert_refused(queue, lambda: job.log(LONE), ConfigError, "\\udc80")
     assert await queue.get_logs(job.id) == ([], 0)
+
+
+async def test_a_failure_whose_error_holds_a_lone_surrogate_is_recorded(queue: JobQueue) -> None:
+    # An exception's message is not refused as input is: the job fails, the surrogate escaped
+    # (it was a UnicodeEncodeError, and the job stayed active).
+    await _seed(queue)
+    [job] = await queue.claim("w", 30.0, 1)
+    assert not await queue.fail(
+        job.id, job.lock_token or "", ValueError(f"bad {LONE}"), None, False
+    )
+    failed = await queue.get_job(job.id)
+    assert failed is not None and failed.state == "failed"
+    assert failed.failed_reason == "ValueError: bad \\udc80"
 
 
 # ------------------------------------------------------------------ deeply nested data

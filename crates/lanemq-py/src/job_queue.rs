@@ -440,12 +440,13 @@ impl JobQueueCore {
     fn add_children<'py>(
         &self,
         py: Python<'py>,
-        id: String,
-        token: String,
+        id: Text,
+        token: Text,
         children: Vec<Bound<'py, PyAny>>,
         now: Option<Now>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let now = now.core("now")?;
+        let (id, token) = (id.core("id")?, token.core("token")?);
         let children = children
             .iter()
             .map(flows::node)
@@ -488,11 +489,12 @@ impl JobQueueCore {
     fn claim<'py>(
         &self,
         py: Python<'py>,
-        worker_id: String,
+        worker_id: Text,
         lease: u64,
         max_jobs: usize,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let worker_id = worker_id.core("worker_id")?;
         hot_call!(self, py, claim(worker_id, lease, max_jobs, now), records)
     }
 
@@ -505,11 +507,12 @@ impl JobQueueCore {
     fn wait_and_claim<'py>(
         &self,
         py: Python<'py>,
-        worker_id: String,
+        worker_id: Text,
         lease: u64,
         max_jobs: usize,
         timeout: Option<u64>,
     ) -> PyResult<(Bound<'py, PyAny>, Interrupt)> {
+        let worker_id = worker_id.core("worker_id")?;
         let (interrupt, interrupted) = Interrupt::new();
         // A backend that waits and claims in one round trip does it all (Redis).
         if let Some(claimed) = self.backend.wait_and_claim(
@@ -600,21 +603,23 @@ impl JobQueueCore {
     fn fail_many<'py>(
         &self,
         py: Python<'py>,
-        items: Vec<(String, String, String, Option<String>, bool)>,
+        items: Vec<(Text, Text, Text, Option<Text>, bool)>,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let ids: Vec<String> = items.iter().map(|item| item.0.clone()).collect();
         let items = items
             .into_iter()
-            .map(|(id, token, error, stacktrace, retry)| Failure {
-                id,
-                token,
-                error,
-                stacktrace,
-                retry,
-                delay: None,
+            .map(|(id, token, error, stacktrace, retry)| {
+                Ok(Failure {
+                    id: id.core("id")?,
+                    token: token.core("token")?,
+                    error: error.core("error")?,
+                    stacktrace: stacktrace.core("stacktrace")?,
+                    retry,
+                    delay: None,
+                })
             })
-            .collect();
+            .collect::<PyResult<Vec<_>>>()?;
+        let ids: Vec<String> = items.iter().map(|item| item.id.clone()).collect();
         self.resolve(py, self.backend.fail_many(items, now), move |outcomes| {
             Ok(ids
                 .into_iter()
@@ -634,20 +639,20 @@ impl JobQueueCore {
     fn fail<'py>(
         &self,
         py: Python<'py>,
-        id: String,
-        token: String,
-        error: String,
-        stacktrace: Option<String>,
+        id: Text,
+        token: Text,
+        error: Text,
+        stacktrace: Option<Text>,
         retry: bool,
         delay: Option<u64>,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
         let future = self.backend.fail_many(
             vec![Failure {
-                id,
-                token,
-                error,
-                stacktrace,
+                id: id.core("id")?,
+                token: token.core("token")?,
+                error: error.core("error")?,
+                stacktrace: stacktrace.core("stacktrace")?,
                 retry,
                 delay,
             }],
@@ -668,14 +673,15 @@ impl JobQueueCore {
     fn renew<'py>(
         &self,
         py: Python<'py>,
-        id: String,
-        token: String,
+        id: Text,
+        token: Text,
         lease: u64,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let item = (id.core("id")?, token.core("token")?);
         self.resolve(
             py,
-            self.backend.renew_many(vec![(id, token)], lease, now),
+            self.backend.renew_many(vec![item], lease, now),
             |mut outcomes| outcomes.pop().unwrap_or(Ok(())).map_err(to_py),
         )
     }
@@ -684,10 +690,14 @@ impl JobQueueCore {
     fn renew_many<'py>(
         &self,
         py: Python<'py>,
-        items: Vec<(String, String)>,
+        items: Vec<(Text, Text)>,
         lease: u64,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let items = items
+            .into_iter()
+            .map(|(id, token)| Ok((id.core("id")?, token.core("token")?)))
+            .collect::<PyResult<Vec<_>>>()?;
         let ids: Vec<String> = items.iter().map(|(id, _)| id.clone()).collect();
         self.resolve(
             py,

@@ -460,6 +460,7 @@ LONE = "\udc80"  # a lone surrogate: a Python str, but not text UTF-8 (or any ba
         (lambda q: q.get_job(LONE), "id"),
         (lambda q: q.add_log("1", f"line {LONE}"), "line"),
         (lambda q: q.claim(LONE), "worker_id"),
+        (lambda q: q.add("x", None, {"parent_policy": LONE}), "parent_policy"),
         (lambda q: q.renew("1", LONE, 30.0), "token"),
     ],
 )

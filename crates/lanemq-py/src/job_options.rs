@@ -267,7 +267,7 @@ impl JobOptions {
         remove_on_fail: Option<&Bound<'_, PyAny>>,
         max_stalled_count: Int,
         dedup: Option<&Bound<'_, PyAny>>,
-        parent_policy: Option<&str>,
+        parent_policy: Option<Text>,
         fail_parent_on_failure: bool,
         ignore_dependency_on_failure: bool,
         remove_dependency_on_failure: bool,
@@ -280,8 +280,9 @@ impl JobOptions {
             remove_dependency_on_failure,
             continue_parent_on_failure,
         ];
+        let parent_policy = parent_policy.core("parent_policy")?;
         let parent_policy =
-            core::ParentPolicy::from_options(parent_policy, flags).map_err(to_py)?;
+            core::ParentPolicy::from_options(parent_policy.as_deref(), flags).map_err(to_py)?;
         let job_id = job_id.map(job_id_text).transpose()?;
         let priority = priority.get("priority")?;
         let attempts = attempts.get("attempts")?;

@@ -37,13 +37,13 @@ async def test_a_missing_directory_or_a_file_url_lists_nothing(tmp_path: Path) -
 
 async def test_redis_lists_the_queues_under_its_prefix(redis_url: str) -> None:
     prefix = f"lq{next(_prefixes)}"
-    queues = [RedisJobQueue(name, redis_url, prefix=prefix) for name in ("b-queue", "a:queue")]
+    queues = [RedisJobQueue(name, redis_url, prefix=prefix) for name in ("b-queue", "a.queue")]
     other = RedisJobQueue("elsewhere", redis_url, prefix=f"{prefix}x")
     try:
         for queue in [*queues, other]:
             await queue.add("a")
-        assert await list_queue_names(redis_url, prefix=prefix) == ["a:queue", "b-queue"]
-        assert await queues[0].list_queues() == ["a:queue", "b-queue"]
+        assert await list_queue_names(redis_url, prefix=prefix) == ["a.queue", "b-queue"]
+        assert await queues[0].list_queues() == ["a.queue", "b-queue"]
         assert await list_queue_names(redis_url, prefix=f"{prefix}x") == ["elsewhere"]
         # A prefix with glob characters matches itself only.
         assert await list_queue_names(redis_url, prefix=f"{prefix[:-1]}*") == []

@@ -14,6 +14,8 @@ _short = reprlib.Repr()
 _short.maxstring = 80
 _short.maxother = 80
 
+_INFINITY = float("inf")
+
 
 def job_name(name: object, field: str = "job name") -> None:
     """A job name is a non-empty string (a worker finds the processor by it)."""
@@ -26,6 +28,8 @@ def lease_ms(lease: float) -> int:
     could never be completed by the worker that holds it."""
     if not lease > 0:  # also refuses NaN
         raise ConfigError(f"invalid lease: {lease} (must be > 0 seconds)")
+    if lease == _INFINITY:  # (no whole number of milliseconds)
+        raise ConfigError(f"invalid lease: {lease} (must be a finite number of seconds)")
     return max(1, round(lease * 1000))
 
 
@@ -41,6 +45,17 @@ def _holds_surrogate(value: Any) -> bool:
     if isinstance(value, list | tuple):
         return any(_holds_surrogate(v) for v in value)
     return False
+
+
+def unicode_text(value: str, field: str) -> None:
+    """Refuses ``value`` if it holds a lone surrogate, for text Python encodes itself before
+    the core sees it (a file name built from a queue name): the core's arguments refuse it in
+    one place (the bindings' `Text`), a path made of it would raise `UnicodeEncodeError`."""
+    if _holds_surrogate(value):
+        raise ConfigError(
+            f"invalid {field}: {_short.repr(value)} (holds a lone surrogate, which is not "
+            "valid Unicode text)"
+        )
 
 
 def not_unicode(error: UnicodeEncodeError, fields: Iterable[tuple[str, Any]]) -> ConfigError:

@@ -1,13 +1,17 @@
 """JSON in and out: payloads, results and progress are JSON text in every backend (never
-pickle). Encoding refuses what JSON cannot hold, naming what was refused."""
+pickle). Encoding refuses what JSON cannot hold (`TypeError`) or data nested deeper than Python
+can recurse (`ConfigError`), naming what was refused."""
 
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Callable
 from json import encoder as _encoder
 from typing import Any
+
+from .exceptions import ConfigError
 
 _slow_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False, ensure_ascii=False).encode
 loads = json.loads
@@ -64,6 +68,11 @@ def dumps(value: Any, what: str) -> str:
         return _encode(value)
     except TypeError as error:
         raise TypeError(f"{what} is not JSON-serialisable: {error}") from None
+    except RecursionError:
+        raise ConfigError(
+            f"{what} is nested too deeply to encode as JSON (more levels than Python's "
+            f"recursion limit, {sys.getrecursionlimit()})"
+        ) from None
     except ValueError as error:  # NaN or an infinity (not saying which), or a cycle
         note = " (NaN, inf and -inf have no JSON form)" if "float" in str(error) else ""
         raise TypeError(f"{what} is not JSON-serialisable: {error}{note}") from None
@@ -88,5 +97,5 @@ def _dumps_named(value: Any, what: str, *parts: Any) -> str:
         return "null"
     try:
         return _encode(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return dumps(value, what.format(*parts))

@@ -35,10 +35,26 @@ def redact_url(url: str) -> str:
     return _QUERY_SECRET.sub(r"\1***", url)
 
 
+#: Every scheme a Redis queue's URL may have.
+REDIS_SCHEMES = TCP_SCHEMES + UNIX_SCHEMES + CLUSTER_SCHEMES + SENTINEL_SCHEMES
+
+
+def foreign_scheme(url: str) -> str | None:
+    """The scheme of ``scheme://...`` when it is not a Redis one (``http``, say: the URL of
+    another kind of server, which no Redis connection can be made to), else None."""
+    scheme, slashes, _ = url.partition("://")
+    if not slashes or scheme.lower() in REDIS_SCHEMES:
+        return None
+    return scheme
+
+
 def redis_url_problem(url: str) -> str | None:
     """What is wrong with the URL as the Redis client would read it, in words (its own
     errors only name a category), or None."""
     scheme = url.partition(":")[0].lower()
+    if "://" not in url and scheme not in REDIS_SCHEMES:
+        # ("127.0.0.1:6379" would read as a URL of scheme "127.0.0.1", without a host)
+        return "missing scheme (redis://...)"
     if scheme in CLUSTER_SCHEMES:
         return _cluster_problem(url)
     if scheme in SENTINEL_SCHEMES:

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, get_args
 
 from . import _checks, _json, _tracing, observe
 from ._core import Backoff, Dedup, JobOptions, JobQueueCore, JobRecord, KeepJobs, MemoryGroupCore
-from ._redis_url import redact_url, redis_url_problem
-from .exceptions import ConfigError, JobFailedError, JobNotFoundError
+from ._redis_url import foreign_scheme, redact_url, redis_url_problem
+from .exceptions import BackendConnectionError, ConfigError, JobFailedError, JobNotFoundError
 from .flows import Dependencies, FlowJob, JobNode, flow_args
 from .job import Job
 from .observe import QueueMetrics, WorkerInfo
@@ -135,8 +135,12 @@ def _given_options(values: tuple[Any, ...]) -> dict[str, Any]:
 
 def _error_text(error: str | BaseException) -> str:
     if isinstance(error, BaseException):
-        return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-    return error
+        error = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    if error.isascii():
+        return error
+    # A lone surrogate (an exception quoting bytes decoded with surrogateescape, say) is
+    # escaped: a failure is recorded, not refused as the text of user input would be.
+    return error.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,8 +210,6 @@ class JobQueue:
     _closed = False
 
     def __init__(self, name: str, core: JobQueueCore) -> None:
-        if not name or not isinstance(name, str):
-            raise ConfigError(f"invalid queue name: {name!r}")
         self.name = name
         self._core = core
 
@@ -1094,8 +1096,7 @@ class InMemoryJobQueue(JobQueue):
         max_payload_bytes: int = 16 * 1024 * 1024,
         max_events: int = 10_000,
     ) -> None:
-        if not name or not isinstance(name, str):
-            raise ConfigError(f"invalid queue name: {name!r}")
+        _check_name_type(name)
         self.group = MemoryGroup() if group is None else group
         core = JobQueueCore.memory(name, self.group._core, max_payload_bytes, max_events)
         super().__init__(name, core)
@@ -1140,14 +1141,13 @@ class LocalJobQueue(JobQueue):
         max_events: int = 10_000,
         sync: LocalSync = "full",
     ) -> None:
-        if not name or not isinstance(name, str):
-            raise ConfigError(f"invalid queue name: {name!r}")
+        _check_name_type(name)
+        _checks.unicode_text(name, "queue name")  # (before it is part of a path)
         if not isinstance(sync, str) or sync not in _LOCAL_SYNCS:
             raise ConfigError(f"invalid sync: {sync!r} (must be 'full' or 'normal')")
         target = Path(path)
         if target.suffix not in (".db", ".sqlite", ".sqlite3"):
-            if any(c in name for c in "/\\:\0") or name in (".", ".."):
-                raise ConfigError(f"invalid queue name for a file name: {name!r}")
+            # (the core refuses a name outside the rule before the file is touched)
             target = target / f"{name}.sqlite3"
         self.path = target
         core = JobQueueCore.local(str(target), name, max_payload_bytes, max_events, sync)
@@ -1166,6 +1166,7 @@ class LocalJobQueue(JobQueue):
         new one."""
         if name == self.name:
             return self
+        _checks.unicode_text(name, "queue name")  # (before it is part of a path)
         target = self.path.parent / f"{name}.sqlite3"
         found = _open(_local_queues, str(target.resolve()))
         if found is not None:
@@ -1231,9 +1232,16 @@ class RedisJobQueue(JobQueue):
         min_replicas_ack: int = 0,
         replica_ack_timeout: float = 1.0,
     ) -> None:
-        _check_redis_name(name)
+        _check_name_type(name)
         if not isinstance(url, str):
             raise ConfigError(f"invalid url: a {type(url).__name__} (must be a str)")
+        scheme = foreign_scheme(url)
+        if scheme is not None:
+            raise BackendConnectionError(
+                f"cannot connect to {redact_url(url)!r}: {scheme}:// is not a Redis server's "
+                "URL (use redis://host:port, rediss://, unix://, redis+cluster:// or "
+                "redis+sentinel://)"
+            )
         problem = redis_url_problem(url)
         if problem:
             raise ConfigError(f"invalid Redis URL {redact_url(url)!r}: {problem}")
@@ -1303,15 +1311,17 @@ class RedisJobQueue(JobQueue):
         found = _open(_redis_queues, (self._server, self.prefix, name))
         if found is not None:
             return found
-        _check_redis_name(name)
+        _check_name_type(name)
         sibling = RedisJobQueue.__new__(RedisJobQueue)
         sibling._attach(name, self._core.redis_sibling(name), self.prefix)
         return sibling
 
 
-def _check_redis_name(name: object) -> None:
-    if not name or not isinstance(name, str) or any(c in name for c in "{}"):
-        raise ConfigError(f"invalid queue name: {name!r}")
+def _check_name_type(name: object) -> None:
+    """A queue name is a str; the core checks it against the queue-name rule (README, "Queue
+    names"), the same way on every backend."""
+    if not isinstance(name, str):
+        raise ConfigError(f"invalid queue name: {name!r} (must be a str)")
 
 
 #: The Redis queues this process made, by (server id, prefix, name): a flow's nodes in other

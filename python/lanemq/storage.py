@@ -16,6 +16,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from . import _checks
 from ._core import DeadLetter, DurableJournal
 from .exceptions import ConfigError
 
@@ -31,6 +32,7 @@ class LocalStorage:
     ) -> None:
         if not name or "/" in name or name in (".", ".."):
             raise ConfigError(f"invalid storage name: {name!r}")
+        _checks.unicode_text(name, "storage name")  # (before it is part of a path)
         if dead_letter_limit < 0:
             raise ConfigError(f"invalid dead_letter_limit: {dead_letter_limit} (must be >= 0)")
         self.path = Path(directory) / f"{name}.journal"

@@ -19,13 +19,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from ._redis_url import (
-    CLUSTER_SCHEMES,
-    SENTINEL_SCHEMES,
-    TCP_SCHEMES,
-    UNIX_SCHEMES,
-    redact_url,
-)
+from ._redis_url import REDIS_SCHEMES, redact_url
 from .exceptions import ConfigError
 from .queue import _LOCAL_SYNCS, InMemoryJobQueue, JobQueue, LocalJobQueue, RedisJobQueue
 
@@ -45,8 +39,7 @@ def from_url(url: str, name: str, **options: Any) -> JobQueue:
     scheme = scheme.lower()
     if not colon or not scheme:
         raise ConfigError(f"invalid queue URL {redact_url(url)!r}: no scheme (use {_KNOWN})")
-    redis_schemes = TCP_SCHEMES + UNIX_SCHEMES + CLUSTER_SCHEMES + SENTINEL_SCHEMES
-    if scheme in redis_schemes:
+    if scheme in REDIS_SCHEMES:
         return RedisJobQueue(name, url, **options)
     if scheme == "memory":
         if rest not in ("", "//"):

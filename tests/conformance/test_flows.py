@@ -669,9 +669,8 @@ async def test_two_policies_write_nothing(queue: JobQueue) -> None:
 
 
 async def test_a_queue_out_of_reach_writes_nothing(queue: JobQueue) -> None:
-    # Out of reach on every backend: not in a memory group, not a file name beside a local
-    # queue's, and braces would change a Redis queue's hash tag (any other name is a queue on
-    # Redis, and on local it is a file beside this one).
+    # Outside the queue-name rule, so refused on every backend (braces would change a Redis
+    # queue's hash tag; "/" is not a file name beside a local queue's).
     flow = FlowJob(
         "root",
         children=[FlowJob("ok"), FlowJob("c", children=[FlowJob("g", queue="no/where{}")])],

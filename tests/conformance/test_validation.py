@@ -11,11 +11,14 @@ import pytest
 from lanemq import (
     Backoff,
     ConfigError,
+    Dedup,
     FlowJob,
     InMemoryJobQueue,
     JobOptions,
     JobQueue,
+    LocalJobQueue,
     QueueEvent,
+    RedisJobQueue,
 )
 
 T = 1_700_000_000_000
@@ -438,3 +441,195 @@ async def test_clean_with_an_impossible_grace_or_limit_is_refused(
     job = await queue.add("kept", None, now=T)
     await _assert_refused(queue, lambda: queue.clean(*args, state="waiting"), ConfigError, fragment)
     assert await queue.get_job(job.id) is not None
+
+
+# ------------------------------------------------------ text that is not valid Unicode
+
+LONE = "\udc80"  # a lone surrogate: a Python str, but not text UTF-8 (or any backend) can hold
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda q: q.add("x", None, dedup=Dedup(LONE)), "dedup id"),
+        (lambda q: q.get_deduplication_job_id(LONE), "dedup_id"),
+        (lambda q: q.remove_deduplication_key(LONE), "dedup_id"),
+        (lambda q: q.upsert_scheduler(LONE, every=60, template=("x", None)), "scheduler key"),
+        (lambda q: q.get_scheduler(LONE), "key"),
+        (lambda q: q.remove_scheduler(LONE), "key"),
+        (lambda q: q.get_job(LONE), "id"),
+        (lambda q: q.add_log("1", f"line {LONE}"), "line"),
+        (lambda q: q.claim(LONE), "worker_id"),
+        (lambda q: q.add("x", None, {"parent_policy": LONE}), "parent_policy"),
+        (lambda q: q.renew("1", LONE, 30.0), "token"),
+    ],
+)
+async def test_a_lone_surrogate_is_a_config_error_naming_the_value(
+    queue: JobQueue, call: Callable[[JobQueue], Awaitable[object]], field: str
+) -> None:
+    # Was a bare UnicodeEncodeError, naming neither the argument nor the value.
+    await _seed(queue)
+    await _assert_refused(
+        queue, lambda: call(queue), ConfigError, f"invalid {field}:", "\\udc80", "surrogate"
+    )
+
+
+async def test_a_log_line_with_a_lone_surrogate_is_refused_from_the_job(queue: JobQueue) -> None:
+    await _seed(queue)
+    [job] = await queue.claim("w", 30.0, 1)
+    await _assert_refused(queue, lambda: job.log(LONE), ConfigError, "\\udc80")
+    assert await queue.get_logs(job.id) == ([], 0)
+
+
+async def test_a_failure_whose_error_holds_a_lone_surrogate_is_recorded(queue: JobQueue) -> None:
+    # An exception's message is not refused as input is: the job fails, the surrogate escaped
+    # (it was a UnicodeEncodeError, and the job stayed active).
+    await _seed(queue)
+    [job] = await queue.claim("w", 30.0, 1)
+    assert not await queue.fail(
+        job.id, job.lock_token or "", ValueError(f"bad {LONE}"), None, False
+    )
+    failed = await queue.get_job(job.id)
+    assert failed is not None and failed.state == "failed"
+    assert failed.failed_reason == "ValueError: bad \\udc80"
+
+
+# ------------------------------------------------------------------ deeply nested data
+
+
+def _nested(depth: int) -> list[Any]:
+    root: list[Any] = []
+    leaf = root
+    for _ in range(depth):
+        child: list[Any] = []
+        leaf.append(child)
+        leaf = child
+    return root
+
+
+async def test_data_nested_past_the_recursion_limit_is_a_config_error(queue: JobQueue) -> None:
+    # Was a bare RecursionError.
+    await _seed(queue)
+    deep = _nested(100_000)
+    await _assert_refused(
+        queue, lambda: queue.add("deep", deep, now=T), ConfigError, "data of job 'deep'", "nested"
+    )
+    await _assert_refused(
+        queue, lambda: queue.add_bulk([("ok", 1), ("deep", deep)]), ConfigError, "job #1"
+    )
+    # The encoder is left as it was: the next payload is encoded as usual.
+    job = await queue.add("after", {"a": [1, 2]}, now=T)
+    assert (await queue.get_job(job.id) or job).data == {"a": [1, 2]}
+
+
+# --------------------------------------------------------------- leases, rate limits
+
+
+async def test_an_infinite_lease_is_a_config_error(queue: JobQueue) -> None:
+    # Was an OverflowError from turning inf into milliseconds.
+    await _seed(queue)
+    await _assert_refused(
+        queue, lambda: queue.claim("w", math.inf, 1), ConfigError, "invalid lease: inf"
+    )
+    [job] = await queue.claim("w", 30.0, 1)
+    token = job.lock_token or ""
+    await _assert_refused(queue, lambda: queue.renew(job.id, token, math.inf), ConfigError, "inf")
+    await queue.complete(job.id, token, None)
+    assert await queue.get_state(job.id) == "completed"
+
+
+@pytest.mark.parametrize(("max_jobs", "shown"), [(math.nan, "nan"), (1.5, "1.5"), (True, "True")])
+async def test_a_rate_limit_max_that_is_not_an_integer_is_a_config_error(
+    queue: JobQueue, max_jobs: Any, shown: str
+) -> None:
+    # NaN was a TypeError "failed to extract field Positive.0", naming neither.
+    await _assert_refused(
+        queue, lambda: queue.set_rate_limit(max_jobs, 1), ConfigError, "invalid max", shown
+    )
+    assert await queue.get_rate_limit() is None
+
+
+# ------------------------------------------------------------------------ queue names
+
+RULE = "1-200 characters"
+REFUSED_NAMES = [
+    *("a/b", "x:y", "..", ".hidden", "a b", "a\tb", "*", "{tag}", "é", "a" * 201),
+    *(LONE, "\ud800", ""),  # (lone surrogates: "\ud800" cannot even be part of a file's path)
+]
+
+
+def _why(name: str) -> str:
+    """What the refusal of ``name`` says: the rule, or that it is not text at all."""
+    return "surrogate" if name in (LONE, "\ud800") else RULE
+
+
+@pytest.mark.parametrize("name", REFUSED_NAMES)
+async def test_a_queue_name_outside_the_rule_is_refused_on_every_backend(
+    queue: JobQueue, name: str
+) -> None:
+    async def open_and_add() -> None:
+        # (a Redis queue's constructor does no I/O: its first call checks the name, since an
+        # existing queue keeps an older name, test_redis_queue_names.py)
+        await queue.sibling(name).add("x", now=T)
+
+    with pytest.raises(ConfigError) as caught:
+        await open_and_add()
+    assert _why(name) in str(caught.value) and repr(name)[1:-1] in str(caught.value), caught.value
+    assert name not in await queue.list_queues()
+
+
+@pytest.mark.parametrize("name", REFUSED_NAMES[:-1])  # (a flow node's queue "" is its parent's)
+async def test_a_flow_into_a_queue_outside_the_rule_writes_nothing(
+    queue: JobQueue, name: str
+) -> None:
+    await _seed(queue)
+    flow = FlowJob("root", children=[FlowJob("ok"), FlowJob("c", queue=name)])
+    await _assert_refused(queue, lambda: queue.add_flow(flow, now=T), ConfigError, _why(name))
+    assert name not in await queue.list_queues()
+
+
+@pytest.mark.parametrize("suffix", ["a", "x..y", "A.b_c-9", "long"])
+async def test_names_the_rule_allows_open_on_every_backend(
+    queue: JobQueue, sibling: Callable[[str], JobQueue], suffix: str
+) -> None:
+    if suffix == "long":  # the longest name allowed, 200 characters
+        suffix = "z" * (200 - len(queue.name) - 1)
+    other = sibling(suffix)
+    job = await other.add("x", now=T)
+    assert await other.get_state(job.id) == "waiting"
+    assert other.name in await queue.list_queues()
+
+
+# -------------------------------------------------------------------- log line size
+
+
+def _small(queue: JobQueue, max_payload_bytes: int) -> JobQueue:
+    """Another queue of the queue's backend (same server, prefix or directory), with a small
+    ``max_payload_bytes``: the fixture's limit is the default 16 MiB."""
+    name = f"{queue.name}-small"
+    if isinstance(queue, LocalJobQueue):
+        return LocalJobQueue(name, queue.path.parent, max_payload_bytes=max_payload_bytes)
+    if isinstance(queue, RedisJobQueue):
+        return RedisJobQueue(
+            name, queue.url, prefix=queue.prefix, max_payload_bytes=max_payload_bytes
+        )
+    return InMemoryJobQueue(name, max_payload_bytes=max_payload_bytes)
+
+
+async def test_a_log_line_over_max_payload_bytes_is_refused(queue: JobQueue) -> None:
+    # Data was capped and log lines were not: a 20 MB line went in. One limit for both.
+    small = _small(queue, 100)
+    try:
+        await _seed(small)
+        [job] = await small.claim("w", 30.0, 1)
+        assert await job.log("x" * 100) == 1  # at the limit
+        for line, size in [("y" * 101, "101"), ("é" * 51, "102")]:  # bytes, not characters
+            message = await _assert_refused(
+                small, lambda line=line: small.add_log(job.id, line), ConfigError, size, "100"
+            )
+            assert repr(job.id) in message or f'"{job.id}"' in message, message
+        await _assert_refused(small, lambda: job.log("z" * 500), ConfigError, "max_payload_bytes")
+        assert await small.get_logs(job.id) == (["x" * 100], 1)
+    finally:
+        await small.obliterate(force=True)
+        await small.close()

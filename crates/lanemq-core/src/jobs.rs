@@ -28,6 +28,7 @@ pub mod metrics;
 mod model;
 mod options;
 mod paging;
+mod queue_name;
 pub mod scheduler;
 #[cfg(test)]
 mod tests;
@@ -51,10 +52,11 @@ pub use model::{
     MAX_RATE_LIMIT_END,
 };
 pub use options::{
-    check_payload, validate_job_id, validate_telemetry, Backoff, BackoffKind, Dedup, JobOptions,
-    Retention, StoreConfig, Telemetry, DEFAULT_MAX_PAYLOAD_BYTES, MAX_PRIORITY,
+    check_log_line, check_payload, validate_job_id, validate_telemetry, Backoff, BackoffKind,
+    Dedup, JobOptions, Retention, StoreConfig, Telemetry, DEFAULT_MAX_PAYLOAD_BYTES, MAX_PRIORITY,
     MAX_TELEMETRY_BYTES, MAX_TELEMETRY_ENTRIES,
 };
 pub use paging::index_range;
+pub use queue_name::{check_queue_name, is_queue_name, MAX_QUEUE_NAME, QUEUE_NAME_RULE};
 pub use scheduler::{JobScheduler, Template};
 pub use workers::WorkerEntry;

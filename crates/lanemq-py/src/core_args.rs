@@ -6,6 +6,7 @@
 
 use lanemq_core::jobs::metrics::{MetricsKind, MAX_DATA_POINTS};
 use lanemq_core::jobs::{JobState, Millis, MAX_PRIORITY};
+use pyo3::exceptions::PyUnicodeEncodeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt};
 
@@ -43,6 +44,61 @@ as_they_come!(
     Vec<u32>,
     [usize; 4],
 );
+
+/// Text as Rust holds it (UTF-8). A `str` holding a lone surrogate, which UTF-8 cannot encode,
+/// is kept as its (shortened) repr, so that `core` refuses it with a `ConfigError` naming the
+/// field and the value, where plain extraction raises a bare `UnicodeEncodeError`: the one
+/// place every text argument of the bindings is checked.
+pub struct Text(Result<String, String>);
+
+/// The longest repr of a refused text a message shows (a log line may be megabytes).
+const SHOWN_CHARS: usize = 80;
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Text {
+    type Error = PyErr;
+
+    fn extract(value: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        match value.extract::<String>() {
+            Ok(text) => Ok(Self(Ok(text))),
+            Err(e) if e.is_instance_of::<PyUnicodeEncodeError>(value.py()) => {
+                let shown = value.repr()?.to_string();
+                if shown.chars().count() <= SHOWN_CHARS {
+                    return Ok(Self(Err(shown)));
+                }
+                let head: String = shown.chars().take(SHOWN_CHARS - 3).collect();
+                Ok(Self(Err(format!("{head}..."))))
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl CoreArg for Text {
+    type Core = String;
+    fn core(self, field: &str) -> PyResult<String> {
+        self.0.map_err(|shown| {
+            invalid(
+                field,
+                shown,
+                "holds a lone surrogate, which is not valid Unicode text",
+            )
+        })
+    }
+}
+
+impl CoreArg for Option<Text> {
+    type Core = Option<String>;
+    fn core(self, field: &str) -> PyResult<Option<String>> {
+        self.map(|text| text.core(field)).transpose()
+    }
+}
+
+impl CoreArg for Vec<Text> {
+    type Core = Vec<String>;
+    fn core(self, field: &str) -> PyResult<Vec<String>> {
+        self.into_iter().map(|text| text.core(field)).collect()
+    }
+}
 
 /// `now` in ms since the epoch; omitted (None), the wall clock at the call.
 #[derive(FromPyObject)]
@@ -173,15 +229,16 @@ impl CoreArg for State {
     }
 }
 
-/// A count from 1 to `u32::MAX` (a rate limit's `max`).
+/// A count from 1 to `u32::MAX` (a rate limit's `max`). An `Int`, so that a value that is not
+/// an integer (NaN, a float, a bool) is refused naming the field, not by the extraction.
 #[derive(FromPyObject)]
 #[pyo3(transparent)]
-pub struct Positive(i64);
+pub struct Positive(Int);
 
 impl CoreArg for Positive {
     type Core = u32;
     fn core(self, field: &str) -> PyResult<u32> {
-        count(field, self.0, 1)
+        count(field, self.0.get(field)?, 1)
     }
 }
 

@@ -5,6 +5,7 @@ use lanemq_core::jobs::{self as core, BackoffKind, Retention};
 use pyo3::prelude::*;
 
 use crate::bridge::{count, millis_to_seconds, seconds_to_millis, text, Int, Seconds};
+use crate::core_args::{CoreArg, Text};
 use crate::errors::{invalid, to_py};
 
 /// How long to wait before retrying a failed job.
@@ -153,12 +154,13 @@ impl Dedup {
     #[new]
     #[pyo3(signature = (id, ttl=None, extend=false, replace=false, keep_last=false))]
     fn new(
-        id: String,
+        id: Text,
         ttl: Option<f64>,
         extend: bool,
         replace: bool,
         keep_last: bool,
     ) -> PyResult<Self> {
+        let id = id.core("dedup id")?;
         let ttl = match ttl {
             Some(t) if t <= 0.0 || !t.is_finite() => {
                 return Err(invalid("dedup ttl", t, "must be > 0 seconds"))
@@ -265,7 +267,7 @@ impl JobOptions {
         remove_on_fail: Option<&Bound<'_, PyAny>>,
         max_stalled_count: Int,
         dedup: Option<&Bound<'_, PyAny>>,
-        parent_policy: Option<&str>,
+        parent_policy: Option<Text>,
         fail_parent_on_failure: bool,
         ignore_dependency_on_failure: bool,
         remove_dependency_on_failure: bool,
@@ -278,8 +280,9 @@ impl JobOptions {
             remove_dependency_on_failure,
             continue_parent_on_failure,
         ];
+        let parent_policy = parent_policy.core("parent_policy")?;
         let parent_policy =
-            core::ParentPolicy::from_options(parent_policy, flags).map_err(to_py)?;
+            core::ParentPolicy::from_options(parent_policy.as_deref(), flags).map_err(to_py)?;
         let job_id = job_id.map(job_id_text).transpose()?;
         let priority = priority.get("priority")?;
         let attempts = attempts.get("attempts")?;

@@ -8,18 +8,19 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use lanemq_core::jobs::{
-    wall_clock_ms, BoxFuture, Completion, FailOutcome, Failure, JobBackend, LocalBackend, NewJob,
-    StoreConfig, Template,
+    check_queue_name, wall_clock_ms, BoxFuture, Completion, FailOutcome, Failure, JobBackend,
+    LocalBackend, NewJob, StoreConfig, Template,
 };
 use lanemq_core::{CoreError, CoreResult};
 use lanemq_redis::{
     is_cluster_url, is_sentinel_url, Cluster, RedisBackend, RedisJobBackend, Server, ServerOptions,
     WireCalls,
 };
+use pyo3::exceptions::PyDeprecationWarning;
 use pyo3::prelude::*;
 
 use crate::bridge::count;
-use crate::core_args::{CoreArg, Now, Secs};
+use crate::core_args::{CoreArg, Now, Secs, Text};
 use crate::errors::to_py;
 use crate::flows::{self, MemoryGroupCore};
 use crate::interrupt::Interrupt;
@@ -101,9 +102,16 @@ impl JobQueueCore {
         // A warning of the first connect (the eviction policy could not be read) is logged
         // when a call it delayed returns.
         let server = redis.server();
+        let backend = redis.backend.clone();
         let convert = move |value| {
             if let Some(warning) = server.take_warning() {
                 log_warning(&warning);
+            }
+            if let Some(warning) = backend.take_name_warning() {
+                Python::attach(|py| {
+                    let category = py.get_type::<PyDeprecationWarning>();
+                    PyErr::warn(py, &category, &std::ffi::CString::new(warning)?, 1)
+                })?;
             }
             convert(value)
         };
@@ -210,6 +218,24 @@ macro_rules! hot_call {
     };
 }
 
+/// A queue's name, refused unless it follows the rule (`check_queue_name`).
+fn queue_name(name: Text) -> PyResult<String> {
+    let name = name.core("queue name")?;
+    check_queue_name(&name).map_err(to_py)?;
+    Ok(name)
+}
+
+/// A Redis queue's name: the rule's, or a name Redis queues could have before it (not empty,
+/// no braces, which would change the hash tag), which only an existing queue may keep (its
+/// first call checks, `RedisBackend::ready`).
+fn redis_queue_name(name: Text) -> PyResult<String> {
+    let name = name.core("queue name")?;
+    if name.is_empty() || name.contains(['{', '}']) {
+        check_queue_name(&name).map_err(to_py)?;
+    }
+    Ok(name)
+}
+
 fn new_job(name: String, data: String, options: Option<JobOptions>) -> NewJob {
     NewJob {
         name,
@@ -241,11 +267,13 @@ impl JobQueueCore {
     #[staticmethod]
     #[pyo3(signature = (name, group, max_payload_bytes=16_777_216, max_events=10_000))]
     fn memory(
-        name: &str,
+        name: Text,
         group: &MemoryGroupCore,
         max_payload_bytes: i64,
         max_events: i64,
     ) -> PyResult<Self> {
+        let name = queue_name(name)?;
+        let name = name.as_str();
         let config = StoreConfig {
             max_payload_bytes: count("max_payload_bytes", max_payload_bytes, 1)? as usize,
             max_events: count("max_events", max_events, 0)? as usize,
@@ -265,11 +293,13 @@ impl JobQueueCore {
     fn local(
         py: Python<'_>,
         path: PathBuf,
-        queue: &str,
+        queue: Text,
         max_payload_bytes: i64,
         max_events: i64,
         sync: &str,
     ) -> PyResult<Self> {
+        let queue = queue_name(queue)?;
+        let queue = queue.as_str();
         let config = StoreConfig {
             max_payload_bytes: count("max_payload_bytes", max_payload_bytes, 1)? as usize,
             max_events: count("max_events", max_events, 0)? as usize,
@@ -296,7 +326,7 @@ impl JobQueueCore {
     #[allow(clippy::too_many_arguments)]
     fn redis(
         url: &str,
-        queue: &str,
+        queue: Text,
         prefix: &str,
         max_payload_bytes: i64,
         max_events: i64,
@@ -327,12 +357,13 @@ impl JobQueueCore {
             allow_eviction,
             replica_ack: (replicas, u64::from(replica_ack_timeout)),
         };
-        Self::redis_on(place, settings, queue)
+        Self::redis_on(place, settings, &redis_queue_name(queue)?)
     }
 
     /// The queue `queue` of this Redis queue's server, prefix and settings (sharing its
     /// connections).
-    fn redis_sibling(&self, queue: &str) -> PyResult<Self> {
+    fn redis_sibling(&self, queue: Text) -> PyResult<Self> {
+        let queue = &redis_queue_name(queue)?;
         let parts = self.redis_parts()?;
         let place = match parts.backend.cluster() {
             Some(cluster) => Place::Cluster(Arc::clone(cluster)),
@@ -409,12 +440,13 @@ impl JobQueueCore {
     fn add_children<'py>(
         &self,
         py: Python<'py>,
-        id: String,
-        token: String,
+        id: Text,
+        token: Text,
         children: Vec<Bound<'py, PyAny>>,
         now: Option<Now>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let now = now.core("now")?;
+        let (id, token) = (id.core("id")?, token.core("token")?);
         let children = children
             .iter()
             .map(flows::node)
@@ -457,11 +489,12 @@ impl JobQueueCore {
     fn claim<'py>(
         &self,
         py: Python<'py>,
-        worker_id: String,
+        worker_id: Text,
         lease: u64,
         max_jobs: usize,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let worker_id = worker_id.core("worker_id")?;
         hot_call!(self, py, claim(worker_id, lease, max_jobs, now), records)
     }
 
@@ -474,11 +507,12 @@ impl JobQueueCore {
     fn wait_and_claim<'py>(
         &self,
         py: Python<'py>,
-        worker_id: String,
+        worker_id: Text,
         lease: u64,
         max_jobs: usize,
         timeout: Option<u64>,
     ) -> PyResult<(Bound<'py, PyAny>, Interrupt)> {
+        let worker_id = worker_id.core("worker_id")?;
         let (interrupt, interrupted) = Interrupt::new();
         // A backend that waits and claims in one round trip does it all (Redis).
         if let Some(claimed) = self.backend.wait_and_claim(
@@ -569,21 +603,23 @@ impl JobQueueCore {
     fn fail_many<'py>(
         &self,
         py: Python<'py>,
-        items: Vec<(String, String, String, Option<String>, bool)>,
+        items: Vec<(Text, Text, Text, Option<Text>, bool)>,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let ids: Vec<String> = items.iter().map(|item| item.0.clone()).collect();
         let items = items
             .into_iter()
-            .map(|(id, token, error, stacktrace, retry)| Failure {
-                id,
-                token,
-                error,
-                stacktrace,
-                retry,
-                delay: None,
+            .map(|(id, token, error, stacktrace, retry)| {
+                Ok(Failure {
+                    id: id.core("id")?,
+                    token: token.core("token")?,
+                    error: error.core("error")?,
+                    stacktrace: stacktrace.core("stacktrace")?,
+                    retry,
+                    delay: None,
+                })
             })
-            .collect();
+            .collect::<PyResult<Vec<_>>>()?;
+        let ids: Vec<String> = items.iter().map(|item| item.id.clone()).collect();
         self.resolve(py, self.backend.fail_many(items, now), move |outcomes| {
             Ok(ids
                 .into_iter()
@@ -603,20 +639,20 @@ impl JobQueueCore {
     fn fail<'py>(
         &self,
         py: Python<'py>,
-        id: String,
-        token: String,
-        error: String,
-        stacktrace: Option<String>,
+        id: Text,
+        token: Text,
+        error: Text,
+        stacktrace: Option<Text>,
         retry: bool,
         delay: Option<u64>,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
         let future = self.backend.fail_many(
             vec![Failure {
-                id,
-                token,
-                error,
-                stacktrace,
+                id: id.core("id")?,
+                token: token.core("token")?,
+                error: error.core("error")?,
+                stacktrace: stacktrace.core("stacktrace")?,
                 retry,
                 delay,
             }],
@@ -637,14 +673,15 @@ impl JobQueueCore {
     fn renew<'py>(
         &self,
         py: Python<'py>,
-        id: String,
-        token: String,
+        id: Text,
+        token: Text,
         lease: u64,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let item = (id.core("id")?, token.core("token")?);
         self.resolve(
             py,
-            self.backend.renew_many(vec![(id, token)], lease, now),
+            self.backend.renew_many(vec![item], lease, now),
             |mut outcomes| outcomes.pop().unwrap_or(Ok(())).map_err(to_py),
         )
     }
@@ -653,10 +690,14 @@ impl JobQueueCore {
     fn renew_many<'py>(
         &self,
         py: Python<'py>,
-        items: Vec<(String, String)>,
+        items: Vec<(Text, Text)>,
         lease: u64,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let items = items
+            .into_iter()
+            .map(|(id, token)| Ok((id.core("id")?, token.core("token")?)))
+            .collect::<PyResult<Vec<_>>>()?;
         let ids: Vec<String> = items.iter().map(|(id, _)| id.clone()).collect();
         self.resolve(
             py,
@@ -680,20 +721,24 @@ impl JobQueueCore {
     fn upsert_scheduler<'py>(
         &self,
         py: Python<'py>,
-        key: String,
+        key: Text,
         every: Option<u64>,
-        cron: Option<String>,
-        tz: String,
+        cron: Option<Text>,
+        tz: Text,
         limit: Option<i64>,
         start: Option<u64>,
         end: Option<u64>,
         immediately: bool,
-        name: String,
-        data: String,
+        name: Text,
+        data: Text,
         options: Option<JobOptions>,
         now: Option<Now>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let now = now.core("now")?;
+        let key = key.core("scheduler key")?;
+        let (cron, tz) = (cron.core("cron")?, tz.core("tz")?);
+        let name = name.core("job name of the template")?;
+        let data = data.core("data of the template")?;
         let spec = scheduler_record::spec(every, cron, tz, limit, start, end, immediately)?;
         let template = Template {
             name,

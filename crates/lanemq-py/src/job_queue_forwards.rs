@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use crate::bridge::millis_to_seconds;
 use crate::core_args::{
     CoreArg, DataPoints, Dict, Kind, MinuteCounts, Now, Positive, Priority, RateWait, Secs, State,
-    States,
+    States, Text,
 };
 use crate::flows::{self, DependencyRows};
 use crate::job_queue::{records, unit, JobQueueCore};
@@ -44,35 +44,35 @@ macro_rules! forwards {
 forwards! {
     // ------------------------------------------------------------------ flows
 
-    fn get_dependencies(id: String, cursors: [usize; 4], count: Option<usize> = None)
+    fn get_dependencies(id: Text, cursors: [usize; 4], count: Option<usize> = None)
         -> dependencies { get_dependencies(id, cursors, count) }
     /// Awaits `{processed, unprocessed, failed, ignored}`.
-    fn get_dependencies_count(id: String) -> dependency_counts { get_dependencies_count(id) }
-    fn remove_child_dependency(id: String, now: Option<Now> = None) -> Ok {
+    fn get_dependencies_count(id: Text) -> dependency_counts { get_dependencies_count(id) }
+    fn remove_child_dependency(id: Text, now: Option<Now> = None) -> Ok {
         remove_child_dependency(id, now)
     }
-    fn remove_unprocessed_children(id: String, now: Option<Now> = None) -> Ok {
+    fn remove_unprocessed_children(id: Text, now: Option<Now> = None) -> Ok {
         remove_unprocessed_children(id, now)
     }
 
     // ------------------------------------------------------------ leases, waits
 
     fn wait_for_job(timeout: Option<Secs> = None) -> Ok { wait_for_job(timeout) }
-    fn move_to_delayed(id: String, token: String, delay_until: u64, now: Option<Now> = None)
+    fn move_to_delayed(id: Text, token: Text, delay_until: u64, now: Option<Now> = None)
         -> unit { move_to_delayed(id, token, delay_until, now) }
-    fn release(id: String, token: String, now: Option<Now> = None) -> unit {
+    fn release(id: Text, token: Text, now: Option<Now> = None) -> unit {
         release(id, token, now)
     }
     fn recover_stalled(now: Option<Now> = None) -> Ok { recover_stalled(now) }
-    fn holds_lock(id: String, token: String, now: Option<Now> = None) -> Ok {
+    fn holds_lock(id: Text, token: Text, now: Option<Now> = None) -> Ok {
         holds_lock(id, token, now)
     }
 
     // ---------------------------------------------------------------- reading
 
-    fn get_job(id: String) -> record { get_job(id) }
+    fn get_job(id: Text) -> record { get_job(id) }
     /// The job's state, or `unknown` if there is no such job.
-    fn get_state(id: String) -> state_name { get_state(id) }
+    fn get_state(id: Text) -> state_name { get_state(id) }
     /// Counts per state, in the order asked (repeats dropped); all six when none.
     fn get_job_counts(states: States) -> state_counts { get_job_counts(states) }
     /// How many jobs are in `states` together; all jobs when none.
@@ -93,12 +93,12 @@ forwards! {
     fn get_stats(now: Option<Now> = None) -> stats { get_stats(now) }
     /// Awaits `(kind, value)`: ("missing", None), ("pending", state), ("completed", json or
     /// None), ("failed", reason).
-    fn finished_result(id: String) -> finished { finished_result(id) }
+    fn finished_result(id: Text) -> finished { finished_result(id) }
     /// Like `finished_result`, once the job finishes (or `timeout` seconds pass).
-    fn wait_finished(id: String, timeout: Option<Secs> = None) -> finished {
+    fn wait_finished(id: Text, timeout: Option<Secs> = None) -> finished {
         wait_finished(id, timeout)
     }
-    fn get_logs(id: String, start: i64, end: i64, ascending: bool) -> Ok {
+    fn get_logs(id: Text, start: i64, end: i64, ascending: bool) -> Ok {
         get_logs(id, start, end, ascending)
     }
     /// The names of the queues this queue's backend holds, sorted.
@@ -106,31 +106,31 @@ forwards! {
 
     // ---------------------------------------------------------------- editing
 
-    fn promote(id: String, now: Option<Now> = None) -> unit { promote(id, now) }
+    fn promote(id: Text, now: Option<Now> = None) -> unit { promote(id, now) }
     /// Promotes delayed jobs, earliest first, at most `count` (None: all); awaits how many.
     fn promote_jobs(count: Option<Positive> = None, now: Option<Now> = None) -> Ok {
         promote_jobs(count.map(|n| n as usize), now)
     }
     /// Delays a waiting or delayed job to `delay` seconds from `now`.
-    fn reschedule(id: String, delay: Secs, now: Option<Now> = None) -> unit {
+    fn reschedule(id: Text, delay: Secs, now: Option<Now> = None) -> unit {
         reschedule(id, now.saturating_add(delay), now)
     }
-    fn retry_job(id: String, reset_attempts: bool = false, now: Option<Now> = None) -> unit {
+    fn retry_job(id: Text, reset_attempts: bool = false, now: Option<Now> = None) -> unit {
         retry_job(id, reset_attempts, now)
     }
-    fn update_priority(id: String, priority: Priority, lifo: bool) -> unit {
+    fn update_priority(id: Text, priority: Priority, lifo: bool) -> unit {
         update_priority(id, priority, lifo)
     }
-    fn update_data(id: String, data: String) -> unit { update_data(id, data) }
-    fn update_progress(id: String, progress: String, now: Option<Now> = None) -> unit {
+    fn update_data(id: Text, data: Text) -> unit { update_data(id, data) }
+    fn update_progress(id: Text, progress: Text, now: Option<Now> = None) -> unit {
         update_progress(id, progress, now)
     }
-    fn add_log(id: String, line: String, keep: usize) -> Ok { add_log(id, line, keep) }
-    fn clear_logs(id: String, keep: usize) -> unit { clear_logs(id, keep) }
-    fn save_stacktrace(id: String, lines: Vec<String>, reason: Option<String> = None) -> unit {
+    fn add_log(id: Text, line: Text, keep: usize) -> Ok { add_log(id, line, keep) }
+    fn clear_logs(id: Text, keep: usize) -> unit { clear_logs(id, keep) }
+    fn save_stacktrace(id: Text, lines: Vec<Text>, reason: Option<Text> = None) -> unit {
         save_stacktrace(id, lines, reason)
     }
-    fn remove(id: String, now: Option<Now> = None) -> unit { remove(id, now) }
+    fn remove(id: Text, now: Option<Now> = None) -> unit { remove(id, now) }
 
     // -------------------------------------------------------------- the queue
 
@@ -163,29 +163,29 @@ forwards! {
     // ------------------------------------------------------------- dedup keys
 
     /// The id of the job holding the dedup key `dedup_id` at `now`, or None if it is not held.
-    fn get_deduplication_job_id(dedup_id: String, now: Option<Now> = None) -> Ok {
+    fn get_deduplication_job_id(dedup_id: Text, now: Option<Now> = None) -> Ok {
         get_deduplication_job_id(dedup_id, now)
     }
     /// Awaits the seconds the dedup key `dedup_id` is still held at `now`: None when it is not
     /// held, infinity when it has no expiry (held until its job finishes).
-    fn get_deduplication_ttl(dedup_id: String, now: Option<Now> = None) -> ttl_seconds {
+    fn get_deduplication_ttl(dedup_id: Text, now: Option<Now> = None) -> ttl_seconds {
         get_deduplication_ttl(dedup_id, now)
     }
     /// Deletes the dedup key `dedup_id`; awaits True if a held key was deleted.
-    fn remove_deduplication_key(dedup_id: String, now: Option<Now> = None) -> Ok {
+    fn remove_deduplication_key(dedup_id: Text, now: Option<Now> = None) -> Ok {
         remove_deduplication_key(dedup_id, now)
     }
 
     // --------------------------------------------------------- job schedulers
 
-    fn get_scheduler(key: String) -> scheduler { get_scheduler(key) }
+    fn get_scheduler(key: Text) -> scheduler { get_scheduler(key) }
     fn list_schedulers(start: i64, end: i64, ascending: bool) -> schedulers {
         list_schedulers(start, end, ascending)
     }
     fn count_schedulers() -> Ok { count_schedulers() }
     /// Removes the scheduler `key` (and its occurrence, if it has not started); awaits True
     /// if it existed.
-    fn remove_scheduler(key: String, now: Option<Now> = None) -> Ok { remove_scheduler(key, now) }
+    fn remove_scheduler(key: Text, now: Option<Now> = None) -> Ok { remove_scheduler(key, now) }
 
     // ----------------------------------------------------------------- events
 
@@ -198,7 +198,7 @@ forwards! {
     /// Awaits True once an event after `after` exists (False after `timeout` seconds).
     fn wait_events(after: u64, timeout: Option<Secs> = None) -> Ok { wait_events(after, timeout) }
     /// Appends the custom event `name` (its `data`: a JSON object) and awaits its id.
-    fn publish_event(name: String, job_id: Option<String>, data: String, now: Option<Now> = None)
+    fn publish_event(name: Text, job_id: Option<Text>, data: Text, now: Option<Now> = None)
         -> Ok { publish_event(name, job_id, data, now) }
 
     // ------------------------------------------------------------ observation
@@ -212,11 +212,11 @@ forwards! {
         get_metrics(kind, start, end)
     }
     /// Records worker `id` alive at `now`, described by `info` (JSON), for `ttl` seconds.
-    fn heartbeat_worker(id: String, info: String, ttl: Secs, now: Option<Now> = None) -> unit {
+    fn heartbeat_worker(id: Text, info: Text, ttl: Secs, now: Option<Now> = None) -> unit {
         heartbeat_worker(id, info, ttl, now)
     }
     /// Awaits True if worker `id` was registered.
-    fn remove_worker(id: String) -> Ok { remove_worker(id) }
+    fn remove_worker(id: Text) -> Ok { remove_worker(id) }
     /// Awaits `(id, info, last_heartbeat)` of the workers alive at `now`, by id; the others
     /// are deleted.
     fn get_workers(now: Option<Now> = None) -> worker_rows { get_workers(now) }

@@ -5,6 +5,7 @@ use lanemq_core::lanes as core;
 use pyo3::prelude::*;
 
 use crate::bridge::{count, micros_to_seconds, positive_seconds, seconds_to_micros, Int, Seconds};
+use crate::core_args::{CoreArg, Text};
 use crate::errors::{invalid, to_py};
 
 /// How a failed lane command is retried: `max_retries` retries after the first run.
@@ -235,7 +236,7 @@ impl LaneConfig {
             retry=None, rate_limit=None, priority_boost=None, pressure_threshold=None)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
-        lane_id: String,
+        lane_id: Text,
         priority: Int,
         min_concurrency: Int,
         max_concurrency: Int,
@@ -245,6 +246,7 @@ impl LaneConfig {
         priority_boost: Option<PriorityBoost>,
         pressure_threshold: Option<Int>,
     ) -> PyResult<Self> {
+        let lane_id = lane_id.core("lane_id")?;
         let (priority, min_concurrency, max_concurrency) = (
             priority.get("priority")?,
             min_concurrency.get("min_concurrency")?,

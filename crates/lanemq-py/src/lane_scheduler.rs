@@ -11,6 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::bridge::{count, micros_to_seconds, wall_clock_ms};
+use crate::core_args::{CoreArg, Text};
 use crate::dead_letter::DeadLetter;
 use crate::errors::to_py;
 use crate::lane_config::{AlertConfig, LaneConfig};
@@ -67,8 +68,10 @@ impl LaneScheduler {
     }
 
     /// The lane's index, or `UnknownLaneError`.
-    fn lane_index(&self, lane_id: &str) -> PyResult<usize> {
-        self.core.lane_index(lane_id).map_err(to_py)
+    fn lane_index(&self, lane_id: Text) -> PyResult<usize> {
+        self.core
+            .lane_index(&lane_id.core("lane_id")?)
+            .map_err(to_py)
     }
 
     /// The lane's per-attempt timeout in seconds, if it has one.

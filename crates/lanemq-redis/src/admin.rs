@@ -7,8 +7,8 @@
 //! except obliterate's pause).
 
 use lanemq_core::jobs::{
-    check_payload, index_range, rate_limit_end, scheduler, wall_clock_ms, BoxFuture, JobAdmin,
-    JobOptions, JobState, Millis,
+    check_log_line, check_payload, index_range, rate_limit_end, scheduler, wall_clock_ms,
+    BoxFuture, JobAdmin, JobOptions, JobState, Millis,
 };
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
@@ -474,7 +474,11 @@ impl JobAdmin for RedisJobBackend {
     }
 
     fn add_log(&self, id: String, line: String, keep: usize) -> BoxFuture<usize> {
-        call!(self, |b| b.add_log(id, line, keep))
+        let limit = self.max_payload_bytes();
+        call!(self, |b| async move {
+            check_log_line(&id, &line, limit)?;
+            b.add_log(id, line, keep).await
+        })
     }
 
     fn clear_logs(&self, id: String, keep: usize) -> BoxFuture<()> {

@@ -8,7 +8,10 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use lanemq_core::jobs::{wall_clock_ms, Completion, Job, Millis, NewJob, JOB_STATES_COUNT};
+use lanemq_core::jobs::{
+    check_queue_name, is_queue_name, wall_clock_ms, Completion, Job, Millis, NewJob,
+    JOB_STATES_COUNT, QUEUE_NAME_RULE,
+};
 use lanemq_core::{CoreError, CoreResult};
 use redis::aio::MultiplexedConnection;
 use redis::Value;
@@ -55,6 +58,9 @@ pub struct RedisBackend {
     /// Waits for replicas to acknowledge the writes that add jobs (`with_replica_ack`).
     replica_ack: Option<ReplicaAck>,
     pub(crate) closed: AtomicBool,
+    /// Set when `ready` found an existing queue whose name the rule refuses (kept, with a
+    /// warning, `take_name_warning`).
+    name_warning: AtomicBool,
 }
 
 impl RedisBackend {
@@ -138,6 +144,7 @@ impl RedisBackend {
             evalsha_only: false,
             replica_ack: None,
             closed: AtomicBool::new(false),
+            name_warning: AtomicBool::new(false),
         }
     }
 
@@ -208,7 +215,8 @@ impl RedisBackend {
                             }
                         })
                         .await?;
-                    self.upgrade_layout().await
+                    self.upgrade_layout().await?;
+                    self.check_old_name().await
                 })
             })
             .await
@@ -238,6 +246,38 @@ impl RedisBackend {
                 self.queue
             ))),
         }
+    }
+
+    /// Refuses a name outside the queue-name rule unless the queue exists already (it was
+    /// made before the rule): that one still opens, and `take_name_warning` says it must move.
+    async fn check_old_name(&self) -> CoreResult<()> {
+        if is_queue_name(&self.queue) {
+            return Ok(());
+        }
+        let mut connection = self.server().commands().await?;
+        let exists: bool = redis::cmd("EXISTS")
+            .arg(self.keys.key("meta"))
+            .query_async(&mut connection)
+            .await
+            .map_err(|e| self.error(e))?;
+        if !exists {
+            return check_queue_name(&self.queue);
+        }
+        self.name_warning.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// The warning for an existing queue whose name the rule refuses, once.
+    pub fn take_name_warning(&self) -> Option<String> {
+        if !self.name_warning.swap(false, Ordering::AcqRel) {
+            return None;
+        }
+        Some(format!(
+            "redis queue {:?}: its name does not follow the queue-name rule ({QUEUE_NAME_RULE}); \
+             it opens because it exists, but a future lanemq will refuse it: move its jobs to a \
+             queue with a valid name",
+            self.queue
+        ))
     }
 
     /// Whether `ready` succeeded (calls made without awaiting, on a wire, need it).

@@ -123,7 +123,8 @@ pub(crate) fn is_connection_class(error: &redis::RedisError) -> bool {
 
 /// A Redis error as a core error: refused credentials are `Authentication` errors; a server
 /// that cannot be reached, dropped the connection, timed out or is still loading its data
-/// (`LOADING`) is a `Connection` error (Python's `ConnectionError`); the rest are `Storage`.
+/// (`LOADING`) or answers in something that is not Redis protocol (another service's port) is
+/// a `Connection` error (Python's `ConnectionError`); the rest are `Storage`.
 /// The message names the address, never the password.
 pub fn redis_error(address: &str, error: redis::RedisError) -> CoreError {
     let message = format!("redis at {address}: {error}");
@@ -133,6 +134,12 @@ pub fn redis_error(address: &str, error: redis::RedisError) -> CoreError {
         ))
     } else if error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::BusyLoading) {
         CoreError::Connection(format!("{message} (the server is still loading its data)"))
+    } else if error.kind() == redis::ErrorKind::Parse {
+        // (the parser's own words are lines of the bytes it choked on)
+        CoreError::Connection(format!(
+            "redis at {address}: the answer is not Redis protocol: is the port a Redis server's? \
+             (another service, an HTTP server say, answers this way)"
+        ))
     } else if is_connection_class(&error) {
         CoreError::Connection(message)
     } else {

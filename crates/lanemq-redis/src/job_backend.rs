@@ -37,6 +37,11 @@ impl RedisJobBackend {
         self.backend.cluster()
     }
 
+    /// The warning for an existing queue whose name the queue-name rule refuses, once.
+    pub fn take_name_warning(&self) -> Option<String> {
+        self.backend.take_name_warning()
+    }
+
     /// Waits until this queue's server answers, for at most `timeout`; whether it did.
     pub async fn backend_wait_reachable(&self, timeout: std::time::Duration) -> bool {
         self.backend.wait_reachable(timeout).await

@@ -246,6 +246,10 @@ pub fn check_nodes(
             other => other,
         };
         node.job.options.validate().map_err(named)?;
+        if queue != home {
+            // (the flow's own queue passed the rule, or is a Redis queue kept by its old name)
+            crate::jobs::check_queue_name(&queue).map_err(named)?;
+        }
         if let Some(options) = &node.job.options.dedup {
             if !dedup {
                 return Err(named(CoreError::InvalidConfig(format!(

@@ -317,6 +317,18 @@ pub fn check_payload(data: &str, max_payload_bytes: usize) -> CoreResult<()> {
     Ok(())
 }
 
+/// Refuses a log line of job `id` longer than `max_payload_bytes`, the limit data has, before
+/// anything is written: the error names the job and both sizes.
+pub fn check_log_line(id: &str, line: &str, max_payload_bytes: usize) -> CoreResult<()> {
+    if line.len() > max_payload_bytes {
+        return Err(CoreError::InvalidConfig(format!(
+            "log line of job {id:?} is {} bytes, over max_payload_bytes ({max_payload_bytes})",
+            line.len()
+        )));
+    }
+    Ok(())
+}
+
 pub fn validate_priority(priority: u32) -> CoreResult<()> {
     if priority > MAX_PRIORITY {
         return Err(CoreError::InvalidConfig(format!(

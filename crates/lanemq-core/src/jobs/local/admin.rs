@@ -2,6 +2,7 @@
 
 use crate::jobs::contract::{BoxFuture, JobAdmin};
 use crate::jobs::model::{check_max_active, check_rate_limit, JobState, Millis};
+use crate::jobs::options::check_log_line;
 
 use super::storage::SqlStore;
 use super::{manage, ops, refused, rows, LocalBackend};
@@ -38,7 +39,10 @@ impl JobAdmin for LocalBackend {
     }
 
     fn add_log(&self, id: String, line: String, keep: usize) -> BoxFuture<usize> {
-        self.call(move |conn, _| manage::add_log(conn, &id, &line, keep))
+        self.call(move |conn, env| {
+            check_log_line(&id, &line, env.max_payload_bytes)?;
+            manage::add_log(conn, &id, &line, keep)
+        })
     }
 
     fn clear_logs(&self, id: String, keep: usize) -> BoxFuture<()> {

@@ -69,14 +69,10 @@ pub struct RemoteJob {
     pub hold: bool,
 }
 
-/// Refuses queue names that are not file names (the file is `<dir>/<queue>.sqlite3`).
+/// Refuses queue names outside the rule (which also keeps `<dir>/<queue>.sqlite3` a file of
+/// the directory).
 pub fn check_name(queue: &str) -> CoreResult<()> {
-    if queue.is_empty() || queue == "." || queue == ".." || queue.contains(['/', '\\', ':', '\0']) {
-        return Err(CoreError::InvalidConfig(format!(
-            "invalid queue name for a file name: {queue:?}"
-        )));
-    }
-    Ok(())
+    crate::jobs::check_queue_name(queue)
 }
 
 /// The file of queue `queue`, beside this queue's.

@@ -175,8 +175,15 @@ pub fn open_synced(
     sync: LocalSync,
 ) -> CoreResult<Connection> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Some(file) = dir.ancestors().find(|a| a.is_file()) {
+            return Err(CoreError::InvalidConfig(format!(
+                "{}: not a directory (the data directory of queue {queue:?} must be one)",
+                file.display()
+            )));
+        }
         std::fs::create_dir_all(dir).map_err(|e| storage(dir, "cannot create the directory", e))?;
     }
+    refuse_dangling_link(path)?;
     match std::fs::metadata(path) {
         // SQLite would take an empty file for a new database and make it a new, empty queue:
         // a file that lost its contents must be refused, not silently started over.
@@ -191,14 +198,14 @@ pub fn open_synced(
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => create(path, queue, busy)?,
         Err(error) => return Err(storage(path, "cannot read", error)),
     }
-    let conn = Connection::open(path).map_err(|e| storage(path, "cannot open", e))?;
+    let conn = Connection::open(path).map_err(|e| unopenable(path, "cannot open", e))?;
     conn.busy_timeout(busy)
         .map_err(|e| storage(path, "cannot set busy timeout", e))?;
     // quick_check reads every page: a truncated or corrupted file is reported here, at open,
     // rather than emptied or half-read later.
     let check: String = conn
         .query_row("PRAGMA quick_check(1)", [], |row| row.get(0))
-        .map_err(|e| storage(path, "not a readable lanemq queue file (corrupted?)", e))?;
+        .map_err(|e| unopenable(path, "not a readable lanemq queue file (corrupted?)", e))?;
     if check != "ok" {
         return Err(storage(path, "the queue file is corrupted", check));
     }
@@ -212,6 +219,63 @@ pub fn open_synced(
     sync.apply(&conn)
         .map_err(|e| storage(path, "cannot set synchronous", e))?;
     Ok(conn)
+}
+
+/// Refuses a queue file that is a symbolic link to nothing: opening it would create the queue
+/// file wherever the link points.
+fn refuse_dangling_link(path: &Path) -> CoreResult<()> {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    if !is_link || path.exists() {
+        return Ok(());
+    }
+    let target = std::fs::read_link(path).map_or_else(|_| "?".into(), |t| t.display().to_string());
+    Err(CoreError::InvalidConfig(format!(
+        "{}: a symbolic link to {target:?}, which does not exist: refused (opening it would \
+         create the queue file there); remove the link or restore its target",
+        path.display()
+    )))
+}
+
+/// The refusal of a file SQLite could not open or read (`what`): one lanemq cannot write (a
+/// read-only file, directory or filesystem: SQLite needs to write the file and its `-wal`
+/// and `-shm` beside it) says so, rather than suggesting a corrupted file.
+fn unopenable(path: &Path, what: &str, error: rusqlite::Error) -> CoreError {
+    use rusqlite::ErrorCode::{CannotOpen, ReadOnly};
+    let code = error.sqlite_error_code();
+    let refused = matches!(code, Some(ReadOnly))
+        || (matches!(code, Some(CannotOpen)) && !writable(path))
+        || std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .is_err_and(|e| {
+                e.kind() == std::io::ErrorKind::ReadOnlyFilesystem
+                    || e.kind() == std::io::ErrorKind::PermissionDenied
+            });
+    if refused {
+        return storage(
+            path,
+            "the queue file cannot be written (a read-only filesystem, or no write permission \
+             on the file or its directory; lanemq writes the file, its -wal and its -shm)",
+            error,
+        );
+    }
+    storage(path, what, error)
+}
+
+/// Whether the directory of `path` takes new files (SQLite makes `-wal` and `-shm` there).
+fn writable(path: &Path) -> bool {
+    let Some(dir) = path.parent() else {
+        return true;
+    };
+    let probe = dir.join(format!(
+        ".lanemq-probe-{}-{}",
+        std::process::id(),
+        draft_counter()
+    ));
+    match std::fs::File::create(&probe) {
+        Ok(_) => std::fs::remove_file(&probe).is_ok(),
+        Err(_) => false,
+    }
 }
 
 /// Puts the file in WAL mode with full syncs and writes the schema and metadata that are

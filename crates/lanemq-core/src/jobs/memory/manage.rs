@@ -9,7 +9,7 @@ use super::store::{JobId, MemoryStore};
 use crate::jobs::events::{check_custom_event, StreamEvent, Text, CUSTOM_EVENT};
 use crate::jobs::lifecycle;
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
-use crate::jobs::options::check_payload;
+use crate::jobs::options::{check_log_line, check_payload};
 use crate::jobs::paging::index_range;
 
 impl MemoryStore {
@@ -177,6 +177,7 @@ impl MemoryStore {
     /// Appends a log line; with `keep > 0` only the newest `keep` lines stay. Returns the
     /// number of lines kept.
     pub fn add_log(&mut self, id: &str, line: &str, keep: usize) -> CoreResult<usize> {
+        check_log_line(id, line, self.config.max_payload_bytes)?;
         let key = self.key(id)?;
         let logs = &mut self.jobs.get_mut(&key).expect("job exists").logs;
         logs.push(line.to_owned());

@@ -20,7 +20,7 @@ import logging
 import traceback
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from . import _tracing, _worker_log
 from ._core import OutcomeBatch, WorkerBook, WorkerTurn
@@ -193,9 +193,29 @@ class JobWorker:
 
     # --------------------------------------------------------------- set-up
 
-    def processor(self, name: str | None = None) -> Callable[[P], P]:
+    @overload
+    def processor(self, name: P, /) -> P: ...
+
+    @overload
+    def processor(self, name: str | None = None) -> Callable[[P], P]: ...
+
+    def processor(self, name: str | P | None = None) -> Callable[[P], P] | P:
         """Registers ``async def f(job)`` (or a plain ``def``, run in a thread) for jobs
-        called ``name`` (every name when None)."""
+        called ``name`` (every name when None): ``@worker.processor("send")``. Used bare,
+        ``@worker.processor`` registers the function under its own ``__name__``, as
+        ``@worker.processor("<its name>")`` would. A ``name`` that is neither a str, None nor
+        a function raises `TypeError`."""
+        if callable(name):
+            fn = name
+            label = getattr(fn, "__name__", None)
+            if not isinstance(label, str):
+                raise TypeError(
+                    f"@worker.processor used bare needs a function with a __name__, got {fn!r}"
+                    " (use @worker.processor('<job name>'))"
+                )
+            return self.processor(label)(fn)
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"processor name must be a str or None, got {name!r}")
 
         def register(fn: P) -> P:
             if not callable(fn):

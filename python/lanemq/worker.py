@@ -76,7 +76,11 @@ class JobWorker:
     stopped: when the job times out it fails with `TimeoutError` at once, the thread runs on,
     its result is ignored and its later writes through `Job.sync` raise `LockMismatchError`
     (the process still waits for the thread at exit: `asyncio.run` joins the executor).
-    If such a function returns an awaitable, that is awaited on the loop.
+    If such a function returns an awaitable, that is awaited on the loop. At close, a
+    thread is waited for within the grace; only past it is its job released (and may run
+    twice). An ``async def`` processor that catches the cancellation of its timeout cannot be
+    stopped either: its job fails at the deadline all the same, and its task runs on as a
+    stray (``stray_tasks``), its result ignored.
 
     Counters (of this worker object, since it was made): ``processed``, the jobs it completed;
     ``failed``, the jobs it failed for good (no retry left, `UnrecoverableError`, no processor;
@@ -154,7 +158,9 @@ class JobWorker:
         self._rebuild()
         self._hooks: dict[str, list[Callable[..., Any]]] = {hook: [] for hook in HOOKS}
         self._timers: dict[asyncio.Task[Any], asyncio.TimerHandle] = {}
-        self._timed_out: set[asyncio.Task[Any]] = set()
+        # Tasks of timed-out jobs that had not ended when their job was failed: a processor
+        # that catches `CancelledError` runs on, and nothing can stop it (`stray_tasks`).
+        self._strays: set[asyncio.Task[Any]] = set()
         # The queue-wide wait that a RateLimitError(delay) asked for, set by `_flush` before
         # the job goes back (0.0: none).
         self._hold_queue = 0.0
@@ -288,6 +294,14 @@ class JobWorker:
     def attempts_failed(self) -> int:
         """Failed attempts this worker recorded, retried or not."""
         return self._book.attempts_failed
+
+    @property
+    def stray_tasks(self) -> int:
+        """Tasks of timed-out jobs still running: their processor caught the cancellation
+        (`CancelledError`) and went on. Their jobs failed with `TimeoutError` at the deadline
+        and their slots are free; Python cannot kill a task, so each runs until it returns by
+        itself, and what it returns is ignored."""
+        return len(self._strays)
 
     # ------------------------------------------------------------------ run
 
@@ -565,9 +579,38 @@ class JobWorker:
             task.add_done_callback(done, context=context)
 
     def _time_out(self, task: asyncio.Task[Any]) -> None:
+        """The job's timeout passed: its task is cancelled, and the job fails with
+        `TimeoutError` now, not when the task ends: a processor that catches `CancelledError`
+        would otherwise hold its slot and lease past the deadline and complete late. Its task
+        is then a stray, counted until it ends; what it returns is ignored."""
+        self._timers.pop(task, None)
+        if task.done():
+            return
+        task.cancel()
+        job = self._book.finish(task)
+        if job is None:
+            return  # add_children parked it: nothing to report
+        job.lease_lost = True  # its writes from now on are refused
+        error = TimeoutError(f"job {job.id} timed out after {job.timeout}s")
+        self._book.fail(job, error, None, True)
+        self._strays.add(task)
+        task.add_done_callback(self._strays.discard)
+        loop = self._loop
+        assert loop is not None
+        # After the task's turn to take the cancellation: a task that ended then is no stray.
+        loop.call_soon(self._warn_if_stray, task, job.id)
+        self._poke()
+
+    def _warn_if_stray(self, task: asyncio.Task[Any], job_id: str) -> None:
         if not task.done():
-            self._timed_out.add(task)
-            task.cancel()
+            log.warning(
+                "worker %s: job %s timed out but its task did not end when cancelled (does it "
+                "catch CancelledError?): the job failed, the task runs on as a stray and its "
+                "result will be ignored (%d stray task(s))",
+                self.id,
+                job_id,
+                len(self._strays),
+            )
 
     def _done(self, task: asyncio.Task[Any]) -> None:
         if self._timers:
@@ -603,11 +646,7 @@ class JobWorker:
             # The worker lets go of the job: writes still to come from it (a plain def
             # processor's thread runs on) are refused.
             job.lease_lost = True
-            if task in self._timed_out:
-                self._timed_out.discard(task)
-                error = TimeoutError(f"job {job.id} timed out after {job.timeout}s")
-                book.fail(job, error, None, True)
-            elif released_at_close:
+            if released_at_close:
                 book.release(job)  # close()'s grace ran out: back to waiting
             elif not self._force:
                 book.fail(job, asyncio.CancelledError("the job was cancelled"), None, True)

@@ -14,9 +14,13 @@ from lanemq import InMemoryJobQueue, Job, JobFailedError, JobWorker
 LIMIT = 5.0
 
 
-async def strays_gone(worker: JobWorker) -> None:
-    while worker.stray_tasks:
-        await asyncio.sleep(0.01)
+async def strays_gone(worker: JobWorker, ended: asyncio.Event) -> int:
+    """The stray count once the stray task has ended (``ended`` is set in its last step) and
+    its done callbacks have run."""
+    await ended.wait()
+    for _ in range(3):
+        await asyncio.sleep(0)
+    return worker.stray_tasks
 
 
 async def test_a_processor_that_swallows_cancellation_times_out_and_frees_its_slot(
@@ -24,6 +28,7 @@ async def test_a_processor_that_swallows_cancellation_times_out_and_frees_its_sl
 ) -> None:
     queue = InMemoryJobQueue("swallow")
     let_go = asyncio.Event()
+    ended = asyncio.Event()
     runs: list[int] = []
 
     async def stubborn(job: Job) -> str:
@@ -35,6 +40,7 @@ async def test_a_processor_that_swallows_cancellation_times_out_and_frees_its_sl
                 await let_go.wait()
             except asyncio.CancelledError:
                 pass  # swallowed: the task cannot be stopped from outside
+        ended.set()
         return "too late"
 
     worker = JobWorker(queue, stubborn, concurrency=1)
@@ -47,7 +53,7 @@ async def test_a_processor_that_swallows_cancellation_times_out_and_frees_its_sl
                 assert worker.stray_tasks == 1
             finally:
                 let_go.set()  # (so a failure here does not hang close())
-            await asyncio.wait_for(strays_gone(worker), LIMIT)
+            assert await asyncio.wait_for(strays_gone(worker, ended), LIMIT) == 0
 
     assert runs == [1, 2]
     stored = await queue.get_job(job.id)
@@ -66,23 +72,25 @@ async def test_a_processor_that_swallows_cancellation_times_out_and_frees_its_sl
 async def test_a_swallowing_processor_without_retries_fails_with_the_timeout() -> None:
     queue = InMemoryJobQueue("swallow-once")
     let_go = asyncio.Event()
+    ended = asyncio.Event()
 
     async def stubborn(job: Job) -> str:
         try:
             await let_go.wait()
         except asyncio.CancelledError:
             await let_go.wait()
+        ended.set()
         return "too late"
 
     worker = JobWorker(queue, stubborn)
     job = await queue.add("stubborn", None, timeout=0.05)
     async with worker:
         try:
-            with pytest.raises(JobFailedError, match="timed out after 0.05s"):
+            with pytest.raises(JobFailedError, match=r"timed out after 0\.05s"):
                 await job.wait(timeout=LIMIT)
             assert await queue.get_state(job.id) == "failed"
         finally:
             let_go.set()
-        await asyncio.wait_for(strays_gone(worker), LIMIT)
+        assert await asyncio.wait_for(strays_gone(worker, ended), LIMIT) == 0
     assert await queue.get_state(job.id) == "failed"  # the late return completed nothing
     assert worker.processed == 0 and worker.failed == 1

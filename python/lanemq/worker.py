@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from . import _tracing, _worker_log
 from ._core import OutcomeBatch, WorkerBook, WorkerTurn
+from ._results import encoded_result, result_value
 from ._worker_calls import (
     AsyncProcessor,
     Middleware,
@@ -176,7 +177,9 @@ class JobWorker:
         self._releasing: set[asyncio.Task[Any]] = set()
         # Jobs' tasks end in `WorkerBook.task_done`, which hands `_done` what it does not
         # handle itself (it looks at the timers and the releases).
-        self._book.watch(self._done, self._timers, self._releasing)
+        # (results are encoded and checked against the queue's limit as each job ends)
+        encode = functools.partial(encoded_result, max_payload_bytes=queue.max_payload_bytes)
+        self._book.watch(self._done, self._timers, self._releasing, encode)
         self._running: asyncio.Task[None] | None = None
         self._run_done: asyncio.Future[None] | None = None
         self._stopped = asyncio.Event()
@@ -727,11 +730,6 @@ class JobWorker:
                 )
             else:
                 errors, jobs = await self._outcomes.complete_many(items), []
-        except TypeError as not_json:  # a return value that is not JSON
-            trace = _trace(not_json)
-            for job in done.jobs:
-                self._book.fail(job, not_json, trace, False)
-            return []
         except Exception:
             self._book.put_back(done)  # reported on the next try
             raise
@@ -749,7 +747,7 @@ class JobWorker:
                     continue
                 for callback in hooks:
                     try:
-                        outcome = callback(job, item[2])
+                        outcome = callback(job, result_value(item[2]))
                         if outcome is not None and inspect.isawaitable(outcome):
                             await outcome
                     except Exception:

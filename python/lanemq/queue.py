@@ -613,7 +613,9 @@ class JobQueue:
         await self._core.move_to_delayed(job_id, token, until, at)
 
     async def release(self, job_id: str, token: str, *, now: int | None = None) -> None:
-        """Gives an active job back: waiting, at the front of its priority, attempt unused."""
+        """Gives an active job back: waiting, at the front of its priority, attempt unused,
+        no stall counted. A lease that ran out still gives back while ``token`` holds the job
+        (stalled recovery did not take it)."""
         await self._core.release(job_id, token, now)
 
     async def recover_stalled(self, *, now: int | None = None) -> tuple[list[str], list[str]]:

@@ -17,6 +17,7 @@ import contextvars
 import functools
 import inspect
 import logging
+import time
 import traceback
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -42,6 +43,8 @@ from .exceptions import (
     BackendConnectionError,
     ConfigError,
     DelayedError,
+    JobNotFoundError,
+    JobStateError,
     LockMismatchError,
     RateLimitError,
     UnrecoverableError,
@@ -561,6 +564,17 @@ class JobWorker:
         # its own create_task (uvloop) or a factory keeps it.
         task_type = asyncio.Task
         direct = type(loop).create_task is _BASE_CREATE_TASK and loop.get_task_factory() is None
+        # One claim's jobs share one lease expiry. One whose lease ran out before it starts (a
+        # processor blocked the loop meanwhile) is given back unstarted: run, it could run
+        # twice, once stalled recovery took it, and a stall it never had would count.
+        expires = jobs[0]._record.lock_expires_at if jobs else None
+        if expires is not None and time.time() * 1000 >= expires:
+            for job in jobs:
+                self._give_back_unstarted(job)
+            return
+        # The jobs after the first start after its first step, which may block the loop: each
+        # checks its lease then (`_if_held`), as the first was checked here.
+        guard: int | None = None
         for job in jobs:
             processor = processors.get(job.name, default) if processors else default
             if processor is None:
@@ -571,7 +585,8 @@ class JobWorker:
                 processor = functools.partial(postpone_unknown, self)
             if debug:
                 _worker_log.started(self.id, job)
-            coroutine: Any = processor(job)
+            coroutine: Any = processor(job) if guard is None else _if_held(processor, job, guard)
+            guard = expires
             if direct:
                 task: asyncio.Task[Any] = task_type(coroutine, loop=loop)
             else:
@@ -580,6 +595,16 @@ class JobWorker:
             if timeout is not None:
                 timers[task] = loop.call_later(timeout, self._time_out, task)
             task.add_done_callback(done, context=context)
+
+    def _give_back_unstarted(self, job: Job) -> None:
+        job.lease_lost = True
+        self._book.release(job)
+        log.warning(
+            "worker %s: job %s: its lease ran out before it started (was the event loop "
+            "blocked?): released unstarted",
+            self.id,
+            job.id,
+        )
 
     def _time_out(self, task: asyncio.Task[Any]) -> None:
         """The job's timeout passed: its task is cancelled, and the job fails with
@@ -654,6 +679,8 @@ class JobWorker:
             elif not self._force:
                 book.fail(job, asyncio.CancelledError("the job was cancelled"), None, True)
             # Under close(force=True) the job is abandoned to stalled recovery.
+        elif raised.__class__ is _LeaseLapsed:
+            self._give_back_unstarted(job)
         elif isinstance(raised, DelayedError):
             pass  # the processor already moved the job to delayed
         elif isinstance(raised, RateLimitError):
@@ -709,7 +736,9 @@ class JobWorker:
             )
             broken: BaseException | None = None
             for job, answer in zip(released.jobs, answers, strict=True):
-                if isinstance(answer, LockMismatchError):
+                # Not ours any more (stalled recovery took it, or it was removed): a release
+                # tried again would be refused again.
+                if isinstance(answer, (LockMismatchError, JobStateError, JobNotFoundError)):
                     _worker_log.not_recorded(self.id, job.id, "release", answer)
                     await self._hook("error", answer)
                 elif isinstance(answer, BaseException):
@@ -856,6 +885,17 @@ class LockLostWarning(Exception):
     def __init__(self, job_id: str, detail: str) -> None:
         super().__init__(f"job {job_id!r}: outcome not recorded: {detail}")
         self.job_id = job_id
+
+
+class _LeaseLapsed(Exception):
+    """Raised by `_if_held` in place of a processor whose job's lease ran out."""
+
+
+async def _if_held(processor: AsyncProcessor, job: Job, expires: int | None) -> Any:
+    """Calls ``processor`` if the job's lease (until ``expires``, ms) has not run out yet."""
+    if expires is not None and time.time() * 1000 >= expires:
+        raise _LeaseLapsed
+    return await processor(job)
 
 
 def _checked_concurrency(value: object) -> int:

@@ -86,6 +86,11 @@ class JobWorker:
     stopped either: its job fails at the deadline all the same, and its task runs on as a
     stray (``stray_tasks``), its result ignored.
 
+    A job's return value is encoded as JSON when the job ends, once: one that JSON cannot hold
+    fails that job as if its processor had raised `TypeError`, one over the queue's
+    ``max_payload_bytes`` as if it had raised `ValueError` (each retried by the job's policy);
+    the other jobs reported with it are not affected.
+
     Counters (of this worker object, since it was made): ``processed``, the jobs it completed;
     ``failed``, the jobs it failed for good (no retry left, `UnrecoverableError`, no processor;
     as BullMQ's failed metric and the queue's ``failed`` state count them); ``attempts_failed``,

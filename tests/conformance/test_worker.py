@@ -705,22 +705,20 @@ async def test_job_whose_lease_ran_out_before_it_started_is_released_unstarted(
     async def work(job: Job) -> str:
         runs[job.name] += 1
         if job.name == "blocker" and runs["blocker"] == 1:
-            time.sleep(1.0)  # noqa: ASYNC251 - the defect under test: the loop blocked past the lease
+            time.sleep(2.0)  # noqa: ASYNC251 - the defect under test: the loop blocked past the lease
         return job.name
 
-    blocker = await queue.add("blocker", None)
+    await queue.add("blocker", None)
     innocent = await queue.add("innocent", None)
     # (no stalled recovery of its own meanwhile: it would race the release; one that wins
     # takes the job first, and the release is refused, as it should be)
-    worker = JobWorker(queue, work, concurrency=4, lease=0.4, stalled_interval=60.0)
+    worker = JobWorker(queue, work, concurrency=4, lease=1.0, stalled_interval=60.0)
     async with running(worker):
         assert await asyncio.wait_for(innocent.wait(), LIMIT) == "innocent"
-        # The blocker's own lease ran out while it ran: its completion was refused, and
-        # stalled recovery gives it back to run again.
-        assert await queue.recover_stalled() == ([blocker.id], [])
-        assert await asyncio.wait_for(blocker.wait(), LIMIT) == "blocker"
 
-    assert runs["innocent"] == 1
+    # (the blocker's own lease ran out while it ran: its completion was refused, and stalled
+    # recovery will give it back; that is the blocker's doing)
+    assert runs == {"blocker": 1, "innocent": 1}
     stored = await queue.get_job(innocent.id)
     assert stored is not None
     assert (stored.state, stored.attempts_made, stored.stalled_count) == ("completed", 1, 0)

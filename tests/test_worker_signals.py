@@ -109,6 +109,59 @@ async def test_a_second_signal_forces(spawn: Spawn, tmp_path: Path) -> None:
     assert stored.state == "active"  # forced: left to stalled recovery, as close(force=True)
 
 
+DEF_WORKER = """
+import logging, sys, time
+from pathlib import Path
+from lanemq import JobWorker, LocalJobQueue
+import asyncio
+
+logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(message)s")
+
+async def main() -> None:
+    queue = LocalJobQueue("signals", sys.argv[1])
+    marker = Path(sys.argv[2])
+
+    def work(job):  # a plain def: it runs in a worker thread
+        with marker.open("a") as out:
+            out.write("started " + job.id + "\\n")
+        print("started", job.id, flush=True)
+        time.sleep(float(job.data))
+        with marker.open("a") as out:
+            out.write("finished " + job.id + "\\n")
+        return "done"
+
+    worker = JobWorker(queue, work)
+    await worker.run(install_signal_handlers=True, grace=float(sys.argv[3]))
+    print("run returned", flush=True)
+    # Whatever the worker left waiting would run again here (a second worker, a restart).
+    again = JobWorker(queue, work)
+    await again.run_until_idle()
+    print("second worker idle", flush=True)
+
+asyncio.run(main())
+"""
+
+
+async def test_sigterm_mid_def_job_waits_for_its_thread_and_runs_it_once(
+    spawn: Spawn, tmp_path: Path
+) -> None:
+    queue = LocalJobQueue("signals", tmp_path)
+    job = await queue.add("sleep", 1.0)
+    marker = tmp_path / "ran"
+    child = await spawn(DEF_WORKER, str(tmp_path), str(marker), "30")
+    assert (await lines_until(child, "started"))[-1] == f"started {job.id}", child.stderr()
+    child.proc.send_signal(signal.SIGTERM)
+    output = await lines_until(child, "second worker idle")
+    assert await child.wait(timeout=30) == 0, child.stderr()
+
+    assert not any("releasing" in line for line in output), output
+    # The thread ran to its end once, and its result is the job's: not released, not re-run.
+    assert marker.read_text().split("\n")[:-1] == [f"started {job.id}", f"finished {job.id}"]
+    stored = await queue.get_job(job.id)
+    assert stored is not None
+    assert (stored.state, stored.attempts_made, stored.return_value) == ("completed", 1, "done")
+
+
 RESTORE = """
 import asyncio, signal, sys
 from lanemq import InMemoryJobQueue, JobWorker

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, get_args
 from . import _checks, _json, _tracing, observe
 from ._core import Backoff, Dedup, JobOptions, JobQueueCore, JobRecord, KeepJobs, MemoryGroupCore
 from ._redis_url import foreign_scheme, redact_url, redis_url_problem
+from ._results import EncodedResult, result_json
 from .exceptions import BackendConnectionError, ConfigError, JobFailedError, JobNotFoundError
 from .flows import Dependencies, FlowJob, JobNode, flow_args
 from .job import Job
@@ -56,10 +57,25 @@ def _now(now: int | None) -> int:
     return int(time.time() * 1000) if now is None else now
 
 
-def _encoded(items: Iterable[tuple[str, str, Any]]) -> list[tuple[str, str, str]]:
-    """Completion items with their results as JSON. A worker's results are mostly None: its
-    text is written here, without a call per job (`_json.dumps_result` is one)."""
-    return [(i, t, "null" if r is None else _json.dumps_result(i, r)) for i, t, r in items]
+def _encoded(
+    items: Iterable[tuple[str, str, Any]], max_payload_bytes: int
+) -> list[tuple[str, str, str]]:
+    """Completion items with their results as JSON, each checked against the payload limit;
+    the first that is refused raises (`result_json`) before anything is written. A worker's
+    results are mostly None (its text is written here, without a call per job) or were
+    encoded and checked when their job ended (an `EncodedResult`, passed on as it is)."""
+    return [
+        (
+            i,
+            t,
+            "null"
+            if r is None
+            else r
+            if r.__class__ is EncodedResult
+            else result_json(i, r, max_payload_bytes),
+        )
+        for i, t, r in items
+    ]
 
 
 def _ms(field: str, seconds: float) -> int:
@@ -235,6 +251,12 @@ class JobQueue:
     # The calls a `JobWorker` makes beyond the job contract: public names, so the worker does
     # not reach into the queue's private parts; they delegate to the private ones, which
     # backends override and tests call.
+
+    @property
+    def max_payload_bytes(self) -> int:
+        """The largest payload the queue takes, in bytes of JSON: a job's data and its result
+        (a worker fails a job whose result is larger, with `ValueError`)."""
+        return self._core.max_payload_bytes
 
     @property
     def remote(self) -> bool:
@@ -500,16 +522,20 @@ class JobQueue:
     async def complete(
         self, job_id: str, token: str, result: Any = None, *, now: int | None = None
     ) -> None:
-        """Completes an active job held by ``token`` (`LockMismatchError` otherwise)."""
-        body = _json.dumps(result, f"return value of job {job_id!r}")
+        """Completes an active job held by ``token`` (`LockMismatchError` otherwise). A
+        ``result`` that JSON cannot hold raises `TypeError`, one over `max_payload_bytes`
+        `ValueError` (naming the job and the sizes); nothing is written then."""
+        body = result_json(job_id, result, self._core.max_payload_bytes)
         await self._core.complete(job_id, token, body, _now(now))
 
     async def complete_many(
         self, items: Iterable[tuple[str, str, Any]], *, now: int | None = None
     ) -> list[tuple[str, str]]:
         """Completes ``(job_id, token, result)`` items in one step; returns ``(job_id,
-        error)`` for those that could not be completed."""
-        return await self._core.complete_many(_encoded(items), _now(now))
+        error)`` for those that could not be completed. A result refused as `complete` refuses
+        it raises, and nothing is written."""
+        encoded = _encoded(items, self._core.max_payload_bytes)
+        return await self._core.complete_many(encoded, _now(now))
 
     async def complete_and_claim(
         self,
@@ -526,7 +552,11 @@ class JobQueue:
         if max_jobs < 0:
             raise ConfigError(f"invalid max_jobs: {max_jobs} (must be >= 0)")
         refused, records = await self._core.complete_and_claim(
-            _encoded(items), worker_id, _checks.lease_ms(lease), max_jobs, _now(now)
+            _encoded(items, self._core.max_payload_bytes),
+            worker_id,
+            _checks.lease_ms(lease),
+            max_jobs,
+            _now(now),
         )
         return refused, [Job(self, record) for record in records]
 
@@ -587,7 +617,9 @@ class JobQueue:
         await self._core.move_to_delayed(job_id, token, until, at)
 
     async def release(self, job_id: str, token: str, *, now: int | None = None) -> None:
-        """Gives an active job back: waiting, at the front of its priority, attempt unused."""
+        """Gives an active job back: waiting, at the front of its priority, attempt unused,
+        no stall counted. A lease that ran out still gives back while ``token`` holds the job
+        (stalled recovery did not take it)."""
         await self._core.release(job_id, token, now)
 
     async def recover_stalled(self, *, now: int | None = None) -> tuple[list[str], list[str]]:

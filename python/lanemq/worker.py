@@ -17,13 +17,15 @@ import contextvars
 import functools
 import inspect
 import logging
+import time
 import traceback
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from . import _tracing, _worker_log
 from ._core import OutcomeBatch, WorkerBook, WorkerTurn
+from ._results import encoded_result, result_value
 from ._worker_calls import (
     AsyncProcessor,
     Middleware,
@@ -41,6 +43,8 @@ from .exceptions import (
     BackendConnectionError,
     ConfigError,
     DelayedError,
+    JobNotFoundError,
+    JobStateError,
     LockMismatchError,
     RateLimitError,
     UnrecoverableError,
@@ -76,7 +80,16 @@ class JobWorker:
     stopped: when the job times out it fails with `TimeoutError` at once, the thread runs on,
     its result is ignored and its later writes through `Job.sync` raise `LockMismatchError`
     (the process still waits for the thread at exit: `asyncio.run` joins the executor).
-    If such a function returns an awaitable, that is awaited on the loop.
+    If such a function returns an awaitable, that is awaited on the loop. At close, a
+    thread is waited for within the grace; only past it is its job released (and may run
+    twice). An ``async def`` processor that catches the cancellation of its timeout cannot be
+    stopped either: its job fails at the deadline all the same, and its task runs on as a
+    stray (``stray_tasks``), its result ignored.
+
+    A job's return value is encoded as JSON when the job ends, once: one that JSON cannot hold
+    fails that job as if its processor had raised `TypeError`, one over the queue's
+    ``max_payload_bytes`` as if it had raised `ValueError` (each retried by the job's policy);
+    the other jobs reported with it are not affected.
 
     Counters (of this worker object, since it was made): ``processed``, the jobs it completed;
     ``failed``, the jobs it failed for good (no retry left, `UnrecoverableError`, no processor;
@@ -155,7 +168,9 @@ class JobWorker:
         self._rebuild()
         self._hooks: dict[str, list[Callable[..., Any]]] = {hook: [] for hook in HOOKS}
         self._timers: dict[asyncio.Task[Any], asyncio.TimerHandle] = {}
-        self._timed_out: set[asyncio.Task[Any]] = set()
+        # Tasks of timed-out jobs that had not ended when their job was failed: a processor
+        # that catches `CancelledError` runs on, and nothing can stop it (`stray_tasks`).
+        self._strays: set[asyncio.Task[Any]] = set()
         # The queue-wide wait that a RateLimitError(delay) asked for, set by `_flush` before
         # the job goes back (0.0: none).
         self._hold_queue = 0.0
@@ -171,7 +186,9 @@ class JobWorker:
         self._releasing: set[asyncio.Task[Any]] = set()
         # Jobs' tasks end in `WorkerBook.task_done`, which hands `_done` what it does not
         # handle itself (it looks at the timers and the releases).
-        self._book.watch(self._done, self._timers, self._releasing)
+        # (results are encoded and checked against the queue's limit as each job ends)
+        encode = functools.partial(encoded_result, max_payload_bytes=queue.max_payload_bytes)
+        self._book.watch(self._done, self._timers, self._releasing, encode)
         self._running: asyncio.Task[None] | None = None
         self._run_done: asyncio.Future[None] | None = None
         self._stopped = asyncio.Event()
@@ -196,9 +213,29 @@ class JobWorker:
 
     # --------------------------------------------------------------- set-up
 
-    def processor(self, name: str | None = None) -> Callable[[P], P]:
+    @overload
+    def processor(self, name: P, /) -> P: ...
+
+    @overload
+    def processor(self, name: str | None = None) -> Callable[[P], P]: ...
+
+    def processor(self, name: str | P | None = None) -> Callable[[P], P] | P:
         """Registers ``async def f(job)`` (or a plain ``def``, run in a thread) for jobs
-        called ``name`` (every name when None)."""
+        called ``name`` (every name when None): ``@worker.processor("send")``. Used bare,
+        ``@worker.processor`` registers the function under its own ``__name__``, as
+        ``@worker.processor("<its name>")`` would. A ``name`` that is neither a str, None nor
+        a function raises `TypeError`."""
+        if callable(name):
+            fn = name
+            label = getattr(fn, "__name__", None)
+            if not isinstance(label, str):
+                raise TypeError(
+                    f"@worker.processor used bare needs a function with a __name__, got {fn!r}"
+                    " (use @worker.processor('<job name>'))"
+                )
+            return self.processor(label)(fn)
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"processor name must be a str or None, got {name!r}")
 
         def register(fn: P) -> P:
             if not callable(fn):
@@ -271,6 +308,14 @@ class JobWorker:
     def attempts_failed(self) -> int:
         """Failed attempts this worker recorded, retried or not."""
         return self._book.attempts_failed
+
+    @property
+    def stray_tasks(self) -> int:
+        """Tasks of timed-out jobs still running: their processor caught the cancellation
+        (`CancelledError`) and went on. Their jobs failed with `TimeoutError` at the deadline
+        and their slots are free; Python cannot kill a task, so each runs until it returns by
+        itself, and what it returns is ignored."""
+        return len(self._strays)
 
     # ------------------------------------------------------------------ run
 
@@ -527,6 +572,17 @@ class JobWorker:
         # its own create_task (uvloop) or a factory keeps it.
         task_type = asyncio.Task
         direct = type(loop).create_task is _BASE_CREATE_TASK and loop.get_task_factory() is None
+        # One claim's jobs share one lease expiry. One whose lease ran out before it starts (a
+        # processor blocked the loop meanwhile) is given back unstarted: run, it could run
+        # twice, once stalled recovery took it, and a stall it never had would count.
+        expires = jobs[0]._record.lock_expires_at if jobs else None
+        if expires is not None and time.time() * 1000 >= expires:
+            for job in jobs:
+                self._give_back_unstarted(job)
+            return
+        # The jobs after the first start after its first step, which may block the loop: each
+        # checks its lease then (`_if_held`), as the first was checked here.
+        guard: int | None = None
         for job in jobs:
             processor = processors.get(job.name, default) if processors else default
             if processor is None:
@@ -537,7 +593,8 @@ class JobWorker:
                 processor = functools.partial(postpone_unknown, self)
             if debug:
                 _worker_log.started(self.id, job)
-            coroutine: Any = processor(job)
+            coroutine: Any = processor(job) if guard is None else _if_held(processor, job, guard)
+            guard = expires
             if direct:
                 task: asyncio.Task[Any] = task_type(coroutine, loop=loop)
             else:
@@ -547,10 +604,49 @@ class JobWorker:
                 timers[task] = loop.call_later(timeout, self._time_out, task)
             task.add_done_callback(done, context=context)
 
+    def _give_back_unstarted(self, job: Job) -> None:
+        job.lease_lost = True
+        self._book.release(job)
+        log.warning(
+            "worker %s: job %s: its lease ran out before it started (was the event loop "
+            "blocked?): released unstarted",
+            self.id,
+            job.id,
+        )
+
     def _time_out(self, task: asyncio.Task[Any]) -> None:
+        """The job's timeout passed: its task is cancelled, and the job fails with
+        `TimeoutError` now, not when the task ends: a processor that catches `CancelledError`
+        would otherwise hold its slot and lease past the deadline and complete late. Its task
+        is then a stray, counted until it ends; what it returns is ignored."""
+        self._timers.pop(task, None)
+        if task.done():
+            return
+        task.cancel()
+        job = self._book.finish(task)
+        if job is None:
+            return  # add_children parked it: nothing to report
+        job.lease_lost = True  # its writes from now on are refused
+        error = TimeoutError(f"job {job.id} timed out after {job.timeout}s")
+        self._book.fail(job, error, None, True)
+        self._strays.add(task)
+        task.add_done_callback(self._strays.discard)
+        loop = self._loop
+        assert loop is not None
+        # After the task's turn to take the cancellation: a task that ended then is no stray.
+        loop.call_soon(self._warn_if_stray, task, job.id)
+        self._poke()
+
+    def _warn_if_stray(self, task: asyncio.Task[Any], job_id: str) -> None:
         if not task.done():
-            self._timed_out.add(task)
-            task.cancel()
+            log.warning(
+                "worker %s: job %s timed out but its task did not end when cancelled (does it "
+                "catch CancelledError?): the job failed, the task runs on as a stray and its "
+                "result will be ignored (%d stray task(s))",
+                self.id,
+                job_id,
+                len(self._strays),
+            )
 
     def _done(self, task: asyncio.Task[Any]) -> None:
         if self._timers:
@@ -586,15 +682,13 @@ class JobWorker:
             # The worker lets go of the job: writes still to come from it (a plain def
             # processor's thread runs on) are refused.
             job.lease_lost = True
-            if task in self._timed_out:
-                self._timed_out.discard(task)
-                error = TimeoutError(f"job {job.id} timed out after {job.timeout}s")
-                book.fail(job, error, None, True)
-            elif released_at_close:
+            if released_at_close:
                 book.release(job)  # close()'s grace ran out: back to waiting
             elif not self._force:
                 book.fail(job, asyncio.CancelledError("the job was cancelled"), None, True)
             # Under close(force=True) the job is abandoned to stalled recovery.
+        elif raised.__class__ is _LeaseLapsed:
+            self._give_back_unstarted(job)
         elif isinstance(raised, DelayedError):
             pass  # the processor already moved the job to delayed
         elif isinstance(raised, RateLimitError):
@@ -650,7 +744,9 @@ class JobWorker:
             )
             broken: BaseException | None = None
             for job, answer in zip(released.jobs, answers, strict=True):
-                if isinstance(answer, LockMismatchError):
+                # Not ours any more (stalled recovery took it, or it was removed): a release
+                # tried again would be refused again.
+                if isinstance(answer, (LockMismatchError, JobStateError, JobNotFoundError)):
                     _worker_log.not_recorded(self.id, job.id, "release", answer)
                     await self._hook("error", answer)
                 elif isinstance(answer, BaseException):
@@ -671,11 +767,6 @@ class JobWorker:
                 )
             else:
                 errors, jobs = await self._outcomes.complete_many(items), []
-        except TypeError as not_json:  # a return value that is not JSON
-            trace = _trace(not_json)
-            for job in done.jobs:
-                self._book.fail(job, not_json, trace, False)
-            return []
         except Exception:
             self._book.put_back(done)  # reported on the next try
             raise
@@ -693,7 +784,7 @@ class JobWorker:
                     continue
                 for callback in hooks:
                     try:
-                        outcome = callback(job, item[2])
+                        outcome = callback(job, result_value(item[2]))
                         if outcome is not None and inspect.isawaitable(outcome):
                             await outcome
                     except Exception:
@@ -810,6 +901,17 @@ class LockLostWarning(Exception):
     def __init__(self, job_id: str, detail: str) -> None:
         super().__init__(f"job {job_id!r}: outcome not recorded: {detail}")
         self.job_id = job_id
+
+
+class _LeaseLapsed(Exception):
+    """Raised by `_if_held` in place of a processor whose job's lease ran out."""
+
+
+async def _if_held(processor: AsyncProcessor, job: Job, expires: int | None) -> Any:
+    """Calls ``processor`` if the job's lease (until ``expires``, ms) has not run out yet."""
+    if expires is not None and time.time() * 1000 >= expires:
+        raise _LeaseLapsed
+    return await processor(job)
 
 
 def _checked_concurrency(value: object) -> int:

@@ -222,8 +222,6 @@ async def test_expired_lock_refused_before_recovery(queue: JobQueue) -> None:
         with pytest.raises(LockMismatchError):
             await queue.renew(job.id, token, 30.0, now=now)
         with pytest.raises(LockMismatchError):
-            await queue.release(job.id, token, now=now)
-        with pytest.raises(LockMismatchError):
             await queue.move_to_delayed(job.id, token, 1.0, now=now)
     # Nothing recovered it yet, and the refused calls changed nothing.
     stored = await stored_job(queue, job.id)
@@ -345,6 +343,36 @@ async def test_move_to_delayed_until_timestamp(queue: JobQueue) -> None:
     assert (await stored_job(queue, job.id)).delay_until == T + 60_000
     assert await queue.claim("w", now=T + 59_999) == []
     assert (await claim_one(queue, T + 60_000)).id == job.id
+
+
+async def test_release_after_the_lease_ran_out_gives_back_until_recovery_took_it(
+    queue: JobQueue,
+) -> None:
+    # A worker gives back a job whose lease ran out before it could start it (its loop was
+    # blocked): while the token still holds the job, that counts no stall and uses no attempt.
+    job = await queue.add("j", None, now=T)
+    token = _token(await claim_one(queue, T, lease=1.0))  # expires at T + 1000
+    await queue.release(job.id, token, now=T + 5000)
+    stored = await stored_job(queue, job.id)
+    assert (stored.state, stored.lock_token, stored.attempts_made, stored.stalled_count) == (
+        "waiting",
+        None,
+        0,
+        0,
+    )
+    assert await queue.recover_stalled(now=T + 5000) == ([], [])
+
+    # Once stalled recovery took the job, the old token gives back nothing.
+    token = _token(await claim_one(queue, T + 6000, lease=1.0))
+    assert await queue.recover_stalled(now=T + 8000) == ([job.id], [])
+    with pytest.raises(JobStateError, match="waiting, not active"):
+        await queue.release(job.id, token, now=T + 8000)
+    retaken = await claim_one(queue, T + 9000, lease=1.0)
+    with pytest.raises(LockMismatchError):
+        await queue.release(job.id, token, now=T + 9000)
+    await queue.release(job.id, _token(retaken), now=T + 9000)
+    stored = await stored_job(queue, job.id)
+    assert (stored.state, stored.stalled_count) == ("waiting", 1)
 
 
 async def test_release_goes_to_front_without_using_an_attempt(queue: JobQueue) -> None:

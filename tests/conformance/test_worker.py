@@ -694,6 +694,36 @@ async def test_lease_is_renewed_while_job_runs(queue: JobQueue) -> None:
     assert worker.processed == 1
 
 
+async def test_job_whose_lease_ran_out_before_it_started_is_released_unstarted(
+    queue: JobQueue,
+) -> None:
+    # Two jobs of one claim: the first blocks the event loop past the lease, so when the
+    # second's turn to start comes its lease has run out. Run, it would be taken by stalled
+    # recovery and run a second time (a stall it never had counted); it is given back instead.
+    runs = {"blocker": 0, "innocent": 0}
+
+    async def work(job: Job) -> str:
+        runs[job.name] += 1
+        if job.name == "blocker" and runs["blocker"] == 1:
+            time.sleep(2.0)  # noqa: ASYNC251 - the defect under test: the loop blocked past the lease
+        return job.name
+
+    await queue.add("blocker", None)
+    innocent = await queue.add("innocent", None)
+    # (no stalled recovery of its own meanwhile: it would race the release; one that wins
+    # takes the job first, and the release is refused, as it should be)
+    worker = JobWorker(queue, work, concurrency=4, lease=1.0, stalled_interval=60.0)
+    async with running(worker):
+        assert await asyncio.wait_for(innocent.wait(), LIMIT) == "innocent"
+
+    # (the blocker's own lease ran out while it ran: its completion was refused, and stalled
+    # recovery will give it back; that is the blocker's doing)
+    assert runs == {"blocker": 1, "innocent": 1}
+    stored = await queue.get_job(innocent.id)
+    assert stored is not None
+    assert (stored.state, stored.attempts_made, stored.stalled_count) == ("completed", 1, 0)
+
+
 async def test_worker_recovers_stalled_job_of_dead_worker(queue: JobQueue) -> None:
     async def work(job: Job) -> str:
         return f"recovered:{job.attempts_started}"

@@ -4,13 +4,16 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Awaitable
 
 import lanemq
 from lanemq import (
     Backoff,
     Dedup,
     InMemoryJobQueue,
+    Job,
     JobOptions,
+    JobWorker,
     KeepJobs,
     QueueManager,
 )
@@ -81,3 +84,24 @@ async def lanes() -> None:
         handle = manager.submit_nowait("prompt", cancel_session, "s-43")
         later: int = await handle
         print(count, text, names, partial, later)
+
+
+def processors(queue: InMemoryJobQueue) -> None:
+    worker = JobWorker(queue)
+
+    @worker.processor  # bare: registered under its name, "send"
+    async def send(job: Job) -> str:
+        return job.id
+
+    @worker.processor("resize")
+    def resize(job: Job) -> int:
+        return len(job.id)
+
+    @worker.processor()
+    async def anything(job: Job) -> None:
+        return None
+
+    # The decorators give the functions back with their types.
+    sent: Awaitable[str] = send(Job.__new__(Job))
+    size: int = resize(Job.__new__(Job))
+    print(sent, size, anything)

@@ -41,6 +41,9 @@ pub struct JobQueueCore {
     wired: std::sync::Mutex<Option<Arc<Wired>>>,
     /// What a Redis queue knows of its server and settings (its siblings share them).
     redis: Option<RedisParts>,
+    /// The queue's limit on a payload (data, result) in bytes: the worker checks a result
+    /// against it before reporting it.
+    max_payload_bytes: usize,
 }
 
 struct RedisParts {
@@ -194,6 +197,7 @@ impl JobQueueCore {
             backend: Arc::new(backend.clone()),
             inline: false,
             wired: std::sync::Mutex::new(wired),
+            max_payload_bytes: settings.max_payload_bytes,
             redis: Some(RedisParts { backend, settings }),
         })
     }
@@ -279,6 +283,7 @@ impl JobQueueCore {
             max_events: count("max_events", max_events, 0)? as usize,
         };
         Ok(Self {
+            max_payload_bytes: config.max_payload_bytes,
             backend: Arc::new(group.inner.queue(name, config)),
             inline: true,
             wired: std::sync::Mutex::new(None),
@@ -305,6 +310,7 @@ impl JobQueueCore {
             max_events: count("max_events", max_events, 0)? as usize,
         };
         let sync = lanemq_core::jobs::LocalSync::parse(sync).map_err(to_py)?;
+        let max_payload_bytes = config.max_payload_bytes;
         let backend = py
             .detach(|| LocalBackend::open_synced(&path, queue, config, sync))
             .map_err(to_py)?;
@@ -313,6 +319,7 @@ impl JobQueueCore {
             inline: true,
             wired: std::sync::Mutex::new(None),
             redis: None,
+            max_payload_bytes,
         })
     }
 
@@ -358,6 +365,12 @@ impl JobQueueCore {
             replica_ack: (replicas, u64::from(replica_ack_timeout)),
         };
         Self::redis_on(place, settings, &redis_queue_name(queue)?)
+    }
+
+    /// The largest payload (a job's data or result) the queue takes, in bytes.
+    #[getter]
+    fn max_payload_bytes(&self) -> usize {
+        self.max_payload_bytes
     }
 
     /// The queue `queue` of this Redis queue's server, prefix and settings (sharing its

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use lanemq_core::lanes::Micros;
 use lanemq_core::worker::{self as core, Outcome, Turn};
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::gc::{PyTraverseError, PyVisit};
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -96,6 +96,9 @@ struct Watched {
     done: Py<PyAny>,
     timers: Py<PyDict>,
     releasing: Py<PySet>,
+    /// `encode(job_id, result)`: the result's JSON as the queue's completion calls take it,
+    /// or `TypeError` (not JSON) / `ValueError` (over the payload limit).
+    encode: Py<PyAny>,
 }
 
 impl WorkerBook {
@@ -198,12 +201,20 @@ impl WorkerBook {
 
     /// `done(task)` is the worker's done callback for what `task_done` does not handle;
     /// `timers` (task -> timer) and `releasing` (tasks close() cancelled) are the worker's own,
-    /// looked at on every call.
-    fn watch(&mut self, done: Py<PyAny>, timers: Py<PyDict>, releasing: Py<PySet>) {
+    /// looked at on every call; `encode(job_id, result)` encodes a result that is not None
+    /// when its job ends (`completed`).
+    fn watch(
+        &mut self,
+        done: Py<PyAny>,
+        timers: Py<PyDict>,
+        releasing: Py<PySet>,
+        encode: Py<PyAny>,
+    ) {
         self.watched = Some(Watched {
             done,
             timers,
             releasing,
+            encode,
         });
     }
 
@@ -302,14 +313,39 @@ impl WorkerBook {
 
     /// `task` returned `result`: its job ends, and its completion waits to be reported
     /// (nothing to report if the book does not hold the task or the job parked). The common
-    /// ending in one call; the others go through `finish`.
+    /// ending in one call; the others go through `finish`. A result that is not None is
+    /// encoded now, once (`watch`'s `encode`): one the queue cannot take (not JSON, over the
+    /// payload limit) fails its job alone, as if the processor had raised that error (retried
+    /// by its policy), rather than the whole batch of completions it would be reported with.
     fn completed(&mut self, task: &Bound<'_, PyAny>, result: &Bound<'_, PyAny>) -> PyResult<()> {
+        let py = task.py();
         let Some(job) = self.finish(task)? else {
             return Ok(());
         };
-        let (id, token) = lease(job.bind(task.py()))?;
-        let item = (id, token, result).into_pyobject(task.py())?;
-        self.record(Outcome::Completed, job, item);
+        let job = job.into_bound(py);
+        let (id, token) = lease(&job)?;
+        let text = if result.is_none() {
+            result.clone()
+        } else {
+            let Some(watched) = &self.watched else {
+                return Err(PyRuntimeError::new_err("WorkerBook.watch was not called"));
+            };
+            match watched.encode.bind(py).call1((&id, result)) {
+                Ok(text) => text,
+                Err(refused)
+                    if refused.is_instance_of::<PyTypeError>(py)
+                        || refused.is_instance_of::<PyValueError>(py) =>
+                {
+                    let error = refused.into_value(py).into_bound(py).into_any();
+                    let item = (id, token, error, py.None(), true).into_pyobject(py)?;
+                    self.record(Outcome::Failed, job.unbind(), item);
+                    return Ok(());
+                }
+                Err(other) => return Err(other),
+            }
+        };
+        let item = (id, token, text).into_pyobject(py)?;
+        self.record(Outcome::Completed, job.unbind(), item);
         Ok(())
     }
 
@@ -460,6 +496,7 @@ impl WorkerBook {
             visit.call(&watched.done)?;
             visit.call(&watched.timers)?;
             visit.call(&watched.releasing)?;
+            visit.call(&watched.encode)?;
         }
         if let Some(wake) = &self.wake {
             visit.call(wake)?;

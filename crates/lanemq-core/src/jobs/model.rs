@@ -172,6 +172,16 @@ impl Job {
         self.reported_by.as_deref() == Some(token)
     }
 
+    /// Ok if `token` holds this job's lock, live or run out, as long as nothing took the job
+    /// from it (stalled recovery gives it back and drops the lock): what `release` asks. A
+    /// worker gives back a job whose lease ran out before it could start it, and that is safe
+    /// whenever its token still holds the job; a stall counted instead would be a stall the
+    /// job never had.
+    pub fn check_holder(&self, token: &str) -> CoreResult<()> {
+        // (no lock expires at 0: a lease is at least a millisecond past its claim)
+        self.check_lock(token, 0)
+    }
+
     /// Ok if `token` holds this job's live lock; the error says why not (every backend reports
     /// the same errors).
     pub fn check_lock(&self, token: &str, now: Millis) -> CoreResult<()> {

@@ -80,7 +80,7 @@ pub fn release<S: JobStorage>(
     let seq = storage.reserve_seq(1)?;
     let key = storage
         .update(id, |job| {
-            job.check_lock(token, now)?;
+            job.check_holder(token)?; // (a lease that ran out still gives back: see there)
             job.attempts_made = job.attempts_made.saturating_sub(1);
             super::to_waiting(job, seq, true);
             Ok(Arc::clone(&job.id))

@@ -20,18 +20,27 @@ class EncodedResult(str):
 
 def result_json(job_id: str, value: Any, max_payload_bytes: int) -> str:
     """``value`` as JSON: `TypeError` naming the job and the type if JSON cannot hold it,
-    `ValueError` naming the job and both sizes if it is over ``max_payload_bytes``."""
+    `ValueError` naming the job and both sizes if it is over ``max_payload_bytes``, or if it
+    holds a lone surrogate (text UTF-8 cannot encode)."""
     if value is None:
         return "null"
     text = dumps_result(job_id, value)
-    # A character is at most 4 bytes of UTF-8: only a long text needs counting.
-    if len(text) * 4 > max_payload_bytes:
-        size = len(text.encode("utf-8", "surrogatepass"))
-        if size > max_payload_bytes:
+    if text.isascii():  # (most results: no encoding to count or check)
+        size = len(text)
+    else:
+        try:
+            size = len(text.encode("utf-8"))
+        except UnicodeEncodeError:
+            # A lone surrogate: no backend can store it (a batch's call would refuse all).
             raise ValueError(
-                f"return value of job {job_id!r} is {size} bytes of JSON, over the queue's "
-                f"max_payload_bytes ({max_payload_bytes})"
-            )
+                f"return value of job {job_id!r} holds a lone surrogate, which is not valid "
+                "Unicode text"
+            ) from None
+    if size > max_payload_bytes:
+        raise ValueError(
+            f"return value of job {job_id!r} is {size} bytes of JSON, over the queue's "
+            f"max_payload_bytes ({max_payload_bytes})"
+        )
     return text
 
 

@@ -24,7 +24,9 @@ async def test_one_bad_result_fails_only_its_job_and_is_retried(queue: JobQueue)
         "set": {1, 2},
         "none": None,
         "big": oversized(queue),
+        "surrogate": {"text": "\ud800"},
         "list": [1, "two"],
+        "accents": "d\u00e9j\u00e0 vu",
     }
     runs: dict[str, int] = dict.fromkeys(results, 0)
     all_started = asyncio.Event()
@@ -41,14 +43,22 @@ async def test_one_bad_result_fails_only_its_job_and_is_retried(queue: JobQueue)
     worker = JobWorker(queue, give, concurrency=len(results))
     dead: list[str] = []
     worker.on("dead", lambda job, error: dead.append(job.name))
-    # The five first attempts and the two retries.
-    assert await asyncio.wait_for(worker.run_until_idle(), LIMIT) == 7
+    # The seven first attempts and the three retries.
+    assert await asyncio.wait_for(worker.run_until_idle(), LIMIT) == 10
 
-    assert runs == {"dict": 1, "set": 2, "none": 1, "big": 2, "list": 1}
-    for name in ("dict", "none", "list"):
+    assert runs == {
+        "dict": 1,
+        "set": 2,
+        "none": 1,
+        "big": 2,
+        "surrogate": 2,
+        "list": 1,
+        "accents": 1,
+    }
+    for name in ("dict", "none", "list", "accents"):
         assert (await queue.finished_result(jobs[name].id)).value == results[name], name
-    assert worker.processed == 3 and worker.failed == 2 and worker.attempts_failed == 4
-    assert sorted(dead) == ["big", "set"]
+    assert worker.processed == 4 and worker.failed == 3 and worker.attempts_failed == 6
+    assert sorted(dead) == ["big", "set", "surrogate"]
 
     bad_set = await queue.get_job(jobs["set"].id)
     assert bad_set is not None
@@ -56,6 +66,13 @@ async def test_one_bad_result_fails_only_its_job_and_is_retried(queue: JobQueue)
     assert bad_set.failed_reason == (
         f"TypeError: return value of job {jobs['set'].id!r} is not JSON-serialisable: "
         "Object of type set is not JSON serializable"
+    )
+    surrogate = await queue.get_job(jobs["surrogate"].id)
+    assert surrogate is not None
+    assert (surrogate.state, surrogate.attempts_made) == ("failed", 2)
+    assert surrogate.failed_reason == (
+        f"ValueError: return value of job {jobs['surrogate'].id!r} holds a lone surrogate, "
+        "which is not valid Unicode text"
     )
     big = await queue.get_job(jobs["big"].id)
     assert big is not None

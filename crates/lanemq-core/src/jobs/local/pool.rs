@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, OnceLock};
 
+use rusqlite::config::DbConfig;
 use rusqlite::Connection;
 
 use crate::error::{CoreError, CoreResult};
@@ -77,6 +78,18 @@ impl Slot {
     fn close_connections(&mut self) {
         self.env.links.clear();
         self.conn = None;
+    }
+
+    /// Closes its connections to make room. Without the checkpoint that closing the last
+    /// connection to a file makes: the file opens again soon, its `-wal` as it was, and a
+    /// checkpoint per eviction (a sync of the file) made a process working through more
+    /// queues than it keeps open several times slower. The next checkpoint comes with the
+    /// `-wal`'s growth or the queue's `close()`.
+    fn evict(&mut self) {
+        if let Some(conn) = &self.conn {
+            let _ = conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true);
+        }
+        self.close_connections();
     }
 }
 
@@ -254,7 +267,7 @@ impl Writer {
                 .filter(|(id, slot)| **id != keep && slot.open_connections() > 0)
                 .min_by_key(|(_, slot)| slot.used);
             match oldest {
-                Some((_, slot)) => slot.close_connections(),
+                Some((_, slot)) => slot.evict(),
                 None => return,
             }
         }

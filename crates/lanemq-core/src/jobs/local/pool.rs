@@ -17,6 +17,7 @@
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -203,7 +204,12 @@ impl Writer {
                 next = messages.try_recv().ok();
             }
             for (id, batch) in batches {
-                self.run_batch(id, batch);
+                let ran = catch_unwind(AssertUnwindSafe(|| self.run_batch(id, batch)));
+                if ran.is_err() {
+                    // A bug in one queue's operation must not stop the other queues of the
+                    // thread: that queue is closed (its callers hear so), the rest go on.
+                    self.slots.remove(&id);
+                }
             }
             for id in forgotten {
                 self.slots.remove(&id);

@@ -1,8 +1,9 @@
 //! `LocalBackend`: the job contract in a local SQLite file (WAL mode; full sync unless the queue
 //! was opened with `LocalSync::Normal`, see `sync.rs`), shared safely by several processes. A
 //! queue's operations run on one of the process's writer threads (`pool`, shared by all its
-//! local queues), which commits them in batches (group commit); answers come after the commit, so an acknowledged change survives the process being
-//! killed (and, with full sync, a power loss). Waits wake at once for changes made in this
+//! local queues), which commits them in batches (group commit); answers come after the
+//! commit, so an acknowledged change survives the process being killed (and, with full sync,
+//! a power loss). Waits wake at once for changes made in this
 //! process, and through the doorbell (`doorbell`, a watch on the file's directory) for commits
 //! of other processes.
 

@@ -276,8 +276,8 @@ fn initialise(conn: &Connection, path: &Path, queue: &str) -> CoreResult<()> {
     LocalSync::Full
         .apply(conn)
         .map_err(|e| storage(path, "cannot set synchronous", e))?;
-    // One transaction (one sync) for the whole schema: statement by statement, a new file
-    // took some twenty syncs, most of the time a queue took to open.
+    // One transaction: what a file of an older version lacks is added together, one sync
+    // (and an up-to-date file, which gains nothing, is not synced at all).
     conn.execute_batch("BEGIN IMMEDIATE")
         .map_err(|e| storage(path, "cannot start a transaction", e))?;
     let written = write_schema(conn, path, queue).and_then(|()| {

@@ -1,8 +1,9 @@
 //! What a writer thread (`pool`) does with a queue's waiting operations (it is the only user
 //! of the queue's connection): it runs them in one transaction (each in its own savepoint, so
 //! a refused operation changes nothing while the others stand), commits once, and only then
-//! answers: a batch of operations shares one sync, and an answer means the change is committed (on disk
-//! with full sync; in the OS's cache, on disk by the next checkpoint, with normal sync).
+//! answers: a batch of operations shares one sync, and an answer means the change is
+//! committed (on disk with full sync; in the OS's cache, on disk by the next checkpoint, with
+//! normal sync).
 
 use std::sync::{Arc, Mutex};
 

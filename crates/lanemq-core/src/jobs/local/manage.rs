@@ -227,34 +227,51 @@ pub fn update_progress(
     env.event(conn, now, "progress", Some(id), Some(("data", progress)))
 }
 
-fn log_count(conn: &Connection, id: &str) -> CoreResult<usize> {
-    conn.query_row("SELECT count(*) FROM logs WHERE job_id = ?1", [id], |r| {
-        r.get::<_, i64>(0)
-    })
-    .map(|n| n as usize)
-    .map_err(sql)
-}
+/// Appends a line as number `max(n) + 1` of the job's log and returns that number.
+const APPEND_LOG: &str = "INSERT INTO logs (job_id, n, line) VALUES \
+     (?1, (SELECT COALESCE(max(n), 0) + 1 FROM logs WHERE job_id = ?1), ?2) RETURNING n";
+/// The oldest line kept.
+const FIRST_LOG: &str = "SELECT min(n) FROM logs WHERE job_id = ?1";
+/// Drops the lines older than the newest `?2` (`?3` is the newest's number).
+const TRIM_LOGS: &str = "DELETE FROM logs WHERE job_id = ?1 AND n <= ?3 - ?2";
 
+/// Appends `line` to job `id`'s log (keeping the newest `keep` lines when `keep` > 0) and
+/// returns how many lines it holds. In O(log n) of the log's length: a job's lines are always
+/// numbered without gaps (appends take the next number, trims and clears drop the oldest), so
+/// the count is the newest number minus the oldest, each one seek of the primary key.
 pub fn add_log(conn: &Connection, id: &str, line: &str, keep: usize) -> CoreResult<usize> {
     require(conn, id)?;
-    conn.execute(
-        "INSERT INTO logs (job_id, n, line) VALUES (?1, (SELECT COALESCE(max(n), 0) + 1 FROM logs WHERE job_id = ?1), ?2)",
-        (id, line),
-    )
-    .map_err(sql)?;
+    let newest: i64 = conn
+        .prepare_cached(APPEND_LOG)
+        .and_then(|mut stmt| stmt.query_row((id, line), |r| r.get(0)))
+        .map_err(sql)?;
     if keep > 0 {
-        trim_logs(conn, id, keep)?;
+        trim_logs_below(conn, id, keep, newest)?;
     }
-    log_count(conn, id)
+    let oldest: i64 = conn
+        .prepare_cached(FIRST_LOG)
+        .and_then(|mut stmt| stmt.query_row([id], |r| r.get(0)))
+        .map_err(sql)?;
+    Ok((newest - oldest + 1).max(0) as usize)
+}
+
+fn trim_logs_below(conn: &Connection, id: &str, keep: usize, newest: i64) -> CoreResult<()> {
+    conn.prepare_cached(TRIM_LOGS)
+        .and_then(|mut stmt| stmt.execute(rusqlite::params![id, keep as i64, newest]))
+        .map(|_| ())
+        .map_err(sql)
 }
 
 fn trim_logs(conn: &Connection, id: &str, keep: usize) -> CoreResult<()> {
-    conn.execute(
-        "DELETE FROM logs WHERE job_id = ?1 AND n <= (SELECT max(n) FROM logs WHERE job_id = ?1) - ?2",
-        rusqlite::params![id, keep as i64],
-    )
-    .map(|_| ())
-    .map_err(sql)
+    let newest: Option<i64> = conn
+        .query_row("SELECT max(n) FROM logs WHERE job_id = ?1", [id], |r| {
+            r.get(0)
+        })
+        .map_err(sql)?;
+    match newest {
+        Some(newest) => trim_logs_below(conn, id, keep, newest),
+        None => Ok(()),
+    }
 }
 
 pub fn get_logs(
@@ -435,4 +452,77 @@ pub fn trim_events(conn: &Connection, max_len: usize) -> CoreResult<usize> {
     let last = last_event_id(conn)? as i64;
     conn.execute("DELETE FROM events WHERE id <= ?1", [last - max_len as i64])
         .map_err(sql)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::jobs::contract::NewJob;
+    use crate::jobs::options::JobOptions;
+
+    /// SQLite VM instructions `f` runs on `conn`: a measure of its work that no load on the
+    /// machine moves.
+    fn vm_steps<T>(conn: &mut Connection, f: impl FnOnce(&Connection) -> T) -> (T, u64) {
+        let steps = Arc::new(AtomicU64::new(0));
+        let counter = Arc::clone(&steps);
+        conn.progress_handler(
+            1,
+            Some(move || {
+                counter.fetch_add(1, Ordering::Relaxed);
+                false
+            }),
+        )
+        .unwrap();
+        let out = f(conn);
+        conn.progress_handler(1, None::<fn() -> bool>).unwrap();
+        (out, steps.load(Ordering::Relaxed))
+    }
+
+    #[test]
+    fn a_log_append_costs_the_same_whatever_the_length_of_the_log() {
+        let path = std::env::temp_dir().join(format!(
+            "lanemq-logs-{}-{:?}.sqlite3",
+            std::process::id(),
+            std::time::SystemTime::now()
+        ));
+        let mut conn = super::super::schema::open(&path, "q").unwrap();
+        let mut env = Env::new("q", 1 << 20, 100);
+        let new = NewJob {
+            name: "n".into(),
+            data: "null".into(),
+            options: JobOptions::default(),
+        };
+        let (job, _) = super::super::ops::add(&conn, &mut env, new, 1).unwrap();
+        let append = |conn: &mut Connection, keep: usize| {
+            vm_steps(conn, |conn| add_log(conn, &job.id, "a line", keep).unwrap())
+        };
+        conn.execute_batch("BEGIN").unwrap();
+        for _ in 1..1_000 {
+            add_log(&conn, &job.id, "a line", 0).unwrap();
+        }
+        let (count, early) = append(&mut conn, 0);
+        assert_eq!(count, 1_000);
+        for _ in 1_001..40_000 {
+            add_log(&conn, &job.id, "a line", 0).unwrap();
+        }
+        let (count, late) = append(&mut conn, 0);
+        assert_eq!(count, 40_000);
+        assert_eq!(
+            late, early,
+            "the 40,000th append took {late} VM steps, the 1,000th {early}"
+        );
+        // Trimmed to the newest lines, the count still follows them.
+        let ((count, _), (again, _)) = (append(&mut conn, 10), append(&mut conn, 10));
+        assert_eq!((count, again), (10, 10));
+        clear_logs(&conn, &job.id, 0).unwrap();
+        assert_eq!(append(&mut conn, 0).0, 1, "a cleared log starts again");
+        conn.execute_batch("COMMIT").unwrap();
+        drop(conn);
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+    }
 }

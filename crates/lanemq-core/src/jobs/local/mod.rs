@@ -1,8 +1,9 @@
 //! `LocalBackend`: the job contract in a local SQLite file (WAL mode; full sync unless the queue
-//! was opened with `LocalSync::Normal`, see `sync.rs`), shared safely by several processes. Each
-//! process runs its operations on one writer thread that commits them in batches (group
-//! commit); answers come after the commit, so an acknowledged change survives the process being
-//! killed (and, with full sync, a power loss). Waits wake at once for changes made in this
+//! was opened with `LocalSync::Normal`, see `sync.rs`), shared safely by several processes. A
+//! queue's operations run on one of the process's writer threads (`pool`, shared by all its
+//! local queues), which commits them in batches (group commit); answers come after the
+//! commit, so an acknowledged change survives the process being killed (and, with full sync,
+//! a power loss). Waits wake at once for changes made in this
 //! process, and through the doorbell (`doorbell`, a watch on the file's directory) for commits
 //! of other processes.
 
@@ -15,6 +16,7 @@ mod lifecycle;
 mod manage;
 mod observe;
 mod ops;
+mod pool;
 mod reads;
 mod relay;
 mod rows;
@@ -25,7 +27,6 @@ mod sync;
 mod writer;
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -41,7 +42,7 @@ use super::model::Millis;
 use super::options::StoreConfig;
 use ops::Env;
 pub use sync::LocalSync;
-use writer::{Call, Op, Shared};
+use writer::{Call, Shared};
 
 /// How often a waiter re-reads the file for changes made by other processes when the doorbell
 /// could not be set up.
@@ -52,7 +53,7 @@ const DOORBELL_BACKSTOP: Duration = Duration::from_secs(1);
 
 #[derive(Clone)]
 pub struct LocalBackend {
-    ops: Sender<Box<dyn Op>>,
+    slot: Arc<pool::Handle>,
     shared: Arc<Shared>,
     path: Arc<PathBuf>,
     queue: Arc<str>,
@@ -76,8 +77,9 @@ impl LocalBackend {
         config: StoreConfig,
         sync: LocalSync,
     ) -> CoreResult<Self> {
-        let conn = schema::open_synced(path, queue, schema::BUSY, sync)?;
-        let (ops, receiver) = channel();
+        // Checked (and made, if new) here; the writer opens it again on first use and closes
+        // it when other files need the room.
+        schema::check(path, queue, sync)?;
         let changed = Arc::new(tokio::sync::Notify::new());
         let shared = Arc::new(Shared {
             ring: doorbell::Ring::start(path, Arc::clone(&changed)),
@@ -91,13 +93,10 @@ impl LocalBackend {
             .map(|_| path.parent().unwrap_or(Path::new("")).to_path_buf());
         env.dir = dir.clone();
         env.sync = sync;
-        let thread_shared = Arc::clone(&shared);
-        std::thread::Builder::new()
-            .name(format!("lanemq-local-{queue}"))
-            .spawn(move || writer::run(conn, env, receiver, thread_shared))
-            .map_err(|e| CoreError::Storage(format!("cannot start the writer thread: {e}")))?;
+        let file = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let slot = pool::register(pool::Slot::new(file, sync, env, Arc::clone(&shared)))?;
         Ok(Self {
-            ops,
+            slot: Arc::new(slot),
             shared,
             path: Arc::new(path.to_path_buf()),
             queue: Arc::from(queue),
@@ -144,9 +143,11 @@ impl LocalBackend {
         F: FnOnce(&Connection, &mut Env) -> CoreResult<T> + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
-        let sent = self.ops.send(Box::new(Call::new(f, reply, guarded)));
+        let sent = self.slot.send(Box::new(Call::new(f, reply, guarded)));
         Box::pin(async move {
-            sent.map_err(|_| CoreError::Storage("the local queue is closed".into()))?;
+            if !sent {
+                return Err(CoreError::Storage("the local queue is closed".into()));
+            }
             answer
                 .await
                 .map_err(|_| CoreError::Storage("the local queue is closed".into()))?

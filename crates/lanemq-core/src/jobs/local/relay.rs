@@ -173,10 +173,6 @@ pub fn deliver_all(conn: &Connection, env: &mut Env) {
 /// Delivers one sender's outbox, target by target; returns the targets whose own outbox now
 /// holds messages.
 fn deliver_from(conn: &Connection, sender: &str, env: &mut Env) -> Vec<String> {
-    let Ok(source) = sender_id(conn, env, sender) else {
-        env.outbox_pending = true;
-        return Vec::new();
-    };
     let rows: Vec<(i64, String, String)> = match conn
         .prepare_cached("SELECT seq, target, body FROM flow_outbox ORDER BY seq LIMIT 10000")
         .and_then(|mut stmt| {
@@ -188,6 +184,13 @@ fn deliver_from(conn: &Connection, sender: &str, env: &mut Env) -> Vec<String> {
             env.outbox_pending = true;
             return Vec::new();
         }
+    };
+    if rows.is_empty() {
+        return Vec::new(); // nothing to say: no sender id to draw (a write) either
+    }
+    let Ok(source) = sender_id(conn, env, sender) else {
+        env.outbox_pending = true;
+        return Vec::new();
     };
     // The sender's commits may be unsynced (`sync="normal"`, by any process that has the file
     // open): the messages are made durable before another file applies them, or a machine crash

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use crate::error::{CoreError, CoreResult};
 
@@ -174,6 +174,24 @@ pub fn open_synced(
     busy: std::time::Duration,
     sync: LocalSync,
 ) -> CoreResult<Connection> {
+    let conn = open_checked(path, queue, busy, sync, true)?;
+    Ok(conn.expect("kept"))
+}
+
+/// What `open_synced` checks and makes, for a queue whose writer opens the file later
+/// (`reopen`): a file this call made needs no second look.
+pub fn check(path: &Path, queue: &str, sync: LocalSync) -> CoreResult<()> {
+    open_checked(path, queue, BUSY, sync, false).map(drop)
+}
+
+/// `open_synced`; without `keep`, None when this call made the file.
+fn open_checked(
+    path: &Path,
+    queue: &str,
+    busy: std::time::Duration,
+    sync: LocalSync,
+    keep: bool,
+) -> CoreResult<Option<Connection>> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         if let Some(file) = dir.ancestors().find(|a| a.is_file()) {
             return Err(CoreError::InvalidConfig(format!(
@@ -195,7 +213,11 @@ pub fn open_synced(
             ))
         }
         Ok(_) => {}
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => create(path, queue, busy)?,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            if create(path, queue, busy, sync)? && !keep {
+                return Ok(None);
+            }
+        }
         Err(error) => return Err(storage(path, "cannot read", error)),
     }
     let conn = Connection::open(path).map_err(|e| unopenable(path, "cannot open", e))?;
@@ -215,6 +237,36 @@ pub fn open_synced(
         // Still fully synced here: every deliverer of this file's messages learns at once
         // that they may need a sync first.
         super::sync::mark_normal_opener(&conn)?;
+    }
+    sync.apply(&conn)
+        .map_err(|e| storage(path, "cannot set synchronous", e))?;
+    Ok(Some(conn))
+}
+
+/// Opens again the file of queue `queue` that `open_synced` checked and made before (its
+/// writer closed it to make room): without the integrity check, which reads every page, but
+/// refusing a file that is gone (no new empty database in its place) or no longer this
+/// queue's.
+pub fn reopen(path: &Path, queue: &str, sync: LocalSync) -> CoreResult<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn =
+        Connection::open_with_flags(path, flags).map_err(|e| storage(path, "cannot open", e))?;
+    conn.busy_timeout(BUSY)
+        .map_err(|e| storage(path, "cannot set busy timeout", e))?;
+    let name: Option<String> = conn
+        .query_row("SELECT value FROM meta WHERE key = 'queue'", [], |r| {
+            r.get(0)
+        })
+        .optional()
+        .map_err(|e| storage(path, "no longer a lanemq queue file", e))?;
+    if name.as_deref() != Some(queue) {
+        return Err(storage(
+            path,
+            "no longer this queue's file",
+            format!("it holds {name:?}, not {queue:?}"),
+        ));
     }
     sync.apply(&conn)
         .map_err(|e| storage(path, "cannot set synchronous", e))?;
@@ -288,32 +340,49 @@ fn initialise(conn: &Connection, path: &Path, queue: &str) -> CoreResult<()> {
     LocalSync::Full
         .apply(conn)
         .map_err(|e| storage(path, "cannot set synchronous", e))?;
+    // One transaction: what a file of an older version lacks is added together, one sync
+    // (and an up-to-date file, which gains nothing, is not synced at all).
+    conn.execute_batch("BEGIN IMMEDIATE")
+        .map_err(|e| storage(path, "cannot start a transaction", e))?;
+    let written = write_schema(conn, path, queue).and_then(|()| {
+        conn.execute_batch("COMMIT")
+            .map_err(|e| storage(path, "cannot commit the schema", e))
+    });
+    if written.is_err() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    written
+}
+
+/// The schema and metadata that are missing, inside `initialise`'s transaction.
+fn write_schema(conn: &Connection, path: &Path, queue: &str) -> CoreResult<()> {
     conn.execute_batch(SCHEMA)
         .map_err(|e| storage(path, "cannot create the schema", e))?;
     add_columns(conn, path)?;
-    let tx = conn
-        .unchecked_transaction()
-        .map_err(|e| storage(path, "cannot start a transaction", e))?;
     for (key, value) in [
         ("format", FORMAT_VERSION.to_string()),
         ("queue", queue.to_owned()),
     ] {
-        tx.execute(
+        conn.execute(
             "INSERT OR IGNORE INTO meta (key, value) VALUES (?1, ?2)",
             (key, value),
         )
         .map_err(|e| storage(path, "cannot write metadata", e))?;
     }
-    tx.commit()
-        .map_err(|e| storage(path, "cannot commit metadata", e))?;
     Ok(())
 }
 
 /// Creates a new queue file at `path` whole: the file is made under another name beside it and
 /// linked into place, which fails if `path` appeared meanwhile. So no process ever sees the
 /// file empty, and of two processes creating it at the same moment one wins and the other
-/// opens the winner's file.
-fn create(path: &Path, queue: &str, busy: std::time::Duration) -> CoreResult<()> {
+/// opens the winner's file. Returns whether this call made it (a file made for a `Normal`
+/// connection is marked so, see `sync::mark_normal_opener`).
+fn create(
+    path: &Path,
+    queue: &str,
+    busy: std::time::Duration,
+    sync: LocalSync,
+) -> CoreResult<bool> {
     let mut draft = path.as_os_str().to_owned();
     draft.push(format!(".new-{}-{}", std::process::id(), draft_counter()));
     let draft = PathBuf::from(draft);
@@ -321,14 +390,31 @@ fn create(path: &Path, queue: &str, busy: std::time::Duration) -> CoreResult<()>
         let conn = Connection::open(&draft).map_err(|e| storage(&draft, "cannot create", e))?;
         conn.busy_timeout(busy)
             .map_err(|e| storage(&draft, "cannot set busy timeout", e))?;
-        initialise(&conn, &draft, queue)?;
-        // Closing checkpoints the draft's WAL into it, so the file alone is the queue.
+        // No process sees the draft, so it is written without a journal or syncs, then
+        // synced once, whole, before it is linked into place: a new file took some ten
+        // syncs (journal, directory, WAL, checkpoint), most of the time a new queue took.
+        conn.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF")
+            .map_err(|e| storage(&draft, "cannot create", e))?;
+        conn.execute_batch("BEGIN")
+            .map_err(|e| storage(&draft, "cannot start a transaction", e))?;
+        write_schema(&conn, &draft, queue)?;
+        if sync == LocalSync::Normal {
+            super::sync::mark_normal_opener(&conn)?;
+        }
+        conn.execute_batch("COMMIT")
+            .map_err(|e| storage(&draft, "cannot commit the schema", e))?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(|e| storage(&draft, "cannot enable WAL", e))?;
+        // Its WAL is empty: closing leaves the file alone, the whole queue.
         conn.close()
-            .map_err(|(_, e)| storage(&draft, "cannot close", e))
+            .map_err(|(_, e)| storage(&draft, "cannot close", e))?;
+        std::fs::File::open(&draft)
+            .and_then(|file| file.sync_all())
+            .map_err(|e| storage(&draft, "cannot sync", e))
     })();
     let linked = made.and_then(|()| match std::fs::hard_link(&draft, path) {
-        Ok(()) => Ok(()),
-        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Ok(()) => Ok(true),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
         Err(error) => Err(storage(path, "cannot create", error)),
     });
     for leftover in ["", "-wal", "-shm"] {

@@ -1,12 +1,11 @@
-//! The writer thread: the only user of this process's connection. It takes every operation
-//! waiting in its channel, runs them in one transaction (each in its own savepoint, so a refused
-//! operation changes nothing while the others stand), commits once, and only then answers: a
-//! batch of operations shares one sync, and an answer means the change is committed (on disk
-//! with full sync; in the OS's cache, on disk by the next checkpoint, with normal sync).
+//! What a writer thread (`pool`) does with a queue's waiting operations (it is the only user
+//! of the queue's connection): it runs them in one transaction (each in its own savepoint, so
+//! a refused operation changes nothing while the others stand), commits once, and only then
+//! answers: a batch of operations shares one sync, and an answer means the change is
+//! committed (on disk with full sync; in the OS's cache, on disk by the next checkpoint, with
+//! normal sync).
 
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use rusqlite::Connection;
 use tokio::sync::{oneshot, Notify};
@@ -18,7 +17,7 @@ use super::ops::Env;
 use super::rows::sql;
 
 /// The most operations one transaction takes.
-const BATCH: usize = 1024;
+pub const BATCH: usize = 1024;
 
 pub trait Op: Send {
     fn run(&mut self, conn: &Connection, env: &mut Env);
@@ -95,7 +94,7 @@ where
 
 pub type Waiters = Mutex<std::collections::HashMap<String, Vec<oneshot::Sender<FinishedResult>>>>;
 
-/// Shared between the backend handle and its writer thread.
+/// Shared between the backend handle and its writer thread's slot.
 pub struct Shared {
     /// Woken when the file changed: by this process's writer after a batch that wrote, and by
     /// the doorbell for every process's commits.
@@ -105,53 +104,35 @@ pub struct Shared {
     pub ring: Option<super::doorbell::Ring>,
 }
 
-pub fn run(conn: Connection, mut env: Env, ops: Receiver<Box<dyn Op>>, shared: Arc<Shared>) {
-    // Flow messages an earlier writer of this file left undelivered.
-    env.outbox_pending = true;
-    super::relay::deliver_all(&conn, &mut env);
-    loop {
-        let first = match ops.recv_timeout(Duration::from_secs(3600)) {
-            Ok(op) => op,
-            Err(RecvTimeoutError::Timeout) => continue,
-            Err(RecvTimeoutError::Disconnected) => break,
-        };
-        let mut batch = vec![first];
-        let changes_before = conn.total_changes();
-        while batch.len() < BATCH {
-            match ops.try_recv() {
-                Ok(op) => batch.push(op),
-                Err(_) => break,
-            }
+/// Runs `batch` in one transaction on `conn` and commits it, then delivers the flow messages
+/// it wrote (before answering: a caller then sees what the batch changed in other queues).
+/// Returns whether it committed and whether it wrote anything.
+pub fn commit(
+    conn: &Connection,
+    env: &mut Env,
+    batch: &mut [Box<dyn Op>],
+) -> (CoreResult<()>, bool) {
+    let changes_before = conn.total_changes();
+    let committed = exec(conn, "BEGIN IMMEDIATE").and_then(|()| {
+        for op in batch.iter_mut() {
+            op.run(conn, env);
         }
-        let committed = exec(&conn, "BEGIN IMMEDIATE").and_then(|()| {
-            for op in batch.iter_mut() {
-                op.run(&conn, &mut env);
-            }
-            super::rows::trim_events(&conn, env.max_events)?;
-            exec(&conn, "COMMIT")
-        });
-        if committed.is_err() {
-            let _ = conn.execute_batch("ROLLBACK");
-            env.outbox_pending = false;
-        }
-        // Before answering: a caller then sees what the batch changed in other queues.
-        super::relay::deliver_all(&conn, &mut env);
-        let wrote = conn.total_changes() != changes_before;
-        if env.closing {
-            // Closing the connection checkpoints the WAL and removes it; `close()` answers
-            // only after that, so the file is whole and alone when it returns.
-            drop(conn);
-            answer(batch, &committed, &mut env, &shared, wrote);
-            return;
-        }
-        answer(batch, &committed, &mut env, &shared, wrote);
+        super::rows::trim_events(conn, env.max_events)?;
+        exec(conn, "COMMIT")
+    });
+    if committed.is_err() {
+        let _ = conn.execute_batch("ROLLBACK");
+        env.outbox_pending = false;
     }
+    super::relay::deliver_all(conn, env);
+    let wrote = conn.total_changes() != changes_before;
+    (committed, wrote)
 }
 
 /// Answers a batch's operations, then its job waiters, then (if it wrote) whoever waits for a
 /// change. Only a batch that wrote wakes those: their checks are reads, and a check that woke
 /// every waiter, itself included, kept an idle worker spinning.
-fn answer(
+pub fn answer(
     batch: Vec<Box<dyn Op>>,
     committed: &CoreResult<()>,
     env: &mut Env,

@@ -13,6 +13,7 @@
 //! Every operation takes `now` (milliseconds since the Unix epoch) from the caller, so tests can
 //! drive the clock and all backends agree on time.
 
+mod clock;
 pub mod constants;
 pub mod contract;
 pub mod dedup;

@@ -15,11 +15,7 @@ use tokio::sync::Notify;
 use crate::backend::RedisBackend;
 use crate::decode::items;
 use crate::events::parse_entry;
-use crate::server::Live;
-
-/// The longest single block, so a waiter also notices changes that set no marker. A blocking
-/// connection's replies are bounded by this plus the connect timeout (`Server::blocking`).
-pub(crate) const MAX_BLOCK: Duration = Duration::from_secs(1);
+use crate::server::{Live, MAX_BLOCK};
 
 /// How long an interrupted wait waits for its reply once the server has ended the wait (the
 /// halt went through): the reply is then on its way, so one that does not come means the

@@ -23,7 +23,7 @@ use crate::decode::{self, items};
 use crate::keys::{Keys, JOB_FIELDS};
 use crate::replicas::{adds_jobs, ReplicaAck};
 use crate::resp;
-use crate::route::{self, Route};
+use crate::route::{self, Route, Target};
 use crate::scripts::{self, LuaScript};
 use crate::server::{Server, ServerOptions};
 
@@ -31,11 +31,8 @@ use crate::server::{Server, ServerOptions};
 pub(crate) const CURRENT_LAYOUT: &str = "4";
 
 pub struct RedisBackend {
-    /// The server of this queue's calls: on a cluster, its slot's master, which may change
-    /// (`route`).
-    pub(crate) current: Mutex<Arc<Server>>,
-    /// On a cluster: how this queue finds its master.
-    pub(crate) route: Option<Route>,
+    /// Where this queue's calls go: its server, or on a cluster its slot's master.
+    pub(crate) target: Target,
     pub(crate) keys: Keys,
     /// The queue's name (flows name their jobs `<queue>:<id>`).
     pub(crate) queue: String,
@@ -57,7 +54,6 @@ pub struct RedisBackend {
     evalsha_only: bool,
     /// Waits for replicas to acknowledge the writes that add jobs (`with_replica_ack`).
     replica_ack: Option<ReplicaAck>,
-    pub(crate) closed: AtomicBool,
     /// Set when `ready` found an existing queue whose name the rule refuses (kept, with a
     /// warning, `take_name_warning`).
     name_warning: AtomicBool,
@@ -95,25 +91,36 @@ impl RedisBackend {
         max_events: usize,
         allow_eviction: bool,
     ) -> CoreResult<Self> {
-        let mut backend = Self::on(
-            cluster.first_seed()?,
+        let seed = cluster.first_seed()?;
+        let route = Route::new(cluster, &Keys::new(prefix, queue));
+        Ok(Self::with_target(
+            Target::new(seed, Some(route)),
             prefix,
             queue,
             max_events,
             allow_eviction,
-        );
-        backend.route = Some(Route::new(cluster, &backend.keys));
-        Ok(backend)
+        ))
     }
 
     /// The cluster this queue is in, if it is.
     pub fn cluster(&self) -> Option<&Arc<Cluster>> {
-        self.route.as_ref().map(|route| &route.cluster)
+        self.target.cluster()
     }
 
     /// A queue on `server` (shared with the queues already there).
     pub fn on(
         server: Arc<Server>,
+        prefix: &str,
+        queue: &str,
+        max_events: usize,
+        allow_eviction: bool,
+    ) -> Self {
+        let target = Target::new(server, None);
+        Self::with_target(target, prefix, queue, max_events, allow_eviction)
+    }
+
+    fn with_target(
+        target: Target,
         prefix: &str,
         queue: &str,
         max_events: usize,
@@ -126,10 +133,8 @@ impl RedisBackend {
         for key in &script_keys {
             resp::bulk(&mut packed_keys, key.as_bytes());
         }
-        server.acquire();
         Self {
-            current: Mutex::new(server),
-            route: None,
+            target,
             keys,
             queue: queue.to_owned(),
             script_keys,
@@ -143,7 +148,6 @@ impl RedisBackend {
             ready: OnceCell::new(),
             evalsha_only: false,
             replica_ack: None,
-            closed: AtomicBool::new(false),
             name_warning: AtomicBool::new(false),
         }
     }
@@ -170,14 +174,20 @@ impl RedisBackend {
 
     /// The server of this queue's calls (on a cluster, its master as last routed).
     pub fn server(&self) -> Arc<Server> {
-        Arc::clone(&self.current.lock().unwrap_or_else(|e| e.into_inner()))
+        self.target.server()
+    }
+
+    /// Waits until the server answers (`Target::wait_reachable`): on a cluster, the master
+    /// of this queue's slot.
+    pub async fn wait_reachable(&self, timeout: std::time::Duration) -> bool {
+        self.target.wait_reachable(timeout).await
     }
 
     /// Connects (if no other queue of the server has) and checks the server for this queue,
     /// once: the eviction policy (refused unless `allow_eviction`; a warning when the user may
     /// not read it) and whether scripts run as functions. Bounded by the connect timeout.
     pub async fn ready(&self) -> CoreResult<()> {
-        self.routed().await?;
+        self.target.routed().await?;
         if self.ready.initialized() {
             return Ok(());
         }
@@ -185,7 +195,7 @@ impl RedisBackend {
         // large, and every caller's future would carry it inline (a test's runtime polls its
         // future on the thread's own stack, which a debug build overflowed).
         let checked = Box::pin(self.checked()).await;
-        self.lost(checked)
+        self.target.lost(checked)
     }
 
     async fn checked(&self) -> CoreResult<()> {
@@ -233,7 +243,7 @@ impl RedisBackend {
             .arg("layout")
             .query_async(&mut connection)
             .await
-            .map_err(|e| self.error(e))?;
+            .map_err(|e| self.target.error(e))?;
         match layout.as_deref() {
             None | Some(CURRENT_LAYOUT) => Ok(()),
             Some("2" | "3") => {
@@ -259,7 +269,7 @@ impl RedisBackend {
             .arg(self.keys.key("meta"))
             .query_async(&mut connection)
             .await
-            .map_err(|e| self.error(e))?;
+            .map_err(|e| self.target.error(e))?;
         if !exists {
             return check_queue_name(&self.queue);
         }
@@ -288,7 +298,7 @@ impl RedisBackend {
     /// The command connection, once this queue is ready.
     pub(crate) async fn connection(&self) -> CoreResult<MultiplexedConnection> {
         self.ready().await?;
-        self.lost(self.server().commands().await)
+        self.target.lost(self.server().commands().await)
     }
 
     /// Whether scripts run as the functions of the library (`scripts::LIBRARY`), which the
@@ -299,10 +309,7 @@ impl RedisBackend {
 
     /// This queue is done with the server (the last queue's close closes the connections).
     pub fn close(&self) {
-        let current = self.current.lock().unwrap_or_else(|e| e.into_inner());
-        if !self.closed.swap(true, Ordering::AcqRel) {
-            current.release();
-        }
+        self.target.close();
     }
 
     /// Makes every call that adds jobs (`add`, `add_bulk`, flows) wait until `replicas`
@@ -355,10 +362,10 @@ impl RedisBackend {
             let acknowledged = self.replica_ack.filter(|_| adds_jobs(script));
             let (mut connection, spare) = match acknowledged {
                 Some(_) => {
-                    let live = self.lost(server.blocking().await)?;
+                    let live = self.target.lost(server.blocking().await)?;
                     (live.connection.clone(), Some(live))
                 }
-                None => (self.lost(server.commands().await)?, None),
+                None => (self.target.lost(server.commands().await)?, None),
             };
             let functions = self.functions();
             let outcome = if functions {
@@ -399,15 +406,15 @@ impl RedisBackend {
                     ask = asking;
                 }
                 Err(e) => {
-                    let redirect = self.route.as_ref().and_then(|_| route::redirect(&e));
+                    let redirect = self.target.route.as_ref().and_then(|_| route::redirect(&e));
                     if let Some(redirect) = redirect.filter(|_| redirects < route::MAX_REDIRECTS) {
                         redirects += 1;
-                        ask = self.follow_redirect(redirect, functions).await?;
+                        ask = self.target.follow_redirect(redirect, functions).await?;
                         continue;
                     }
                     match needed_queue(&e) {
                         Some(queue) if self.link(&queue)? => {}
-                        _ => return Err(self.error(e)),
+                        _ => return Err(self.target.error(e)),
                     }
                 }
             }
@@ -494,7 +501,7 @@ impl RedisBackend {
     pub(crate) fn runs_again(&self, error: &redis::RedisError) -> bool {
         // On a cluster: the slot moved or is moving (the script did not run), and the
         // ordinary call follows it.
-        if self.redirected(error) {
+        if self.target.redirected(error) {
             return true;
         }
         if self.functions() {
@@ -517,7 +524,7 @@ impl RedisBackend {
             return Ok(false);
         }
         let keys = Keys::new(&self.prefix, queue);
-        if let Some(route) = &self.route {
+        if let Some(route) = &self.target.route {
             let other_slot = crate::cluster::slot_of(&keys.key("meta")) != route.slot;
             if other_slot && !route.cluster.one_master() {
                 return Err(route::cross_slot(&self.prefix, &self.queue, queue));
@@ -693,7 +700,7 @@ impl RedisBackend {
             .arg(&JOB_FIELDS)
             .query_async(&mut connection)
             .await
-            .map_err(|e| self.error(e))?;
+            .map_err(|e| self.target.error(e))?;
         if matches!(values.get(3), None | Some(Value::Nil)) {
             return Ok(None);
         }
@@ -710,7 +717,7 @@ impl RedisBackend {
         let counts: Vec<usize> = pipe
             .query_async(&mut connection)
             .await
-            .map_err(|e| self.error(e))?;
+            .map_err(|e| self.target.error(e))?;
         Ok(state_counts(&counts))
     }
 }

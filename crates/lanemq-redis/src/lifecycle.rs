@@ -152,7 +152,7 @@ impl RedisBackend {
         let (held, expires): (Option<String>, Option<String>) = pipe
             .query_async(&mut connection)
             .await
-            .map_err(|e| self.error(e))?;
+            .map_err(|e| self.target.error(e))?;
         let expires = expires.and_then(|e| e.parse::<Millis>().ok());
         Ok(held.as_deref() == Some(token.as_str()) && expires.is_some_and(|e| e > now))
     }

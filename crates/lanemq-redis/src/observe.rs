@@ -53,9 +53,9 @@ impl RedisBackend {
                     reloaded = true;
                     load_library(&mut connection)
                         .await
-                        .map_err(|e| self.error(e))?;
+                        .map_err(|e| self.target.error(e))?;
                 }
-                other => return other.map_err(|e| self.error(e)),
+                other => return other.map_err(|e| self.target.error(e)),
             }
         }
     }

@@ -5,10 +5,9 @@ use std::sync::Arc;
 use lanemq_core::jobs::{
     index_range, BoxFuture, FinishedResult, Gate, Job, JobReads, JobState, Millis, QueueStats,
 };
-use lanemq_core::{CoreError, CoreResult};
+use lanemq_core::CoreResult;
 
 use crate::backend::{count_jobs, count_states, state_counts, RedisBackend};
-use crate::connect::is_connection_class;
 use crate::job_backend::{call, RedisJobBackend};
 use crate::keys::{STATE_SETS, WAITING_LIST};
 
@@ -34,28 +33,6 @@ type StatsReply = (
 type ReadyState = (Vec<Option<u64>>, usize, usize, usize, Vec<(String, f64)>);
 
 impl RedisBackend {
-    /// `error` as a core error. On a cluster, a redirection or a lost connection means the
-    /// slot's master may have changed, so the next call reads the slot map first; a CROSSSLOT
-    /// refusal names what to do.
-    pub(crate) fn error(&self, error: redis::RedisError) -> CoreError {
-        if let Some(route) = &self.route {
-            if crate::route::redirect(&error).is_some() || is_connection_class(&error) {
-                route
-                    .stale
-                    .store(true, std::sync::atomic::Ordering::Release);
-            }
-            if crate::route::is_cross_slot(&error) {
-                return CoreError::InvalidConfig(format!(
-                    "redis cluster {}: {error}: the keys of one call must be in one slot; give \
-                     queues that flows link a prefix that is a hash tag, such as \
-                     prefix=\"{{app}}\"",
-                    route.cluster.masked_url()
-                ));
-            }
-        }
-        self.server().error(error)
-    }
-
     pub(crate) async fn query<T: redis::FromRedisValue>(
         &self,
         pipe: &redis::Pipeline,
@@ -67,15 +44,15 @@ impl RedisBackend {
                 Ok(value) => return Ok(value),
                 // A read in a slot that moved (or is moving): again, at its master as the map
                 // says now (`error` noted the map stale).
-                Err(e) if self.route.is_some() && crate::route::redirect(&e).is_some() => {
-                    let error = self.error(e);
+                Err(e) if self.target.route.is_some() && crate::route::redirect(&e).is_some() => {
+                    let error = self.target.error(e);
                     redirects += 1;
                     if redirects >= crate::route::MAX_REDIRECTS {
                         return Err(error);
                     }
                     tokio::time::sleep(crate::route::SETTLE_WAIT).await;
                 }
-                Err(e) => return Err(self.error(e)),
+                Err(e) => return Err(self.target.error(e)),
             }
         }
     }
@@ -100,7 +77,7 @@ impl RedisBackend {
                 let mut connection = self.connection().await?;
                 self.scan_names(&mut connection, &mut names)
                     .await
-                    .map_err(|e| self.error(e))?;
+                    .map_err(|e| self.target.error(e))?;
             }
         }
         Ok(names.into_iter().collect())

@@ -17,15 +17,15 @@ use redis::aio::MultiplexedConnection;
 use redis::Value;
 use tokio::sync::OnceCell;
 
-use crate::cluster::{is_cluster_url, Cluster};
-use crate::connect::{check_policy, is_connection_class, read_policy};
 use crate::decode::{self, items};
 use crate::keys::{Keys, JOB_FIELDS};
 use crate::replicas::{adds_jobs, ReplicaAck};
 use crate::resp;
-use crate::route::{self, Route, Target};
 use crate::scripts::{self, LuaScript};
-use crate::server::{Server, ServerOptions};
+use crate::topology::cluster::{is_cluster_url, Cluster};
+use crate::topology::connect::{check_policy, is_connection_class, read_policy};
+use crate::topology::route::{self, Route, Target};
+use crate::topology::server::{Server, ServerOptions};
 
 /// The key layout this version reads and writes (`LAYOUT` in lua/includes/common.lua).
 pub(crate) const CURRENT_LAYOUT: &str = "4";
@@ -70,7 +70,7 @@ impl RedisBackend {
         max_events: usize,
         allow_eviction: bool,
     ) -> CoreResult<Self> {
-        if is_cluster_url(url) || crate::sentinel::is_sentinel_url(url) {
+        if is_cluster_url(url) || crate::topology::sentinel::is_sentinel_url(url) {
             let cluster = Cluster::shared(url, options)?;
             return Self::in_cluster(cluster, prefix, queue, max_events, allow_eviction);
         }
@@ -525,7 +525,7 @@ impl RedisBackend {
         }
         let keys = Keys::new(&self.prefix, queue);
         if let Some(route) = &self.target.route {
-            let other_slot = crate::cluster::slot_of(&keys.key("meta")) != route.slot;
+            let other_slot = crate::topology::cluster::slot_of(&keys.key("meta")) != route.slot;
             if other_slot && !route.cluster.one_master() {
                 return Err(route::cross_slot(&self.prefix, &self.queue, queue));
             }

@@ -3,9 +3,7 @@
 
 mod admin;
 mod backend;
-mod cluster;
 mod compose;
-mod connect;
 mod decode;
 mod dedup;
 mod events;
@@ -17,22 +15,19 @@ mod observe;
 mod reads;
 mod replicas;
 mod resp;
-mod route;
 mod schedulers;
 mod scripts;
-mod sentinel;
-mod server;
-mod tls;
+mod topology;
 mod waits;
 mod wire;
 mod wire_calls;
 
 pub use backend::RedisBackend;
-pub use cluster::{is_cluster_url, slot_of, Cluster};
-pub use connect::{describe, is_tls, mask_url, EvictionPolicy};
 pub use job_backend::RedisJobBackend;
 pub use keys::Keys;
-pub use sentinel::is_sentinel_url;
-pub use server::{Server, ServerOptions, CONNECT_TIMEOUT, RESPONSE_TIMEOUT};
+pub use topology::cluster::{is_cluster_url, slot_of, Cluster};
+pub use topology::connect::{describe, is_tls, mask_url, EvictionPolicy};
+pub use topology::sentinel::is_sentinel_url;
+pub use topology::server::{Server, ServerOptions, CONNECT_TIMEOUT, RESPONSE_TIMEOUT};
 pub use wire::Wire;
 pub use wire_calls::{CompletedAndClaimed, Settle, Settled, WireCall, WireCalls};

@@ -44,13 +44,16 @@ impl RedisBackend {
                 Ok(value) => return Ok(value),
                 // A read in a slot that moved (or is moving): again, at its master as the map
                 // says now (`error` noted the map stale).
-                Err(e) if self.target.route.is_some() && crate::route::redirect(&e).is_some() => {
+                Err(e)
+                    if self.target.route.is_some()
+                        && crate::topology::route::redirect(&e).is_some() =>
+                {
                     let error = self.target.error(e);
                     redirects += 1;
-                    if redirects >= crate::route::MAX_REDIRECTS {
+                    if redirects >= crate::topology::route::MAX_REDIRECTS {
                         return Err(error);
                     }
-                    tokio::time::sleep(crate::route::SETTLE_WAIT).await;
+                    tokio::time::sleep(crate::topology::route::SETTLE_WAIT).await;
                 }
                 Err(e) => return Err(self.target.error(e)),
             }

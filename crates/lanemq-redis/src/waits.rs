@@ -15,7 +15,7 @@ use tokio::sync::Notify;
 use crate::backend::RedisBackend;
 use crate::decode::items;
 use crate::events::parse_entry;
-use crate::server::{Live, MAX_BLOCK};
+use crate::topology::server::{Live, MAX_BLOCK};
 
 /// How long an interrupted wait waits for its reply once the server has ended the wait (the
 /// halt went through): the reply is then on its way, so one that does not come means the

@@ -13,8 +13,8 @@
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
 
-use crate::connect::host_list;
-use crate::server::{Server, ServerOptions};
+use super::connect::host_list;
+use super::server::{Server, ServerOptions};
 
 /// The sentinels' default port.
 const SENTINEL_PORT: u16 = 26379;

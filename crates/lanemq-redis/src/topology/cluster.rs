@@ -16,9 +16,9 @@ use std::sync::{Arc, LazyLock, Mutex, Weak};
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
 
-use crate::connect::{host_list, mask_url};
-use crate::sentinel::{is_sentinel_url, Sentinels};
-use crate::server::{Server, ServerOptions};
+use super::connect::{host_list, mask_url};
+use super::sentinel::{is_sentinel_url, Sentinels};
+use super::server::{Server, ServerOptions};
 
 /// The number of hash slots of a Redis Cluster.
 const SLOTS: u16 = 16384;

@@ -11,10 +11,10 @@ use std::sync::{Arc, Mutex};
 use lanemq_core::{CoreError, CoreResult};
 use redis::{ErrorKind, ServerErrorKind};
 
-use crate::cluster::{slot_of, Cluster};
-use crate::connect::is_connection_class;
+use super::cluster::{slot_of, Cluster};
+use super::connect::is_connection_class;
+use super::server::Server;
 use crate::keys::Keys;
-use crate::server::Server;
 
 /// How many redirections (or waits for a changing cluster) one call follows before it fails:
 /// with `SETTLE_WAIT`, about 5 s for a migration of the queue's slot to end. (A script gets

@@ -24,8 +24,8 @@ use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, ConnectionAddr, ConnectionInfo, IntoConnectionInfo};
 use tokio::sync::OnceCell;
 
-use crate::connect::{describe, is_tls, mask_url, parseable, redis_error};
-use crate::tls::{self, TlsSettings};
+use super::connect::{describe, is_tls, mask_url, parseable, redis_error};
+use super::tls::{self, TlsSettings};
 
 /// How long a command or script call may take before it fails as timed out. A reply may take
 /// long: a script that adds a big flow or bulk, or obliterates a big queue, on a busy server;

@@ -33,33 +33,6 @@ type StatsReply = (
 type ReadyState = (Vec<Option<u64>>, usize, usize, usize, Vec<(String, f64)>);
 
 impl RedisBackend {
-    pub(crate) async fn query<T: redis::FromRedisValue>(
-        &self,
-        pipe: &redis::Pipeline,
-    ) -> CoreResult<T> {
-        let mut redirects = 0;
-        loop {
-            let mut connection = self.connection().await?;
-            match pipe.query_async(&mut connection).await {
-                Ok(value) => return Ok(value),
-                // A read in a slot that moved (or is moving): again, at its master as the map
-                // says now (`error` noted the map stale).
-                Err(e)
-                    if self.target.route.is_some()
-                        && crate::topology::route::redirect(&e).is_some() =>
-                {
-                    let error = self.target.error(e);
-                    redirects += 1;
-                    if redirects >= crate::topology::route::MAX_REDIRECTS {
-                        return Err(error);
-                    }
-                    tokio::time::sleep(crate::topology::route::SETTLE_WAIT).await;
-                }
-                Err(e) => return Err(self.target.error(e)),
-            }
-        }
-    }
-
     /// The queues under this queue's prefix: every queue has a `meta` hash
     /// (`<prefix>:{<queue>}:meta`), found by SCAN a page at a time (never KEYS, which would
     /// hold the server), sorted.

@@ -13,18 +13,21 @@ use lanemq_core::jobs::{
     JOB_STATES_COUNT, QUEUE_NAME_RULE,
 };
 use lanemq_core::{CoreError, CoreResult};
-use redis::aio::MultiplexedConnection;
 use redis::Value;
 use tokio::sync::OnceCell;
 
+mod call;
+
+pub(crate) use call::{function_missing, load_library};
+
 use crate::decode::{self, items};
 use crate::keys::{Keys, JOB_FIELDS};
-use crate::replicas::{adds_jobs, ReplicaAck};
+use crate::replicas::ReplicaAck;
 use crate::resp;
-use crate::scripts::{self, LuaScript};
+use crate::scripts;
 use crate::topology::cluster::{is_cluster_url, Cluster};
 use crate::topology::connect::{check_policy, is_connection_class, read_policy};
-use crate::topology::route::{self, Route, Target};
+use crate::topology::route::{Route, Target};
 use crate::topology::server::{Server, ServerOptions};
 
 /// The key layout this version reads and writes (`LAYOUT` in lua/includes/common.lua).
@@ -295,18 +298,6 @@ impl RedisBackend {
         self.ready.initialized()
     }
 
-    /// The command connection, once this queue is ready.
-    pub(crate) async fn connection(&self) -> CoreResult<MultiplexedConnection> {
-        self.ready().await?;
-        self.target.lost(self.server().commands().await)
-    }
-
-    /// Whether scripts run as the functions of the library (`scripts::LIBRARY`), which the
-    /// server has from Redis 7 and Valkey 7.2 on; else by EVALSHA.
-    pub(crate) fn functions(&self) -> bool {
-        !self.evalsha_only && self.server().known_functions().unwrap_or(true)
-    }
-
     /// This queue is done with the server (the last queue's close closes the connections).
     pub fn close(&self) {
         self.target.close();
@@ -335,203 +326,6 @@ impl RedisBackend {
 
     pub fn keys(&self) -> &Keys {
         &self.keys
-    }
-
-    /// Runs a script with this queue's keys and those of the queues linked to it: by FCALL
-    /// when the server has the library's functions (loaded again if the server lost them, as
-    /// after a restart without persistence), else by EVALSHA. A script that needs another
-    /// queue's keys writes nothing and names it (`LANEMQ_NEED_QUEUE`): it is linked, and the
-    /// script runs again.
-    pub(crate) async fn run(&self, script: &LuaScript, args: Vec<String>) -> CoreResult<Value> {
-        self.ready().await?;
-        // Boxed for the same reason as `ready`'s checks: the redirections make it large.
-        Box::pin(self.run_ready(script, args)).await
-    }
-
-    /// `run`, for a queue whose server was checked (`ready`, which calls it itself). On a
-    /// cluster it follows the slot: MOVED reads the map again and calls the new master, ASK
-    /// calls the node named once after ASKING, TRYAGAIN and CLUSTERDOWN wait a little and ask
-    /// again (each such reply means the script did not run).
-    async fn run_ready(&self, script: &LuaScript, args: Vec<String>) -> CoreResult<Value> {
-        let mut reloaded = false;
-        let mut redirects = 0;
-        let mut ask: Option<Arc<Server>> = None;
-        loop {
-            let asking = ask.take();
-            let server = asking.clone().unwrap_or_else(|| self.server());
-            let acknowledged = self.replica_ack.filter(|_| adds_jobs(script));
-            let (mut connection, spare) = match acknowledged {
-                Some(_) => {
-                    let live = self.target.lost(server.blocking().await)?;
-                    (live.connection.clone(), Some(live))
-                }
-                None => (self.target.lost(server.commands().await)?, None),
-            };
-            let functions = self.functions();
-            let outcome = if functions {
-                let call = self.function_call(script, &args);
-                if asking.is_some() {
-                    let mut pipe = redis::pipe();
-                    pipe.cmd("ASKING").ignore().add_command(call);
-                    pipe.query_async::<(Value,)>(&mut connection)
-                        .await
-                        .map(|(value,)| value)
-                } else {
-                    call.query_async(&mut connection).await
-                }
-            } else {
-                let mut invocation = script.script.prepare_invoke();
-                self.with_keys(script, |_, keys| {
-                    keys.for_each(|key| {
-                        invocation.key(key);
-                    });
-                });
-                invocation.arg(&args);
-                invocation.invoke_async(&mut connection).await
-            };
-            match outcome {
-                Ok(value) => {
-                    if let (Some(ack), Some(live)) = (acknowledged, spare) {
-                        ack.wait(&server, &mut connection).await?;
-                        server.keep_blocking(live);
-                    }
-                    return Ok(value);
-                }
-                Err(e) if functions && !reloaded && function_missing(&e) => {
-                    // (also on a node an ASK named, which may not have had a call yet)
-                    reloaded = true;
-                    load_library(&mut connection)
-                        .await
-                        .map_err(|e| server.error(e))?;
-                    ask = asking;
-                }
-                Err(e) => {
-                    let redirect = self.target.route.as_ref().and_then(|_| route::redirect(&e));
-                    if let Some(redirect) = redirect.filter(|_| redirects < route::MAX_REDIRECTS) {
-                        redirects += 1;
-                        ask = self.target.follow_redirect(redirect, functions).await?;
-                        continue;
-                    }
-                    match needed_queue(&e) {
-                        Some(queue) if self.link(&queue)? => {}
-                        _ => return Err(self.target.error(e)),
-                    }
-                }
-            }
-        }
-    }
-
-    /// Calls `each` with the number of keys `script` gets, and them: this queue's, then (for
-    /// scripts that follow flows) those of the queues linked to it. One lock, so the count is
-    /// that of the keys.
-    fn with_keys(
-        &self,
-        script: &LuaScript,
-        each: impl FnOnce(usize, &mut dyn Iterator<Item = &String>),
-    ) {
-        let linked = self.linked.lock().unwrap_or_else(|e| e.into_inner());
-        let linked = linked.iter().filter(|_| script.links);
-        let keys = self
-            .script_keys
-            .iter()
-            .chain(linked.flat_map(|(_, keys)| keys));
-        each(keys.clone().count(), &mut keys.into_iter());
-    }
-
-    /// `<command> <target> <number of keys> <keys...> <args...>`: FCALL of a function, or
-    /// EVALSHA of a script.
-    fn keyed_call(
-        &self,
-        command: &str,
-        target: &str,
-        script: &LuaScript,
-        args: &[String],
-    ) -> redis::Cmd {
-        let mut call = redis::cmd(command);
-        self.with_keys(script, |count, keys| {
-            call.arg(target).arg(count);
-            keys.for_each(|key| {
-                call.arg(key);
-            });
-        });
-        call.arg(args);
-        call
-    }
-
-    fn function_call(&self, script: &LuaScript, args: &[String]) -> redis::Cmd {
-        self.keyed_call("FCALL", &script.function, script, args)
-    }
-
-    /// The claim as an FCALL (`waits.rs` sends it behind a wait).
-    pub(crate) fn claim_call(&self, args: &[String]) -> redis::Cmd {
-        self.function_call(&scripts::CLAIM, args)
-    }
-
-    /// The call `run` makes first, as bytes for a wire (`crate::wire`): FCALL, or EVALSHA on a
-    /// server without functions. This queue's keys go in as packed once: packing the call
-    /// through a `redis::Cmd`, key by key, showed in the client's CPU profile of an awaited
-    /// add (perf; benches/README.md).
-    pub(crate) fn request(&self, script: &LuaScript, args: &[String]) -> Vec<u8> {
-        let (command, target) = if self.functions() {
-            ("FCALL", script.function.as_str())
-        } else {
-            ("EVALSHA", script.script.get_hash())
-        };
-        let size: usize = args.iter().map(|arg| arg.len() + 16).sum();
-        let mut out = Vec::with_capacity(self.packed_keys.len() + size + 96);
-        self.with_keys(script, |count, keys| {
-            resp::array(&mut out, 3 + count + args.len());
-            resp::bulk(&mut out, command.as_bytes());
-            resp::bulk(&mut out, target.as_bytes());
-            resp::bulk(&mut out, count.to_string().as_bytes());
-            out.extend_from_slice(&self.packed_keys);
-            for key in keys.skip(self.script_keys.len()) {
-                resp::bulk(&mut out, key.as_bytes());
-            }
-        });
-        for arg in args {
-            resp::bulk(&mut out, arg.as_bytes());
-        }
-        out
-    }
-
-    /// Whether a script's error reply is one `run` handles by itself and calls again (the
-    /// library or script is missing, a flow needs another queue linked): such a script wrote
-    /// nothing, and the call can go again the ordinary way.
-    pub(crate) fn runs_again(&self, error: &redis::RedisError) -> bool {
-        // On a cluster: the slot moved or is moving (the script did not run), and the
-        // ordinary call follows it.
-        if self.target.redirected(error) {
-            return true;
-        }
-        if self.functions() {
-            function_missing(error) || needed_queue(error).is_some()
-        } else {
-            error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
-                || needed_queue(error).is_some()
-        }
-    }
-
-    /// Links queue `queue` (same server and prefix) to this one; `false` if it already was
-    /// (or is this queue). On a cluster, a queue of another slot is refused, naming both (the
-    /// server would refuse the call's keys as CROSSSLOT).
-    pub(crate) fn link(&self, queue: &str) -> CoreResult<bool> {
-        if queue == self.queue {
-            return Ok(false);
-        }
-        let mut linked = self.linked.lock().unwrap_or_else(|e| e.into_inner());
-        if linked.iter().any(|(name, _)| name == queue) {
-            return Ok(false);
-        }
-        let keys = Keys::new(&self.prefix, queue);
-        if let Some(route) = &self.target.route {
-            let other_slot = crate::topology::cluster::slot_of(&keys.key("meta")) != route.slot;
-            if other_slot && !route.cluster.one_master() {
-                return Err(route::cross_slot(&self.prefix, &self.queue, queue));
-            }
-        }
-        linked.push((queue.to_owned(), keys.script_keys()));
-        Ok(true)
     }
 
     pub(crate) fn token_seed(&self) -> String {
@@ -722,21 +516,6 @@ impl RedisBackend {
     }
 }
 
-/// The queue a script asked for (`LANEMQ_NEED_QUEUE <name in hex>`, see `lua/includes/flows.lua`).
-fn needed_queue(error: &redis::RedisError) -> Option<String> {
-    // redis-rs shows the error's code apart from its detail (`"CODE": detail`).
-    const MARK: &str = "LANEMQ_NEED_QUEUE";
-    let text = error.to_string();
-    let hex = text[text.find(MARK)? + MARK.len()..]
-        .trim_start_matches(|c: char| !c.is_ascii_hexdigit())
-        .split(|c: char| !c.is_ascii_hexdigit())
-        .next()?;
-    let bytes = (0..hex.len() / 2)
-        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok())
-        .collect::<Option<Vec<u8>>>()?;
-    String::from_utf8(bytes).ok()
-}
-
 /// Counts the jobs of a state's sorted set: every score below +inf, which leaves out the
 /// sentinel that keeps `active` a skiplist (see `ensure_layout` in `lua/includes/common.lua`).
 pub(crate) fn count_jobs(pipe: &mut redis::Pipeline, set_key: String) {
@@ -759,27 +538,6 @@ pub(crate) fn state_counts(replies: &[usize]) -> [usize; JOB_STATES_COUNT] {
     out.copy_from_slice(&replies[1..=JOB_STATES_COUNT]);
     out[0] += replies[0];
     out
-}
-
-/// Loads the library of every script (`scripts::LIBRARY`) unless the server has it. Its name
-/// carries a hash of its text, so a library of that name is this one; and loading without
-/// REPLACE refuses an existing name before compiling (a load compiles the whole library, on
-/// every connect otherwise; its server time is in benches/README.md).
-pub(crate) async fn load_library(connection: &mut MultiplexedConnection) -> redis::RedisResult<()> {
-    match redis::cmd("FUNCTION")
-        .arg("LOAD")
-        .arg(&scripts::LIBRARY.text)
-        .query_async::<String>(connection)
-        .await
-    {
-        Err(e) if e.to_string().contains("already exists") => Ok(()),
-        other => other.map(|_| ()),
-    }
-}
-
-/// Whether FCALL named a function the server does not have (it lost the library).
-pub(crate) fn function_missing(error: &redis::RedisError) -> bool {
-    error.to_string().contains("Function not found")
 }
 
 impl Drop for RedisBackend {

@@ -13,9 +13,10 @@ use lanemq_core::jobs::{
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
 
-use crate::backend::{count_jobs, RedisBackend};
+use crate::backend::RedisBackend;
 use crate::decode::{checked, count, items, text, unexpected};
 use crate::job_backend::{call, RedisJobBackend};
+use crate::reads::count_jobs;
 use crate::scripts::{self, LuaScript};
 
 /// About how many keys (or entries of the logs) one call of `remove_orphaned_jobs`'s script

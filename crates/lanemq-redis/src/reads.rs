@@ -1,15 +1,18 @@
-//! Reads that need no script: counts, listings, results and the event stream.
+//! Reads that need no script: a job, counts, listings, results and the event stream.
 
 use std::sync::Arc;
 
 use lanemq_core::jobs::{
     index_range, BoxFuture, FinishedResult, Gate, Job, JobReads, JobState, Millis, QueueStats,
+    JOB_STATES_COUNT,
 };
 use lanemq_core::CoreResult;
+use redis::Value;
 
-use crate::backend::{count_jobs, count_states, state_counts, RedisBackend};
+use crate::backend::RedisBackend;
+use crate::decode;
 use crate::job_backend::{call, RedisJobBackend};
-use crate::keys::{STATE_SETS, WAITING_LIST};
+use crate::keys::{Keys, JOB_FIELDS, STATE_SETS, WAITING_LIST};
 
 fn set_of(state: JobState) -> &'static str {
     STATE_SETS[JobState::ALL.iter().position(|s| *s == state).unwrap_or(0)]
@@ -33,6 +36,34 @@ type StatsReply = (
 type ReadyState = (Vec<Option<u64>>, usize, usize, usize, Vec<(String, f64)>);
 
 impl RedisBackend {
+    pub async fn get_job(&self, id: &str) -> CoreResult<Option<Job>> {
+        let mut connection = self.connection().await?;
+        let values: Vec<Value> = redis::cmd("HMGET")
+            .arg(self.keys.job(id))
+            .arg(&JOB_FIELDS)
+            .query_async(&mut connection)
+            .await
+            .map_err(|e| self.target.error(e))?;
+        if matches!(values.get(3), None | Some(Value::Nil)) {
+            return Ok(None);
+        }
+        let mut row = vec![Value::BulkString(id.as_bytes().to_vec())];
+        row.extend(values);
+        decode::job(Value::Array(row)).map(Some)
+    }
+
+    /// Counts per state (the jobs in each state's set), in `JobState::ALL` order.
+    pub async fn counts(&self) -> CoreResult<[usize; JOB_STATES_COUNT]> {
+        let mut pipe = redis::pipe();
+        count_states(&mut pipe, &self.keys);
+        let mut connection = self.connection().await?;
+        let counts: Vec<usize> = pipe
+            .query_async(&mut connection)
+            .await
+            .map_err(|e| self.target.error(e))?;
+        Ok(state_counts(&counts))
+    }
+
     /// The queues under this queue's prefix: every queue has a `meta` hash
     /// (`<prefix>:{<queue>}:meta`), found by SCAN a page at a time (never KEYS, which would
     /// hold the server), sorted.
@@ -355,6 +386,30 @@ impl RedisBackend {
             cmd.arg(field);
         }
     }
+}
+
+/// Counts the jobs of a state's sorted set: every score below +inf, which leaves out the
+/// sentinel that keeps `active` a skiplist (see `ensure_layout` in `lua/includes/common.lua`).
+pub(crate) fn count_jobs(pipe: &mut redis::Pipeline, set_key: String) {
+    pipe.cmd("ZCOUNT").arg(set_key).arg("-inf").arg("(+inf");
+}
+
+/// Counts the jobs of every state, in `JobState::ALL` order, with `JOB_STATES_COUNT + 1`
+/// commands: the list of waiting jobs of priority 0 first (`state_counts` adds it to the
+/// waiting set's count).
+pub(crate) fn count_states(pipe: &mut redis::Pipeline, keys: &Keys) {
+    pipe.cmd("LLEN").arg(keys.key(WAITING_LIST));
+    for set in STATE_SETS {
+        count_jobs(pipe, keys.key(set));
+    }
+}
+
+/// The counts per state from the replies of `count_states`.
+pub(crate) fn state_counts(replies: &[usize]) -> [usize; JOB_STATES_COUNT] {
+    let mut out = [0; JOB_STATES_COUNT];
+    out.copy_from_slice(&replies[1..=JOB_STATES_COUNT]);
+    out[0] += replies[0];
+    out
 }
 
 /// The META fields of a queue's gate, in the order `gate_of` reads them.

@@ -1,5 +1,18 @@
 //! The Redis (and Valkey) backend of lanemq: every state transition is one Lua script (see
 //! `lua/README.md` for the key layout); `RedisJobBackend` is the `JobBackend` the bindings use.
+//!
+//! Its files are layered: none uses a file of a later group below (`scripts/jobs-imports` prints
+//! the exact layers, and fails on an import circle).
+//!
+//! - the parts: the key layout (`keys`), RESP bytes (`resp`), reply decoding (`decode`), the
+//!   scripts and how they are composed (`scripts`, `compose`), a raw connection (`wire`);
+//! - how calls reach Redis (`topology/`: URLs and errors, TLS, shared server connections,
+//!   Sentinel, Cluster, a queue's routing), and the replicas' acknowledgement (`replicas`);
+//! - the queue, `RedisBackend` (`backend/`: the queue itself, its first call's checks, the
+//!   call machinery, the hot path's arguments and replies);
+//! - the contract: `RedisJobBackend` (`job_backend`), each concern in the file of its name
+//!   (`lifecycle`, `reads`, `admin`, `events`, `dedup`, `flows`, `schedulers`, `observe`), the
+//!   blocking waits (`waits`) and the calls a wire makes (`wire_calls`).
 
 mod admin;
 mod backend;

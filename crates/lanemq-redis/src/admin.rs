@@ -14,9 +14,9 @@ use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
 
 use crate::backend::RedisBackend;
+use crate::counts::{count_jobs, gate_of};
 use crate::decode::{checked, count, items, text, unexpected};
 use crate::job_backend::{call, RedisJobBackend};
-use crate::reads::count_jobs;
 use crate::scripts::{self, LuaScript};
 
 /// About how many keys (or entries of the logs) one call of `remove_orphaned_jobs`'s script
@@ -330,7 +330,7 @@ impl RedisBackend {
         let mut pipe = redis::pipe();
         self.read_gate(&mut pipe);
         let (settings,): (Vec<Option<u64>>,) = self.query(&pipe).await?;
-        let end = crate::reads::gate_of(&settings).limited_until(now);
+        let end = gate_of(&settings).limited_until(now);
         Ok(end.map_or(0, |end| end - now))
     }
 

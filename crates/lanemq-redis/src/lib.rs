@@ -11,12 +11,13 @@
 //! - the queue, `RedisBackend` (`backend/`: the queue itself, its first call's checks, the
 //!   call machinery, the hot path's arguments and replies);
 //! - the contract: `RedisJobBackend` (`job_backend`), each concern in the file of its name
-//!   (`lifecycle`, `reads`, `admin`, `events`, `dedup`, `flows`, `schedulers`, `observe`), the
-//!   blocking waits (`waits`) and the calls a wire makes (`wire_calls`).
+//!   (`lifecycle`, `reads` and `counts`, `admin`, `events`, `dedup`, `flows`, `schedulers`,
+//!   `observe`), the blocking waits (`waits`) and the calls a wire makes (`wire_calls`).
 
 mod admin;
 mod backend;
 mod compose;
+mod counts;
 mod decode;
 mod dedup;
 mod events;

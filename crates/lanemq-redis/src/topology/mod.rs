@@ -10,4 +10,4 @@ pub(crate) mod connect;
 pub(crate) mod route;
 pub(crate) mod sentinel;
 pub(crate) mod server;
-pub(crate) mod tls;
+mod tls;

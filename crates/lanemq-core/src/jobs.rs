@@ -3,16 +3,20 @@
 //! - `contract`: the job contract every backend implements, split by concern;
 //! - the shared model: `model` (a job and its states), `options` (and their checks), `events`,
 //!   `constants`, `jitter`, and the decisions of `dedup`, `flow`, `scheduler`, `metrics` (the
-//!   per-minute series) and `workers` (the worker registry);
+//!   per-minute series) and `workers` (the worker registry). They are layered, without a
+//!   circle: `clock` (`Millis`) and `parent` (a child's parent link) below `options`, then
+//!   `model`, `dedup`, `flow`;
 //! - `lifecycle`: every job transition, once, over the small `JobStorage` interface that the
 //!   two in-process stores implement, with its effects applied in one documented order;
 //! - the backends of this crate: `memory` (`MemoryBackend`, in-process) and `local`
 //!   (`LocalBackend`, a SQLite file). The Redis backend (its own crate) runs the same order in
-//!   Lua. `scripts/jobs-imports` prints which of these modules uses which.
+//!   Lua. `scripts/jobs-imports` prints which of these modules uses which, and fails on an
+//!   import circle among the contract and the shared model.
 //!
 //! Every operation takes `now` (milliseconds since the Unix epoch) from the caller, so tests can
 //! drive the clock and all backends agree on time.
 
+mod clock;
 pub mod constants;
 pub mod contract;
 pub mod dedup;
@@ -28,6 +32,7 @@ pub mod metrics;
 mod model;
 mod options;
 mod paging;
+mod parent;
 mod queue_name;
 pub mod scheduler;
 #[cfg(test)]
@@ -42,7 +47,7 @@ pub use events::{
     check_custom_event, event_name, event_names, field_name, known_event_name, EventLog, Field,
     StreamEvent, Text, CUSTOM_EVENT, MAX_CUSTOM_EVENT_NAME,
 };
-pub use flow::{AddedNode, Dependencies, DependencyCounts, FlowNode, ParentPolicy, ParentRef};
+pub use flow::{AddedNode, Dependencies, DependencyCounts, FlowNode};
 pub use local::{LocalBackend, LocalSync};
 pub use memory::{Claimed, MemoryBackend, MemoryGroup, MemoryStore};
 pub use metrics::{Metrics, MetricsKind};
@@ -57,6 +62,7 @@ pub use options::{
     MAX_TELEMETRY_BYTES, MAX_TELEMETRY_ENTRIES,
 };
 pub use paging::index_range;
+pub use parent::{ParentPolicy, ParentRef};
 pub use queue_name::{check_queue_name, is_queue_name, MAX_QUEUE_NAME, QUEUE_NAME_RULE};
 pub use scheduler::{JobScheduler, Template};
 pub use workers::WorkerEntry;

@@ -4,17 +4,18 @@
 //!
 //! The scripts reply `{"ok", values...}` on success, or `{"missing"}`, `{"state", state code}`,
 //! `{"locked"}`, `{"refused", message}` or `{"active", count}` when the change is refused (and nothing was written,
-//! except obliterate's pause).
+//! except obliterate's pause); `decode::checked` reads them.
 
 use lanemq_core::jobs::{
-    check_log_line, check_payload, index_range, rate_limit_end, scheduler, wall_clock_ms,
-    BoxFuture, JobAdmin, JobOptions, JobState, Millis,
+    check_log_line, check_payload, index_range, rate_limit_end, wall_clock_ms, BoxFuture, JobAdmin,
+    JobOptions, JobState, Millis,
 };
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
 
-use crate::backend::{count_jobs, RedisBackend};
-use crate::decode::{items, text};
+use crate::backend::RedisBackend;
+use crate::counts::{count_jobs, gate_of};
+use crate::decode::{checked, count, items, text, unexpected};
 use crate::job_backend::{call, RedisJobBackend};
 use crate::scripts::{self, LuaScript};
 
@@ -22,52 +23,6 @@ use crate::scripts::{self, LuaScript};
 /// scans (SCAN's and HSCAN's COUNT): few enough that one call holds the server only briefly (its measured
 /// time is in benches/README.md).
 const ORPHAN_BATCH: usize = 500;
-
-pub(crate) fn unexpected(what: &str) -> CoreError {
-    CoreError::Storage(format!("redis: unexpected reply: {what}"))
-}
-
-fn state_name(code: Option<String>) -> &'static str {
-    code.and_then(|s| s.parse::<usize>().ok())
-        .and_then(|s| JobState::ALL.get(s).copied())
-        .map_or("unknown", JobState::as_str)
-}
-
-/// The values after "ok", or the refusal as the error `MemoryStore` returns; `expected` names
-/// the states the operation accepts.
-pub(crate) fn checked(id: &str, reply: Value, expected: &'static str) -> CoreResult<Vec<Value>> {
-    let mut reply = items(reply)?;
-    match reply.first().and_then(text).as_deref() {
-        Some("ok") => {
-            reply.remove(0);
-            Ok(reply)
-        }
-        Some("missing") => Err(CoreError::JobNotFound(id.to_owned())),
-        Some("state") => Err(CoreError::JobState {
-            id: id.to_owned(),
-            state: state_name(reply.get(1).and_then(text)),
-            expected,
-        }),
-        Some("locked") => Err(CoreError::Refused(format!(
-            "job {id:?} is locked by a worker and cannot be removed"
-        ))),
-        Some("refused") => Err(CoreError::Refused(
-            reply.get(1).and_then(text).unwrap_or_default(),
-        )),
-        Some("scheduled") => Err(scheduler::pending_removal_refused(
-            id,
-            &reply.get(1).and_then(text).unwrap_or_default(),
-        )),
-        other => Err(unexpected(&format!("{other:?}"))),
-    }
-}
-
-pub(crate) fn count(value: Option<&Value>) -> CoreResult<usize> {
-    value
-        .and_then(text)
-        .and_then(|n| n.parse().ok())
-        .ok_or_else(|| unexpected("a count"))
-}
 
 impl RedisBackend {
     /// Runs a script with `now` and `max_events` in front of `args`.
@@ -375,7 +330,7 @@ impl RedisBackend {
         let mut pipe = redis::pipe();
         self.read_gate(&mut pipe);
         let (settings,): (Vec<Option<u64>>,) = self.query(&pipe).await?;
-        let end = crate::reads::gate_of(&settings).limited_until(now);
+        let end = gate_of(&settings).limited_until(now);
         Ok(end.map_or(0, |end| end - now))
     }
 

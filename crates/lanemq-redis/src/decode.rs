@@ -1,13 +1,15 @@
-//! Script replies as core types.
+//! Script replies as core types, and the shapes every script shares: a refusal (`checked`),
+//! a count, a reply of no known shape (`unexpected`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use lanemq_core::jobs::{Job, JobOptions, JobState, Lock, Millis, NewJob};
+use lanemq_core::jobs::{scheduler, Job, JobOptions, JobState, Lock, Millis, NewJob};
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
 
-fn bad(what: &str) -> CoreError {
+/// A reply of a shape no script or command gives.
+pub(crate) fn unexpected(what: &str) -> CoreError {
     CoreError::Storage(format!("redis: unexpected reply: {what}"))
 }
 
@@ -43,7 +45,7 @@ fn shared(value: &Value) -> Option<Arc<str>> {
 pub fn items(value: Value) -> CoreResult<Vec<Value>> {
     match value {
         Value::Array(items) => Ok(items),
-        other => Err(bad(&format!("{other:?}"))),
+        other => Err(unexpected(&format!("{other:?}"))),
     }
 }
 
@@ -60,19 +62,19 @@ pub fn added(new: NewJob, id: Arc<str>, place: (u64, i64), hold: bool, now: Mill
 /// in order, as `create_jobs` gives them; a new job's order is its seq, negated when LIFO and
 /// not delayed.
 pub fn added_jobs(reply: Value, jobs: Vec<NewJob>, now: Millis) -> CoreResult<Vec<(Job, bool)>> {
-    let short = || bad("a short add reply");
+    let short = || unexpected("a short add reply");
     let mut reply = items(reply)?.into_iter();
     let mut int = |what| {
         reply
             .next()
             .as_ref()
             .and_then(number)
-            .ok_or_else(|| bad(what))
+            .ok_or_else(|| unexpected(what))
     };
     let (mut auto_id, mut seq) = (int("first id")?, int("first seq")?);
     let mut existed = HashMap::new();
     while let Some(position) = reply.next() {
-        let position = number(&position).ok_or_else(|| bad("an existing job's position"))?;
+        let position = number(&position).ok_or_else(|| unexpected("an existing job's position"))?;
         existed.insert(position, reply.next().ok_or_else(short)?);
     }
     let jobs: Vec<(Job, bool)> = jobs
@@ -97,7 +99,7 @@ pub fn added_jobs(reply: Value, jobs: Vec<NewJob>, now: Millis) -> CoreResult<Ve
         })
         .collect::<CoreResult<_>>()?;
     if !existed.is_empty() {
-        return Err(bad("an existing job past the batch"));
+        return Err(unexpected("an existing job past the batch"));
     }
     Ok(jobs)
 }
@@ -107,7 +109,7 @@ pub fn added_jobs(reply: Value, jobs: Vec<NewJob>, now: Millis) -> CoreResult<Ve
 pub fn claimed(value: Value, worker: &str, lease: Millis, now: Millis) -> CoreResult<Job> {
     let mut v = items(value)?;
     if v.len() != 15 {
-        return Err(bad("a claimed job with the wrong number of fields"));
+        return Err(unexpected("a claimed job with the wrong number of fields"));
     }
     let mut get = |i: usize| std::mem::replace(&mut v[i], Value::Nil);
     let nil = Value::Nil;
@@ -142,19 +144,21 @@ pub fn claimed(value: Value, worker: &str, lease: Millis, now: Millis) -> CoreRe
 pub fn job(value: Value) -> CoreResult<Job> {
     let v = items(value)?;
     if v.len() != 21 {
-        return Err(bad("a job with the wrong number of fields"));
+        return Err(unexpected("a job with the wrong number of fields"));
     }
     let int = |i: usize| number(&v[i]).unwrap_or(0);
     let opt = |i: usize| number(&v[i]).map(|n| n as Millis);
     // Default options are not stored (`opts_of` in lua/includes/common.lua).
     let options: JobOptions = match text(&v[3]) {
-        Some(json) => serde_json::from_str(&json).map_err(|e| bad(&format!("job options: {e}")))?,
+        Some(json) => {
+            serde_json::from_str(&json).map_err(|e| unexpected(&format!("job options: {e}")))?
+        }
         None => JobOptions::default(),
     };
     let state = JobState::ALL
         .get(int(4) as usize)
         .copied()
-        .ok_or_else(|| bad("job state"))?;
+        .ok_or_else(|| unexpected("job state"))?;
     let arc = |i: usize| shared(&v[i]).unwrap_or_else(|| Arc::from(""));
     // A job that a report moved keeps the token of its attempt, without a worker or an
     // expiry (`complete_jobs`, `fail-16.lua`): that is no lock (`Job::reported_by`).
@@ -218,4 +222,46 @@ pub fn outcome(id: &str, reply: Value) -> CoreResult<Vec<Value>> {
         Some("lock") => Err(CoreError::LockMismatch(detail().unwrap_or_default())),
         _ => Ok(reply),
     }
+}
+
+fn state_name(code: Option<String>) -> &'static str {
+    code.and_then(|s| s.parse::<usize>().ok())
+        .and_then(|s| JobState::ALL.get(s).copied())
+        .map_or("unknown", JobState::as_str)
+}
+
+/// The values after "ok", or the refusal as the error `MemoryStore` returns; `expected` names
+/// the states the operation accepts.
+pub(crate) fn checked(id: &str, reply: Value, expected: &'static str) -> CoreResult<Vec<Value>> {
+    let mut reply = items(reply)?;
+    match reply.first().and_then(text).as_deref() {
+        Some("ok") => {
+            reply.remove(0);
+            Ok(reply)
+        }
+        Some("missing") => Err(CoreError::JobNotFound(id.to_owned())),
+        Some("state") => Err(CoreError::JobState {
+            id: id.to_owned(),
+            state: state_name(reply.get(1).and_then(text)),
+            expected,
+        }),
+        Some("locked") => Err(CoreError::Refused(format!(
+            "job {id:?} is locked by a worker and cannot be removed"
+        ))),
+        Some("refused") => Err(CoreError::Refused(
+            reply.get(1).and_then(text).unwrap_or_default(),
+        )),
+        Some("scheduled") => Err(scheduler::pending_removal_refused(
+            id,
+            &reply.get(1).and_then(text).unwrap_or_default(),
+        )),
+        other => Err(unexpected(&format!("{other:?}"))),
+    }
+}
+
+pub(crate) fn count(value: Option<&Value>) -> CoreResult<usize> {
+    value
+        .and_then(text)
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| unexpected("a count"))
 }

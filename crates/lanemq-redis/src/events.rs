@@ -10,9 +10,8 @@ use lanemq_core::jobs::{
 use lanemq_core::CoreResult;
 use redis::Value;
 
-use crate::admin::unexpected;
 use crate::backend::RedisBackend;
-use crate::decode::{items, text};
+use crate::decode::{items, text, unexpected};
 use crate::job_backend::{call, RedisJobBackend};
 use crate::scripts;
 

@@ -11,9 +11,8 @@ use lanemq_core::jobs::{check_payload, BoxFuture, JobFlows, JobOptions, Millis, 
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
 
-use crate::admin::{checked, count};
 use crate::backend::RedisBackend;
-use crate::decode::{self, items, text};
+use crate::decode::{self, checked, count, items, text};
 use crate::job_backend::{call, RedisJobBackend};
 use crate::scripts;
 

@@ -1,7 +1,8 @@
 //! Finishing and lease transitions on Redis: fail, renew, move to delayed, release, stall
 //! recovery (one Lua script each, `lua/{fail,renew,delay,release,recover}-16.lua`), and the
 //! lock check `holds_lock`; and `JobLifecycle` for `RedisJobBackend` (adding, claiming and
-//! completing themselves are in `backend.rs`, beside the script call they share with the wire).
+//! completing themselves are in `backend/hot_path.rs`, beside the arguments and replies they
+//! share with the wire).
 
 use lanemq_core::jobs::{
     BoxFuture, Completion, FailOutcome, Failure, Job, JobLifecycle, Millis, NewJob,
@@ -152,7 +153,7 @@ impl RedisBackend {
         let (held, expires): (Option<String>, Option<String>) = pipe
             .query_async(&mut connection)
             .await
-            .map_err(|e| self.error(e))?;
+            .map_err(|e| self.target.error(e))?;
         let expires = expires.and_then(|e| e.parse::<Millis>().ok());
         Ok(held.as_deref() == Some(token.as_str()) && expires.is_some_and(|e| e > now))
     }

@@ -10,9 +10,8 @@ use lanemq_core::jobs::{BoxFuture, JobObserve, Millis};
 use lanemq_core::CoreResult;
 use redis::Value;
 
-use crate::admin::unexpected;
 use crate::backend::{function_missing, load_library, RedisBackend};
-use crate::decode::{items, text};
+use crate::decode::{items, text, unexpected};
 use crate::job_backend::{call, RedisJobBackend};
 use crate::scripts::{self, LuaScript};
 
@@ -53,9 +52,9 @@ impl RedisBackend {
                     reloaded = true;
                     load_library(&mut connection)
                         .await
-                        .map_err(|e| self.error(e))?;
+                        .map_err(|e| self.target.error(e))?;
                 }
-                other => return other.map_err(|e| self.error(e)),
+                other => return other.map_err(|e| self.target.error(e)),
             }
         }
     }

@@ -1,83 +1,38 @@
-//! Reads that need no script: counts, listings, results and the event stream.
+//! Reads that need no script: a job, its state, listings, results, the queue names; and
+//! `JobReads` for `RedisJobBackend` (the counts it serves are in `counts.rs`).
 
 use std::sync::Arc;
 
 use lanemq_core::jobs::{
-    index_range, BoxFuture, FinishedResult, Gate, Job, JobReads, JobState, Millis, QueueStats,
+    index_range, BoxFuture, FinishedResult, Job, JobReads, JobState, Millis, QueueStats,
 };
-use lanemq_core::{CoreError, CoreResult};
+use lanemq_core::CoreResult;
+use redis::Value;
 
-use crate::backend::{count_jobs, count_states, state_counts, RedisBackend};
-use crate::connect::is_connection_class;
+use crate::backend::RedisBackend;
+use crate::decode;
 use crate::job_backend::{call, RedisJobBackend};
-use crate::keys::{STATE_SETS, WAITING_LIST};
+use crate::keys::{JOB_FIELDS, STATE_SETS, WAITING_LIST};
 
 fn set_of(state: JobState) -> &'static str {
     STATE_SETS[JobState::ALL.iter().position(|s| *s == state).unwrap_or(0)]
 }
 
-/// The counts of `count_states` (the waiting list's, then the six state sets'), then the
-/// settings `get_stats` reads.
-type StatsReply = (
-    usize,
-    usize,
-    usize,
-    usize,
-    usize,
-    usize,
-    usize,
-    Vec<Option<u64>>,
-);
-
-/// What decides when a claim may succeed: settings, the waiting list's and set's counts, the
-/// active count, the first delayed job.
-type ReadyState = (Vec<Option<u64>>, usize, usize, usize, Vec<(String, f64)>);
-
 impl RedisBackend {
-    /// `error` as a core error. On a cluster, a redirection or a lost connection means the
-    /// slot's master may have changed, so the next call reads the slot map first; a CROSSSLOT
-    /// refusal names what to do.
-    pub(crate) fn error(&self, error: redis::RedisError) -> CoreError {
-        if let Some(route) = &self.route {
-            if crate::route::redirect(&error).is_some() || is_connection_class(&error) {
-                route
-                    .stale
-                    .store(true, std::sync::atomic::Ordering::Release);
-            }
-            if crate::route::is_cross_slot(&error) {
-                return CoreError::InvalidConfig(format!(
-                    "redis cluster {}: {error}: the keys of one call must be in one slot; give \
-                     queues that flows link a prefix that is a hash tag, such as \
-                     prefix=\"{{app}}\"",
-                    route.cluster.masked_url()
-                ));
-            }
+    pub async fn get_job(&self, id: &str) -> CoreResult<Option<Job>> {
+        let mut connection = self.connection().await?;
+        let values: Vec<Value> = redis::cmd("HMGET")
+            .arg(self.keys.job(id))
+            .arg(&JOB_FIELDS)
+            .query_async(&mut connection)
+            .await
+            .map_err(|e| self.target.error(e))?;
+        if matches!(values.get(3), None | Some(Value::Nil)) {
+            return Ok(None);
         }
-        self.server().error(error)
-    }
-
-    pub(crate) async fn query<T: redis::FromRedisValue>(
-        &self,
-        pipe: &redis::Pipeline,
-    ) -> CoreResult<T> {
-        let mut redirects = 0;
-        loop {
-            let mut connection = self.connection().await?;
-            match pipe.query_async(&mut connection).await {
-                Ok(value) => return Ok(value),
-                // A read in a slot that moved (or is moving): again, at its master as the map
-                // says now (`error` noted the map stale).
-                Err(e) if self.route.is_some() && crate::route::redirect(&e).is_some() => {
-                    let error = self.error(e);
-                    redirects += 1;
-                    if redirects >= crate::route::MAX_REDIRECTS {
-                        return Err(error);
-                    }
-                    tokio::time::sleep(crate::route::SETTLE_WAIT).await;
-                }
-                Err(e) => return Err(self.error(e)),
-            }
-        }
+        let mut row = vec![Value::BulkString(id.as_bytes().to_vec())];
+        row.extend(values);
+        decode::job(Value::Array(row)).map(Some)
     }
 
     /// The queues under this queue's prefix: every queue has a `meta` hash
@@ -100,7 +55,7 @@ impl RedisBackend {
                 let mut connection = self.connection().await?;
                 self.scan_names(&mut connection, &mut names)
                     .await
-                    .map_err(|e| self.error(e))?;
+                    .map_err(|e| self.target.error(e))?;
             }
         }
         Ok(names.into_iter().collect())
@@ -140,59 +95,6 @@ impl RedisBackend {
         pipe.cmd("HGET").arg(self.keys.job(id)).arg("state");
         let (state,): (Option<usize>,) = self.query(&pipe).await?;
         Ok(state.and_then(|s| JobState::ALL.get(s).copied()))
-    }
-
-    pub async fn get_job_counts(
-        &self,
-        states: Vec<JobState>,
-    ) -> CoreResult<Vec<(JobState, usize)>> {
-        let counts = self.counts().await?;
-        let states: Vec<JobState> = if states.is_empty() {
-            JobState::ALL.to_vec()
-        } else {
-            states
-        };
-        let mut out: Vec<(JobState, usize)> = Vec::new();
-        for state in states {
-            if !out.iter().any(|(s, _)| *s == state) {
-                let index = JobState::ALL.iter().position(|s| *s == state).unwrap_or(0);
-                out.push((state, counts[index]));
-            }
-        }
-        Ok(out)
-    }
-
-    pub async fn count_pending(&self) -> CoreResult<usize> {
-        let counts = self.counts().await?;
-        Ok(counts[0] + counts[1] + counts[3])
-    }
-
-    pub async fn get_counts_per_priority(
-        &self,
-        priorities: Vec<u32>,
-    ) -> CoreResult<Vec<(u32, usize)>> {
-        // Priority 0 is the list, plus what a queue of the layout before it holds in the set.
-        let mut pipe = redis::pipe();
-        for p in &priorities {
-            pipe.cmd("ZCOUNT")
-                .arg(self.keys.key("waiting"))
-                .arg(p)
-                .arg(p);
-            if *p == 0 {
-                pipe.cmd("LLEN").arg(self.keys.key(WAITING_LIST));
-            }
-        }
-        let replies: Vec<usize> = self.query(&pipe).await?;
-        let mut replies = replies.into_iter();
-        let mut out = Vec::with_capacity(priorities.len());
-        for p in priorities {
-            let mut count = replies.next().unwrap_or(0);
-            if p == 0 {
-                count += replies.next().unwrap_or(0);
-            }
-            out.push((p, count));
-        }
-        Ok(out)
     }
 
     async fn jobs(&self, ids: Vec<String>) -> CoreResult<Vec<Job>> {
@@ -344,89 +246,6 @@ impl RedisBackend {
             Some(JobState::Failed) => FinishedResult::Failed(reason.unwrap_or_default()),
             Some(state) => FinishedResult::NotFinished(state),
         })
-    }
-
-    /// The queue at a glance at `now`: the counts and the settings in one MULTI, so one round
-    /// trip and one moment.
-    pub async fn get_stats(&self, now: Millis) -> CoreResult<QueueStats> {
-        let mut pipe = redis::pipe();
-        pipe.atomic();
-        count_states(&mut pipe, &self.keys);
-        self.read_gate(&mut pipe);
-        let (l, a, b, c, d, e, f, settings): StatsReply = self.query(&pipe).await?;
-        let counts = state_counts(&[l, a, b, c, d, e, f]);
-        let gate = gate_of(&settings);
-        Ok(QueueStats {
-            counts: JobState::ALL.into_iter().zip(counts).collect(),
-            paused: gate.paused,
-            max_active: gate.max_active,
-            rate_limit: gate.rate_limit,
-            rate_limit_ttl: gate.limited_until(now).map_or(0, |end| end - now),
-        })
-    }
-
-    /// When a claim could next succeed (see `model::next_ready_at`), read in one round trip.
-    pub(crate) async fn next_ready_at(&self, now: Millis) -> CoreResult<Option<Millis>> {
-        let mut pipe = redis::pipe();
-        self.read_gate(&mut pipe);
-        pipe.cmd("LLEN").arg(self.keys.key(WAITING_LIST));
-        pipe.cmd("ZCARD").arg(self.keys.key("waiting"));
-        count_jobs(&mut pipe, self.keys.key("active"));
-        pipe.cmd("ZRANGE")
-            .arg(self.keys.key("delayed"))
-            .arg(0)
-            .arg(0)
-            .arg("WITHSCORES");
-        let (settings, listed, scored, active, first): ReadyState = self.query(&pipe).await?;
-        let waiting = listed + scored;
-        let gate = gate_of(&settings);
-        let maxed = gate
-            .max_active
-            .is_some_and(|max| active as u64 >= max.into());
-        let next_delayed = first.first().map(|(_, due)| *due as Millis);
-        Ok(lanemq_core::jobs::next_ready_at(
-            now,
-            gate.paused,
-            waiting > 0,
-            gate.limited_until(now),
-            maxed,
-            next_delayed,
-        ))
-    }
-
-    /// Adds to `pipe` the read of the queue's gate (its settings and rate window), which
-    /// `gate_of` turns into a `Gate`.
-    pub(crate) fn read_gate(&self, pipe: &mut redis::Pipeline) {
-        let cmd = pipe.cmd("HMGET").arg(self.keys.key("meta"));
-        for field in GATE_FIELDS {
-            cmd.arg(field);
-        }
-    }
-}
-
-/// The META fields of a queue's gate, in the order `gate_of` reads them.
-const GATE_FIELDS: [&str; 7] = [
-    "paused",
-    "max_active",
-    "rate_max",
-    "rate_duration",
-    "rate_until",
-    "rate_start",
-    "rate_count",
-];
-
-/// The gate of the values of `GATE_FIELDS` (absent fields: no setting).
-pub(crate) fn gate_of(values: &[Option<u64>]) -> Gate {
-    let get = |i: usize| values.get(i).copied().flatten();
-    let rate_limit = get(2)
-        .zip(get(3))
-        .map(|(max, duration)| (max as u32, duration));
-    Gate {
-        paused: get(0) == Some(1),
-        max_active: get(1).map(|max| max as u32),
-        rate_limit,
-        window: (get(5).unwrap_or(0), get(6).unwrap_or(0)),
-        until: get(4).unwrap_or(0),
     }
 }
 

@@ -7,7 +7,7 @@ use lanemq_core::{CoreError, CoreResult};
 use redis::aio::MultiplexedConnection;
 
 use crate::scripts::{self, LuaScript};
-use crate::server::Server;
+use crate::topology::server::Server;
 
 /// Whether `script` adds jobs: the writes `with_replica_ack` waits for.
 pub(crate) fn adds_jobs(script: &LuaScript) -> bool {

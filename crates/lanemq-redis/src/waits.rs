@@ -15,11 +15,7 @@ use tokio::sync::Notify;
 use crate::backend::RedisBackend;
 use crate::decode::items;
 use crate::events::parse_entry;
-use crate::server::Live;
-
-/// The longest single block, so a waiter also notices changes that set no marker. A blocking
-/// connection's replies are bounded by this plus the connect timeout (`Server::blocking`).
-pub(crate) const MAX_BLOCK: Duration = Duration::from_secs(1);
+use crate::topology::server::{Live, MAX_BLOCK};
 
 /// How long an interrupted wait waits for its reply once the server has ended the wait (the
 /// halt went through): the reply is then on its way, so one that does not come means the
@@ -41,7 +37,7 @@ impl RedisBackend {
     /// A connection for a wait, from the server's spares (once this queue is ready).
     async fn blocking_connection(&self) -> CoreResult<Live> {
         self.ready().await?;
-        self.lost(self.server().blocking().await)
+        self.target.lost(self.server().blocking().await)
     }
 
     /// Puts `connection` back among the server's spares (its last command completed).
@@ -207,13 +203,13 @@ impl RedisBackend {
                 // On a cluster, the slot moved (or is moving) away from this connection's
                 // node, and neither command ran: the ordinary claim follows it, and the next
                 // wait takes a connection of the slot's master.
-                Err(e) if self.redirected(&e) => {
+                Err(e) if self.target.redirected(&e) => {
                     *connection = None;
                     return self
                         .claim(worker_id, lease, max_jobs, wall_clock_ms())
                         .await;
                 }
-                Err(e) => return Err(self.error(e)),
+                Err(e) => return Err(self.target.error(e)),
             };
             let mut reply = items(claimed)?.into_iter();
             // The claim's own time first (claim-16.lua), as text.
@@ -264,8 +260,8 @@ impl RedisBackend {
             .query_async(&mut live.connection)
             .await
         {
-            Err(e) if self.redirected(&e) => return Ok(Some(0.0)),
-            other => other.map_err(|e| self.error(e))?,
+            Err(e) if self.target.redirected(&e) => return Ok(Some(0.0)),
+            other => other.map_err(|e| self.target.error(e))?,
         };
         Ok(woken.map(|(_, _, due)| due))
     }
@@ -393,7 +389,7 @@ impl RedisBackend {
             .arg(format!("{after}-{}", u64::MAX))
             .query_async(&mut connection.connection)
             .await
-            .map_err(|e| self.error(e))?;
+            .map_err(|e| self.target.error(e))?;
         let mut out = Vec::new();
         if let Value::Array(streams) = reply {
             for stream in streams {

@@ -104,7 +104,7 @@ impl RedisJobBackend {
             match resp::decode(bytes).and_then(Value::extract_error) {
                 Ok(value) => decode(backend, value, state),
                 Err(e) if backend.runs_again(&e) => Settled::Continue(again(ordinary, state)),
-                Err(e) => Settled::Done(Err(backend.error(e))),
+                Err(e) => Settled::Done(Err(backend.target.error(e))),
             }
         });
         WireCall { request, settle }

@@ -6,15 +6,8 @@ use crate::error::{CoreError, CoreResult};
 
 use super::options::JobOptions;
 
-/// Milliseconds since the Unix epoch, UTC.
-pub type Millis = u64;
-
-/// The wall clock, in `Millis` (0 before 1970).
-pub fn wall_clock_ms() -> Millis {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as Millis)
-}
+// Time is part of the model's vocabulary: the job modules name it `model::Millis`.
+pub use super::clock::{wall_clock_ms, Millis};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum JobState {

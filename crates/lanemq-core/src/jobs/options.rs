@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{CoreError, CoreResult};
 
-use super::flow::{ParentPolicy, ParentRef};
-use super::model::Millis;
+use super::clock::Millis;
+use super::parent::{ParentPolicy, ParentRef};
 
 /// The largest priority number, 2^21 - 1: BullMQ's documented maximum. BullMQ scores a
 /// prioritised job `priority * 2^32 + counter` in a double, which stays exact (and FIFO within

@@ -2,7 +2,7 @@
 //! calls go to the master the sentinels name, as to a plain server (its own `Server`). The
 //! queue follows its master the way a queue of a cluster follows its slot (`route.rs`): the
 //! sentinel topology is a `Cluster` whose map has one range, all slots, served by the master
-//! the sentinels name; a lost connection, a connect failure or a READONLY reply (the old
+//! the sentinels name (`Sentinels::master`, which `Cluster` asks: this file uses no `Cluster`); a lost connection, a connect failure or a READONLY reply (the old
 //! master, now a replica) marks the route stale and the next call asks the sentinels again.
 //!
 //! `redis+sentinel://[user:password@]host:port[,host:port...]/<master name>[/<db>][?query]`:
@@ -13,8 +13,8 @@
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
 
-use crate::cluster::Cluster;
-use crate::server::{Server, ServerOptions};
+use super::connect::host_list;
+use super::server::{Server, ServerOptions};
 
 /// The sentinels' default port.
 const SENTINEL_PORT: u16 = 26379;
@@ -82,7 +82,7 @@ impl Sentinels {
                 "the database number (after the master name) is not a number",
             ));
         }
-        let addresses = crate::cluster::host_list(hosts, SENTINEL_PORT);
+        let addresses = host_list(hosts, SENTINEL_PORT);
         if addresses.is_empty() {
             return Err(refuse("no sentinel (host:port)"));
         }
@@ -139,10 +139,24 @@ impl Sentinels {
         Ok(())
     }
 
+    /// The server of the master at `address`, with the master's credentials, database and
+    /// query (as the `Cluster` of these sentinels makes it: the same `Server`, shared).
+    fn master_at(
+        &self,
+        address: &str,
+        options: &ServerOptions,
+    ) -> CoreResult<std::sync::Arc<Server>> {
+        Server::shared(
+            &format!("{}{address}{}", self.master_head, self.master_tail),
+            options,
+        )
+    }
+
     /// The address (`host:port`) of the master: the first sentinel (the one that answered
     /// last, then the others in turn) that names one which says it is a master (ROLE): a
     /// sentinel that has not seen a failover yet may name the old master, now a replica.
-    pub async fn master(&self, cluster: &Cluster, options: &ServerOptions) -> CoreResult<String> {
+    /// `masked_url` names the sentinels in the error.
+    pub async fn master(&self, masked_url: &str, options: &ServerOptions) -> CoreResult<String> {
         use std::sync::atomic::Ordering;
         let count = self.addresses.len();
         let first = self.last.load(Ordering::Relaxed) % count;
@@ -161,7 +175,7 @@ impl Sentinels {
                     continue;
                 }
             };
-            match is_master(&*cluster.server_at(&named)?).await {
+            match is_master(&*self.master_at(&named, options)?).await {
                 Ok(true) => {
                     self.last.store(index, Ordering::Relaxed);
                     return Ok(named);
@@ -174,7 +188,7 @@ impl Sentinels {
         }
         Err(CoreError::Connection(format!(
             "redis sentinel {}: no sentinel named a reachable master {:?}: {}",
-            cluster.masked_url(),
+            masked_url,
             self.name,
             problems.join("; ")
         )))

@@ -16,9 +16,9 @@ use std::sync::{Arc, LazyLock, Mutex, Weak};
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
 
-use crate::connect::mask_url;
-use crate::sentinel::{is_sentinel_url, Sentinels};
-use crate::server::{Server, ServerOptions};
+use super::connect::{host_list, mask_url};
+use super::sentinel::{is_sentinel_url, Sentinels};
+use super::server::{Server, ServerOptions};
 
 /// The number of hash slots of a Redis Cluster.
 const SLOTS: u16 = 16384;
@@ -258,7 +258,7 @@ impl Cluster {
             return Ok(());
         }
         if let Some(sentinels) = &self.sentinels {
-            let master = sentinels.master(self, &self.options).await?;
+            let master = sentinels.master(&self.masked_url, &self.options).await?;
             *lock(&self.map) = vec![Range {
                 start: 0,
                 end: SLOTS - 1,
@@ -366,22 +366,6 @@ fn parse_slots(reply: Value, asked_host: &str) -> Option<(Vec<Range>, Vec<String
     nodes.sort();
     nodes.dedup();
     Some((ranges, nodes))
-}
-
-/// The `host[:port]` entries of a URL's comma-separated host list, each with `default_port`
-/// where it names none (an IPv6 literal's colons, inside brackets, are no port).
-pub(crate) fn host_list(hosts: &str, default_port: u16) -> Vec<String> {
-    hosts
-        .split(',')
-        .filter(|host| !host.is_empty())
-        .map(|host| {
-            if host.rsplit_once(':').is_some_and(|(_, p)| !p.contains(']')) {
-                host.to_owned()
-            } else {
-                format!("{host}:{default_port}")
-            }
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -1,19 +1,20 @@
-//! How a queue of a cluster follows its slot: which replies mean the slot's master may have
-//! changed, the queue's routing to its slot's master (again after such a reply or a lost
-//! connection), and the refusal of flows across slots (a script gets the keys of every queue
-//! it touches, and a call's keys must be in one slot). On a single server all of it is a
-//! no-op.
+//! Where a queue's calls go (`Target`): its server, and on a cluster how it follows its slot:
+//! which replies mean the slot's master may have changed, the queue's routing to its slot's
+//! master (again after such a reply or a lost connection), and the refusal of flows across
+//! slots (a script gets the keys of every queue it touches, and a call's keys must be in one
+//! slot). On a single server the routing is a no-op. It knows servers and clusters, not the
+//! queue: `RedisBackend` holds a `Target` and asks it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use lanemq_core::{CoreError, CoreResult};
 use redis::{ErrorKind, ServerErrorKind};
 
-use crate::backend::RedisBackend;
-use crate::cluster::{slot_of, Cluster};
+use super::cluster::{slot_of, Cluster};
+use super::connect::is_connection_class;
+use super::server::Server;
 use crate::keys::Keys;
-use crate::server::Server;
 
 /// How many redirections (or waits for a changing cluster) one call follows before it fails:
 /// with `SETTLE_WAIT`, about 5 s for a migration of the queue's slot to end. (A script gets
@@ -98,10 +99,67 @@ pub(crate) fn cross_slot(prefix: &str, queue: &str, other: &str) -> CoreError {
     ))
 }
 
-impl RedisBackend {
-    /// On a cluster, routes this queue to its slot's master if it is not yet, or a reply
+/// The server of one queue's calls, held (`Server::acquire`) until the queue closes: on a
+/// cluster, its slot's master, which may change (`route`).
+pub(crate) struct Target {
+    current: Mutex<Arc<Server>>,
+    /// On a cluster: how this queue finds its master.
+    pub route: Option<Route>,
+    closed: AtomicBool,
+}
+
+impl Target {
+    /// Calls go to `server` (held from now on), and on a cluster wherever `route` says.
+    pub fn new(server: Arc<Server>, route: Option<Route>) -> Self {
+        server.acquire();
+        Self {
+            current: Mutex::new(server),
+            route,
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    /// The server of the calls (on a cluster, the master as last routed).
+    pub fn server(&self) -> Arc<Server> {
+        Arc::clone(&self.current.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The cluster the queue is in, if it is.
+    pub fn cluster(&self) -> Option<&Arc<Cluster>> {
+        self.route.as_ref().map(|route| &route.cluster)
+    }
+
+    /// The queue is done with the server (the last queue's close closes the connections).
+    pub fn close(&self) {
+        let current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        if !self.closed.swap(true, Ordering::AcqRel) {
+            current.release();
+        }
+    }
+
+    /// `error` as a core error. On a cluster, a redirection or a lost connection means the
+    /// slot's master may have changed, so the next call reads the slot map first; a CROSSSLOT
+    /// refusal names what to do.
+    pub fn error(&self, error: redis::RedisError) -> CoreError {
+        if let Some(route) = &self.route {
+            if redirect(&error).is_some() || is_connection_class(&error) {
+                route.stale.store(true, Ordering::Release);
+            }
+            if is_cross_slot(&error) {
+                return CoreError::InvalidConfig(format!(
+                    "redis cluster {}: {error}: the keys of one call must be in one slot; give \
+                     queues that flows link a prefix that is a hash tag, such as \
+                     prefix=\"{{app}}\"",
+                    route.cluster.masked_url()
+                ));
+            }
+        }
+        self.server().error(error)
+    }
+
+    /// On a cluster, routes the queue to its slot's master if it is not yet, or a reply
     /// said it may no longer be (`Route::stale`); a no-op on a single server.
-    pub(crate) async fn routed(&self) -> CoreResult<()> {
+    pub async fn routed(&self) -> CoreResult<()> {
         let Some(route) = &self.route else {
             return Ok(());
         };
@@ -136,7 +194,7 @@ impl RedisBackend {
     /// (ASK, where scripts run as functions: EVALSHA's loading of a missing script cannot go
     /// behind ASKING, so without functions the call waits for the migration to end instead),
     /// or none when the queue was routed again.
-    pub(crate) async fn follow_redirect(
+    pub async fn follow_redirect(
         &self,
         redirect: Redirect,
         functions: bool,
@@ -160,7 +218,7 @@ impl RedisBackend {
 
     /// `outcome`, noting on a cluster that a connection error may mean the master was lost
     /// (failed over): the next call reads the slot map again.
-    pub(crate) fn lost<T>(&self, outcome: CoreResult<T>) -> CoreResult<T> {
+    pub fn lost<T>(&self, outcome: CoreResult<T>) -> CoreResult<T> {
         if let (Some(route), Err(CoreError::Connection(_))) = (&self.route, &outcome) {
             route.stale.store(true, Ordering::Release);
         }
@@ -195,7 +253,7 @@ impl RedisBackend {
     }
 
     /// Notes what a redirection says (the map is stale) without making it an error.
-    pub(crate) fn error_noted(&self, error: &redis::RedisError) {
+    pub fn error_noted(&self, error: &redis::RedisError) {
         if let Some(route) = &self.route {
             if redirect(error).is_some() {
                 route.stale.store(true, Ordering::Release);
@@ -205,7 +263,7 @@ impl RedisBackend {
 
     /// Whether `error` is a cluster's redirection of this queue's call (noted: the next call
     /// reads the slot map first). Such a call did not run.
-    pub(crate) fn redirected(&self, error: &redis::RedisError) -> bool {
+    pub fn redirected(&self, error: &redis::RedisError) -> bool {
         let redirected = self.route.is_some() && redirect(error).is_some();
         if redirected {
             self.error_noted(error);

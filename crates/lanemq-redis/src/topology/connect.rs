@@ -1,5 +1,5 @@
 //! What a URL says and what errors mean: the address (and the URL with its password masked)
-//! for messages, the classification of Redis errors, and the eviction-policy check made before
+//! for messages, the host lists of cluster and sentinel URLs, the classification of Redis errors, and the eviction-policy check made before
 //! a queue is used. Errors name the address, never the password.
 
 use lanemq_core::CoreError;
@@ -52,6 +52,22 @@ pub(crate) fn parseable(url: &str) -> std::borrow::Cow<'_, str> {
     } else {
         url.into()
     }
+}
+
+/// The `host[:port]` entries of a URL's comma-separated host list, each with `default_port`
+/// where it names none (an IPv6 literal's colons, inside brackets, are no port).
+pub(crate) fn host_list(hosts: &str, default_port: u16) -> Vec<String> {
+    hosts
+        .split(',')
+        .filter(|host| !host.is_empty())
+        .map(|host| {
+            if host.rsplit_once(':').is_some_and(|(_, p)| !p.contains(']')) {
+                host.to_owned()
+            } else {
+                format!("{host}:{default_port}")
+            }
+        })
+        .collect()
 }
 
 /// `url` as given, with its password (the user info's, or a `pass`/`password` query

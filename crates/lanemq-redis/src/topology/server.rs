@@ -24,8 +24,8 @@ use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, ConnectionAddr, ConnectionInfo, IntoConnectionInfo};
 use tokio::sync::OnceCell;
 
-use crate::connect::{describe, is_tls, mask_url, parseable, redis_error};
-use crate::tls::{self, TlsSettings};
+use super::connect::{describe, is_tls, mask_url, parseable, redis_error};
+use super::tls::{self, TlsSettings};
 
 /// How long a command or script call may take before it fails as timed out. A reply may take
 /// long: a script that adds a big flow or bulk, or obliterates a big queue, on a busy server;
@@ -39,6 +39,11 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How often `wait_reachable` asks a server that does not answer.
 const PROBE_EVERY: Duration = Duration::from_millis(100);
+
+/// The longest single block of a wait (`waits.rs`), so a waiter also notices changes that set
+/// no marker. A blocking connection's replies are bounded by this plus the connect timeout
+/// (`Server::blocking`): the server owns the bound, the waits block within it.
+pub(crate) const MAX_BLOCK: Duration = Duration::from_secs(1);
 
 /// Idle blocking connections kept for later waits (more are closed when their wait ends).
 const MAX_SPARES: usize = 8;
@@ -374,7 +379,7 @@ impl Server {
                 Some(live) if live.alive() => return Ok(live),
                 Some(_) => {}
                 None => {
-                    let bound = crate::waits::MAX_BLOCK + self.connect_timeout;
+                    let bound = MAX_BLOCK + self.connect_timeout;
                     return self.open(Some(bound)).await;
                 }
             }

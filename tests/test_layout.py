@@ -22,3 +22,17 @@ def test_the_job_contract_and_lifecycle_use_no_implementation() -> None:
     for heading in ("# contract", "# shared", "# lifecycle", "# implementation"):
         assert heading in run.stdout
     assert "memory::storage" in run.stdout and "local::storage" in run.stdout
+
+
+def test_no_import_circle_in_the_redis_crate_or_the_shared_job_modules() -> None:
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "jobs-imports")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "OK: no import circle in jobs/ contract and shared modules" in run.stdout
+    assert "OK: no import circle in crates/lanemq-redis/src/" in run.stdout
+    # The Redis crate is listed by layer, its topology at the bottom.
+    assert "## crates/lanemq-redis/src/ (by layer" in run.stdout

@@ -134,7 +134,7 @@ local function zrem(key, members) chunked("ZREM", key, members, 1) end
 -- fields in its own hash (JOB): a small hash is a listpack, one allocation, where a hash per
 -- field held an entry per job in each of five to twenty big tables (memory per job and a cache
 -- miss per field: benches/README.md). An older queue moves over in one call, which the client
--- makes when it first opens the queue (`layout-16.lua`, backend.rs `ready`).
+-- makes when it first opens the queue (`layout-16.lua`, backend/ready.rs).
 local LAYOUT = "4"
 -- Moves layout "3"'s field hashes into job hashes, a field hash at a time, then deletes them.
 local function job_hashes_from_fields()

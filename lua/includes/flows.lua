@@ -17,7 +17,7 @@
 -- the keys of the queues linked to its own after its own (KEYS blocks of 16). A script that
 -- meets a queue whose keys it was not given fails before it writes anything, with the error
 -- LANEMQ_NEED_QUEUE <queue name in hex>; the client then links that queue and runs it again
--- (crates/lanemq-redis/src/backend.rs). On Redis Cluster, such queues must share a slot (a
+-- (crates/lanemq-redis/src/backend/call.rs). On Redis Cluster, such queues must share a slot (a
 -- prefix with a hash tag, e.g. "{app}"), as BullMQ's flows require.
 local PROCESSED, UNPROCESSED, FAILED_DEP, IGNORED = "0", "1", "2", "3"
 local BUCKETS = {PROCESSED, UNPROCESSED, FAILED_DEP, IGNORED}

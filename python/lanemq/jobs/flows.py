@@ -43,12 +43,8 @@ class QueueFlows(QueueBase):
         this queue: a node deduplicated into the job holding its key is that job, which
         becomes the parent's child (README, "Differences from BullMQ")."""
         args = flow_args(flow, self._flow_options)
-        tracing = _tracing.active
         try:
-            if tracing is None:
-                rows = await self._core.add_flow(args, now)
-            else:
-                rows = await tracing.add_flow(self, args, now)  # type: ignore[arg-type]
+            rows = await _tracing.producer.add_flow(self, args, now)
         except UnicodeEncodeError as error:
             raise _checks.not_unicode(error, _flow_texts(flow)) from None
         return self._nodes(rows)[0]
@@ -63,12 +59,8 @@ class QueueFlows(QueueBase):
             flow_args(child, self._flow_options, f"children[{i}]")
             for i, child in enumerate(children)
         ]
-        tracing = _tracing.active
         try:
-            if tracing is None:
-                rows = await self._core.add_children(job.id, token, args, now)
-            else:
-                rows = await tracing.add_children(self, job.id, token, args, now)  # type: ignore[arg-type]
+            rows = await _tracing.producer.add_children(self, job.id, token, args, now)
         except UnicodeEncodeError as error:
             texts = [text for child in children for text in _flow_texts(child)]
             raise _checks.not_unicode(error, texts) from None

@@ -73,12 +73,9 @@ class QueueLifecycle(QueueBase):
         )
         opts = _options(options, given)
         body = _json.dumps_data(data, name)
-        tracing = _tracing.active  # (None while OpenTelemetry tracing is off)
         try:
-            if tracing is None:
-                record = await self._core.add(name, body, opts, _now(now))
-            else:
-                record = await tracing.add(self, name, body, opts, _now(now))  # type: ignore[arg-type]
+            # (the backend's call, traced while OpenTelemetry tracing is on)
+            record = await _tracing.producer.add(self, name, body, opts, _now(now))
         except UnicodeEncodeError as error:
             raise _checks.not_unicode(error, [("job name", name), ("data", data)]) from None
         return new_job(self, record)
@@ -99,12 +96,8 @@ class QueueLifecycle(QueueBase):
                 raise TypeError(f"job #{index}: expected (name, data[, options]), got {item!r}")
             _checks.job_name(name, f"name of job #{index}")
             items.append((name, _json.dumps_data(data, name, index), opts))
-        tracing = _tracing.active
         try:
-            if tracing is None:
-                added = await self._core.add_bulk(items, _now(now))
-            else:
-                added = await tracing.add_bulk(self, items, _now(now))  # type: ignore[arg-type]
+            added = await _tracing.producer.add_bulk(self, items, _now(now))
         except UnicodeEncodeError as error:
             raise _checks.not_unicode(error, _bulk_texts(items)) from None
         return [new_job(self, record) for record in added]

@@ -1,8 +1,11 @@
-"""The switch the hot paths test for OpenTelemetry (`lanemq.otel`): one module global,
-``active``. It imports nothing of OpenTelemetry, so that a process with no tracer provider
-(the common case: FastAPI alone brings opentelemetry-api along) pays little per
-`JobQueue.add` (one ``is None``, or while a provider may still come, a look at the API's
-global, as its proxy tracer takes), and a worker nothing per job.
+"""The switch the hot paths use for OpenTelemetry (`lanemq.otel`): ``active``, the
+instrumentation (None while tracing is off), and ``producer``, what the add paths of
+`JobQueue` hand their backend call to, chosen whenever ``active`` is set: `DIRECT` (the
+backend, untraced) while it is None, else ``active`` itself. It imports nothing of
+OpenTelemetry, so that a process with no tracer provider (the common case: FastAPI alone brings
+opentelemetry-api along) pays little per `JobQueue.add` (one read of ``producer`` and a call, or
+while a provider may still come, a look at the API's global, as its proxy tracer takes), and a
+worker nothing per job.
 
 Automatic activation: tracing turns on by itself once a real tracer provider (not the API's
 proxy or no-op one) is set, whenever that is. When lanemq is imported and the API is installed
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import types
 from collections.abc import Awaitable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -24,6 +28,7 @@ from .exceptions import ConfigError
 if TYPE_CHECKING:
     from ._core import JobOptions, JobRecord, _AddedRow, _FlowNodeArgs
     from .job import Job
+    from .jobs._base import QueueBase
     from .otel import Instrumentation, LaneTracing
     from .queue import JobQueue
     from .worker import JobWorker
@@ -89,9 +94,58 @@ class Watch:
         return tracing.add_children(queue, job_id, token, args, now)
 
 
-#: What `JobQueue.add`, `add_bulk`, `add_flow` and `add_children` hand their calls to: the
-#: instrumentation, a `Watch` for a provider to come, or None (off; their direct path).
+class Producer(Protocol):
+    """What ``producer`` is: the backend calls of the add paths, traced or not. (An
+    `Instrumentation` or a `Watch` declares its queue a `JobQueue`, which every part of one is.)"""
+
+    def add(
+        self, queue: QueueBase, name: str, body: str, options: JobOptions | None, now: int
+    ) -> Awaitable[JobRecord]: ...
+
+    def add_bulk(
+        self, queue: QueueBase, items: list[tuple[str, str, JobOptions | None]], now: int
+    ) -> Awaitable[list[JobRecord]]: ...
+
+    def add_flow(
+        self, queue: QueueBase, args: _FlowNodeArgs, now: int | None
+    ) -> Awaitable[list[_AddedRow]]: ...
+
+    def add_children(
+        self, queue: QueueBase, job_id: str, token: str, args: list[_FlowNodeArgs], now: int | None
+    ) -> Awaitable[list[_AddedRow]]: ...
+
+
+class Direct:
+    """``producer`` while tracing is off: the backend's own calls, untraced."""
+
+    def add(
+        self, queue: QueueBase, name: str, body: str, options: JobOptions | None, now: int
+    ) -> Awaitable[JobRecord]:
+        return queue._core.add(name, body, options, now)
+
+    def add_bulk(
+        self, queue: QueueBase, items: list[tuple[str, str, JobOptions | None]], now: int
+    ) -> Awaitable[list[JobRecord]]:
+        return queue._core.add_bulk(items, now)
+
+    def add_flow(
+        self, queue: QueueBase, args: _FlowNodeArgs, now: int | None
+    ) -> Awaitable[list[_AddedRow]]:
+        return queue._core.add_flow(args, now)
+
+    def add_children(
+        self, queue: QueueBase, job_id: str, token: str, args: list[_FlowNodeArgs], now: int | None
+    ) -> Awaitable[list[_AddedRow]]:
+        return queue._core.add_children(job_id, token, args, now)
+
+
+DIRECT = Direct()
+
+#: The instrumentation, a `Watch` for a provider to come, or None (off).
 active: Instrumentation | Watch | None = None
+#: What `JobQueue.add`, `add_bulk`, `add_flow` and `add_children` hand their calls to: ``active``,
+#: or `DIRECT` while that is None. Set with it, never on its own (`_choose`).
+producer: Producer = DIRECT
 #: Set by `lanemq.otel.instrument` / `uninstrument`: no automatic switching after either.
 explicit = False
 
@@ -116,13 +170,12 @@ class Outcomes(Protocol):
 def start() -> None:
     """At import of lanemq: tracing on if a real provider is set already; else, if the API is
     installed (imported or not), a `Watch` for one; else (no API) off, at no cost."""
-    global active
     if active is not None or explicit:
         return
     api = sys.modules.get(_API)
     if api is None and not _api_installed():
         return
-    active = Watch()
+    _choose(Watch())
     refresh()
 
 
@@ -149,7 +202,6 @@ def refresh() -> Instrumentation | None:
 def settle(api: Any) -> Instrumentation | None:
     """A global tracer provider is set (for good: the API sets it once): automatic tracing
     turns on if it is a real one, off otherwise."""
-    global active
     if not isinstance(active, Watch):  # (an explicit choice came first)
         return active
     if _real_provider(api):
@@ -157,7 +209,7 @@ def settle(api: Any) -> Instrumentation | None:
 
         otel.auto_instrument()
     else:
-        active = None
+        _choose(None)
     return refresh()
 
 
@@ -194,3 +246,26 @@ def lane_tracing(tracing: bool | None) -> LaneTracing | None:
         return otel.lane_tracing()
     instrumentation = refresh()
     return None if instrumentation is None else instrumentation.lanes
+
+
+def _choose(instrumentation: Instrumentation | Watch | None) -> None:
+    """Sets ``active`` and, with it, ``producer``."""
+    globals()["active"] = instrumentation
+    globals()["producer"] = DIRECT if instrumentation is None else instrumentation
+
+
+class _Switch(types.ModuleType):
+    """This module's class, so that setting ``active`` from outside (`lanemq.otel` does, to
+    switch tracing on or off) chooses ``producer`` too: the add paths then read one object
+    rather than test ``active`` on every call."""
+
+    @property
+    def active(self) -> Instrumentation | Watch | None:
+        return self.__dict__["active"]  # type: ignore[no-any-return]
+
+    @active.setter
+    def active(self, instrumentation: Instrumentation | Watch | None) -> None:
+        _choose(instrumentation)
+
+
+sys.modules[__name__].__class__ = _Switch

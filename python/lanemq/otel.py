@@ -75,8 +75,8 @@ from .exceptions import DelayedError, RateLimitError
 
 if TYPE_CHECKING:
     from ._core import JobRecord, _AddedRow, _FlowNodeArgs
-    from ._handle import CommandHandle
     from .job import Job
+    from .lanes import CommandHandle
     from .queue import JobQueue
     from .worker import JobWorker
 

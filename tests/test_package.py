@@ -76,6 +76,26 @@ def test_the_public_names_are_the_ones_the_package_root_gives() -> None:
             assert getattr(module, name) is getattr(lanemq, name), (path, name)
 
 
+# The modules that moved into lanemq.observability: their old paths give the same objects.
+MOVED_TO_OBSERVABILITY = (
+    "metrics_sink",
+    "monitor",
+    "observe",
+    "otel",
+    "otel_metrics_sink",
+    "prometheus",
+)
+
+
+def test_the_observability_modules_old_paths_give_the_same_objects() -> None:
+    for name in MOVED_TO_OBSERVABILITY:
+        old = importlib.import_module(f"lanemq.{name}")
+        new = importlib.import_module(f"lanemq.observability.{name}")
+        assert old.__all__ == new.__all__, name
+        for public in new.__all__:
+            assert getattr(old, public) is getattr(new, public), (name, public)
+
+
 def test_the_dashboard_does_not_import_the_cli_or_click() -> None:
     # The dashboard shares the CLI's formatting (lanemq._format), not the CLI itself.
     script = (

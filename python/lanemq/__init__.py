@@ -44,7 +44,7 @@ from .exceptions import (
 from .flows import Dependencies, FlowJob, JobNode
 from .job import Job
 from .lanes import DEFAULT_LANES, Alert, CommandHandle, QueueManager
-from .observe import MetricsTime, QueueMetrics, WorkerInfo
+from .observability.observe import MetricsTime, QueueMetrics, WorkerInfo
 from .queue import (
     InMemoryJobQueue,
     JobQueue,

@@ -25,7 +25,7 @@ from .. import _tracing
 from .._core import AlertConfig, DeadLetter, LaneConfig, LaneScheduler
 from ..events import Event, EventBus, Subscription
 from ..exceptions import ConfigError, DrainTimeoutError, ShutdownError, UnknownLaneError
-from ..metrics_sink import LaneMetricsSink
+from ..observability.metrics_sink import LaneMetricsSink
 from ..storage import LocalStorage
 from ._handle import PENDING, CommandHandle
 from ._metrics_feed import MetricsFeed

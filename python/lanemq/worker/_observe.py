@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from .._core import __version__
 from ..exceptions import ConfigError
-from ..observe import MAX_DATA_POINTS, WorkerInfo, minute_of
+from ..observability.observe import MAX_DATA_POINTS, WorkerInfo, minute_of
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

@@ -42,7 +42,7 @@ from ._state import HOOKS, checked_concurrency
 from ._stepping import step
 
 if TYPE_CHECKING:
-    from ..otel import WorkerTracing
+    from ..observability.otel import WorkerTracing
 
 log = logging.getLogger("lanemq.worker")
 

@@ -16,6 +16,8 @@ from ._state import ManagerState, log
 
 
 class Running(ManagerState):
+    """The part of `QueueManager` that runs commands and settles them."""
+
     # ------------------------------------------------------------------ running
 
     async def _run(self) -> None:

@@ -14,6 +14,8 @@ from ._tasks import Tasks
 
 
 class Loop(Tasks):
+    """The part of `JobWorker` that turns the run loop: calls, waits and claims."""
+
     async def _pause_until_reachable(self, seconds: float, loop: asyncio.AbstractEventLoop) -> None:
         """Sleeps ``seconds``, or less if the backend answers again or close() is called."""
         wake = self._wake = loop.create_future()

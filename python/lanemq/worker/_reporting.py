@@ -26,6 +26,8 @@ class LockLostWarning(Exception):
 
 
 class Reporting(WorkerState):
+    """The part of `JobWorker` that reports outcomes and runs the periodic chores."""
+
     # -------------------------------------------------------------- reporting
 
     async def _flush(self) -> None:

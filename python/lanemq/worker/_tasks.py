@@ -24,6 +24,8 @@ _BASE_CREATE_TASK = asyncio.BaseEventLoop.create_task
 
 
 class Tasks(Reporting):
+    """The part of `JobWorker` that starts jobs' tasks and turns their ends into outcomes."""
+
     def _start(self, job: Job) -> None:
         self._start_all((job,))
 

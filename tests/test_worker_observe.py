@@ -1,4 +1,4 @@
-"""A worker's heartbeats and metrics records (`lanemq._worker_observe`) against a backend that
+"""A worker's heartbeats and metrics records (`lanemq.worker._observe`) against a backend that
 refuses them for a while: the worker goes on processing, each failure reaches the ``error``
 hooks, and the counts taken meanwhile are recorded once the backend answers again."""
 

@@ -18,7 +18,6 @@ from ._core import (
     RetryPolicy,
     __version__,
 )
-from ._handle import CommandHandle
 from .events import Event, Subscription
 from .exceptions import (
     BackendAuthenticationError,
@@ -44,8 +43,8 @@ from .exceptions import (
 )
 from .flows import Dependencies, FlowJob, JobNode
 from .job import Job
-from .lanes import DEFAULT_LANES, Alert, QueueManager
-from .observe import MetricsTime, QueueMetrics, WorkerInfo
+from .lanes import DEFAULT_LANES, Alert, CommandHandle, QueueManager
+from .observability.observe import MetricsTime, QueueMetrics, WorkerInfo
 from .queue import (
     InMemoryJobQueue,
     JobQueue,

@@ -17,7 +17,7 @@ log = logging.getLogger("lanemq.cli")
 def prometheus_module() -> ModuleType:
     """`lanemq.prometheus`, or a `click.UsageError` (exit 2) saying what to install."""
     try:
-        from .. import prometheus
+        from ..observability import prometheus
     except ImportError as missing:
         raise click.UsageError(
             f"--metrics-port needs prometheus-client ({missing}): pip install 'lanemq[prometheus]'"

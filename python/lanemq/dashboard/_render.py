@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from .._core import __version__
-from ..cli.output import when
+from .._format import when
 from ..exceptions import (
     ConfigError,
     JobNotFoundError,

@@ -25,14 +25,14 @@ import socket
 import time
 from typing import TYPE_CHECKING
 
-from ._core import __version__
-from .exceptions import ConfigError
-from .observe import MAX_DATA_POINTS, WorkerInfo, minute_of
+from .._core import __version__
+from ..exceptions import ConfigError
+from ..observability.observe import MAX_DATA_POINTS, WorkerInfo, minute_of
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from .worker import JobWorker
+    from ._worker import JobWorker
 
 #: The shortest heartbeat interval: nothing polls a backend more often than once a second.
 MIN_HEARTBEAT_INTERVAL = 1.0

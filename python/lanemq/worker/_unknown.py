@@ -14,11 +14,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from .exceptions import DelayedError, UnrecoverableError
-from .job import Job
+from ..exceptions import DelayedError, UnrecoverableError
+from ..job import Job
 
 if TYPE_CHECKING:
-    from .worker import JobWorker
+    from ._state import WorkerState
 
 log = logging.getLogger("lanemq.worker")
 
@@ -43,7 +43,7 @@ class UnknownJobNameWarning(Exception):
         self.delay = delay
 
 
-async def postpone_unknown(worker: JobWorker, job: Job) -> None:
+async def postpone_unknown(worker: WorkerState, job: Job) -> None:
     """Runs as the processor of a job with no processor: postpones it (and raises
     `DelayedError`, so the worker lets go of it), or past the limit raises
     `UnrecoverableError`, which fails it at once as a worker without the option would."""

@@ -13,7 +13,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from .metrics_sink import LaneMetricsSink
+from ..observability.metrics_sink import LaneMetricsSink
 
 if TYPE_CHECKING:
     from ._handle import CommandHandle

@@ -7,10 +7,10 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from .exceptions import ConfigError
+from ..exceptions import ConfigError
 
 if TYPE_CHECKING:
-    from .worker import JobWorker
+    from ._worker import JobWorker
 
 log = logging.getLogger("lanemq.worker")
 

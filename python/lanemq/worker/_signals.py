@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .worker import JobWorker
+    from ._worker import JobWorker
 
 log = logging.getLogger("lanemq.worker")
 

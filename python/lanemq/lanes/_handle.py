@@ -13,7 +13,7 @@ from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
-    from .lanes import QueueManager
+    from ._manager import QueueManager
 
 T = TypeVar("T")
 

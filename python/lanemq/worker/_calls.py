@@ -10,7 +10,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from .job import Job
+from ..job import Job
 
 Processor = Callable[[Job], Any]
 """``async def f(job)``, or a plain ``def f(job)`` (run in a worker thread)."""

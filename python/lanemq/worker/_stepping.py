@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from . import _tracing
-from ._worker_observe import WorkerObserver
+from .. import _tracing
+from ._observe import WorkerObserver
 
 if TYPE_CHECKING:
-    from .worker import JobWorker
+    from ._worker import JobWorker
 
 
 async def step(worker: JobWorker, *, until_idle: bool, timeout: float | None) -> int:

@@ -17,37 +17,20 @@ import asyncio
 import contextlib
 import functools
 import inspect
-import logging
 import math
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, ParamSpec, Protocol, TypeVar, overload
 
-from . import _tracing
-from ._core import AlertConfig, DeadLetter, LaneConfig, LaneScheduler
-from ._handle import (
-    CANCELLING,
-    DONE,
-    FAILED,
-    PENDING,
-    RUNNING,
-    TIMING_OUT,
-    CommandHandle,
-)
+from .. import _tracing
+from .._core import AlertConfig, DeadLetter, LaneConfig, LaneScheduler
+from ..events import Event, EventBus, Subscription
+from ..exceptions import ConfigError, DrainTimeoutError, ShutdownError, UnknownLaneError
+from ..observability.metrics_sink import LaneMetricsSink
+from ..storage import LocalStorage
+from ._handle import PENDING, CommandHandle
 from ._metrics_feed import MetricsFeed
-from .events import Event, EventBus, Subscription
-from .exceptions import (
-    CommandTimeoutError,
-    ConfigError,
-    DrainTimeoutError,
-    ShutdownError,
-    UnknownLaneError,
-    UnrecoverableError,
-)
-from .metrics_sink import LaneMetricsSink
-from .storage import LocalStorage
-
-log = logging.getLogger("lanemq.lanes")
+from ._running import Running
+from ._state import Alert
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -70,17 +53,6 @@ class Executable(Protocol[T_co]):
     def execute(self) -> Awaitable[T_co]: ...
 
 
-@dataclass(frozen=True, slots=True)
-class Alert:
-    """A threshold crossed: ``kind`` is ``queue_depth`` (value: pending commands) or ``latency``
-    (value: seconds a command ran); ``level`` is ``warning`` or ``critical``."""
-
-    lane_id: str
-    kind: str
-    level: str
-    value: float
-
-
 def _checked_close_timeout(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ConfigError(f"invalid close_timeout: {value!r} (must be a number of seconds)")
@@ -98,7 +70,7 @@ def _is_async_callable(fn: Any) -> bool:
     return call is not None and inspect.iscoroutinefunction(call)
 
 
-class QueueManager:
+class QueueManager(Running):
     """Runs async callables in named lanes. The lane with the lowest priority number that has
     pending work, a free slot and a rate-limit token always starts next; FIFO within a lane;
     running commands are never preempted.
@@ -180,11 +152,6 @@ class QueueManager:
         return cls(lanes, max_concurrency, **options)
 
     # ----------------------------------------------------------------- lifecycle
-
-    def _loop(self) -> asyncio.AbstractEventLoop:
-        if self._event_loop is None:
-            self._event_loop = asyncio.get_running_loop()
-        return self._event_loop
 
     async def start(self) -> None:
         """Starts dispatching (replaying stored named commands first, if there is storage)."""
@@ -279,12 +246,7 @@ class QueueManager:
 
     @overload
     def submit_nowait(
-        self,
-        lane_id: str,
-        command: Callable[P, Awaitable[T]],
-        /,
-        *args: P.args,
-        **kwargs: P.kwargs,
+        self, lane_id: str, command: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs
     ) -> CommandHandle[T]: ...
 
     @overload
@@ -333,12 +295,7 @@ class QueueManager:
 
     @overload
     async def submit(
-        self,
-        lane_id: str,
-        command: Callable[P, Awaitable[T]],
-        /,
-        *args: P.args,
-        **kwargs: P.kwargs,
+        self, lane_id: str, command: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs
     ) -> T: ...
 
     @overload
@@ -416,302 +373,10 @@ class QueueManager:
             self._durable[handle.id] = key
         return handle
 
-    # ------------------------------------------------------------------ running
-
-    async def _run(self) -> None:
-        core = self._core
-        timeouts = self._timeouts
-        bus = self._bus
-        feed = self._feed
-        loop = self._loop()
-        task = asyncio.current_task()
-        assert task is not None
-        handle: CommandHandle[Any] | None = core.pop()
-        while True:
-            if handle is None:
-                if self._stopping:
-                    return
-                self._arm_wake()
-                parked = loop.create_future()
-                self._idle.append(parked)
-                try:
-                    await parked
-                finally:
-                    if not parked.done():
-                        self._idle.remove(parked)
-                    elif not parked.cancelled():
-                        self._waking -= 1
-                handle = core.pop()
-                if handle is not None and self._idle:
-                    self._wake_one()  # more may be startable: let another runner look
-                continue
-            handle._state = RUNNING
-            handle._runner = task
-            if feed is not None:
-                feed.started(handle)
-            if bus.active:
-                self._emit_for("queue.command.started", handle, attempt=core.attempt(handle.id))
-            timeout = timeouts[handle.lane]
-            timer = None
-            if timeout is not None:
-                timer = loop.call_later(timeout, self._interrupt, handle, TIMING_OUT)
-            try:
-                if not handle.is_async:
-                    result = await self._run_in_thread(handle)
-                elif handle._kwargs is None:
-                    result = await handle._fn(*handle._args)
-                else:
-                    result = await handle._fn(*handle._args, **handle._kwargs)
-            except asyncio.CancelledError:
-                state = self._clear_interrupt(handle, task)
-                if state == RUNNING:  # the runner itself is being cancelled (close)
-                    self._settle_cancelled(handle, forget=False)
-                    raise
-                if state == TIMING_OUT:
-                    error = CommandTimeoutError(
-                        f"command {handle.id} in lane {handle.lane_id!r} timed out after {timeout}s"
-                    )
-                    handle = self._failed(handle, error, timed_out=True)
-                else:
-                    self._settle_cancelled(handle)
-                    handle = core.pop()
-            except Exception as error:
-                self._clear_interrupt(handle, task)
-                handle = self._failed(handle, error, timed_out=False)
-            else:
-                if handle._state != RUNNING:  # it swallowed its cancellation
-                    self._clear_interrupt(handle, task)
-                finished = handle.id
-                if self._durable and finished in self._durable:
-                    try:
-                        await self._journal_done(finished)
-                    except asyncio.CancelledError:  # the runner is being cancelled (close)
-                        self._finish_done(handle, result)
-                        raise
-                if bus.active:
-                    self._emit_for("queue.command.completed", handle)
-                if feed is not None:
-                    feed.completed(handle)
-                handle._finish(DONE, result)
-                handle = core.complete_and_pop(finished)
-                if self._drained and not core.in_flight:
-                    self._notify_drained()
-            finally:
-                if timer is not None:
-                    timer.cancel()
-            if self._watch_signals:
-                self._process_signals()
-
-    async def _run_in_thread(self, handle: CommandHandle[Any]) -> Any:
-        call = functools.partial(handle._fn, *handle._args, **(handle._kwargs or {}))
-        result = await self._loop().run_in_executor(None, call)
-        if inspect.isawaitable(result):  # a plain callable that returned an awaitable
-            result = await result
-        return result
-
-    def _failed(
-        self, handle: CommandHandle[Any], error: BaseException, timed_out: bool
-    ) -> CommandHandle[Any] | None:
-        """Records a failed attempt; returns the next command for the runner to start."""
-        core = self._core
-        retryable = not isinstance(error, UnrecoverableError)
-        text = f"{type(error).__name__}: {error}"
-        delay, attempt = core.fail(handle.id, timed_out, retryable, text, handle.command_type)
-        if self._feed is not None:
-            self._feed.failed(handle, timed_out, delay)
-        if timed_out:
-            self._emit_for("queue.command.timeout", handle, attempt=attempt, error=text)
-        if delay is not None:
-            handle._state = PENDING
-            self._emit_for("queue.command.retry", handle, attempt=attempt, error=text, delay=delay)
-            self._arm_wake()
-        else:
-            self._emit_for("queue.command.dead_lettered", handle, attempt=attempt, error=text)
-            self._emit_for("queue.command.failed", handle, attempt=attempt, error=text)
-            handle._finish(FAILED, error)
-            key = self._durable.pop(handle.id, None)
-            if key is not None and self._storage is not None:
-                self._spawn(self._storage.bury(key, core.dead_letters()[-1]))
-            if self._drained and not core.in_flight:
-                self._notify_drained()
-        return core.pop()
-
-    def _settle_cancelled(self, handle: CommandHandle[Any], forget: bool = True) -> None:
-        """Finishes a cancelled command. ``forget=False`` keeps a stored command for replay."""
-        if handle._state >= DONE:
-            return
-        self._core.cancel(handle.id)
-        if self._feed is not None:
-            self._feed.cancelled(handle)
-        self._emit_for("queue.command.cancelled", handle)
-        handle._finish(FAILED, asyncio.CancelledError(f"command {handle.id} was cancelled"))
-        if forget:
-            self._forget_stored(handle.id)
-        else:
-            self._durable.pop(handle.id, None)
-        if self._drained and not self._core.in_flight:
-            self._notify_drained()
-
-    def _cancel(self, handle: CommandHandle[Any]) -> bool:
-        if handle._state == PENDING:
-            self._settle_cancelled(handle)
-        else:
-            self._interrupt(handle, CANCELLING)
-        return True
-
-    @staticmethod
-    def _interrupt(handle: CommandHandle[Any], why: int) -> None:
-        """Cancels the task running ``handle``, recording why in its state."""
-        if handle._state == RUNNING:
-            handle._state = why
-            handle._runner.cancel()
-
-    @staticmethod
-    def _clear_interrupt(handle: CommandHandle[Any], task: asyncio.Task[None]) -> int:
-        """Returns the running state (RUNNING, or why it was interrupted) and undoes the
-        interruption's cancel request, so the runner task itself goes on."""
-        state = handle._state
-        if state != RUNNING:
-            handle._state = RUNNING
-            # Python >= 3.11 counts cancellation requests; take ours back so the runner (and
-            # any asyncio.timeout() around it) does not see the task as still being cancelled.
-            uncancel = getattr(task, "uncancel", None)
-            if uncancel is not None and task.cancelling():  # type: ignore[attr-defined]
-                uncancel()
-        return state
-
-    # A future schedules one loop callback (`call_soon`: a `Handle` object and a turn of the
-    # loop's queue) per done callback. Handles instead queue themselves in `_due` when they
-    # finish with callbacks (CommandHandle._finish), and all that finish before the loop's next
-    # turn share one loop callback, `_run_due`, which calls their callbacks in order, each in
-    # its own context, as the loop would have.
-
-    def _run_due(self) -> None:
-        due = self._due
-        self._due = []
-        for index, handle in enumerate(due):
-            callbacks = handle._callbacks
-            handle._callbacks = None
-            if isinstance(callbacks, tuple):
-                fn, context = callbacks
-                try:
-                    context.run(fn, handle)
-                except BaseException as error:
-                    self._callback_failed(error, handle, [], due[index + 1 :])
-            elif callbacks is not None:
-                for position, (fn, context) in enumerate(callbacks):
-                    try:
-                        context.run(fn, handle)
-                    except BaseException as error:
-                        rest = callbacks[position + 1 :]
-                        self._callback_failed(error, handle, rest, due[index + 1 :])
-
-    def _callback_failed(
-        self,
-        error: BaseException,
-        handle: CommandHandle[Any],
-        rest: list[Any],
-        later: list[CommandHandle[Any]],
-    ) -> None:
-        """Reports a done callback's error to the loop's exception handler, as a loop callback's
-        would be; SystemExit and KeyboardInterrupt go on up, the callbacks after it (``rest``
-        of this handle's, and the ``later`` handles') left to the loop's next turn."""
-        loop = self._loop()
-        if not isinstance(error, (SystemExit, KeyboardInterrupt)):
-            loop.call_exception_handler(
-                {
-                    "message": f"Exception in a done callback of {handle!r}",
-                    "exception": error,
-                    "future": handle,
-                }
-            )
-            return
-        if rest:
-            handle._callbacks = rest
-            later = [handle, *later]
-        if later:
-            if not self._due:
-                loop.call_soon(self._run_due)
-            self._due[:0] = later
-        raise error
-
-    def _wake_one(self) -> None:
-        idle = self._idle
-        while idle:
-            parked = idle.pop()
-            if not parked.done():
-                parked.set_result(None)
-                self._waking += 1
-                return
-
-    def _arm_wake(self) -> None:
-        """Sets a timer for the next retry or rate-limit token, if one is due sooner than the
-        timer already set."""
-        delay = self._core.next_wake()
-        if delay is None:
-            return
-        loop = self._loop()
-        at = loop.time() + delay
-        if self._wake_timer is not None:
-            if self._wake_at <= at:
-                return
-            self._wake_timer.cancel()
-        self._wake_at = at
-        self._wake_timer = loop.call_at(at, self._on_wake)
-
-    def _on_wake(self) -> None:
-        self._wake_timer = None
-        self._wake_one()
-
-    def _notify_drained(self) -> None:
-        for waiter in self._drained:
-            if not waiter.done():
-                waiter.set_result(None)
-        self._drained.clear()
-
-    async def _journal_done(self, command_id: int) -> None:
-        """Removes a completed durable command from the journal (fsynced) before its handle
-        resolves: a process killed once a caller saw the result must not run it again at the
-        next start. The removal goes on if the runner is cancelled meanwhile."""
-        key = self._durable.pop(command_id)
-        if self._storage is None:
-            return
-        removal = self._loop().create_task(self._storage.forget(key))
-        self._background.add(removal)
-        removal.add_done_callback(self._background.discard)
-        try:
-            await asyncio.shield(removal)
-        except Exception:
-            # It ran to its end; at worst it runs once more after a restart (at least once).
-            log.exception("cannot remove completed command %s from the journal", command_id)
-
-    def _finish_done(self, handle: CommandHandle[Any], result: Any) -> None:
-        """Completes ``handle`` for a runner that stops right after it."""
-        self._emit_for("queue.command.completed", handle)
-        if self._feed is not None:
-            self._feed.completed(handle)
-        handle._finish(DONE, result)
-        self._core.complete(handle.id)
-        if self._drained and not self._core.in_flight:
-            self._notify_drained()
-
-    def _forget_stored(self, command_id: int) -> None:
-        key = self._durable.pop(command_id, None)
-        if key is not None and self._storage is not None:
-            self._spawn(self._storage.forget(key))
-
-    def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:
-        task = self._loop().create_task(work)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-
     # ------------------------------------------------------------- observation
 
     def events(
-        self,
-        *keys: str,
-        buffer: int = 10_000,
-        where: Callable[[Event], bool] | None = None,
+        self, *keys: str, buffer: int = 10_000, where: Callable[[Event], bool] | None = None
     ) -> Subscription:
         """Subscribes to events (all, or those whose key is given; ``prefix.*`` matches a
         prefix), and of those only the ones for which ``where(event)`` is true, if given
@@ -754,34 +419,3 @@ class QueueManager:
     def in_flight(self) -> int:
         """Commands pending, running or waiting to retry."""
         return self._core.in_flight
-
-    def _emit_for(self, key: str, handle: CommandHandle[Any], **extra: Any) -> None:
-        if self._bus.active:
-            self._bus.emit(
-                key,
-                lane_id=handle.lane_id,
-                command_id=handle.id,
-                command_type=handle.command_type,
-                **extra,
-            )
-
-    def _emit(self, key: str, **payload: Any) -> None:
-        if self._bus.active:
-            self._bus.emit(key, **payload)
-
-    def _process_signals(self) -> None:
-        for kind, lane_id, level, value in self._core.take_signals():
-            if kind == "pressure":
-                self._emit("queue.lane.pressure", lane_id=lane_id, pending=int(value))
-            elif kind == "idle":
-                self._emit("queue.lane.idle", lane_id=lane_id)
-            else:
-                alert = Alert(lane_id, kind, level, value)
-                self._emit("queue.alert", lane_id=lane_id, kind=kind, level=level, value=value)
-                for callback in self._alert_callbacks:
-                    outcome = callback(alert)
-                    if inspect.iscoroutine(outcome):
-                        self._spawn(outcome)
-
-
-__all__ = ["DEFAULT_LANES", "Alert", "Executable", "QueueManager"]

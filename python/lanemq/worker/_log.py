@@ -9,9 +9,9 @@ from __future__ import annotations
 import logging
 import time
 
-from ._core import OutcomeBatch
-from .exceptions import BackendConnectionError
-from .job import Job
+from .._core import OutcomeBatch
+from ..exceptions import BackendConnectionError
+from ..job import Job
 
 log = logging.getLogger("lanemq.worker")
 

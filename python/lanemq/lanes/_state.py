@@ -1,0 +1,100 @@
+"""What every part of `QueueManager` shares: the state its ``__init__`` sets (declared here so
+each part of the class is type-checked against it), and the events and alerts it emits. The
+class is split by concern into a chain of bases: `_state` (this), `_running` (the runners
+that run commands, and what they settle), and `_manager` (the public class: lanes, submits,
+lifecycle, observation)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+from .._core import LaneScheduler
+from ..events import EventBus
+from ..storage import LocalStorage
+from ._handle import CommandHandle
+from ._metrics_feed import MetricsFeed
+
+log = logging.getLogger("lanemq.lanes")
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    """A threshold crossed: ``kind`` is ``queue_depth`` (value: pending commands) or ``latency``
+    (value: seconds a command ran); ``level`` is ``warning`` or ``critical``."""
+
+    lane_id: str
+    kind: str
+    level: str
+    value: float
+
+
+class ManagerState:
+    """The attributes `QueueManager.__init__` sets that the parts of the class use."""
+
+    _core: LaneScheduler
+    _lane_ids: list[str]
+    _timeouts: list[float | None]
+    _feed: MetricsFeed | None
+    _bus: EventBus
+    _alert_callbacks: list[Callable[[Alert], Any]]
+    _storage: LocalStorage | None
+    _durable: dict[int, str]
+    _event_loop: asyncio.AbstractEventLoop | None
+    _idle: list[asyncio.Future[None]]
+    _waking: int
+    _wake_timer: asyncio.TimerHandle | None
+    _wake_at: float
+    _drained: list[asyncio.Future[None]]
+    _due: list[CommandHandle[Any]]
+    _background: set[asyncio.Task[Any]]
+    _watch_signals: bool
+    _stopping: bool
+
+    def _loop(self) -> asyncio.AbstractEventLoop:
+        if self._event_loop is None:
+            self._event_loop = asyncio.get_running_loop()
+        return self._event_loop
+
+    def _notify_drained(self) -> None:
+        for waiter in self._drained:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._drained.clear()
+
+    def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:
+        task = self._loop().create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def _emit_for(self, key: str, handle: CommandHandle[Any], **extra: Any) -> None:
+        if self._bus.active:
+            self._bus.emit(
+                key,
+                lane_id=handle.lane_id,
+                command_id=handle.id,
+                command_type=handle.command_type,
+                **extra,
+            )
+
+    def _emit(self, key: str, **payload: Any) -> None:
+        if self._bus.active:
+            self._bus.emit(key, **payload)
+
+    def _process_signals(self) -> None:
+        for kind, lane_id, level, value in self._core.take_signals():
+            if kind == "pressure":
+                self._emit("queue.lane.pressure", lane_id=lane_id, pending=int(value))
+            elif kind == "idle":
+                self._emit("queue.lane.idle", lane_id=lane_id)
+            else:
+                alert = Alert(lane_id, kind, level, value)
+                self._emit("queue.alert", lane_id=lane_id, kind=kind, level=level, value=value)
+                for callback in self._alert_callbacks:
+                    outcome = callback(alert)
+                    if inspect.iscoroutine(outcome):
+                        self._spawn(outcome)

@@ -1,0 +1,146 @@
+"""`JobWorker`'s run loop, one turn at a time: the calls that report completions and
+claim (up to two in flight on a remote backend), and the sleeps between them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from .._core import OutcomeBatch, WorkerTurn
+from ..job import Job
+from ._state import retrieve
+from ._tasks import Tasks
+
+
+class Loop(Tasks):
+    """The part of `JobWorker` that turns the run loop: calls, waits and claims."""
+
+    async def _pause_until_reachable(self, seconds: float, loop: asyncio.AbstractEventLoop) -> None:
+        """Sleeps ``seconds``, or less if the backend answers again or close() is called."""
+        wake = self._wake = loop.create_future()
+        probe = asyncio.ensure_future(self.queue.wait_reachable(seconds))
+        try:
+            await asyncio.wait((wake, probe), timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._wake = None
+            probe.cancel()
+            probe.add_done_callback(retrieve)
+
+    async def _step(self, loop: asyncio.AbstractEventLoop) -> None:
+        """One turn of the loop, as the book decides it: report failures and releases (with
+        no call in flight); or make the calls that report completions and claim, on a remote
+        backend up to two in flight (so jobs a call returned run while the backend works on
+        the next), in process one, awaited here; or sleep until there is work."""
+        turn = self._book.turn()  # raises what a call that failed since the last turn raised
+        if turn.flush:
+            await self._settle()
+            await self._flush()
+        elif self._remote:
+            for done, claim in turn.calls:
+                self._launch(loop, done, claim)
+            if self._exchanges:
+                await self._wait_for_exchange(loop)
+            else:
+                await self._idle(turn, loop)
+        elif not (turn.calls and await self._call(*turn.calls[0])):
+            await self._idle(turn, loop)
+
+    def _launch(self, loop: asyncio.AbstractEventLoop, done: OutcomeBatch, claim: int) -> None:
+        task = loop.create_task(self._call(done, claim))
+        self._exchanges.add(task)
+        task.add_done_callback(self._exchange_done)
+
+    async def _call(self, done: OutcomeBatch, claim: int) -> bool:
+        """A call of a turn: reports the completions ``done``, claims up to ``claim`` jobs and
+        starts them, and tells the book how it went (the next turn raises a failure). Returns
+        whether the loop should turn again at once rather than wait for work: jobs came, or
+        the call failed."""
+        try:
+            jobs = await self._report(done, claim)
+        except Exception as error:
+            self._book.call_failed(claim, error)
+            return True
+        except BaseException:
+            self._book.call_done(claim, 0)  # cancelled: its claim holds no slot any more
+            raise
+        self._book.call_done(claim, len(jobs))
+        if jobs:
+            self._start_all(jobs)
+        return bool(jobs)
+
+    def _exchange_done(self, task: asyncio.Task[bool]) -> None:
+        self._exchanges.discard(task)
+        self._poke()
+
+    async def _wait_for_exchange(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Sleeps until a call in flight returns or a job finishes (or close() is called)."""
+        if self._closing:
+            return
+        wake = self._wake = loop.create_future()
+        try:
+            await wake
+        finally:
+            self._wake = None
+
+    async def _settle(self) -> None:
+        """Waits for the calls in flight (their errors surface on the next turn)."""
+        while self._exchanges:
+            await asyncio.gather(*self._exchanges, return_exceptions=True)
+
+    async def _pause(self, seconds: float, loop: asyncio.AbstractEventLoop) -> None:
+        """Sleeps ``seconds``, or less if close() is called."""
+        wake = self._wake = loop.create_future()
+        try:
+            await asyncio.wait_for(asyncio.shield(wake), seconds)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            self._wake = None
+
+    async def _idle(self, turn: WorkerTurn, loop: asyncio.AbstractEventLoop) -> None:
+        """Sleeps until a slot frees, an outcome waits to be reported, close() is called, or
+        (when the turn says to claim) the queue may have a job: then the backend claims in the
+        same call that waited, and the claimed jobs start here. While claims are paused, the
+        sleep ends with the pause."""
+        if self._closing or self._book.pending:
+            return  # (close() may have been called while the loop awaited the queue)
+        wake = self._wake = loop.create_future()
+        waits: list[asyncio.Future[Any]] = [wake]
+        claim: asyncio.Future[list[Job]] | None = None
+        interrupt: Callable[[], None] | None = None
+        asked = turn.idle_claim
+        if asked:
+            claimed, interrupt = self.queue.wait_and_claim(
+                self.id, self.lease, asked, self.stalled_interval
+            )
+            claim = asyncio.ensure_future(claimed)
+            waits.append(claim)
+        elif turn.pause is not None:
+            waits.append(loop.create_task(asyncio.sleep(turn.pause)))
+        try:
+            if len(waits) == 1:
+                await wake  # (no `asyncio.wait` machinery for the one future: once per batch)
+            else:
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            if claim is not None:
+                assert interrupt is not None
+                interrupt()
+                claim.add_done_callback(retrieve)  # nobody takes its outcome now
+            raise
+        finally:
+            self._wake = None
+            if claim is None:
+                for waiting in waits[1:]:
+                    waiting.cancel()
+        if claim is None:
+            self._book.idled(0, 0)
+            return
+        if not claim.done():
+            assert interrupt is not None
+            interrupt()  # it ends at once, with what it claimed if the claim had begun
+        jobs = await claim
+        self._book.idled(asked, len(jobs))  # a short claim: the queue is empty
+        if jobs:
+            self._start_all(jobs)

@@ -1,0 +1,91 @@
+"""What every part of `JobWorker` shares: the state its ``__init__`` sets (declared here so
+each part of the class is type-checked against it), the wake-up future of the loop, and the
+hooks. The class is split by concern into a chain of bases: `_state` (this), `_reporting`
+(outcomes to the backend, chores), `_tasks` (a job's task from start to end), `_loop` (a turn
+of the run loop), and `_worker` (the public class: set-up, run, close)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .. import _tracing
+from .._core import WorkerBook
+from ..exceptions import ConfigError
+from . import _log as _worker_log
+from ._calls import AsyncProcessor
+
+if TYPE_CHECKING:
+    from ..queue import JobQueue
+
+log = logging.getLogger("lanemq.worker")
+
+HOOKS = ("completed", "failed", "dead", "stalled", "error")
+
+
+class WorkerState:
+    """The attributes `JobWorker.__init__` sets that the parts of the class use."""
+
+    queue: JobQueue
+    id: str
+    lease: float
+    stalled_interval: float
+    unknown_name_retries: int
+    unknown_name_delay: float
+    _remote: bool
+    _book: WorkerBook
+    _processors: dict[str, AsyncProcessor]
+    _default: AsyncProcessor | None
+    _hooks: dict[str, list[Callable[..., Any]]]
+    _timers: dict[asyncio.Task[Any], asyncio.TimerHandle]
+    _strays: set[asyncio.Task[Any]]
+    _hold_queue: float
+    _wake_future: asyncio.Future[None] | None
+    _exchanges: set[asyncio.Task[bool]]
+    _closing: bool
+    _force: bool
+    _releasing: set[asyncio.Task[Any]]
+    _loop: asyncio.AbstractEventLoop | None
+    _stopped: asyncio.Event
+    _outcomes: _tracing.Outcomes
+    _outage: _worker_log.Outage
+
+    @property
+    def _wake(self) -> asyncio.Future[None] | None:
+        """The future the loop waits on (None while it does not wait): a job that ends, or
+        close(), sets it. The book has it too, for `WorkerBook.task_done`."""
+        return self._wake_future
+
+    @_wake.setter
+    def _wake(self, wake: asyncio.Future[None] | None) -> None:
+        self._wake_future = wake
+        self._book.wake = wake
+
+    def _poke(self) -> None:
+        wake = self._wake
+        if wake is not None and not wake.done():
+            wake.set_result(None)
+
+    async def _hook(self, event: str, *args: Any) -> None:
+        for callback in self._hooks[event]:
+            try:
+                outcome = callback(*args)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception:
+                log.exception("worker %s: %s hook %r raised", self.id, event, callback)
+
+
+def checked_concurrency(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"invalid concurrency: {value!r} (must be an integer >= 1)")
+    return value
+
+
+def retrieve(future: asyncio.Future[Any]) -> None:
+    """Marks the outcome of a future nobody awaits as seen, so asyncio does not log it."""
+    if not future.cancelled():
+        future.exception()

@@ -1,0 +1,439 @@
+"""`JobWorker`: runs processors for a queue's jobs: ``async def`` ones on the caller's event
+loop, plain ``def`` ones in worker threads.
+
+The loop claims jobs in batches up to its free capacity, starts one asyncio task per job, and
+reports outcomes in batches (`complete_many` / `fail_many`), so no job costs an awaited round
+trip of its own. One call per renewal period renews every held lease, and stalled recovery runs
+every ``stalled_interval``.
+
+The bookkeeping (running jobs, outcomes waiting, calls in flight, pause, back-off, counters) is
+the Rust `WorkerBook`, which also decides each turn of the loop in one synchronous call; the
+package keeps what is asyncio's: tasks, timers, hooks, signals and close, one concern per
+module (`_state` lists them). This module is the public class: set-up, run and close."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+from .. import _tracing
+from .._core import WorkerBook
+from .._results import encoded_result
+from ..exceptions import BackendConnectionError, ConfigError
+from ..queue import JobQueue
+from . import _log as _worker_log
+from ._calls import (
+    AsyncProcessor,
+    Middleware,
+    Processor,
+    as_async,
+    is_async_callable,
+    with_middleware,
+)
+from ._close import check_seconds, wind_down
+from ._loop import Loop
+from ._observe import WorkerObserver, check_observe
+from ._signals import SignalHandlers
+from ._state import HOOKS, checked_concurrency
+from ._stepping import step
+
+if TYPE_CHECKING:
+    from ..observability.otel import WorkerTracing
+
+log = logging.getLogger("lanemq.worker")
+
+P = TypeVar("P", bound=Processor)
+M = TypeVar("M", bound=Middleware)
+
+
+class JobWorker(Loop):
+    """Processes jobs of ``queue``: ``processors`` maps job names to ``async def f(job)``
+    (a single callable handles every name). At most ``concurrency`` jobs run at once; each
+    claim holds a job for ``lease`` seconds, renewed every ``renew_every`` (default: half the
+    lease) while it runs.
+
+    A plain ``def f(job)`` processor (one that is not an ``async def`` function, a
+    `functools.partial` of one, or an object with an ``async def __call__``) runs in the
+    loop's default executor, so at most that executor's threads run at once (``min(32, CPUs +
+    4)`` by default; `loop.set_default_executor` sets more). Its result or exception counts as
+    a coroutine's would. It calls the job's methods through `Job.sync` (``job.sync.log("x")``,
+    ``job.sync.update_progress(50)``), which run them on the worker's loop. A thread cannot be
+    stopped: when the job times out it fails with `TimeoutError` at once, the thread runs on,
+    its result is ignored and its later writes through `Job.sync` raise `LockMismatchError`
+    (the process still waits for the thread at exit: `asyncio.run` joins the executor).
+    If such a function returns an awaitable, that is awaited on the loop. At close, a
+    thread is waited for within the grace; only past it is its job released (and may run
+    twice). An ``async def`` processor that catches the cancellation of its timeout cannot be
+    stopped either: its job fails at the deadline all the same, and its task runs on as a
+    stray (``stray_tasks``), its result ignored.
+
+    A job's return value is encoded as JSON when the job ends, once: one that JSON cannot hold
+    fails that job as if its processor had raised `TypeError`, one over the queue's
+    ``max_payload_bytes`` as if it had raised `ValueError` (each retried by the job's policy);
+    the other jobs reported with it are not affected.
+
+    Counters (of this worker object, since it was made): ``processed``, the jobs it completed;
+    ``failed``, the jobs it failed for good (no retry left, `UnrecoverableError`, no processor;
+    as BullMQ's failed metric and the queue's ``failed`` state count them); ``attempts_failed``,
+    every failed attempt it recorded, retried or not (as the ``failed`` hook fires). Jobs that
+    stalled recovery fails are not counted here: this worker did not run them.
+
+    A job whose name has no processor is failed at once (BullMQ's behaviour), unless
+    ``unknown_name_retries`` is N > 0 (for rolling deploys, where a newer worker knows the
+    name): then it is moved back to delayed for ``unknown_name_delay`` seconds, at most N
+    times in all (counted across workers, by a log line on the job each time), then failed;
+    each postponement calls the ``error`` hooks with an `UnknownJobNameWarning`.
+
+    Observation (`lanemq.observe`): while ``run()`` runs, the worker heartbeats its
+    `WorkerInfo` every ``heartbeat_interval`` seconds (at least 1; its entry lives three
+    intervals), so `JobQueue.get_workers` lists it, and it leaves the registry at close. With
+    ``metrics_max_data_points`` (None: off, as BullMQ's ``metrics`` option; `MetricsTime` has
+    usual values) it records the jobs it completed and failed for good per minute
+    (`JobQueue.get_metrics`), at most once a second and at close: nothing is added to the calls
+    that claim or finish jobs. `run_once` and `run_until_idle` record the metrics too (as they
+    return), but do not heartbeat."""
+
+    def __init__(
+        self,
+        queue: JobQueue,
+        processors: dict[str, Processor] | Processor | None = None,
+        concurrency: int = 1,
+        lease: float = 30.0,
+        renew_every: float | None = None,
+        stalled_interval: float = 30.0,
+        name: str | None = None,
+        unknown_name_retries: int = 0,
+        unknown_name_delay: float = 5.0,
+        metrics_max_data_points: int | None = None,
+        heartbeat_interval: float = 5.0,
+    ) -> None:
+        if concurrency < 1:
+            raise ConfigError(f"invalid concurrency: {concurrency} (must be >= 1)")
+        if not lease > 0:
+            raise ConfigError(f"invalid lease: {lease} (must be > 0 seconds)")
+        renew_every = lease / 2 if renew_every is None else renew_every
+        if not 0 < renew_every < lease:
+            raise ConfigError(f"invalid renew_every: {renew_every} (must be > 0 and < lease)")
+        if not stalled_interval > 0:
+            raise ConfigError(f"invalid stalled_interval: {stalled_interval} (must be > 0)")
+        retries = unknown_name_retries
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise ConfigError(f"invalid unknown_name_retries: {retries!r} (must be an int >= 0)")
+        check_seconds("unknown_name_delay", unknown_name_delay, optional=False)
+        check_observe(heartbeat_interval, metrics_max_data_points)
+        self.queue = queue
+        self._remote = queue.remote
+        # The running jobs, the outcomes waiting to be reported, the calls in flight, pause,
+        # back-off and counters, and the decision of each turn of the loop (`_step`): Rust
+        # (lanemq_core::worker). Python keeps the tasks, timers, hooks and close.
+        self._book = WorkerBook(checked_concurrency(concurrency), self._remote)
+        self.lease = lease
+        self.renew_every = renew_every
+        self.stalled_interval = stalled_interval
+        self.unknown_name_retries = unknown_name_retries
+        self.unknown_name_delay = unknown_name_delay
+        self.metrics_max_data_points = metrics_max_data_points
+        self.heartbeat_interval = heartbeat_interval
+        self.id = name or f"worker-{uuid.uuid4().hex[:12]}"
+        # The processors as registered, and as called (`_rebuild` makes the second from the
+        # first: plain functions go to a thread).
+        self._handlers: dict[str, Processor] = {}
+        self._default_handler: Processor | None = None
+        self._middleware: list[Middleware] = []
+        self._processors: dict[str, AsyncProcessor] = {}
+        self._default: AsyncProcessor | None = None
+        if callable(processors):
+            self._default_handler = processors
+        elif processors is not None:
+            self._handlers.update(processors)
+        self._rebuild()
+        self._hooks: dict[str, list[Callable[..., Any]]] = {hook: [] for hook in HOOKS}
+        self._timers: dict[asyncio.Task[Any], asyncio.TimerHandle] = {}
+        # Tasks of timed-out jobs that had not ended when their job was failed: a processor
+        # that catches `CancelledError` runs on, and nothing can stop it (`stray_tasks`).
+        self._strays: set[asyncio.Task[Any]] = set()
+        # The queue-wide wait that a RateLimitError(delay) asked for, set by `_flush` before
+        # the job goes back (0.0: none).
+        self._hold_queue = 0.0
+        self._wake_future: asyncio.Future[None] | None = None
+        # The tasks of the calls that report completions and claim on a remote backend (at
+        # most two in flight).
+        self._exchanges: set[asyncio.Task[bool]] = set()
+        self._closing = False
+        self._force = False
+        # When close()'s grace ends (loop time), and the tasks it cancelled then: their jobs
+        # go back to waiting.
+        self._deadline: float | None = None
+        self._releasing: set[asyncio.Task[Any]] = set()
+        # Jobs' tasks end in `WorkerBook.task_done`, which hands `_done` what it does not
+        # handle itself (it looks at the timers and the releases).
+        # (results are encoded and checked against the queue's limit as each job ends)
+        encode = functools.partial(encoded_result, max_payload_bytes=queue.max_payload_bytes)
+        self._book.watch(self._done, self._timers, self._releasing, encode)
+        self._running: asyncio.Task[None] | None = None
+        self._run_done: asyncio.Future[None] | None = None
+        self._stopped = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # What reports outcomes (the queue, or its traced calls) and the tracing installed on
+        # this worker: lanemq.otel sets both at the start of a run while tracing is on.
+        self._outcomes: _tracing.Outcomes = queue
+        self._traced_by: WorkerTracing | None = None
+        # How the chores' failures are logged: an unreachable backend once, not every round.
+        self._outage = _worker_log.Outage(self.id)
+
+    # --------------------------------------------------------------- set-up
+
+    @overload
+    def processor(self, name: P, /) -> P: ...
+
+    @overload
+    def processor(self, name: str | None = None) -> Callable[[P], P]: ...
+
+    def processor(self, name: str | P | None = None) -> Callable[[P], P] | P:
+        """Registers ``async def f(job)`` (or a plain ``def``, run in a thread) for jobs
+        called ``name`` (every name when None): ``@worker.processor("send")``. Used bare,
+        ``@worker.processor`` registers the function under its own ``__name__``, as
+        ``@worker.processor("<its name>")`` would. A ``name`` that is neither a str, None nor
+        a function raises `TypeError`."""
+        if callable(name):
+            fn = name
+            label = getattr(fn, "__name__", None)
+            if not isinstance(label, str):
+                raise TypeError(
+                    f"@worker.processor used bare needs a function with a __name__, got {fn!r}"
+                    " (use @worker.processor('<job name>'))"
+                )
+            return self.processor(label)(fn)
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"processor name must be a str or None, got {name!r}")
+
+        def register(fn: P) -> P:
+            if not callable(fn):
+                raise TypeError(f"processor must be callable, got {fn!r}")
+            if name is None:
+                self._default_handler = fn
+            else:
+                self._handlers[name] = fn
+            self._rebuild()
+            return fn
+
+        return register
+
+    def use(self, middleware: M) -> M:
+        """Adds ``async def middleware(job, call_next)`` around every processor call:
+        ``await call_next()`` runs the next middleware (or the processor) and returns its
+        result, which the middleware may change; exceptions pass through it, to catch or
+        let go. The first one added is outermost. Middleware runs on the event loop, also
+        around a plain ``def`` processor (only that goes to a thread), so context variables
+        it sets are seen by the processor. (A job with no processor is failed without it.)
+        Returns ``middleware``, so it works as a decorator. Without middleware the processor
+        is called directly: nothing to pay for."""
+        if not is_async_callable(middleware):
+            raise TypeError(
+                f"middleware must be an async def (job, call_next) callable, got {middleware!r}"
+            )
+        self._middleware.append(middleware)
+        self._rebuild()
+        return middleware
+
+    def _rebuild(self) -> None:
+        """Makes the callables `_start` calls from the registered processors and middleware."""
+        self._processors = {name: self._callable(fn) for name, fn in self._handlers.items()}
+        handler = self._default_handler
+        self._default = None if handler is None else self._callable(handler)
+
+    def _callable(self, processor: Processor) -> AsyncProcessor:
+        call = as_async(processor)
+        return with_middleware(call, self._middleware) if self._middleware else call
+
+    def on(self, event: str, callback: Callable[..., Any]) -> None:
+        """Hooks: ``completed(job, result)``, ``failed(job, error)`` (every failed attempt),
+        ``dead(job, error)`` (once, when a job fails for good), ``stalled(job_id)``,
+        ``error(error)``. A hook that raises is logged; it never fails a job."""
+        if event not in self._hooks:
+            raise ValueError(f"unknown worker event: {event!r} (events: {', '.join(HOOKS)})")
+        self._hooks[event].append(callback)
+
+    @property
+    def concurrency(self) -> int:
+        """At most this many jobs run at once. It may be set before `run()` (as ``lanemq
+        worker --concurrency`` does); each claim then asks for up to half of it."""
+        return self._book.concurrency
+
+    @concurrency.setter
+    def concurrency(self, value: int) -> None:
+        self._book.concurrency = checked_concurrency(value)
+
+    @property
+    def processed(self) -> int:
+        """Jobs this worker completed."""
+        return self._book.processed
+
+    @property
+    def failed(self) -> int:
+        """Jobs this worker failed for good."""
+        return self._book.failed
+
+    @property
+    def attempts_failed(self) -> int:
+        """Failed attempts this worker recorded, retried or not."""
+        return self._book.attempts_failed
+
+    @property
+    def stray_tasks(self) -> int:
+        """Tasks of timed-out jobs still running: their processor caught the cancellation
+        (`CancelledError`) and went on. Their jobs failed with `TimeoutError` at the deadline
+        and their slots are free; Python cannot kill a task, so each runs until it returns by
+        itself, and what it returns is ignored."""
+        return len(self._strays)
+
+    # ------------------------------------------------------------------ run
+
+    async def run(
+        self, *, install_signal_handlers: bool = False, grace: float | None = 8.0
+    ) -> None:
+        """Processes jobs until `close()`.
+
+        With ``install_signal_handlers`` (Unix, main thread; `RuntimeError` otherwise), SIGTERM
+        or SIGINT starts ``close(grace=grace)`` (default 8 s, below Docker's 10 s stop timeout)
+        and a second one ``close(force=True)``; run() then returns normally, and the handlers
+        there before (the loop's or Python's) are back."""
+        check_seconds("grace", grace)
+        if self._running is not None and self._running is not asyncio.current_task():
+            raise RuntimeError(f"worker {self.id} is already running")
+        loop = asyncio.get_running_loop()
+        _tracing.prepare_worker(self)
+        signals = SignalHandlers(self, loop, grace) if install_signal_handlers else None
+        if signals is not None:
+            signals.install()
+        self._running = asyncio.current_task()
+        self._loop = loop
+        if not self._closing:
+            # A fresh run: a grace or force left by an earlier close() or run_until_idle()
+            # timeout must not cut this run's close() short.
+            self._deadline = None
+            self._force = False
+        log.info(
+            "worker %s: running on queue %s (concurrency %d)",
+            self.id,
+            self.queue.name,
+            self.concurrency,
+        )
+        self._stopped = asyncio.Event()
+        run_done = self._run_done = loop.create_future()
+        observer = WorkerObserver(self)
+        chores = [
+            loop.create_task(self._every(self.renew_every, self._renew)),
+            loop.create_task(self._every(self.stalled_interval, self._recover)),
+            loop.create_task(observer.run(self._stopped)),
+        ]
+        try:
+            while not self._closing:
+                try:
+                    await self._step(loop)
+                except Exception as error:
+                    # The backend failed (say, Redis went away): keep the outcomes, wait, retry;
+                    # the worker resumes by itself once the backend is back. An unreachable
+                    # server is asked every 0.1 s meanwhile and the wait ends when it answers:
+                    # the leases of finished jobs run out while their outcomes wait.
+                    backoff = self._book.back_off()  # 0.1 s, doubling up to 5 s
+                    log.warning("worker %s: %s; retrying in %.1fs", self.id, error, backoff)
+                    await self._hook("error", error)
+                    if isinstance(error, BackendConnectionError):
+                        await self._pause_until_reachable(backoff, loop)
+                    else:
+                        await self._pause(backoff, loop)
+        finally:
+            # Renewals go on while running jobs finish; a chore in progress completes (its
+            # hooks included) before run() returns.
+            try:
+                await self._wind_down()
+            finally:
+                self._stopped.set()
+                await asyncio.gather(*chores, return_exceptions=True)
+                await observer.finish()  # the last metrics, then out of the registry
+                self._running = self._run_done = None
+                run_done.set_result(None)
+                log.info(
+                    "worker %s: stopped (%d completed, %d failed for good, %d failed attempts)",
+                    self.id,
+                    self.processed,
+                    self.failed,
+                    self.attempts_failed,
+                )
+                if signals is not None:
+                    signals.restore()
+                    await signals.finish()
+
+    async def run_once(self) -> int:
+        """Claims one batch (up to ``concurrency`` jobs that are ready: waiting, or delayed and
+        due), runs it to its end, reports the outcomes and returns how many it processed: the
+        completions and failed attempts recorded (a job moved to delayed, released after a
+        `RateLimitError` or whose lease was lost is not counted). For tests and scripts; it
+        renews leases meanwhile, but runs no stalled recovery (`JobQueue.recover_stalled`).
+        Raises `RuntimeError` while `run()` (or another step) is in progress."""
+        return await step(self, until_idle=False, timeout=None)
+
+    async def run_until_idle(self, timeout: float | None = None) -> int:
+        """Processes what is ready until nothing is (no waiting job, no delayed job due; a
+        retry whose backoff has not passed is not ready) and nothing runs, then returns the
+        number processed, counted as `run_once` counts. A job that a finished one made ready
+        (a retry without backoff, a flow's parent) is processed too. After ``timeout``
+        seconds it stops: the jobs still running are cancelled and released back to waiting
+        (as `close` does when its grace runs out) and `TimeoutError` is raised. Nothing is left
+        running when it returns or raises."""
+        check_seconds("timeout", timeout)
+        return await step(self, until_idle=True, timeout=timeout)
+
+    # ------------------------------------------------------------------ close
+
+    async def _wind_down(self) -> None:
+        await wind_down(self)
+
+    async def close(self, force: bool = False, grace: float | None = None) -> None:
+        """Stops claiming at once and waits for running jobs to finish and be reported, at
+        most ``grace`` seconds (None: as long as they take; 0: not at all). Jobs still running
+        then are cancelled and released back to waiting at once (`JobQueue.release`: at the
+        front of their priority, the attempt given back, so ``attempts_made`` is as before the
+        claim; no lease wait, not reported as failed). A plain ``def`` processor's thread
+        cannot be stopped: its job is released all the same and what the thread does later is
+        ignored. With ``force``, cancels running jobs at once and leaves them to stalled
+        recovery (their leases run out), as before; this also cuts a pending grace short.
+        Returns once the worker has stopped. Calling it again may shorten the grace."""
+        check_seconds("grace", grace)
+        if grace is not None:
+            deadline = asyncio.get_running_loop().time() + grace
+            if self._deadline is None or deadline < self._deadline:
+                self._deadline = deadline
+        if not self._closing and self._running is not None:
+            log.info(
+                "worker %s: closing%s with %d job(s) running",
+                self.id,
+                " (force)" if force else "" if grace is None else f" (grace {grace}s)",
+                self._book.running,
+            )
+        self._closing = True
+        self._force = self._force or force
+        self._poke()
+        running = self._running
+        if running is not None and running is not asyncio.current_task():
+            run_done = self._run_done
+            if run_done is not None:
+                # Not the task: run() may be awaited by a task that goes on afterwards.
+                await asyncio.shield(run_done)
+            else:  # started by __aenter__, not yet running
+                await asyncio.gather(running, return_exceptions=True)
+
+    async def __aenter__(self) -> JobWorker:
+        self._closing = self._force = False
+        self._deadline = None
+        self._running = asyncio.get_running_loop().create_task(self.run())
+        await asyncio.sleep(0)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()

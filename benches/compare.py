@@ -197,7 +197,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--peer-scale",
         type=positive_int,
         default=4,
-        help="the peers other than BullMQ Node run 1/N of the add, process and memory jobs",
+        help="the peers other than BullMQ Node run 1/N of the add and process jobs",
     )
     parser.add_argument(
         "--rtt-calls", type=positive_int, default=5_000, help="PINGs of the round-trip floor"

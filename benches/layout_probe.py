@@ -4,7 +4,7 @@
 
 lanemq keeps each job field in a hash of its own (`<base>j:<field>`, job id -> value), so one
 command reads or writes a field of a whole batch. BullMQ keeps one hash per job. With many
-jobs, every lookup in a big per-field hash misses the cache (benches/README.md), while a job's
+jobs, every lookup in a big per-field hash misses the cache (benches/history/5-10.md), while a job's
 own hash is one small listpack. This probe fills 100,000 jobs both ways and times a step like
 a claim and completion of 50 jobs (read 13 fields of each, write 6, delete the 3 of the lock)
 as one FCALL per batch, over the first 50,000 jobs, twice (the first pass writes fields that

@@ -20,7 +20,7 @@ end
 
 local existed, first_id, first_seq
 if not deduplicating then
-  -- All in one creation: the loop below, without its bookkeeping's cost (benches/README.md).
+  -- All in one creation: the loop below, without its bookkeeping's cost (benches/history/5-10.md).
   existed, first_id, first_seq = create_jobs(specs, true)
 else
   existed, first_id, first_seq = {}, 0, 0

@@ -43,14 +43,14 @@ local MAX_EVENTS_N = tonumber(MAX_EVENTS) or 0
 local WAITING_STATE, DELAYED_STATE, ACTIVE_STATE, CHILDREN_STATE, COMPLETED_STATE, FAILED_STATE =
   0, 1, 2, 3, 4, 5
 -- The same as text, for redis.call: a Lua number is formatted with %.17g (more instructions
--- than a short HSET, benches/README.md), and tostring costs as much.
+-- than a short HSET, benches/history/5-10.md), and tostring costs as much.
 local WAITING_TEXT, DELAYED_TEXT, ACTIVE_TEXT, CHILDREN_TEXT, COMPLETED_TEXT, FAILED_TEXT =
   "0", "1", "2", "3", "4", "5"
 
 -- The helpers from here on, and the script's body after them, run in one function nested in
 -- the script (compose.rs): the names above are its upvalues. Making a closure searches the
 -- upvalues captured so far for each local it captures (Lua 5.1's luaF_findupval walks them;
--- a step's cost is in benches/README.md), while an upvalue of the enclosing function is
+-- a step's cost is in benches/history/5-10.md), while an upvalue of the enclosing function is
 -- copied: every helper captures the keys, JOB and NOW. Keep only such plain names above (31 of
 -- them: a function may have 60 upvalues).
 -- compose: nested from here
@@ -126,14 +126,14 @@ local function zrem(key, members) chunked("ZREM", key, members, 1) end
 
 -- `active` holds at most about as many jobs as the workers' concurrency, so it would stay a
 -- listpack, where every insert scans the set (a ZADD there cost several times what it costs in
--- a skiplist, benches/README.md): a long member makes it a skiplist for good. This sentinel is
+-- a skiplist, benches/history/5-10.md): a long member makes it one for good. This sentinel is
 -- scored +inf and no job's member can equal it (those start with hex digits): counts use ZCOUNT
 -- up to (+inf, and whatever walks the set's members skips it (job_member).
 -- Layouts: "2" had a hash per field (`<base>j:<field>`, id -> value) and every waiting job in
 -- WAITING; "3" moved priority 0 to the list WAITING0 (`waiting_add`); "4" keeps each job's
 -- fields in its own hash (JOB): a small hash is a listpack, one allocation, where a hash per
 -- field held an entry per job in each of five to twenty big tables (memory per job and a cache
--- miss per field: benches/README.md). An older queue moves over in one call, which the client
+-- miss per field: benches/history/12.md). An older queue moves over in one call, which the client
 -- makes when it first opens the queue (`layout-16.lua`, backend/ready.rs).
 local LAYOUT = "4"
 -- Moves layout "3"'s field hashes into job hashes, a field hash at a time, then deletes them.
@@ -209,7 +209,7 @@ local function order_of(ord, seq) return tonumber(ord or seq or "0") end
 -- or the front of its priority (lifecycle/mod.rs `to_waiting`: a fresh seq, negated for the
 -- front), so the list, pushed at its two ends, keeps the sorted set's order: newest front
 -- first, then the back in seq order. A list entry costs a few bytes where a sorted set's costs
--- over a hundred (benches/README.md), and a push or pop is O(1); removing one from the middle
+-- over a hundred (benches/history/11.md), and a push or pop is O(1); removing one from the middle
 -- (remove, reschedule, a new priority) is O(n), as in BullMQ's wait list.
 local function waiting_add(prio, order, id)
   if prio == "0" then
@@ -247,7 +247,7 @@ end
 -- or reserves one on the spot.
 --
 -- A call's events go out together, as one stream entry (lua/README.md, `events`): an XADD is a
--- large share of adding or processing a job (benches/README.md), while one more event in an
+-- large share of adding or processing a job (benches/history/5-10.md), while one more event in an
 -- entry costs its few arguments. The entry's id is `<n>-<k>`, n the id of its last event, k
 -- how many it holds; its fields are `ts` (the call's time), then per event `<name> <job id>`
 -- (`""` for none: ids are never empty), then the event's own fields (event names and field

@@ -394,7 +394,7 @@ end
 
 -------------------------------------------------------------------------------- claiming
 -- "-1", "-2", ...: the suffix of the n-th token of a claim, formatted once per n (a format
--- costs far more than a lookup, benches/README.md; in the library the table lasts as long
+-- costs far more than a lookup, benches/history/5-10.md; in the library the table lasts as long
 -- as the library).
 local TOKEN_SUFFIXES = {}
 local function token_suffix(n)
@@ -506,7 +506,7 @@ local function claim_jobs(worker, lease, max_jobs, seed)
   if allowed > 0 then
     -- Priority 0 first (the list), then the sorted set. A waiting member is the job's order
     -- (hex, offset) and id, and a sorted set's score the priority: the replies carry both, so
-    -- neither field hash is read (each read of a big hash misses the cache, benches/README.md).
+    -- no field hash is read (each read of a big hash misses the cache, benches/history/5-10.md).
     local ids, ord, prio, n = {}, {}, {}, 0
     local listed = redis.call("LPOP", WAITING0, allowed) or {}
     for i = 1, #listed do
@@ -540,7 +540,7 @@ local function claim_jobs(worker, lease, max_jobs, seed)
         local seq = f[1]
         local prefix = hex(tonumber(seq))
         -- A first attempt (no count stored) needs no tonumber or format, both costly in Lua
-        -- (benches/README.md).
+        -- (benches/history/5-10.md).
         local before, tried_n, tried_text = f[2], 1, "1"
         local again = NO_RETRY_FIELDS
         if before then

@@ -25,7 +25,7 @@ def _refuse(value: Any) -> Any:
 def _c_encoder() -> Callable[[Any, int], list[str]] | None:
     """CPython's C encoder as `JSONEncoder.encode` configures it for the options above, kept
     (one per thread): `encode` makes one on every call, through two Python-level methods,
-    which took most of the time of encoding a small payload (timeit; benches/README.md). The
+    which took most of the time of encoding a small payload (timeit; benches/history/5-10.md). The
     markers dict finds circular references; None where there is no C encoder."""
     make: Any = getattr(_encoder, "c_make_encoder", None)
     if make is None:

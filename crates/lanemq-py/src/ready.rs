@@ -44,7 +44,7 @@ impl Ready {
 ///
 /// A backend whose calls wait on a server is not polled first: that poll would hand the
 /// request to its connection task, waking the runtime thread, and the spawn below would wake
-/// it again: more context switches per awaited Redis add (counted in benches/README.md).
+/// it again: more context switches per awaited Redis add (counted in benches/history/5-10.md).
 pub fn resolve<'py, T, U, F>(
     py: Python<'py>,
     mut future: BoxFuture<T>,

@@ -10,7 +10,7 @@ use tokio::runtime::Runtime;
 /// through the hub), and on a small machine each wake-up of a sleeping thread costs more than
 /// the work; with more workers, an unparked worker also wakes its siblings to look for work.
 /// On 2 cores one worker gave more jobs/s and lower latency than more workers
-/// (`benches/compare.py`; the figures are in benches/README.md). The work on it is I/O and
+/// (`benches/compare.py`; the figures are in benches/history/5-10.md). The work on it is I/O and
 /// encoding; blocking work goes to `spawn_blocking`'s pool.
 pub fn runtime() -> &'static Runtime {
     static RUNTIME: OnceLock<Runtime> = OnceLock::new();

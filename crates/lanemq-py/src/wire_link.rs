@@ -5,7 +5,7 @@
 //! A call writes its request from the caller's thread (the loop's) and gets an asyncio future;
 //! the loop calls `on_readable` when replies arrive, and they resolve the futures in the order
 //! the requests went out. No runtime thread takes part: the two thread hand-offs it saves are
-//! a measurable part of an awaited add on a small machine (benches/README.md, `round_trip.py`).
+//! a measured part of an awaited add on a small machine (benches/history/5-10.md, `round_trip.py`).
 //!
 //! A wire serves one loop: a queue used from another loop meanwhile makes ordinary calls. A
 //! broken wire fails the calls it had sent (as a dropped connection does) and sends the rest

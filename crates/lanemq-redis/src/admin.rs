@@ -21,7 +21,7 @@ use crate::scripts::{self, LuaScript};
 
 /// About how many keys (or entries of the logs) one call of `remove_orphaned_jobs`'s script
 /// scans (SCAN's and HSCAN's COUNT): few enough that one call holds the server only briefly (its measured
-/// time is in benches/README.md).
+/// time is in benches/history/5-10.md).
 const ORPHAN_BATCH: usize = 500;
 
 impl RedisBackend {

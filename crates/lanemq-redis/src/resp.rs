@@ -67,7 +67,7 @@ fn reply_end(bytes: &[u8], start: usize) -> Result<Option<usize>, String> {
 
 /// The value of one whole reply (`frame` found its end). Replies holding jobs (a claim's, an
 /// add_bulk's) are large, and redis-rs's combinator parser took a large share of the loop
-/// thread's time per added job (perf; benches/README.md). Error replies, rare, go to redis-rs,
+/// thread's time per added job (perf; benches/history/5-10.md). Rare error replies go to redis-rs,
 /// which makes its `ServerError`s.
 pub(crate) fn decode(bytes: &[u8]) -> RedisResult<Value> {
     let mut at = 0;

@@ -308,7 +308,7 @@ fn check_concurrency(concurrency: u32) -> CoreResult<()> {
 }
 
 /// Takes `outcomes`, leaving room for as many: the next batch is usually as large, and a list
-/// grown from empty reallocates several times per batch (visible per job, benches/README.md).
+/// grown from empty reallocates several times per batch (visible per job, benches/history/12.md).
 pub(super) fn take_sized<O>(outcomes: &mut Vec<O>) -> Vec<O> {
     let room = outcomes.len();
     std::mem::replace(outcomes, Vec::with_capacity(room))

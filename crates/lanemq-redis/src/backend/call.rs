@@ -195,7 +195,7 @@ impl RedisBackend {
     /// The call `run` makes first, as bytes for a wire (`crate::wire`): FCALL, or EVALSHA on a
     /// server without functions. This queue's keys go in as packed once: packing the call
     /// through a `redis::Cmd`, key by key, showed in the client's CPU profile of an awaited
-    /// add (perf; benches/README.md).
+    /// add (perf; benches/history/5-10.md).
     pub(crate) fn request(&self, script: &LuaScript, args: &[String]) -> Vec<u8> {
         let (command, target) = if self.functions() {
             ("FCALL", script.function.as_str())
@@ -278,7 +278,7 @@ fn needed_queue(error: &redis::RedisError) -> Option<String> {
 /// Loads the library of every script (`scripts::LIBRARY`) unless the server has it. Its name
 /// carries a hash of its text, so a library of that name is this one; and loading without
 /// REPLACE refuses an existing name before compiling (a load compiles the whole library, on
-/// every connect otherwise; its server time is in benches/README.md).
+/// every connect otherwise; its server time is in benches/history/5-10.md).
 pub(crate) async fn load_library(connection: &mut MultiplexedConnection) -> redis::RedisResult<()> {
     match redis::cmd("FUNCTION")
         .arg("LOAD")

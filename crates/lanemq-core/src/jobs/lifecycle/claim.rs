@@ -46,7 +46,7 @@ fn allowance(gate: &Gate, now: Millis) -> (usize, Option<(Millis, u64)>) {
 }
 
 /// A lock token: 64 random bits and a counter, in hex (written by hand: `format!` was a
-/// visible part of a claim's cost, see benches/README.md).
+/// visible part of a claim's cost, see benches/history/5-10.md).
 fn new_token() -> String {
     let (bits, count) = jitter::random_bits_and_count();
     let mut token = String::with_capacity(33);

@@ -164,7 +164,7 @@ impl JobStorage for MemoryStore {
         }
         // The head of a long backlog has not been touched since it was added: its entry and
         // its payload are cold (a miss to memory each, the largest part of a claim's time, see
-        // benches/README.md). Looked up all together first, the misses of lookups that do not
+        // benches/history/12.md). Looked up all together first, the misses of lookups that do not
         // depend on each other overlap instead of coming one after another.
         for id in &heads {
             self.prefetch(id);

@@ -143,8 +143,12 @@ impl Hub {
         }
         let inbox =
             std::mem::take(&mut *self.shared.inbox.lock().unwrap_or_else(|e| e.into_inner()));
+        // One parked future's failure must not strand the others that were woken.
+        let mut first_error = None;
         for token in inbox.woken {
-            self.poll_parked(py, token)?;
+            if let Err(error) = self.poll_parked(py, token) {
+                first_error.get_or_insert(error);
+            }
         }
         for (token, deliver) in inbox.done {
             let future = self
@@ -158,7 +162,7 @@ impl Hub {
                 resolve_with(future, deliver(py))?;
             }
         }
-        Ok(())
+        first_error.map_or(Ok(()), Err)
     }
 
     /// Futures handed out and not yet resolved.

@@ -12,7 +12,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::BoundObject;
 
 use crate::errors::to_py;
-use crate::hub::Hub;
+use crate::hub::{Hub, Park};
 
 #[pyclass(module = "lanemq._core")]
 pub struct Ready {
@@ -40,7 +40,9 @@ impl Ready {
 
 /// Turns a backend future into a Python awaitable: with `poll_first`, a `Ready` if the future
 /// completes on its first poll (made here, on the caller's thread), otherwise an asyncio
-/// future driven by the tokio runtime. `convert` maps the value to something Python can hold.
+/// future that the loop's hub resolves, polling the future on the loop's thread when it is
+/// woken (`Hub::park`); without, an asyncio future driven by the tokio runtime. `convert`
+/// maps the value to something Python can hold.
 ///
 /// A backend whose calls wait on a server is not polled first: that poll would hand the
 /// request to its connection task, waking the runtime thread, and the spawn below would wake
@@ -67,6 +69,17 @@ where
     };
     match polled {
         Poll::Ready(result) => already(py, to_python(py, result, convert)),
+        // An in-process future is woken by the thread that completes it (the local queue's
+        // writer): it rings the loop's hub directly, no runtime task relaying the wake-up.
+        Poll::Pending if poll_first => {
+            let (asyncio_future, hub) = hub_for(py)?;
+            let parked = Box::new(Park {
+                future,
+                convert: Some(convert),
+            });
+            hub.borrow().park(py, &asyncio_future, parked)?;
+            Ok(asyncio_future)
+        }
         Poll::Pending => {
             let (asyncio_future, hub) = hub_for(py)?;
             spawn_into(&hub, &asyncio_future, future, convert);

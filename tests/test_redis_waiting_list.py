@@ -11,9 +11,8 @@ from collections.abc import AsyncIterator
 import pytest
 from lanemq import RedisJobQueue
 from redis_support import Resp
+from support import EPOCH_MS as T
 from support import redis_prefix
-
-T = 1_700_000_000_000
 
 
 @pytest.fixture

@@ -7,8 +7,7 @@ parent told, (5) a job scheduler's next occurrence, (6) its retention (``remove_
 from __future__ import annotations
 
 from lanemq import FlowJob, JobNode, JobQueue, KeepJobs
-
-T = 1_700_000_000_000
+from support import EPOCH_MS as T
 
 
 async def _claim_child(queue: JobQueue, child: JobNode, now: int, lease: float = 30.0) -> str:

@@ -8,14 +8,9 @@ import json
 
 import pytest
 from lanemq import ConfigError, Job, JobNotFoundError, JobQueue, JobStateError
+from support import EPOCH_MS as T
 
-T = 1_700_000_000_000
-
-
-def _token(job: Job) -> str:
-    token = job.lock_token
-    assert token, f"job {job.id} carries no lock token"
-    return token
+from .helpers import lock_token
 
 
 async def _claim_one(queue: JobQueue, now: int = T, lease: float = 30.0) -> Job:
@@ -27,14 +22,14 @@ async def _claim_one(queue: JobQueue, now: int = T, lease: float = 30.0) -> Job:
 async def _complete(queue: JobQueue, result: object = None, now: int = T) -> Job:
     """Claims the next job and completes it at ``now``."""
     job = await _claim_one(queue, now=now)
-    await queue.complete(job.id, _token(job), result, now=now)
+    await queue.complete(job.id, lock_token(job), result, now=now)
     return job
 
 
 async def _fail(queue: JobQueue, reason: str = "boom", now: int = T) -> Job:
     """Claims the next job and fails it for good at ``now``."""
     job = await _claim_one(queue, now=now)
-    retried = await queue.fail(job.id, _token(job), reason, retry=False, now=now)
+    retried = await queue.fail(job.id, lock_token(job), reason, retry=False, now=now)
     assert retried is False
     return job
 
@@ -76,8 +71,8 @@ async def _populate(queue: JobQueue) -> None:
         await queue.add("d", i, delay=60.0, now=T)
     claimed = await queue.claim("w1", lease=30.0, max_jobs=4, now=T)
     assert len(claimed) == 4
-    await queue.complete(claimed[0].id, _token(claimed[0]), "ok", now=T)
-    await queue.fail(claimed[1].id, _token(claimed[1]), "bad", retry=False, now=T)
+    await queue.complete(claimed[0].id, lock_token(claimed[0]), "ok", now=T)
+    await queue.fail(claimed[1].id, lock_token(claimed[1]), "bad", retry=False, now=T)
 
 
 async def test_counts_of_asked_states_in_first_seen_order(queue: JobQueue) -> None:
@@ -157,8 +152,8 @@ async def test_list_delayed_by_due_time_and_finished_by_finish_time(queue: JobQu
     second = await _claim_one(queue, now=T)
     assert (first.id, second.id) == (a.id, b.id)
     # b finishes before a: finished jobs are listed by finish time.
-    await queue.complete(b.id, _token(second), now=T + 100)
-    await queue.complete(a.id, _token(first), now=T + 200)
+    await queue.complete(b.id, lock_token(second), now=T + 100)
+    await queue.complete(a.id, lock_token(first), now=T + 200)
     assert _ids(await queue.list_jobs("completed")) == [b.id, a.id]
     assert _ids(await queue.list_jobs("completed", ascending=False)) == [a.id, b.id]
     assert _ids(await queue.list_jobs("completed", start=-1)) == [a.id]
@@ -182,7 +177,7 @@ async def test_active_jobs_are_counted_listed_and_cleaned_alone(queue: JobQueue)
     assert sorted(await queue.clean(0, state="active", now=T + 2_500)) == sorted(ids[:2])
     assert _ids(await queue.list_jobs("active", ascending=False)) == [ids[2]]
     assert await queue.get_job_counts("active") == {"active": 1}
-    await queue.complete(ids[2], _token(held[2]), now=T + 2_600)
+    await queue.complete(ids[2], lock_token(held[2]), now=T + 2_600)
     assert await queue.get_job_counts("active") == {"active": 0}
     assert await queue.list_jobs("active", ascending=False) == []
     assert await queue.clean(0, state="active", now=T + 60_000) == []
@@ -640,7 +635,7 @@ async def test_max_active_caps_concurrent_jobs(queue: JobQueue) -> None:
     assert await queue.is_maxed() is True
     assert await queue.claim("w2", max_jobs=5, now=T + 1) == []
 
-    await queue.complete(first[0].id, _token(first[0]), now=T + 2)
+    await queue.complete(first[0].id, lock_token(first[0]), now=T + 2)
     assert await queue.is_maxed() is False
     more = await queue.claim("w2", max_jobs=5, now=T + 3)
     assert len(more) == 1

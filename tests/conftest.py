@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from redis_cluster_support import RedisCluster
 from redis_support import MakeServer, RedisServer, Resp
-from support import Child, Spawn
+from support import Child, Spawn, kill_all
 
 
 def _free_port() -> int:
@@ -139,13 +139,7 @@ async def spawn(tmp_path: Path) -> AsyncIterator[Spawn]:
     try:
         yield start
     finally:
-        for child in children:
-            child.kill()
-        for child in children:
-            try:
-                await child.wait()
-            except asyncio.TimeoutError:
-                pass
+        await kill_all(children)
 
 
 @pytest.fixture

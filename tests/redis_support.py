@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from lanemq import RedisJobQueue
 
 WAIT = 10.0  # upper bound for a server to start or stop; never reached when things work
 
@@ -28,6 +29,12 @@ def free_port() -> int:
             port = int(probe.getsockname()[1])
         if port < 55536:
             return port
+
+
+def queue_key(queue: RedisJobQueue, name: str) -> str:
+    """The Redis key ``name`` of ``queue`` (``meta``, ``job:<id>``...), under the queue's hash
+    tag as lua/README.md lays them out."""
+    return f"{queue.prefix}:{{{queue.name}}}:{name}"
 
 
 def address(url: str) -> tuple[str, int]:

@@ -15,6 +15,9 @@ from lanemq import Event, Subscription
 
 WAIT = 5.0  # upper bound for anything a test awaits; never reached when things work
 CHILD_WAIT = 10.0  # the same for child processes, which start a Python interpreter first
+# The fixed "now" (ms since the epoch, Tuesday 2023-11-14 22:13:20 UTC) that tests pass as
+# ``now=``, so that due times, leases and retention never depend on the clock.
+EPOCH_MS = 1_700_000_000_000
 
 
 async def wait_until(
@@ -80,6 +83,20 @@ class Child:
 
     async def wait(self, timeout: float = CHILD_WAIT) -> int:
         return await asyncio.wait_for(self.proc.wait(), timeout)
+
+
+async def kill_all(children: Iterable[Child]) -> None:
+    """Kills the children a test started (all first, so none waits on another) and reaps
+    them; one still not gone after CHILD_WAIT is left to the system rather than fail the
+    teardown."""
+    children = list(children)
+    for child in children:
+        child.kill()
+    for child in children:
+        try:
+            await child.wait()
+        except asyncio.TimeoutError:
+            pass
 
 
 Spawn = Callable[..., Awaitable["Child"]]

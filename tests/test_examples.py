@@ -17,7 +17,7 @@ from types import ModuleType
 import lanemq
 import pytest
 from redis_support import MakeServer
-from support import CHILD_WAIT, Child
+from support import CHILD_WAIT, Child, kill_all
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 RUN_WAIT = 60.0  # upper bound for an example to finish; never reached when things work
@@ -52,13 +52,7 @@ async def start(tmp_path: Path) -> AsyncIterator[Start]:
     try:
         yield start_example
     finally:
-        for child in children:
-            child.kill()
-        for child in children:
-            try:
-                await child.wait()
-            except asyncio.TimeoutError:
-                pass
+        await kill_all(children)
 
 
 async def finish(child: Child) -> str:

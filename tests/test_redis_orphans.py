@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from lanemq import RedisJobQueue
-from redis_support import Resp
+from redis_support import Resp, queue_key
 from support import redis_prefix
 
 
@@ -24,21 +24,17 @@ async def queue(redis_url: str) -> AsyncIterator[RedisJobQueue]:
         await made.obliterate(force=True)
 
 
-def _key(queue: RedisJobQueue, name: str) -> str:
-    return f"{queue.prefix}:{{{queue.name}}}:{name}"
-
-
 def _held_by(raw: Resp, queue: RedisJobQueue, job_id: str) -> list[str]:
     """What holds something of ``job_id``: its hash (``job``) and the logs."""
-    held = ["job"] if raw.command("EXISTS", _key(queue, f"job:{job_id}")) == 1 else []
-    if raw.command("HEXISTS", _key(queue, "logs"), job_id) == 1:
+    held = ["job"] if raw.command("EXISTS", queue_key(queue, f"job:{job_id}")) == 1 else []
+    if raw.command("HEXISTS", queue_key(queue, "logs"), job_id) == 1:
         held.append("logs")
     return held
 
 
 def _write_fields(raw: Resp, queue: RedisJobQueue, job_id: str, **fields: str) -> None:
     for field, value in fields.items():
-        assert raw.command("HSET", _key(queue, f"job:{job_id}"), field, value) == 1
+        assert raw.command("HSET", queue_key(queue, f"job:{job_id}"), field, value) == 1
 
 
 def _script_calls(raw: Resp) -> int:
@@ -67,14 +63,14 @@ async def test_orphans_are_removed_and_real_jobs_are_untouched(
         _write_fields(raw, queue, "ghost-created", **created)
         # What a removal that stopped after deleting the state left: fields and logs.
         _write_fields(raw, queue, "ghost-removed", name="real", data='{"i": -1}', progress="7")
-        assert raw.command("HSET", _key(queue, "logs"), "ghost-removed", '["line"]') == 1
+        assert raw.command("HSET", queue_key(queue, "logs"), "ghost-removed", '["line"]') == 1
         # Fields nothing checked: a seq that is not a number, a state that is no state.
         _write_fields(raw, queue, "ghost-garbage", seq="not-a-number", state="9", ord="x")
         # A real job whose state field a bug changed: it is still in waiting, so it stays.
         waiting_one = real[-1].id
-        assert raw.command("HSET", _key(queue, f"job:{waiting_one}"), "state", "4") == 0
+        assert raw.command("HSET", queue_key(queue, f"job:{waiting_one}"), "state", "4") == 0
         # Logs left of a job that is gone.
-        assert raw.command("HSET", _key(queue, "logs"), "ghost-logged", '["line"]') == 1
+        assert raw.command("HSET", queue_key(queue, "logs"), "ghost-logged", '["line"]') == 1
 
         ghosts = ["ghost-created", "ghost-removed", "ghost-garbage", "ghost-logged"]
         assert all(_held_by(raw, queue, ghost) for ghost in ghosts)
@@ -93,7 +89,7 @@ async def test_orphans_are_removed_and_real_jobs_are_untouched(
         # Every real job keeps its fields.
         for job in [*real, delayed, last_in]:
             assert "job" in _held_by(raw, queue, job.id), job.id
-        assert raw.command("HGET", _key(queue, f"job:{waiting_one}"), "name") == "real"
+        assert raw.command("HGET", queue_key(queue, f"job:{waiting_one}"), "name") == "real"
 
     assert await queue.remove_orphaned_jobs() == 0
     assert (await queue.get_logs(running.id))[0] == ["working"]

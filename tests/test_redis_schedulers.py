@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from lanemq import InMemoryJobQueue, JobQueue, RedisJobQueue
+from support import EPOCH_MS as T
 from support import WAIT_FOR_GO, Spawn, redis_prefix, start_together
 
-T = 1_700_000_000_000  # Tuesday 2023-11-14 22:13:20 UTC
 HOUR = 3_600_000
 
 

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from lanemq import Job, JobWorker, RedisJobQueue
-from redis_support import MakeServer, Resp
+from redis_support import MakeServer, Resp, queue_key
 from support import redis_prefix
 
 
@@ -169,8 +169,8 @@ async def test_a_claim_halted_by_close_takes_nothing_and_leaves_the_marker(
     worker = JobWorker(queue, lambda job: asyncio.sleep(0))
     runner = asyncio.create_task(worker.run())
     await asyncio.sleep(0.3)  # in its wait by then (paused: nothing to claim)
-    meta = f"{queue.prefix}:{{{queue.name}}}:meta"
-    marker = f"{queue.prefix}:{{{queue.name}}}:marker"
+    meta = queue_key(queue, "meta")
+    marker = queue_key(queue, "marker")
     with Resp.of(redis_url) as raw:
         assert raw.command("HDEL", meta, "paused") == 1
         assert raw.command("ZSCORE", marker, "w") is None

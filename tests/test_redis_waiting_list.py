@@ -10,10 +10,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 from lanemq import RedisJobQueue
-from redis_support import Resp
+from redis_support import Resp, queue_key
+from support import EPOCH_MS as T
 from support import redis_prefix
-
-T = 1_700_000_000_000
 
 
 @pytest.fixture
@@ -25,10 +24,6 @@ async def queue(redis_url: str) -> AsyncIterator[RedisJobQueue]:
         await made.obliterate(force=True)
 
 
-def _key(queue: RedisJobQueue, name: str) -> str:
-    return f"{queue.prefix}:{{{queue.name}}}:{name}"
-
-
 def _ids(members: list[str]) -> list[str]:
     return [m[14:] for m in members]
 
@@ -38,17 +33,17 @@ def _to_layout_2(raw: Resp, queue: RedisJobQueue, url: str) -> RedisJobQueue:
     (`j:<field>`, job id -> value), the list's members in the sorted set, scored 0 (their
     member order is the list's). Returns the queue opened again, as a process started after
     the upgrade would."""
-    for key in raw.scan(_key(queue, "job:*")):
-        job_id = key[len(_key(queue, "job:")) :]
+    for key in raw.scan(queue_key(queue, "job:*")):
+        job_id = key[len(queue_key(queue, "job:")) :]
         values = raw.command("HGETALL", key)
         for field, value in zip(values[::2], values[1::2], strict=True):
-            raw.command("HSET", _key(queue, f"j:{field}"), job_id, value)
+            raw.command("HSET", queue_key(queue, f"j:{field}"), job_id, value)
         raw.command("DEL", key)
-    listed = raw.command("LRANGE", _key(queue, "waiting:0"), 0, -1)
+    listed = raw.command("LRANGE", queue_key(queue, "waiting:0"), 0, -1)
     for m in listed:
-        raw.command("ZADD", _key(queue, "waiting"), 0, m)
-    raw.command("DEL", _key(queue, "waiting:0"))
-    raw.command("HSET", _key(queue, "meta"), "layout", "2")
+        raw.command("ZADD", queue_key(queue, "waiting"), 0, m)
+    raw.command("DEL", queue_key(queue, "waiting:0"))
+    raw.command("HSET", queue_key(queue, "meta"), "layout", "2")
     return RedisJobQueue(queue.name, url, prefix=queue.prefix)
 
 
@@ -59,15 +54,15 @@ async def test_priority_0_is_the_list_and_the_rest_the_set(
     b = await queue.add("b", None, lifo=True, now=T)
     c = await queue.add("c", None, priority=2, now=T)
     with Resp.of(redis_url) as raw:
-        assert raw.command("TYPE", _key(queue, "waiting:0")) == "list"
-        assert _ids(raw.command("LRANGE", _key(queue, "waiting:0"), 0, -1)) == [b.id, a.id]
-        assert _ids(raw.command("ZRANGE", _key(queue, "waiting"), 0, -1)) == [c.id]
-        assert raw.command("HGET", _key(queue, "meta"), "layout") == "4"
+        assert raw.command("TYPE", queue_key(queue, "waiting:0")) == "list"
+        assert _ids(raw.command("LRANGE", queue_key(queue, "waiting:0"), 0, -1)) == [b.id, a.id]
+        assert _ids(raw.command("ZRANGE", queue_key(queue, "waiting"), 0, -1)) == [c.id]
+        assert raw.command("HGET", queue_key(queue, "meta"), "layout") == "4"
     claimed = await queue.claim("w", max_jobs=3, now=T)
     assert [job.id for job in claimed] == [b.id, a.id, c.id]
     with Resp.of(redis_url) as raw:
         # An empty list is no key at all.
-        assert raw.command("EXISTS", _key(queue, "waiting:0")) == 0
+        assert raw.command("EXISTS", queue_key(queue, "waiting:0")) == 0
 
 
 async def test_a_queue_of_the_layout_before_moves_over_in_order(
@@ -81,13 +76,13 @@ async def test_a_queue_of_the_layout_before_moves_over_in_order(
     assert [job.id for job in await reopened.list_jobs("waiting")] == [*old, low]
     assert await reopened.get_counts_per_priority(0, 5) == {0: 3, 5: 1}
     with Resp.of(redis_url) as raw:
-        assert raw.command("HGET", _key(queue, "meta"), "layout") == "4"
-        assert raw.scan(_key(queue, "j:*")) == []
-        assert _ids(raw.command("LRANGE", _key(queue, "waiting:0"), 0, -1)) == old
+        assert raw.command("HGET", queue_key(queue, "meta"), "layout") == "4"
+        assert raw.scan(queue_key(queue, "j:*")) == []
+        assert _ids(raw.command("LRANGE", queue_key(queue, "waiting:0"), 0, -1)) == old
     new = (await reopened.add("new", None, now=T)).id
     with Resp.of(redis_url) as raw:
-        assert _ids(raw.command("LRANGE", _key(queue, "waiting:0"), 0, -1)) == [*old, new]
-        assert _ids(raw.command("ZRANGE", _key(queue, "waiting"), 0, -1)) == [low]
+        assert _ids(raw.command("LRANGE", queue_key(queue, "waiting:0"), 0, -1)) == [*old, new]
+        assert _ids(raw.command("ZRANGE", queue_key(queue, "waiting"), 0, -1)) == [low]
     claimed = await reopened.claim("w", max_jobs=10, now=T)
     assert [job.id for job in claimed] == [*old, new, low]
     assert [job.data for job in claimed[:3]] == [{"i": i} for i in range(3)]
@@ -101,8 +96,8 @@ async def test_a_removal_on_the_layout_before_leaves_nothing(
         queue = _to_layout_2(raw, queue, redis_url)
     await queue.remove(ids[1])
     with Resp.of(redis_url) as raw:
-        members = raw.command("LRANGE", _key(queue, "waiting:0"), 0, -1)
-        members += raw.command("ZRANGE", _key(queue, "waiting"), 0, -1)
+        members = raw.command("LRANGE", queue_key(queue, "waiting:0"), 0, -1)
+        members += raw.command("ZRANGE", queue_key(queue, "waiting"), 0, -1)
         assert _ids(members) == [ids[0], ids[2]]
     assert await queue.get_job_counts("waiting") == {"waiting": 2}
 
@@ -114,9 +109,9 @@ async def test_orphan_repair_finds_listed_jobs_and_the_one_that_is_not(
     lost = (await queue.add("lost", None, now=T)).id
     with Resp.of(redis_url) as raw:
         # The job's entry in the list goes, its fields stay: an orphan.
-        listed = raw.command("LRANGE", _key(queue, "waiting:0"), 0, -1)
+        listed = raw.command("LRANGE", queue_key(queue, "waiting:0"), 0, -1)
         (entry,) = [m for m in listed if m[14:] == lost]
-        assert raw.command("LREM", _key(queue, "waiting:0"), 1, entry) == 1
+        assert raw.command("LREM", queue_key(queue, "waiting:0"), 1, entry) == 1
     assert await queue.remove_orphaned_jobs() == 1
     assert await queue.get_job(lost) is None
     assert [job.id for job in await queue.list_jobs("waiting")] == kept
@@ -127,4 +122,4 @@ async def test_obliterate_deletes_the_list(queue: RedisJobQueue, redis_url: str)
         await queue.add("j", {"i": i}, now=T)
     await queue.obliterate()
     with Resp.of(redis_url) as raw:
-        assert raw.scan(f"{queue.prefix}:{{{queue.name}}}:*") == []
+        assert raw.scan(queue_key(queue, "*")) == []

@@ -165,10 +165,14 @@ def test_wait_for_jobs_a_worker_process_runs(tmp_path: Path) -> None:
             """
         )
     )
-    with LocalJobQueue("squares", tmp_path) as queue:
-        child = subprocess.Popen(
+    # Popen as a context closes the child's stdout pipe, which would otherwise be left to the
+    # garbage collector (a ResourceWarning).
+    with (
+        LocalJobQueue("squares", tmp_path) as queue,
+        subprocess.Popen(
             [sys.executable, str(script), str(tmp_path)], stdout=subprocess.PIPE, text=True
-        )
+        ) as child,
+    ):
         try:
             assert child.stdout is not None and child.stdout.readline() == "ready\n"
             jobs = queue.add_bulk([("square", n) for n in range(5)])

@@ -17,3 +17,10 @@ async def stored_job(queue: JobQueue, job_id: str) -> Job:
     job = await queue.get_job(job_id)
     assert job is not None, f"job {job_id} is gone"
     return job
+
+
+def lock_token(job: Job) -> str:
+    """The token of the claim that returned ``job``; a claimed job must carry one."""
+    token = job.lock_token
+    assert token, f"job {job.id} carries no lock token"
+    return token

@@ -4,8 +4,7 @@ item, what could not be done, without letting one bad item spoil the others."""
 from __future__ import annotations
 
 from lanemq import Backoff, JobQueue
-
-T = 1_700_000_000_000
+from support import EPOCH_MS as T
 
 
 async def test_complete_many_reports_only_the_refused_items(queue: JobQueue) -> None:

@@ -21,16 +21,11 @@ from lanemq import (
     KeepJobs,
     RateLimitError,
 )
+from support import EPOCH_MS as T
 
-from .helpers import claim_one, stored_job
+from .helpers import claim_one, lock_token, stored_job
 
-T = 1_700_000_000_000
 MAX_PRIORITY = 2**21 - 1
-
-
-def _token(job: Job) -> str:
-    assert job.lock_token, f"job {job.id} has no lock token"
-    return job.lock_token
 
 
 async def _claim_ids(queue: JobQueue, now: int, max_jobs: int = 10) -> list[str]:
@@ -117,7 +112,7 @@ async def test_retry_job_keeps_the_attempts_so_the_next_failure_is_final(
     job = await queue.add("x", None, attempts=2, now=T)
     for i in range(2):
         claimed = await claim_one(queue, T + i)
-        await queue.fail(job.id, _token(claimed), f"fail {i}", now=T + i)
+        await queue.fail(job.id, lock_token(claimed), f"fail {i}", now=T + i)
     assert (await stored_job(queue, job.id)).attempts_made == 2
 
     await queue.retry_job(job.id, now=T + 10)
@@ -128,7 +123,7 @@ async def test_retry_job_keeps_the_attempts_so_the_next_failure_is_final(
     claimed = await claim_one(queue, T + 11)
     assert claimed.attempts_started == 3
     mark = await _last_event_id(queue)
-    assert await queue.fail(job.id, _token(claimed), "again", now=T + 12) is False
+    assert await queue.fail(job.id, lock_token(claimed), "again", now=T + 12) is False
     stored = await stored_job(queue, job.id)
     assert (stored.state, stored.attempts_made) == ("failed", 3)
     assert ("retries-exhausted", job.id, {"attemptsMade": "3"}) in await _events_since(queue, mark)
@@ -140,37 +135,37 @@ async def test_retry_job_of_a_job_with_attempts_left_keeps_what_is_left(
     job = await queue.add("x", None, attempts=3, now=T)
     claimed = await claim_one(queue, T)
     # Failed for good on its first attempt (UnrecoverableError): two attempts are left.
-    assert await queue.fail(job.id, _token(claimed), "fatal", retry=False, now=T + 1) is False
+    assert await queue.fail(job.id, lock_token(claimed), "fatal", retry=False, now=T + 1) is False
     await queue.retry_job(job.id, now=T + 2)
     claimed = await claim_one(queue, T + 3)
     assert claimed.attempts_started == 2
-    assert await queue.fail(job.id, _token(claimed), "flaky", now=T + 4) is True
+    assert await queue.fail(job.id, lock_token(claimed), "flaky", now=T + 4) is True
     claimed = await claim_one(queue, T + 5)
-    assert await queue.fail(job.id, _token(claimed), "flaky", now=T + 6) is False
+    assert await queue.fail(job.id, lock_token(claimed), "flaky", now=T + 6) is False
 
 
 async def test_retry_job_of_a_completed_job_keeps_its_attempts(queue: JobQueue) -> None:
     job = await queue.add("x", None, attempts=2, now=T)
     claimed = await claim_one(queue, T)
-    await queue.complete(job.id, _token(claimed), "first", now=T + 1)
+    await queue.complete(job.id, lock_token(claimed), "first", now=T + 1)
     await queue.retry_job(job.id, now=T + 2)
     stored = await stored_job(queue, job.id)
     assert (stored.state, stored.attempts_made, stored.return_value) == ("waiting", 1, None)
     claimed = await claim_one(queue, T + 3)
     assert claimed.attempts_started == 2
-    assert await queue.fail(job.id, _token(claimed), "boom", now=T + 4) is False
+    assert await queue.fail(job.id, lock_token(claimed), "boom", now=T + 4) is False
 
 
 async def test_retry_job_reset_attempts_gives_a_full_set_again(queue: JobQueue) -> None:
     job = await queue.add("x", None, attempts=2, now=T)
     for i in range(2):
         claimed = await claim_one(queue, T + i)
-        await queue.fail(job.id, _token(claimed), f"fail {i}", now=T + i)
+        await queue.fail(job.id, lock_token(claimed), f"fail {i}", now=T + i)
     await queue.retry_job(job.id, reset_attempts=True, now=T + 10)
     assert (await stored_job(queue, job.id)).attempts_made == 0
     claimed = await claim_one(queue, T + 11)
     assert claimed.attempts_started == 1
-    assert await queue.fail(job.id, _token(claimed), "once more", now=T + 12) is True
+    assert await queue.fail(job.id, lock_token(claimed), "once more", now=T + 12) is True
 
 
 async def test_retry_job_keeps_the_stalled_count(queue: JobQueue) -> None:
@@ -178,7 +173,7 @@ async def test_retry_job_keeps_the_stalled_count(queue: JobQueue) -> None:
     await claim_one(queue, T, lease=1.0)
     assert await queue.recover_stalled(now=T + 1_000) == ([job.id], [])
     claimed = await claim_one(queue, T + 1_001)
-    await queue.fail(job.id, _token(claimed), "boom", now=T + 1_002)
+    await queue.fail(job.id, lock_token(claimed), "boom", now=T + 1_002)
     assert (await stored_job(queue, job.id)).stalled_count == 1
 
     await queue.retry_job(job.id, reset_attempts=True, now=T + 1_003)
@@ -196,7 +191,7 @@ async def test_retry_job_refuses_a_reset_attempts_that_is_not_a_bool(
 ) -> None:
     job = await queue.add("x", None, now=T)
     claimed = await claim_one(queue, T)
-    await queue.fail(job.id, _token(claimed), "boom", now=T + 1)
+    await queue.fail(job.id, lock_token(claimed), "boom", now=T + 1)
     mark = await _last_event_id(queue)
     with pytest.raises(ConfigError, match="reset_attempts"):
         await queue.retry_job(job.id, reset_attempts=bad, now=T + 2)  # type: ignore[arg-type]
@@ -230,7 +225,7 @@ async def test_an_occurrence_that_ran_can_be_removed(queue: JobQueue) -> None:
     first = await queue.upsert_scheduler("k", every=1.0, template=("x", None), now=T)
     claimed = await claim_one(queue, T)
     assert claimed.id == first.id
-    await queue.complete(first.id, _token(claimed), None, now=T + 1)
+    await queue.complete(first.id, lock_token(claimed), None, now=T + 1)
     await queue.remove(first.id, now=T + 2)
     assert await queue.get_job(first.id) is None
     # The next occurrence, produced when the first started, is pending and stays protected.
@@ -246,7 +241,7 @@ async def test_an_old_occurrence_given_back_to_waiting_can_be_removed(queue: Job
         "k", every=10.0, template=("x", None, {"attempts": 2}), now=T
     )
     claimed = await claim_one(queue, T)
-    assert await queue.fail(old.id, _token(claimed), "boom", now=T + 1) is True
+    assert await queue.fail(old.id, lock_token(claimed), "boom", now=T + 1) is True
     assert (await stored_job(queue, old.id)).state == "waiting"
     await queue.remove(old.id, now=T + 2)
     assert await queue.get_job(old.id) is None
@@ -331,7 +326,7 @@ async def test_due_delayed_jobs_go_before_a_job_retried_at_once(queue: JobQueue)
     flaky = await queue.add("flaky", None, attempts=2, now=T)
     claimed = await claim_one(queue, T)
     assert claimed.id == flaky.id
-    assert await queue.fail(flaky.id, _token(claimed), "boom", now=T + 2_000) is True
+    assert await queue.fail(flaky.id, lock_token(claimed), "boom", now=T + 2_000) is True
     # `due` was due before the retry: it was promoted first, so it is claimed first.
     assert await _claim_ids(queue, T + 2_000, max_jobs=1) == [due.id]
     assert await _claim_ids(queue, T + 2_000, max_jobs=1) == [flaky.id]
@@ -343,7 +338,7 @@ async def test_due_delayed_jobs_are_promoted_by_the_retry(queue: JobQueue) -> No
     flaky = await queue.add("flaky", None, attempts=2, now=T)
     claimed = await claim_one(queue, T)
     mark = await _last_event_id(queue)
-    assert await queue.fail(flaky.id, _token(claimed), "boom", now=T + 2_000) is True
+    assert await queue.fail(flaky.id, lock_token(claimed), "boom", now=T + 2_000) is True
     assert await queue.get_state(due.id) == "waiting"
     events = await _events_since(queue, mark)
     waiting = [(job_id, fields) for event, job_id, fields in events if event == "waiting"]
@@ -354,17 +349,17 @@ async def test_a_priority_still_comes_before_the_promotion_order(queue: JobQueue
     due = await queue.add("due", None, delay=1.0, priority=5, now=T)
     flaky = await queue.add("flaky", None, attempts=2, priority=1, now=T)
     claimed = await claim_one(queue, T)
-    assert await queue.fail(flaky.id, _token(claimed), "boom", now=T + 2_000) is True
+    assert await queue.fail(flaky.id, lock_token(claimed), "boom", now=T + 2_000) is True
     assert await _claim_ids(queue, T + 2_000) == [flaky.id, due.id]
 
 
 async def test_retry_job_by_hand_says_where_the_job_came_from(queue: JobQueue) -> None:
     failed = await queue.add("f", None, now=T)
     claimed = await claim_one(queue, T)
-    await queue.fail(failed.id, _token(claimed), "boom", now=T + 1)
+    await queue.fail(failed.id, lock_token(claimed), "boom", now=T + 1)
     completed = await queue.add("c", None, now=T + 2)
     claimed = await claim_one(queue, T + 2)
-    await queue.complete(completed.id, _token(claimed), None, now=T + 3)
+    await queue.complete(completed.id, lock_token(claimed), None, now=T + 3)
     mark = await _last_event_id(queue)
     await queue.retry_job(failed.id, now=T + 4)
     await queue.retry_job(completed.id, now=T + 5)
@@ -379,12 +374,12 @@ async def test_retry_job_by_hand_says_where_the_job_came_from(queue: JobQueue) -
 
 async def _run(queue: JobQueue, now: int) -> None:
     claimed = await claim_one(queue, now)
-    await queue.complete(claimed.id, _token(claimed), None, now=now)
+    await queue.complete(claimed.id, lock_token(claimed), None, now=now)
 
 
 async def _run_fail(queue: JobQueue, now: int) -> None:
     claimed = await claim_one(queue, now)
-    await queue.fail(claimed.id, _token(claimed), "boom", retry=False, now=now)
+    await queue.fail(claimed.id, lock_token(claimed), "boom", retry=False, now=now)
 
 
 async def _ids(queue: JobQueue, state: str) -> list[str]:

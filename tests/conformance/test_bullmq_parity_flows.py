@@ -20,8 +20,7 @@ from lanemq import (
     JobQueue,
     JobStateError,
 )
-
-T = 1_700_000_000_000
+from support import EPOCH_MS as T
 
 
 async def claim(queue: JobQueue, now: int = T) -> list[Job]:

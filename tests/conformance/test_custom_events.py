@@ -9,8 +9,7 @@ from collections.abc import Callable
 
 import pytest
 from lanemq import ConfigError, JobQueue, QueueEvent
-
-T = 1_700_000_000_000
+from support import EPOCH_MS as T
 
 
 async def test_a_custom_event_reads_back_with_its_name_data_and_job(queue: JobQueue) -> None:

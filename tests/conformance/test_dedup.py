@@ -19,13 +19,9 @@ from lanemq import (
     JobStateError,
     QueueEvent,
 )
+from support import EPOCH_MS as T
 
-T = 1_700_000_000_000
-
-
-def _token(job: Job) -> str:
-    assert job.lock_token, f"job {job.id} has no lock token"
-    return job.lock_token
+from .helpers import lock_token
 
 
 async def _claim(queue: JobQueue, job: Job, now: int) -> Job:
@@ -38,13 +34,13 @@ async def _claim(queue: JobQueue, job: Job, now: int) -> Job:
 async def _complete(queue: JobQueue, job: Job, now: int) -> None:
     """Claims ``job`` (the next one) and completes it at ``now``."""
     active = await _claim(queue, job, now)
-    await queue.complete(job.id, _token(active), "done", now=now)
+    await queue.complete(job.id, lock_token(active), "done", now=now)
 
 
 async def _fail(queue: JobQueue, job: Job, now: int) -> None:
     """Claims ``job`` (the next one) and fails it for good at ``now``."""
     active = await _claim(queue, job, now)
-    assert await queue.fail(job.id, _token(active), "boom", retry=False, now=now) is False
+    assert await queue.fail(job.id, lock_token(active), "boom", retry=False, now=now) is False
 
 
 async def _last_event_id(queue: JobQueue) -> int:
@@ -119,7 +115,7 @@ async def test_key_is_held_while_active_and_released_on_completion(queue: JobQue
     owner = await queue.add("x", 1, dedup=Dedup("k"), now=T)
     active = await _claim(queue, owner, T + 1)
     assert (await queue.add("x", 2, dedup=Dedup("k"), now=T + 2)).id == owner.id
-    await queue.complete(owner.id, _token(active), 1, now=T + 3)
+    await queue.complete(owner.id, lock_token(active), 1, now=T + 3)
 
     assert await queue.get_deduplication_job_id("k", now=T + 4) is None
     fresh = await queue.add("x", 3, dedup=Dedup("k"), now=T + 4)
@@ -130,11 +126,11 @@ async def test_key_is_held_while_active_and_released_on_completion(queue: JobQue
 async def test_key_is_kept_on_retry_and_released_on_final_failure(queue: JobQueue) -> None:
     owner = await queue.add("x", 1, attempts=2, dedup=Dedup("k"), now=T)
     first = await _claim(queue, owner, T + 1)
-    assert await queue.fail(owner.id, _token(first), "again", now=T + 2) is True
+    assert await queue.fail(owner.id, lock_token(first), "again", now=T + 2) is True
     assert (await queue.add("x", 2, dedup=Dedup("k"), now=T + 3)).id == owner.id
 
     second = await _claim(queue, owner, T + 4)
-    assert await queue.fail(owner.id, _token(second), "final", now=T + 5) is False
+    assert await queue.fail(owner.id, lock_token(second), "final", now=T + 5) is False
     assert await queue.get_state(owner.id) == "failed"
     fresh = await queue.add("x", 3, dedup=Dedup("k"), now=T + 6)
     assert fresh.id != owner.id
@@ -289,7 +285,7 @@ async def test_keep_last_adds_the_latest_duplicate_once_the_owner_finishes(
     ]
 
     mark = await _last_event_id(queue)
-    await queue.complete(owner.id, _token(active), "ok", now=T + 100)
+    await queue.complete(owner.id, lock_token(active), "ok", now=T + 100)
 
     follow = await queue.get_job("latest")
     assert follow is not None
@@ -315,7 +311,7 @@ async def test_keep_last_follow_up_also_comes_after_a_final_failure(queue: JobQu
     owner = await queue.add("x", 1, dedup=keep, now=T)
     active = await _claim(queue, owner, T + 1)
     await queue.add("x", 2, dedup=keep, now=T + 2)
-    assert await queue.fail(owner.id, _token(active), "boom", retry=False, now=T + 3) is False
+    assert await queue.fail(owner.id, lock_token(active), "boom", retry=False, now=T + 3) is False
     waiting = await queue.list_jobs("waiting")
     assert [(j.data, j.created_at) for j in waiting] == [(2, T + 3)]
     assert await queue.get_deduplication_job_id("kl", now=T + 4) == waiting[0].id
@@ -339,7 +335,7 @@ async def test_keep_last_with_a_ttl_follows_up_and_restarts_the_ttl(queue: JobQu
     owner = await queue.add("x", 1, dedup=keep, now=T)
     active = await _claim(queue, owner, T + 1)
     await queue.add("x", 2, dedup=keep, now=T + 2)
-    await queue.complete(owner.id, _token(active), None, now=T + 3)
+    await queue.complete(owner.id, lock_token(active), None, now=T + 3)
     follow = (await queue.list_jobs("waiting"))[0]
     assert follow.data == 2
     assert await queue.get_deduplication_job_id("kt", now=T + 10_002) == follow.id
@@ -353,7 +349,7 @@ async def test_keep_last_stored_job_outlives_the_ttl_of_its_key(queue: JobQueue)
     assert (await queue.add("x", 2, dedup=keep, now=T + 500)).id == owner.id
     # The ttl ran out: nothing holds the key, but the stored job still waits for the owner.
     assert await queue.get_deduplication_job_id("kx", now=T + 1_000) is None
-    await queue.complete(owner.id, _token(active), None, now=T + 2_000)
+    await queue.complete(owner.id, lock_token(active), None, now=T + 2_000)
     follow = await queue.list_jobs("waiting")
     assert [(j.data, j.created_at) for j in follow] == [(2, T + 2_000)]
     assert await queue.get_deduplication_job_id("kx", now=T + 2_999) == follow[0].id
@@ -368,7 +364,7 @@ async def test_keep_last_stored_job_is_dropped_when_a_new_job_takes_the_key(
     await queue.add("x", 2, dedup=keep, now=T + 500)
     newer = await queue.add("x", 3, dedup=keep, now=T + 1_500)
     assert newer.id != owner.id and newer.state == "waiting"
-    await queue.complete(owner.id, _token(active), None, now=T + 2_000)
+    await queue.complete(owner.id, lock_token(active), None, now=T + 2_000)
     assert [j.data for j in await queue.list_jobs("waiting")] == [3]
     assert await queue.get_deduplication_job_id("kx", now=T + 2_001) == newer.id
 
@@ -517,7 +513,7 @@ async def test_removing_a_key_drops_its_stored_keep_last_job(queue: JobQueue) ->
     active = await _claim(queue, owner, T + 1)
     await queue.add("x", 2, dedup=keep, now=T + 2)
     assert await queue.remove_deduplication_key("kl", now=T + 3) is True
-    await queue.complete(owner.id, _token(active), None, now=T + 4)
+    await queue.complete(owner.id, lock_token(active), None, now=T + 4)
     assert await queue.get_job_counts("waiting", "delayed") == {"waiting": 0, "delayed": 0}
 
 

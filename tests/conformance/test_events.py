@@ -11,15 +11,10 @@ import json
 from collections.abc import AsyncIterator
 
 import pytest
-from lanemq import InMemoryJobQueue, Job, JobQueue, QueueEvent
+from lanemq import InMemoryJobQueue, JobQueue, QueueEvent
+from support import EPOCH_MS as T
 
-T = 1_700_000_000_000
-
-
-def _token(job: Job) -> str:
-    token = job.lock_token
-    assert token, f"job {job.id} carries no lock token"
-    return token
+from .helpers import lock_token
 
 
 def _names(events: list[QueueEvent]) -> list[tuple[str, str | None]]:
@@ -84,7 +79,7 @@ async def test_events_of_a_job_life_in_order(queue: JobQueue) -> None:
     job = await queue.add("send", {"to": "ops"}, now=T)
     [claimed] = await queue.claim("w1", now=T + 1)
     await queue.update_progress(job.id, 50, now=T + 2)
-    await queue.complete(job.id, _token(claimed), {"ok": True, "n": 2}, now=T + 3)
+    await queue.complete(job.id, lock_token(claimed), {"ok": True, "n": 2}, now=T + 3)
     assert await queue.claim("w1", now=T + 4) == []
 
     events = await queue.read_events()
@@ -119,7 +114,7 @@ async def test_events_of_a_job_life_in_order(queue: JobQueue) -> None:
 async def test_failure_events(queue: JobQueue) -> None:
     job = await queue.add("w", now=T)
     [claimed] = await queue.claim("w1", now=T)
-    await queue.fail(job.id, _token(claimed), "kaput", retry=False, now=T + 1)
+    await queue.fail(job.id, lock_token(claimed), "kaput", retry=False, now=T + 1)
     events = [e for e in await queue.read_events() if e.job_id == job.id]
     failed = [e for e in events if e.event == "failed"]
     assert len(failed) == 1
@@ -246,11 +241,11 @@ async def test_event_ids_strictly_increase(queue: JobQueue) -> None:
     await queue.add("d", delay=1.0, now=T)
     [claimed] = await queue.claim("w1", now=T)
     await queue.update_progress(job.id, 1, now=T)
-    await queue.complete(job.id, _token(claimed), "r", now=T)
+    await queue.complete(job.id, lock_token(claimed), "r", now=T)
     await queue.pause(now=T)
     await queue.resume(now=T)
     [delayed] = await queue.claim("w1", now=T + 1_000)
-    await queue.fail(delayed.id, _token(delayed), "no", retry=False, now=T + 1_000)
+    await queue.fail(delayed.id, lock_token(delayed), "no", retry=False, now=T + 1_000)
 
     events = await queue.read_events()
     assert len(events) >= 12

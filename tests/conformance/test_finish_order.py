@@ -7,17 +7,16 @@ parent told, (5) a job scheduler's next occurrence, (6) its retention (``remove_
 from __future__ import annotations
 
 from lanemq import FlowJob, JobNode, JobQueue, KeepJobs
+from support import EPOCH_MS as T
 
-T = 1_700_000_000_000
+from .helpers import lock_token
 
 
 async def _claim_child(queue: JobQueue, child: JobNode, now: int, lease: float = 30.0) -> str:
     """Claims the flow's one claimable job, its child; returns the child's lock token."""
     claimed = await queue.claim("w", lease=lease, now=now)
     assert [job.id for job in claimed] == [child.job.id], claimed
-    token = claimed[0].lock_token
-    assert token, f"job {child.job.id} has no lock token"
-    return token
+    return lock_token(claimed[0])
 
 
 async def _flow(queue: JobQueue, **child_options: object) -> tuple[JobNode, JobNode]:

@@ -19,8 +19,7 @@ from lanemq import (
     JobQueue,
     JobWorker,
 )
-
-T = 1_700_000_000_000
+from support import EPOCH_MS as T
 
 
 async def claim(queue: JobQueue, now: int = T, max_jobs: int = 100) -> list[Job]:

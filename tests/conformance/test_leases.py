@@ -7,21 +7,14 @@ import asyncio
 
 import pytest
 from lanemq import (
-    Job,
     JobNotFoundError,
     JobQueue,
     JobStateError,
     LockMismatchError,
 )
+from support import EPOCH_MS as T
 
-from .helpers import claim_one, stored_job
-
-T = 1_700_000_000_000
-
-
-def _token(job: Job) -> str:
-    assert job.lock_token, f"job {job.id} has no lock token"
-    return job.lock_token
+from .helpers import claim_one, lock_token, stored_job
 
 
 async def _event_names(queue: JobQueue, job_id: str) -> list[str]:
@@ -41,7 +34,7 @@ async def test_claim_locks_the_job(queue: JobQueue) -> None:
 
     stored = await stored_job(queue, job.id)
     assert stored.state == "active"
-    assert stored.lock_token == _token(job)
+    assert stored.lock_token == lock_token(job)
     assert stored.attempts_started == 1 and stored.processed_on == T + 10
     assert await queue.get_state(job.id) == "active"
     assert await queue.get_job_counts("waiting", "active") == {"waiting": 0, "active": 1}
@@ -49,7 +42,7 @@ async def test_claim_locks_the_job(queue: JobQueue) -> None:
     # Each claim gets its own token.
     await queue.add("send", {"to": "dev"}, now=T)
     other = await claim_one(queue, T + 10)
-    assert _token(other) != _token(job)
+    assert lock_token(other) != lock_token(job)
 
 
 async def test_claim_max_jobs_locks_each(queue: JobQueue) -> None:
@@ -57,14 +50,14 @@ async def test_claim_max_jobs_locks_each(queue: JobQueue) -> None:
         await queue.add("j", i, now=T)
     jobs = await queue.claim("w", lease=5.0, max_jobs=5, now=T + 1)
     assert [job.data for job in jobs] == [0, 1, 2]
-    assert len({_token(job) for job in jobs}) == 3
+    assert len({lock_token(job) for job in jobs}) == 3
     assert all(job.state == "active" and job.attempts_started == 1 for job in jobs)
 
 
 async def test_scenario_18_stalled_worker_loses_the_job(queue: JobQueue) -> None:
     job = await queue.add("report", {"day": 1}, now=T)
     held_by_a = await claim_one(queue, T, lease=1.0, worker="A")
-    token_a = _token(held_by_a)
+    token_a = lock_token(held_by_a)
 
     # A stalls. Before expiry nothing is recovered.
     assert await queue.recover_stalled(now=T + 999) == ([], [])
@@ -75,7 +68,7 @@ async def test_scenario_18_stalled_worker_loses_the_job(queue: JobQueue) -> None
     assert recovered.lock_token is None
 
     held_by_b = await claim_one(queue, T + 1600, lease=30.0, worker="B")
-    token_b = _token(held_by_b)
+    token_b = lock_token(held_by_b)
     assert held_by_b.id == job.id and token_b != token_a
     assert held_by_b.attempts_started == 1  # the stalled attempt was given back
 
@@ -98,7 +91,7 @@ async def test_complete_and_fail_errors_are_distinct(queue: JobQueue) -> None:
     await queue.add("padding", None, now=T + 2)
     active = await claim_one(queue, T + 5)
     assert active.id == waiting.id
-    token = _token(active)
+    token = lock_token(active)
     # `waiting` is now active; `active_added` is still waiting.
     still_waiting = active_added
 
@@ -146,7 +139,7 @@ async def test_complete_and_fail_errors_are_distinct(queue: JobQueue) -> None:
 async def test_renew_moves_expiry_to_now_plus_lease(queue: JobQueue) -> None:
     job = await queue.add("long", None, now=T)
     claimed = await claim_one(queue, T, lease=1.0)  # expires at T + 1000
-    token = _token(claimed)
+    token = lock_token(claimed)
 
     await queue.renew(job.id, token, 2.0, now=T + 500)  # now expires at T + 2500
     assert (await stored_job(queue, job.id)).lock_token == token
@@ -160,7 +153,7 @@ async def test_renew_moves_expiry_to_now_plus_lease(queue: JobQueue) -> None:
 
 async def test_renewed_lease_lets_the_holder_finish_after_the_old_expiry(queue: JobQueue) -> None:
     job = await queue.add("long", None, now=T)
-    token = _token(await claim_one(queue, T, lease=1.0))
+    token = lock_token(await claim_one(queue, T, lease=1.0))
     await queue.renew(job.id, token, 1.0, now=T + 900)  # T + 1900
     await queue.renew(job.id, token, 1.0, now=T + 1800)  # T + 2800
     await queue.complete(job.id, token, "ok", now=T + 2700)
@@ -169,7 +162,7 @@ async def test_renewed_lease_lets_the_holder_finish_after_the_old_expiry(queue: 
 
 async def test_renew_can_shorten_the_lease(queue: JobQueue) -> None:
     job = await queue.add("j", None, now=T)
-    token = _token(await claim_one(queue, T, lease=60.0))
+    token = lock_token(await claim_one(queue, T, lease=60.0))
     await queue.renew(job.id, token, 1.0, now=T + 100)  # now + lease, not max(old, new)
     assert await queue.recover_stalled(now=T + 1100) == ([job.id], [])
 
@@ -179,17 +172,17 @@ async def test_renew_many_returns_the_lost_ids(queue: JobQueue) -> None:
         await queue.add(name, None, now=T)
     a, b, c, d = await queue.claim("w", lease=1.0, max_jobs=4, now=T)
     # d's lease expires and is recovered; b is presented with a wrong token.
-    await queue.renew(a.id, _token(a), 5.0, now=T + 500)
-    await queue.renew(c.id, _token(c), 5.0, now=T + 500)
-    await queue.renew(b.id, _token(b), 5.0, now=T + 500)
+    await queue.renew(a.id, lock_token(a), 5.0, now=T + 500)
+    await queue.renew(c.id, lock_token(c), 5.0, now=T + 500)
+    await queue.renew(b.id, lock_token(b), 5.0, now=T + 500)
     assert await queue.recover_stalled(now=T + 1000) == ([d.id], [])
 
     lost = await queue.renew_many(
         [
-            (a.id, _token(a)),
+            (a.id, lock_token(a)),
             (b.id, "wrong"),
-            (c.id, _token(c)),
-            (d.id, _token(d)),
+            (c.id, lock_token(c)),
+            (d.id, lock_token(d)),
             ("missing", "t"),
         ],
         10.0,
@@ -205,14 +198,14 @@ async def test_renew_many_returns_the_lost_ids(queue: JobQueue) -> None:
 
 async def test_renew_many_with_expired_lease(queue: JobQueue) -> None:
     job = await queue.add("j", None, now=T)
-    token = _token(await claim_one(queue, T, lease=1.0))
+    token = lock_token(await claim_one(queue, T, lease=1.0))
     assert await queue.renew_many([(job.id, token)], 5.0, now=T + 1000) == [job.id]
     assert await queue.renew_many([], 5.0, now=T + 1000) == []
 
 
 async def test_expired_lock_refused_before_recovery(queue: JobQueue) -> None:
     job = await queue.add("j", None, now=T)
-    token = _token(await claim_one(queue, T, lease=1.0))  # expires at T + 1000
+    token = lock_token(await claim_one(queue, T, lease=1.0))  # expires at T + 1000
 
     for now in (T + 1000, T + 5000):
         with pytest.raises(LockMismatchError):
@@ -232,7 +225,7 @@ async def test_expired_lock_refused_before_recovery(queue: JobQueue) -> None:
     other = await queue.add("k", None, now=T)
     assert other.id != job.id
     claimed = await claim_one(queue, T + 6000, lease=1.0)
-    await queue.complete(claimed.id, _token(claimed), "in time", now=T + 6999)
+    await queue.complete(claimed.id, lock_token(claimed), "in time", now=T + 6999)
     assert (await queue.finished_result(claimed.id)).status == "completed"
 
 
@@ -316,7 +309,7 @@ async def test_recover_stalled_gathered_recovers_once(queue: JobQueue) -> None:
 async def test_move_to_delayed_uses_no_attempt(queue: JobQueue) -> None:
     job = await queue.add("later", None, attempts=1, now=T)
     claimed = await claim_one(queue, T)
-    token = _token(claimed)
+    token = lock_token(claimed)
 
     await queue.move_to_delayed(job.id, token, 2.0, now=T + 100)
     parked = await stored_job(queue, job.id)
@@ -331,14 +324,14 @@ async def test_move_to_delayed_uses_no_attempt(queue: JobQueue) -> None:
 
     # With attempts=1 the attempt in hand is still the first: a failure now is final, and
     # `retries-exhausted` says attemptsMade 1.
-    assert await queue.fail(job.id, _token(again), "boom", now=T + 2200) is False
+    assert await queue.fail(job.id, lock_token(again), "boom", now=T + 2200) is False
     exhausted = [ev for ev in await queue.read_events() if ev.event == "retries-exhausted"]
     assert [ev.fields.get("attemptsMade") for ev in exhausted] == ["1"]
 
 
 async def test_move_to_delayed_until_timestamp(queue: JobQueue) -> None:
     job = await queue.add("later", None, now=T)
-    token = _token(await claim_one(queue, T))
+    token = lock_token(await claim_one(queue, T))
     await queue.move_to_delayed(job.id, token, delay_until=T + 60_000, now=T + 10)
     assert (await stored_job(queue, job.id)).delay_until == T + 60_000
     assert await queue.claim("w", now=T + 59_999) == []
@@ -351,7 +344,7 @@ async def test_release_after_the_lease_ran_out_gives_back_until_recovery_took_it
     # A worker gives back a job whose lease ran out before it could start it (its loop was
     # blocked): while the token still holds the job, that counts no stall and uses no attempt.
     job = await queue.add("j", None, now=T)
-    token = _token(await claim_one(queue, T, lease=1.0))  # expires at T + 1000
+    token = lock_token(await claim_one(queue, T, lease=1.0))  # expires at T + 1000
     await queue.release(job.id, token, now=T + 5000)
     stored = await stored_job(queue, job.id)
     assert (stored.state, stored.lock_token, stored.attempts_made, stored.stalled_count) == (
@@ -363,14 +356,14 @@ async def test_release_after_the_lease_ran_out_gives_back_until_recovery_took_it
     assert await queue.recover_stalled(now=T + 5000) == ([], [])
 
     # Once stalled recovery took the job, the old token gives back nothing.
-    token = _token(await claim_one(queue, T + 6000, lease=1.0))
+    token = lock_token(await claim_one(queue, T + 6000, lease=1.0))
     assert await queue.recover_stalled(now=T + 8000) == ([job.id], [])
     with pytest.raises(JobStateError, match="waiting, not active"):
         await queue.release(job.id, token, now=T + 8000)
     retaken = await claim_one(queue, T + 9000, lease=1.0)
     with pytest.raises(LockMismatchError):
         await queue.release(job.id, token, now=T + 9000)
-    await queue.release(job.id, _token(retaken), now=T + 9000)
+    await queue.release(job.id, lock_token(retaken), now=T + 9000)
     stored = await stored_job(queue, job.id)
     assert (stored.state, stored.stalled_count) == ("waiting", 1)
 
@@ -383,11 +376,11 @@ async def test_release_goes_to_front_without_using_an_attempt(queue: JobQueue) -
         claimed = await claim_one(queue, T + 10 + i)
         assert claimed.id == job.id  # back at the front, ahead of "second"
         assert claimed.attempts_started == 1
-        await queue.release(job.id, _token(claimed), now=T + 10 + i)
+        await queue.release(job.id, lock_token(claimed), now=T + 10 + i)
         stored = await stored_job(queue, job.id)
         assert (stored.state, stored.lock_token, stored.attempts_made) == ("waiting", None, 0)
 
     # Three releases used no attempt: the first failure is still retried.
     claimed = await claim_one(queue, T + 20)
-    assert await queue.fail(job.id, _token(claimed), "boom", now=T + 21) is True
+    assert await queue.fail(job.id, lock_token(claimed), "boom", now=T + 21) is True
     assert await queue.get_state(job.id) == "waiting"

@@ -8,33 +8,22 @@ import json
 
 import pytest
 from lanemq import ConfigError, Job, JobNotFoundError, JobQueue, JobStateError
+from support import EPOCH_MS as T
 
-T = 1_700_000_000_000
-
-
-def _token(job: Job) -> str:
-    token = job.lock_token
-    assert token, f"job {job.id} carries no lock token"
-    return token
-
-
-async def _claim_one(queue: JobQueue, now: int = T, lease: float = 30.0) -> Job:
-    claimed = await queue.claim("w1", lease=lease, now=now)
-    assert len(claimed) == 1, claimed
-    return claimed[0]
+from .helpers import claim_one, lock_token
 
 
 async def _complete(queue: JobQueue, result: object = None, now: int = T) -> Job:
     """Claims the next job and completes it at ``now``."""
-    job = await _claim_one(queue, now=now)
-    await queue.complete(job.id, _token(job), result, now=now)
+    job = await claim_one(queue, now)
+    await queue.complete(job.id, lock_token(job), result, now=now)
     return job
 
 
 async def _fail(queue: JobQueue, reason: str = "boom", now: int = T) -> Job:
     """Claims the next job and fails it for good at ``now``."""
-    job = await _claim_one(queue, now=now)
-    retried = await queue.fail(job.id, _token(job), reason, retry=False, now=now)
+    job = await claim_one(queue, now)
+    retried = await queue.fail(job.id, lock_token(job), reason, retry=False, now=now)
     assert retried is False
     return job
 
@@ -54,7 +43,7 @@ async def test_get_job_and_state(queue: JobQueue) -> None:
     assert job.created_at == T
     assert await queue.get_state(added.id) == "waiting"
 
-    await _claim_one(queue)
+    await claim_one(queue, T)
     assert await queue.get_state(added.id) == "active"
     active = await queue.get_job(added.id)
     assert active is not None and active.state == "active" and active.attempts_started == 1
@@ -76,8 +65,8 @@ async def _populate(queue: JobQueue) -> None:
         await queue.add("d", i, delay=60.0, now=T)
     claimed = await queue.claim("w1", lease=30.0, max_jobs=4, now=T)
     assert len(claimed) == 4
-    await queue.complete(claimed[0].id, _token(claimed[0]), "ok", now=T)
-    await queue.fail(claimed[1].id, _token(claimed[1]), "bad", retry=False, now=T)
+    await queue.complete(claimed[0].id, lock_token(claimed[0]), "ok", now=T)
+    await queue.fail(claimed[1].id, lock_token(claimed[1]), "bad", retry=False, now=T)
 
 
 async def test_counts_of_asked_states_in_first_seen_order(queue: JobQueue) -> None:
@@ -153,12 +142,12 @@ async def test_list_delayed_by_due_time_and_finished_by_finish_time(queue: JobQu
 
     a = await queue.add("c", now=T)
     b = await queue.add("c", now=T)
-    first = await _claim_one(queue, now=T)
-    second = await _claim_one(queue, now=T)
+    first = await claim_one(queue, T)
+    second = await claim_one(queue, T)
     assert (first.id, second.id) == (a.id, b.id)
     # b finishes before a: finished jobs are listed by finish time.
-    await queue.complete(b.id, _token(second), now=T + 100)
-    await queue.complete(a.id, _token(first), now=T + 200)
+    await queue.complete(b.id, lock_token(second), now=T + 100)
+    await queue.complete(a.id, lock_token(first), now=T + 200)
     assert _ids(await queue.list_jobs("completed")) == [b.id, a.id]
     assert _ids(await queue.list_jobs("completed", ascending=False)) == [a.id, b.id]
     assert _ids(await queue.list_jobs("completed", start=-1)) == [a.id]
@@ -168,7 +157,7 @@ async def test_active_jobs_are_counted_listed_and_cleaned_alone(queue: JobQueue)
     """The active set is ordered by lock expiry; counts, listings (both ways) and clean see
     its jobs and nothing else (Redis keeps a sentinel member in it)."""
     jobs = [await queue.add("a", i, now=T) for i in range(3)]
-    held = [await _claim_one(queue, now=T + i * 1_000, lease=1.0) for i in range(3)]
+    held = [await claim_one(queue, T + i * 1_000, lease=1.0) for i in range(3)]
     ids = [job.id for job in jobs]
     assert [job.id for job in held] == ids
     assert await queue.get_job_counts("active") == {"active": 3}
@@ -182,7 +171,7 @@ async def test_active_jobs_are_counted_listed_and_cleaned_alone(queue: JobQueue)
     assert sorted(await queue.clean(0, state="active", now=T + 2_500)) == sorted(ids[:2])
     assert _ids(await queue.list_jobs("active", ascending=False)) == [ids[2]]
     assert await queue.get_job_counts("active") == {"active": 1}
-    await queue.complete(ids[2], _token(held[2]), now=T + 2_600)
+    await queue.complete(ids[2], lock_token(held[2]), now=T + 2_600)
     assert await queue.get_job_counts("active") == {"active": 0}
     assert await queue.list_jobs("active", ascending=False) == []
     assert await queue.clean(0, state="active", now=T + 60_000) == []
@@ -207,7 +196,7 @@ async def test_finished_result_not_finished(queue: JobQueue) -> None:
     assert (result.status, result.state) == ("pending", "waiting")
     assert result.value is None and result.reason is None
 
-    await _claim_one(queue)
+    await claim_one(queue, T)
     result = await queue.finished_result(job.id)
     assert (result.status, result.state) == ("pending", "active")
 
@@ -258,7 +247,7 @@ async def test_update_data(queue: JobQueue) -> None:
 
 async def test_update_progress_is_stored_and_emitted(queue: JobQueue) -> None:
     job = await queue.add("w", now=T)
-    await _claim_one(queue)
+    await claim_one(queue, T)
     await queue.update_progress(job.id, 42, now=T + 5)
     stored = await queue.get_job(job.id)
     assert stored is not None and stored.progress == 42
@@ -380,7 +369,7 @@ async def test_remove_refused_while_a_lease_is_live_allowed_after_expiry(
     queue: JobQueue,
 ) -> None:
     job = await queue.add("w", now=T)
-    await _claim_one(queue, now=T, lease=30.0)
+    await claim_one(queue, T, lease=30.0)
 
     with pytest.raises(JobStateError):
         await queue.remove(job.id, now=T + 1_000)
@@ -505,7 +494,7 @@ async def test_obliterate_with_an_active_job_is_refused_and_leaves_paused(
     queue: JobQueue,
 ) -> None:
     active = await queue.add("a", now=T)
-    await _claim_one(queue, now=T)
+    await claim_one(queue, T)
     waiting = await queue.add("w", now=T)
 
     with pytest.raises(JobStateError):
@@ -518,7 +507,7 @@ async def test_obliterate_with_an_active_job_is_refused_and_leaves_paused(
 
 async def test_obliterate_force_empties_everything(queue: JobQueue) -> None:
     active = await queue.add("a", now=T)
-    await _claim_one(queue, now=T)
+    await claim_one(queue, T)
     done = await queue.add("c", now=T)
     await _complete(queue, now=T)
     delayed = await queue.add("d", delay=60.0, now=T)
@@ -640,7 +629,7 @@ async def test_max_active_caps_concurrent_jobs(queue: JobQueue) -> None:
     assert await queue.is_maxed() is True
     assert await queue.claim("w2", max_jobs=5, now=T + 1) == []
 
-    await queue.complete(first[0].id, _token(first[0]), now=T + 2)
+    await queue.complete(first[0].id, lock_token(first[0]), now=T + 2)
     assert await queue.is_maxed() is False
     more = await queue.claim("w2", max_jobs=5, now=T + 3)
     assert len(more) == 1

@@ -7,13 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from lanemq import Job, JobQueue
+from support import EPOCH_MS as T
 
-T = 1_700_000_000_000
-
-
-def _token(job: Job) -> str:
-    assert job.lock_token, f"job {job.id} has no lock token"
-    return job.lock_token
+from .helpers import lock_token
 
 
 async def _add(queue: JobQueue, name: str, at: int, **options: Any) -> Job:
@@ -89,7 +85,7 @@ async def test_released_job_goes_to_front_of_its_priority(queue: JobQueue) -> No
     first = (await queue.claim("w", now=T + 10))[0]
     second = (await queue.claim("w", now=T + 10))[0]
     assert (first.name, second.name) == ("a", "b")
-    await queue.release(second.id, _token(second), now=T + 11)
+    await queue.release(second.id, lock_token(second), now=T + 11)
     # A job of a better priority still runs first; the released job leads priority 3.
     await _add(queue, "urgent", T + 12, priority=1)
     await _add(queue, "e", T + 13, priority=3)
@@ -102,7 +98,7 @@ async def test_released_job_goes_before_lifo_jobs_of_its_priority(queue: JobQueu
     [claimed] = await queue.claim("w", now=T + 1)
     assert claimed.id == job.id
     await _add(queue, "lifo", T + 2, priority=2, lifo=True)
-    await queue.release(claimed.id, _token(claimed), now=T + 3)
+    await queue.release(claimed.id, lock_token(claimed), now=T + 3)
     assert await _claim_names(queue, 2, T + 4) == ["held", "lifo"]
 
 

@@ -6,15 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from lanemq import FlowJob, Job, JobQueue
+from lanemq import FlowJob, JobQueue
+from support import EPOCH_MS as T
 
-T = 1_700_000_000_000
-
-
-def _token(job: Job) -> str:
-    token = job.lock_token
-    assert token, f"job {job.id} carries no lock token"
-    return token
+from .helpers import lock_token
 
 
 async def _snapshot(queue: JobQueue) -> dict[str, Any]:
@@ -48,9 +43,9 @@ async def test_a_healthy_queue_has_no_orphans_and_nothing_changes(queue: JobQueu
     await queue.add("done", {"n": 1}, now=T)
     await queue.add("failed", {"n": 2}, now=T)
     [claimed] = await queue.claim("w1", now=T)
-    await queue.complete(claimed.id, _token(claimed), {"ok": True}, now=T)
+    await queue.complete(claimed.id, lock_token(claimed), {"ok": True}, now=T)
     [claimed] = await queue.claim("w1", now=T)
-    await queue.fail(claimed.id, _token(claimed), "broken", retry=False, now=T)
+    await queue.fail(claimed.id, lock_token(claimed), "broken", retry=False, now=T)
     running = await queue.add("running", now=T)
     [active] = await queue.claim("w1", now=T)
     assert active.id == running.id
@@ -70,7 +65,7 @@ async def test_a_healthy_queue_has_no_orphans_and_nothing_changes(queue: JobQueu
     assert await queue.remove_orphaned_jobs() == 0
 
     # The running job's lease still holds, and the flow still works.
-    await queue.complete(active.id, _token(active), "finished", now=T + 1)
+    await queue.complete(active.id, lock_token(active), "finished", now=T + 1)
     claimed = await queue.claim("w1", max_jobs=10, now=T + 2)
     assert node.children[0].job.id in {job.id for job in claimed}
 

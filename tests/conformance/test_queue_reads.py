@@ -8,8 +8,7 @@ import math
 import pytest
 from lanemq import ConfigError, Dedup, JobQueue, QueueStats
 from lanemq.queue import STATES
-
-T = 1_700_000_000_000
+from support import EPOCH_MS as T
 
 
 async def _add_in_states(queue: JobQueue) -> None:

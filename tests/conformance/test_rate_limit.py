@@ -25,9 +25,9 @@ from lanemq import (
     RateLimitError,
     RedisJobQueue,
 )
+from support import EPOCH_MS as T
 from support import Spawn
 
-T = 1_700_000_000_000
 #: Upper bound for "on time": well below the 1 s an idle wait blocks at most before it looks
 #: again, so a wait that missed its wake-up still fails the test.
 LATE = 0.9

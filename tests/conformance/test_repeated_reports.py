@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import pytest
 from lanemq import Backoff, JobNotFoundError, JobQueue, JobStateError
+from support import EPOCH_MS as T
 
 from .helpers import claim_one, stored_job
-
-T = 1_700_000_000_000
 
 
 async def _count(queue: JobQueue, job_id: str, event: str) -> int:

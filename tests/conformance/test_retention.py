@@ -9,27 +9,22 @@ from typing import Any
 
 import pytest
 from lanemq import Job, JobFailedError, JobQueue, KeepJobs
+from support import EPOCH_MS as T
 
-T = 1_700_000_000_000
-
-
-def _token(job: Job) -> str:
-    token = job.lock_token
-    assert token, f"job {job.id} carries no lock token"
-    return token
+from .helpers import lock_token
 
 
 async def _run(queue: JobQueue, now: int, result: Any = None) -> Job:
     """Claims the next job at ``now`` and completes it at ``now``."""
     [job] = await queue.claim("w1", now=now)
-    await queue.complete(job.id, _token(job), result, now=now)
+    await queue.complete(job.id, lock_token(job), result, now=now)
     return job
 
 
 async def _run_fail(queue: JobQueue, now: int, reason: str = "boom") -> Job:
     """Claims the next job at ``now`` and fails it for good at ``now``."""
     [job] = await queue.claim("w1", now=now)
-    assert await queue.fail(job.id, _token(job), reason, retry=False, now=now) is False
+    assert await queue.fail(job.id, lock_token(job), reason, retry=False, now=now) is False
     return job
 
 
@@ -162,7 +157,7 @@ async def test_remove_on_fail_true_removes_the_failed_job(queue: JobQueue) -> No
 async def test_remove_on_fail_keeps_the_job_while_it_is_retried(queue: JobQueue) -> None:
     job = await queue.add("w", remove_on_fail=True, attempts=2, now=T)
     [claimed] = await queue.claim("w1", now=T)
-    assert await queue.fail(job.id, _token(claimed), "first", now=T) is True
+    assert await queue.fail(job.id, lock_token(claimed), "first", now=T) is True
     assert await queue.get_state(job.id) == "waiting"
     await _run_fail(queue, T + 1, "second")
     assert await queue.get_job(job.id) is None
@@ -203,7 +198,7 @@ async def test_wait_returns_the_result_of_a_job_removed_on_complete(queue: JobQu
     async def finish() -> None:
         await asyncio.sleep(0.02)
         [claimed] = await queue.claim("w1")
-        await queue.complete(claimed.id, _token(claimed), {"answer": 42})
+        await queue.complete(claimed.id, lock_token(claimed), {"answer": 42})
 
     finisher = asyncio.create_task(finish())
     assert await job.wait(timeout=1.0) == {"answer": 42}
@@ -217,7 +212,7 @@ async def test_wait_raises_failed_for_a_job_removed_on_fail(queue: JobQueue) -> 
     async def finish() -> None:
         await asyncio.sleep(0.02)
         [claimed] = await queue.claim("w1")
-        await queue.fail(claimed.id, _token(claimed), "broken", retry=False)
+        await queue.fail(claimed.id, lock_token(claimed), "broken", retry=False)
 
     finisher = asyncio.create_task(finish())
     with pytest.raises(JobFailedError) as caught:

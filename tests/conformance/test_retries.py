@@ -4,16 +4,10 @@
 from __future__ import annotations
 
 import pytest
-from lanemq import Backoff, Job, JobQueue, JobStateError
+from lanemq import Backoff, JobQueue, JobStateError
+from support import EPOCH_MS as T
 
-from .helpers import claim_one, stored_job
-
-T = 1_700_000_000_000
-
-
-def _token(job: Job) -> str:
-    assert job.lock_token, f"job {job.id} has no lock token"
-    return job.lock_token
+from .helpers import claim_one, lock_token, stored_job
 
 
 async def _events(queue: JobQueue, job_id: str) -> list[tuple[str, dict[str, str]]]:
@@ -25,7 +19,7 @@ async def test_scenario_20_fixed_backoff_then_terminal_failure(queue: JobQueue) 
     first = await claim_one(queue, T)
     assert first.attempts_started == 1
 
-    assert await queue.fail(job.id, _token(first), "smtp down", now=T) is True
+    assert await queue.fail(job.id, lock_token(first), "smtp down", now=T) is True
     delayed = await stored_job(queue, job.id)
     assert delayed.state == "delayed"
     assert delayed.delay_until == T + 2000
@@ -40,7 +34,7 @@ async def test_scenario_20_fixed_backoff_then_terminal_failure(queue: JobQueue) 
     assert second.id == job.id
     assert second.attempts_started == 2
 
-    assert await queue.fail(job.id, _token(second), "smtp still down", now=T + 2100) is False
+    assert await queue.fail(job.id, lock_token(second), "smtp still down", now=T + 2100) is False
     failed = await stored_job(queue, job.id)
     assert (failed.state, failed.failed_reason, failed.finished_on) == (
         "failed",
@@ -59,7 +53,7 @@ async def test_scenario_20_fixed_backoff_then_terminal_failure(queue: JobQueue) 
 async def test_exception_as_error_is_recorded_with_its_type(queue: JobQueue) -> None:
     job = await queue.add("x", None, now=T)
     claimed = await claim_one(queue, T)
-    assert await queue.fail(job.id, _token(claimed), ValueError("bad input"), now=T) is False
+    assert await queue.fail(job.id, lock_token(claimed), ValueError("bad input"), now=T) is False
     reason = (await queue.finished_result(job.id)).reason
     assert reason is not None and "ValueError" in reason and "bad input" in reason
 
@@ -70,7 +64,7 @@ async def test_exponential_backoff_doubles(queue: JobQueue) -> None:
     waits: list[int] = []
     for _ in range(3):
         claimed = await claim_one(queue, now)
-        assert await queue.fail(job.id, _token(claimed), "again", now=now + 7) is True
+        assert await queue.fail(job.id, lock_token(claimed), "again", now=now + 7) is True
         due = (await stored_job(queue, job.id)).delay_until
         waits.append(due - (now + 7))
         assert await queue.claim("w", now=due - 1) == []
@@ -78,7 +72,7 @@ async def test_exponential_backoff_doubles(queue: JobQueue) -> None:
     assert waits == [1000, 2000, 4000]
     last = await claim_one(queue, now)
     assert last.attempts_started == 4
-    assert await queue.fail(job.id, _token(last), "done", now=now) is False
+    assert await queue.fail(job.id, lock_token(last), "done", now=now) is False
 
 
 async def test_jitter_keeps_delays_within_range(queue: JobQueue) -> None:
@@ -94,7 +88,7 @@ async def test_jitter_keeps_delays_within_range(queue: JobQueue) -> None:
     for job in jobs:
         claimed = await claim_one(queue, T)
         assert claimed.id == job.id
-        assert await queue.fail(job.id, _token(claimed), "x", now=T + 1) is True
+        assert await queue.fail(job.id, lock_token(claimed), "x", now=T + 1) is True
         waits.append((await stored_job(queue, job.id)).delay_until - (T + 1))
     assert all(base * (1 - jitter) <= wait <= base for wait in waits), waits
     # Jitter is applied, not ignored: the delays are not all the undisturbed base.
@@ -104,14 +98,14 @@ async def test_jitter_keeps_delays_within_range(queue: JobQueue) -> None:
 async def test_no_jitter_gives_exact_delays(queue: JobQueue) -> None:
     job = await queue.add("x", None, attempts=2, backoff=Backoff.exponential(3.0), now=T)
     claimed = await claim_one(queue, T)
-    await queue.fail(job.id, _token(claimed), "x", now=T + 5)
+    await queue.fail(job.id, lock_token(claimed), "x", now=T + 5)
     assert (await stored_job(queue, job.id)).delay_until == T + 5 + 3000
 
 
 async def test_retry_false_fails_at_once(queue: JobQueue) -> None:
     job = await queue.add("x", None, attempts=3, backoff=Backoff.fixed(1.0), now=T)
     claimed = await claim_one(queue, T)
-    assert await queue.fail(job.id, _token(claimed), "fatal", retry=False, now=T + 1) is False
+    assert await queue.fail(job.id, lock_token(claimed), "fatal", retry=False, now=T + 1) is False
     stored = await stored_job(queue, job.id)
     assert (stored.state, stored.attempts_made, stored.failed_reason) == ("failed", 1, "fatal")
     names = [name for name, _ in await _events(queue, job.id)]
@@ -123,7 +117,7 @@ async def test_retry_false_fails_at_once(queue: JobQueue) -> None:
 async def test_explicit_delay_overrides_backoff(queue: JobQueue) -> None:
     job = await queue.add("x", None, attempts=3, backoff=Backoff.fixed(10.0), now=T)
     claimed = await claim_one(queue, T)
-    assert await queue.fail(job.id, _token(claimed), "soon", delay=0.5, now=T + 1) is True
+    assert await queue.fail(job.id, lock_token(claimed), "soon", delay=0.5, now=T + 1) is True
     assert (await stored_job(queue, job.id)).delay_until == T + 501
     assert await queue.claim("w", now=T + 500) == []
     assert (await claim_one(queue, T + 501)).attempts_started == 2
@@ -132,7 +126,7 @@ async def test_explicit_delay_overrides_backoff(queue: JobQueue) -> None:
 async def test_explicit_delay_without_backoff(queue: JobQueue) -> None:
     job = await queue.add("x", None, attempts=2, now=T)
     claimed = await claim_one(queue, T)
-    assert await queue.fail(job.id, _token(claimed), "soon", delay=3.0, now=T) is True
+    assert await queue.fail(job.id, lock_token(claimed), "soon", delay=3.0, now=T) is True
     stored = await stored_job(queue, job.id)
     assert (stored.state, stored.delay_until) == ("delayed", T + 3000)
 
@@ -141,7 +135,7 @@ async def test_attempts_without_backoff_go_straight_back_to_waiting(queue: JobQu
     job = await queue.add("x", None, attempts=3, now=T)
     await queue.add("behind", None, now=T + 1)
     claimed = await claim_one(queue, T + 2)
-    assert await queue.fail(job.id, _token(claimed), "oops", now=T + 3) is True
+    assert await queue.fail(job.id, lock_token(claimed), "oops", now=T + 3) is True
     stored = await stored_job(queue, job.id)
     assert (stored.state, stored.lock_token) == ("waiting", None)
     # From active straight to waiting, as BullMQ's retryJob says.
@@ -212,7 +206,7 @@ async def test_retry_job_with_reset_attempts_moves_failed_job_back_with_attempts
     job = await queue.add("x", {"k": 1}, attempts=2, now=T)
     for i in range(2):
         claimed = await claim_one(queue, T + i)
-        await queue.fail(job.id, _token(claimed), f"fail {i}", now=T + i)
+        await queue.fail(job.id, lock_token(claimed), f"fail {i}", now=T + i)
     failed = await stored_job(queue, job.id)
     assert (failed.state, failed.attempts_made) == ("failed", 2)
 
@@ -225,13 +219,13 @@ async def test_retry_job_with_reset_attempts_moves_failed_job_back_with_attempts
     # The full budget of attempts is back: the first failure after the retry is retried.
     claimed = await claim_one(queue, T + 11)
     assert claimed.attempts_started == 1
-    assert await queue.fail(job.id, _token(claimed), "once more", now=T + 12) is True
+    assert await queue.fail(job.id, lock_token(claimed), "once more", now=T + 12) is True
 
 
 async def test_retry_job_runs_a_completed_job_again(queue: JobQueue) -> None:
     job = await queue.add("x", None, now=T)
     claimed = await claim_one(queue, T)
-    await queue.complete(job.id, _token(claimed), {"first": True}, now=T + 1)
+    await queue.complete(job.id, lock_token(claimed), {"first": True}, now=T + 1)
 
     await queue.retry_job(job.id, now=T + 2)
     stored = await stored_job(queue, job.id)
@@ -239,7 +233,7 @@ async def test_retry_job_runs_a_completed_job_again(queue: JobQueue) -> None:
     assert (stored.state, stored.attempts_made, stored.return_value) == ("waiting", 1, None)
     again = await claim_one(queue, T + 3)
     assert again.attempts_started == 2
-    await queue.complete(job.id, _token(again), {"second": True}, now=T + 4)
+    await queue.complete(job.id, lock_token(again), {"second": True}, now=T + 4)
     assert (await queue.finished_result(job.id)).value == {"second": True}
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 from lanemq import ConfigError, Dedup, Job, JobOptions, JobQueue, JobScheduler, JobStateError
+from support import EPOCH_MS as T
 
-T = 1_700_000_000_000  # Tuesday 2023-11-14 22:13:20 UTC
 UTC = timezone.utc
 
 

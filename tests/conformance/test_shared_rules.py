@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import asyncio
 
-from lanemq import Job, JobQueue
+from lanemq import JobQueue
+from support import EPOCH_MS as T
 
-from .helpers import claim_one
-
-T = 1_700_000_000_000
+from .helpers import claim_one, lock_token
 
 # The limit and the reason of the Rust core (`jobs::constants`), spelled out here on purpose:
 # a change to them is a change of behaviour, and this test should say so.
@@ -19,17 +18,12 @@ STACKTRACE_LIMIT = 10
 STALLED_REASON = "job stalled more than allowable limit"
 
 
-def _token(job: Job) -> str:
-    assert job.lock_token, f"job {job.id} has no lock token"
-    return job.lock_token
-
-
 async def test_a_job_keeps_the_newest_stack_traces(queue: JobQueue) -> None:
     attempts = STACKTRACE_LIMIT + 3
     job = await queue.add("flaky", None, attempts=attempts, now=T)
     for attempt in range(attempts):
         claimed = await claim_one(queue, T + attempt)
-        await queue.fail(job.id, _token(claimed), f"error {attempt}", f"trace {attempt}", now=T)
+        await queue.fail(job.id, lock_token(claimed), f"error {attempt}", f"trace {attempt}", now=T)
     stored = await queue.get_job(job.id)
     assert stored is not None
     assert stored.state == "failed"
@@ -40,9 +34,9 @@ async def test_a_job_keeps_the_newest_stack_traces(queue: JobQueue) -> None:
 async def test_a_failure_without_a_trace_keeps_the_traces_it_has(queue: JobQueue) -> None:
     job = await queue.add("flaky", None, attempts=3, now=T)
     first = await claim_one(queue, T)
-    await queue.fail(job.id, _token(first), "one", "trace one", now=T)
+    await queue.fail(job.id, lock_token(first), "one", "trace one", now=T)
     second = await claim_one(queue, T + 1)
-    await queue.fail(job.id, _token(second), "two", now=T + 1)
+    await queue.fail(job.id, lock_token(second), "two", now=T + 1)
     stored = await queue.get_job(job.id)
     assert stored is not None
     assert (stored.state, stored.stacktrace) == ("waiting", ["trace one"])
@@ -81,7 +75,7 @@ async def test_a_finish_tells_its_waiters_before_retention_removes_the_job(
     waiter = asyncio.create_task(job.wait(timeout=5.0))
     await asyncio.sleep(0)
     claimed = await claim_one(queue, T)
-    await queue.complete(job.id, _token(claimed), {"ok": True}, now=T + 5)
+    await queue.complete(job.id, lock_token(claimed), {"ok": True}, now=T + 5)
     assert await waiter == {"ok": True}
     assert await queue.get_job(job.id) is None
     events = [e.event for e in await queue.read_events() if e.job_id == job.id]

@@ -9,10 +9,10 @@ from collections.abc import Callable
 
 import pytest
 from lanemq import ConfigError, FlowJob, JobOptions, JobQueue
+from support import EPOCH_MS as T
 
 from .helpers import claim_one, stored_job
 
-T = 1_700_000_000_000
 CARRIER = {
     "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
     "tracestate": 'congo=t61rcWkgMzE,rojo=00f067aa0ba902b7,"q"=1',

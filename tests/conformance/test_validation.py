@@ -20,8 +20,8 @@ from lanemq import (
     QueueEvent,
     RedisJobQueue,
 )
+from support import EPOCH_MS as T
 
-T = 1_700_000_000_000
 MAX_PRIORITY = 2**21 - 1
 
 Snapshot = tuple[dict[str, int], list[QueueEvent]]

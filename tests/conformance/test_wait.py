@@ -10,17 +10,13 @@ from typing import Any
 import pytest
 from lanemq import Job, JobFailedError, JobNotFoundError, JobQueue
 
+from .helpers import lock_token
+
 #: Generous bound for "at once" (scheduling noise on two busy CI cores, not a real wait).
 PROMPT = 0.25
 #: Upper bound for "on time": well below the 1 s a wait blocks at most before it looks again,
 #: so a missed wake-up still fails the test.
 LATE = 0.9
-
-
-def _token(job: Job) -> str:
-    token = job.lock_token
-    assert token, f"job {job.id} carries no lock token"
-    return token
 
 
 async def _later(delay: float, action: Any) -> Any:
@@ -41,7 +37,7 @@ async def test_wait_returns_the_result_when_another_task_completes(queue: JobQue
     claimed = await _claim(queue)
 
     async def complete() -> None:
-        await queue.complete(claimed.id, _token(claimed), {"sum": 7, "tags": ["a"]})
+        await queue.complete(claimed.id, lock_token(claimed), {"sum": 7, "tags": ["a"]})
 
     finisher = asyncio.create_task(_later(0.05, complete))
     started = time.monotonic()
@@ -55,7 +51,7 @@ async def test_wait_returns_none_result(queue: JobQueue) -> None:
     claimed = await _claim(queue)
 
     async def complete() -> None:
-        await queue.complete(claimed.id, _token(claimed))
+        await queue.complete(claimed.id, lock_token(claimed))
 
     finisher = asyncio.create_task(_later(0.02, complete))
     assert await job.wait(timeout=1.0) is None
@@ -67,7 +63,7 @@ async def test_wait_raises_job_failed_on_terminal_failure(queue: JobQueue) -> No
     claimed = await _claim(queue)
 
     async def fail() -> None:
-        await queue.fail(claimed.id, _token(claimed), "disk on fire", retry=False)
+        await queue.fail(claimed.id, lock_token(claimed), "disk on fire", retry=False)
 
     finisher = asyncio.create_task(_later(0.05, fail))
     with pytest.raises(JobFailedError) as caught:
@@ -83,13 +79,13 @@ async def test_wait_keeps_waiting_through_a_retried_failure(queue: JobQueue) -> 
     await asyncio.sleep(0)
 
     first = await _claim(queue)
-    assert await queue.fail(first.id, _token(first), "transient") is True
+    assert await queue.fail(first.id, lock_token(first), "transient") is True
     await asyncio.sleep(0.05)
     assert not waiter.done(), "wait() ended on a failure that is retried"
 
     second = await _claim(queue)
     assert second.attempts_started == 2
-    await queue.complete(second.id, _token(second), "finally")
+    await queue.complete(second.id, lock_token(second), "finally")
     assert await asyncio.wait_for(waiter, 0.3) == "finally"
 
 
@@ -99,12 +95,12 @@ async def test_wait_raises_on_the_final_failure_after_retries(queue: JobQueue) -
     await asyncio.sleep(0)
 
     first = await _claim(queue)
-    assert await queue.fail(first.id, _token(first), "first reason") is True
+    assert await queue.fail(first.id, lock_token(first), "first reason") is True
     await asyncio.sleep(0.02)
     assert not waiter.done()
 
     second = await _claim(queue)
-    assert await queue.fail(second.id, _token(second), "second reason") is False
+    assert await queue.fail(second.id, lock_token(second), "second reason") is False
     with pytest.raises(JobFailedError) as caught:
         await asyncio.wait_for(waiter, 0.3)
     assert caught.value.reason == "second reason"
@@ -113,7 +109,7 @@ async def test_wait_raises_on_the_final_failure_after_retries(queue: JobQueue) -
 async def test_wait_returns_at_once_for_a_finished_job(queue: JobQueue) -> None:
     done = await queue.add("w")
     claimed = await _claim(queue)
-    await queue.complete(claimed.id, _token(claimed), [1, 2, 3])
+    await queue.complete(claimed.id, lock_token(claimed), [1, 2, 3])
     started = time.monotonic()
     assert await done.wait() == [1, 2, 3]
     assert await done.wait(timeout=0.01) == [1, 2, 3]
@@ -121,7 +117,7 @@ async def test_wait_returns_at_once_for_a_finished_job(queue: JobQueue) -> None:
 
     failed = await queue.add("w")
     claimed = await _claim(queue)
-    await queue.fail(claimed.id, _token(claimed), "gone wrong", retry=False)
+    await queue.fail(claimed.id, lock_token(claimed), "gone wrong", retry=False)
     with pytest.raises(JobFailedError) as caught:
         await asyncio.wait_for(failed.wait(), PROMPT)
     assert caught.value.reason == "gone wrong"
@@ -184,7 +180,7 @@ async def test_wait_timeout_raises_timeout_error(queue: JobQueue) -> None:
     claimed = await _claim(queue)
 
     async def complete() -> None:
-        await queue.complete(claimed.id, _token(claimed), "late")
+        await queue.complete(claimed.id, lock_token(claimed), "late")
 
     finisher = asyncio.create_task(_later(0.02, complete))
     assert await job.wait(timeout=1.0) == "late"
@@ -198,7 +194,7 @@ async def test_several_waiters_all_get_the_result(queue: JobQueue) -> None:
     waiters = [asyncio.create_task(j.wait(timeout=1.0)) for j in (job, job, other)]
     await asyncio.sleep(0)
     claimed = await _claim(queue)
-    await queue.complete(claimed.id, _token(claimed), "shared")
+    await queue.complete(claimed.id, lock_token(claimed), "shared")
     assert await asyncio.wait_for(asyncio.gather(*waiters), 0.3) == ["shared"] * 3
 
 

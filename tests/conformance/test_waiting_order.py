@@ -5,8 +5,7 @@ Listings, pages in both directions, counts, removals, drain and clean agree with
 from __future__ import annotations
 
 from lanemq import JobQueue
-
-T = 1_700_000_000_000
+from support import EPOCH_MS as T
 
 
 async def _mixed(queue: JobQueue) -> list[str]:

@@ -9,13 +9,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_the_job_contract_and_lifecycle_use_no_implementation() -> None:
-    run = subprocess.run(
+def jobs_imports() -> subprocess.CompletedProcess[str]:
+    """`scripts/jobs-imports`, run as anyone would run it."""
+    return subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "jobs-imports")],
         capture_output=True,
         text=True,
         check=False,
     )
+
+
+def test_the_job_contract_and_lifecycle_use_no_implementation() -> None:
+    run = jobs_imports()
     assert run.returncode == 0, run.stdout + run.stderr
     assert "OK: no contract, shared or lifecycle file uses an implementation" in run.stdout
     # The listing names each group and the shared state machine's users.
@@ -25,12 +30,7 @@ def test_the_job_contract_and_lifecycle_use_no_implementation() -> None:
 
 
 def test_no_import_circle_in_the_redis_crate_or_the_shared_job_modules() -> None:
-    run = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "jobs-imports")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    run = jobs_imports()
     assert run.returncode == 0, run.stdout + run.stderr
     assert "OK: no import circle in jobs/ contract and shared modules" in run.stdout
     assert "OK: no import circle in crates/lanemq-redis/src/" in run.stdout

@@ -60,28 +60,20 @@ async def test_one_bad_result_fails_only_its_job_and_is_retried(queue: JobQueue)
     assert worker.processed == 4 and worker.failed == 3 and worker.attempts_failed == 6
     assert sorted(dead) == ["big", "set", "surrogate"]
 
-    bad_set = await queue.get_job(jobs["set"].id)
-    assert bad_set is not None
-    assert (bad_set.state, bad_set.attempts_made) == ("failed", 2)
-    assert bad_set.failed_reason == (
-        f"TypeError: return value of job {jobs['set'].id!r} is not JSON-serialisable: "
-        "Object of type set is not JSON serializable"
-    )
-    surrogate = await queue.get_job(jobs["surrogate"].id)
-    assert surrogate is not None
-    assert (surrogate.state, surrogate.attempts_made) == ("failed", 2)
-    assert surrogate.failed_reason == (
-        f"ValueError: return value of job {jobs['surrogate'].id!r} holds a lone surrogate, "
-        "which is not valid Unicode text"
-    )
-    big = await queue.get_job(jobs["big"].id)
-    assert big is not None
-    assert (big.state, big.attempts_made) == ("failed", 2)
-    size = queue.max_payload_bytes + 3  # the string's JSON: its quotes too
-    assert big.failed_reason == (
-        f"ValueError: return value of job {jobs['big'].id!r} is {size} bytes of JSON, over "
-        f"the queue's max_payload_bytes ({queue.max_payload_bytes})"
-    )
+    size = queue.max_payload_bytes + 3  # the big string's JSON: its quotes too
+    reasons = {
+        "set": "TypeError: return value of job {id!r} is not JSON-serialisable: "
+        "Object of type set is not JSON serializable",
+        "surrogate": "ValueError: return value of job {id!r} holds a lone surrogate, "
+        "which is not valid Unicode text",
+        "big": "ValueError: return value of job {id!r} is "
+        f"{size} bytes of JSON, over the queue's max_payload_bytes ({queue.max_payload_bytes})",
+    }
+    for name, reason in reasons.items():
+        bad = await queue.get_job(jobs[name].id)
+        assert bad is not None, name
+        assert (bad.state, bad.attempts_made) == ("failed", 2), name
+        assert bad.failed_reason == reason.format(id=bad.id), name
 
 
 async def test_complete_refuses_a_result_over_the_limit_and_writes_nothing(

@@ -50,15 +50,26 @@ async def lines_until(child: Child, wanted: str) -> list[str]:
     return seen
 
 
+async def signalled_mid_job(
+    spawn: Spawn, script: str, job_id: str, args: list[str], signum: int, until: str
+) -> list[str]:
+    """Starts ``script`` (a worker process) with ``args``, sends ``signum`` once it has
+    started job ``job_id``, and returns its output up to the line holding ``until``; the
+    process must then exit 0."""
+    child = await spawn(script, *args)
+    assert (await lines_until(child, "started"))[-1] == f"started {job_id}", child.stderr()
+    child.proc.send_signal(signum)
+    output = await lines_until(child, until)
+    assert await child.wait(timeout=30) == 0, child.stderr()
+    return output
+
+
 async def test_sigterm_mid_job_lets_it_finish_and_exits_0(spawn: Spawn, tmp_path: Path) -> None:
     queue = LocalJobQueue("signals", tmp_path)
     job = await queue.add("sleep", 1.0)
     marker = tmp_path / "ran"
-    child = await spawn(WORKER, str(tmp_path), str(marker))
-    assert (await lines_until(child, "started"))[-1] == f"started {job.id}", child.stderr()
-    child.proc.send_signal(signal.SIGTERM)
-    output = await lines_until(child, "run returned")
-    assert await child.wait(timeout=30) == 0, child.stderr()
+    args = [str(tmp_path), str(marker)]
+    output = await signalled_mid_job(spawn, WORKER, job.id, args, signal.SIGTERM, "run returned")
 
     assert any("SIGTERM received: closing (grace 8.0s" in line for line in output), output
     assert marker.read_text().split() == [job.id]  # ran exactly once
@@ -73,11 +84,8 @@ async def test_sigint_past_the_grace_releases_the_job_and_exits_0(
     queue = LocalJobQueue("signals", tmp_path)
     job = await queue.add("sleep", 60.0)
     marker = tmp_path / "ran"
-    child = await spawn(WORKER, str(tmp_path), str(marker), "0.2")
-    assert (await lines_until(child, "started"))[-1] == f"started {job.id}", child.stderr()
-    child.proc.send_signal(signal.SIGINT)
-    output = await lines_until(child, "run returned")
-    assert await child.wait(timeout=30) == 0, child.stderr()
+    args = [str(tmp_path), str(marker), "0.2"]
+    output = await signalled_mid_job(spawn, WORKER, job.id, args, signal.SIGINT, "run returned")
 
     assert any("still running" in line and "releasing" in line for line in output), output
     assert not marker.exists()
@@ -148,11 +156,10 @@ async def test_sigterm_mid_def_job_waits_for_its_thread_and_runs_it_once(
     queue = LocalJobQueue("signals", tmp_path)
     job = await queue.add("sleep", 1.0)
     marker = tmp_path / "ran"
-    child = await spawn(DEF_WORKER, str(tmp_path), str(marker), "30")
-    assert (await lines_until(child, "started"))[-1] == f"started {job.id}", child.stderr()
-    child.proc.send_signal(signal.SIGTERM)
-    output = await lines_until(child, "second worker idle")
-    assert await child.wait(timeout=30) == 0, child.stderr()
+    args = [str(tmp_path), str(marker), "30"]
+    output = await signalled_mid_job(
+        spawn, DEF_WORKER, job.id, args, signal.SIGTERM, "second worker idle"
+    )
 
     assert not any("releasing" in line for line in output), output
     # The thread ran to its end once, and its result is the job's: not released, not re-run.

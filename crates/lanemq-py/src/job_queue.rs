@@ -1,8 +1,11 @@
-//! `JobQueueCore`: one Python class over any `JobBackend`. Every method returns an awaitable;
-//! with the in-process backends it is already resolved. This file holds the constructors and
-//! the hot path (what workers call, on the wire where there is one), whose times are
-//! milliseconds as `lanemq.queue` computes them; the plain forwards, which take seconds and an
-//! optional `now`, are generated in `job_queue_forwards.rs`.
+//! `JobQueueCore`: one Python class over any `JobBackend`, holding only what every backend
+//! has. Every method returns an awaitable; with the in-process backends it is already
+//! resolved. This file holds the in-process constructors, the `ServerHooks` a queue on a
+//! server gives it (`RedisQueueCore`, in `redis_queue.rs`, extends this class and holds the
+//! Redis-only state behind them), and the hot path (what workers call, on the wire where the
+//! hooks give one), whose times are milliseconds as `lanemq.queue` computes them; the plain
+//! forwards, which take seconds and an optional `now`, are generated in
+//! `job_queue_forwards.rs`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,15 +15,10 @@ use lanemq_core::jobs::{
     LocalBackend, NewJob, StoreConfig, Template,
 };
 use lanemq_core::{CoreError, CoreResult};
-use lanemq_redis::{
-    is_cluster_url, is_sentinel_url, Cluster, RedisBackend, RedisJobBackend, Server, ServerOptions,
-    WireCalls,
-};
-use pyo3::exceptions::PyDeprecationWarning;
 use pyo3::prelude::*;
 
 use crate::bridge::count;
-use crate::core_args::{CoreArg, Now, Secs, Text};
+use crate::core_args::{CoreArg, Now, Text};
 use crate::errors::to_py;
 use crate::flows::{self, MemoryGroupCore};
 use crate::interrupt::Interrupt;
@@ -30,64 +28,59 @@ use crate::ready;
 use crate::scheduler_record;
 use crate::wire_link::{WireLink, Wired};
 
-#[pyclass(frozen, module = "lanemq._core")]
+/// What a queue on a server (Redis: `redis_queue::RedisQueue`) adds to the calls every
+/// backend makes. A trait object, so this class names no backend: a server queue pays one
+/// dynamic call per call for it (its wire, its warnings), an in-process queue nothing.
+pub(crate) trait ServerHooks: Send + Sync {
+    /// The wire link to make a hot call on from the running loop, if there is one now.
+    fn link<'py>(&self, py: Python<'py>) -> PyResult<Option<(Arc<Wired>, Bound<'py, WireLink>)>>;
+    /// Runs as each call's value is converted for Python (the GIL held): what the server left
+    /// to say (warnings) is said then.
+    fn after_call(&self) -> PyResult<()>;
+    /// The queue closes: releases what the hooks hold (the queue's share of the wire).
+    fn close(&self, py: Python<'_>) -> PyResult<()>;
+}
+
+#[pyclass(frozen, subclass, module = "lanemq._core")]
 pub struct JobQueueCore {
     pub(crate) backend: Arc<dyn JobBackend>,
     /// Whether the backend's calls may finish on their first poll (in-process backends) or
     /// wait on a server (Redis): see `ready::resolve`.
     inline: bool,
-    /// The backend's wire for the hot calls, if it has one (Redis): see `wire_link`. A queue
-    /// of a cluster takes its master's once routed, and another's if it moves (`wired_for`).
-    wired: std::sync::Mutex<Option<Arc<Wired>>>,
-    /// What a Redis queue knows of its server and settings (its siblings share them).
-    redis: Option<RedisParts>,
+    /// A server queue's hooks (its wire for the hot calls, its warnings); None in process.
+    hooks: Option<Arc<dyn ServerHooks>>,
     /// The queue's limit on a payload (data, result) in bytes: the worker checks a result
     /// against it before reporting it.
     max_payload_bytes: usize,
 }
 
-struct RedisParts {
-    backend: RedisJobBackend,
-    settings: RedisSettings,
-}
-
-#[derive(Clone)]
-struct RedisSettings {
-    prefix: String,
-    max_payload_bytes: usize,
-    max_events: usize,
-    allow_eviction: bool,
-    /// Replicas that must have each write that adds jobs, and the longest wait for them (ms).
-    replica_ack: (usize, u64),
-}
-
-impl RedisParts {
-    fn server(&self) -> Arc<Server> {
-        self.backend.server()
-    }
-}
-
-/// Where a Redis queue lives: one server, or a cluster (its slot's master, found on first use).
-enum Place {
-    Server(Arc<Server>),
-    Cluster(Arc<Cluster>),
-}
-
-/// Logs `message` on the `lanemq` logger (on the loop's thread, which holds the GIL).
-fn log_warning(message: &str) {
-    Python::attach(|py| {
-        let logged = py
-            .import("logging")
-            .and_then(|logging| logging.call_method1("getLogger", ("lanemq",)))
-            .and_then(|logger| logger.call_method1("warning", (message,)));
-        if let Err(error) = logged {
-            error.write_unraisable(py, None);
-        }
-    });
-}
-
 impl JobQueueCore {
-    /// Awaits `future` (see `ready::resolve`), its value converted by `convert`.
+    /// The core of a queue on a server (its calls wait on it), with its `hooks`.
+    pub(crate) fn on_server(
+        backend: Arc<dyn JobBackend>,
+        hooks: Arc<dyn ServerHooks>,
+        max_payload_bytes: usize,
+    ) -> Self {
+        Self {
+            backend,
+            inline: false,
+            hooks: Some(hooks),
+            max_payload_bytes,
+        }
+    }
+
+    /// The core of an in-process queue (its calls may finish on their first poll).
+    fn in_process(backend: Arc<dyn JobBackend>, max_payload_bytes: usize) -> Self {
+        Self {
+            backend,
+            inline: true,
+            hooks: None,
+            max_payload_bytes,
+        }
+    }
+
+    /// Awaits `future` (see `ready::resolve`), its value converted by `convert` (after the
+    /// hooks' `after_call`, if there are hooks).
     pub(crate) fn resolve<'py, T, U, F>(
         &self,
         py: Python<'py>,
@@ -99,119 +92,29 @@ impl JobQueueCore {
         U: for<'a> IntoPyObject<'a> + Send + 'static,
         F: FnOnce(T) -> PyResult<U> + Send + 'static,
     {
-        let Some(redis) = &self.redis else {
+        let Some(hooks) = &self.hooks else {
             return ready::resolve(py, future, convert, self.inline);
         };
-        // A warning of the first connect (the eviction policy could not be read) is logged
-        // when a call it delayed returns.
-        let server = redis.server();
-        let backend = redis.backend.clone();
+        let hooks = Arc::clone(hooks);
         let convert = move |value| {
-            if let Some(warning) = server.take_warning() {
-                log_warning(&warning);
-            }
-            if let Some(warning) = backend.take_name_warning() {
-                Python::attach(|py| {
-                    let category = py.get_type::<PyDeprecationWarning>();
-                    PyErr::warn(py, &category, &std::ffi::CString::new(warning)?, 1)
-                })?;
-            }
+            hooks.after_call()?;
             convert(value)
         };
         ready::resolve(py, future, convert, self.inline)
     }
 
-    /// The wire link of the running loop, if this backend has a wire and it is there for it
-    /// (and this queue made its checks of the server: until then calls go the ordinary way,
-    /// which makes them).
+    /// The wire link of the running loop, if the hooks give one (see `ServerHooks::link`).
     fn link<'py>(&self, py: Python<'py>) -> PyResult<Option<(Arc<Wired>, Bound<'py, WireLink>)>> {
-        let Some(redis) = &self.redis else {
-            return Ok(None);
-        };
-        // A queue that waits for replicas makes its adds the ordinary way (`with_replica_ack`).
-        if !redis.backend.is_ready() || redis.settings.replica_ack.0 > 0 {
-            return Ok(None);
+        match &self.hooks {
+            Some(hooks) => hooks.link(py),
+            None => Ok(None),
         }
-        let Some(wired) = self.wired_for(py, redis)? else {
-            return Ok(None);
-        };
-        Ok(wired.link(py)?.map(|link| (wired, link)))
-    }
-
-    /// The share of the wire of this queue's server, if it can have one (not over TLS): on a
-    /// cluster, of its slot's master as last routed. A queue whose slot moved (or failed over)
-    /// closes its share of the old master's wire and takes the new one's; until a reply says
-    /// it moved, its calls on the old wire get MOVED and go again the ordinary way, which
-    /// routes them.
-    fn wired_for(&self, py: Python<'_>, redis: &RedisParts) -> PyResult<Option<Arc<Wired>>> {
-        let server = redis.server();
-        if !server.wire_capable() {
-            return Ok(None);
-        }
-        let (wired, old) = {
-            let mut slot = self.wired.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(wired) = slot.as_ref().filter(|w| w.server_id() == server.id()) {
-                return Ok(Some(Arc::clone(wired)));
-            }
-            let calls: Arc<dyn WireCalls> = Arc::new(redis.backend.clone());
-            let wired = Arc::new(Wired::shared(calls, server.id()));
-            let old = slot.replace(Arc::clone(&wired));
-            (wired, old)
-        };
-        if let Some(old) = old {
-            old.close(py)?;
-        }
-        Ok(Some(wired))
-    }
-
-    fn current_wired(&self) -> Option<Arc<Wired>> {
-        self.wired.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    /// The queue `queue` at `place` (sharing its connections), with `settings`. A queue of a
-    /// cluster takes its wire at its first hot call once routed (`wired_for`): a wire is
-    /// shared by the queues of one server, which a cluster queue knows only then.
-    fn redis_on(place: Place, settings: RedisSettings, queue: &str) -> PyResult<Self> {
-        let (prefix, max_events, evict) = (
-            settings.prefix.as_str(),
-            settings.max_events,
-            settings.allow_eviction,
-        );
-        let backend = match place {
-            Place::Server(server) => RedisBackend::on(server, prefix, queue, max_events, evict),
-            Place::Cluster(cluster) => {
-                RedisBackend::in_cluster(cluster, prefix, queue, max_events, evict)
-                    .map_err(to_py)?
-            }
-        };
-        let (replicas, ack_ms) = settings.replica_ack;
-        let backend = backend.with_replica_ack(replicas, std::time::Duration::from_millis(ack_ms));
-        let backend = RedisJobBackend::new(backend, settings.max_payload_bytes);
-        let server = backend.server();
-        let wired =
-            (server.wire_capable() && backend.cluster().is_none() && replicas == 0).then(|| {
-                let calls: Arc<dyn WireCalls> = Arc::new(backend.clone());
-                Arc::new(Wired::shared(calls, server.id()))
-            });
-        Ok(Self {
-            backend: Arc::new(backend.clone()),
-            inline: false,
-            wired: std::sync::Mutex::new(wired),
-            max_payload_bytes: settings.max_payload_bytes,
-            redis: Some(RedisParts { backend, settings }),
-        })
-    }
-
-    fn redis_parts(&self) -> PyResult<&RedisParts> {
-        self.redis
-            .as_ref()
-            .ok_or_else(|| to_py(CoreError::Refused("not a Redis queue".into())))
     }
 }
 
 /// A hot call (`add`, `add_bulk`, `claim`, `complete_many`, `complete_and_claim`: the methods
 /// `WireCalls` and `JobLifecycle` share) on the running loop's wire if this queue has one
-/// there (see `JobQueueCore::link`), else the ordinary way: the one place that chooses. Its
+/// there (see `ServerHooks::link`), else the ordinary way: the one place that chooses. Its
 /// value is converted by `$convert` either way.
 macro_rules! hot_call {
     ($self:ident, $py:ident, $method:ident($($arg:expr),* $(,)?), $convert:expr) => {
@@ -226,17 +129,6 @@ macro_rules! hot_call {
 fn queue_name(name: Text) -> PyResult<String> {
     let name = name.core("queue name")?;
     check_queue_name(&name).map_err(to_py)?;
-    Ok(name)
-}
-
-/// A Redis queue's name: the rule's, or a name Redis queues could have before it (not empty,
-/// no braces, which would change the hash tag), which only an existing queue may keep (its
-/// first call checks, `RedisBackend::ready`).
-fn redis_queue_name(name: Text) -> PyResult<String> {
-    let name = name.core("queue name")?;
-    if name.is_empty() || name.contains(['{', '}']) {
-        check_queue_name(&name).map_err(to_py)?;
-    }
     Ok(name)
 }
 
@@ -282,13 +174,9 @@ impl JobQueueCore {
             max_payload_bytes: count("max_payload_bytes", max_payload_bytes, 1)? as usize,
             max_events: count("max_events", max_events, 0)? as usize,
         };
-        Ok(Self {
-            max_payload_bytes: config.max_payload_bytes,
-            backend: Arc::new(group.inner.queue(name, config)),
-            inline: true,
-            wired: std::sync::Mutex::new(None),
-            redis: None,
-        })
+        let max_payload_bytes = config.max_payload_bytes;
+        let backend = Arc::new(group.inner.queue(name, config));
+        Ok(Self::in_process(backend, max_payload_bytes))
     }
 
     /// A backend in the SQLite file `path`, shared with other processes; its commits synced
@@ -314,122 +202,13 @@ impl JobQueueCore {
         let backend = py
             .detach(|| LocalBackend::open_synced(&path, queue, config, sync))
             .map_err(to_py)?;
-        Ok(Self {
-            backend: Arc::new(backend),
-            inline: true,
-            wired: std::sync::Mutex::new(None),
-            redis: None,
-            max_payload_bytes,
-        })
-    }
-
-    /// A Redis (or Valkey) backend, without I/O: it connects on its first call (or
-    /// `connect`), within `connect_timeout` ms. Queues of one URL and options share their
-    /// connections. A URL that does not parse raises `ConfigError` (its password masked).
-    #[staticmethod]
-    #[pyo3(signature = (url, queue, prefix="lanemq", max_payload_bytes=16_777_216, max_events=10_000,
-        allow_eviction=false, connect_timeout=5_000, tls_ca_file=None, min_replicas_ack=0,
-        replica_ack_timeout=1_000))]
-    #[allow(clippy::too_many_arguments)]
-    fn redis(
-        url: &str,
-        queue: Text,
-        prefix: &str,
-        max_payload_bytes: i64,
-        max_events: i64,
-        allow_eviction: bool,
-        connect_timeout: i64,
-        tls_ca_file: Option<PathBuf>,
-        min_replicas_ack: i64,
-        replica_ack_timeout: i64,
-    ) -> PyResult<Self> {
-        let max_payload_bytes = count("max_payload_bytes", max_payload_bytes, 1)? as usize;
-        let replicas = count("min_replicas_ack", min_replicas_ack, 0)? as usize;
-        let replica_ack_timeout = count("replica_ack_timeout", replica_ack_timeout, 1)?;
-        let max_events = count("max_events", max_events, 0)? as usize;
-        let connect_timeout = count("connect_timeout", connect_timeout, 1)?;
-        let options = ServerOptions {
-            connect_timeout: std::time::Duration::from_millis(u64::from(connect_timeout)),
-            tls_ca_file,
-        };
-        let place = if is_cluster_url(url) || is_sentinel_url(url) {
-            Place::Cluster(Cluster::shared(url, &options).map_err(to_py)?)
-        } else {
-            Place::Server(Server::shared(url, &options).map_err(to_py)?)
-        };
-        let settings = RedisSettings {
-            prefix: prefix.to_owned(),
-            max_payload_bytes,
-            max_events,
-            allow_eviction,
-            replica_ack: (replicas, u64::from(replica_ack_timeout)),
-        };
-        Self::redis_on(place, settings, &redis_queue_name(queue)?)
+        Ok(Self::in_process(Arc::new(backend), max_payload_bytes))
     }
 
     /// The largest payload (a job's data or result) the queue takes, in bytes.
     #[getter]
     fn max_payload_bytes(&self) -> usize {
         self.max_payload_bytes
-    }
-
-    /// The queue `queue` of this Redis queue's server, prefix and settings (sharing its
-    /// connections).
-    fn redis_sibling(&self, queue: Text) -> PyResult<Self> {
-        let queue = &redis_queue_name(queue)?;
-        let parts = self.redis_parts()?;
-        let place = match parts.backend.cluster() {
-            Some(cluster) => Place::Cluster(Arc::clone(cluster)),
-            None => Place::Server(parts.server()),
-        };
-        Self::redis_on(place, parts.settings.clone(), queue)
-    }
-
-    /// Connects (unless the server's connections are up; the wire too) and makes this queue's
-    /// checks of the server; raises `BackendConnectionError` (`BackendAuthenticationError` for refused
-    /// credentials) or `ConfigError` (an evicting server).
-    fn connect<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let backend = self.redis_parts()?.backend.clone();
-        let wire = self.current_wired().and_then(|wired| wired.prepare(py));
-        let future: BoxFuture<()> = Box::pin(async move {
-            backend.backend_ready().await?;
-            // The wire too, so the hot calls after this take it.
-            if let Some(wire) = wire {
-                wire.await;
-            }
-            Ok(())
-        });
-        self.resolve(py, future, unit)
-    }
-
-    /// Awaits True once the server answers (asked every 100 ms), False after `timeout` seconds.
-    fn wait_reachable<'py>(&self, py: Python<'py>, timeout: Secs) -> PyResult<Bound<'py, PyAny>> {
-        let timeout = timeout.core("timeout")?;
-        let backend = self.redis_parts()?.backend.clone();
-        let future: BoxFuture<bool> = Box::pin(async move {
-            Ok(backend
-                .backend_wait_reachable(std::time::Duration::from_millis(timeout))
-                .await)
-        });
-        self.resolve(py, future, Ok)
-    }
-
-    /// Equal for queues that share connections (one server, one set of options).
-    fn server_id(&self) -> PyResult<u64> {
-        let parts = self.redis_parts()?;
-        Ok(match parts.backend.cluster() {
-            Some(cluster) => cluster.id(),
-            None => parts.server().id(),
-        })
-    }
-
-    /// The server's URL with its password masked.
-    fn masked_url(&self) -> PyResult<String> {
-        let parts = self.redis_parts()?;
-        Ok(match parts.backend.cluster() {
-            Some(cluster) => cluster.masked_url().to_owned(),
-            None => parts.server().masked_url().to_owned(),
-        })
     }
 
     /// Adds a flow (a node is `(queue, name, data, options, children)`): awaits the added
@@ -764,9 +543,8 @@ impl JobQueueCore {
 
     /// Releases the backend's file or connections once pending operations are done.
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let wired = self.wired.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(wired) = wired {
-            wired.close(py)?;
+        if let Some(hooks) = &self.hooks {
+            hooks.close(py)?;
         }
         self.resolve(py, self.backend.close(), unit)
     }

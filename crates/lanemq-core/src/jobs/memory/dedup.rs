@@ -238,3 +238,109 @@ impl JobDedup for MemoryBackend {
         self.write(|s| lifecycle::dedup::remove_key(&mut s.store, &dedup_id, now))
     }
 }
+
+/// `lifecycle::dedup` over the memory store: the steps each decision takes, and their events.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jobs::options::{Dedup, JobOptions};
+    use crate::jobs::StoreConfig;
+
+    const T: Millis = 1_000;
+
+    fn with_dedup(f: impl FnOnce(&mut Dedup)) -> JobOptions {
+        let mut dedup = Dedup::simple("k");
+        f(&mut dedup);
+        JobOptions {
+            dedup: Some(dedup),
+            ..JobOptions::default()
+        }
+    }
+
+    /// The events after `from`, as (name, job, fields).
+    fn events_after(s: &MemoryStore, from: u64) -> Vec<(String, String, Vec<String>)> {
+        s.read_events(from + 1, u64::MAX, usize::MAX)
+            .into_iter()
+            .map(|e| {
+                let fields = e
+                    .fields()
+                    .map(|(k, v)| format!("{k}={}", v.as_str()))
+                    .collect();
+                let job = e.job_id.as_deref().unwrap_or("").to_owned();
+                (e.event.to_owned(), job, fields)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_duplicate_tells_the_owner_and_keep_last_requeues_it_once() {
+        let mut s = MemoryStore::new(StoreConfig::default());
+        let keep = || with_dedup(|d| d.keep_last = true);
+        let (owner, _) = s.add("a", "1", keep(), T).unwrap();
+        let token = s.claim("w", 1000, 1, T).remove(0).lock.unwrap().token;
+        let before = s.last_event_id();
+        let mut duplicate = keep();
+        duplicate.job_id = Some("dup".into());
+        let (got, created) = s.add("a", "2", duplicate, T + 1).unwrap();
+        assert_eq!((&*got.id, created), (&*owner.id, false));
+        assert_eq!(
+            events_after(&s, before),
+            vec![
+                (
+                    "deduplicated".into(),
+                    "1".into(),
+                    vec!["deduplicationId=k".into(), "deduplicatedJobId=dup".into()]
+                ),
+                ("debounced".into(), "1".into(), vec!["debounceId=k".into()]),
+            ]
+        );
+        s.complete(&owner.id, &token, "null", T + 2).unwrap();
+        let next = s.get_job("dup").expect("the kept duplicate was added");
+        assert_eq!((&*next.data, next.created_at), ("2", T + 2));
+        assert_eq!(
+            s.get_deduplication_job_id("k", T + 2).as_deref(),
+            Some("dup")
+        );
+    }
+
+    #[test]
+    fn replace_removes_the_delayed_owner_and_tells_its_waiters() {
+        let mut s = MemoryStore::new(StoreConfig::default());
+        let replace = || {
+            let mut options = with_dedup(|d| {
+                d.replace = true;
+                d.ttl = Some(500);
+            });
+            options.delay = 100;
+            options
+        };
+        let (first, _) = s.add("a", "1", replace(), T).unwrap();
+        let before = s.last_event_id();
+        let (second, created) = s.add("a", "2", replace(), T + 1).unwrap();
+        assert!(created && second.id != first.id);
+        assert!(s.get_job(&first.id).is_none());
+        assert_eq!(events_after(&s, before)[0].0, "removed");
+        assert_eq!(s.take_replaced(), vec![first.id]);
+        // The key keeps its expiry (no `extend`).
+        assert_eq!(s.get_deduplication_ttl("k", T + 1), Some(Some(499)));
+    }
+
+    #[test]
+    fn a_retry_takes_the_key_back_unless_another_job_holds_it() {
+        let mut s = MemoryStore::new(StoreConfig::default());
+        let (first, _) = s.add("a", "1", with_dedup(|_| {}), T).unwrap();
+        let token = s.claim("w", 1000, 1, T).remove(0).lock.unwrap().token;
+        s.complete(&first.id, &token, "null", T).unwrap();
+        let (second, created) = s.add("a", "2", with_dedup(|_| {}), T + 1).unwrap();
+        assert!(created);
+        let refused = s.retry_job(&first.id, false, T + 2);
+        assert!(matches!(refused, Err(crate::CoreError::Refused(_))));
+        assert!(s.remove_deduplication_key("k", T + 2));
+        s.retry_job(&first.id, false, T + 3).unwrap();
+        assert_eq!(
+            s.get_deduplication_job_id("k", T + 3).as_deref(),
+            Some(&*first.id)
+        );
+        assert_ne!(first.id, second.id);
+    }
+}

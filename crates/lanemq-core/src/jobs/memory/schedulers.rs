@@ -157,3 +157,46 @@ impl JobSchedulers for MemoryBackend {
         })
     }
 }
+
+/// `lifecycle::schedulers` over the memory store.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jobs::options::{JobOptions, StoreConfig};
+
+    const T: Millis = 1_000_000;
+
+    fn template() -> Template {
+        Template {
+            name: "tick".into(),
+            data: "null".into(),
+            options: JobOptions::default(),
+        }
+    }
+
+    #[test]
+    fn lists_by_next_run_either_way_and_removal_takes_the_pending_occurrence() {
+        let mut s = MemoryStore::new(StoreConfig::default());
+        for (key, start) in [("b", T + 20), ("a", T + 10), ("c", T + 10)] {
+            let mut spec = ScheduleSpec::every(1000);
+            spec.start = Some(start);
+            s.upsert_scheduler(key, spec, template(), T).unwrap();
+        }
+        let keys = |list: Vec<JobScheduler>| list.into_iter().map(|j| j.key).collect::<Vec<_>>();
+        assert_eq!(keys(s.list_schedulers(0, -1, true)), ["a", "c", "b"]);
+        assert_eq!(keys(s.list_schedulers(0, 1, false)), ["b", "c"]);
+
+        let pending = s.get_scheduler("a").unwrap().job_id.unwrap();
+        let before = s.last_event_id();
+        assert!(s.remove_scheduler("a", T));
+        assert!(!s.remove_scheduler("a", T));
+        assert!(s.get_job(&pending).is_none());
+        let removed = s.read_events(before + 1, u64::MAX, 10);
+        assert_eq!(removed.len(), 1);
+        assert_eq!(
+            (removed[0].event, removed[0].job_id.as_deref()),
+            ("removed", Some(&*pending))
+        );
+        assert_eq!(s.count_schedulers(), 2);
+    }
+}

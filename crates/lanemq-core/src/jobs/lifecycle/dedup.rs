@@ -14,6 +14,7 @@ use crate::jobs::options::Dedup;
 
 use super::add::{create_as, existing};
 use super::effects::Finished;
+use super::not_found;
 use super::storage::JobStorage;
 
 /// A dedup key as its store read it, with the state of the job that holds it.
@@ -125,8 +126,9 @@ pub fn add<S: JobStorage>(
                 Some(&owner),
                 Some(("debounceId", Text::Shared(id))),
             )?;
-            let owner = storage.load(&owner)?.expect("a held key's owner exists");
-            return Ok((owner, false));
+            // A held key's owner exists (`KeyView::is_held`).
+            let found = storage.load(&owner)?;
+            return Ok((found.ok_or_else(|| not_found(&owner))?, false));
         }
     };
     let id = storage.auto_id(&job.options)?;

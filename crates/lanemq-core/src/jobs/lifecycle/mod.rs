@@ -2,8 +2,9 @@
 //! the decisions of each transition, written against `JobStorage`, the small interface both
 //! stores implement. A transition changes its job in place, then hands what follows (events,
 //! dedup, flow and retention reactions, next occurrences) to `Effects::apply`, which does it
-//! in one documented order (`effects`). Dedup keys (`dedup`) and job schedulers (`schedulers`)
-//! are written once here too, over the stores' small tables (`DedupTable`, `SchedulerTable`). The Redis backend's Lua scripts follow the same order.
+//! in one documented order (`effects`). The Redis backend's Lua scripts follow the same order.
+//! Dedup keys (`dedup`) and job schedulers (`schedulers`) are written once here too, over two
+//! small tables each store keeps (`DedupTable`, `SchedulerTable`).
 
 mod add;
 mod claim;

@@ -1,6 +1,7 @@
 //! MemoryStore behaviour with explicit time. The full contract is exercised through Python by
 //! tests/conformance; these pin the core's own invariants (ordering, fencing, recovery).
 
+use super::lifecycle::{self, manage};
 use super::*;
 use crate::error::CoreError;
 use crate::schedule::ScheduleSpec;
@@ -58,7 +59,10 @@ fn stale_token_is_fenced_after_recovery() {
     ));
     s.complete(&id, &b.lock.unwrap().token, "2", T + 1002)
         .unwrap();
-    assert_eq!(s.get_state(&id), Some(JobState::Completed));
+    assert_eq!(
+        manage::get_state(&mut s, &id).unwrap(),
+        Some(JobState::Completed)
+    );
 }
 
 #[test]
@@ -107,7 +111,7 @@ fn retry_waits_out_the_backoff_then_fails_for_good() {
         FailOutcome::Failed
     );
     assert_eq!(
-        s.finished_result(&id),
+        manage::finished_result(&mut s, &id).unwrap(),
         FinishedResult::Failed("boom 2".into())
     );
     let names: Vec<&str> = s
@@ -137,7 +141,7 @@ fn invalid_adds_write_nothing() {
         ),
     ];
     assert!(s.add_bulk(bulk, T).is_err());
-    assert_eq!(s.count_pending(), 0);
+    assert_eq!(manage::count_pending(&mut s).unwrap(), 0);
     assert_eq!(s.last_event_id(), 0);
 }
 
@@ -167,7 +171,10 @@ fn bulk_dedups_in_order_and_is_all_or_nothing() {
     let job = |data: &str, options: JobOptions| ("a".to_owned(), data.to_owned(), options);
     let bad = vec![job("1", dedup("k", |_| {})), job("2", dedup("", |_| {}))];
     assert!(matches!(s.add_bulk(bad, T), Err(CoreError::InvalidConfig(m)) if m.contains("job #1")));
-    assert_eq!((s.count_pending(), s.last_event_id()), (0, 0));
+    assert_eq!(
+        (manage::count_pending(&mut s).unwrap(), s.last_event_id()),
+        (0, 0)
+    );
     assert_eq!(s.get_deduplication_job_id("k", T), None);
 
     let added = s
@@ -198,9 +205,11 @@ fn keep_last_follow_up_is_added_once_when_the_owner_finishes() {
         let (got, created) = keep(data, &mut s, T + 1 + i as Millis);
         assert_eq!((&*got.id, created), (&*owner.id, false));
     }
-    assert_eq!(s.count_pending(), 0);
+    assert_eq!(manage::count_pending(&mut s).unwrap(), 0);
     s.complete(&owner.id, &token, "null", T + 10).unwrap();
-    let waiting = s.list_jobs(&[JobState::Waiting], 0, -1, true);
+    let waiting = manage::list_jobs(&mut s, &[JobState::Waiting], 0, -1, true)
+        .unwrap()
+        .0;
     assert_eq!(waiting.len(), 1);
     assert_eq!((&*waiting[0].data, waiting[0].created_at), ("4", T + 10));
     assert_eq!(
@@ -239,8 +248,9 @@ fn keep_count_trims_the_oldest_finished() {
         s.complete(&job.id, &job.lock.unwrap().token, "null", T + i as u64)
             .unwrap();
     }
-    let kept: Vec<String> = s
-        .list_jobs(&[JobState::Completed], 0, -1, true)
+    let kept: Vec<String> = manage::list_jobs(&mut s, &[JobState::Completed], 0, -1, true)
+        .unwrap()
+        .0
         .into_iter()
         .map(|j| j.id.to_string())
         .collect();
@@ -252,12 +262,21 @@ fn obliterate_refuses_with_active_jobs_and_stays_paused() {
     let mut s = store();
     add(&mut s, JobOptions::default());
     s.claim("w", 1000, 1, T);
-    assert!(matches!(s.obliterate(false, T), Err(CoreError::Refused(_))));
-    assert!(s.is_paused());
-    s.obliterate(true, T).unwrap();
-    assert!(!s.is_paused());
+    assert!(matches!(
+        manage::obliterate(&mut s, false, T).and_then(|refusal| refusal),
+        Err(CoreError::Refused(_))
+    ));
+    assert!(manage::is_paused(&mut s).unwrap());
+    manage::obliterate(&mut s, true, T)
+        .and_then(|refusal| refusal)
+        .unwrap();
+    assert!(!manage::is_paused(&mut s).unwrap());
     assert_eq!(
-        s.get_job_counts(&[]).iter().map(|(_, n)| n).sum::<usize>(),
+        manage::get_job_counts(&mut s, &[])
+            .unwrap()
+            .iter()
+            .map(|(_, n)| n)
+            .sum::<usize>(),
         0
     );
 }
@@ -279,8 +298,10 @@ fn every(ms: Millis, f: impl FnOnce(&mut ScheduleSpec)) -> ScheduleSpec {
 }
 
 /// The ids of the jobs of scheduler `key` that have not started.
-fn pending(s: &MemoryStore, key: &str) -> Vec<String> {
-    s.list_jobs(&[JobState::Waiting, JobState::Delayed], 0, -1, true)
+fn pending(s: &mut MemoryStore, key: &str) -> Vec<String> {
+    manage::list_jobs(s, &[JobState::Waiting, JobState::Delayed], 0, -1, true)
+        .unwrap()
+        .0
         .into_iter()
         .filter(|j| j.options.scheduler.as_deref() == Some(key))
         .map(|j| j.id.to_string())
@@ -303,7 +324,7 @@ fn a_claim_of_the_pending_occurrence_produces_the_next() {
         1,
         "the next occurrence is not claimed with it"
     );
-    assert_eq!(pending(&s, "k"), vec!["repeat:k:1700000001000"]);
+    assert_eq!(pending(&mut s, "k"), vec!["repeat:k:1700000001000"]);
     let sched = s.get_scheduler("k").unwrap();
     assert_eq!((sched.iteration_count, sched.next_run), (2, T + 1000));
     assert_eq!(sched.job_id.as_deref(), Some("repeat:k:1700000001000"));
@@ -319,7 +340,7 @@ fn a_stalled_occurrence_claimed_again_produces_nothing() {
     assert_eq!(recovered, vec!["repeat:k:1700000000000"]);
     let again = s.claim("w", 10, 1, T + 20);
     assert_eq!(&*again[0].id, "repeat:k:1700000000000");
-    assert_eq!(pending(&s, "k"), vec!["repeat:k:1700000001000"]);
+    assert_eq!(pending(&mut s, "k"), vec!["repeat:k:1700000001000"]);
     assert_eq!(s.get_scheduler("k").unwrap().iteration_count, 2);
 }
 
@@ -332,7 +353,7 @@ fn the_limit_ends_the_scheduler_at_the_claim_of_the_last_run() {
     s.claim("w", 60_000, 1, T + 1000);
     assert!(s.get_scheduler("k").is_none());
     assert_eq!(s.count_schedulers(), 0);
-    assert!(pending(&s, "k").is_empty());
+    assert!(pending(&mut s, "k").is_empty());
     assert_eq!(s.count(JobState::Active), 2);
 }
 
@@ -348,7 +369,7 @@ fn a_failed_upsert_writes_nothing() {
         Err(CoreError::InvalidConfig(_))
     ));
     assert_eq!(s.last_event_id(), before);
-    assert_eq!(pending(&s, "k"), vec!["repeat:k:1700000000000"]);
+    assert_eq!(pending(&mut s, "k"), vec!["repeat:k:1700000000000"]);
 }
 
 #[test]
@@ -362,7 +383,7 @@ fn a_taken_run_time_is_skipped() {
         .upsert_scheduler("k", every(500, |_| {}), template(), T)
         .unwrap();
     assert_eq!(&*replaced.id, "repeat:k:1700000000500");
-    assert_eq!(pending(&s, "k"), vec!["repeat:k:1700000000500"]);
+    assert_eq!(pending(&mut s, "k"), vec!["repeat:k:1700000000500"]);
 }
 
 #[test]
@@ -376,9 +397,11 @@ fn drain_keeps_the_delayed_pending_occurrences() {
     )
     .unwrap();
     s.add("plain", "null", opts(|o| o.delay = 10), T).unwrap();
-    assert_eq!(s.drain(true, T), 1);
-    assert_eq!(pending(&s, "k"), vec!["repeat:k:1700000000050"]);
-    s.obliterate(true, T).unwrap();
+    assert_eq!(lifecycle::drain(&mut s, true, T).unwrap(), 1);
+    assert_eq!(pending(&mut s, "k"), vec!["repeat:k:1700000000050"]);
+    manage::obliterate(&mut s, true, T)
+        .and_then(|refusal| refusal)
+        .unwrap();
     assert_eq!(s.count_schedulers(), 0);
 }
 
@@ -424,10 +447,10 @@ fn a_rate_limit_wait_is_refused_at_zero_and_past_exact_times() {
         ));
     }
     let mut s = store();
-    s.rate_limit(1_000, T).unwrap();
-    assert!(s.rate_limit(0, T + 1).is_err());
+    manage::rate_limit(&mut s, 1_000, T).unwrap();
+    assert!(manage::rate_limit(&mut s, 0, T + 1).is_err());
     assert_eq!(
-        s.get_rate_limit_ttl(T + 1),
+        manage::get_rate_limit_ttl(&mut s, T + 1).unwrap(),
         999,
         "a refused call changes nothing"
     );
@@ -439,14 +462,14 @@ fn a_claim_during_a_rate_limit_wait_opens_no_window() {
     for _ in 0..3 {
         add(&mut s, JobOptions::default());
     }
-    s.set_rate_limit(2, 1_000).unwrap();
-    s.rate_limit(500, T).unwrap();
+    manage::set_rate_limit(&mut s, 2, 1_000).unwrap();
+    manage::rate_limit(&mut s, 500, T).unwrap();
     assert!(s.claim("w", 1000, 5, T + 100).is_empty());
     assert_eq!(s.next_ready_at(T + 100), Some(T + 500));
     // The window opens at the first claim after the wait, with all of its claims.
     assert_eq!(s.claim("w", 1000, 5, T + 500).len(), 2);
-    assert_eq!(s.get_rate_limit_ttl(T + 600), 900);
-    s.remove_rate_limit_key();
-    assert_eq!(s.get_rate_limit_ttl(T + 600), 0);
+    assert_eq!(manage::get_rate_limit_ttl(&mut s, T + 600).unwrap(), 900);
+    manage::remove_rate_limit_key(&mut s).unwrap();
+    assert_eq!(manage::get_rate_limit_ttl(&mut s, T + 600).unwrap(), 0);
     assert_eq!(s.claim("w", 1000, 5, T + 600).len(), 1);
 }

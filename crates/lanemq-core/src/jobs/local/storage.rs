@@ -134,6 +134,19 @@ impl<'a> SqlStore<'a> {
     }
 }
 
+/// Runs `op` on the file as one operation's `SqlStore`, then writes what it kept back
+/// (`SqlStore::done`): how the backend runs every shared decision.
+pub fn run<T>(
+    conn: &Connection,
+    env: &mut Env,
+    op: impl FnOnce(&mut SqlStore<'_>) -> CoreResult<T>,
+) -> CoreResult<T> {
+    let mut store = SqlStore::new(conn, env);
+    let out = op(&mut store)?;
+    store.done()?;
+    Ok(out)
+}
+
 impl JobStorage for SqlStore<'_> {
     fn load(&mut self, id: &str) -> CoreResult<Option<Job>> {
         load(self.conn, id)

@@ -18,6 +18,18 @@ fn opts(f: impl FnOnce(&mut JobOptions)) -> JobOptions {
     options
 }
 
+/// A failure to retry while attempts remain.
+fn failure(id: &str, token: &str, error: &str) -> Failure {
+    Failure {
+        id: id.to_owned(),
+        token: token.to_owned(),
+        error: error.to_owned(),
+        stacktrace: None,
+        retry: true,
+        delay: None,
+    }
+}
+
 fn add(s: &mut MemoryStore, options: JobOptions) -> String {
     s.add("job", "null", options, T).unwrap().0.id.to_string()
 }
@@ -30,8 +42,8 @@ fn claim_order_is_priority_then_fifo_with_zero_first_and_lifo_newest_first() {
     let p1 = add(&mut s, opts(|o| o.priority = 1));
     let none_b = add(&mut s, JobOptions::default());
     let lifo = add(&mut s, opts(|o| o.lifo = true));
-    let order: Vec<String> = s
-        .claim("w", 1000, 10, T)
+    let order: Vec<String> = lifecycle::claim(&mut s, "w", 1000, 10, T)
+        .unwrap()
         .into_iter()
         .map(|j| j.id.to_string())
         .collect();
@@ -42,23 +54,24 @@ fn claim_order_is_priority_then_fifo_with_zero_first_and_lifo_newest_first() {
 fn stale_token_is_fenced_after_recovery() {
     let mut s = store();
     let id = add(&mut s, JobOptions::default());
-    let a = s.claim("a", 1000, 1, T).remove(0);
+    let a = lifecycle::claim(&mut s, "a", 1000, 1, T).unwrap().remove(0);
     let token_a = a.lock.unwrap().token;
     assert!(matches!(
-        s.complete(&id, &token_a, "1", T + 1000),
+        lifecycle::complete(&mut s, &id, &token_a, "1", T + 1000),
         Err(CoreError::LockMismatch(_))
     ));
-    let (recovered, failed) = s.recover_stalled(T + 1000);
+    let (recovered, failed) = lifecycle::recover_stalled(&mut s, T + 1000).unwrap();
     assert_eq!((recovered, failed), (vec![id.clone()], vec![]));
-    let b = s.claim("b", 1000, 1, T + 1001).remove(0);
+    let b = lifecycle::claim(&mut s, "b", 1000, 1, T + 1001)
+        .unwrap()
+        .remove(0);
     assert_eq!(b.stalled_count, 1);
     assert_eq!(b.attempts_made, 1, "a stall gives the attempt back");
     assert!(matches!(
-        s.complete(&id, &token_a, "1", T + 1002),
+        lifecycle::complete(&mut s, &id, &token_a, "1", T + 1002),
         Err(CoreError::LockMismatch(_))
     ));
-    s.complete(&id, &b.lock.unwrap().token, "2", T + 1002)
-        .unwrap();
+    lifecycle::complete(&mut s, &id, &b.lock.unwrap().token, "2", T + 1002).unwrap();
     assert_eq!(
         manage::get_state(&mut s, &id).unwrap(),
         Some(JobState::Completed)
@@ -69,10 +82,10 @@ fn stale_token_is_fenced_after_recovery() {
 fn stalling_past_the_limit_fails_the_job() {
     let mut s = store();
     let id = add(&mut s, JobOptions::default());
-    s.claim("a", 10, 1, T);
-    s.recover_stalled(T + 10);
-    s.claim("a", 10, 1, T + 10);
-    let (_, failed) = s.recover_stalled(T + 20);
+    lifecycle::claim(&mut s, "a", 10, 1, T).unwrap();
+    lifecycle::recover_stalled(&mut s, T + 10).unwrap();
+    lifecycle::claim(&mut s, "a", 10, 1, T + 10).unwrap();
+    let (_, failed) = lifecycle::recover_stalled(&mut s, T + 20).unwrap();
     assert_eq!(failed, vec![id.clone()]);
     let job = s.get_job(&id).unwrap();
     assert_eq!((job.state, job.stalled_count), (JobState::Failed, 2));
@@ -93,21 +106,29 @@ fn retry_waits_out_the_backoff_then_fails_for_good() {
             o.backoff = Some(backoff);
         }),
     );
-    let token = s.claim("w", 5000, 1, T).remove(0).lock.unwrap().token;
-    let outcome = s.fail(&id, &token, "boom", None, true, None, T).unwrap();
+    let token = lifecycle::claim(&mut s, "w", 5000, 1, T)
+        .unwrap()
+        .remove(0)
+        .lock
+        .unwrap()
+        .token;
+    let outcome = lifecycle::fail(&mut s, &failure(&id, &token, "boom"), T).unwrap();
     assert_eq!(
         outcome,
         FailOutcome::Retry {
             delay_until: Some(T + 2000)
         }
     );
-    assert!(s.claim("w", 5000, 1, T + 1999).is_empty());
-    let again = s.claim("w", 5000, 1, T + 2000).remove(0);
+    assert!(lifecycle::claim(&mut s, "w", 5000, 1, T + 1999)
+        .unwrap()
+        .is_empty());
+    let again = lifecycle::claim(&mut s, "w", 5000, 1, T + 2000)
+        .unwrap()
+        .remove(0);
     assert_eq!(again.attempts_made, 2);
     let token = again.lock.unwrap().token;
     assert_eq!(
-        s.fail(&id, &token, "boom 2", None, true, None, T + 2001)
-            .unwrap(),
+        lifecycle::fail(&mut s, &failure(&id, &token, "boom 2"), T + 2001).unwrap(),
         FailOutcome::Failed
     );
     assert_eq!(
@@ -200,13 +221,18 @@ fn keep_last_follow_up_is_added_once_when_the_owner_finishes() {
             .unwrap()
     };
     let (owner, _) = keep("1", &mut s, T);
-    let token = s.claim("w", 1000, 1, T).remove(0).lock.unwrap().token;
+    let token = lifecycle::claim(&mut s, "w", 1000, 1, T)
+        .unwrap()
+        .remove(0)
+        .lock
+        .unwrap()
+        .token;
     for (i, data) in ["2", "3", "4"].into_iter().enumerate() {
         let (got, created) = keep(data, &mut s, T + 1 + i as Millis);
         assert_eq!((&*got.id, created), (&*owner.id, false));
     }
     assert_eq!(manage::count_pending(&mut s).unwrap(), 0);
-    s.complete(&owner.id, &token, "null", T + 10).unwrap();
+    lifecycle::complete(&mut s, &owner.id, &token, "null", T + 10).unwrap();
     let waiting = manage::list_jobs(&mut s, &[JobState::Waiting], 0, -1, true)
         .unwrap()
         .0;
@@ -244,9 +270,19 @@ fn keep_count_trims_the_oldest_finished() {
     let ids: Vec<String> = (0..3)
         .map(|_| add(&mut s, opts(|o| o.remove_on_complete = keep.clone())))
         .collect();
-    for (i, job) in s.claim("w", 1000, 3, T).into_iter().enumerate() {
-        s.complete(&job.id, &job.lock.unwrap().token, "null", T + i as u64)
-            .unwrap();
+    for (i, job) in lifecycle::claim(&mut s, "w", 1000, 3, T)
+        .unwrap()
+        .into_iter()
+        .enumerate()
+    {
+        lifecycle::complete(
+            &mut s,
+            &job.id,
+            &job.lock.unwrap().token,
+            "null",
+            T + i as u64,
+        )
+        .unwrap();
     }
     let kept: Vec<String> = manage::list_jobs(&mut s, &[JobState::Completed], 0, -1, true)
         .unwrap()
@@ -261,7 +297,7 @@ fn keep_count_trims_the_oldest_finished() {
 fn obliterate_refuses_with_active_jobs_and_stays_paused() {
     let mut s = store();
     add(&mut s, JobOptions::default());
-    s.claim("w", 1000, 1, T);
+    lifecycle::claim(&mut s, "w", 1000, 1, T).unwrap();
     assert!(matches!(
         manage::obliterate(&mut s, false, T).and_then(|refusal| refusal),
         Err(CoreError::Refused(_))
@@ -318,7 +354,7 @@ fn a_claim_of_the_pending_occurrence_produces_the_next() {
         (&*first.id, first.state),
         ("repeat:k:1700000000000", JobState::Waiting)
     );
-    let claimed = s.claim("w", 60_000, 10, T + 5);
+    let claimed = lifecycle::claim(&mut s, "w", 60_000, 10, T + 5).unwrap();
     assert_eq!(
         claimed.len(),
         1,
@@ -335,10 +371,10 @@ fn a_stalled_occurrence_claimed_again_produces_nothing() {
     let mut s = store();
     s.upsert_scheduler("k", every(1000, |_| {}), template(), T)
         .unwrap();
-    s.claim("w", 10, 1, T);
-    let (recovered, _) = s.recover_stalled(T + 10);
+    lifecycle::claim(&mut s, "w", 10, 1, T).unwrap();
+    let (recovered, _) = lifecycle::recover_stalled(&mut s, T + 10).unwrap();
     assert_eq!(recovered, vec!["repeat:k:1700000000000"]);
-    let again = s.claim("w", 10, 1, T + 20);
+    let again = lifecycle::claim(&mut s, "w", 10, 1, T + 20).unwrap();
     assert_eq!(&*again[0].id, "repeat:k:1700000000000");
     assert_eq!(pending(&mut s, "k"), vec!["repeat:k:1700000001000"]);
     assert_eq!(s.get_scheduler("k").unwrap().iteration_count, 2);
@@ -349,8 +385,8 @@ fn the_limit_ends_the_scheduler_at_the_claim_of_the_last_run() {
     let mut s = store();
     let spec = every(1000, |sp| sp.limit = Some(2));
     s.upsert_scheduler("k", spec, template(), T).unwrap();
-    s.claim("w", 60_000, 1, T);
-    s.claim("w", 60_000, 1, T + 1000);
+    lifecycle::claim(&mut s, "w", 60_000, 1, T).unwrap();
+    lifecycle::claim(&mut s, "w", 60_000, 1, T + 1000).unwrap();
     assert!(s.get_scheduler("k").is_none());
     assert_eq!(s.count_schedulers(), 0);
     assert!(pending(&mut s, "k").is_empty());
@@ -377,7 +413,7 @@ fn a_taken_run_time_is_skipped() {
     let mut s = store();
     s.upsert_scheduler("k", every(1000, |_| {}), template(), T)
         .unwrap();
-    s.claim("w", 60_000, 1, T);
+    lifecycle::claim(&mut s, "w", 60_000, 1, T).unwrap();
     // Same millisecond, another interval: the first run (T) is the running occurrence's id.
     let replaced = s
         .upsert_scheduler("k", every(500, |_| {}), template(), T)
@@ -464,12 +500,24 @@ fn a_claim_during_a_rate_limit_wait_opens_no_window() {
     }
     manage::set_rate_limit(&mut s, 2, 1_000).unwrap();
     manage::rate_limit(&mut s, 500, T).unwrap();
-    assert!(s.claim("w", 1000, 5, T + 100).is_empty());
+    assert!(lifecycle::claim(&mut s, "w", 1000, 5, T + 100)
+        .unwrap()
+        .is_empty());
     assert_eq!(s.next_ready_at(T + 100), Some(T + 500));
     // The window opens at the first claim after the wait, with all of its claims.
-    assert_eq!(s.claim("w", 1000, 5, T + 500).len(), 2);
+    assert_eq!(
+        lifecycle::claim(&mut s, "w", 1000, 5, T + 500)
+            .unwrap()
+            .len(),
+        2
+    );
     assert_eq!(manage::get_rate_limit_ttl(&mut s, T + 600).unwrap(), 900);
     manage::remove_rate_limit_key(&mut s).unwrap();
     assert_eq!(manage::get_rate_limit_ttl(&mut s, T + 600).unwrap(), 0);
-    assert_eq!(s.claim("w", 1000, 5, T + 600).len(), 1);
+    assert_eq!(
+        lifecycle::claim(&mut s, "w", 1000, 5, T + 600)
+            .unwrap()
+            .len(),
+        1
+    );
 }

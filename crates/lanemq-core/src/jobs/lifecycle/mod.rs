@@ -3,6 +3,8 @@
 //! stores implement. A transition changes its job in place, then hands what follows (events,
 //! dedup, flow and retention reactions, next occurrences) to `Effects::apply`, which does it
 //! in one documented order (`effects`). The Redis backend's Lua scripts follow the same order.
+//! The management of a queue (reads, settings, logs, obliterate) is `manage`, over
+//! `ManageStorage`.
 
 mod add;
 mod claim;

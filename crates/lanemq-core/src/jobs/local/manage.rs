@@ -1,14 +1,12 @@
 //! The SQLite file as the `ManageStorage` the shared management (`lifecycle::manage`) runs
 //! over: pages of a state read in the database (`ORDER BY` its index, `LIMIT`/`OFFSET`), a
-//! job's fields and log by row, the settings in `meta`, and the wipe of an obliterate. Also the
-//! event stream's reads and trim, and the outcome of a job gone from this file.
+//! job's fields and log by row, the settings in `meta`, and the wipe of an obliterate.
 
 use std::sync::Arc;
 
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 
 use crate::error::CoreResult;
-use crate::jobs::events::{event_name, field_name, StreamEvent, Text};
 use crate::jobs::lifecycle::{self, ManageStorage};
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
 
@@ -255,86 +253,6 @@ impl ManageStorage for SqlStore<'_> {
 /// parent in another queue.
 pub fn remove(conn: &Connection, env: &mut Env, id: &str, now: Millis) -> CoreResult<()> {
     lifecycle::remove(&mut SqlStore::new(conn, env), id, now)
-}
-
-/// The outcome recorded in the event stream for a job that no longer exists (removed on
-/// completion by another process), if the stream still holds it.
-pub fn outcome_from_events(conn: &Connection, id: &str) -> CoreResult<FinishedResult> {
-    let row: Option<(String, Option<String>)> = conn
-        .query_row(
-            "SELECT event, field_value FROM events WHERE job_id = ?1 AND event IN ('completed', 'failed') \
-             ORDER BY id DESC LIMIT 1",
-            [id],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .optional()
-        .map_err(sql)?;
-    Ok(match row {
-        Some((event, value)) if event == "completed" => {
-            FinishedResult::Completed(value.map(Arc::from))
-        }
-        Some((_, value)) => FinishedResult::Failed(value.unwrap_or_default()),
-        None => FinishedResult::Missing,
-    })
-}
-
-pub fn read_events(
-    conn: &Connection,
-    start: u64,
-    end: u64,
-    limit: usize,
-) -> CoreResult<Vec<StreamEvent>> {
-    let limit = if limit == 0 { i64::MAX } else { limit as i64 };
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT id, ts, event, job_id, field_key, field_value, extra_key, extra_value \
-             FROM events WHERE id >= ?1 AND id <= ?2 ORDER BY id LIMIT ?3",
-        )
-        .map_err(sql)?;
-    let rows = stmt
-        .query_map(
-            rusqlite::params![
-                start.min(i64::MAX as u64) as i64,
-                end.min(i64::MAX as u64) as i64,
-                limit
-            ],
-            |r| {
-                let key: Option<String> = r.get(4)?;
-                let value: Option<String> = r.get(5)?;
-                let extra_key: Option<String> = r.get(6)?;
-                let extra_value: Option<String> = r.get(7)?;
-                Ok(StreamEvent {
-                    id: r.get::<_, i64>(0)? as u64,
-                    timestamp: r.get::<_, i64>(1)? as u64,
-                    event: event_name(&r.get::<_, String>(2)?),
-                    job_id: r.get::<_, Option<String>>(3)?.map(Arc::from),
-                    field: key.map(|k| (field_name(&k), Text::Owned(value.unwrap_or_default()))),
-                    extra: extra_key.map(|k| {
-                        Box::new((field_name(&k), Text::Owned(extra_value.unwrap_or_default())))
-                    }),
-                })
-            },
-        )
-        .map_err(sql)?;
-    rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)
-}
-
-pub fn last_event_id(conn: &Connection) -> CoreResult<u64> {
-    let last: Option<i64> = conn
-        .query_row(
-            "SELECT seq FROM sqlite_sequence WHERE name = 'events'",
-            [],
-            |r| r.get(0),
-        )
-        .optional()
-        .map_err(sql)?;
-    Ok(last.unwrap_or(0).max(0) as u64)
-}
-
-pub fn trim_events(conn: &Connection, max_len: usize) -> CoreResult<usize> {
-    let last = last_event_id(conn)? as i64;
-    conn.execute("DELETE FROM events WHERE id <= ?1", [last - max_len as i64])
-        .map_err(sql)
 }
 
 #[cfg(test)]

@@ -84,7 +84,7 @@ impl JobReads for LocalBackend {
                 let result = backend
                     .direct_store(move |s| match manage::finished_result(s, &look)? {
                         FinishedResult::Missing => {
-                            super::manage::outcome_from_events(s.conn, &look)
+                            super::events::outcome_from_events(s.conn, &look)
                         }
                         other => Ok(other),
                     })

@@ -1,6 +1,7 @@
 //! The SQLite file as the `JobStorage` the shared transitions (`jobs::lifecycle`) run over: a
 //! job is loaded, changed and written back inside the writer thread's transaction; per-state
-//! counts live in the `counts` table, the gate in `meta`.
+//! counts live in the `counts` table, the gate in `meta`. `run` is how the backend runs any
+//! shared operation (`lifecycle`, `lifecycle::manage`) on the file.
 
 use std::sync::Arc;
 

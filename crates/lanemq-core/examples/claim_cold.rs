@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use lanemq_core::jobs::{JobOptions, MemoryStore, StoreConfig};
+use lanemq_core::jobs::{lifecycle, JobOptions, MemoryStore, StoreConfig};
 
 const T: u64 = 1_700_000_000_000;
 
@@ -24,15 +24,13 @@ fn run(n: usize) -> f64 {
     store.add_bulk(jobs, T).expect("add_bulk");
     let started = Instant::now();
     loop {
-        let claimed = store.claim("w", 30_000, 50, T);
+        let claimed = lifecycle::claim(&mut store, "w", 30_000, 50, T).expect("claim");
         if claimed.is_empty() {
             break;
         }
         for job in claimed {
             let token = job.lock.expect("claimed jobs are locked").token;
-            store
-                .complete(&job.id, &token, "null", T)
-                .expect("complete");
+            lifecycle::complete(&mut store, &job.id, &token, "null", T).expect("complete");
         }
     }
     started.elapsed().as_secs_f64() * 1e9 / n as f64

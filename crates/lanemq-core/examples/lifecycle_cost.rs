@@ -10,7 +10,7 @@
 use std::time::Instant;
 
 use lanemq_core::jobs::{
-    Completion, JobLifecycle, JobOptions, LocalBackend, MemoryStore, NewJob, StoreConfig,
+    lifecycle, Completion, JobLifecycle, JobOptions, LocalBackend, MemoryStore, NewJob, StoreConfig,
 };
 
 const T: u64 = 1_700_000_000_000;
@@ -32,15 +32,13 @@ fn memory(n: usize) -> usize {
     store.add_bulk(jobs(n), T).expect("add_bulk");
     let mut done = 0;
     loop {
-        let claimed = store.claim("w", 30_000, 100, T);
+        let claimed = lifecycle::claim(&mut store, "w", 30_000, 100, T).expect("claim");
         if claimed.is_empty() {
             return done;
         }
         for job in claimed {
             let token = job.lock.expect("claimed jobs are locked").token;
-            store
-                .complete(&job.id, &token, "null", T)
-                .expect("complete");
+            lifecycle::complete(&mut store, &job.id, &token, "null", T).expect("complete");
             done += 1;
         }
     }

@@ -23,7 +23,7 @@ pub mod dedup;
 mod events;
 pub mod flow;
 pub mod jitter;
-mod lifecycle;
+pub mod lifecycle;
 
 pub use lifecycle::Gate;
 mod local;

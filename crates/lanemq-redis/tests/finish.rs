@@ -6,6 +6,7 @@ mod common;
 
 use common::{backend, completion, job, Server, T};
 use lanemq_core::jobs::constants::STALLED_REASON;
+use lanemq_core::jobs::lifecycle;
 use lanemq_core::jobs::{
     Backoff, BackoffKind, FailOutcome, Failure, Job, JobOptions, JobState, MemoryStore, NewJob,
     Retention, StoreConfig, StreamEvent,
@@ -740,7 +741,7 @@ async fn mirrors_the_memory_store() {
 
     // Claim everything; both hand out the same jobs in the same order.
     let from_redis = redis.claim("w", 1000, 10, T).await.unwrap();
-    let from_memory = memory.claim("w", 1000, 10, T);
+    let from_memory = lifecycle::claim(&mut memory, "w", 1000, 10, T).unwrap();
     let names = |jobs: &[Job]| jobs.iter().map(|j| j.id.to_string()).collect::<Vec<_>>();
     assert_eq!(names(&from_redis), names(&from_memory));
     let tokens =
@@ -762,15 +763,7 @@ async fn mirrors_the_memory_store() {
         };
         let r = redis.fail_many(vec![f(&from_redis)], now).await.unwrap();
         let f = f(&from_memory);
-        let m = memory.fail(
-            &f.id,
-            &f.token,
-            &f.error,
-            f.stacktrace.as_deref(),
-            true,
-            None,
-            now,
-        );
+        let m = lifecycle::fail(&mut memory, &f, now);
         assert_eq!(r, [m], "fail {id}");
     }
     // d goes back to the front; a stale release is refused the same way.
@@ -778,32 +771,35 @@ async fn mirrors_the_memory_store() {
         .release("4".into(), tokens(&from_redis, "4"), T + 40)
         .await
         .unwrap();
-    memory
-        .release("4", &tokens(&from_memory, "4"), T + 40)
-        .unwrap();
+    lifecycle::release(&mut memory, "4", &tokens(&from_memory, "4"), T + 40).unwrap();
     assert_eq!(
         redis.release("4".into(), "x".into(), T + 41).await,
-        memory.release("4", "x", T + 41)
+        lifecycle::release(&mut memory, "4", "x", T + 41)
     );
     assert_eq!(
         redis.release("3".into(), "x".into(), T + 41).await,
-        memory.release("3", "x", T + 41)
+        lifecycle::release(&mut memory, "3", "x", T + 41)
     );
     // c stalls (max 0) and fails; the rest is claimed again and moved around.
     assert_eq!(
         redis.recover_stalled(T + 1000).await.unwrap(),
-        memory.recover_stalled(T + 1000)
+        lifecycle::recover_stalled(&mut memory, T + 1000).unwrap()
     );
     let again_redis = redis.claim("w", 1000, 10, T + 1000).await.unwrap();
-    let again_memory = memory.claim("w", 1000, 10, T + 1000);
+    let again_memory = lifecycle::claim(&mut memory, "w", 1000, 10, T + 1000).unwrap();
     assert_eq!(names(&again_redis), names(&again_memory));
     redis
         .move_to_delayed("4".into(), tokens(&again_redis, "4"), T + 5000, T + 1001)
         .await
         .unwrap();
-    memory
-        .move_to_delayed("4", &tokens(&again_memory, "4"), T + 5000, T + 1001)
-        .unwrap();
+    lifecycle::move_to_delayed(
+        &mut memory,
+        "4",
+        &tokens(&again_memory, "4"),
+        T + 5000,
+        T + 1001,
+    )
+    .unwrap();
     assert_eq!(
         redis
             .renew_many(
@@ -824,13 +820,13 @@ async fn mirrors_the_memory_store() {
                 } else {
                     "x".into()
                 };
-                memory.renew(id, &token, 3000, T + 1500)
+                lifecycle::renew(&mut memory, id, &token, 3000, T + 1500)
             })
             .collect::<Vec<_>>()
     );
     assert_eq!(
         redis.recover_stalled(T + 2000).await.unwrap(),
-        memory.recover_stalled(T + 2000)
+        lifecycle::recover_stalled(&mut memory, T + 2000).unwrap()
     );
 
     for id in &ids {

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{backend, Server, T};
-use lanemq_core::jobs::{JobOptions, MemoryStore, StoreConfig, Template};
+use lanemq_core::jobs::{lifecycle, JobOptions, MemoryStore, StoreConfig, Template};
 use lanemq_core::schedule::ScheduleSpec;
 use lanemq_redis::RedisBackend;
 use redis::Script;
@@ -64,7 +64,12 @@ async fn a_stale_cron_scheduler_is_repaired_by_recover_stalled() {
     // The worker was away for an hour: the record's 64 upcoming times are all past.
     let now = T + HOUR + 500;
     assert_eq!(claim_script_only(&redis, &server, now).await, 1);
-    assert_eq!(memory.claim("w", 60_000, 10, now).len(), 1);
+    assert_eq!(
+        lifecycle::claim(&mut memory, "w", 60_000, 10, now)
+            .unwrap()
+            .len(),
+        1
+    );
     let stale = redis.get_scheduler("k".into()).await.unwrap().unwrap();
     assert_eq!((stale.iteration_count, stale.job_id), (1, None));
 

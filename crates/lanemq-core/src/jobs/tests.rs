@@ -1,6 +1,7 @@
 //! MemoryStore behaviour with explicit time. The full contract is exercised through Python by
 //! tests/conformance; these pin the core's own invariants (ordering, fencing, recovery).
 
+use super::lifecycle::{self, manage};
 use super::*;
 use crate::error::CoreError;
 use crate::schedule::ScheduleSpec;
@@ -17,6 +18,18 @@ fn opts(f: impl FnOnce(&mut JobOptions)) -> JobOptions {
     options
 }
 
+/// A failure to retry while attempts remain.
+fn failure(id: &str, token: &str, error: &str) -> Failure {
+    Failure {
+        id: id.to_owned(),
+        token: token.to_owned(),
+        error: error.to_owned(),
+        stacktrace: None,
+        retry: true,
+        delay: None,
+    }
+}
+
 fn add(s: &mut MemoryStore, options: JobOptions) -> String {
     s.add("job", "null", options, T).unwrap().0.id.to_string()
 }
@@ -29,8 +42,8 @@ fn claim_order_is_priority_then_fifo_with_zero_first_and_lifo_newest_first() {
     let p1 = add(&mut s, opts(|o| o.priority = 1));
     let none_b = add(&mut s, JobOptions::default());
     let lifo = add(&mut s, opts(|o| o.lifo = true));
-    let order: Vec<String> = s
-        .claim("w", 1000, 10, T)
+    let order: Vec<String> = lifecycle::claim(&mut s, "w", 1000, 10, T)
+        .unwrap()
         .into_iter()
         .map(|j| j.id.to_string())
         .collect();
@@ -41,34 +54,38 @@ fn claim_order_is_priority_then_fifo_with_zero_first_and_lifo_newest_first() {
 fn stale_token_is_fenced_after_recovery() {
     let mut s = store();
     let id = add(&mut s, JobOptions::default());
-    let a = s.claim("a", 1000, 1, T).remove(0);
+    let a = lifecycle::claim(&mut s, "a", 1000, 1, T).unwrap().remove(0);
     let token_a = a.lock.unwrap().token;
     assert!(matches!(
-        s.complete(&id, &token_a, "1", T + 1000),
+        lifecycle::complete(&mut s, &id, &token_a, "1", T + 1000),
         Err(CoreError::LockMismatch(_))
     ));
-    let (recovered, failed) = s.recover_stalled(T + 1000);
+    let (recovered, failed) = lifecycle::recover_stalled(&mut s, T + 1000).unwrap();
     assert_eq!((recovered, failed), (vec![id.clone()], vec![]));
-    let b = s.claim("b", 1000, 1, T + 1001).remove(0);
+    let b = lifecycle::claim(&mut s, "b", 1000, 1, T + 1001)
+        .unwrap()
+        .remove(0);
     assert_eq!(b.stalled_count, 1);
     assert_eq!(b.attempts_made, 1, "a stall gives the attempt back");
     assert!(matches!(
-        s.complete(&id, &token_a, "1", T + 1002),
+        lifecycle::complete(&mut s, &id, &token_a, "1", T + 1002),
         Err(CoreError::LockMismatch(_))
     ));
-    s.complete(&id, &b.lock.unwrap().token, "2", T + 1002)
-        .unwrap();
-    assert_eq!(s.get_state(&id), Some(JobState::Completed));
+    lifecycle::complete(&mut s, &id, &b.lock.unwrap().token, "2", T + 1002).unwrap();
+    assert_eq!(
+        manage::get_state(&mut s, &id).unwrap(),
+        Some(JobState::Completed)
+    );
 }
 
 #[test]
 fn stalling_past_the_limit_fails_the_job() {
     let mut s = store();
     let id = add(&mut s, JobOptions::default());
-    s.claim("a", 10, 1, T);
-    s.recover_stalled(T + 10);
-    s.claim("a", 10, 1, T + 10);
-    let (_, failed) = s.recover_stalled(T + 20);
+    lifecycle::claim(&mut s, "a", 10, 1, T).unwrap();
+    lifecycle::recover_stalled(&mut s, T + 10).unwrap();
+    lifecycle::claim(&mut s, "a", 10, 1, T + 10).unwrap();
+    let (_, failed) = lifecycle::recover_stalled(&mut s, T + 20).unwrap();
     assert_eq!(failed, vec![id.clone()]);
     let job = s.get_job(&id).unwrap();
     assert_eq!((job.state, job.stalled_count), (JobState::Failed, 2));
@@ -89,25 +106,33 @@ fn retry_waits_out_the_backoff_then_fails_for_good() {
             o.backoff = Some(backoff);
         }),
     );
-    let token = s.claim("w", 5000, 1, T).remove(0).lock.unwrap().token;
-    let outcome = s.fail(&id, &token, "boom", None, true, None, T).unwrap();
+    let token = lifecycle::claim(&mut s, "w", 5000, 1, T)
+        .unwrap()
+        .remove(0)
+        .lock
+        .unwrap()
+        .token;
+    let outcome = lifecycle::fail(&mut s, &failure(&id, &token, "boom"), T).unwrap();
     assert_eq!(
         outcome,
         FailOutcome::Retry {
             delay_until: Some(T + 2000)
         }
     );
-    assert!(s.claim("w", 5000, 1, T + 1999).is_empty());
-    let again = s.claim("w", 5000, 1, T + 2000).remove(0);
+    assert!(lifecycle::claim(&mut s, "w", 5000, 1, T + 1999)
+        .unwrap()
+        .is_empty());
+    let again = lifecycle::claim(&mut s, "w", 5000, 1, T + 2000)
+        .unwrap()
+        .remove(0);
     assert_eq!(again.attempts_made, 2);
     let token = again.lock.unwrap().token;
     assert_eq!(
-        s.fail(&id, &token, "boom 2", None, true, None, T + 2001)
-            .unwrap(),
+        lifecycle::fail(&mut s, &failure(&id, &token, "boom 2"), T + 2001).unwrap(),
         FailOutcome::Failed
     );
     assert_eq!(
-        s.finished_result(&id),
+        manage::finished_result(&mut s, &id).unwrap(),
         FinishedResult::Failed("boom 2".into())
     );
     let names: Vec<&str> = s
@@ -137,7 +162,7 @@ fn invalid_adds_write_nothing() {
         ),
     ];
     assert!(s.add_bulk(bulk, T).is_err());
-    assert_eq!(s.count_pending(), 0);
+    assert_eq!(manage::count_pending(&mut s).unwrap(), 0);
     assert_eq!(s.last_event_id(), 0);
 }
 
@@ -167,7 +192,10 @@ fn bulk_dedups_in_order_and_is_all_or_nothing() {
     let job = |data: &str, options: JobOptions| ("a".to_owned(), data.to_owned(), options);
     let bad = vec![job("1", dedup("k", |_| {})), job("2", dedup("", |_| {}))];
     assert!(matches!(s.add_bulk(bad, T), Err(CoreError::InvalidConfig(m)) if m.contains("job #1")));
-    assert_eq!((s.count_pending(), s.last_event_id()), (0, 0));
+    assert_eq!(
+        (manage::count_pending(&mut s).unwrap(), s.last_event_id()),
+        (0, 0)
+    );
     assert_eq!(s.get_deduplication_job_id("k", T), None);
 
     let added = s
@@ -193,14 +221,21 @@ fn keep_last_follow_up_is_added_once_when_the_owner_finishes() {
             .unwrap()
     };
     let (owner, _) = keep("1", &mut s, T);
-    let token = s.claim("w", 1000, 1, T).remove(0).lock.unwrap().token;
+    let token = lifecycle::claim(&mut s, "w", 1000, 1, T)
+        .unwrap()
+        .remove(0)
+        .lock
+        .unwrap()
+        .token;
     for (i, data) in ["2", "3", "4"].into_iter().enumerate() {
         let (got, created) = keep(data, &mut s, T + 1 + i as Millis);
         assert_eq!((&*got.id, created), (&*owner.id, false));
     }
-    assert_eq!(s.count_pending(), 0);
-    s.complete(&owner.id, &token, "null", T + 10).unwrap();
-    let waiting = s.list_jobs(&[JobState::Waiting], 0, -1, true);
+    assert_eq!(manage::count_pending(&mut s).unwrap(), 0);
+    lifecycle::complete(&mut s, &owner.id, &token, "null", T + 10).unwrap();
+    let waiting = manage::list_jobs(&mut s, &[JobState::Waiting], 0, -1, true)
+        .unwrap()
+        .0;
     assert_eq!(waiting.len(), 1);
     assert_eq!((&*waiting[0].data, waiting[0].created_at), ("4", T + 10));
     assert_eq!(
@@ -235,12 +270,23 @@ fn keep_count_trims_the_oldest_finished() {
     let ids: Vec<String> = (0..3)
         .map(|_| add(&mut s, opts(|o| o.remove_on_complete = keep.clone())))
         .collect();
-    for (i, job) in s.claim("w", 1000, 3, T).into_iter().enumerate() {
-        s.complete(&job.id, &job.lock.unwrap().token, "null", T + i as u64)
-            .unwrap();
+    for (i, job) in lifecycle::claim(&mut s, "w", 1000, 3, T)
+        .unwrap()
+        .into_iter()
+        .enumerate()
+    {
+        lifecycle::complete(
+            &mut s,
+            &job.id,
+            &job.lock.unwrap().token,
+            "null",
+            T + i as u64,
+        )
+        .unwrap();
     }
-    let kept: Vec<String> = s
-        .list_jobs(&[JobState::Completed], 0, -1, true)
+    let kept: Vec<String> = manage::list_jobs(&mut s, &[JobState::Completed], 0, -1, true)
+        .unwrap()
+        .0
         .into_iter()
         .map(|j| j.id.to_string())
         .collect();
@@ -251,13 +297,22 @@ fn keep_count_trims_the_oldest_finished() {
 fn obliterate_refuses_with_active_jobs_and_stays_paused() {
     let mut s = store();
     add(&mut s, JobOptions::default());
-    s.claim("w", 1000, 1, T);
-    assert!(matches!(s.obliterate(false, T), Err(CoreError::Refused(_))));
-    assert!(s.is_paused());
-    s.obliterate(true, T).unwrap();
-    assert!(!s.is_paused());
+    lifecycle::claim(&mut s, "w", 1000, 1, T).unwrap();
+    assert!(matches!(
+        manage::obliterate(&mut s, false, T).and_then(|refusal| refusal),
+        Err(CoreError::Refused(_))
+    ));
+    assert!(manage::is_paused(&mut s).unwrap());
+    manage::obliterate(&mut s, true, T)
+        .and_then(|refusal| refusal)
+        .unwrap();
+    assert!(!manage::is_paused(&mut s).unwrap());
     assert_eq!(
-        s.get_job_counts(&[]).iter().map(|(_, n)| n).sum::<usize>(),
+        manage::get_job_counts(&mut s, &[])
+            .unwrap()
+            .iter()
+            .map(|(_, n)| n)
+            .sum::<usize>(),
         0
     );
 }
@@ -279,8 +334,10 @@ fn every(ms: Millis, f: impl FnOnce(&mut ScheduleSpec)) -> ScheduleSpec {
 }
 
 /// The ids of the jobs of scheduler `key` that have not started.
-fn pending(s: &MemoryStore, key: &str) -> Vec<String> {
-    s.list_jobs(&[JobState::Waiting, JobState::Delayed], 0, -1, true)
+fn pending(s: &mut MemoryStore, key: &str) -> Vec<String> {
+    manage::list_jobs(s, &[JobState::Waiting, JobState::Delayed], 0, -1, true)
+        .unwrap()
+        .0
         .into_iter()
         .filter(|j| j.options.scheduler.as_deref() == Some(key))
         .map(|j| j.id.to_string())
@@ -297,13 +354,13 @@ fn a_claim_of_the_pending_occurrence_produces_the_next() {
         (&*first.id, first.state),
         ("repeat:k:1700000000000", JobState::Waiting)
     );
-    let claimed = s.claim("w", 60_000, 10, T + 5);
+    let claimed = lifecycle::claim(&mut s, "w", 60_000, 10, T + 5).unwrap();
     assert_eq!(
         claimed.len(),
         1,
         "the next occurrence is not claimed with it"
     );
-    assert_eq!(pending(&s, "k"), vec!["repeat:k:1700000001000"]);
+    assert_eq!(pending(&mut s, "k"), vec!["repeat:k:1700000001000"]);
     let sched = s.get_scheduler("k").unwrap();
     assert_eq!((sched.iteration_count, sched.next_run), (2, T + 1000));
     assert_eq!(sched.job_id.as_deref(), Some("repeat:k:1700000001000"));
@@ -314,12 +371,12 @@ fn a_stalled_occurrence_claimed_again_produces_nothing() {
     let mut s = store();
     s.upsert_scheduler("k", every(1000, |_| {}), template(), T)
         .unwrap();
-    s.claim("w", 10, 1, T);
-    let (recovered, _) = s.recover_stalled(T + 10);
+    lifecycle::claim(&mut s, "w", 10, 1, T).unwrap();
+    let (recovered, _) = lifecycle::recover_stalled(&mut s, T + 10).unwrap();
     assert_eq!(recovered, vec!["repeat:k:1700000000000"]);
-    let again = s.claim("w", 10, 1, T + 20);
+    let again = lifecycle::claim(&mut s, "w", 10, 1, T + 20).unwrap();
     assert_eq!(&*again[0].id, "repeat:k:1700000000000");
-    assert_eq!(pending(&s, "k"), vec!["repeat:k:1700000001000"]);
+    assert_eq!(pending(&mut s, "k"), vec!["repeat:k:1700000001000"]);
     assert_eq!(s.get_scheduler("k").unwrap().iteration_count, 2);
 }
 
@@ -328,11 +385,11 @@ fn the_limit_ends_the_scheduler_at_the_claim_of_the_last_run() {
     let mut s = store();
     let spec = every(1000, |sp| sp.limit = Some(2));
     s.upsert_scheduler("k", spec, template(), T).unwrap();
-    s.claim("w", 60_000, 1, T);
-    s.claim("w", 60_000, 1, T + 1000);
+    lifecycle::claim(&mut s, "w", 60_000, 1, T).unwrap();
+    lifecycle::claim(&mut s, "w", 60_000, 1, T + 1000).unwrap();
     assert!(s.get_scheduler("k").is_none());
     assert_eq!(s.count_schedulers(), 0);
-    assert!(pending(&s, "k").is_empty());
+    assert!(pending(&mut s, "k").is_empty());
     assert_eq!(s.count(JobState::Active), 2);
 }
 
@@ -348,7 +405,7 @@ fn a_failed_upsert_writes_nothing() {
         Err(CoreError::InvalidConfig(_))
     ));
     assert_eq!(s.last_event_id(), before);
-    assert_eq!(pending(&s, "k"), vec!["repeat:k:1700000000000"]);
+    assert_eq!(pending(&mut s, "k"), vec!["repeat:k:1700000000000"]);
 }
 
 #[test]
@@ -356,13 +413,13 @@ fn a_taken_run_time_is_skipped() {
     let mut s = store();
     s.upsert_scheduler("k", every(1000, |_| {}), template(), T)
         .unwrap();
-    s.claim("w", 60_000, 1, T);
+    lifecycle::claim(&mut s, "w", 60_000, 1, T).unwrap();
     // Same millisecond, another interval: the first run (T) is the running occurrence's id.
     let replaced = s
         .upsert_scheduler("k", every(500, |_| {}), template(), T)
         .unwrap();
     assert_eq!(&*replaced.id, "repeat:k:1700000000500");
-    assert_eq!(pending(&s, "k"), vec!["repeat:k:1700000000500"]);
+    assert_eq!(pending(&mut s, "k"), vec!["repeat:k:1700000000500"]);
 }
 
 #[test]
@@ -376,9 +433,11 @@ fn drain_keeps_the_delayed_pending_occurrences() {
     )
     .unwrap();
     s.add("plain", "null", opts(|o| o.delay = 10), T).unwrap();
-    assert_eq!(s.drain(true, T), 1);
-    assert_eq!(pending(&s, "k"), vec!["repeat:k:1700000000050"]);
-    s.obliterate(true, T).unwrap();
+    assert_eq!(lifecycle::drain(&mut s, true, T).unwrap(), 1);
+    assert_eq!(pending(&mut s, "k"), vec!["repeat:k:1700000000050"]);
+    manage::obliterate(&mut s, true, T)
+        .and_then(|refusal| refusal)
+        .unwrap();
     assert_eq!(s.count_schedulers(), 0);
 }
 
@@ -424,10 +483,10 @@ fn a_rate_limit_wait_is_refused_at_zero_and_past_exact_times() {
         ));
     }
     let mut s = store();
-    s.rate_limit(1_000, T).unwrap();
-    assert!(s.rate_limit(0, T + 1).is_err());
+    manage::rate_limit(&mut s, 1_000, T).unwrap();
+    assert!(manage::rate_limit(&mut s, 0, T + 1).is_err());
     assert_eq!(
-        s.get_rate_limit_ttl(T + 1),
+        manage::get_rate_limit_ttl(&mut s, T + 1).unwrap(),
         999,
         "a refused call changes nothing"
     );
@@ -439,14 +498,26 @@ fn a_claim_during_a_rate_limit_wait_opens_no_window() {
     for _ in 0..3 {
         add(&mut s, JobOptions::default());
     }
-    s.set_rate_limit(2, 1_000).unwrap();
-    s.rate_limit(500, T).unwrap();
-    assert!(s.claim("w", 1000, 5, T + 100).is_empty());
+    manage::set_rate_limit(&mut s, 2, 1_000).unwrap();
+    manage::rate_limit(&mut s, 500, T).unwrap();
+    assert!(lifecycle::claim(&mut s, "w", 1000, 5, T + 100)
+        .unwrap()
+        .is_empty());
     assert_eq!(s.next_ready_at(T + 100), Some(T + 500));
     // The window opens at the first claim after the wait, with all of its claims.
-    assert_eq!(s.claim("w", 1000, 5, T + 500).len(), 2);
-    assert_eq!(s.get_rate_limit_ttl(T + 600), 900);
-    s.remove_rate_limit_key();
-    assert_eq!(s.get_rate_limit_ttl(T + 600), 0);
-    assert_eq!(s.claim("w", 1000, 5, T + 600).len(), 1);
+    assert_eq!(
+        lifecycle::claim(&mut s, "w", 1000, 5, T + 500)
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(manage::get_rate_limit_ttl(&mut s, T + 600).unwrap(), 900);
+    manage::remove_rate_limit_key(&mut s).unwrap();
+    assert_eq!(manage::get_rate_limit_ttl(&mut s, T + 600).unwrap(), 0);
+    assert_eq!(
+        lifecycle::claim(&mut s, "w", 1000, 5, T + 600)
+            .unwrap()
+            .len(),
+        1
+    );
 }

@@ -4,7 +4,8 @@
 //! dedup, flow and retention reactions, next occurrences) to `Effects::apply`, which does it
 //! in one documented order (`effects`). The Redis backend's Lua scripts follow the same order.
 //! Dedup keys (`dedup`) and job schedulers (`schedulers`) are written once here too, over two
-//! small tables each store keeps (`DedupTable`, `SchedulerTable`).
+//! small tables each store keeps (`DedupTable`, `SchedulerTable`); so is the management of a
+//! queue (reads, settings, logs, obliterate: `manage`, over `ManageStorage`).
 
 mod add;
 mod claim;
@@ -13,6 +14,7 @@ mod edits;
 mod effects;
 mod finish;
 mod leases;
+pub mod manage;
 mod parents;
 mod removal;
 mod retention;
@@ -26,6 +28,7 @@ pub use edits::{promote, promote_jobs, reschedule, retry_job, update_priority};
 pub use effects::Finished;
 pub use finish::{complete, fail, fail_now};
 pub use leases::{holds_lock, move_to_delayed, recover_stalled, release, renew};
+pub use manage::ManageStorage;
 pub use parents::{park_for_children, release_parent, reopen_parent};
 pub use removal::{clean, drain, remove};
 pub use schedulers::{SchedulerTable, StoredScheduler};

@@ -1,19 +1,27 @@
-//! The worker's hot path: each call is one operation of the writer thread, committed with
-//! whatever else the batch holds before it answers.
+//! `JobLifecycle` for the local backend: each transition is the shared one (`lifecycle`) on
+//! the file (`SqlStore`), one operation of the writer thread, committed with whatever else the
+//! batch holds before it answers.
 
 use crate::error::CoreResult;
 use crate::jobs::contract::{BoxFuture, Completion, FailOutcome, Failure, JobLifecycle, NewJob};
+use crate::jobs::lifecycle;
 use crate::jobs::model::{wall_clock_ms, Job, Millis};
 
 use super::{ops, LocalBackend};
 
 impl JobLifecycle for LocalBackend {
     fn add(&self, job: NewJob, now: Millis) -> BoxFuture<(Job, bool)> {
-        self.call(move |conn, env| ops::add(conn, env, job, now))
+        self.call_store(move |s| {
+            let max = s.env.max_payload_bytes;
+            lifecycle::add(s, job, max, now)
+        })
     }
 
     fn add_bulk(&self, jobs: Vec<NewJob>, now: Millis) -> BoxFuture<Vec<(Job, bool)>> {
-        self.call(move |conn, env| ops::add_bulk(conn, env, jobs, now))
+        self.call_store(move |s| {
+            let max = s.env.max_payload_bytes;
+            lifecycle::add_bulk(s, jobs, max, now)
+        })
     }
 
     fn claim(
@@ -23,7 +31,7 @@ impl JobLifecycle for LocalBackend {
         max_jobs: usize,
         now: Millis,
     ) -> BoxFuture<Vec<Job>> {
-        self.call(move |conn, env| ops::claim(conn, env, &worker_id, lease, max_jobs, now))
+        self.call_store(move |s| lifecycle::claim(s, &worker_id, lease, max_jobs, now))
     }
 
     fn wait_for_job(&self, timeout: Option<Millis>) -> BoxFuture<bool> {
@@ -42,10 +50,10 @@ impl JobLifecycle for LocalBackend {
     fn complete_many(&self, items: Vec<Completion>, now: Millis) -> BoxFuture<Vec<CoreResult<()>>> {
         // Each item checks its lock before it writes, so a refused item writes nothing and
         // needs no savepoint of its own.
-        self.direct(move |conn, env| {
+        self.direct_store(move |s| {
             Ok(items
                 .iter()
-                .map(|c| ops::complete(conn, env, &c.id, &c.token, &c.result, now))
+                .map(|c| lifecycle::complete(s, &c.id, &c.token, &c.result, now))
                 .collect())
         })
     }
@@ -55,9 +63,7 @@ impl JobLifecycle for LocalBackend {
         items: Vec<Failure>,
         now: Millis,
     ) -> BoxFuture<Vec<CoreResult<FailOutcome>>> {
-        self.direct(move |conn, env| {
-            Ok(items.iter().map(|f| ops::fail(conn, env, f, now)).collect())
-        })
+        self.direct_store(move |s| Ok(items.iter().map(|f| lifecycle::fail(s, f, now)).collect()))
     }
 
     fn renew_many(
@@ -66,10 +72,10 @@ impl JobLifecycle for LocalBackend {
         lease: Millis,
         now: Millis,
     ) -> BoxFuture<Vec<CoreResult<()>>> {
-        self.direct(move |conn, env| {
+        self.direct_store(move |s| {
             Ok(items
                 .iter()
-                .map(|(id, token)| ops::renew(conn, env, id, token, lease, now))
+                .map(|(id, token)| lifecycle::renew(s, id, token, lease, now))
                 .collect())
         })
     }
@@ -81,22 +87,22 @@ impl JobLifecycle for LocalBackend {
         until: Millis,
         now: Millis,
     ) -> BoxFuture<()> {
-        self.call(move |conn, env| ops::move_to_delayed(conn, env, &id, &token, until, now))
+        self.call_store(move |s| lifecycle::move_to_delayed(s, &id, &token, until, now))
     }
 
     fn release(&self, id: String, token: String, now: Millis) -> BoxFuture<()> {
-        self.call(move |conn, env| ops::release(conn, env, &id, &token, now))
+        self.call_store(move |s| lifecycle::release(s, &id, &token, now))
     }
 
     fn recover_stalled(&self, now: Millis) -> BoxFuture<(Vec<String>, Vec<String>)> {
-        self.call(move |conn, env| {
+        self.call_store(move |s| {
             // Also the pass that delivers flow messages a crash or a locked file held back.
-            env.outbox_pending = true;
-            ops::recover_stalled(conn, env, now)
+            s.env.outbox_pending = true;
+            lifecycle::recover_stalled(s, now)
         })
     }
 
     fn holds_lock(&self, id: String, token: String, now: Millis) -> BoxFuture<bool> {
-        self.direct(move |conn, env| ops::holds_lock(conn, env, &id, &token, now))
+        self.direct_store(move |s| lifecycle::holds_lock(s, &id, &token, now))
     }
 }

@@ -41,6 +41,7 @@ use super::model::wall_clock_ms;
 use super::model::Millis;
 use super::options::StoreConfig;
 use ops::Env;
+use storage::SqlStore;
 pub use sync::LocalSync;
 use writer::{Call, Shared};
 
@@ -137,6 +138,25 @@ impl LocalBackend {
         self.send(f, false)
     }
 
+    /// `call` of `op` on the file as one operation's `SqlStore` (the shared `lifecycle` and
+    /// `lifecycle::manage` run over it), which then writes what it kept back.
+    fn call_store<T, F>(&self, op: F) -> BoxFuture<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut SqlStore<'_>) -> CoreResult<T> + Send + 'static,
+    {
+        self.call(move |conn, env| storage::run(conn, env, op))
+    }
+
+    /// `direct` of `op` on the file as one operation's `SqlStore`.
+    fn direct_store<T, F>(&self, op: F) -> BoxFuture<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut SqlStore<'_>) -> CoreResult<T> + Send + 'static,
+    {
+        self.direct(move |conn, env| storage::run(conn, env, op))
+    }
+
     fn send<T, F>(&self, f: F, guarded: bool) -> BoxFuture<T>
     where
         T: Send + 'static,
@@ -216,8 +236,4 @@ impl LocalBackend {
             }
         })
     }
-}
-
-fn refused(outcome: Result<(), String>) -> CoreResult<()> {
-    outcome.map_err(CoreError::Refused)
 }

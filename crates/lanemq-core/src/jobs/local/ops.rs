@@ -1,5 +1,7 @@
-//! The job transitions in SQL: adding, claiming, finishing, leases and stall recovery. They
-//! mirror `MemoryStore` (the reference) step for step; the conformance suite holds both to it.
+//! The writer thread's `Env`, and the SQL steps the other local files share: creating a job
+//! (`lifecycle::create_as` on the file, for dedup, flows, the relay and job schedulers), the
+//! queue's settings as `meta` reads, when a claim could next return something, a job under its
+//! lock, deleting a job. The transitions themselves are `lifecycle`'s, run on `SqlStore`.
 
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
@@ -10,8 +12,7 @@ use std::sync::Arc;
 use rusqlite::Connection;
 
 use crate::error::CoreResult;
-use crate::jobs::contract::FailOutcome;
-use crate::jobs::contract::{Failure, NewJob};
+use crate::jobs::contract::NewJob;
 use crate::jobs::flow::ParentRef;
 use crate::jobs::lifecycle;
 use crate::jobs::model::{self, FinishedResult, Job, JobState, Millis};
@@ -19,7 +20,7 @@ use crate::jobs::model::{self, FinishedResult, Job, JobState, Millis};
 use super::dedup;
 use super::flows;
 use super::rows::{
-    self, count, count_delta, event, load, meta, meta_number, require, set_meta, sql, AutoIds,
+    self, count, count_delta, event, load, meta, meta_number, require, sql, AutoIds,
 };
 use super::storage::SqlStore;
 
@@ -96,27 +97,6 @@ impl Env {
     }
 }
 
-pub fn add(conn: &Connection, env: &mut Env, job: NewJob, now: Millis) -> CoreResult<(Job, bool)> {
-    let max = env.max_payload_bytes;
-    let mut store = SqlStore::adding(conn, env);
-    let added = lifecycle::add(&mut store, job, max, now)?;
-    store.done()?;
-    Ok(added)
-}
-
-pub fn add_bulk(
-    conn: &Connection,
-    env: &mut Env,
-    jobs: Vec<NewJob>,
-    now: Millis,
-) -> CoreResult<Vec<(Job, bool)>> {
-    let max = env.max_payload_bytes;
-    let mut store = SqlStore::adding(conn, env);
-    let added = lifecycle::add_bulk(&mut store, jobs, max, now)?;
-    store.done()?;
-    Ok(added)
-}
-
 /// Writes a new job (its checks done) and its events; with `hold`, the job waits for children
 /// (a flow's parent) before anything else, its delay counting from its release.
 pub fn create_with(
@@ -174,31 +154,6 @@ pub fn rate_limited_until(conn: &Connection, now: Millis) -> CoreResult<Option<M
     Ok(super::storage::read_gate(conn)?.limited_until(now))
 }
 
-/// Holds every claim back for `duration` ms from `now` (`MemoryStore::rate_limit`).
-pub fn set_rate_limit_wait(conn: &Connection, duration: Millis, now: Millis) -> CoreResult<()> {
-    let end = model::rate_limit_end(duration, now)?;
-    set_meta(conn, "rate_until", Some(&end.to_string()))
-}
-
-/// Ends the manual wait and the current window (`MemoryStore::remove_rate_limit_key`).
-pub fn remove_rate_limit_key(conn: &Connection) -> CoreResult<()> {
-    for key in ["rate_until", "rate_start", "rate_count"] {
-        set_meta(conn, key, None)?;
-    }
-    Ok(())
-}
-
-pub fn claim(
-    conn: &Connection,
-    env: &mut Env,
-    worker: &str,
-    lease: Millis,
-    max_jobs: usize,
-    now: Millis,
-) -> CoreResult<Vec<Job>> {
-    lifecycle::claim(&mut SqlStore::new(conn, env), worker, lease, max_jobs, now)
-}
-
 /// When a claim could next return something (see `MemoryStore::next_ready_at`).
 pub fn next_ready_at(conn: &Connection, now: Millis) -> CoreResult<Option<Millis>> {
     let next_delayed: Option<i64> = conn
@@ -226,76 +181,6 @@ pub fn locked(conn: &Connection, id: &str, token: &str, now: Millis) -> CoreResu
     let job = require(conn, id)?;
     job.check_lock(token, now)?;
     Ok(job)
-}
-
-pub fn complete(
-    conn: &Connection,
-    env: &mut Env,
-    id: &str,
-    token: &str,
-    result: &str,
-    now: Millis,
-) -> CoreResult<()> {
-    lifecycle::complete(&mut SqlStore::new(conn, env), id, token, result, now)
-}
-
-pub fn fail(
-    conn: &Connection,
-    env: &mut Env,
-    failure: &Failure,
-    now: Millis,
-) -> CoreResult<FailOutcome> {
-    lifecycle::fail(&mut SqlStore::new(conn, env), failure, now)
-}
-
-pub fn renew(
-    conn: &Connection,
-    env: &mut Env,
-    id: &str,
-    token: &str,
-    lease: Millis,
-    now: Millis,
-) -> CoreResult<()> {
-    lifecycle::renew(&mut SqlStore::new(conn, env), id, token, lease, now)
-}
-
-pub fn move_to_delayed(
-    conn: &Connection,
-    env: &mut Env,
-    id: &str,
-    token: &str,
-    until: Millis,
-    now: Millis,
-) -> CoreResult<()> {
-    lifecycle::move_to_delayed(&mut SqlStore::new(conn, env), id, token, until, now)
-}
-
-pub fn release(
-    conn: &Connection,
-    env: &mut Env,
-    id: &str,
-    token: &str,
-    now: Millis,
-) -> CoreResult<()> {
-    lifecycle::release(&mut SqlStore::new(conn, env), id, token, now)
-}
-
-pub fn recover_stalled(
-    conn: &Connection,
-    env: &mut Env,
-    now: Millis,
-) -> CoreResult<(Vec<String>, Vec<String>)> {
-    lifecycle::recover_stalled(&mut SqlStore::new(conn, env), now)
-}
-
-pub fn holds_lock(
-    conn: &Connection,
-    env: &mut Env,
-    id: &str,
-    token: &str,
-    now: Millis,
-) -> CoreResult<bool> {
-    lifecycle::holds_lock(&mut SqlStore::new(conn, env), id, token, now)
 }
 
 /// Deletes a job (as `delete`) and the dedup key it holds, if any, and notes an unfinished

@@ -1,13 +1,15 @@
-//! Reads run on the caller's own connection (`direct`), never queued behind writes.
+//! `JobReads` for the local backend: the shared reads (`lifecycle::manage`) on the file, run on
+//! the caller's own connection (`direct`), never queued behind writes, each paging in SQL.
 
 use std::time::Duration;
 
 use tokio::sync::oneshot;
 
 use crate::jobs::contract::{BoxFuture, JobReads, QueueStats};
+use crate::jobs::lifecycle::manage;
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
 
-use super::{manage, ops, rows, LocalBackend};
+use super::{rows, LocalBackend};
 
 impl JobReads for LocalBackend {
     fn get_job(&self, id: String) -> BoxFuture<Option<Job>> {
@@ -15,19 +17,19 @@ impl JobReads for LocalBackend {
     }
 
     fn get_state(&self, id: String) -> BoxFuture<Option<JobState>> {
-        self.direct(move |conn, _| Ok(rows::load(conn, &id)?.map(|j| j.state)))
+        self.direct_store(move |s| manage::get_state(s, &id))
     }
 
     fn get_job_counts(&self, states: Vec<JobState>) -> BoxFuture<Vec<(JobState, usize)>> {
-        self.direct(move |conn, _| manage::get_job_counts(conn, &states))
+        self.direct_store(move |s| manage::get_job_counts(s, &states))
     }
 
     fn count_pending(&self) -> BoxFuture<usize> {
-        self.direct(|conn, _| manage::count_pending(conn))
+        self.direct_store(|s| manage::count_pending(s))
     }
 
     fn get_counts_per_priority(&self, priorities: Vec<u32>) -> BoxFuture<Vec<(u32, usize)>> {
-        self.direct(move |conn, _| manage::counts_per_priority(conn, &priorities))
+        self.direct_store(move |s| manage::get_counts_per_priority(s, &priorities))
     }
 
     fn list_jobs(
@@ -37,7 +39,7 @@ impl JobReads for LocalBackend {
         end: i64,
         ascending: bool,
     ) -> BoxFuture<Vec<Job>> {
-        self.direct(move |conn, _| manage::list_jobs(conn, &states, start, end, ascending))
+        self.direct_store(move |s| Ok(manage::list_jobs(s, &states, start, end, ascending)?.0))
     }
 
     fn list_jobs_with_total(
@@ -47,26 +49,16 @@ impl JobReads for LocalBackend {
         end: i64,
         ascending: bool,
     ) -> BoxFuture<(Vec<Job>, usize)> {
-        self.direct(move |conn, _| {
-            manage::list_jobs_with_total(conn, &states, start, end, ascending)
-        })
+        self.direct_store(move |s| manage::list_jobs(s, &states, start, end, ascending))
     }
 
     /// One operation, so in one transaction of the writer: the values agree.
     fn get_stats(&self, now: Millis) -> BoxFuture<QueueStats> {
-        self.direct(move |conn, _| {
-            Ok(QueueStats {
-                counts: manage::get_job_counts(conn, &JobState::ALL)?,
-                paused: ops::is_paused(conn)?,
-                max_active: ops::max_active(conn)?,
-                rate_limit: ops::rate_limit(conn)?,
-                rate_limit_ttl: ops::rate_limited_until(conn, now)?.map_or(0, |end| end - now),
-            })
-        })
+        self.direct_store(move |s| manage::get_stats(s, now))
     }
 
     fn finished_result(&self, id: String) -> BoxFuture<FinishedResult> {
-        self.direct(move |conn, _| manage::finished_result(conn, &id))
+        self.direct_store(move |s| manage::finished_result(s, &id))
     }
 
     fn wait_finished(&self, id: String, timeout: Option<Millis>) -> BoxFuture<FinishedResult> {
@@ -90,8 +82,10 @@ impl JobReads for LocalBackend {
                 notified.as_mut().enable();
                 let look = id.clone();
                 let result = backend
-                    .direct(move |conn, _| match manage::finished_result(conn, &look)? {
-                        FinishedResult::Missing => manage::outcome_from_events(conn, &look),
+                    .direct_store(move |s| match manage::finished_result(s, &look)? {
+                        FinishedResult::Missing => {
+                            super::events::outcome_from_events(s.conn, &look)
+                        }
                         other => Ok(other),
                     })
                     .await?;
@@ -127,7 +121,7 @@ impl JobReads for LocalBackend {
         end: i64,
         ascending: bool,
     ) -> BoxFuture<(Vec<String>, usize)> {
-        self.direct(move |conn, _| manage::get_logs(conn, &id, start, end, ascending))
+        self.direct_store(move |s| manage::get_logs(s, &id, start, end, ascending))
     }
 
     fn queue_names(&self) -> BoxFuture<Vec<String>> {

@@ -1,7 +1,8 @@
 //! The SQLite file as the `JobStorage` the shared transitions (`jobs::lifecycle`) run over: a
 //! job is loaded, changed and written back inside the writer thread's transaction; per-state
-//! counts live in the `counts` table, the gate in `meta`. Its dedup and scheduler tables are
-//! `dedup.rs`'s and `schedulers.rs`'s.
+//! counts live in the `counts` table, the gate in `meta`; its dedup and scheduler tables are
+//! `dedup.rs`'s and `schedulers.rs`'s. `run` is how the backend runs any shared operation
+//! (`lifecycle`, `lifecycle::manage`) on the file.
 
 use std::sync::Arc;
 
@@ -74,8 +75,9 @@ impl<'a> SqlStore<'a> {
         Self::with_ids(conn, env, AutoIdSource::AtOnce)
     }
 
-    /// A store for adds, which call `done` last.
-    pub fn adding(conn: &'a Connection, env: &'a mut Env) -> Self {
+    /// A store whose operation calls `done` last (`run`): the automatic ids it takes are read
+    /// once and written once, however many jobs it adds.
+    pub fn batched(conn: &'a Connection, env: &'a mut Env) -> Self {
         Self::with_ids(conn, env, AutoIdSource::Batch(None))
     }
 
@@ -163,6 +165,20 @@ impl<'a> SqlStore<'a> {
         self.moved(&job, was)?;
         Ok(Some(outcome))
     }
+}
+
+/// Runs `op` on the file as one operation's `SqlStore`, then writes what it kept back
+/// (`SqlStore::done`): how the backend runs every shared decision. The automatic ids it takes
+/// are read once and written once (`SqlStore::batched`), however many jobs it creates.
+pub fn run<T>(
+    conn: &Connection,
+    env: &mut Env,
+    op: impl FnOnce(&mut SqlStore<'_>) -> CoreResult<T>,
+) -> CoreResult<T> {
+    let mut store = SqlStore::batched(conn, env);
+    let out = op(&mut store)?;
+    store.done()?;
+    Ok(out)
 }
 
 impl JobStorage for SqlStore<'_> {

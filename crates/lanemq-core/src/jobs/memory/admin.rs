@@ -1,45 +1,48 @@
-//! Edits of one job and of the queue, under the group's lock.
+//! `JobAdmin` for the memory backend: each edit is the shared decision (`lifecycle`,
+//! `lifecycle::manage`) run on the queue's store under the group's lock. Edits that can change
+//! what a waiter waits for are writes (they wake waiters); the others are reads of the lock.
 
 use crate::jobs::contract::{ready, BoxFuture, JobAdmin};
+use crate::jobs::lifecycle::{self, manage};
 use crate::jobs::model::{JobState, Millis};
 
 use super::{settle_missing, MemoryBackend};
 
 impl JobAdmin for MemoryBackend {
     fn promote(&self, id: String, now: Millis) -> BoxFuture<()> {
-        self.write(|s| s.store.promote(&id, now))
+        self.write(|s| lifecycle::promote(&mut s.store, &id, now))
     }
 
     fn promote_jobs(&self, count: Option<usize>, now: Millis) -> BoxFuture<usize> {
-        self.write(|s| crate::jobs::lifecycle::promote_jobs(&mut s.store, count, now))
+        self.write(|s| lifecycle::promote_jobs(&mut s.store, count, now))
     }
 
     fn reschedule(&self, id: String, until: Millis, now: Millis) -> BoxFuture<()> {
-        self.write(|s| s.store.reschedule(&id, until, now))
+        self.write(|s| lifecycle::reschedule(&mut s.store, &id, until, now))
     }
 
     fn retry_job(&self, id: String, reset_attempts: bool, now: Millis) -> BoxFuture<()> {
-        self.write(|s| s.store.retry_job(&id, reset_attempts, now))
+        self.write(|s| lifecycle::retry_job(&mut s.store, &id, reset_attempts, now))
     }
 
     fn update_priority(&self, id: String, priority: u32, lifo: bool) -> BoxFuture<()> {
-        self.write(|s| s.store.update_priority(&id, priority, lifo))
+        self.write(|s| lifecycle::update_priority(&mut s.store, &id, priority, lifo))
     }
 
     fn update_data(&self, id: String, data: String) -> BoxFuture<()> {
-        self.read(|store| store.update_data(&id, &data))
+        self.read(|store| manage::update_data(store, &id, &data))
     }
 
     fn update_progress(&self, id: String, progress: String, now: Millis) -> BoxFuture<()> {
-        self.write(|s| s.store.update_progress(&id, &progress, now))
+        self.write(|s| manage::update_progress(&mut s.store, &id, &progress, now))
     }
 
     fn add_log(&self, id: String, line: String, keep: usize) -> BoxFuture<usize> {
-        self.read(|store| store.add_log(&id, &line, keep))
+        self.read(|store| manage::add_log(store, &id, &line, keep))
     }
 
     fn clear_logs(&self, id: String, keep: usize) -> BoxFuture<()> {
-        self.read(|store| store.clear_logs(&id, keep))
+        self.read(|store| manage::clear_logs(store, &id, keep))
     }
 
     fn save_stacktrace(
@@ -48,7 +51,7 @@ impl JobAdmin for MemoryBackend {
         lines: Vec<String>,
         reason: Option<String>,
     ) -> BoxFuture<()> {
-        self.read(|store| store.save_stacktrace(&id, lines, reason.as_deref()))
+        self.read(|store| manage::save_stacktrace(store, &id, lines, reason.as_deref()))
     }
 
     fn remove(&self, id: String, now: Millis) -> BoxFuture<()> {
@@ -60,26 +63,20 @@ impl JobAdmin for MemoryBackend {
     }
 
     fn pause(&self, now: Millis) -> BoxFuture<()> {
-        self.write(|s| {
-            s.store.pause(now);
-            Ok(())
-        })
+        self.write(|s| manage::set_paused(&mut s.store, true, now))
     }
 
     fn resume(&self, now: Millis) -> BoxFuture<()> {
-        self.write(|s| {
-            s.store.resume(now);
-            Ok(())
-        })
+        self.write(|s| manage::set_paused(&mut s.store, false, now))
     }
 
     fn is_paused(&self) -> BoxFuture<bool> {
-        self.read(|store| Ok(store.is_paused()))
+        self.read(manage::is_paused)
     }
 
     fn drain(&self, delayed: bool, now: Millis) -> BoxFuture<usize> {
         self.write(|s| {
-            let removed = s.store.drain(delayed, now);
+            let removed = lifecycle::drain(&mut s.store, delayed, now)?;
             settle_missing(s);
             Ok(removed)
         })
@@ -93,7 +90,7 @@ impl JobAdmin for MemoryBackend {
         now: Millis,
     ) -> BoxFuture<Vec<String>> {
         self.write(|s| {
-            let removed = s.store.clean(grace, limit, state, now);
+            let removed = lifecycle::clean(&mut s.store, grace, limit, state, now)?;
             settle_missing(s);
             Ok(removed)
         })
@@ -101,41 +98,37 @@ impl JobAdmin for MemoryBackend {
 
     fn obliterate(&self, force: bool, now: Millis) -> BoxFuture<()> {
         self.write(|s| {
-            s.store.obliterate(force, now)?;
+            // Refused, the queue stays paused (no rollback in memory, as the SQLite store
+            // commits its pause).
+            let outcome = manage::obliterate(&mut s.store, force, now)?;
             settle_missing(s);
-            Ok(())
+            outcome
         })
     }
 
     fn set_rate_limit(&self, max: u32, duration: Millis) -> BoxFuture<()> {
-        self.write(|s| s.store.set_rate_limit(max, duration))
+        self.write(|s| manage::set_rate_limit(&mut s.store, max, duration))
     }
 
     fn get_rate_limit(&self) -> BoxFuture<Option<(u32, Millis)>> {
-        self.read(|store| Ok(store.get_rate_limit()))
+        self.read(manage::get_rate_limit)
     }
 
     fn clear_rate_limit(&self) -> BoxFuture<()> {
-        self.write(|s| {
-            s.store.clear_rate_limit();
-            Ok(())
-        })
+        self.write(|s| manage::clear_rate_limit(&mut s.store))
     }
 
     fn rate_limit(&self, duration: Millis, now: Millis) -> BoxFuture<()> {
-        self.write(|s| s.store.rate_limit(duration, now))
+        self.write(|s| manage::rate_limit(&mut s.store, duration, now))
     }
 
     fn get_rate_limit_ttl(&self, now: Millis) -> BoxFuture<Millis> {
-        self.read(|store| Ok(store.get_rate_limit_ttl(now)))
+        self.read(|store| manage::get_rate_limit_ttl(store, now))
     }
 
     fn remove_rate_limit_key(&self) -> BoxFuture<()> {
         // A write: waiters learn at once that claims may go on.
-        self.write(|s| {
-            s.store.remove_rate_limit_key();
-            Ok(())
-        })
+        self.write(|s| manage::remove_rate_limit_key(&mut s.store))
     }
 
     fn remove_orphaned_jobs(&self) -> BoxFuture<usize> {
@@ -144,14 +137,14 @@ impl JobAdmin for MemoryBackend {
     }
 
     fn set_max_active(&self, max: Option<u32>) -> BoxFuture<()> {
-        self.write(|s| s.store.set_max_active(max))
+        self.write(|s| manage::set_max_active(&mut s.store, max))
     }
 
     fn get_max_active(&self) -> BoxFuture<Option<u32>> {
-        self.read(|store| Ok(store.get_max_active()))
+        self.read(manage::get_max_active)
     }
 
     fn is_maxed(&self) -> BoxFuture<bool> {
-        self.read(|store| Ok(store.is_maxed()))
+        self.read(manage::is_maxed)
     }
 }

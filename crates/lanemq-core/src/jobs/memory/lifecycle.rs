@@ -1,4 +1,5 @@
-//! The worker's hot path, under the group's lock; waiters of a finished job are told before the
+//! `JobLifecycle` for the memory backend: each transition is the shared one (`lifecycle`) on
+//! the queue's store, under the group's lock; waiters of a finished job are told before the
 //! lock is let go.
 
 use std::sync::Arc;
@@ -39,7 +40,7 @@ impl JobLifecycle for MemoryBackend {
         max_jobs: usize,
         now: Millis,
     ) -> BoxFuture<Vec<Job>> {
-        self.write(|s| Ok(s.store.claim(&worker_id, lease, max_jobs, now)))
+        self.write(|s| lifecycle::claim(&mut s.store, &worker_id, lease, max_jobs, now))
     }
 
     fn wait_for_job(&self, timeout: Option<Millis>) -> BoxFuture<bool> {
@@ -59,7 +60,8 @@ impl JobLifecycle for MemoryBackend {
             Ok(items
                 .into_iter()
                 .map(|c| {
-                    let outcome = s.store.complete(&c.id, &c.token, &c.result, now);
+                    let outcome =
+                        lifecycle::complete(&mut s.store, &c.id, &c.token, &c.result, now);
                     if outcome.is_ok() {
                         finish(&mut s.waiters, &c.id, || {
                             FinishedResult::Completed(Some(Arc::from(c.result)))
@@ -80,15 +82,7 @@ impl JobLifecycle for MemoryBackend {
             Ok(items
                 .into_iter()
                 .map(|f| {
-                    let outcome = s.store.fail(
-                        &f.id,
-                        &f.token,
-                        &f.error,
-                        f.stacktrace.as_deref(),
-                        f.retry,
-                        f.delay,
-                        now,
-                    );
+                    let outcome = lifecycle::fail(&mut s.store, &f, now);
                     if matches!(outcome, Ok(FailOutcome::Failed)) {
                         finish(&mut s.waiters, &f.id, || FinishedResult::Failed(f.error));
                     }
@@ -107,7 +101,7 @@ impl JobLifecycle for MemoryBackend {
         self.read(|store| {
             Ok(items
                 .iter()
-                .map(|(id, token)| store.renew(id, token, lease, now))
+                .map(|(id, token)| lifecycle::renew(store, id, token, lease, now))
                 .collect())
         })
     }
@@ -119,16 +113,16 @@ impl JobLifecycle for MemoryBackend {
         until: Millis,
         now: Millis,
     ) -> BoxFuture<()> {
-        self.write(|s| s.store.move_to_delayed(&id, &token, until, now))
+        self.write(|s| lifecycle::move_to_delayed(&mut s.store, &id, &token, until, now))
     }
 
     fn release(&self, id: String, token: String, now: Millis) -> BoxFuture<()> {
-        self.write(|s| s.store.release(&id, &token, now))
+        self.write(|s| lifecycle::release(&mut s.store, &id, &token, now))
     }
 
     fn recover_stalled(&self, now: Millis) -> BoxFuture<(Vec<String>, Vec<String>)> {
         self.write(|s| {
-            let (recovered, failed) = s.store.recover_stalled(now);
+            let (recovered, failed) = lifecycle::recover_stalled(&mut s.store, now)?;
             for id in &failed {
                 // Told directly: retention may already have removed the job.
                 finish(&mut s.waiters, id, || {

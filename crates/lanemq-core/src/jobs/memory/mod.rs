@@ -2,7 +2,8 @@
 //! (their futures are ready); only the waits (`wait_for_job`, `wait_finished`, `wait_events`)
 //! suspend, on a `Notify` that every change pings. The contract's concerns are implemented in
 //! the files of the same names as in `local/` (`lifecycle`, `reads`, `admin`, `events`,
-//! `dedup`, `flows`, `schedulers`, `observe`).
+//! `dedup`, `flows`, `schedulers`, `observe`), calling the shared `jobs::lifecycle` on the
+//! store, which `storage` and `manage` make its `JobStorage` and `ManageStorage`.
 
 mod admin;
 mod dedup;

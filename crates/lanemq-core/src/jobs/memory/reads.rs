@@ -1,10 +1,12 @@
-//! Reads of the queue's store; `wait_finished` registers a waiter that a finish tells.
+//! `JobReads` for the memory backend: the shared reads (`lifecycle::manage`) on the queue's
+//! store under the group's lock; `wait_finished` registers a waiter that a finish tells.
 
 use std::time::Duration;
 
 use tokio::sync::oneshot;
 
 use crate::jobs::contract::{ready, BoxFuture, JobReads, QueueStats};
+use crate::jobs::lifecycle::manage;
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
 
 use super::MemoryBackend;
@@ -15,19 +17,19 @@ impl JobReads for MemoryBackend {
     }
 
     fn get_state(&self, id: String) -> BoxFuture<Option<JobState>> {
-        self.read(|store| Ok(store.get_state(&id)))
+        self.read(|store| manage::get_state(store, &id))
     }
 
     fn get_job_counts(&self, states: Vec<JobState>) -> BoxFuture<Vec<(JobState, usize)>> {
-        self.read(|store| Ok(store.get_job_counts(&states)))
+        self.read(|store| manage::get_job_counts(store, &states))
     }
 
     fn count_pending(&self) -> BoxFuture<usize> {
-        self.read(|store| Ok(store.count_pending()))
+        self.read(manage::count_pending)
     }
 
     fn get_counts_per_priority(&self, priorities: Vec<u32>) -> BoxFuture<Vec<(u32, usize)>> {
-        self.read(|store| Ok(store.get_counts_per_priority(&priorities)))
+        self.read(|store| manage::get_counts_per_priority(store, &priorities))
     }
 
     fn list_jobs(
@@ -37,7 +39,7 @@ impl JobReads for MemoryBackend {
         end: i64,
         ascending: bool,
     ) -> BoxFuture<Vec<Job>> {
-        self.read(|store| Ok(store.list_jobs(&states, start, end, ascending)))
+        self.read(|store| Ok(manage::list_jobs(store, &states, start, end, ascending)?.0))
     }
 
     fn list_jobs_with_total(
@@ -47,29 +49,24 @@ impl JobReads for MemoryBackend {
         end: i64,
         ascending: bool,
     ) -> BoxFuture<(Vec<Job>, usize)> {
-        self.read(|store| Ok(store.list_jobs_with_total(&states, start, end, ascending)))
+        self.read(|store| manage::list_jobs(store, &states, start, end, ascending))
     }
 
     fn get_stats(&self, now: Millis) -> BoxFuture<QueueStats> {
-        self.read(|store| {
-            Ok(QueueStats {
-                counts: store.get_job_counts(&JobState::ALL),
-                paused: store.is_paused(),
-                max_active: store.get_max_active(),
-                rate_limit: store.get_rate_limit(),
-                rate_limit_ttl: store.get_rate_limit_ttl(now),
-            })
-        })
+        self.read(|store| manage::get_stats(store, now))
     }
 
     fn finished_result(&self, id: String) -> BoxFuture<FinishedResult> {
-        self.read(|store| Ok(store.finished_result(&id)))
+        self.read(|store| manage::finished_result(store, &id))
     }
 
     fn wait_finished(&self, id: String, timeout: Option<Millis>) -> BoxFuture<FinishedResult> {
         let receiver = {
             let mut state = self.lock();
-            let result = state.store.finished_result(&id);
+            let result = match manage::finished_result(&mut state.store, &id) {
+                Ok(result) => result,
+                Err(e) => return ready(Err(e)),
+            };
             if !matches!(result, FinishedResult::NotFinished(_)) {
                 return ready(Ok(result));
             }
@@ -90,7 +87,7 @@ impl JobReads for MemoryBackend {
             match outcome {
                 Some(Ok(result)) => Ok(result),
                 // Timed out (or the backend was dropped): report where the job is now.
-                _ => Ok(backend.lock().store.finished_result(&id)),
+                _ => manage::finished_result(&mut backend.lock().store, &id),
             }
         })
     }
@@ -102,7 +99,7 @@ impl JobReads for MemoryBackend {
         end: i64,
         ascending: bool,
     ) -> BoxFuture<(Vec<String>, usize)> {
-        self.read(|store| store.get_logs(&id, start, end, ascending))
+        self.read(|store| manage::get_logs(store, &id, start, end, ascending))
     }
 
     fn queue_names(&self) -> BoxFuture<Vec<String>> {

@@ -1,11 +1,14 @@
 //! `MemoryStore`: one queue's jobs, with an index per state so that claiming, promoting and
 //! stall recovery are O(log n), never a scan of all jobs. Each queue has its own store (and,
-//! in the bindings, its own lock), so one queue never blocks another.
+//! in the bindings, its own lock), so one queue never blocks another. The transitions and the
+//! management are `lifecycle`'s and `lifecycle::manage`'s, over this store as `JobStorage`
+//! (`storage.rs`) and `ManageStorage` (`manage.rs`); `add` and `add_bulk` stay as the store's
+//! entry points for callers that hold a name, data and options (flows, tests, examples).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use crate::jobs::contract::{Failure, NewJob};
+use crate::jobs::contract::NewJob;
 use crate::jobs::lifecycle;
 
 use crate::error::{CoreError, CoreResult};
@@ -14,7 +17,6 @@ use super::dedup::DedupKeys;
 use super::flows::Flows;
 use super::observe::Observed;
 use super::schedulers::Schedulers;
-use crate::jobs::contract::FailOutcome;
 use crate::jobs::events::EventLog;
 use crate::jobs::model::{Job, JobState, Millis};
 use crate::jobs::options::{JobOptions, StoreConfig};
@@ -269,26 +271,8 @@ impl MemoryStore {
         }
     }
 
-    // ------------------------------------------------------------------- claim
-    // The transitions are `lifecycle`'s; the memory store cannot fail (`JobStorage` for it
-    // returns errors only from the checks a transition makes), hence the `expect`s.
-
-    /// Moves delayed jobs whose time has come to waiting.
-    pub fn promote_due(&mut self, now: Millis) -> usize {
-        lifecycle::promote_due(self, now).expect("the memory store does not fail")
-    }
-
-    /// Hands out up to `max_jobs` jobs to `worker_id`, each locked for `lease` ms.
-    pub fn claim(
-        &mut self,
-        worker_id: &str,
-        lease: Millis,
-        max_jobs: usize,
-        now: Millis,
-    ) -> Vec<Claimed> {
-        lifecycle::claim(self, worker_id, lease, max_jobs, now)
-            .expect("the memory store does not fail")
-    }
+    // ------------------------------------------------------------------- gate
+    // The transitions themselves are `lifecycle`'s, called on the store directly.
 
     /// Until when the rate limits hold claims back at `now` (`model::rate_limited_until`).
     pub fn rate_limited_until(&self, now: Millis) -> Option<Millis> {
@@ -320,68 +304,13 @@ impl MemoryStore {
             .is_some_and(|max| self.active.len() >= max as usize)
     }
 
-    // ------------------------------------------------------------- finishing
+    // ------------------------------------------------------------------- locks
 
     /// The job, if `token` holds its live lock.
     pub(super) fn locked(&self, id: &str, token: &str, now: Millis) -> CoreResult<JobId> {
         let key = self.key(id)?;
         self.jobs[&key].check_lock(token, now)?;
         Ok(key)
-    }
-
-    pub fn complete(&mut self, id: &str, token: &str, result: &str, now: Millis) -> CoreResult<()> {
-        lifecycle::complete(self, id, token, result, now)
-    }
-
-    /// Records a failed attempt: retried (after the backoff, or `delay` if given) while
-    /// `retry` holds and attempts remain, otherwise failed for good.
-    #[allow(clippy::too_many_arguments)]
-    pub fn fail(
-        &mut self,
-        id: &str,
-        token: &str,
-        error: &str,
-        stacktrace: Option<&str>,
-        retry: bool,
-        delay: Option<Millis>,
-        now: Millis,
-    ) -> CoreResult<FailOutcome> {
-        let failure = Failure {
-            id: id.to_owned(),
-            token: token.to_owned(),
-            error: error.to_owned(),
-            stacktrace: stacktrace.map(str::to_owned),
-            retry,
-            delay,
-        };
-        lifecycle::fail(self, &failure, now)
-    }
-
-    /// Extends a held lock to `now + lease`.
-    pub fn renew(&mut self, id: &str, token: &str, lease: Millis, now: Millis) -> CoreResult<()> {
-        lifecycle::renew(self, id, token, lease, now)
-    }
-
-    /// Gives an active job back to the delayed set without using an attempt.
-    pub fn move_to_delayed(
-        &mut self,
-        id: &str,
-        token: &str,
-        delay_until: Millis,
-        now: Millis,
-    ) -> CoreResult<()> {
-        lifecycle::move_to_delayed(self, id, token, delay_until, now)
-    }
-
-    /// Gives an active job back to the front of its priority without using an attempt.
-    pub fn release(&mut self, id: &str, token: &str, now: Millis) -> CoreResult<()> {
-        lifecycle::release(self, id, token, now)
-    }
-
-    /// Active jobs whose lease ran out go back to the front of waiting, or fail for good
-    /// (`lifecycle::recover_stalled`). Returns (recovered, failed) ids.
-    pub fn recover_stalled(&mut self, now: Millis) -> (Vec<String>, Vec<String>) {
-        lifecycle::recover_stalled(self, now).expect("the memory store does not fail")
     }
 
     // -------------------------------------------------------------- removal

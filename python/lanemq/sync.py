@@ -246,6 +246,16 @@ class SyncQueue(SyncQueueBase[Q]):
         queue = self.queue
         return self._runner.call(lambda: queue.promote_jobs(count, now=now))
 
+    def promote_due(self, *, now: int | None = None) -> int:
+        """`JobQueue.promote_due`, blocking.
+
+        Makes waiting only the delayed jobs that are due (their delay or retry backoff
+        over), earliest first, as a worker's every claim does first. Returns how many; each
+        emits ``waiting``. For a queue no worker claims from for a while (paused, or with its
+        workers stopped), so that its counts and listings show due jobs as waiting."""
+        queue = self.queue
+        return self._runner.call(lambda: queue.promote_due(now=now))
+
     def rate_limit(self, seconds: float, *, now: int | None = None) -> None:
         """`JobQueue.rate_limit`, blocking.
 

@@ -1,12 +1,13 @@
 """Reads of the queue as a whole that BullMQ users expect: job counts together, a page with its
-total, the stats in one read, promoting delayed jobs, and a dedup key's time left."""
+total, the stats in one read, promoting delayed jobs (all, or only the due ones), and a dedup
+key's time left."""
 
 from __future__ import annotations
 
 import math
 
 import pytest
-from lanemq import ConfigError, Dedup, JobQueue, QueueStats
+from lanemq import Backoff, ConfigError, Dedup, JobQueue, QueueStats
 from lanemq.queue import STATES
 from support import EPOCH_MS as T
 
@@ -152,6 +153,51 @@ async def test_promote_jobs_refuses_a_count_below_one(queue: JobQueue) -> None:
     with pytest.raises(ConfigError, match="invalid count: 0"):
         await queue.promote_jobs(0, now=T)
     assert await queue.get_job_counts("delayed") == {"delayed": 1}
+
+
+# --------------------------------------------------------------- promote_due
+
+
+async def test_promote_due_promotes_only_the_jobs_whose_time_came(queue: JobQueue) -> None:
+    """Due: a delay over, a retry's backoff over; not due: a later delay. Nothing is claimed."""
+    due = await queue.add("due", None, delay=10, now=T)
+    later = await queue.add("later", None, delay=300, now=T)
+    retried = await queue.add("retried", None, attempts=2, backoff=Backoff.fixed(5.0), now=T)
+    claimed = await queue.claim("w1", now=T)
+    assert [job.id for job in claimed] == [retried.id]
+    token = claimed[0].lock_token
+    assert token is not None
+    assert await queue.fail(retried.id, token, "boom", now=T) is True
+    assert await queue.get_state(retried.id) == "delayed"
+    after = (await queue.read_events())[-1].id
+
+    assert await queue.promote_due(now=T + 20_000) == 2
+    assert await queue.get_state(due.id) == "waiting"
+    assert await queue.get_state(retried.id) == "waiting"
+    assert await queue.get_state(later.id) == "delayed"
+    assert await queue.get_job_counts("waiting", "delayed", "active") == {
+        "waiting": 2,
+        "delayed": 1,
+        "active": 0,
+    }
+    events = await queue.read_events(after + 1)
+    assert sorted((event.event, event.job_id) for event in events) == sorted(
+        [("waiting", due.id), ("waiting", retried.id)]
+    )
+    assert all(event.fields.get("prev") == "delayed" for event in events)
+    # Earliest due first: the retry (due at T+5s) before the delayed add (T+10s).
+    claimed = await queue.claim("w1", max_jobs=2, now=T + 20_000)
+    assert [job.id for job in claimed] == [retried.id, due.id]
+    assert await queue.promote_due(now=T + 20_000) == 0
+
+
+async def test_promote_due_on_a_paused_queue_promotes_without_claiming(queue: JobQueue) -> None:
+    job = await queue.add("due", None, delay=1, now=T)
+    await queue.pause(now=T)
+    assert await queue.promote_due(now=T + 500) == 0
+    assert await queue.promote_due(now=T + 1_000) == 1
+    assert await queue.get_state(job.id) == "waiting"
+    assert await queue.claim("w1", now=T + 1_000) == []
 
 
 # ----------------------------------------------------- get_deduplication_ttl

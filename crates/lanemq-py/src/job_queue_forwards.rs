@@ -108,6 +108,8 @@ forwards! {
     // ---------------------------------------------------------------- editing
 
     fn promote(id: Text, now: Option<Now> = None) -> unit { promote(id, now) }
+    /// Promotes the delayed jobs due at `now`; awaits how many.
+    fn promote_due(now: Option<Now> = None) -> Ok { promote_due(now) }
     /// Promotes delayed jobs, earliest first, at most `count` (None: all); awaits how many.
     fn promote_jobs(count: Option<Positive> = None, now: Option<Now> = None) -> Ok {
         promote_jobs(count.map(|n| n as usize), now)

@@ -90,6 +90,13 @@ impl RedisBackend {
         }
     }
 
+    /// Promotes the delayed jobs due at `now`, as a claim does first (`promote`'s script
+    /// without a job id); returns how many.
+    pub async fn promote_due(&self, now: Millis) -> CoreResult<usize> {
+        let reply = self.change(&scripts::PROMOTE, now, &[]).await?;
+        count(checked("", reply, "")?.first())
+    }
+
     /// Delays a waiting or delayed job until `until`.
     pub async fn reschedule(&self, id: String, until: Millis, now: Millis) -> CoreResult<()> {
         let until = until.to_string();
@@ -402,6 +409,10 @@ impl JobAdmin for RedisJobBackend {
 
     fn promote_jobs(&self, count: Option<usize>, now: Millis) -> BoxFuture<usize> {
         call!(self, |b| b.promote_jobs(count, now))
+    }
+
+    fn promote_due(&self, now: Millis) -> BoxFuture<usize> {
+        call!(self, |b| b.promote_due(now))
     }
 
     fn reschedule(&self, id: String, until: Millis, now: Millis) -> BoxFuture<()> {

@@ -17,6 +17,13 @@ class QueueAdmin(QueueBase):
         """Makes a delayed job waiting now."""
         await self._core.promote(job_id, now)
 
+    async def promote_due(self, *, now: int | None = None) -> int:
+        """Makes waiting only the delayed jobs that are due (their delay or retry backoff
+        over), earliest first, as a worker's every claim does first. Returns how many; each
+        emits ``waiting``. For a queue no worker claims from for a while (paused, or with its
+        workers stopped), so that its counts and listings show due jobs as waiting."""
+        return await self._core.promote_due(now)
+
     async def promote_jobs(self, count: int | None = None, *, now: int | None = None) -> int:
         """Makes delayed jobs waiting now, due or not, earliest first (BullMQ's
         ``promoteJobs``): at most ``count`` of them (None: all; BullMQ's ``count`` is the size

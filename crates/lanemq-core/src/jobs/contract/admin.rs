@@ -10,6 +10,10 @@ pub trait JobAdmin: Send + Sync + 'static {
     /// all), as BullMQ's `promoteJobs`; returns how many. Each is `promote`'s transition (a
     /// `waiting` event); the in-process backends promote them all in one step.
     fn promote_jobs(&self, count: Option<usize>, now: Millis) -> BoxFuture<usize>;
+    /// Promotes only the delayed jobs due at `now` (their delay or backoff over), earliest
+    /// first, as every claim does first; returns how many. For a queue no worker claims from
+    /// for a while (a paused queue, a dashboard's counts): its due jobs show as waiting.
+    fn promote_due(&self, now: Millis) -> BoxFuture<usize>;
     fn reschedule(&self, id: String, until: Millis, now: Millis) -> BoxFuture<()>;
     fn retry_job(&self, id: String, reset_attempts: bool, now: Millis) -> BoxFuture<()>;
     fn update_priority(&self, id: String, priority: u32, lifo: bool) -> BoxFuture<()>;

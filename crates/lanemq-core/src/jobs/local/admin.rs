@@ -17,6 +17,10 @@ impl JobAdmin for LocalBackend {
         self.call_store(move |s| lifecycle::promote_jobs(s, count, now))
     }
 
+    fn promote_due(&self, now: Millis) -> BoxFuture<usize> {
+        self.call_store(move |s| lifecycle::promote_due(s, now))
+    }
+
     fn reschedule(&self, id: String, until: Millis, now: Millis) -> BoxFuture<()> {
         self.call_store(move |s| lifecycle::reschedule(s, &id, until, now))
     }

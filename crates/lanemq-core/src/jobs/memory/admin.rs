@@ -17,6 +17,10 @@ impl JobAdmin for MemoryBackend {
         self.write(|s| lifecycle::promote_jobs(&mut s.store, count, now))
     }
 
+    fn promote_due(&self, now: Millis) -> BoxFuture<usize> {
+        self.write(|s| lifecycle::promote_due(&mut s.store, now))
+    }
+
     fn reschedule(&self, id: String, until: Millis, now: Millis) -> BoxFuture<()> {
         self.write(|s| lifecycle::reschedule(&mut s.store, &id, until, now))
     }

@@ -1,6 +1,7 @@
-//! Managing a queue's jobs (as `MemoryStore` does in `lanemq_core::jobs::manage`): promote,
-//! reschedule, retry, edits, logs, removal, pause, drain, clean, obliterate, the rate limit and
-//! the cap on active jobs. Every change is one script call; reads are plain commands.
+//! Managing a queue's jobs on Redis (what `lanemq_core::jobs::lifecycle::manage` decides in
+//! process): promote, reschedule, retry, edits, logs, removal, pause, drain, clean,
+//! obliterate, the rate limit and the cap on active jobs. Every change is one script call;
+//! reads are plain commands.
 //!
 //! The scripts reply `{"ok", values...}` on success, or `{"missing"}`, `{"state", state code}`,
 //! `{"locked"}`, `{"refused", message}` or `{"active", count}` when the change is refused (and nothing was written,

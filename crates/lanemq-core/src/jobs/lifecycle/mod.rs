@@ -9,6 +9,7 @@ mod claim;
 mod edits;
 mod effects;
 mod finish;
+pub mod flows;
 mod leases;
 mod parents;
 mod removal;

@@ -1,28 +1,34 @@
-//! The local backend's flows (the SQL side of `memory_flow`), decided by `jobs::flow`.
+//! The SQLite file's side of flows: its dependency sets (rows of `flow_deps`: parent id, child
+//! key `<queue>:<id>`, bucket, value or reason) and how a child's news travels (`ChildNews`),
+//! for the shared steps of `lifecycle::flows`; and the steps that reach other queues' files
+//! (removals of remote children, adding a flow or children).
 //!
-//! A parent's children are rows of `flow_deps` (parent id, child key `<queue>:<id>`, bucket,
-//! value or reason). What a child's change means for its parent is applied at once, in the
-//! transaction of the operation that changed the child, when the parent is in the same queue
-//! (a parent failed by a child tells its own parent in turn, so a failure climbs the tree).
-//! A file holds one queue: when the parent's queue is another (a file beside this one), that
-//! transaction writes a message instead, delivered exactly once right after it commits
-//! (`relay`). A flow's jobs in other queues are created the same way, under ids reserved in
-//! their files before the flow is written (`reserve`).
+//! What a child's change means for its parent is applied at once, in the transaction of the
+//! operation that changed the child, when the parent is in the same queue (a parent failed by a
+//! child tells its own parent in turn, so a failure climbs the tree). A file holds one queue:
+//! when the parent's queue is another (a file beside this one), that transaction writes a
+//! message instead, delivered exactly once right after it commits (`relay`). A flow's jobs in
+//! other queues are created the same way, under ids reserved in their files before the flow is
+//! written (`reserve`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::error::{CoreError, CoreResult};
 use crate::jobs::contract::NewJob;
+use crate::jobs::contract::{BoxFuture, JobFlows};
 use crate::jobs::flow::{
-    self, AddedNode, ChildOutcome, Dependencies, DependencyCounts, FlowNode, ParentRef, Record,
-    Retried, Then,
+    self, AddedNode, ChildOutcome, Dependencies, DependencyCounts, FlowNode, ParentRef,
 };
+use crate::jobs::lifecycle::flows::{
+    self as shared, Bucket, Change, ChildNews, DependencySets, Detached,
+};
+use crate::jobs::lifecycle::{self, JobStorage};
 use crate::jobs::model::{Job, JobState, Millis};
 use crate::jobs::options::{check_payload, JobOptions};
-use std::sync::Arc;
 
 use super::manage;
 use super::ops::{self, Env};
@@ -31,28 +37,13 @@ use super::rows::{self, load, reserve, set_meta, sql, AutoIds};
 use super::schema;
 use super::storage::SqlStore;
 use super::LocalBackend;
-use crate::jobs::contract::{BoxFuture, JobFlows};
-use crate::jobs::lifecycle;
 
-/// The buckets of `flow_deps`, in the order `Dependencies` pages them.
-const PROCESSED: i64 = 0;
-const UNPROCESSED: i64 = 1;
-const FAILED: i64 = 2;
-const IGNORED: i64 = 3;
-
-fn bucket_of(conn: &Connection, parent: &str, child_key: &str) -> CoreResult<Option<i64>> {
-    conn.prepare_cached("SELECT bucket FROM flow_deps WHERE parent_id = ?1 AND child_key = ?2")
+fn bucket_of(conn: &Connection, parent: &str, child_key: &str) -> CoreResult<Option<Bucket>> {
+    let code: Option<i64> = conn
+        .prepare_cached("SELECT bucket FROM flow_deps WHERE parent_id = ?1 AND child_key = ?2")
         .and_then(|mut stmt| stmt.query_row([parent, child_key], |r| r.get(0)).optional())
-        .map_err(sql)
-}
-
-fn count_in(conn: &Connection, parent: &str, bucket: i64) -> CoreResult<usize> {
-    conn.prepare_cached("SELECT count(*) FROM flow_deps WHERE parent_id = ?1 AND bucket = ?2")
-        .and_then(|mut stmt| {
-            stmt.query_row(rusqlite::params![parent, bucket], |r| r.get::<_, i64>(0))
-        })
-        .map(|n| n as usize)
-        .map_err(sql)
+        .map_err(sql)?;
+    Ok(code.and_then(Bucket::from_code))
 }
 
 /// Puts the child in `bucket` (with `value`), replacing where it was.
@@ -60,7 +51,8 @@ fn put(
     conn: &Connection,
     parent: &str,
     child: &ParentRef,
-    bucket: i64,
+    child_key: &str,
+    bucket: Bucket,
     value: Option<&str>,
 ) -> CoreResult<()> {
     conn.prepare_cached(
@@ -70,9 +62,9 @@ fn put(
     .and_then(|mut stmt| {
         stmt.execute(rusqlite::params![
             parent,
-            child.key(),
+            child_key,
             child.id,
-            bucket,
+            bucket.code(),
             value
         ])
     })
@@ -80,11 +72,16 @@ fn put(
     .map_err(sql)
 }
 
-fn drop_child(conn: &Connection, parent: &str, child_key: &str) -> CoreResult<()> {
-    conn.prepare_cached("DELETE FROM flow_deps WHERE parent_id = ?1 AND child_key = ?2")
-        .and_then(|mut stmt| stmt.execute([parent, child_key]))
-        .map(|_| ())
-        .map_err(sql)
+/// `parent_id` here waits for `child` (a flow just created them).
+pub fn depend(conn: &Connection, parent_id: &str, child: &ParentRef) -> CoreResult<()> {
+    put(
+        conn,
+        parent_id,
+        child,
+        &child.key(),
+        Bucket::Unprocessed,
+        None,
+    )
 }
 
 /// When job `id` (about to be) deleted: its own dependencies go with it (its pending children
@@ -96,164 +93,72 @@ pub fn on_delete(conn: &Connection, id: &str) -> CoreResult<()> {
         .map_err(sql)
 }
 
-/// Before an obliterate: children still pending for parents in other queues (unfinished, or
-/// failed under `keep_parent_waiting`) leave them (the parents here go with the queue).
+/// Before an obliterate (`lifecycle::flows::on_obliterate`): children still pending for
+/// parents in other queues leave them, and every dependency here goes.
 pub fn on_obliterate(conn: &Connection, env: &mut Env, now: Millis) -> CoreResult<()> {
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT id, options FROM jobs WHERE state != 4 AND options LIKE '%\"parent\":{%'",
-        )
-        .map_err(sql)?;
-    let children = stmt
-        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
-        .map_err(sql)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(sql)?;
-    drop(stmt);
-    for (id, options) in children {
-        let options: JobOptions = serde_json::from_str(&options)
-            .map_err(|e| CoreError::Storage(format!("job {id:?}: bad options: {e}")))?;
-        match options.parent {
-            Some(parent) if parent.queue != env.queue => {
-                apply(conn, env, &parent, &id, ChildOutcome::Removed, now, false)?;
-            }
-            _ => {}
-        }
-    }
-    Ok(())
+    shared::on_obliterate(&mut SqlStore::new(conn, env), now)
 }
 
-/// Obliterate: every dependency goes.
+/// Obliterate: every dependency goes (`on_obliterate` did it already; kept for its caller).
 pub fn clear(conn: &Connection) -> CoreResult<()> {
     conn.execute("DELETE FROM flow_deps", [])
         .map(|_| ())
         .map_err(sql)
 }
 
-/// Applies `outcome` of the child `child_id` (of this queue) to its parent: here, or by a
-/// message to the parent's queue. `hard`: a drain's or clean's removal (`apply_here`).
-fn apply(
-    conn: &Connection,
-    env: &mut Env,
-    parent: &ParentRef,
-    child_id: &str,
-    outcome: ChildOutcome,
-    now: Millis,
-    hard: bool,
-) -> CoreResult<()> {
-    if parent.queue != env.queue {
-        let message = Message::Child {
-            parent: parent.id.clone(),
-            child: child_id.to_owned(),
-            outcome,
-            at: now,
-        };
-        return relay::send(conn, env, &parent.queue, &message);
-    }
-    let child = ParentRef {
-        queue: env.queue.clone(),
-        id: child_id.to_owned(),
-    };
-    apply_here(conn, env, &parent.id, &child, outcome, now, hard).map(drop)
-}
-
-/// Applies `outcome` of `child` (of any queue) to its parent `parent_id` here; `true` if the
-/// child was one of the parent's pending dependencies. With `hard` (a drain's or clean's
-/// removal of a child of this queue), a parent left with no pending child is deleted rather
-/// than released, as BullMQ does; its own parent hears of it as of a drained child.
-pub fn apply_here(
-    conn: &Connection,
-    env: &mut Env,
-    parent_id: &str,
-    child: &ParentRef,
-    outcome: ChildOutcome,
-    now: Millis,
-    hard: bool,
-) -> CoreResult<bool> {
-    let Some(parent_job) = load(conn, parent_id)? else {
-        return Ok(false);
-    };
-    let child_key = child.key();
-    if bucket_of(conn, parent_id, &child_key)? != Some(UNPROCESSED) {
-        return Ok(false);
-    }
-    let pending_after = count_in(conn, parent_id, UNPROCESSED)?.saturating_sub(1);
-    let (record, then) = flow::on_child(&child.id, outcome, pending_after, parent_job.state);
-    match record {
-        Record::Processed(value) => put(conn, parent_id, child, PROCESSED, Some(&value))?,
-        Record::Failed(reason) => put(conn, parent_id, child, FAILED, Some(&reason))?,
-        Record::Ignored(reason) => put(conn, parent_id, child, IGNORED, Some(&reason))?,
-        Record::Dropped => drop_child(conn, parent_id, &child_key)?,
-        Record::Kept => {}
-    }
-    match then {
-        Then::Stay => {}
-        Then::Release if hard && child.queue == env.queue => {
-            let mut store = SqlStore::new(conn, env);
-            let parent_id: Arc<str> = Arc::from(parent_id);
-            lifecycle::JobStorage::remove_job(&mut store, &parent_id, now)?;
-            let prev = ("prev", parent_job.state.as_str().into());
-            lifecycle::JobStorage::event(&mut store, now, "removed", Some(&parent_id), Some(prev))?;
-        }
-        Then::Release => lifecycle::release_parent(&mut SqlStore::new(conn, env), parent_id, now)?,
-        Then::Fail(reason) => {
-            lifecycle::fail_now(&mut SqlStore::new(conn, env), parent_id, &reason, now)?;
-        }
-    }
-    Ok(true)
-}
-
-/// After the job `id`, a child of `parent`, completed or failed for good: tells its parent.
-pub fn on_finish(
-    conn: &Connection,
-    env: &mut Env,
-    parent: &ParentRef,
-    id: &str,
-    outcome: ChildOutcome,
-    now: Millis,
-) -> CoreResult<()> {
-    apply(conn, env, parent, id, outcome, now, false)
-}
-
-/// Before `job` is removed (remove, clean, drain): a child is noted, to leave its parent's
-/// dependencies when the removal settles (if it is still pending there: unfinished, or failed
-/// under `keep_parent_waiting`).
+/// Before `job` is removed (remove, clean, drain): a child still pending for its parent
+/// (`lifecycle::flows::removal_tells`) is noted, to leave its parent's dependencies when the
+/// removal settles.
 pub fn on_removal(env: &mut Env, job: &Job) {
-    if let Some(parent) = &job.options.parent {
-        if job.state != JobState::Completed {
-            env.flow_removed.push((parent.clone(), job.id.to_string()));
-        }
+    if let Some(parent) = shared::removal_tells(job) {
+        env.flow_removed.push((parent.clone(), job.id.to_string()));
     }
 }
 
 /// After a removal wrote its events: the removed children leave their parents' dependencies
 /// (as the memory store settles after the operation); `hard` for a drain or clean
-/// (`apply_here`), whose deleted parents' parents hear of it in turn.
+/// (`lifecycle::flows::apply_child`), whose deleted parents' parents hear of it in turn.
 pub fn settle_removals(
     conn: &Connection,
     env: &mut Env,
     now: Millis,
     hard: bool,
 ) -> CoreResult<()> {
-    while !env.flow_removed.is_empty() {
-        for (parent, child) in std::mem::take(&mut env.flow_removed) {
-            apply(conn, env, &parent, &child, ChildOutcome::Removed, now, hard)?;
+    let mut store = SqlStore::new(conn, env);
+    while !store.env.flow_removed.is_empty() {
+        for (parent, child) in std::mem::take(&mut store.env.flow_removed) {
+            if parent.queue != store.env.queue {
+                store.send(&parent, &child, Change::Done(ChildOutcome::Removed), now)?;
+                continue;
+            }
+            let child = ParentRef {
+                queue: parent.queue.clone(),
+                id: child,
+            };
+            let removed = ChildOutcome::Removed;
+            shared::apply_child(&mut store, &parent.id, &child, removed, now, hard)?;
         }
     }
     Ok(())
 }
 
-/// Every child of `id` (in any bucket), as `ParentRef`s sorted by key.
-pub fn children(conn: &Connection, id: &str) -> CoreResult<Vec<ParentRef>> {
+/// The children of `parent_id` (`bucket`'s, or all), as `ParentRef`s sorted by key.
+fn children_in(
+    conn: &Connection,
+    parent_id: &str,
+    bucket: Option<Bucket>,
+) -> CoreResult<Vec<ParentRef>> {
     let mut stmt = conn
         .prepare_cached(
-            "SELECT child_key, child_id FROM flow_deps WHERE parent_id = ?1 ORDER BY child_key",
+            "SELECT child_key, child_id FROM flow_deps WHERE parent_id = ?1 \
+             AND (?2 IS NULL OR bucket = ?2) ORDER BY child_key",
         )
         .map_err(sql)?;
     let rows = stmt
-        .query_map([id], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
-        })
+        .query_map(
+            rusqlite::params![parent_id, bucket.map(Bucket::code)],
+            |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
+        )
         .map_err(sql)?
         .collect::<rusqlite::Result<Vec<_>>>()
         .map_err(sql)?;
@@ -264,6 +169,11 @@ pub fn children(conn: &Connection, id: &str) -> CoreResult<Vec<ParentRef>> {
             id,
         })
         .collect())
+}
+
+/// Every child of `id` (in any bucket), as `ParentRef`s sorted by key.
+pub fn children(conn: &Connection, id: &str) -> CoreResult<Vec<ParentRef>> {
+    children_in(conn, id, None)
 }
 
 /// The id of a job of the tree under `id` in the file `conn` (of queue `queue`) that a live
@@ -312,61 +222,152 @@ pub fn remove_remote(
     relay::send(conn, env, &child.queue, &message)
 }
 
-/// Before `job` is retried by hand (or, for a parent, reopened): its parent hears of it.
-pub fn on_retry(conn: &Connection, env: &mut Env, job: &Job, now: Millis) -> CoreResult<()> {
-    let Some(parent) = &job.options.parent else {
-        return Ok(());
-    };
-    if parent.queue != env.queue {
-        let message = Message::Rejoin {
-            parent: parent.id.clone(),
-            child: job.id.to_string(),
-            at: now,
-        };
-        return relay::send(conn, env, &parent.queue, &message);
+impl DependencySets for SqlStore<'_> {
+    fn job_state(&mut self, id: &str) -> CoreResult<Option<JobState>> {
+        rows::state(self.conn, id)
     }
-    let child = ParentRef {
-        queue: env.queue.clone(),
-        id: job.id.to_string(),
-    };
-    rejoin(conn, env, &parent.id, &child, now)
+
+    fn bucket_of(&mut self, parent_id: &str, child_key: &str) -> CoreResult<Option<Bucket>> {
+        bucket_of(self.conn, parent_id, child_key)
+    }
+
+    /// A pending child's value is NULL.
+    fn put_child(
+        &mut self,
+        parent_id: &str,
+        child: &ParentRef,
+        child_key: String,
+        bucket: Bucket,
+        value: String,
+    ) -> CoreResult<()> {
+        let value = (bucket != Bucket::Unprocessed).then_some(value.as_str());
+        put(self.conn, parent_id, child, &child_key, bucket, value)
+    }
+
+    fn drop_child(&mut self, parent_id: &str, child_key: &str) -> CoreResult<()> {
+        self.conn
+            .prepare_cached("DELETE FROM flow_deps WHERE parent_id = ?1 AND child_key = ?2")
+            .and_then(|mut stmt| stmt.execute([parent_id, child_key]))
+            .map(|_| ())
+            .map_err(sql)
+    }
+
+    fn count_bucket(&mut self, parent_id: &str, bucket: Bucket) -> CoreResult<usize> {
+        self.conn
+            .prepare_cached("SELECT count(*) FROM flow_deps WHERE parent_id = ?1 AND bucket = ?2")
+            .and_then(|mut stmt| {
+                stmt.query_row(rusqlite::params![parent_id, bucket.code()], |r| {
+                    r.get::<_, i64>(0)
+                })
+            })
+            .map(|n| n as usize)
+            .map_err(sql)
+    }
+
+    fn bucket_entries(
+        &mut self,
+        parent_id: &str,
+        bucket: Bucket,
+    ) -> CoreResult<Vec<(String, String)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT child_key, COALESCE(value, '') FROM flow_deps \
+                 WHERE parent_id = ?1 AND bucket = ?2 ORDER BY child_key",
+            )
+            .map_err(sql)?;
+        let rows = stmt
+            .query_map(rusqlite::params![parent_id, bucket.code()], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .map_err(sql)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)
+    }
+
+    fn bucket_children(&mut self, parent_id: &str, bucket: Bucket) -> CoreResult<Vec<ParentRef>> {
+        children_in(self.conn, parent_id, Some(bucket))
+    }
+
+    fn forget_parent(&mut self, parent_id: &str) -> CoreResult<()> {
+        on_delete(self.conn, parent_id)
+    }
+
+    fn forget_all(&mut self) -> CoreResult<()> {
+        clear(self.conn)
+    }
 }
 
-/// `child` (of any queue) was retried by hand: its parent here waits for it again if it still
-/// waits for children, or if it failed because of it (then its failure is undone, and its own
-/// parent hears of it as of a retried child); see `flow::on_retry`.
-pub fn rejoin(
-    conn: &Connection,
-    env: &mut Env,
-    parent_id: &str,
-    child: &ParentRef,
-    now: Millis,
-) -> CoreResult<()> {
-    let Some(parent) = load(conn, parent_id)? else {
-        return Ok(());
-    };
-    let recorded = matches!(
-        bucket_of(conn, parent_id, &child.key())?,
-        Some(FAILED | IGNORED)
-    );
-    match flow::on_retry(
-        &child.id,
-        Some((parent.state, parent.failed_reason.as_deref())),
-        recorded,
-    ) {
-        Retried::Detached => return Ok(()),
-        Retried::Rejoin => {}
-        Retried::Reopen => {
-            lifecycle::reopen_parent(&mut SqlStore::new(conn, env), parent_id, now)?;
-            on_retry(conn, env, &parent, now)?;
+impl ChildNews for SqlStore<'_> {
+    /// A parent here hears at once, in this transaction; one in another queue's file by a
+    /// message relayed after the commit.
+    fn send(
+        &mut self,
+        parent: &ParentRef,
+        child_id: &str,
+        change: Change,
+        now: Millis,
+    ) -> CoreResult<()> {
+        if parent.queue == self.env.queue {
+            let child = ParentRef {
+                queue: parent.queue.clone(),
+                id: child_id.to_owned(),
+            };
+            return match change {
+                Change::Done(outcome) => {
+                    shared::apply_child(self, &parent.id, &child, outcome, now, false).map(drop)
+                }
+                Change::Retried => shared::rejoin(self, &parent.id, &child, now),
+            };
         }
+        let (parent_id, child) = (parent.id.clone(), child_id.to_owned());
+        let message = match change {
+            Change::Done(outcome) => Message::Child {
+                parent: parent_id,
+                child,
+                outcome,
+                at: now,
+            },
+            Change::Retried => Message::Rejoin {
+                parent: parent_id,
+                child,
+                at: now,
+            },
+        };
+        relay::send(self.conn, self.env, &parent.queue, &message)
     }
-    put(conn, parent_id, child, UNPROCESSED, None)
-}
 
-/// `parent_id` here waits for `child` (a flow just created them).
-pub fn depend(conn: &Connection, parent_id: &str, child: &ParentRef) -> CoreResult<()> {
-    put(conn, parent_id, child, UNPROCESSED, None)
+    /// The drain's or clean's `settle_removals` loop carries `hard` on up the tree.
+    fn remove_emptied(&mut self, id: &Arc<str>, now: Millis) -> CoreResult<()> {
+        self.remove_job(id, now)
+    }
+
+    /// `fail_now` told them already (`tell_waiters`).
+    fn failed_by_child(&mut self, _id: &str, _reason: String) -> CoreResult<()> {
+        Ok(())
+    }
+
+    fn pending_children(&mut self) -> CoreResult<Vec<(ParentRef, String)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT id, options FROM jobs WHERE state != 4 AND options LIKE '%\"parent\":{%'",
+            )
+            .map_err(sql)?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+            .map_err(sql)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(sql)?;
+        let mut children = Vec::new();
+        for (id, options) in rows {
+            let options: JobOptions = serde_json::from_str(&options)
+                .map_err(|e| CoreError::Storage(format!("job {id:?}: bad options: {e}")))?;
+            if let Some(parent) = options.parent {
+                children.push((parent, id));
+            }
+        }
+        Ok(children)
+    }
 }
 
 // ------------------------------------------------------------------------- operations
@@ -544,7 +545,7 @@ fn adopt_owner(
             id: owner.id.to_string(),
         };
         if parent.queue == env.queue {
-            put(conn, &parent.id, &me, UNPROCESSED, None)?;
+            depend(conn, &parent.id, &me)?;
         } else {
             c.remote(&parent.queue).deps.push((parent.id.clone(), me));
         }
@@ -625,7 +626,7 @@ fn create_node(
     };
     if let Some(parent) = parent {
         if parent.queue == env.queue {
-            put(conn, &parent.id, &me, UNPROCESSED, None)?;
+            depend(conn, &parent.id, &me)?;
         } else {
             c.remote(&parent.queue).deps.push((parent.id, me.clone()));
         }
@@ -690,7 +691,13 @@ fn create_all(
     // After the messages that create parents elsewhere, so that those exist when told.
     for (parent, owner) in c.finished {
         if let Some(outcome) = flow::finished_owner_outcome(&owner) {
-            on_finish(conn, env, &parent, &owner.id, outcome, now)?;
+            shared::on_finish(
+                &mut SqlStore::new(conn, env),
+                &parent,
+                &owner.id,
+                outcome,
+                now,
+            )?;
         }
     }
     Ok(added)
@@ -740,141 +747,57 @@ pub fn add_children(
     create_all(conn, env, children, Some(me), reserved, now)
 }
 
-fn bucket(conn: &Connection, parent: &str, bucket: i64) -> CoreResult<Vec<(String, String)>> {
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT child_key, COALESCE(value, '') FROM flow_deps \
-             WHERE parent_id = ?1 AND bucket = ?2 ORDER BY child_key",
-        )
-        .map_err(sql)?;
-    let rows = stmt
-        .query_map(rusqlite::params![parent, bucket], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .map_err(sql)?;
-    rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)
-}
-
-/// A page of the dependencies of `id` (see `MemoryStore::get_dependencies`).
-pub fn get_dependencies(
-    conn: &Connection,
-    id: &str,
-    cursors: [usize; 4],
-    count: Option<usize>,
-) -> CoreResult<Dependencies> {
-    rows::require(conn, id)?;
-    let unprocessed: Vec<String> = bucket(conn, id, UNPROCESSED)?
-        .into_iter()
-        .map(|(k, _)| k)
-        .collect();
-    Ok(Dependencies::page(
-        &bucket(conn, id, PROCESSED)?,
-        &unprocessed,
-        &bucket(conn, id, FAILED)?,
-        &bucket(conn, id, IGNORED)?,
-        cursors,
-        count,
-    ))
-}
-
-pub fn get_dependencies_count(conn: &Connection, id: &str) -> CoreResult<DependencyCounts> {
-    rows::require(conn, id)?;
-    Ok(DependencyCounts {
-        processed: count_in(conn, id, PROCESSED)?,
-        unprocessed: count_in(conn, id, UNPROCESSED)?,
-        failed: count_in(conn, id, FAILED)?,
-        ignored: count_in(conn, id, IGNORED)?,
-    })
-}
-
-/// Detaches the child `child_id` from its parent; `true` if it was one of the parent's pending
-/// dependencies (the parent is released if it was the last).
-pub fn remove_child_dependency(
+/// Detaches the child `child_id` from its parent (`lifecycle::flows::remove_child_dependency`);
+/// a parent in another queue's file says whether it still waits for this child, and the
+/// message delivered after the commit makes it stop.
+fn remove_child_dependency(
     conn: &Connection,
     env: &mut Env,
     child_id: &str,
     now: Millis,
 ) -> CoreResult<bool> {
-    let mut child = rows::require(conn, child_id)?;
-    let Some(parent) = child.options.parent.take() else {
-        return Ok(false);
-    };
-    rows::save(conn, &child)?;
-    let me = ParentRef {
-        queue: env.queue.clone(),
-        id: child_id.to_owned(),
-    };
-    if parent.queue == env.queue {
-        return apply_here(
-            conn,
-            env,
-            &parent.id,
-            &me,
-            ChildOutcome::Removed,
-            now,
-            false,
-        );
+    let mut store = SqlStore::new(conn, env);
+    match shared::remove_child_dependency(&mut store, child_id, now)? {
+        Detached::NoParent => Ok(false),
+        Detached::Here(pending) => Ok(pending),
+        Detached::Elsewhere { parent, child } => {
+            let key = child.key();
+            let pending = relay::with_link(store.env, &parent.queue, |link, _| {
+                Ok(bucket_of(link, &parent.id, &key)? == Some(Bucket::Unprocessed))
+            })?;
+            let removed = Change::Done(ChildOutcome::Removed);
+            store.send(&parent, &child.id, removed, now)?;
+            Ok(pending)
+        }
     }
-    // The parent's file says whether it still waits for this child; the message delivered
-    // after the commit makes it stop.
-    let key = me.key();
-    let pending = relay::with_link(env, &parent.queue, |link, _| {
-        Ok(bucket_of(link, &parent.id, &key)? == Some(UNPROCESSED))
-    })?;
-    apply(
-        conn,
-        env,
-        &parent,
-        child_id,
-        ChildOutcome::Removed,
-        now,
-        false,
-    )?;
-    Ok(pending)
 }
 
 /// Removes every unprocessed child of `parent_id` that no worker holds (each leaves the
 /// parent's dependencies, so the parent is released once none is left); returns how many.
 /// Children in other queues are removed there by a message (counted if they exist and no
 /// live lock holds them now).
-pub fn remove_unprocessed_children(
+fn remove_unprocessed_children(
     conn: &Connection,
     env: &mut Env,
     parent_id: &str,
     now: Millis,
 ) -> CoreResult<usize> {
-    rows::require(conn, parent_id)?;
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT child_key, child_id FROM flow_deps WHERE parent_id = ?1 AND bucket = ?2 \
-             ORDER BY child_key",
-        )
-        .map_err(sql)?;
-    let children = stmt
-        .query_map(rusqlite::params![parent_id, UNPROCESSED], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
-        })
-        .map_err(sql)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(sql)?;
-    drop(stmt);
+    let children = shared::unprocessed_children(&mut SqlStore::new(conn, env), parent_id)?;
     let mut removed = 0;
-    for (key, child) in children {
-        let queue = &key[..key.len().saturating_sub(child.len() + 1)];
-        if queue != env.queue {
-            let removable = relay::with_link(env, queue, |link, _| {
-                Ok(load(link, &child)?.is_some()
-                    && tree_locked(link, queue, &child, now)?.is_none())
+    for child in children {
+        if child.queue != env.queue {
+            let removable = relay::with_link(env, &child.queue, |link, _| {
+                Ok(load(link, &child.id)?.is_some()
+                    && tree_locked(link, &child.queue, &child.id, now)?.is_none())
             })?;
             if removable {
-                let message = Message::Remove { child, at: now };
-                relay::send(conn, env, queue, &message)?;
+                remove_remote(conn, env, &child, now)?;
                 removed += 1;
             }
             continue;
         }
         // A refused removal (a child under a live lock, or gone) writes nothing.
-        match manage::remove(conn, env, &child, now) {
+        match manage::remove(conn, env, &child.id, now) {
             Ok(()) => removed += 1,
             Err(CoreError::Refused(_) | CoreError::JobNotFound(_)) => {}
             Err(other) => return Err(other),
@@ -997,11 +920,15 @@ impl JobFlows for LocalBackend {
         cursors: [usize; 4],
         count: Option<usize>,
     ) -> BoxFuture<Dependencies> {
-        self.direct(move |conn, _| get_dependencies(conn, &parent_id, cursors, count))
+        self.direct(move |conn, env| {
+            shared::get_dependencies(&mut SqlStore::new(conn, env), &parent_id, cursors, count)
+        })
     }
 
     fn get_dependencies_count(&self, parent_id: String) -> BoxFuture<DependencyCounts> {
-        self.direct(move |conn, _| get_dependencies_count(conn, &parent_id))
+        self.direct(move |conn, env| {
+            shared::get_dependencies_count(&mut SqlStore::new(conn, env), &parent_id)
+        })
     }
 
     fn remove_child_dependency(&self, child_id: String, now: Millis) -> BoxFuture<bool> {

@@ -9,7 +9,7 @@ use rusqlite::{Connection, OptionalExtension};
 use crate::error::CoreResult;
 use crate::jobs::contract::NewJob;
 use crate::jobs::flow::ParentRef;
-use crate::jobs::lifecycle::{EventField, Finished, Gate, JobStorage};
+use crate::jobs::lifecycle::{self, EventField, Finished, Gate, JobStorage};
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
 use crate::jobs::options::JobOptions;
 use crate::jobs::scheduler;
@@ -374,14 +374,9 @@ impl JobStorage for SqlStore<'_> {
 
     fn tell_parent(&mut self, finished: &Finished, now: Millis) -> CoreResult<()> {
         match &finished.parent {
-            Some((parent, outcome)) => flows::on_finish(
-                self.conn,
-                self.env,
-                parent,
-                &finished.id,
-                outcome.clone(),
-                now,
-            ),
+            Some((parent, outcome)) => {
+                lifecycle::flows::on_finish(self, parent, &finished.id, outcome.clone(), now)
+            }
             None => Ok(()),
         }
     }
@@ -392,6 +387,6 @@ impl JobStorage for SqlStore<'_> {
 
     fn before_retry(&mut self, job: &Job, now: Millis) -> CoreResult<()> {
         dedup::on_retry(self.conn, job, now)?;
-        flows::on_retry(self.conn, self.env, job, now)
+        lifecycle::flows::on_retry(self, job, now)
     }
 }

@@ -1,6 +1,7 @@
-//! `MemoryStore`'s flows: parents' dependency sets, what finishing, removing or retrying a child
-//! tells its parent (as `flow` decides), and the group-level steps (add a flow, add children,
-//! detach or remove children) that span the queues of a `MemoryGroup` under its one lock.
+//! `MemoryStore`'s side of flows: its dependency sets (`DependencySets`) and how a child's news
+//! travels (`ChildNews`), for the shared steps of `lifecycle::flows`; and the group-level steps
+//! that span the queues of a `MemoryGroup` under its one lock (settle the news, remove a tree,
+//! detach or remove children, add a flow or children).
 //!
 //! A store never writes another queue's store: what a child's change means for its parent goes
 //! to the store's outbox, and `settle_flows` (run by the group after every write, still under
@@ -17,29 +18,20 @@ use super::{finish, settle_missing, Queues};
 use crate::jobs::contract::NewJob;
 use crate::jobs::contract::{BoxFuture, JobFlows};
 use crate::jobs::flow::{
-    self, AddedNode, ChildOutcome, Dependencies, DependencyCounts, FlowNode, ParentRef, Record,
-    Retried, Then,
+    self, AddedNode, ChildOutcome, Dependencies, DependencyCounts, FlowNode, ParentRef,
 };
-use crate::jobs::lifecycle;
+use crate::jobs::lifecycle::flows::{Bucket, Change, ChildNews, DependencySets, Detached};
+use crate::jobs::lifecycle::{self, flows as shared};
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
 use crate::jobs::options::check_payload;
 
 /// One parent's children, by key.
 #[derive(Debug, Default)]
 struct Deps {
-    /// Every child in the sets below, whatever its set (a removal takes the whole tree).
-    refs: HashMap<String, ParentRef>,
-    unprocessed: BTreeMap<String, ParentRef>,
-    processed: BTreeMap<String, String>,
-    failed: BTreeMap<String, String>,
-    ignored: BTreeMap<String, String>,
-}
-
-#[derive(Debug)]
-enum Change {
-    Done(ChildOutcome),
-    /// Retried by hand: counted again if its parent still waits for children.
-    Retried,
+    /// Every child with its bucket (a removal takes the whole tree, whatever the bucket).
+    refs: HashMap<String, (ParentRef, Bucket)>,
+    /// Each bucket's children with their values, in `Bucket` order.
+    buckets: [BTreeMap<String, String>; 4],
 }
 
 /// A change of `child` that its parent's store must hear of.
@@ -77,6 +69,8 @@ impl Default for Flows {
     }
 }
 
+const NO_FAILURE: &str = "the memory store does not fail";
+
 impl MemoryStore {
     /// The name of the queue this store is (child keys and parent references use it).
     pub fn queue_name(&self) -> &str {
@@ -85,40 +79,6 @@ impl MemoryStore {
 
     pub(super) fn set_queue_name(&mut self, name: &str) {
         self.flow.queue = Arc::from(name);
-    }
-
-    /// `tell_parent`, delivered at once when the parent is in this store.
-    fn tell_parent_now(&mut self, key: &JobId, change: Change, now: Millis) {
-        let before = self.flow.outbox.len();
-        self.tell_parent(key, change, now);
-        let told = self.flow.outbox.len() > before;
-        if told
-            && self
-                .flow
-                .outbox
-                .last()
-                .is_some_and(|e| e.parent.queue == *self.flow.queue)
-        {
-            let event = self.flow.outbox.pop().expect("just checked");
-            self.apply_child_event(event);
-        }
-    }
-
-    fn tell_parent(&mut self, key: &JobId, change: Change, now: Millis) {
-        let Some(parent) = self.jobs[key].options.parent.clone() else {
-            return;
-        };
-        let child = ParentRef {
-            queue: self.flow.queue.to_string(),
-            id: key.to_string(),
-        };
-        self.flow.outbox.push(ChildEvent {
-            parent,
-            child,
-            change,
-            at: now,
-            hard: false,
-        });
     }
 
     /// After a drain or clean (`hard`): the removals it told parents of are hard.
@@ -138,7 +98,7 @@ impl MemoryStore {
             .flow
             .deps
             .get(id)
-            .map(|d| d.refs.iter().collect())
+            .map(|d| d.refs.iter().map(|(k, (c, _))| (k, c)).collect())
             .unwrap_or_default();
         children.sort_unstable_by(|a, b| a.0.cmp(b.0));
         children.into_iter().map(|(_, c)| c.clone()).collect()
@@ -149,141 +109,24 @@ impl MemoryStore {
         self.flow.removals.push((child.clone(), now));
     }
 
-    /// After `key` completed or failed for good: tells its parent `outcome`.
-    pub(super) fn flow_on_finish(&mut self, key: &JobId, outcome: ChildOutcome, now: Millis) {
-        // A parent in this store hears at once, as in SQLite and Lua: the child's retention, which
-        // comes after (`lifecycle::effects`), then counts what the news did to its parent. One
-        // in another queue hears when the group settles, still within this operation.
-        self.tell_parent_now(key, Change::Done(outcome), now);
-    }
-
     /// Before `key` is removed (remove, clean, drain): a child still pending for its parent
-    /// (unfinished, or failed under `keep_parent_waiting`) leaves its dependencies.
+    /// leaves its dependencies when the group settles (`lifecycle::flows::removal_tells`).
     pub(super) fn flow_on_removal(&mut self, key: &JobId, now: Millis) {
-        if self.jobs[key].state != JobState::Completed {
-            self.tell_parent(key, Change::Done(ChildOutcome::Removed), now);
+        if let Some(parent) = shared::removal_tells(&self.jobs[key]).cloned() {
+            let removed = Change::Done(ChildOutcome::Removed);
+            self.send(&parent, key, removed, now).expect(NO_FAILURE);
         }
-    }
-
-    /// Before `key` is retried by hand.
-    pub(super) fn flow_on_retry(&mut self, key: &JobId, now: Millis) {
-        self.tell_parent(key, Change::Retried, now);
     }
 
     /// When `key` leaves the store: its own dependency sets go with it (its pending children
     /// then run on their own).
     pub(super) fn flow_on_delete(&mut self, key: &JobId) {
-        if !self.flow.deps.is_empty() {
-            self.flow.deps.remove(key);
-        }
+        self.forget_parent(key).expect(NO_FAILURE);
     }
 
-    /// Before an obliterate: the children still pending for other queues' parents (unfinished,
-    /// or failed under `keep_parent_waiting`) leave them.
+    /// Before an obliterate (`lifecycle::flows::on_obliterate`).
     pub(super) fn flow_on_obliterate(&mut self, now: Millis) {
-        let children: Vec<JobId> = self
-            .jobs
-            .iter()
-            .filter(|(_, j)| j.options.parent.is_some() && j.state != JobState::Completed)
-            .map(|(k, _)| Arc::clone(k))
-            .collect();
-        for key in children {
-            self.flow_on_removal(&key, now);
-        }
-        self.flow.deps.clear();
-    }
-
-    /// Applies a child's change to its parent here; `true` if the child was pending (or, for a
-    /// retry, counted again).
-    fn apply_child_event(&mut self, event: ChildEvent) -> bool {
-        let Ok(key) = self.key(&event.parent.id) else {
-            return false;
-        };
-        let state = self.jobs[&key].state;
-        let child_key = event.child.key();
-        let outcome = match event.change {
-            Change::Retried => {
-                let reason = self.jobs[&key].failed_reason.as_deref();
-                let recorded = self.flow.deps.get(&key).is_some_and(|d| {
-                    d.failed.contains_key(&child_key) || d.ignored.contains_key(&child_key)
-                });
-                let decision = flow::on_retry(&event.child.id, Some((state, reason)), recorded);
-                match decision {
-                    Retried::Detached => return false,
-                    Retried::Rejoin => {}
-                    Retried::Reopen => self.reopen_parent(&key, event.at),
-                }
-                let deps = self.flow.deps.entry(key).or_default();
-                deps.processed.remove(&child_key);
-                deps.failed.remove(&child_key);
-                deps.ignored.remove(&child_key);
-                deps.refs.insert(child_key.clone(), event.child.clone());
-                deps.unprocessed.insert(child_key, event.child);
-                return true;
-            }
-            Change::Done(outcome) => outcome,
-        };
-        let Some(deps) = self.flow.deps.get_mut(&key) else {
-            return false;
-        };
-        let Some(child) = deps.unprocessed.remove(&child_key) else {
-            return false;
-        };
-        let (record, then) =
-            flow::on_child(&event.child.id, outcome, deps.unprocessed.len(), state);
-        match record {
-            Record::Processed(value) => deps.processed.insert(child_key, value),
-            Record::Failed(reason) => deps.failed.insert(child_key, reason),
-            Record::Ignored(reason) => deps.ignored.insert(child_key, reason),
-            Record::Dropped => {
-                deps.refs.remove(&child_key);
-                None
-            }
-            Record::Kept => {
-                deps.unprocessed.insert(child_key, child);
-                None
-            }
-        };
-        match then {
-            Then::Stay => {}
-            Then::Release if event.hard && event.child.queue == *self.flow.queue => {
-                self.delete_emptied_parent(&key, event.at);
-            }
-            Then::Release => self.release_parent(&key, event.at),
-            Then::Fail(reason) => {
-                crate::jobs::lifecycle::fail_now(self, &key, &reason, event.at)
-                    .expect("the memory store does not fail");
-                self.flow
-                    .settled
-                    .push((key, FinishedResult::Failed(reason)));
-            }
-        }
-        true
-    }
-
-    /// A parent that a drain or clean left without pending children in its own queue: deleted
-    /// (BullMQ's rule), and its own parent hears of it as of a drained child.
-    fn delete_emptied_parent(&mut self, key: &JobId, now: Millis) {
-        let prev = self.jobs[key].state.as_str();
-        lifecycle::JobStorage::event(self, now, "removed", Some(key), Some(("prev", prev.into())))
-            .expect("the memory store does not fail");
-        let before = self.flow.outbox.len();
-        self.delete_releasing(key, now);
-        for event in &mut self.flow.outbox[before..] {
-            event.hard = true;
-        }
-    }
-
-    /// A parent that failed because of a child retried by hand waits for its children again,
-    /// its failure undone; its own parent hears of it as of a retried child.
-    fn reopen_parent(&mut self, key: &JobId, now: Millis) {
-        lifecycle::reopen_parent(self, key, now).expect("the memory store does not fail");
-        self.tell_parent(key, Change::Retried, now);
-    }
-
-    /// A parent whose children are done: waiting, or delayed by its own delay from now.
-    fn release_parent(&mut self, key: &JobId, now: Millis) {
-        lifecycle::release_parent(self, key, now).expect("the memory store does not fail");
+        shared::on_obliterate(self, now).expect(NO_FAILURE);
     }
 
     /// This store's checks of a flow node: the payload fits, a custom id is free, and a child
@@ -307,55 +150,172 @@ impl MemoryStore {
         Ok(())
     }
 
+    /// `parent` waits for `child` (a flow just created them).
     fn add_dependency(&mut self, parent: &str, child: ParentRef) {
-        let key = self.key(parent).expect("a flow's parent exists");
-        let deps = self.flow.deps.entry(key).or_default();
-        deps.refs.insert(child.key(), child.clone());
-        deps.unprocessed.insert(child.key(), child);
+        let key = child.key();
+        self.put_child(parent, &child, key, Bucket::Unprocessed, String::new())
+            .expect(NO_FAILURE);
+    }
+}
+
+impl DependencySets for MemoryStore {
+    fn job_state(&mut self, id: &str) -> CoreResult<Option<JobState>> {
+        Ok(self.jobs.get(id).map(|j| j.state))
     }
 
-    /// Parks an active job in waiting_children (no attempt used, lock released).
-    fn deps_of(&self, id: &str) -> CoreResult<Option<&Deps>> {
-        let key = self.key(id)?;
-        Ok(self.flow.deps.get(&key))
-    }
-
-    /// A page of the dependencies of `id`: each set from its cursor (processed, unprocessed,
-    /// failed, ignored), at most `count` of each (`None`: all).
-    pub fn get_dependencies(
-        &self,
-        id: &str,
-        cursors: [usize; 4],
-        count: Option<usize>,
-    ) -> CoreResult<Dependencies> {
-        let Some(deps) = self.deps_of(id)? else {
-            return Ok(Dependencies::default());
-        };
-        fn pairs(set: &BTreeMap<String, String>) -> Vec<(String, String)> {
-            set.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
-        }
-        let unprocessed: Vec<String> = deps.unprocessed.keys().cloned().collect();
-        Ok(Dependencies::page(
-            &pairs(&deps.processed),
-            &unprocessed,
-            &pairs(&deps.failed),
-            &pairs(&deps.ignored),
-            cursors,
-            count,
-        ))
-    }
-
-    pub fn get_dependencies_count(&self, id: &str) -> CoreResult<DependencyCounts> {
+    fn bucket_of(&mut self, parent_id: &str, child_key: &str) -> CoreResult<Option<Bucket>> {
         Ok(self
-            .deps_of(id)?
-            .map(|d| DependencyCounts {
-                processed: d.processed.len(),
-                unprocessed: d.unprocessed.len(),
-                failed: d.failed.len(),
-                ignored: d.ignored.len(),
-            })
-            .unwrap_or_default())
+            .flow
+            .deps
+            .get(parent_id)
+            .and_then(|d| d.refs.get(child_key))
+            .map(|(_, bucket)| *bucket))
     }
+
+    fn put_child(
+        &mut self,
+        parent_id: &str,
+        child: &ParentRef,
+        child_key: String,
+        bucket: Bucket,
+        value: String,
+    ) -> CoreResult<()> {
+        let deps = match self.flow.deps.get_mut(parent_id) {
+            Some(deps) => deps,
+            None => {
+                let key = self.key(parent_id).unwrap_or_else(|_| Arc::from(parent_id));
+                self.flow.deps.entry(key).or_default()
+            }
+        };
+        match deps.refs.get_mut(&child_key) {
+            Some((_, was)) => {
+                deps.buckets[*was as usize].remove(&child_key);
+                *was = bucket;
+            }
+            None => {
+                deps.refs.insert(child_key.clone(), (child.clone(), bucket));
+            }
+        }
+        deps.buckets[bucket as usize].insert(child_key, value);
+        Ok(())
+    }
+
+    fn drop_child(&mut self, parent_id: &str, child_key: &str) -> CoreResult<()> {
+        if let Some(deps) = self.flow.deps.get_mut(parent_id) {
+            if let Some((_, bucket)) = deps.refs.remove(child_key) {
+                deps.buckets[bucket as usize].remove(child_key);
+            }
+        }
+        Ok(())
+    }
+
+    fn count_bucket(&mut self, parent_id: &str, bucket: Bucket) -> CoreResult<usize> {
+        Ok(self
+            .flow
+            .deps
+            .get(parent_id)
+            .map_or(0, |d| d.buckets[bucket as usize].len()))
+    }
+
+    fn bucket_entries(
+        &mut self,
+        parent_id: &str,
+        bucket: Bucket,
+    ) -> CoreResult<Vec<(String, String)>> {
+        Ok(self.flow.deps.get(parent_id).map_or_else(Vec::new, |d| {
+            d.buckets[bucket as usize]
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        }))
+    }
+
+    fn bucket_children(&mut self, parent_id: &str, bucket: Bucket) -> CoreResult<Vec<ParentRef>> {
+        Ok(self.flow.deps.get(parent_id).map_or_else(Vec::new, |d| {
+            d.buckets[bucket as usize]
+                .keys()
+                .map(|k| d.refs[k].0.clone())
+                .collect()
+        }))
+    }
+
+    fn forget_parent(&mut self, parent_id: &str) -> CoreResult<()> {
+        if !self.flow.deps.is_empty() {
+            self.flow.deps.remove(parent_id);
+        }
+        Ok(())
+    }
+
+    fn forget_all(&mut self) -> CoreResult<()> {
+        self.flow.deps.clear();
+        Ok(())
+    }
+}
+
+impl ChildNews for MemoryStore {
+    /// To the outbox, even for a parent of this store: the group delivers it when it settles.
+    fn send(
+        &mut self,
+        parent: &ParentRef,
+        child_id: &str,
+        change: Change,
+        now: Millis,
+    ) -> CoreResult<()> {
+        let child = ParentRef {
+            queue: self.flow.queue.to_string(),
+            id: child_id.to_owned(),
+        };
+        self.flow.outbox.push(ChildEvent {
+            parent: parent.clone(),
+            child,
+            change,
+            at: now,
+            hard: false,
+        });
+        Ok(())
+    }
+
+    /// The news it sends up the tree is marked hard, as its removal is.
+    fn remove_emptied(&mut self, id: &Arc<str>, now: Millis) -> CoreResult<()> {
+        let before = self.flow.outbox.len();
+        self.delete_releasing(id, now);
+        for event in &mut self.flow.outbox[before..] {
+            event.hard = true;
+        }
+        Ok(())
+    }
+
+    fn failed_by_child(&mut self, id: &str, reason: String) -> CoreResult<()> {
+        let key = self.key(id)?;
+        self.flow
+            .settled
+            .push((key, FinishedResult::Failed(reason)));
+        Ok(())
+    }
+
+    fn pending_children(&mut self) -> CoreResult<Vec<(ParentRef, String)>> {
+        Ok(self
+            .jobs
+            .values()
+            .filter_map(|job| Some((shared::removal_tells(job)?.clone(), job.id.to_string())))
+            .collect())
+    }
+}
+
+/// Delivers `event` to its parent's store; `true` if the child was pending there.
+fn deliver(store: &mut MemoryStore, event: ChildEvent) -> bool {
+    let ChildEvent {
+        parent,
+        child,
+        change,
+        at,
+        hard,
+    } = event;
+    match change {
+        Change::Done(outcome) => shared::apply_child(store, &parent.id, &child, outcome, at, hard),
+        Change::Retried => shared::rejoin(store, &parent.id, &child, at).map(|()| true),
+    }
+    .expect(NO_FAILURE)
 }
 
 // ------------------------------------------------------------------ group-level steps
@@ -384,7 +344,7 @@ pub(super) fn settle_flows(queues: &mut Queues) {
         for event in events {
             removed_any |= event.hard;
             if let Some(i) = queues.index(&event.parent.queue) {
-                queues.states[i].store.apply_child_event(event);
+                deliver(&mut queues.states[i].store, event);
             }
         }
         for (child, at) in removals {
@@ -571,8 +531,12 @@ fn create_node(
 fn tell_finished_owners(queues: &mut Queues, finished: Vec<(usize, JobId)>, now: Millis) {
     for (i, key) in finished {
         let store = &mut queues.states[i].store;
-        if let Some(outcome) = flow::finished_owner_outcome(&store.jobs[&key]) {
-            store.flow_on_finish(&key, outcome, now);
+        let job = &store.jobs[&key];
+        if let (Some(outcome), Some(parent)) = (
+            flow::finished_owner_outcome(job),
+            job.options.parent.clone(),
+        ) {
+            shared::on_finish(store, &parent, &key, outcome, now).expect(NO_FAILURE);
         }
     }
 }
@@ -662,52 +626,45 @@ pub(super) fn add_children(
         .collect())
 }
 
-/// Detaches the child `child_id` from its parent; `true` if it was one of the parent's pending
-/// dependencies (the parent is released if it was the last).
-pub(super) fn remove_child_dependency(
+/// Detaches the child `child_id` from its parent (`lifecycle::flows::remove_child_dependency`);
+/// a parent in another queue of the group hears of it at once.
+fn remove_child_dependency(
     queues: &mut Queues,
     at: usize,
     child_id: &str,
     now: Millis,
 ) -> CoreResult<bool> {
     let store = &mut queues.states[at].store;
-    let key = store.key(child_id)?;
-    let Some(parent) = store
-        .jobs
-        .get_mut(&key)
-        .and_then(|j| j.options.parent.take())
-    else {
-        return Ok(false);
-    };
-    let child = ParentRef {
-        queue: store.queue_name().to_owned(),
-        id: key.to_string(),
-    };
-    let Some(p) = queues.index(&parent.queue) else {
-        return Ok(false);
-    };
-    Ok(queues.states[p].store.apply_child_event(ChildEvent {
-        parent,
-        child,
-        change: Change::Done(ChildOutcome::Removed),
-        at: now,
-        hard: false,
-    }))
+    Ok(
+        match shared::remove_child_dependency(store, child_id, now)? {
+            Detached::NoParent => false,
+            Detached::Here(pending) => pending,
+            Detached::Elsewhere { parent, child } => match queues.index(&parent.queue) {
+                Some(p) => deliver(
+                    &mut queues.states[p].store,
+                    ChildEvent {
+                        parent,
+                        child,
+                        change: Change::Done(ChildOutcome::Removed),
+                        at: now,
+                        hard: false,
+                    },
+                ),
+                None => false,
+            },
+        },
+    )
 }
 
 /// Removes every unprocessed child of `parent_id` that no worker holds (each leaves the
 /// parent's dependencies, so the parent is released once none is left); returns how many.
-pub(super) fn remove_unprocessed_children(
+fn remove_unprocessed_children(
     queues: &mut Queues,
     at: usize,
     parent_id: &str,
     now: Millis,
 ) -> CoreResult<usize> {
-    let children: Vec<ParentRef> = queues.states[at]
-        .store
-        .deps_of(parent_id)?
-        .map(|d| d.unprocessed.values().cloned().collect())
-        .unwrap_or_default();
+    let children = shared::unprocessed_children(&mut queues.states[at].store, parent_id)?;
     let mut removed = 0;
     for child in children {
         let Some(i) = queues.index(&child.queue) else {
@@ -742,11 +699,11 @@ impl JobFlows for MemoryBackend {
         cursors: [usize; 4],
         count: Option<usize>,
     ) -> BoxFuture<Dependencies> {
-        self.read(|store| store.get_dependencies(&parent_id, cursors, count))
+        self.read(|store| shared::get_dependencies(store, &parent_id, cursors, count))
     }
 
     fn get_dependencies_count(&self, parent_id: String) -> BoxFuture<DependencyCounts> {
-        self.read(|store| store.get_dependencies_count(&parent_id))
+        self.read(|store| shared::get_dependencies_count(store, &parent_id))
     }
 
     fn remove_child_dependency(&self, child_id: String, now: Millis) -> BoxFuture<bool> {
@@ -755,5 +712,66 @@ impl JobFlows for MemoryBackend {
 
     fn remove_unprocessed_children(&self, parent_id: String, now: Millis) -> BoxFuture<usize> {
         self.write_group(|queues, at| remove_unprocessed_children(queues, at, &parent_id, now))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jobs::options::{JobOptions, StoreConfig};
+
+    const T: Millis = 1_700_000_000_000;
+
+    /// A parent of queue "default" waiting for two children of the same store.
+    fn family() -> (MemoryStore, String, [ParentRef; 2]) {
+        let mut store = MemoryStore::new(StoreConfig::default());
+        let parent = store.create_with("p", "null", JobOptions::default(), true, T);
+        let children = [0, 1].map(|_| {
+            let options = JobOptions {
+                parent: Some(ParentRef {
+                    queue: "default".into(),
+                    id: parent.id.to_string(),
+                }),
+                ..JobOptions::default()
+            };
+            let child = store.create_with("c", "null", options, false, T);
+            let child = ParentRef {
+                queue: "default".into(),
+                id: child.id.to_string(),
+            };
+            store.add_dependency(&parent.id, child.clone());
+            child
+        });
+        (store, parent.id.to_string(), children)
+    }
+
+    #[test]
+    fn shared_steps_move_children_between_sets_and_release_the_parent_once() {
+        let (mut store, parent, [a, b]) = family();
+        let done = |v: &str| ChildOutcome::Completed(v.to_owned());
+        assert!(shared::apply_child(&mut store, &parent, &a, done("1"), T, false).unwrap());
+        // Told twice, the second time changes nothing.
+        assert!(!shared::apply_child(&mut store, &parent, &a, done("1"), T, false).unwrap());
+        assert_eq!(store.jobs[parent.as_str()].state, JobState::WaitingChildren);
+        let counts = shared::get_dependencies_count(&mut store, &parent).unwrap();
+        assert_eq!((counts.processed, counts.unprocessed), (1, 1));
+        assert!(shared::apply_child(&mut store, &parent, &b, done("2"), T, false).unwrap());
+        assert_eq!(store.jobs[parent.as_str()].state, JobState::Waiting);
+        let page = shared::get_dependencies(&mut store, &parent, [0; 4], Some(1)).unwrap();
+        assert_eq!(page.processed, vec![(a.key(), "1".to_owned())]);
+        assert_eq!(page.next[0], Some(1));
+        assert_eq!(store.children_of(&parent), vec![a, b]);
+    }
+
+    #[test]
+    fn a_detached_child_no_longer_counts_and_a_missing_parent_is_not_found() {
+        let (mut store, parent, [a, _]) = family();
+        let detached = shared::remove_child_dependency(&mut store, &a.id, T).unwrap();
+        assert_eq!(detached, Detached::Here(true));
+        assert_eq!(store.jobs[a.id.as_str()].options.parent, None);
+        let pending = shared::unprocessed_children(&mut store, &parent).unwrap();
+        assert_eq!(pending.len(), 1);
+        let missing = shared::get_dependencies_count(&mut store, "nope").unwrap_err();
+        assert!(matches!(missing, CoreError::JobNotFound(_)), "{missing}");
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::error::CoreResult;
 use crate::jobs::contract::NewJob;
 use crate::jobs::flow::ParentRef;
-use crate::jobs::lifecycle::{EventField, Finished, Gate, JobStorage};
+use crate::jobs::lifecycle::{self, EventField, Finished, Gate, JobStorage};
 use crate::jobs::model::{Job, JobState, Millis};
 use crate::jobs::options::JobOptions;
 
@@ -257,10 +257,12 @@ impl JobStorage for MemoryStore {
     }
 
     fn tell_parent(&mut self, finished: &Finished, now: Millis) -> CoreResult<()> {
-        if let Some((_, outcome)) = &finished.parent {
-            self.flow_on_finish(&finished.id, outcome.clone(), now);
+        match &finished.parent {
+            Some((parent, outcome)) => {
+                lifecycle::flows::on_finish(self, parent, &finished.id, outcome.clone(), now)
+            }
+            None => Ok(()),
         }
-        Ok(())
     }
 
     fn next_occurrence(&mut self, key: &str, job: &Arc<str>, now: Millis) -> CoreResult<()> {
@@ -270,7 +272,6 @@ impl JobStorage for MemoryStore {
 
     fn before_retry(&mut self, job: &Job, now: Millis) -> CoreResult<()> {
         self.dedup_on_retry(&job.id, now)?;
-        self.flow_on_retry(&job.id, now);
-        Ok(())
+        lifecycle::flows::on_retry(self, job, now)
     }
 }

@@ -11,14 +11,11 @@
 //! other queues are created the same way, under ids reserved in their files before the flow is
 //! written (`reserve`).
 
-use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::error::{CoreError, CoreResult};
-use crate::jobs::contract::NewJob;
 use crate::jobs::contract::{BoxFuture, JobFlows};
 use crate::jobs::flow::{
     self, AddedNode, ChildOutcome, Dependencies, DependencyCounts, FlowNode, ParentRef,
@@ -26,15 +23,15 @@ use crate::jobs::flow::{
 use crate::jobs::lifecycle::flows::{
     self as shared, Bucket, Change, ChildNews, DependencySets, Detached,
 };
-use crate::jobs::lifecycle::{self, JobStorage};
+use crate::jobs::lifecycle::JobStorage;
 use crate::jobs::model::{Job, JobState, Millis};
-use crate::jobs::options::{check_payload, JobOptions};
+use crate::jobs::options::JobOptions;
 
+use super::flow_files::{FileFlow, Reserved};
 use super::manage;
-use super::ops::{self, Env};
-use super::relay::{self, Message, RemoteJob};
-use super::rows::{self, load, reserve, set_meta, sql, AutoIds};
-use super::schema;
+use super::ops::Env;
+use super::relay::{self, Message};
+use super::rows::{self, load, sql};
 use super::storage::SqlStore;
 use super::LocalBackend;
 
@@ -370,383 +367,6 @@ impl ChildNews for SqlStore<'_> {
     }
 }
 
-// ------------------------------------------------------------------------- operations
-
-/// Automatic ids reserved for a flow's jobs in other queues: per queue, the last id taken
-/// before them (they take the next ones in preorder, as that queue would).
-pub type Reserved = HashMap<String, u64>;
-
-/// Whether any of these nodes is in another queue than `home`.
-pub fn spans_queues(nodes: &[&FlowNode], home: &str) -> bool {
-    nodes.iter().any(|n| {
-        n.queue.as_deref().is_some_and(|q| q != home)
-            || spans_queues(
-                &n.children.iter().collect::<Vec<_>>(),
-                n.queue.as_deref().unwrap_or(home),
-            )
-    })
-}
-
-/// Before a flow with jobs in other queues is written, and outside this queue's transaction
-/// (no file is locked while another is): checks its nodes, and in each other queue's file that
-/// their custom ids are free, then reserves their automatic ids there (a flow refused after
-/// that leaves a gap in those ids).
-pub fn reserve_remote(
-    dir: Option<&PathBuf>,
-    home: &str,
-    nodes: &[&FlowNode],
-    path: &str,
-    max_payload_bytes: usize,
-) -> CoreResult<Reserved> {
-    let mut files: Vec<(String, Connection, u64)> = Vec::new();
-    flow::check_nodes(
-        nodes,
-        home,
-        path,
-        path == "root",
-        |queue, job: &NewJob, _| {
-            check_payload(&job.data, max_payload_bytes)?;
-            if queue == home {
-                return Ok(());
-            }
-            let at = match files.iter().position(|(q, _, _)| q == queue) {
-                Some(at) => at,
-                None => {
-                    let conn = schema::open(&relay::sibling_path(dir, queue)?, queue)?;
-                    files.push((queue.to_owned(), conn, 0));
-                    files.len() - 1
-                }
-            };
-            let (_, conn, autos) = &mut files[at];
-            match job.options.job_id.as_deref() {
-                Some(id) if rows::state(conn, id)?.is_some() => Err(CoreError::InvalidConfig(
-                    format!("job_id {id:?} already exists in queue {queue:?}"),
-                )),
-                Some(_) => Ok(()),
-                None => {
-                    *autos += 1;
-                    Ok(())
-                }
-            }
-        },
-    )?;
-    let mut reserved = Reserved::new();
-    for (queue, conn, autos) in files {
-        reserved.insert(queue, rows::reserve_auto_ids(&conn, autos)?);
-    }
-    Ok(reserved)
-}
-
-/// The checks of a flow's nodes in this queue's transaction: the payload fits, a custom id
-/// here is free, another queue's file can be beside this one (`reserve_remote` checked the
-/// rest of theirs).
-fn check(
-    conn: &Connection,
-    env: &Env,
-    nodes: &[&FlowNode],
-    path: &str,
-    now: Millis,
-) -> CoreResult<()> {
-    let dedup = path == "root";
-    flow::check_nodes(
-        nodes,
-        &env.queue,
-        path,
-        dedup,
-        |queue, job: &NewJob, child| {
-            check_payload(&job.data, env.max_payload_bytes)?;
-            if queue != env.queue {
-                return relay::sibling_path(env.dir.as_ref(), queue).map(drop);
-            }
-            if let (true, Some(dedup)) = (child, &job.options.dedup) {
-                if let Some(owner) = super::dedup::flow_owner(conn, dedup, now)? {
-                    let parent = owner.options.parent.as_ref().map(ParentRef::key);
-                    flow::check_dedup_owner(&dedup.id, &owner.id, parent.as_deref())?;
-                }
-            }
-            if let Some(id) = job.options.job_id.as_deref() {
-                if rows::state(conn, id)?.is_some() {
-                    return Err(CoreError::InvalidConfig(format!(
-                        "job_id {id:?} already exists in queue {:?}",
-                        env.queue
-                    )));
-                }
-            }
-            Ok(())
-        },
-    )
-}
-
-/// A flow's jobs for another queue, sent once the flow is written: parents first (with the
-/// dependencies of parents there), then the jobs without children, so a child never runs
-/// before its parent exists.
-#[derive(Default)]
-struct Remote {
-    parents: Vec<RemoteJob>,
-    leaves: Vec<RemoteJob>,
-    deps: Vec<(String, ParentRef)>,
-}
-
-/// What creating a flow keeps track of.
-struct Creating {
-    auto_ids: AutoIds,
-    reserved: Reserved,
-    remote: Vec<(String, Remote)>,
-    /// Finished owners that children were deduplicated into, with their new parents (told
-    /// once every node is written).
-    finished: Vec<(ParentRef, Job)>,
-}
-
-impl Creating {
-    fn remote(&mut self, queue: &str) -> &mut Remote {
-        let at = match self.remote.iter().position(|(q, _)| q == queue) {
-            Some(at) => at,
-            None => {
-                self.remote.push((queue.to_owned(), Remote::default()));
-                self.remote.len() - 1
-            }
-        };
-        &mut self.remote[at].1
-    }
-}
-
-/// Takes the automatic ids that a node not written (deduplicated, or under a deduplicated
-/// node) would have taken, so that ids match the Lua side, which reserves every node's first.
-fn skip_ids(c: &mut Creating, home: &str, queue: &str, node: &FlowNode, this_one: bool) {
-    if this_one && node.job.options.job_id.is_none() {
-        if queue == home {
-            c.auto_ids.take();
-        } else if let Some(last) = c.reserved.get_mut(queue) {
-            *last += 1;
-        }
-    }
-    for child in &node.children {
-        let queue = child.queue.as_deref().unwrap_or(queue).to_owned();
-        skip_ids(c, home, &queue, child, true);
-    }
-}
-
-/// A node deduplicated into the existing job `owner` (of this queue) is that job: the parent
-/// (if any) waits for it as its child, and hears of an owner that finished already once the
-/// flow is written.
-fn adopt_owner(
-    conn: &Connection,
-    env: &mut Env,
-    c: &mut Creating,
-    mut owner: Job,
-    parent: Option<ParentRef>,
-) -> CoreResult<AddedNode> {
-    let queue = env.queue.clone();
-    if let Some(parent) = parent {
-        owner.options.parent = Some(parent.clone());
-        rows::save(conn, &owner)?;
-        let me = ParentRef {
-            queue: queue.clone(),
-            id: owner.id.to_string(),
-        };
-        if parent.queue == env.queue {
-            depend(conn, &parent.id, &me)?;
-        } else {
-            c.remote(&parent.queue).deps.push((parent.id.clone(), me));
-        }
-        if owner.state.is_finished() {
-            c.finished.push((parent, owner.clone()));
-        }
-    }
-    existing_node(conn, conn, env, &queue, owner)
-}
-
-fn create_node(
-    conn: &Connection,
-    env: &mut Env,
-    c: &mut Creating,
-    node: FlowNode,
-    default_queue: &str,
-    parent: Option<ParentRef>,
-    now: Millis,
-) -> CoreResult<AddedNode> {
-    let queue = node
-        .queue
-        .clone()
-        .unwrap_or_else(|| default_queue.to_owned());
-    let hold = !node.children.is_empty();
-    let mut new = node.job.clone();
-    new.options.parent = parent.clone();
-    let job = if queue == env.queue && new.options.dedup.is_some() {
-        let seq = reserve(conn, "seq", 1)?;
-        let (job, created) =
-            super::dedup::add_with(conn, env, &new, seq, &mut c.auto_ids, hold, now)?;
-        if !created {
-            let home = env.queue.clone();
-            skip_ids(c, &home, &queue, &node, true);
-            return adopt_owner(conn, env, c, job, parent);
-        }
-        job
-    } else if queue == env.queue {
-        let seq = reserve(conn, "seq", 1)?;
-        ops::create_with(conn, env, &new, seq, &mut c.auto_ids, hold, now)?
-    } else {
-        let id = match &new.options.job_id {
-            Some(id) => id.clone(),
-            None => {
-                let last = c.reserved.get_mut(&queue).ok_or_else(|| {
-                    CoreError::Storage(format!("no ids reserved in queue {queue:?}"))
-                })?;
-                *last += 1;
-                last.to_string()
-            }
-        };
-        let job = Job::added(
-            Arc::from(id.as_str()),
-            Arc::from(new.name.as_str()),
-            Arc::from(new.data.as_str()),
-            new.options.clone(),
-            (0, 0),
-            hold,
-            now,
-        );
-        let remote = RemoteJob {
-            id,
-            name: new.name,
-            data: new.data,
-            options: new.options,
-            hold,
-        };
-        let there = c.remote(&queue);
-        if hold {
-            there.parents.push(remote);
-        } else {
-            there.leaves.push(remote);
-        }
-        job
-    };
-    let me = ParentRef {
-        queue: queue.clone(),
-        id: job.id.to_string(),
-    };
-    if let Some(parent) = parent {
-        if parent.queue == env.queue {
-            depend(conn, &parent.id, &me)?;
-        } else {
-            c.remote(&parent.queue).deps.push((parent.id, me.clone()));
-        }
-    }
-    let children = node
-        .children
-        .into_iter()
-        .map(|child| create_node(conn, env, c, child, &queue, Some(me.clone()), now))
-        .collect::<CoreResult<Vec<_>>>()?;
-    Ok(AddedNode {
-        queue,
-        job,
-        children,
-    })
-}
-
-/// Creates checked nodes under `parent`, in preorder (automatic ids as the memory store takes
-/// them); those of other queues go out as messages, parents before leaves.
-fn create_all(
-    conn: &Connection,
-    env: &mut Env,
-    nodes: Vec<FlowNode>,
-    parent: Option<ParentRef>,
-    reserved: Reserved,
-    now: Millis,
-) -> CoreResult<Vec<AddedNode>> {
-    let mut c = Creating {
-        auto_ids: AutoIds::read(conn)?,
-        reserved,
-        remote: Vec::new(),
-        finished: Vec::new(),
-    };
-    let home = env.queue.clone();
-    let added = nodes
-        .into_iter()
-        .map(|n| create_node(conn, env, &mut c, n, &home, parent.clone(), now))
-        .collect::<CoreResult<Vec<_>>>()?;
-    c.auto_ids.write(conn)?;
-    if any_waiting(&added, &home) {
-        set_meta(conn, "drained", None)?;
-    }
-    let mut leaves = Vec::new();
-    for (queue, remote) in c.remote {
-        let message = Message::Create {
-            jobs: remote.parents,
-            deps: remote.deps,
-            at: now,
-        };
-        relay::send(conn, env, &queue, &message)?;
-        leaves.push((queue, remote.leaves));
-    }
-    for (queue, jobs) in leaves {
-        if !jobs.is_empty() {
-            let message = Message::Create {
-                jobs,
-                deps: Vec::new(),
-                at: now,
-            };
-            relay::send(conn, env, &queue, &message)?;
-        }
-    }
-    // After the messages that create parents elsewhere, so that those exist when told.
-    for (parent, owner) in c.finished {
-        if let Some(outcome) = flow::finished_owner_outcome(&owner) {
-            shared::on_finish(
-                &mut SqlStore::new(conn, env),
-                &parent,
-                &owner.id,
-                outcome,
-                now,
-            )?;
-        }
-    }
-    Ok(added)
-}
-
-/// Whether a node of this queue was created waiting (a leaf without a delay), as a claim may
-/// then find it.
-fn any_waiting(nodes: &[AddedNode], home: &str) -> bool {
-    nodes.iter().any(|n| {
-        (n.queue == home && n.job.state == JobState::Waiting) || any_waiting(&n.children, home)
-    })
-}
-
-/// Adds a flow: every node checked first, then all written (`reserved`: the ids
-/// `reserve_remote` reserved for its jobs in other queues).
-pub fn add_flow(
-    conn: &Connection,
-    env: &mut Env,
-    root: FlowNode,
-    reserved: Reserved,
-    now: Millis,
-) -> CoreResult<AddedNode> {
-    check(conn, env, &[&root], "root", now)?;
-    Ok(create_all(conn, env, vec![root], None, reserved, now)?.remove(0))
-}
-
-/// Adds children to the active job `parent_id` held by `token` and parks it in
-/// waiting_children (no attempt used, lock released) until they are done.
-pub fn add_children(
-    conn: &Connection,
-    env: &mut Env,
-    parent_id: &str,
-    token: &str,
-    children: Vec<FlowNode>,
-    reserved: Reserved,
-    now: Millis,
-) -> CoreResult<Vec<AddedNode>> {
-    flow::check_children_count(parent_id, children.len())?;
-    ops::locked(conn, parent_id, token, now)?;
-    let nodes: Vec<&FlowNode> = children.iter().collect();
-    check(conn, env, &nodes, "children", now)?;
-    lifecycle::park_for_children(&mut SqlStore::new(conn, env), parent_id, token, now)?;
-    let me = ParentRef {
-        queue: env.queue.clone(),
-        id: parent_id.to_owned(),
-    };
-    create_all(conn, env, children, Some(me), reserved, now)
-}
-
 /// Detaches the child `child_id` from its parent (`lifecycle::flows::remove_child_dependency`);
 /// a parent in another queue's file says whether it still waits for this child, and the
 /// message delivered after the commit makes it stop.
@@ -806,62 +426,6 @@ fn remove_unprocessed_children(
     Ok(removed)
 }
 
-/// The existing job a flow's root is, when its custom id exists (`flow::root_custom_id`):
-/// its node with its children as they are, after a `duplicated` event; the flow's options are
-/// still checked.
-fn existing_root(
-    conn: &Connection,
-    env: &mut Env,
-    root: &FlowNode,
-    now: Millis,
-) -> CoreResult<Option<AddedNode>> {
-    let Some(id) = flow::root_custom_id(root, &env.queue) else {
-        return Ok(None);
-    };
-    let Some(job) = load(conn, id)? else {
-        return Ok(None);
-    };
-    flow::check_nodes(&[root], &env.queue, "root", true, |_, _, _| Ok(()))?;
-    env.event(conn, now, "duplicated", Some(&job.id), None)?;
-    let queue = env.queue.clone();
-    existing_node(conn, conn, env, &queue, job).map(Some)
-}
-
-/// The node of the existing job `job` of `queue` (whose file `here` is; `home` is this
-/// queue's), with its children as they are, read from their files.
-fn existing_node(
-    home: &Connection,
-    here: &Connection,
-    env: &mut Env,
-    queue: &str,
-    job: Job,
-) -> CoreResult<AddedNode> {
-    let mut nodes = Vec::new();
-    for child in children(here, &job.id)? {
-        let node = if child.queue == queue || child.queue == env.queue {
-            let file = if child.queue == queue { here } else { home };
-            match load(file, &child.id)? {
-                Some(found) => Some(existing_node(home, file, env, &child.queue, found)?),
-                None => None,
-            }
-        } else {
-            let name = child.queue.clone();
-            relay::with_link(env, &name, |link, env| match load(link, &child.id)? {
-                Some(found) => existing_node(home, link, env, &child.queue, found).map(Some),
-                None => Ok(None),
-            })?
-        };
-        nodes.extend(node);
-    }
-    let mut node = AddedNode {
-        queue: queue.to_owned(),
-        job,
-        children: nodes,
-    };
-    flow::sort_children(&mut node);
-    Ok(node)
-}
-
 impl JobFlows for LocalBackend {
     fn add_flow(&self, root: FlowNode, now: Millis) -> BoxFuture<AddedNode> {
         let home = self.queue.to_string();
@@ -881,7 +445,10 @@ impl JobFlows for LocalBackend {
             if flow::root_custom_id(&root, &home).is_some() {
                 let probe = root.clone();
                 let existing = backend
-                    .call(move |conn, env| existing_root(conn, env, &probe, now))
+                    .call(move |conn, env| {
+                        let mut files = FileFlow::new(conn, env, Reserved::new());
+                        shared::existing_root(&mut files, &probe, now)
+                    })
                     .await?;
                 if let Some(node) = existing {
                     return Ok(node);
@@ -889,7 +456,9 @@ impl JobFlows for LocalBackend {
             }
             let reserved = backend.reserve_remote(&[&root], "root").await?;
             backend
-                .call(move |conn, env| add_flow(conn, env, root, reserved, now))
+                .call(move |conn, env| {
+                    shared::add_flow(&mut FileFlow::new(conn, env, reserved), root, now)
+                })
                 .await
         })
     }
@@ -908,7 +477,8 @@ impl JobFlows for LocalBackend {
             let reserved = reserving.await?;
             backend
                 .call(move |conn, env| {
-                    add_children(conn, env, &parent_id, &token, children, reserved, now)
+                    let mut files = FileFlow::new(conn, env, reserved);
+                    shared::add_children(&mut files, &parent_id, &token, children, now)
                 })
                 .await
         })

@@ -20,7 +20,7 @@ use crate::jobs::options::JobOptions;
 use super::dedup;
 use super::flows;
 use super::rows::{
-    self, count, count_delta, event, load, meta, meta_number, require, set_meta, sql, AutoIds,
+    self, count, count_delta, event, load, meta, meta_number, set_meta, sql, AutoIds,
 };
 use super::storage::SqlStore;
 
@@ -242,13 +242,6 @@ pub fn next_ready_at(conn: &Connection, now: Millis) -> CoreResult<Option<Millis
         maxed,
         next_delayed.map(|d| d as Millis),
     ))
-}
-
-/// The job, if `token` holds its live lock (the same checks and messages as the memory store).
-pub fn locked(conn: &Connection, id: &str, token: &str, now: Millis) -> CoreResult<Job> {
-    let job = require(conn, id)?;
-    job.check_lock(token, now)?;
-    Ok(job)
 }
 
 pub fn complete(

@@ -23,7 +23,7 @@ use crate::jobs::flow::{
 use crate::jobs::lifecycle::flows::{Bucket, Change, ChildNews, DependencySets, Detached};
 use crate::jobs::lifecycle::{self, flows as shared};
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
-use crate::jobs::options::check_payload;
+use crate::jobs::options::{check_payload, JobOptions};
 
 /// One parent's children, by key.
 #[derive(Debug, Default)]
@@ -401,176 +401,135 @@ pub(super) fn remove_tree(queues: &mut Queues, at: usize, id: &str, now: Millis)
     }
 }
 
-fn check(
-    queues: &Queues,
-    nodes: &[&FlowNode],
-    home: &str,
-    path: &str,
-    now: Millis,
-) -> CoreResult<()> {
-    flow::check_nodes(nodes, home, path, path == "root", |queue, job, child| {
-        let i = queues.index(queue).ok_or_else(|| {
+/// The queues of the group as a flow added on queue `at` spans them
+/// (`lifecycle::flows::FlowQueues`): a node of another queue is written in that queue's store,
+/// under the same lock.
+struct GroupFlow<'a> {
+    queues: &'a mut Queues,
+    at: usize,
+}
+
+impl GroupFlow<'_> {
+    /// The store of a queue the flow's checks found in the group.
+    fn store(&mut self, queue: &str) -> &mut MemoryStore {
+        let i = self.queues.index(queue).expect("a checked queue exists");
+        &mut self.queues.states[i].store
+    }
+
+    fn home_store(&mut self) -> &mut MemoryStore {
+        &mut self.queues.states[self.at].store
+    }
+}
+
+impl shared::FlowQueues for GroupFlow<'_> {
+    fn home(&self) -> &str {
+        self.queues.states[self.at].store.queue_name()
+    }
+
+    fn check_job(&mut self, queue: &str, job: &NewJob, child: bool, now: Millis) -> CoreResult<()> {
+        let i = self.queues.index(queue).ok_or_else(|| {
             CoreError::InvalidConfig(format!(
                 "unknown queue {queue:?} (not a queue of this queue's group)"
             ))
         })?;
-        queues.states[i].store.check_flow_job(job, child, now)
-    })
-}
-
-/// Takes the automatic ids that a node not written (deduplicated, or under a deduplicated
-/// node) would have taken, so that ids match the Lua side, which reserves every node's first.
-fn skip_ids(queues: &mut Queues, queue: &str, node: &FlowNode, this_one: bool) {
-    let i = queues.index(queue).expect("a checked queue exists");
-    if this_one {
-        queues.states[i].store.next_job_id(&node.job.options);
+        self.queues.states[i].store.check_flow_job(job, child, now)
     }
-    for child in &node.children {
-        let queue = child.queue.as_deref().unwrap_or(queue).to_owned();
-        skip_ids(queues, &queue, child, true);
-    }
-}
 
-/// A node deduplicated into the existing job `owner` of store `i` is that job: the parent (if
-/// any) waits for it as its child, and hears at once of an owner that finished already
-/// (`finished`, told once the whole flow is written).
-fn adopt_owner(
-    queues: &mut Queues,
-    i: usize,
-    owner: Job,
-    parent: Option<ParentRef>,
-    finished: &mut Vec<(usize, JobId)>,
-) -> AddedNode {
-    let queue = queues.states[i].store.queue_name().to_owned();
-    if let Some(parent) = parent {
-        let store = &mut queues.states[i].store;
-        let key = store.key(&owner.id).expect("an owner exists");
-        if let Some(job) = store.jobs.get_mut(&key) {
-            job.options.parent = Some(parent.clone());
+    fn skip_id(&mut self, queue: &str, custom_id: bool) -> CoreResult<()> {
+        if !custom_id {
+            self.store(queue).next_job_id(&JobOptions::default());
         }
-        if owner.state.is_finished() {
-            finished.push((i, key));
-        }
-        let p = queues
-            .index(&parent.queue)
-            .expect("a parent's queue exists");
-        let child = ParentRef {
-            queue: queue.clone(),
-            id: owner.id.to_string(),
-        };
-        queues.states[p].store.add_dependency(&parent.id, child);
+        Ok(())
     }
-    let owner = queues.states[i].store.jobs[owner.id.as_ref()].clone();
-    existing_node(queues, &queue, owner)
-}
 
-fn create_node(
-    queues: &mut Queues,
-    parent_queue: &str,
-    node: FlowNode,
-    parent: Option<ParentRef>,
-    now: Millis,
-    finished: &mut Vec<(usize, JobId)>,
-) -> AddedNode {
-    let queue = node
-        .queue
-        .clone()
-        .unwrap_or_else(|| parent_queue.to_owned());
-    let i = queues.index(&queue).expect("a checked queue exists");
-    let hold = !node.children.is_empty();
-    let mut options = node.job.options.clone();
-    options.parent = parent.clone();
-    let job: Job = if options.dedup.is_some() {
-        let state = &mut queues.states[i];
-        let (job, created) = state.store.insert_deduplicated_with(
-            &node.job.name,
-            &node.job.data,
+    fn create_job(
+        &mut self,
+        queue: &str,
+        job: NewJob,
+        hold: bool,
+        now: Millis,
+    ) -> CoreResult<(Job, bool)> {
+        let i = self.queues.index(queue).expect("a checked queue exists");
+        let state = &mut self.queues.states[i];
+        let NewJob {
+            name,
+            data,
             options,
-            hold,
-            now,
-        );
-        super::settle_replaced(state);
-        if !created {
-            skip_ids(queues, &queue, &node, true);
-            return adopt_owner(queues, i, job, parent, finished);
+        } = job;
+        if options.dedup.is_none() {
+            return Ok((
+                state.store.create_with(&name, &data, options, hold, now),
+                true,
+            ));
         }
-        job
-    } else {
-        queues.states[i]
+        let created = state
             .store
-            .create_with(&node.job.name, &node.job.data, options, hold, now)
-    };
-    if let Some(parent) = parent {
-        let p = queues
-            .index(&parent.queue)
-            .expect("a parent's queue exists");
-        let child = ParentRef {
-            queue: queue.clone(),
-            id: job.id.to_string(),
-        };
-        queues.states[p].store.add_dependency(&parent.id, child);
+            .insert_deduplicated_with(&name, &data, options, hold, now);
+        super::settle_replaced(state);
+        Ok(created)
     }
-    let me = ParentRef {
-        queue: queue.clone(),
-        id: job.id.to_string(),
-    };
-    let children = node
-        .children
-        .into_iter()
-        .map(|c| create_node(queues, &queue, c, Some(me.clone()), now, finished))
-        .collect();
-    AddedNode {
-        queue,
-        job,
-        children,
-    }
-}
 
-/// Tells the new parents of owners that had finished what they finished with, as if these
-/// children had just finished (once every node is written, so no parent moves early).
-fn tell_finished_owners(queues: &mut Queues, finished: Vec<(usize, JobId)>, now: Millis) {
-    for (i, key) in finished {
-        let store = &mut queues.states[i].store;
-        let job = &store.jobs[&key];
-        if let (Some(outcome), Some(parent)) = (
+    fn adopt(&mut self, queue: &str, owner: Job, parent: &ParentRef) -> CoreResult<Job> {
+        let store = self.store(queue);
+        let job = store
+            .jobs
+            .get_mut(owner.id.as_ref())
+            .expect("an owner exists");
+        job.options.parent = Some(parent.clone());
+        Ok(job.clone())
+    }
+
+    fn depend(&mut self, parent: &ParentRef, child: ParentRef) -> CoreResult<()> {
+        self.store(&parent.queue).add_dependency(&parent.id, child);
+        Ok(())
+    }
+
+    fn load(&mut self, queue: &str, id: &str) -> CoreResult<Option<Job>> {
+        Ok(self
+            .queues
+            .index(queue)
+            .and_then(|i| self.queues.states[i].store.jobs.get(id).cloned()))
+    }
+
+    fn children_of(&mut self, queue: &str, id: &str) -> CoreResult<Vec<ParentRef>> {
+        Ok(self
+            .queues
+            .index(queue)
+            .map(|i| self.queues.states[i].store.children_of(id))
+            .unwrap_or_default())
+    }
+
+    fn park(&mut self, id: &str, token: &str, now: Millis) -> CoreResult<()> {
+        lifecycle::park_for_children(self.home_store(), id, token, now)
+    }
+
+    fn duplicated(&mut self, job: &Job, now: Millis) -> CoreResult<()> {
+        lifecycle::JobStorage::event(self.home_store(), now, "duplicated", Some(&job.id), None)
+    }
+
+    fn written(&mut self, _added: &[AddedNode], _now: Millis) -> CoreResult<()> {
+        Ok(())
+    }
+
+    /// Told what the owner is now (a later node may have changed it).
+    fn tell_finished_owner(&mut self, queue: &str, owner: &Job, now: Millis) -> CoreResult<()> {
+        let store = self.store(queue);
+        let job = &store.jobs[owner.id.as_ref()];
+        match (
             flow::finished_owner_outcome(job),
             job.options.parent.clone(),
         ) {
-            shared::on_finish(store, &parent, &key, outcome, now).expect(NO_FAILURE);
+            (Some(outcome), Some(parent)) => {
+                shared::on_finish(store, &parent, &owner.id, outcome, now)
+            }
+            _ => Ok(()),
         }
     }
 }
 
-/// The node of an existing job of `queue`, with its children (in every set) as they are.
-fn existing_node(queues: &Queues, queue: &str, job: Job) -> AddedNode {
-    let children = queues
-        .index(queue)
-        .map(|i| queues.states[i].store.children_of(&job.id))
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|child| {
-            let store = &queues.states[queues.index(&child.queue)?].store;
-            let job = store.jobs.get(child.id.as_str())?.clone();
-            Some(existing_node(queues, &child.queue, job))
-        })
-        .collect();
-    let mut node = AddedNode {
-        queue: queue.to_owned(),
-        job,
-        children,
-    };
-    flow::sort_children(&mut node);
-    node
-}
-
-/// Adds a flow on queue `at`: every node checked first, then all written. A flow of one job
-/// is added as a single job; a root whose custom id exists is that job, with its children.
-pub(super) fn add_flow(
-    queues: &mut Queues,
-    at: usize,
-    root: FlowNode,
-    now: Millis,
-) -> CoreResult<AddedNode> {
+/// Adds a flow on queue `at`: a flow of one job is added as a single job; a root whose custom
+/// id exists is that job, with its children; otherwise `lifecycle::flows::add_flow`.
+fn add_flow(queues: &mut Queues, at: usize, root: FlowNode, now: Millis) -> CoreResult<AddedNode> {
     let home = queues.states[at].store.queue_name().to_owned();
     if flow::is_single_job(&root, &home) {
         let state = &mut queues.states[at];
@@ -583,47 +542,11 @@ pub(super) fn add_flow(
             children: Vec::new(),
         });
     }
-    if let Some(id) = flow::root_custom_id(&root, &home) {
-        if let Some(job) = queues.states[at].store.jobs.get(id).cloned() {
-            // The options are still checked: bad input is refused even then.
-            flow::check_nodes(&[&root], &home, "root", true, |_, _, _| Ok(()))?;
-            let store = &mut queues.states[at].store;
-            lifecycle::JobStorage::event(store, now, "duplicated", Some(&job.id), None)?;
-            return Ok(existing_node(queues, &home, job));
-        }
+    let mut group = GroupFlow { queues, at };
+    match shared::existing_root(&mut group, &root, now)? {
+        Some(node) => Ok(node),
+        None => shared::add_flow(&mut group, root, now),
     }
-    check(queues, &[&root], &home, "root", now)?;
-    let mut finished = Vec::new();
-    let added = create_node(queues, &home, root, None, now, &mut finished);
-    tell_finished_owners(queues, finished, now);
-    Ok(added)
-}
-
-/// Adds children to the active job `parent_id` held by `token` and parks it in
-/// waiting_children until they are done.
-pub(super) fn add_children(
-    queues: &mut Queues,
-    at: usize,
-    parent_id: &str,
-    token: &str,
-    children: Vec<FlowNode>,
-    now: Millis,
-) -> CoreResult<Vec<AddedNode>> {
-    flow::check_children_count(parent_id, children.len())?;
-    let store = &queues.states[at].store;
-    let home = store.queue_name().to_owned();
-    let key = store.locked(parent_id, token, now)?;
-    let nodes: Vec<&FlowNode> = children.iter().collect();
-    check(queues, &nodes, &home, "children", now)?;
-    lifecycle::park_for_children(&mut queues.states[at].store, &key, token, now)?;
-    let me = ParentRef {
-        queue: home.clone(),
-        id: key.to_string(),
-    };
-    Ok(children
-        .into_iter()
-        .map(|c| create_node(queues, &home, c, Some(me.clone()), now, &mut Vec::new()))
-        .collect())
 }
 
 /// Detaches the child `child_id` from its parent (`lifecycle::flows::remove_child_dependency`);
@@ -690,7 +613,10 @@ impl JobFlows for MemoryBackend {
         children: Vec<FlowNode>,
         now: Millis,
     ) -> BoxFuture<Vec<AddedNode>> {
-        self.write_group(|queues, at| add_children(queues, at, &parent_id, &token, children, now))
+        self.write_group(|queues, at| {
+            let mut group = GroupFlow { queues, at };
+            shared::add_children(&mut group, &parent_id, &token, children, now)
+        })
     }
 
     fn get_dependencies(

@@ -339,12 +339,6 @@ impl MemoryStore {
     // ------------------------------------------------------------- finishing
 
     /// The job, if `token` holds its live lock.
-    pub(super) fn locked(&self, id: &str, token: &str, now: Millis) -> CoreResult<JobId> {
-        let key = self.key(id)?;
-        self.jobs[&key].check_lock(token, now)?;
-        Ok(key)
-    }
-
     pub fn complete(&mut self, id: &str, token: &str, result: &str, now: Millis) -> CoreResult<()> {
         lifecycle::complete(self, id, token, result, now)
     }

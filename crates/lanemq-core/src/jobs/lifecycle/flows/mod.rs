@@ -6,10 +6,12 @@
 //! commit). What each change means is `jobs::flow`'s decision; the parent's moves are
 //! `lifecycle::parents`'.
 
+mod create;
 mod dependencies;
 mod news;
 mod storage;
 
+pub use create::{add_children, add_flow, existing_root, FlowQueues};
 pub use dependencies::{
     get_dependencies, get_dependencies_count, remove_child_dependency, unprocessed_children,
     Detached,

@@ -3,6 +3,7 @@
 //! stores implement. A transition changes its job in place, then hands what follows (events,
 //! dedup, flow and retention reactions, next occurrences) to `Effects::apply`, which does it
 //! in one documented order (`effects`). The Redis backend's Lua scripts follow the same order.
+//! Flows (parents' dependency sets, a child's news to its parent, adding flows) are `flows`.
 
 mod add;
 mod claim;

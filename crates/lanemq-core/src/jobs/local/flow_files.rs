@@ -21,7 +21,7 @@ use super::ops::{self, Env};
 use super::relay::{self, Message, RemoteJob};
 use super::rows::{self, load, reserve, set_meta, AutoIds};
 use super::storage::SqlStore;
-use super::{dedup, flows, schema};
+use super::{dedup, flow_sets, schema};
 
 /// before them (they take the next ones in preorder, as that queue would).
 pub type Reserved = HashMap<String, u64>;
@@ -253,7 +253,7 @@ impl shared::FlowQueues for FileFlow<'_> {
 
     fn depend(&mut self, parent: &ParentRef, child: ParentRef) -> CoreResult<()> {
         if parent.queue == self.env.queue {
-            return flows::depend(self.conn, &parent.id, &child);
+            return flow_sets::depend(self.conn, &parent.id, &child);
         }
         let parent_id = parent.id.clone();
         self.remote(&parent.queue).deps.push((parent_id, child));
@@ -269,9 +269,9 @@ impl shared::FlowQueues for FileFlow<'_> {
 
     fn children_of(&mut self, queue: &str, id: &str) -> CoreResult<Vec<ParentRef>> {
         if queue == self.env.queue {
-            return flows::children(self.conn, id);
+            return flow_sets::children(self.conn, id);
         }
-        relay::with_link(self.env, queue, |link, _| flows::children(link, id))
+        relay::with_link(self.env, queue, |link, _| flow_sets::children(link, id))
     }
 
     fn park(&mut self, id: &str, token: &str, now: Millis) -> CoreResult<()> {

@@ -1,106 +1,44 @@
-//! The SQLite file's side of flows: its dependency sets (rows of `flow_deps`: parent id, child
-//! key `<queue>:<id>`, bucket, value or reason) and how a child's news travels (`ChildNews`),
-//! for the shared steps of `lifecycle::flows`; and the steps that reach other queues' files
-//! (removals of remote children, adding a flow or children).
+//! The SQLite file's flow transport: how a child's news travels (`ChildNews`) for the shared
+//! steps of `lifecycle::flows`, the file's flow hooks (removal, obliterate), the steps that
+//! reach other queues' files (locks and removals of remote children, detaching from a remote
+//! parent), and the flow contract. The sets are `flow_sets`, the files a flow spans
+//! `flow_files`.
 //!
 //! What a child's change means for its parent is applied at once, in the transaction of the
 //! operation that changed the child, when the parent is in the same queue (a parent failed by a
 //! child tells its own parent in turn, so a failure climbs the tree). A file holds one queue:
 //! when the parent's queue is another (a file beside this one), that transaction writes a
-//! message instead, delivered exactly once right after it commits (`relay`). A flow's jobs in
-//! other queues are created the same way, under ids reserved in their files before the flow is
-//! written (`reserve`).
+//! message instead, delivered exactly once right after it commits (`relay`).
 
 use std::sync::Arc;
 
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 
 use crate::error::{CoreError, CoreResult};
 use crate::jobs::contract::{BoxFuture, JobFlows};
 use crate::jobs::flow::{
     self, AddedNode, ChildOutcome, Dependencies, DependencyCounts, FlowNode, ParentRef,
 };
-use crate::jobs::lifecycle::flows::{
-    self as shared, Bucket, Change, ChildNews, DependencySets, Detached,
-};
+use crate::jobs::lifecycle::flows::{self as shared, Bucket, Change, ChildNews, Detached};
 use crate::jobs::lifecycle::JobStorage;
-use crate::jobs::model::{Job, JobState, Millis};
+use crate::jobs::model::{Job, Millis};
 use crate::jobs::options::JobOptions;
 
 use super::flow_files::{FileFlow, Reserved};
+use super::flow_sets::{bucket_of, children};
+// Deleting a job and obliterating forget sets by these names.
+pub use super::flow_sets::{clear, on_delete};
 use super::manage;
 use super::ops::Env;
 use super::relay::{self, Message};
-use super::rows::{self, load, sql};
+use super::rows::{load, sql};
 use super::storage::SqlStore;
 use super::LocalBackend;
-
-fn bucket_of(conn: &Connection, parent: &str, child_key: &str) -> CoreResult<Option<Bucket>> {
-    let code: Option<i64> = conn
-        .prepare_cached("SELECT bucket FROM flow_deps WHERE parent_id = ?1 AND child_key = ?2")
-        .and_then(|mut stmt| stmt.query_row([parent, child_key], |r| r.get(0)).optional())
-        .map_err(sql)?;
-    Ok(code.and_then(Bucket::from_code))
-}
-
-/// Puts the child in `bucket` (with `value`), replacing where it was.
-fn put(
-    conn: &Connection,
-    parent: &str,
-    child: &ParentRef,
-    child_key: &str,
-    bucket: Bucket,
-    value: Option<&str>,
-) -> CoreResult<()> {
-    conn.prepare_cached(
-        "INSERT OR REPLACE INTO flow_deps (parent_id, child_key, child_id, bucket, value) \
-         VALUES (?1, ?2, ?3, ?4, ?5)",
-    )
-    .and_then(|mut stmt| {
-        stmt.execute(rusqlite::params![
-            parent,
-            child_key,
-            child.id,
-            bucket.code(),
-            value
-        ])
-    })
-    .map(|_| ())
-    .map_err(sql)
-}
-
-/// `parent_id` here waits for `child` (a flow just created them).
-pub fn depend(conn: &Connection, parent_id: &str, child: &ParentRef) -> CoreResult<()> {
-    put(
-        conn,
-        parent_id,
-        child,
-        &child.key(),
-        Bucket::Unprocessed,
-        None,
-    )
-}
-
-/// When job `id` (about to be) deleted: its own dependencies go with it (its pending children
-/// then run on their own).
-pub fn on_delete(conn: &Connection, id: &str) -> CoreResult<()> {
-    conn.prepare_cached("DELETE FROM flow_deps WHERE parent_id = ?1")
-        .and_then(|mut stmt| stmt.execute([id]))
-        .map(|_| ())
-        .map_err(sql)
-}
 
 /// Before an obliterate (`lifecycle::flows::on_obliterate`): children still pending for
 /// parents in other queues leave them, and every dependency here goes.
 pub fn on_obliterate(conn: &Connection, env: &mut Env, now: Millis) -> CoreResult<()> {
     shared::on_obliterate(&mut SqlStore::new(conn, env), now)
-}
-
-/// Obliterate: every dependency goes (`on_obliterate` did it already; kept for its caller).
-pub fn clear(conn: &Connection) -> CoreResult<()> {
-    conn.execute("DELETE FROM flow_deps", [])
-        .map(|_| ())
-        .map_err(sql)
 }
 
 /// Before `job` is removed (remove, clean, drain): a child still pending for its parent
@@ -137,40 +75,6 @@ pub fn settle_removals(
         }
     }
     Ok(())
-}
-
-/// The children of `parent_id` (`bucket`'s, or all), as `ParentRef`s sorted by key.
-fn children_in(
-    conn: &Connection,
-    parent_id: &str,
-    bucket: Option<Bucket>,
-) -> CoreResult<Vec<ParentRef>> {
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT child_key, child_id FROM flow_deps WHERE parent_id = ?1 \
-             AND (?2 IS NULL OR bucket = ?2) ORDER BY child_key",
-        )
-        .map_err(sql)?;
-    let rows = stmt
-        .query_map(
-            rusqlite::params![parent_id, bucket.map(Bucket::code)],
-            |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
-        )
-        .map_err(sql)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(sql)?;
-    Ok(rows
-        .into_iter()
-        .map(|(key, id)| ParentRef {
-            queue: key[..key.len().saturating_sub(id.len() + 1)].to_owned(),
-            id,
-        })
-        .collect())
-}
-
-/// Every child of `id` (in any bucket), as `ParentRef`s sorted by key.
-pub fn children(conn: &Connection, id: &str) -> CoreResult<Vec<ParentRef>> {
-    children_in(conn, id, None)
 }
 
 /// The id of a job of the tree under `id` in the file `conn` (of queue `queue`) that a live
@@ -217,81 +121,6 @@ pub fn remove_remote(
         at: now,
     };
     relay::send(conn, env, &child.queue, &message)
-}
-
-impl DependencySets for SqlStore<'_> {
-    fn job_state(&mut self, id: &str) -> CoreResult<Option<JobState>> {
-        rows::state(self.conn, id)
-    }
-
-    fn bucket_of(&mut self, parent_id: &str, child_key: &str) -> CoreResult<Option<Bucket>> {
-        bucket_of(self.conn, parent_id, child_key)
-    }
-
-    /// A pending child's value is NULL.
-    fn put_child(
-        &mut self,
-        parent_id: &str,
-        child: &ParentRef,
-        child_key: String,
-        bucket: Bucket,
-        value: String,
-    ) -> CoreResult<()> {
-        let value = (bucket != Bucket::Unprocessed).then_some(value.as_str());
-        put(self.conn, parent_id, child, &child_key, bucket, value)
-    }
-
-    fn drop_child(&mut self, parent_id: &str, child_key: &str) -> CoreResult<()> {
-        self.conn
-            .prepare_cached("DELETE FROM flow_deps WHERE parent_id = ?1 AND child_key = ?2")
-            .and_then(|mut stmt| stmt.execute([parent_id, child_key]))
-            .map(|_| ())
-            .map_err(sql)
-    }
-
-    fn count_bucket(&mut self, parent_id: &str, bucket: Bucket) -> CoreResult<usize> {
-        self.conn
-            .prepare_cached("SELECT count(*) FROM flow_deps WHERE parent_id = ?1 AND bucket = ?2")
-            .and_then(|mut stmt| {
-                stmt.query_row(rusqlite::params![parent_id, bucket.code()], |r| {
-                    r.get::<_, i64>(0)
-                })
-            })
-            .map(|n| n as usize)
-            .map_err(sql)
-    }
-
-    fn bucket_entries(
-        &mut self,
-        parent_id: &str,
-        bucket: Bucket,
-    ) -> CoreResult<Vec<(String, String)>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT child_key, COALESCE(value, '') FROM flow_deps \
-                 WHERE parent_id = ?1 AND bucket = ?2 ORDER BY child_key",
-            )
-            .map_err(sql)?;
-        let rows = stmt
-            .query_map(rusqlite::params![parent_id, bucket.code()], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .map_err(sql)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)
-    }
-
-    fn bucket_children(&mut self, parent_id: &str, bucket: Bucket) -> CoreResult<Vec<ParentRef>> {
-        children_in(self.conn, parent_id, Some(bucket))
-    }
-
-    fn forget_parent(&mut self, parent_id: &str) -> CoreResult<()> {
-        on_delete(self.conn, parent_id)
-    }
-
-    fn forget_all(&mut self) -> CoreResult<()> {
-        clear(self.conn)
-    }
 }
 
 impl ChildNews for SqlStore<'_> {

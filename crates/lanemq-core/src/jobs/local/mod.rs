@@ -12,6 +12,7 @@ mod dedup;
 mod doorbell;
 mod events;
 mod flow_files;
+mod flow_sets;
 mod flows;
 mod lifecycle;
 mod manage;

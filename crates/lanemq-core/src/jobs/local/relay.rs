@@ -29,7 +29,7 @@ use super::ops::Env;
 use super::rows::{self, meta, set_meta, sql};
 use super::storage::SqlStore;
 use super::sync::{sync_outbox, LocalSync};
-use super::{flows, manage, ops, schema};
+use super::{flow_sets, manage, ops, schema};
 
 /// What one queue tells another.
 #[derive(Debug, Serialize, Deserialize)]
@@ -334,7 +334,7 @@ fn apply(conn: &Connection, env: &mut Env, sender: &str, message: Message) -> Co
                 waiting |= created.state == crate::jobs::model::JobState::Waiting;
             }
             for (parent, child) in deps {
-                flows::depend(conn, &parent, &child)?;
+                flow_sets::depend(conn, &parent, &child)?;
             }
             if waiting {
                 set_meta(conn, "drained", None)?;

@@ -19,7 +19,7 @@ use super::rows::{
     self, code, count, count_delta, load, meta, meta_number, reserve, save, save_lifecycle,
     set_meta, sql, AutoIds,
 };
-use super::{dedup, flows, manage, schedulers};
+use super::{dedup, flow_sets, flows, manage, schedulers};
 
 /// The ids of the job schedulers' pending occurrences, as an SQL list (drain and clean keep
 /// them): `repeat:<key>:<next_run>`.
@@ -198,7 +198,7 @@ impl JobStorage for SqlStore<'_> {
     }
 
     fn children(&mut self, id: &str) -> CoreResult<Vec<ParentRef>> {
-        flows::children(self.conn, id)
+        flow_sets::children(self.conn, id)
     }
 
     fn remote_locked(&mut self, child: &ParentRef, now: Millis) -> CoreResult<Option<String>> {

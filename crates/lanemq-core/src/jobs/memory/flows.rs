@@ -1,38 +1,30 @@
-//! `MemoryStore`'s side of flows: its dependency sets (`DependencySets`) and how a child's news
-//! travels (`ChildNews`), for the shared steps of `lifecycle::flows`; and the group-level steps
-//! that span the queues of a `MemoryGroup` under its one lock (settle the news, remove a tree,
-//! detach or remove children, add a flow or children).
+//! `MemoryStore`'s flow transport and the group-level flow steps: how a child's news travels
+//! (`ChildNews`: the store's outbox) for the shared steps of `lifecycle::flows`, the store's
+//! flow hooks (removal, deletion, obliterate), and what spans the queues of a `MemoryGroup`
+//! under its one lock (settle the news, remove a tree, detach or remove children), with the
+//! flow contract. The sets are `flow_sets`, adding flows `flow_group`.
 //!
 //! A store never writes another queue's store: what a child's change means for its parent goes
 //! to the store's outbox, and `settle_flows` (run by the group after every write, still under
 //! the lock) delivers it to the parent's store, repeatedly, so a failure climbs the tree.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::error::{CoreError, CoreResult};
 
+use super::flow_group::{self, GroupFlow};
+use super::flow_sets::Deps;
 use super::store::{JobId, MemoryStore};
 use super::MemoryBackend;
 use super::{finish, settle_missing, Queues};
-use crate::jobs::contract::NewJob;
 use crate::jobs::contract::{BoxFuture, JobFlows};
 use crate::jobs::flow::{
-    self, AddedNode, ChildOutcome, Dependencies, DependencyCounts, FlowNode, ParentRef,
+    AddedNode, ChildOutcome, Dependencies, DependencyCounts, FlowNode, ParentRef,
 };
-use crate::jobs::lifecycle::flows::{Bucket, Change, ChildNews, DependencySets, Detached};
+use crate::jobs::lifecycle::flows::{Change, ChildNews, DependencySets, Detached};
 use crate::jobs::lifecycle::{self, flows as shared};
-use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
-use crate::jobs::options::{check_payload, JobOptions};
-
-/// One parent's children, by key.
-#[derive(Debug, Default)]
-struct Deps {
-    /// Every child with its bucket (a removal takes the whole tree, whatever the bucket).
-    refs: HashMap<String, (ParentRef, Bucket)>,
-    /// Each bucket's children with their values, in `Bucket` order.
-    buckets: [BTreeMap<String, String>; 4],
-}
+use crate::jobs::model::{FinishedResult, Millis};
 
 /// A change of `child` that its parent's store must hear of.
 #[derive(Debug)]
@@ -49,7 +41,7 @@ pub(super) struct ChildEvent {
 #[derive(Debug)]
 pub(super) struct Flows {
     queue: Arc<str>,
-    deps: HashMap<JobId, Deps, foldhash::fast::RandomState>,
+    pub(super) deps: HashMap<JobId, Deps, foldhash::fast::RandomState>,
     outbox: Vec<ChildEvent>,
     /// Children in other queues to remove with their trees (a removed parent's).
     removals: Vec<(ParentRef, Millis)>,
@@ -69,7 +61,7 @@ impl Default for Flows {
     }
 }
 
-const NO_FAILURE: &str = "the memory store does not fail";
+pub(super) const NO_FAILURE: &str = "the memory store does not fail";
 
 impl MemoryStore {
     /// The name of the queue this store is (child keys and parent references use it).
@@ -90,18 +82,6 @@ impl MemoryStore {
                 }
             }
         }
-    }
-
-    /// Every child of `id`, in any set, sorted by key.
-    pub(super) fn children_of(&self, id: &str) -> Vec<ParentRef> {
-        let mut children: Vec<(&String, &ParentRef)> = self
-            .flow
-            .deps
-            .get(id)
-            .map(|d| d.refs.iter().map(|(k, (c, _))| (k, c)).collect())
-            .unwrap_or_default();
-        children.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        children.into_iter().map(|(_, c)| c.clone()).collect()
     }
 
     /// A child in another queue to remove with its tree, once this operation is done.
@@ -127,128 +107,6 @@ impl MemoryStore {
     /// Before an obliterate (`lifecycle::flows::on_obliterate`).
     pub(super) fn flow_on_obliterate(&mut self, now: Millis) {
         shared::on_obliterate(self, now).expect(NO_FAILURE);
-    }
-
-    /// This store's checks of a flow node: the payload fits, a custom id is free, and a child
-    /// deduplicated into an existing job takes a job without a parent.
-    fn check_flow_job(&self, job: &NewJob, child: bool, now: Millis) -> CoreResult<()> {
-        check_payload(&job.data, self.config.max_payload_bytes)?;
-        if let (true, Some(dedup)) = (child, &job.options.dedup) {
-            if let Some(owner) = self.dedup_owner(dedup, now) {
-                let parent = owner.options.parent.as_ref().map(ParentRef::key);
-                flow::check_dedup_owner(&dedup.id, &owner.id, parent.as_deref())?;
-            }
-        }
-        if let Some(id) = job.options.job_id.as_deref() {
-            if self.jobs.contains_key(id) {
-                return Err(CoreError::InvalidConfig(format!(
-                    "job_id {id:?} already exists in queue {:?}",
-                    self.queue_name()
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    /// `parent` waits for `child` (a flow just created them).
-    fn add_dependency(&mut self, parent: &str, child: ParentRef) {
-        let key = child.key();
-        self.put_child(parent, &child, key, Bucket::Unprocessed, String::new())
-            .expect(NO_FAILURE);
-    }
-}
-
-impl DependencySets for MemoryStore {
-    fn job_state(&mut self, id: &str) -> CoreResult<Option<JobState>> {
-        Ok(self.jobs.get(id).map(|j| j.state))
-    }
-
-    fn bucket_of(&mut self, parent_id: &str, child_key: &str) -> CoreResult<Option<Bucket>> {
-        Ok(self
-            .flow
-            .deps
-            .get(parent_id)
-            .and_then(|d| d.refs.get(child_key))
-            .map(|(_, bucket)| *bucket))
-    }
-
-    fn put_child(
-        &mut self,
-        parent_id: &str,
-        child: &ParentRef,
-        child_key: String,
-        bucket: Bucket,
-        value: String,
-    ) -> CoreResult<()> {
-        let deps = match self.flow.deps.get_mut(parent_id) {
-            Some(deps) => deps,
-            None => {
-                let key = self.key(parent_id).unwrap_or_else(|_| Arc::from(parent_id));
-                self.flow.deps.entry(key).or_default()
-            }
-        };
-        match deps.refs.get_mut(&child_key) {
-            Some((_, was)) => {
-                deps.buckets[*was as usize].remove(&child_key);
-                *was = bucket;
-            }
-            None => {
-                deps.refs.insert(child_key.clone(), (child.clone(), bucket));
-            }
-        }
-        deps.buckets[bucket as usize].insert(child_key, value);
-        Ok(())
-    }
-
-    fn drop_child(&mut self, parent_id: &str, child_key: &str) -> CoreResult<()> {
-        if let Some(deps) = self.flow.deps.get_mut(parent_id) {
-            if let Some((_, bucket)) = deps.refs.remove(child_key) {
-                deps.buckets[bucket as usize].remove(child_key);
-            }
-        }
-        Ok(())
-    }
-
-    fn count_bucket(&mut self, parent_id: &str, bucket: Bucket) -> CoreResult<usize> {
-        Ok(self
-            .flow
-            .deps
-            .get(parent_id)
-            .map_or(0, |d| d.buckets[bucket as usize].len()))
-    }
-
-    fn bucket_entries(
-        &mut self,
-        parent_id: &str,
-        bucket: Bucket,
-    ) -> CoreResult<Vec<(String, String)>> {
-        Ok(self.flow.deps.get(parent_id).map_or_else(Vec::new, |d| {
-            d.buckets[bucket as usize]
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
-        }))
-    }
-
-    fn bucket_children(&mut self, parent_id: &str, bucket: Bucket) -> CoreResult<Vec<ParentRef>> {
-        Ok(self.flow.deps.get(parent_id).map_or_else(Vec::new, |d| {
-            d.buckets[bucket as usize]
-                .keys()
-                .map(|k| d.refs[k].0.clone())
-                .collect()
-        }))
-    }
-
-    fn forget_parent(&mut self, parent_id: &str) -> CoreResult<()> {
-        if !self.flow.deps.is_empty() {
-            self.flow.deps.remove(parent_id);
-        }
-        Ok(())
-    }
-
-    fn forget_all(&mut self) -> CoreResult<()> {
-        self.flow.deps.clear();
-        Ok(())
     }
 }
 
@@ -401,154 +259,6 @@ pub(super) fn remove_tree(queues: &mut Queues, at: usize, id: &str, now: Millis)
     }
 }
 
-/// The queues of the group as a flow added on queue `at` spans them
-/// (`lifecycle::flows::FlowQueues`): a node of another queue is written in that queue's store,
-/// under the same lock.
-struct GroupFlow<'a> {
-    queues: &'a mut Queues,
-    at: usize,
-}
-
-impl GroupFlow<'_> {
-    /// The store of a queue the flow's checks found in the group.
-    fn store(&mut self, queue: &str) -> &mut MemoryStore {
-        let i = self.queues.index(queue).expect("a checked queue exists");
-        &mut self.queues.states[i].store
-    }
-
-    fn home_store(&mut self) -> &mut MemoryStore {
-        &mut self.queues.states[self.at].store
-    }
-}
-
-impl shared::FlowQueues for GroupFlow<'_> {
-    fn home(&self) -> &str {
-        self.queues.states[self.at].store.queue_name()
-    }
-
-    fn check_job(&mut self, queue: &str, job: &NewJob, child: bool, now: Millis) -> CoreResult<()> {
-        let i = self.queues.index(queue).ok_or_else(|| {
-            CoreError::InvalidConfig(format!(
-                "unknown queue {queue:?} (not a queue of this queue's group)"
-            ))
-        })?;
-        self.queues.states[i].store.check_flow_job(job, child, now)
-    }
-
-    fn skip_id(&mut self, queue: &str, custom_id: bool) -> CoreResult<()> {
-        if !custom_id {
-            self.store(queue).next_job_id(&JobOptions::default());
-        }
-        Ok(())
-    }
-
-    fn create_job(
-        &mut self,
-        queue: &str,
-        job: NewJob,
-        hold: bool,
-        now: Millis,
-    ) -> CoreResult<(Job, bool)> {
-        let i = self.queues.index(queue).expect("a checked queue exists");
-        let state = &mut self.queues.states[i];
-        let NewJob {
-            name,
-            data,
-            options,
-        } = job;
-        if options.dedup.is_none() {
-            return Ok((
-                state.store.create_with(&name, &data, options, hold, now),
-                true,
-            ));
-        }
-        let created = state
-            .store
-            .insert_deduplicated_with(&name, &data, options, hold, now);
-        super::settle_replaced(state);
-        Ok(created)
-    }
-
-    fn adopt(&mut self, queue: &str, owner: Job, parent: &ParentRef) -> CoreResult<Job> {
-        let store = self.store(queue);
-        let job = store
-            .jobs
-            .get_mut(owner.id.as_ref())
-            .expect("an owner exists");
-        job.options.parent = Some(parent.clone());
-        Ok(job.clone())
-    }
-
-    fn depend(&mut self, parent: &ParentRef, child: ParentRef) -> CoreResult<()> {
-        self.store(&parent.queue).add_dependency(&parent.id, child);
-        Ok(())
-    }
-
-    fn load(&mut self, queue: &str, id: &str) -> CoreResult<Option<Job>> {
-        Ok(self
-            .queues
-            .index(queue)
-            .and_then(|i| self.queues.states[i].store.jobs.get(id).cloned()))
-    }
-
-    fn children_of(&mut self, queue: &str, id: &str) -> CoreResult<Vec<ParentRef>> {
-        Ok(self
-            .queues
-            .index(queue)
-            .map(|i| self.queues.states[i].store.children_of(id))
-            .unwrap_or_default())
-    }
-
-    fn park(&mut self, id: &str, token: &str, now: Millis) -> CoreResult<()> {
-        lifecycle::park_for_children(self.home_store(), id, token, now)
-    }
-
-    fn duplicated(&mut self, job: &Job, now: Millis) -> CoreResult<()> {
-        lifecycle::JobStorage::event(self.home_store(), now, "duplicated", Some(&job.id), None)
-    }
-
-    fn written(&mut self, _added: &[AddedNode], _now: Millis) -> CoreResult<()> {
-        Ok(())
-    }
-
-    /// Told what the owner is now (a later node may have changed it).
-    fn tell_finished_owner(&mut self, queue: &str, owner: &Job, now: Millis) -> CoreResult<()> {
-        let store = self.store(queue);
-        let job = &store.jobs[owner.id.as_ref()];
-        match (
-            flow::finished_owner_outcome(job),
-            job.options.parent.clone(),
-        ) {
-            (Some(outcome), Some(parent)) => {
-                shared::on_finish(store, &parent, &owner.id, outcome, now)
-            }
-            _ => Ok(()),
-        }
-    }
-}
-
-/// Adds a flow on queue `at`: a flow of one job is added as a single job; a root whose custom
-/// id exists is that job, with its children; otherwise `lifecycle::flows::add_flow`.
-fn add_flow(queues: &mut Queues, at: usize, root: FlowNode, now: Millis) -> CoreResult<AddedNode> {
-    let home = queues.states[at].store.queue_name().to_owned();
-    if flow::is_single_job(&root, &home) {
-        let state = &mut queues.states[at];
-        let job = root.job;
-        let (job, _) = state.store.add(&job.name, &job.data, job.options, now)?;
-        super::settle_replaced(state);
-        return Ok(AddedNode {
-            queue: home,
-            job,
-            children: Vec::new(),
-        });
-    }
-    let mut group = GroupFlow { queues, at };
-    match shared::existing_root(&mut group, &root, now)? {
-        Some(node) => Ok(node),
-        None => shared::add_flow(&mut group, root, now),
-    }
-}
-
 /// Detaches the child `child_id` from its parent (`lifecycle::flows::remove_child_dependency`);
 /// a parent in another queue of the group hears of it at once.
 fn remove_child_dependency(
@@ -603,7 +313,7 @@ fn remove_unprocessed_children(
 
 impl JobFlows for MemoryBackend {
     fn add_flow(&self, flow: FlowNode, now: Millis) -> BoxFuture<AddedNode> {
-        self.write_group(|queues, at| add_flow(queues, at, flow, now))
+        self.write_group(|queues, at| flow_group::add_flow(queues, at, flow, now))
     }
 
     fn add_children(
@@ -614,7 +324,7 @@ impl JobFlows for MemoryBackend {
         now: Millis,
     ) -> BoxFuture<Vec<AddedNode>> {
         self.write_group(|queues, at| {
-            let mut group = GroupFlow { queues, at };
+            let mut group = GroupFlow::new(queues, at);
             shared::add_children(&mut group, &parent_id, &token, children, now)
         })
     }
@@ -638,66 +348,5 @@ impl JobFlows for MemoryBackend {
 
     fn remove_unprocessed_children(&self, parent_id: String, now: Millis) -> BoxFuture<usize> {
         self.write_group(|queues, at| remove_unprocessed_children(queues, at, &parent_id, now))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::jobs::options::{JobOptions, StoreConfig};
-
-    const T: Millis = 1_700_000_000_000;
-
-    /// A parent of queue "default" waiting for two children of the same store.
-    fn family() -> (MemoryStore, String, [ParentRef; 2]) {
-        let mut store = MemoryStore::new(StoreConfig::default());
-        let parent = store.create_with("p", "null", JobOptions::default(), true, T);
-        let children = [0, 1].map(|_| {
-            let options = JobOptions {
-                parent: Some(ParentRef {
-                    queue: "default".into(),
-                    id: parent.id.to_string(),
-                }),
-                ..JobOptions::default()
-            };
-            let child = store.create_with("c", "null", options, false, T);
-            let child = ParentRef {
-                queue: "default".into(),
-                id: child.id.to_string(),
-            };
-            store.add_dependency(&parent.id, child.clone());
-            child
-        });
-        (store, parent.id.to_string(), children)
-    }
-
-    #[test]
-    fn shared_steps_move_children_between_sets_and_release_the_parent_once() {
-        let (mut store, parent, [a, b]) = family();
-        let done = |v: &str| ChildOutcome::Completed(v.to_owned());
-        assert!(shared::apply_child(&mut store, &parent, &a, done("1"), T, false).unwrap());
-        // Told twice, the second time changes nothing.
-        assert!(!shared::apply_child(&mut store, &parent, &a, done("1"), T, false).unwrap());
-        assert_eq!(store.jobs[parent.as_str()].state, JobState::WaitingChildren);
-        let counts = shared::get_dependencies_count(&mut store, &parent).unwrap();
-        assert_eq!((counts.processed, counts.unprocessed), (1, 1));
-        assert!(shared::apply_child(&mut store, &parent, &b, done("2"), T, false).unwrap());
-        assert_eq!(store.jobs[parent.as_str()].state, JobState::Waiting);
-        let page = shared::get_dependencies(&mut store, &parent, [0; 4], Some(1)).unwrap();
-        assert_eq!(page.processed, vec![(a.key(), "1".to_owned())]);
-        assert_eq!(page.next[0], Some(1));
-        assert_eq!(store.children_of(&parent), vec![a, b]);
-    }
-
-    #[test]
-    fn a_detached_child_no_longer_counts_and_a_missing_parent_is_not_found() {
-        let (mut store, parent, [a, _]) = family();
-        let detached = shared::remove_child_dependency(&mut store, &a.id, T).unwrap();
-        assert_eq!(detached, Detached::Here(true));
-        assert_eq!(store.jobs[a.id.as_str()].options.parent, None);
-        let pending = shared::unprocessed_children(&mut store, &parent).unwrap();
-        assert_eq!(pending.len(), 1);
-        let missing = shared::get_dependencies_count(&mut store, "nope").unwrap_err();
-        assert!(matches!(missing, CoreError::JobNotFound(_)), "{missing}");
     }
 }

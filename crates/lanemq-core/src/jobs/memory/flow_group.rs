@@ -191,3 +191,62 @@ pub(super) fn add_flow(
         None => shared::add_flow(&mut group, root, now),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jobs::memory::{lock, MemoryGroup};
+    use crate::jobs::model::JobState;
+    use crate::jobs::options::StoreConfig;
+
+    const T: Millis = 1_700_000_000_000;
+
+    fn node(queue: Option<&str>, job_id: Option<&str>, children: Vec<FlowNode>) -> FlowNode {
+        FlowNode {
+            queue: queue.map(str::to_owned),
+            job: NewJob {
+                name: "n".into(),
+                data: "null".into(),
+                options: JobOptions {
+                    job_id: job_id.map(str::to_owned),
+                    ..JobOptions::default()
+                },
+            },
+            children,
+        }
+    }
+
+    fn ids(node: &AddedNode) -> Vec<String> {
+        let mut all = vec![format!("{}:{}", node.queue, node.job.id)];
+        for child in &node.children {
+            all.extend(ids(child));
+        }
+        all
+    }
+
+    #[test]
+    fn a_flow_across_queues_takes_ids_in_preorder_and_an_existing_root_is_returned() {
+        let group = MemoryGroup::new();
+        group.queue("a", StoreConfig::default());
+        group.queue("b", StoreConfig::default());
+        let mut queues = lock(&group.shared);
+        let flow = |root_id| {
+            node(
+                None,
+                root_id,
+                vec![node(Some("b"), None, vec![]), node(None, None, vec![])],
+            )
+        };
+        let added = add_flow(&mut queues, 0, flow(Some("root")), T).unwrap();
+        assert_eq!(ids(&added), ["a:root", "b:1", "a:1"]);
+        let root = &queues.states[0].store.jobs["root"];
+        assert_eq!(root.state, JobState::WaitingChildren);
+        let pending = shared::unprocessed_children(&mut queues.states[0].store, "root").unwrap();
+        assert_eq!(pending.len(), 2);
+        // The same root id again: the existing job with its children, nothing written.
+        let again = add_flow(&mut queues, 0, flow(Some("root")), T).unwrap();
+        assert_eq!(ids(&again), ["a:root", "a:1", "b:1"]);
+        let next = add_flow(&mut queues, 0, flow(None), T).unwrap();
+        assert_eq!(ids(&next), ["a:2", "b:2", "a:3"]);
+    }
+}

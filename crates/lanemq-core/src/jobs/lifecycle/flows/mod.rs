@@ -1,9 +1,11 @@
-//! Flows in process, once for memory and SQLite: a parent's dependency sets and what a child's
-//! finish, removal or retry tells its parent (`news`), the reads and detaches of a parent's
-//! children (`dependencies`), written against two small traits (`storage`): `DependencySets`,
-//! where a store keeps the sets, and `ChildNews`, how news reaches a parent in another queue
-//! (memory: the group's outbox, settled under its lock; SQLite: a message relayed after the
-//! commit). What each change means is `jobs::flow`'s decision; the parent's moves are
+//! Flows in process, once for memory and SQLite: what a child's finish, removal or retry tells
+//! its parent (`news`), the reads and detaches of a parent's children (`dependencies`), and
+//! adding a flow or children (`create`). They are written against small traits: a store's
+//! dependency sets (`DependencySets`) and how news reaches a parent in another queue
+//! (`ChildNews`: memory's outbox, settled under the group's lock; SQLite's message relayed
+//! after the commit), both in `storage`, and the queues a flow spans (`FlowQueues`, in
+//! `create`: memory's other stores of the group; SQLite's other files, ids reserved there
+//! beforehand). What each change means is `jobs::flow`'s decision; the parent's moves are
 //! `lifecycle::parents`'.
 
 mod create;

@@ -64,7 +64,7 @@ end
 
 -- The key of the scheduler whose pending occurrence job `id` is (waiting or delayed, under the
 -- id repeat:<key>:<next_run> of a scheduler that exists), else nil
--- (JobStorage::is_pending_occurrence).
+-- (lifecycle::schedulers::is_pending_occurrence).
 local function pending_occurrence_of(id)
   if not not_started(get("state", id)) then return nil end
   local key = cjson.decode(opts_of(id)).scheduler

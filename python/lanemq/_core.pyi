@@ -5,6 +5,8 @@ from collections.abc import Awaitable, Callable
 from os import PathLike
 from typing import Any, Literal, final
 
+from typing_extensions import disjoint_base
+
 from .job import Job
 
 __version__: str
@@ -31,6 +33,7 @@ __all__ = [
     "PriorityBoost",
     "RateLimit",
     "Ready",
+    "RedisQueueCore",
     "RetryPolicy",
     "SchedulerRecord",
     "WorkerBook",
@@ -405,7 +408,8 @@ class MemoryGroupCore:
     def __new__(cls) -> MemoryGroupCore: ...
     def queue_names(self) -> list[str]: ...
 
-@final
+# (a base of `RedisQueueCore`, and of no class with another native base)
+@disjoint_base
 class JobQueueCore:
     @staticmethod
     def memory(
@@ -426,26 +430,8 @@ class JobQueueCore:
     def get_dependencies_count(self, id: str) -> Awaitable[dict[str, int]]: ...
     def remove_child_dependency(self, id: str, now: int | None = None) -> Awaitable[bool]: ...
     def remove_unprocessed_children(self, id: str, now: int | None = None) -> Awaitable[int]: ...
-    @staticmethod
-    def redis(
-        url: str,
-        queue: str,
-        prefix: str = "lanemq",
-        max_payload_bytes: int = 16777216,
-        max_events: int = 10000,
-        allow_eviction: bool = False,
-        connect_timeout: int = 5000,
-        tls_ca_file: str | PathLike[str] | None = None,
-        min_replicas_ack: int = 0,
-        replica_ack_timeout: int = 1000,
-    ) -> JobQueueCore: ...
-    def redis_sibling(self, queue: str) -> JobQueueCore: ...
     @property
     def max_payload_bytes(self) -> int: ...
-    def connect(self) -> Awaitable[None]: ...
-    def wait_reachable(self, timeout: float) -> Awaitable[bool]: ...
-    def server_id(self) -> int: ...
-    def masked_url(self) -> str: ...
     @staticmethod
     def local(
         path: str | PathLike[str],
@@ -611,6 +597,27 @@ class JobQueueCore:
     def remove_worker(self, id: str) -> Awaitable[bool]: ...
     def get_workers(self, now: int | None = None) -> Awaitable[list[tuple[str, str, int]]]: ...
     def close(self) -> Awaitable[None]: ...
+
+@final
+class RedisQueueCore(JobQueueCore):
+    def __new__(
+        cls,
+        url: str,
+        queue: str,
+        prefix: str = "lanemq",
+        max_payload_bytes: int = 16777216,
+        max_events: int = 10000,
+        allow_eviction: bool = False,
+        connect_timeout: int = 5000,
+        tls_ca_file: str | PathLike[str] | None = None,
+        min_replicas_ack: int = 0,
+        replica_ack_timeout: int = 1000,
+    ) -> RedisQueueCore: ...
+    def sibling(self, queue: str) -> RedisQueueCore: ...
+    def connect(self) -> Awaitable[None]: ...
+    def wait_reachable(self, timeout: float) -> Awaitable[bool]: ...
+    def server_id(self) -> int: ...
+    def masked_url(self) -> str: ...
 
 @final
 class Hub:

@@ -1,7 +1,8 @@
 //! `JobQueueCore`'s plain forwards, from one table: each converts its arguments (`core_args`:
 //! seconds to ms, an omitted `now` to the wall clock), calls the backend and converts the
 //! value for Python. The hot path (adding, claiming, finishing: what workers call, and the
-//! wire) and the constructors are written out in `job_queue.rs`.
+//! wire) is written out in `job_queue_hot.rs`, the constructors in `job_queue.rs` (in
+//! process) and `redis_queue.rs` (Redis).
 
 use lanemq_core::jobs::{
     Dependencies, DependencyCounts, FinishedResult, Job, JobScheduler, JobState, Metrics, Millis,

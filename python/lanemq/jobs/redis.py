@@ -6,7 +6,7 @@ import os
 import weakref
 from typing import TypeVar
 
-from .._core import JobQueueCore
+from .._core import RedisQueueCore
 from .._redis_url import foreign_scheme, redact_url, redis_url_problem
 from ..exceptions import BackendConnectionError, ConfigError
 from ._common import _check_name_type, _open, _register
@@ -93,7 +93,7 @@ class RedisJobQueue(JobQueue):
             )
         if tls_ca_file is not None and not os.path.isfile(tls_ca_file):
             raise ConfigError(f"invalid tls_ca_file: {os.fspath(tls_ca_file)!r} (no such file)")
-        core = JobQueueCore.redis(
+        core = RedisQueueCore(
             url,
             name,
             prefix,
@@ -107,7 +107,10 @@ class RedisJobQueue(JobQueue):
         )
         self._attach(name, core, prefix)
 
-    def _attach(self, name: str, core: JobQueueCore, prefix: str) -> None:
+    #: The Redis binding: the calls of every backend, and the Redis queue's own.
+    _core: RedisQueueCore
+
+    def _attach(self, name: str, core: RedisQueueCore, prefix: str) -> None:
         super().__init__(name, core)
         #: The server's URL, password masked.
         self.url = core.masked_url()
@@ -142,7 +145,7 @@ class RedisJobQueue(JobQueue):
             return found
         _check_name_type(name)
         sibling = RedisJobQueue.__new__(RedisJobQueue)
-        sibling._attach(name, self._core.redis_sibling(name), self.prefix)
+        sibling._attach(name, self._core.sibling(name), self.prefix)
         return sibling
 
 

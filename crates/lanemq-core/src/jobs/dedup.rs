@@ -1,6 +1,7 @@
 //! Deduplication decisions, shared by the backends so that they decide alike: what an add, a
 //! finish, a manual retry or a removal does to a dedup key. These are pure functions of what the
-//! backend read; the backend then writes what they decide.
+//! backend read; what they decide is written by `lifecycle::dedup` for the in-process stores
+//! (once, over their `DedupTable`s) and by the Lua scripts for Redis.
 //!
 //! A key maps a dedup id to the job holding it (its owner), with an optional expiry and, in
 //! keep_last mode, the latest duplicate that arrived while the owner was active (its "next").

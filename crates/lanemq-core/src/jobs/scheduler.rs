@@ -1,6 +1,7 @@
 //! Job schedulers (BullMQ's `upsertJobScheduler`): the decisions every backend shares, so that
-//! they decide alike. These are pure functions of what the backend read; the backend then writes
-//! what they decide, in one atomic step (the store lock, one SQLite transaction, one script).
+//! they decide alike. These are pure functions of what the backend read; what they decide is
+//! written in one atomic step, by `lifecycle::schedulers` for the in-process stores (once, over
+//! their `SchedulerTable`s: the store lock, one SQLite transaction) and by one script for Redis.
 //!
 //! A scheduler is a key, a `ScheduleSpec`, a template (name, data, options), the number of
 //! occurrences it has produced and the run time of the latest one, its *pending occurrence*.

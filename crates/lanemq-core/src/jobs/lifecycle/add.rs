@@ -67,7 +67,7 @@ fn insert<S: JobStorage>(
         return Ok((existing, false));
     }
     if job.options.dedup.is_some() {
-        return storage.add_deduplicated(job, seq, now);
+        return super::dedup::add(storage, job, seq, false, now);
     }
     let id = storage.auto_id(&job.options)?;
     Ok((create_as(storage, job, id, seq, false, now)?, true))

@@ -98,6 +98,7 @@ pub fn retry_job<S: JobStorage>(
         &[JobState::Failed, JobState::Completed],
         "failed or completed",
     )?;
+    super::dedup::on_retry(storage, &job, now)?;
     storage.before_retry(&job, now)?;
     let seq = storage.reserve_seq(1)?;
     storage.update(id, |job| {

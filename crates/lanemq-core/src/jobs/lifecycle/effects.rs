@@ -131,11 +131,13 @@ impl Effects {
                 Effect::Event(name, job, field) => storage.event(now, name, job.as_ref(), field)?,
                 Effect::Finished(finished) => {
                     storage.tell_waiters(&finished)?;
-                    storage.settle_dedup(&finished, now)?;
+                    super::dedup::on_finish(storage, &finished, now)?;
                     storage.tell_parent(&finished, now)?;
                     retain(storage, &finished, now)?;
                 }
-                Effect::NextOccurrence(key, job) => storage.next_occurrence(&key, &job, now)?,
+                Effect::NextOccurrence(key, job) => {
+                    super::schedulers::on_claim(storage, &key, &job, now)?
+                }
             }
         }
         Ok(())

@@ -3,10 +3,13 @@
 //! stores implement. A transition changes its job in place, then hands what follows (events,
 //! dedup, flow and retention reactions, next occurrences) to `Effects::apply`, which does it
 //! in one documented order (`effects`). The Redis backend's Lua scripts follow the same order.
+//! Dedup keys (`dedup`) and job schedulers (`schedulers`) are written once here too, over two
+//! small tables each store keeps (`DedupTable`, `SchedulerTable`).
 //! Flows (parents' dependency sets, a child's news to its parent, adding flows) are `flows`.
 
 mod add;
 mod claim;
+pub mod dedup;
 mod edits;
 mod effects;
 mod finish;
@@ -15,16 +18,19 @@ mod leases;
 mod parents;
 mod removal;
 mod retention;
+pub mod schedulers;
 mod storage;
 
-pub use add::{add, add_bulk, create_as, existing};
+pub use add::{add, add_bulk, create_as};
 pub use claim::{claim, promote_due};
+pub use dedup::{DedupKey, DedupTable};
 pub use edits::{promote, promote_jobs, reschedule, retry_job, update_priority};
 pub use effects::Finished;
 pub use finish::{complete, fail, fail_now};
 pub use leases::{holds_lock, move_to_delayed, recover_stalled, release, renew};
 pub use parents::{park_for_children, release_parent, reopen_parent};
 pub use removal::{clean, drain, remove};
+pub use schedulers::{SchedulerTable, StoredScheduler};
 pub use storage::{EventField, Gate, JobStorage};
 
 use super::model::{Job, JobState};

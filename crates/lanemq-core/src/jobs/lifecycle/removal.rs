@@ -21,7 +21,7 @@ pub fn remove<S: JobStorage>(storage: &mut S, id: &str, now: Millis) -> CoreResu
         .load(id)?
         .ok_or_else(|| CoreError::JobNotFound(id.to_owned()))?;
     if let Some(key) = &job.options.scheduler {
-        if storage.is_pending_occurrence(&job)? {
+        if super::schedulers::is_pending_occurrence(storage, &job)? {
             return Err(pending_removal_refused(id, key));
         }
     }

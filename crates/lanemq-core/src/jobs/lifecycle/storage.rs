@@ -1,18 +1,20 @@
 //! `JobStorage`: what the shared transitions need of a backend's store. Small on purpose: a job
-//! changed in place, a few ordered index reads, the queue's gate, events, and the reactions
-//! whose decisions live in `jobs::dedup`, `jobs::flow` and `jobs::scheduler` but whose
-//! bookkeeping (key tables, dependency sets, the scheduler table) each store keeps its own way.
+//! changed in place, a few ordered index reads, the queue's gate, events, its dedup keys and job
+//! schedulers as tables (`DedupTable`, `SchedulerTable`: the shared `dedup` and `schedulers`
+//! modules decide what is written to them), and the flow reactions whose decisions live in
+//! `jobs::flow` but whose dependency sets each store keeps its own way.
 
 use std::sync::Arc;
 
 use crate::error::CoreResult;
-use crate::jobs::contract::NewJob;
 use crate::jobs::events::Text;
 use crate::jobs::flow::ParentRef;
 use crate::jobs::model::{Job, JobState, Millis};
 use crate::jobs::options::JobOptions;
 
+use super::dedup::DedupTable;
 use super::effects::Finished;
+use super::schedulers::SchedulerTable;
 
 /// What decides whether a claim may hand out jobs now: the queue's settings and its rate
 /// window, read in one go.
@@ -40,7 +42,7 @@ impl Gate {
 /// One field of an event, as a transition emits it.
 pub type EventField = Option<(&'static str, Text)>;
 
-pub trait JobStorage {
+pub trait JobStorage: DedupTable + SchedulerTable {
     /// A copy of the job `id`, if it exists.
     fn load(&mut self, id: &str) -> CoreResult<Option<Job>>;
     /// Runs `change` on the job `id` and writes what it changed of the job's lifecycle (state,
@@ -70,9 +72,6 @@ pub trait JobStorage {
     fn intern_name(&mut self, name: &str) -> Arc<str> {
         Arc::from(name)
     }
-    /// Adds a checked job that has dedup options (its custom id, if any, is free) as
-    /// `jobs::dedup::on_add` decides; `true` when it was created.
-    fn add_deduplicated(&mut self, job: NewJob, seq: u64, now: Millis) -> CoreResult<(Job, bool)>;
     /// Deletes a job and what belongs to it alone (its logs, its own dependency sets); its
     /// dedup key and its parent are the caller's business. Returns its state if it existed.
     fn delete(&mut self, id: &str) -> CoreResult<Option<JobState>>;
@@ -84,9 +83,6 @@ pub trait JobStorage {
     /// a parent of this queue left without pending children is deleted instead of released,
     /// and so on up the tree.
     fn settle_removals(&mut self, now: Millis, hard: bool) -> CoreResult<()>;
-    /// Whether `job` is its job scheduler's pending occurrence: waiting or delayed, under the
-    /// id `occurrence_id(key, next_run)` of a scheduler that exists.
-    fn is_pending_occurrence(&mut self, job: &Job) -> CoreResult<bool>;
     /// The name of this store's queue.
     fn queue_name(&self) -> &str;
     /// Every child of `id` (pending, completed, failed or ignored), wherever it is, sorted by
@@ -138,18 +134,21 @@ pub trait JobStorage {
         job: Option<&Arc<str>>,
         field: EventField,
     ) -> CoreResult<()>;
+    /// `event` with two fields.
+    fn event_fields(
+        &mut self,
+        now: Millis,
+        name: &'static str,
+        job: Option<&Arc<str>>,
+        fields: [EventField; 2],
+    ) -> CoreResult<()>;
 
     /// Whoever waits in this process for a job that finished is told (after the commit, for
     /// a store that has one).
     fn tell_waiters(&mut self, finished: &Finished) -> CoreResult<()>;
-    /// Settles the dedup key of a finished job (`jobs::dedup::on_finish`).
-    fn settle_dedup(&mut self, finished: &Finished, now: Millis) -> CoreResult<()>;
     /// Tells a finished job's flow parent (`jobs::flow`), wherever it lives.
     fn tell_parent(&mut self, finished: &Finished, now: Millis) -> CoreResult<()>;
-    /// The job scheduler `key` produces its next occurrence, its pending one `job` having
-    /// started (`jobs::scheduler::on_claim`).
-    fn next_occurrence(&mut self, key: &str, job: &Arc<str>, now: Millis) -> CoreResult<()>;
-    /// Before a finished job is retried by hand: it takes its dedup key back (or the retry is
-    /// `Refused`, nothing changed), and its parent counts it again.
+    /// Before a finished job is retried by hand (its dedup key taken back, `dedup::on_retry`):
+    /// its flow parent counts it again.
     fn before_retry(&mut self, job: &Job, now: Millis) -> CoreResult<()>;
 }

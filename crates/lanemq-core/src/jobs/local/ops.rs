@@ -15,7 +15,6 @@ use crate::jobs::contract::{Failure, NewJob};
 use crate::jobs::flow::ParentRef;
 use crate::jobs::lifecycle;
 use crate::jobs::model::{self, FinishedResult, Job, JobState, Millis};
-use crate::jobs::options::JobOptions;
 
 use super::dedup;
 use super::flows;
@@ -99,7 +98,7 @@ impl Env {
 
 pub fn add(conn: &Connection, env: &mut Env, job: NewJob, now: Millis) -> CoreResult<(Job, bool)> {
     let max = env.max_payload_bytes;
-    let mut store = SqlStore::new(conn, env);
+    let mut store = SqlStore::adding(conn, env);
     let added = lifecycle::add(&mut store, job, max, now)?;
     store.done()?;
     Ok(added)
@@ -112,36 +111,14 @@ pub fn add_bulk(
     now: Millis,
 ) -> CoreResult<Vec<(Job, bool)>> {
     let max = env.max_payload_bytes;
-    let mut store = SqlStore::new(conn, env);
+    let mut store = SqlStore::adding(conn, env);
     let added = lifecycle::add_bulk(&mut store, jobs, max, now)?;
     store.done()?;
     Ok(added)
 }
 
-/// The job that already has the custom id of `options`, if any (a `duplicated` event).
-pub fn existing(
-    conn: &Connection,
-    env: &mut Env,
-    options: &JobOptions,
-    now: Millis,
-) -> CoreResult<Option<Job>> {
-    lifecycle::existing(&mut SqlStore::new(conn, env), options, now)
-}
-
-/// Writes a new job (its checks done) and its events.
-pub fn create(
-    conn: &Connection,
-    env: &mut Env,
-    new: &NewJob,
-    seq: u64,
-    auto_ids: &mut AutoIds,
-    now: Millis,
-) -> CoreResult<Job> {
-    create_with(conn, env, new, seq, auto_ids, false, now)
-}
-
-/// `create`; with `hold`, the job waits for children (a flow's parent) before anything else,
-/// its delay counting from its release.
+/// Writes a new job (its checks done) and its events; with `hold`, the job waits for children
+/// (a flow's parent) before anything else, its delay counting from its release.
 pub fn create_with(
     conn: &Connection,
     env: &mut Env,

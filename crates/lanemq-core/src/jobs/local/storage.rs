@@ -1,25 +1,24 @@
 //! The SQLite file as the `JobStorage` the shared transitions (`jobs::lifecycle`) run over: a
 //! job is loaded, changed and written back inside the writer thread's transaction; per-state
-//! counts live in the `counts` table, the gate in `meta`.
+//! counts live in the `counts` table, the gate in `meta`. Its dedup and scheduler tables are
+//! `dedup.rs`'s and `schedulers.rs`'s.
 
 use std::sync::Arc;
 
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 
 use crate::error::CoreResult;
-use crate::jobs::contract::NewJob;
 use crate::jobs::flow::ParentRef;
 use crate::jobs::lifecycle::{self, EventField, Finished, Gate, JobStorage};
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
 use crate::jobs::options::JobOptions;
-use crate::jobs::scheduler;
 
 use super::ops::{self, Env};
 use super::rows::{
     self, code, count, count_delta, load, meta, meta_number, reserve, save, save_lifecycle,
     set_meta, sql, AutoIds,
 };
-use super::{dedup, flow_sets, flows, manage, schedulers};
+use super::{flow_sets, flows, manage};
 
 /// The ids of the job schedulers' pending occurrences, as an SQL list (drain and clean keep
 /// them): `repeat:<key>:<next_run>`.
@@ -49,41 +48,73 @@ pub fn read_gate(conn: &Connection) -> CoreResult<Gate> {
     })
 }
 
+/// Where an operation's automatic job ids come from, and when the last one taken is written.
+enum AutoIdSource<'a> {
+    /// Read and written for each id taken: an operation that seldom creates a job without a
+    /// custom id (a dedup key's next job, added when its owner finishes), and never calls `done`.
+    AtOnce,
+    /// Read on first use and written by `done`: one read and one write an add batch, not a job.
+    Batch(Option<AutoIds>),
+    /// A flow's, written by the flow once all its jobs exist.
+    Lent(&'a mut AutoIds),
+}
+
 /// One operation's view of the file: its connection (inside the batch's transaction) and the
 /// writer's environment.
 pub struct SqlStore<'a> {
     pub conn: &'a Connection,
     pub env: &'a mut Env,
-    /// Read on first use and written by `done`: one read and one write a batch, not a job.
-    auto_ids: Option<AutoIds>,
+    auto_ids: AutoIdSource<'a>,
     /// Set once this operation removed the `drained` mark (so it is removed once, not per job).
     undrained: bool,
 }
 
 impl<'a> SqlStore<'a> {
     pub fn new(conn: &'a Connection, env: &'a mut Env) -> Self {
+        Self::with_ids(conn, env, AutoIdSource::AtOnce)
+    }
+
+    /// A store for adds, which call `done` last.
+    pub fn adding(conn: &'a Connection, env: &'a mut Env) -> Self {
+        Self::with_ids(conn, env, AutoIdSource::Batch(None))
+    }
+
+    /// A store taking automatic ids from a flow's `auto_ids`.
+    pub fn lending(conn: &'a Connection, env: &'a mut Env, auto_ids: &'a mut AutoIds) -> Self {
+        Self::with_ids(conn, env, AutoIdSource::Lent(auto_ids))
+    }
+
+    fn with_ids(conn: &'a Connection, env: &'a mut Env, auto_ids: AutoIdSource<'a>) -> Self {
         Self {
             conn,
             env,
-            auto_ids: None,
+            auto_ids,
             undrained: false,
         }
     }
 
-    /// Writes what the store kept back (the automatic ids taken). Operations that may create
-    /// jobs call it last.
+    /// Writes what the store kept back (the automatic ids an add batch took). Operations of
+    /// `adding` call it last.
     pub fn done(self) -> CoreResult<()> {
         match self.auto_ids {
-            Some(ids) => ids.write(self.conn),
-            None => Ok(()),
+            AutoIdSource::Batch(Some(ids)) => ids.write(self.conn),
+            _ => Ok(()),
         }
     }
 
-    fn auto_ids(&mut self) -> CoreResult<&mut AutoIds> {
-        if self.auto_ids.is_none() {
-            self.auto_ids = Some(AutoIds::read(self.conn)?);
-        }
-        Ok(self.auto_ids.as_mut().expect("just read"))
+    /// The next automatic id.
+    fn take_auto_id(&mut self) -> CoreResult<u64> {
+        Ok(match &mut self.auto_ids {
+            AutoIdSource::AtOnce => {
+                let mut ids = AutoIds::read(self.conn)?;
+                let id = ids.take();
+                ids.write(self.conn)?;
+                id
+            }
+            AutoIdSource::Batch(Some(ids)) => ids.take(),
+            AutoIdSource::Batch(unread) => unread.insert(AutoIds::read(self.conn)?).take(),
+            AutoIdSource::Lent(ids) => ids.take(),
+        })
     }
 
     /// A job is now waiting: the queue is no longer drained.
@@ -167,14 +198,8 @@ impl JobStorage for SqlStore<'_> {
     fn auto_id(&mut self, options: &JobOptions) -> CoreResult<Arc<str>> {
         Ok(match &options.job_id {
             Some(id) => Arc::from(id.as_str()),
-            None => Arc::from(self.auto_ids()?.take().to_string()),
+            None => Arc::from(self.take_auto_id()?.to_string()),
         })
-    }
-
-    fn add_deduplicated(&mut self, job: NewJob, seq: u64, now: Millis) -> CoreResult<(Job, bool)> {
-        self.auto_ids()?;
-        let auto_ids = self.auto_ids.as_mut().expect("just read");
-        dedup::add(self.conn, self.env, &job, seq, auto_ids, now)
     }
 
     fn delete(&mut self, id: &str) -> CoreResult<Option<JobState>> {
@@ -207,21 +232,6 @@ impl JobStorage for SqlStore<'_> {
 
     fn remove_remote(&mut self, child: &ParentRef, now: Millis) -> CoreResult<()> {
         flows::remove_remote(self.conn, self.env, child, now)
-    }
-
-    fn is_pending_occurrence(&mut self, job: &Job) -> CoreResult<bool> {
-        let Some(key) = job.options.scheduler.as_deref() else {
-            return Ok(false);
-        };
-        if !scheduler::not_started(Some(job.state)) {
-            return Ok(false);
-        }
-        let next_run: Option<i64> = self
-            .conn
-            .prepare_cached("SELECT next_run FROM schedulers WHERE key = ?1")
-            .and_then(|mut stmt| stmt.query_row([key], |r| r.get(0)).optional())
-            .map_err(sql)?;
-        Ok(next_run.is_some_and(|run| *job.id == scheduler::occurrence_id(key, run as Millis)))
     }
 
     fn drainable(&mut self, delayed: bool) -> CoreResult<Vec<Arc<str>>> {
@@ -358,18 +368,25 @@ impl JobStorage for SqlStore<'_> {
             .event(self.conn, now, name, job.map(|id| &**id), field)
     }
 
+    fn event_fields(
+        &mut self,
+        now: Millis,
+        name: &'static str,
+        job: Option<&Arc<str>>,
+        fields: [EventField; 2],
+    ) -> CoreResult<()> {
+        let [first, second] = fields
+            .each_ref()
+            .map(|f| f.as_ref().map(|(key, value)| (*key, value.as_str())));
+        self.env
+            .event_fields(self.conn, now, name, job.map(|id| &**id), [first, second])
+    }
+
     fn tell_waiters(&mut self, finished: &Finished) -> CoreResult<()> {
         self.env
             .finished
             .push((finished.id.to_string(), finished.result.clone()));
         Ok(())
-    }
-
-    fn settle_dedup(&mut self, finished: &Finished, now: Millis) -> CoreResult<()> {
-        match &finished.dedup_id {
-            Some(dedup_id) => dedup::on_finish(self.conn, self.env, &finished.id, dedup_id, now),
-            None => Ok(()),
-        }
     }
 
     fn tell_parent(&mut self, finished: &Finished, now: Millis) -> CoreResult<()> {
@@ -381,12 +398,7 @@ impl JobStorage for SqlStore<'_> {
         }
     }
 
-    fn next_occurrence(&mut self, key: &str, job: &Arc<str>, now: Millis) -> CoreResult<()> {
-        schedulers::on_claim(self.conn, self.env, key, job, now)
-    }
-
     fn before_retry(&mut self, job: &Job, now: Millis) -> CoreResult<()> {
-        dedup::on_retry(self.conn, job, now)?;
         lifecycle::flows::on_retry(self, job, now)
     }
 }

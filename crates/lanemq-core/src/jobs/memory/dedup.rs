@@ -1,5 +1,5 @@
-//! `MemoryStore`'s dedup keys: what adds, finishes, removals and manual retries do to them, as
-//! `dedup` decides.
+//! `MemoryStore`'s dedup keys: the key table (`DedupTable`) that `lifecycle::dedup` writes, its
+//! release when a job is removed by hand, and `JobDedup` for `MemoryBackend`.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -8,32 +8,24 @@ use crate::error::CoreResult;
 
 use super::store::{JobId, MemoryStore};
 use super::MemoryBackend;
-use crate::jobs::contract::{BoxFuture, JobDedup};
-use crate::jobs::dedup::{self, KeyView, OnAdd, OnFinish, OnRetry};
-use crate::jobs::events::Text;
+use crate::jobs::contract::{BoxFuture, JobDedup, NewJob};
+use crate::jobs::dedup;
+use crate::jobs::lifecycle::{self, DedupKey, DedupTable};
 use crate::jobs::model::{Job, Millis};
-use crate::jobs::options::JobOptions;
-
-/// A duplicate kept (keep_last) to be added once the key's owner finishes.
-#[derive(Debug)]
-pub(super) struct NextJob {
-    name: String,
-    data: String,
-    options: JobOptions,
-}
 
 #[derive(Debug)]
-pub(super) struct DedupKey {
+struct Key {
     owner: JobId,
     expires_at: Option<Millis>,
-    next: Option<Box<NextJob>>,
+    /// A duplicate kept (keep_last) to be added once the owner finishes.
+    next: Option<Box<NewJob>>,
 }
 
 /// The keys by dedup id, and those with an expiry by expiry, so that expired keys are dropped
 /// without a scan.
 #[derive(Debug, Default)]
 pub(super) struct DedupKeys {
-    keys: HashMap<Arc<str>, DedupKey, foldhash::fast::RandomState>,
+    keys: HashMap<Arc<str>, Key, foldhash::fast::RandomState>,
     by_expiry: BTreeSet<(Millis, Arc<str>)>,
     /// Jobs that adds replaced (and removed) since the last `take_replaced`.
     replaced: Vec<JobId>,
@@ -46,7 +38,7 @@ impl DedupKeys {
         if let Some(at) = expires_at {
             self.by_expiry.insert((at, Arc::clone(&id)));
         }
-        let key = DedupKey {
+        let key = Key {
             owner,
             expires_at,
             next: None,
@@ -70,7 +62,7 @@ impl DedupKeys {
         }
     }
 
-    fn remove(&mut self, id: &str) -> Option<DedupKey> {
+    fn remove(&mut self, id: &str) -> Option<Key> {
         let (id, key) = self.keys.remove_entry(id)?;
         if let Some(at) = key.expires_at {
             self.by_expiry.remove(&(at, id));
@@ -98,132 +90,90 @@ impl DedupKeys {
     }
 }
 
-impl MemoryStore {
-    fn key_view(&self, dedup_id: &str) -> Option<KeyView<'_>> {
-        self.dedup.keys.get(dedup_id).map(|key| KeyView {
-            owner: &key.owner,
+impl DedupTable for MemoryStore {
+    fn dedup_key(&self, id: &str) -> CoreResult<Option<DedupKey>> {
+        Ok(self.dedup.keys.get(id).map(|key| DedupKey {
+            owner: Arc::clone(&key.owner),
             expires_at: key.expires_at,
-            owner_state: self.jobs.get(&key.owner).map(|j| j.state),
             has_next: key.next.is_some(),
-        })
+            owner_state: self.jobs.get(&key.owner).map(|j| j.state),
+        }))
     }
 
-    /// The job an add with `dedup` would return instead of adding one (`flow::dedup_owner`).
+    fn set_dedup_key(
+        &mut self,
+        id: &str,
+        owner: &Arc<str>,
+        expires_at: Option<Millis>,
+    ) -> CoreResult<()> {
+        self.dedup.set(id, Arc::clone(owner), expires_at);
+        Ok(())
+    }
+
+    fn extend_dedup_key(
+        &mut self,
+        id: &str,
+        expires_at: Option<Millis>,
+        next: Option<NewJob>,
+    ) -> CoreResult<()> {
+        self.dedup.set_expiry(id, expires_at);
+        if let (Some(next), Some(key)) = (next, self.dedup.keys.get_mut(id)) {
+            key.next = Some(Box::new(next));
+        }
+        Ok(())
+    }
+
+    fn take_next_job(&mut self, id: &str) -> CoreResult<Option<NewJob>> {
+        Ok(self.dedup.remove(id).and_then(|k| k.next).map(|next| *next))
+    }
+
+    fn delete_dedup_key(&mut self, id: &str) -> CoreResult<()> {
+        self.dedup.remove(id);
+        Ok(())
+    }
+
+    fn purge_dedup_keys(&mut self, now: Millis) -> CoreResult<()> {
+        self.dedup.purge(now);
+        Ok(())
+    }
+
+    fn note_replaced(&mut self, id: &Arc<str>) -> CoreResult<()> {
+        self.dedup.replaced.push(Arc::clone(id));
+        Ok(())
+    }
+}
+
+impl MemoryStore {
+    /// The job an add with `dedup` would return instead of adding one (a flow's check of its
+    /// nodes; `lifecycle::dedup::owner`).
     pub(super) fn dedup_owner(
         &self,
         dedup: &crate::jobs::options::Dedup,
         now: Millis,
     ) -> Option<Job> {
-        let view = self.key_view(&dedup.id);
-        let owner = crate::jobs::flow::dedup_owner(dedup, view.as_ref(), now)?;
-        self.jobs.get(owner).cloned()
+        let owner =
+            lifecycle::dedup::owner(self, dedup, now).expect("the memory store does not fail")?;
+        self.jobs.get(&owner).cloned()
     }
 
-    /// `insert` for a job with dedup options (its custom id, if any, is free).
-    pub(super) fn insert_deduplicated(
-        &mut self,
-        name: &str,
-        data: &str,
-        options: JobOptions,
-        now: Millis,
-    ) -> (Job, bool) {
-        self.insert_deduplicated_with(name, data, options, false, now)
-    }
-
-    /// `insert_deduplicated`; with `hold`, a job created waits for children (a flow's parent).
+    /// A flow's add of a job with dedup options (`lifecycle::dedup::add`); with `hold`, a job
+    /// created waits for children (a flow's parent).
     pub(super) fn insert_deduplicated_with(
         &mut self,
         name: &str,
         data: &str,
-        mut options: JobOptions,
+        options: crate::jobs::options::JobOptions,
         hold: bool,
         now: Millis,
     ) -> (Job, bool) {
-        let dedup = options.dedup.clone().expect("a job with dedup options");
-        self.dedup.purge(now);
-        let view = self.key_view(&dedup.id);
-        let owner = view.map(|v| Arc::<str>::from(v.owner));
-        match dedup::on_add(&dedup, view.as_ref(), now) {
-            OnAdd::Create { expires_at } => {
-                let job = self.create_with(name, data, options, hold, now);
-                self.dedup.set(&dedup.id, Arc::clone(&job.id), expires_at);
-                (job, true)
-            }
-            OnAdd::Replace { expires_at } => {
-                let owner = owner.expect("a held key has an owner");
-                let key = self.key(&owner).expect("a delayed owner exists");
-                self.delete(&key);
-                self.events
-                    .push(now, "removed", Some(&key), Some(("prev", "delayed".into())));
-                self.dedup.replaced.push(key);
-                let job = self.create_with(name, data, options, hold, now);
-                self.dedup.set(&dedup.id, Arc::clone(&job.id), expires_at);
-                (job, true)
-            }
-            OnAdd::Duplicate { expires_at, store } => {
-                let owner = self
-                    .key(&owner.expect("a held key has an owner"))
-                    .expect("a held key's owner exists");
-                self.dedup.set_expiry(&dedup.id, expires_at);
-                let duplicate_id = options.job_id.clone();
-                if store {
-                    // A kept duplicate runs on its own: a flow's parent waits for the owner.
-                    options.parent = None;
-                    if let Some(key) = self.dedup.keys.get_mut(dedup.id.as_str()) {
-                        key.next = Some(Box::new(NextJob {
-                            name: name.to_owned(),
-                            data: data.to_owned(),
-                            options,
-                        }));
-                    }
-                }
-                let id: Arc<str> = Arc::from(dedup.id);
-                self.events.push_fields(
-                    now,
-                    "deduplicated",
-                    Some(&owner),
-                    Some(("deduplicationId", Text::Shared(Arc::clone(&id)))),
-                    duplicate_id.map(|j| ("deduplicatedJobId", Text::Owned(j))),
-                );
-                self.events.push(
-                    now,
-                    "debounced",
-                    Some(&owner),
-                    Some(("debounceId", Text::Shared(id))),
-                );
-                (self.jobs[&owner].clone(), false)
-            }
-        }
-    }
-
-    /// After `job` completed or failed for good: releases its key, or adds the key's next job.
-    pub(super) fn dedup_on_finish(&mut self, job: &JobId, now: Millis) {
-        let Some(dedup_id) = self.jobs[job].options.dedup.as_ref().map(|d| d.id.clone()) else {
-            return;
+        let job = NewJob {
+            name: name.to_owned(),
+            data: data.to_owned(),
+            options,
         };
-        match dedup::on_finish(job, self.key_view(&dedup_id).as_ref(), now) {
-            OnFinish::Keep => {}
-            OnFinish::Release => {
-                self.dedup.remove(&dedup_id);
-            }
-            OnFinish::Requeue => {
-                let next = self
-                    .dedup
-                    .remove(&dedup_id)
-                    .and_then(|k| k.next)
-                    .expect("a key to requeue carries a next job");
-                if self.existing(&next.options, now).is_some() {
-                    return;
-                }
-                let expires_at = next
-                    .options
-                    .dedup
-                    .as_ref()
-                    .and_then(|d| dedup::expiry(d, now));
-                let added = self.create(&next.name, &next.data, next.options, now);
-                self.dedup.set(&dedup_id, added.id, expires_at);
-            }
-        }
+        let seq =
+            lifecycle::JobStorage::reserve_seq(self, 1).expect("the memory store does not fail");
+        lifecycle::dedup::add(self, job, seq, hold, now).expect("the memory store does not fail")
     }
 
     /// Before `job` is removed (remove, clean, drain): deletes its key if it still holds it.
@@ -231,7 +181,10 @@ impl MemoryStore {
         let Some(dedup_id) = self.jobs[job].options.dedup.as_ref().map(|d| d.id.as_str()) else {
             return;
         };
-        if dedup::released_by_removal(job, self.key_view(dedup_id).as_ref()) {
+        let key = self
+            .dedup_key(dedup_id)
+            .expect("the memory store does not fail");
+        if dedup::released_by_removal(job, key.as_ref().map(DedupKey::view).as_ref()) {
             let dedup_id = dedup_id.to_owned();
             self.dedup.remove(&dedup_id);
         }
@@ -247,21 +200,6 @@ impl MemoryStore {
         self.delete(job)
     }
 
-    /// Before a finished `job` is retried by hand: it takes its key back, unless another
-    /// unfinished job holds it (then the retry is refused and nothing changes).
-    pub(super) fn dedup_on_retry(&mut self, job: &JobId, now: Millis) -> CoreResult<()> {
-        let Some(dedup) = self.jobs[job].options.dedup.clone() else {
-            return Ok(());
-        };
-        match dedup::on_retry(&dedup, job, self.key_view(&dedup.id).as_ref(), now) {
-            OnRetry::Refuse { holder } => Err(dedup::retry_refused(job, &dedup.id, &holder)),
-            OnRetry::Reclaim { expires_at } => {
-                self.dedup.set(&dedup.id, Arc::clone(job), expires_at);
-                Ok(())
-            }
-        }
-    }
-
     /// The jobs that adds with `replace` removed since the last call (their waiters are told).
     pub fn take_replaced(&mut self) -> Vec<JobId> {
         std::mem::take(&mut self.dedup.replaced)
@@ -269,29 +207,23 @@ impl MemoryStore {
 
     /// The id of the job holding the dedup key `dedup_id`, if it is held.
     pub fn get_deduplication_job_id(&self, dedup_id: &str, now: Millis) -> Option<String> {
-        self.key_view(dedup_id)
-            .filter(|k| k.is_held(now))
-            .map(|k| k.owner.to_owned())
+        lifecycle::dedup::holder(self, dedup_id, now).expect("the memory store does not fail")
     }
 
     /// How long the dedup key `dedup_id` is still held (see `JobDedup::get_deduplication_ttl`).
     pub fn get_deduplication_ttl(&self, dedup_id: &str, now: Millis) -> Option<Option<Millis>> {
-        self.key_view(dedup_id)
-            .filter(|k| k.is_held(now))
-            .map(|k| k.expires_at.map(|at| at - now))
+        lifecycle::dedup::ttl(self, dedup_id, now).expect("the memory store does not fail")
     }
 
     /// Deletes the dedup key `dedup_id` (and its next job); `true` if it meant anything.
     pub fn remove_deduplication_key(&mut self, dedup_id: &str, now: Millis) -> bool {
-        let live = self.key_view(dedup_id).is_some_and(|k| k.is_live(now));
-        self.dedup.remove(dedup_id);
-        live
+        lifecycle::dedup::remove_key(self, dedup_id, now).expect("the memory store does not fail")
     }
 }
 
 impl JobDedup for MemoryBackend {
     fn get_deduplication_job_id(&self, dedup_id: String, now: Millis) -> BoxFuture<Option<String>> {
-        self.read(|store| Ok(store.get_deduplication_job_id(&dedup_id, now)))
+        self.read(|store| lifecycle::dedup::holder(store, &dedup_id, now))
     }
 
     fn get_deduplication_ttl(
@@ -299,10 +231,116 @@ impl JobDedup for MemoryBackend {
         dedup_id: String,
         now: Millis,
     ) -> BoxFuture<Option<Option<Millis>>> {
-        self.read(|store| Ok(store.get_deduplication_ttl(&dedup_id, now)))
+        self.read(|store| lifecycle::dedup::ttl(store, &dedup_id, now))
     }
 
     fn remove_deduplication_key(&self, dedup_id: String, now: Millis) -> BoxFuture<bool> {
-        self.write(|s| Ok(s.store.remove_deduplication_key(&dedup_id, now)))
+        self.write(|s| lifecycle::dedup::remove_key(&mut s.store, &dedup_id, now))
+    }
+}
+
+/// `lifecycle::dedup` over the memory store: the steps each decision takes, and their events.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jobs::options::{Dedup, JobOptions};
+    use crate::jobs::StoreConfig;
+
+    const T: Millis = 1_000;
+
+    fn with_dedup(f: impl FnOnce(&mut Dedup)) -> JobOptions {
+        let mut dedup = Dedup::simple("k");
+        f(&mut dedup);
+        JobOptions {
+            dedup: Some(dedup),
+            ..JobOptions::default()
+        }
+    }
+
+    /// The events after `from`, as (name, job, fields).
+    fn events_after(s: &MemoryStore, from: u64) -> Vec<(String, String, Vec<String>)> {
+        s.read_events(from + 1, u64::MAX, usize::MAX)
+            .into_iter()
+            .map(|e| {
+                let fields = e
+                    .fields()
+                    .map(|(k, v)| format!("{k}={}", v.as_str()))
+                    .collect();
+                let job = e.job_id.as_deref().unwrap_or("").to_owned();
+                (e.event.to_owned(), job, fields)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_duplicate_tells_the_owner_and_keep_last_requeues_it_once() {
+        let mut s = MemoryStore::new(StoreConfig::default());
+        let keep = || with_dedup(|d| d.keep_last = true);
+        let (owner, _) = s.add("a", "1", keep(), T).unwrap();
+        let token = s.claim("w", 1000, 1, T).remove(0).lock.unwrap().token;
+        let before = s.last_event_id();
+        let mut duplicate = keep();
+        duplicate.job_id = Some("dup".into());
+        let (got, created) = s.add("a", "2", duplicate, T + 1).unwrap();
+        assert_eq!((&*got.id, created), (&*owner.id, false));
+        assert_eq!(
+            events_after(&s, before),
+            vec![
+                (
+                    "deduplicated".into(),
+                    "1".into(),
+                    vec!["deduplicationId=k".into(), "deduplicatedJobId=dup".into()]
+                ),
+                ("debounced".into(), "1".into(), vec!["debounceId=k".into()]),
+            ]
+        );
+        s.complete(&owner.id, &token, "null", T + 2).unwrap();
+        let next = s.get_job("dup").expect("the kept duplicate was added");
+        assert_eq!((&*next.data, next.created_at), ("2", T + 2));
+        assert_eq!(
+            s.get_deduplication_job_id("k", T + 2).as_deref(),
+            Some("dup")
+        );
+    }
+
+    #[test]
+    fn replace_removes_the_delayed_owner_and_tells_its_waiters() {
+        let mut s = MemoryStore::new(StoreConfig::default());
+        let replace = || {
+            let mut options = with_dedup(|d| {
+                d.replace = true;
+                d.ttl = Some(500);
+            });
+            options.delay = 100;
+            options
+        };
+        let (first, _) = s.add("a", "1", replace(), T).unwrap();
+        let before = s.last_event_id();
+        let (second, created) = s.add("a", "2", replace(), T + 1).unwrap();
+        assert!(created && second.id != first.id);
+        assert!(s.get_job(&first.id).is_none());
+        assert_eq!(events_after(&s, before)[0].0, "removed");
+        assert_eq!(s.take_replaced(), vec![first.id]);
+        // The key keeps its expiry (no `extend`).
+        assert_eq!(s.get_deduplication_ttl("k", T + 1), Some(Some(499)));
+    }
+
+    #[test]
+    fn a_retry_takes_the_key_back_unless_another_job_holds_it() {
+        let mut s = MemoryStore::new(StoreConfig::default());
+        let (first, _) = s.add("a", "1", with_dedup(|_| {}), T).unwrap();
+        let token = s.claim("w", 1000, 1, T).remove(0).lock.unwrap().token;
+        s.complete(&first.id, &token, "null", T).unwrap();
+        let (second, created) = s.add("a", "2", with_dedup(|_| {}), T + 1).unwrap();
+        assert!(created);
+        let refused = s.retry_job(&first.id, false, T + 2);
+        assert!(matches!(refused, Err(crate::CoreError::Refused(_))));
+        assert!(s.remove_deduplication_key("k", T + 2));
+        s.retry_job(&first.id, false, T + 3).unwrap();
+        assert_eq!(
+            s.get_deduplication_job_id("k", T + 3).as_deref(),
+            Some(&*first.id)
+        );
+        assert_ne!(first.id, second.id);
     }
 }

@@ -1,5 +1,6 @@
-//! `MemoryStore`'s job schedulers: upserts, the step a claim takes, reads and removal, as
-//! `scheduler` decides.
+//! `MemoryStore`'s job schedulers: the scheduler table (`SchedulerTable`) that
+//! `lifecycle::schedulers` writes, the pending occurrences drain and clean keep, and
+//! `JobSchedulers` for `MemoryBackend`.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -7,26 +8,16 @@ use std::sync::Arc;
 use crate::error::CoreResult;
 use crate::schedule::ScheduleSpec;
 
-use super::store::{JobId, MemoryStore};
+use super::store::MemoryStore;
 use super::{settle_missing, MemoryBackend};
 use crate::jobs::contract::{BoxFuture, JobSchedulers};
+use crate::jobs::lifecycle::{self, SchedulerTable, StoredScheduler};
 use crate::jobs::model::{Job, JobState, Millis};
-use crate::jobs::scheduler::{
-    self, occurrence_id, occurrence_options, Current, JobScheduler, OnClaim, OnUpsert, Template,
-};
-
-/// A scheduler as stored (its pending occurrence's id is derived from `next_run`).
-#[derive(Debug)]
-struct Stored {
-    spec: ScheduleSpec,
-    template: Template,
-    count: u64,
-    next_run: Millis,
-}
+use crate::jobs::scheduler::{self, occurrence_id, JobScheduler, Template};
 
 #[derive(Debug, Default)]
 pub(super) struct Schedulers {
-    by_key: HashMap<Arc<str>, Stored, foldhash::fast::RandomState>,
+    by_key: HashMap<Arc<str>, StoredScheduler, foldhash::fast::RandomState>,
 }
 
 impl Schedulers {
@@ -35,12 +26,60 @@ impl Schedulers {
     }
 }
 
+impl SchedulerTable for MemoryStore {
+    fn scheduler(&self, key: &str) -> CoreResult<Option<StoredScheduler>> {
+        Ok(self.schedulers.by_key.get(key).cloned())
+    }
+
+    fn scheduler_next_run(&self, key: &str) -> CoreResult<Option<Millis>> {
+        Ok(self.schedulers.by_key.get(key).map(|s| s.next_run))
+    }
+
+    fn save_scheduler(&mut self, key: &str, scheduler: StoredScheduler) -> CoreResult<()> {
+        match self.schedulers.by_key.get_mut(key) {
+            Some(stored) => *stored = scheduler,
+            None => {
+                self.schedulers.by_key.insert(Arc::from(key), scheduler);
+            }
+        }
+        Ok(())
+    }
+
+    fn delete_scheduler(&mut self, key: &str) -> CoreResult<bool> {
+        Ok(self.schedulers.by_key.remove(key).is_some())
+    }
+
+    fn scheduler_count(&self) -> CoreResult<usize> {
+        Ok(self.schedulers.by_key.len())
+    }
+
+    fn scheduler_page(
+        &self,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> CoreResult<Vec<(String, StoredScheduler)>> {
+        let all: Vec<(&Arc<str>, &StoredScheduler)> = self.schedulers.by_key.iter().collect();
+        let page = scheduler::page(all, |(k, s)| (s.next_run, &***k), start, end, ascending);
+        Ok(page
+            .into_iter()
+            .map(|(key, stored)| (key.to_string(), stored.clone()))
+            .collect())
+    }
+
+    fn occurrence_state(&self, id: &str) -> CoreResult<Option<JobState>> {
+        Ok(self.jobs.get(id).map(|j| j.state))
+    }
+}
+
 impl MemoryStore {
-    /// The state of the job with the pending occurrence's id of `key`, if it exists.
-    fn pending_state(&self, key: &str, next_run: Millis) -> Option<JobState> {
-        self.jobs
-            .get(occurrence_id(key, next_run).as_str())
-            .map(|j| j.state)
+    /// The ids of the schedulers' pending occurrences (drain and clean keep them).
+    pub(super) fn pending_occurrence_ids(&self) -> HashSet<String> {
+        self.schedulers
+            .by_key
+            .iter()
+            .map(|(key, s)| occurrence_id(key, s.next_run))
+            .collect()
     }
 
     /// Creates or updates the scheduler `key`; returns its pending occurrence.
@@ -51,168 +90,24 @@ impl MemoryStore {
         template: Template,
         now: Millis,
     ) -> CoreResult<Job> {
-        scheduler::check(key, &spec, &template, now, self.config.max_payload_bytes)?;
-        let stored = self.schedulers.by_key.get(key);
-        let current = stored.map(|s| Current {
-            spec: &s.spec,
-            template: &s.template,
-            iteration_count: s.count,
-            next_run: s.next_run,
-            pending: self.pending_state(key, s.next_run),
-        });
-        let pending_id = stored.map(|s| occurrence_id(key, s.next_run));
-        let decision = scheduler::on_upsert(key, &spec, &template, current.as_ref(), now)?;
-        let (replace, number, from) = match decision {
-            OnUpsert::Keep => {
-                let id = pending_id.expect("a kept scheduler has a pending occurrence");
-                return Ok(self.jobs[id.as_str()].clone());
-            }
-            OnUpsert::Produce {
-                replace,
-                number,
-                from,
-            } => (replace, number, from),
-        };
-        let replaced = pending_id.filter(|_| replace);
-        // Decided before anything is written, the replaced occurrence counting as gone.
-        let run = scheduler::place(&spec, key, from, number, now, |id| {
-            Ok(replaced.as_deref() != Some(id) && self.jobs.contains_key(id))
-        })?
-        .ok_or_else(|| scheduler::no_free_run(key, &spec))?;
-        if let Some(id) = replaced {
-            self.remove_occurrence(&id, now);
-        }
-        let created = self.create_occurrence(key, &template, run, now);
-        self.schedulers.by_key.insert(
-            Arc::from(key),
-            Stored {
-                spec,
-                template,
-                count: number,
-                next_run: run,
-            },
-        );
-        Ok(created)
-    }
-
-    /// Removes a pending occurrence, as a removal by hand does (a `removed` event).
-    fn remove_occurrence(&mut self, id: &str, now: Millis) {
-        let Ok(key) = self.key(id) else { return };
-        if let Some(job) = self.delete_releasing(&key, now) {
-            self.events.push(
-                now,
-                "removed",
-                Some(&key),
-                Some(("prev", job.state.as_str().into())),
-            );
-        }
-    }
-
-    fn create_occurrence(
-        &mut self,
-        key: &str,
-        template: &Template,
-        run: Millis,
-        now: Millis,
-    ) -> Job {
-        let options = occurrence_options(key, &template.options, run, now);
-        self.create(&template.name, &template.data, options, now)
-    }
-
-    /// After a claim started `job`, an occurrence of scheduler `key`: if it was the pending
-    /// one, produces the next, or removes the scheduler when the schedule has ended.
-    pub(super) fn scheduler_on_claim(&mut self, key: &str, job: &JobId, now: Millis) {
-        let current = self
-            .schedulers
-            .by_key
-            .get(key)
-            .map(|s| (&s.spec, s.count, s.next_run));
-        let placed = match scheduler::on_claim(job, key, current, now) {
-            OnClaim::Ignore => return,
-            OnClaim::Finish => None,
-            OnClaim::Advance { from, number } => {
-                let stored = &self.schedulers.by_key[key];
-                // Reading the map cannot fail, so neither can `place`.
-                scheduler::place(&stored.spec, key, from, number, now, |id| {
-                    Ok(self.jobs.contains_key(id))
-                })
-                .unwrap_or(None)
-                .map(|run| (run, number))
-            }
-        };
-        let Some((run, number)) = placed else {
-            self.schedulers.by_key.remove(key);
-            return;
-        };
-        let stored = self
-            .schedulers
-            .by_key
-            .get_mut(key)
-            .expect("an advancing scheduler exists");
-        stored.count = number;
-        stored.next_run = run;
-        let template = stored.template.clone();
-        self.create_occurrence(key, &template, run, now);
-    }
-
-    /// Whether `job` is its scheduler's pending occurrence (`JobStorage::is_pending_occurrence`).
-    pub(super) fn pending_occurrence_of(&self, job: &Job) -> bool {
-        let Some(key) = job.options.scheduler.as_deref() else {
-            return false;
-        };
-        scheduler::not_started(Some(job.state))
-            && self
-                .schedulers
-                .by_key
-                .get(key)
-                .is_some_and(|s| *job.id == occurrence_id(key, s.next_run))
-    }
-
-    /// The ids of the schedulers' pending occurrences (drain and clean keep them).
-    pub(super) fn pending_occurrence_ids(&self) -> HashSet<String> {
-        self.schedulers
-            .by_key
-            .iter()
-            .map(|(key, s)| occurrence_id(key, s.next_run))
-            .collect()
+        let max_payload_bytes = self.config.max_payload_bytes;
+        lifecycle::schedulers::upsert(self, key, spec, template, max_payload_bytes, now)
     }
 
     /// Removes the scheduler `key` and its pending occurrence (if it has not started); `true`
     /// if the scheduler existed.
     pub fn remove_scheduler(&mut self, key: &str, now: Millis) -> bool {
-        let Some(stored) = self.schedulers.by_key.remove(key) else {
-            return false;
-        };
-        if scheduler::not_started(self.pending_state(key, stored.next_run)) {
-            self.remove_occurrence(&occurrence_id(key, stored.next_run), now);
-        }
-        true
-    }
-
-    fn view(&self, key: &str, stored: &Stored) -> JobScheduler {
-        let pending = scheduler::not_started(self.pending_state(key, stored.next_run));
-        JobScheduler {
-            key: key.to_owned(),
-            spec: stored.spec.clone(),
-            template: stored.template.clone(),
-            iteration_count: stored.count,
-            next_run: stored.next_run,
-            job_id: pending.then(|| occurrence_id(key, stored.next_run)),
-        }
+        lifecycle::schedulers::remove(self, key, now).expect("the memory store does not fail")
     }
 
     pub fn get_scheduler(&self, key: &str) -> Option<JobScheduler> {
-        let (key, stored) = self.schedulers.by_key.get_key_value(key)?;
-        Some(self.view(key, stored))
+        lifecycle::schedulers::get(self, key).expect("the memory store does not fail")
     }
 
     /// Schedulers by next run time (then key), from index `start` to `end` inclusive.
     pub fn list_schedulers(&self, start: i64, end: i64, ascending: bool) -> Vec<JobScheduler> {
-        let all: Vec<(&Arc<str>, &Stored)> = self.schedulers.by_key.iter().collect();
-        scheduler::page(all, |(k, s)| (s.next_run, &***k), start, end, ascending)
-            .into_iter()
-            .map(|(key, stored)| self.view(key, stored))
-            .collect()
+        lifecycle::schedulers::list(self, start, end, ascending)
+            .expect("the memory store does not fail")
     }
 
     pub fn count_schedulers(&self) -> usize {
@@ -229,14 +124,16 @@ impl JobSchedulers for MemoryBackend {
         now: Millis,
     ) -> BoxFuture<Job> {
         self.write(|s| {
-            let pending = s.store.upsert_scheduler(&key, spec, template, now);
+            let max = s.store.config.max_payload_bytes;
+            let pending =
+                lifecycle::schedulers::upsert(&mut s.store, &key, spec, template, max, now);
             settle_missing(s);
             pending
         })
     }
 
     fn get_scheduler(&self, key: String) -> BoxFuture<Option<JobScheduler>> {
-        self.read(|store| Ok(store.get_scheduler(&key)))
+        self.read(|store| lifecycle::schedulers::get(store, &key))
     }
 
     fn list_schedulers(
@@ -245,18 +142,61 @@ impl JobSchedulers for MemoryBackend {
         end: i64,
         ascending: bool,
     ) -> BoxFuture<Vec<JobScheduler>> {
-        self.read(|store| Ok(store.list_schedulers(start, end, ascending)))
+        self.read(|store| lifecycle::schedulers::list(store, start, end, ascending))
     }
 
     fn count_schedulers(&self) -> BoxFuture<usize> {
-        self.read(|store| Ok(store.count_schedulers()))
+        self.read(|store| store.scheduler_count())
     }
 
     fn remove_scheduler(&self, key: String, now: Millis) -> BoxFuture<bool> {
         self.write(|s| {
-            let existed = s.store.remove_scheduler(&key, now);
+            let existed = lifecycle::schedulers::remove(&mut s.store, &key, now);
             settle_missing(s);
-            Ok(existed)
+            existed
         })
+    }
+}
+
+/// `lifecycle::schedulers` over the memory store.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jobs::options::{JobOptions, StoreConfig};
+
+    const T: Millis = 1_000_000;
+
+    fn template() -> Template {
+        Template {
+            name: "tick".into(),
+            data: "null".into(),
+            options: JobOptions::default(),
+        }
+    }
+
+    #[test]
+    fn lists_by_next_run_either_way_and_removal_takes_the_pending_occurrence() {
+        let mut s = MemoryStore::new(StoreConfig::default());
+        for (key, start) in [("b", T + 20), ("a", T + 10), ("c", T + 10)] {
+            let mut spec = ScheduleSpec::every(1000);
+            spec.start = Some(start);
+            s.upsert_scheduler(key, spec, template(), T).unwrap();
+        }
+        let keys = |list: Vec<JobScheduler>| list.into_iter().map(|j| j.key).collect::<Vec<_>>();
+        assert_eq!(keys(s.list_schedulers(0, -1, true)), ["a", "c", "b"]);
+        assert_eq!(keys(s.list_schedulers(0, 1, false)), ["b", "c"]);
+
+        let pending = s.get_scheduler("a").unwrap().job_id.unwrap();
+        let before = s.last_event_id();
+        assert!(s.remove_scheduler("a", T));
+        assert!(!s.remove_scheduler("a", T));
+        assert!(s.get_job(&pending).is_none());
+        let removed = s.read_events(before + 1, u64::MAX, 10);
+        assert_eq!(removed.len(), 1);
+        assert_eq!(
+            (removed[0].event, removed[0].job_id.as_deref()),
+            ("removed", Some(&*pending))
+        );
+        assert_eq!(s.count_schedulers(), 2);
     }
 }

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use crate::error::CoreResult;
-use crate::jobs::contract::NewJob;
 use crate::jobs::flow::ParentRef;
 use crate::jobs::lifecycle::{self, EventField, Finished, Gate, JobStorage};
 use crate::jobs::model::{Job, JobState, Millis};
@@ -62,10 +61,6 @@ impl JobStorage for MemoryStore {
         MemoryStore::intern_name(self, name)
     }
 
-    fn add_deduplicated(&mut self, job: NewJob, _seq: u64, now: Millis) -> CoreResult<(Job, bool)> {
-        Ok(self.insert_deduplicated(&job.name, &job.data, job.options, now))
-    }
-
     fn delete(&mut self, id: &str) -> CoreResult<Option<JobState>> {
         let Some(key) = self.jobs.get_key_value(id).map(|(k, _)| Arc::clone(k)) else {
             return Ok(None);
@@ -101,10 +96,6 @@ impl JobStorage for MemoryStore {
     fn remove_remote(&mut self, child: &ParentRef, now: Millis) -> CoreResult<()> {
         self.remove_elsewhere(child, now);
         Ok(())
-    }
-
-    fn is_pending_occurrence(&mut self, job: &Job) -> CoreResult<bool> {
-        Ok(self.pending_occurrence_of(job))
     }
 
     fn drainable(&mut self, delayed: bool) -> CoreResult<Vec<Arc<str>>> {
@@ -243,16 +234,20 @@ impl JobStorage for MemoryStore {
         Ok(())
     }
 
-    /// Waiters are the backend's (`MemoryBackend`): it tells them as the operation returns,
-    /// still under the group's lock.
-    fn tell_waiters(&mut self, _finished: &Finished) -> CoreResult<()> {
+    fn event_fields(
+        &mut self,
+        now: Millis,
+        name: &'static str,
+        job: Option<&Arc<str>>,
+        [field, extra]: [EventField; 2],
+    ) -> CoreResult<()> {
+        self.events.push_fields(now, name, job, field, extra);
         Ok(())
     }
 
-    fn settle_dedup(&mut self, finished: &Finished, now: Millis) -> CoreResult<()> {
-        if finished.dedup_id.is_some() {
-            self.dedup_on_finish(&finished.id, now);
-        }
+    /// Waiters are the backend's (`MemoryBackend`): it tells them as the operation returns,
+    /// still under the group's lock.
+    fn tell_waiters(&mut self, _finished: &Finished) -> CoreResult<()> {
         Ok(())
     }
 
@@ -265,13 +260,7 @@ impl JobStorage for MemoryStore {
         }
     }
 
-    fn next_occurrence(&mut self, key: &str, job: &Arc<str>, now: Millis) -> CoreResult<()> {
-        self.scheduler_on_claim(key, job, now);
-        Ok(())
-    }
-
     fn before_retry(&mut self, job: &Job, now: Millis) -> CoreResult<()> {
-        self.dedup_on_retry(&job.id, now)?;
         lifecycle::flows::on_retry(self, job, now)
     }
 }

@@ -241,24 +241,8 @@ impl MemoryStore {
         lifecycle::add_bulk(self, jobs, self.config.max_payload_bytes, now)
     }
 
-    /// The job that already has the custom id of `options`, if any (a `duplicated` event).
-    pub(super) fn existing(&mut self, options: &JobOptions, now: Millis) -> Option<Job> {
-        lifecycle::existing(self, options, now).expect("the memory store does not fail")
-    }
-
-    /// Writes a new job (its checks done) and its events.
-    pub(super) fn create(
-        &mut self,
-        name: &str,
-        data: &str,
-        options: JobOptions,
-        now: Millis,
-    ) -> Job {
-        self.create_with(name, data, options, false, now)
-    }
-
-    /// `create`; with `hold`, the job waits for children (a flow's parent) before anything
-    /// else, its delay counting from its release.
+    /// Writes a new job (its checks done) and its events; with `hold`, the job waits for
+    /// children (a flow's parent) before anything else, its delay counting from its release.
     pub(super) fn create_with(
         &mut self,
         name: &str,

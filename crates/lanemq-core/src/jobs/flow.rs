@@ -1,6 +1,7 @@
 //! Flows (BullMQ's FlowProducer): parent jobs that wait for their children. The decisions here
 //! are pure functions of what a backend read, shared by the backends so that they decide alike;
-//! each backend then writes what they decide (memory: `memory_flow`).
+//! the in-process backends then write what they decide once (`lifecycle::flows`), the Redis
+//! backend in its Lua scripts.
 //!
 //! A parent is created in `waiting_children` and holds its children's keys (`<queue>:<id>`) in
 //! four sets: unprocessed (still pending, or failed under `keep_parent_waiting`), processed

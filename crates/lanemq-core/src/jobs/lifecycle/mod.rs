@@ -5,7 +5,8 @@
 //! in one documented order (`effects`). The Redis backend's Lua scripts follow the same order.
 //! Dedup keys (`dedup`) and job schedulers (`schedulers`) are written once here too, over two
 //! small tables each store keeps (`DedupTable`, `SchedulerTable`); so is the management of a
-//! queue (reads, settings, logs, obliterate: `manage`, over `ManageStorage`).
+//! queue (reads, settings, logs, obliterate: `manage`, over `ManageStorage`). Flows (parents'
+//! dependency sets, a child's news to its parent, adding flows) are `flows`.
 
 mod add;
 mod claim;
@@ -13,6 +14,7 @@ pub mod dedup;
 mod edits;
 mod effects;
 mod finish;
+pub mod flows;
 mod leases;
 pub mod manage;
 mod parents;

@@ -1,269 +1,74 @@
-//! The local backend's flows (the SQL side of `memory_flow`), decided by `jobs::flow`.
+//! The SQLite file's flow transport: how a child's news travels (`ChildNews`) for the shared
+//! steps of `lifecycle::flows`, the file's flow hooks (removal, obliterate), the steps that
+//! reach other queues' files (locks and removals of remote children, detaching from a remote
+//! parent), and the flow contract. The sets are `flow_sets`, the files a flow spans
+//! `flow_files`.
 //!
-//! A parent's children are rows of `flow_deps` (parent id, child key `<queue>:<id>`, bucket,
-//! value or reason). What a child's change means for its parent is applied at once, in the
-//! transaction of the operation that changed the child, when the parent is in the same queue
-//! (a parent failed by a child tells its own parent in turn, so a failure climbs the tree).
-//! A file holds one queue: when the parent's queue is another (a file beside this one), that
-//! transaction writes a message instead, delivered exactly once right after it commits
-//! (`relay`). A flow's jobs in other queues are created the same way, under ids reserved in
-//! their files before the flow is written (`reserve`).
+//! What a child's change means for its parent is applied at once, in the transaction of the
+//! operation that changed the child, when the parent is in the same queue (a parent failed by a
+//! child tells its own parent in turn, so a failure climbs the tree). A file holds one queue:
+//! when the parent's queue is another (a file beside this one), that transaction writes a
+//! message instead, delivered exactly once right after it commits (`relay`).
 
-use std::collections::HashMap;
-use std::path::PathBuf;
-
-use rusqlite::{Connection, OptionalExtension};
-
-use crate::error::{CoreError, CoreResult};
-use crate::jobs::contract::NewJob;
-use crate::jobs::flow::{
-    self, AddedNode, ChildOutcome, Dependencies, DependencyCounts, FlowNode, ParentRef, Record,
-    Retried, Then,
-};
-use crate::jobs::model::{Job, JobState, Millis};
-use crate::jobs::options::{check_payload, JobOptions};
 use std::sync::Arc;
 
+use rusqlite::Connection;
+
+use crate::error::{CoreError, CoreResult};
+use crate::jobs::contract::{BoxFuture, JobFlows};
+use crate::jobs::flow::{
+    self, AddedNode, ChildOutcome, Dependencies, DependencyCounts, FlowNode, ParentRef,
+};
+use crate::jobs::lifecycle::flows::{self as shared, Bucket, Change, ChildNews, Detached};
+use crate::jobs::lifecycle::JobStorage;
+use crate::jobs::model::{Job, Millis};
+use crate::jobs::options::JobOptions;
+
+use super::flow_files::{FileFlow, Reserved};
+use super::flow_sets::{bucket_of, children};
+// Deleting a job and obliterating forget sets by these names.
+pub use super::flow_sets::on_delete;
 use super::manage;
-use super::ops::{self, Env};
-use super::relay::{self, Message, RemoteJob};
-use super::rows::{self, load, reserve, set_meta, sql, AutoIds};
-use super::schema;
+use super::ops::Env;
+use super::relay::{self, Message};
+use super::rows::{load, sql};
 use super::storage::SqlStore;
 use super::LocalBackend;
-use crate::jobs::contract::{BoxFuture, JobFlows};
-use crate::jobs::lifecycle;
 
-/// The buckets of `flow_deps`, in the order `Dependencies` pages them.
-const PROCESSED: i64 = 0;
-const UNPROCESSED: i64 = 1;
-const FAILED: i64 = 2;
-const IGNORED: i64 = 3;
-
-fn bucket_of(conn: &Connection, parent: &str, child_key: &str) -> CoreResult<Option<i64>> {
-    conn.prepare_cached("SELECT bucket FROM flow_deps WHERE parent_id = ?1 AND child_key = ?2")
-        .and_then(|mut stmt| stmt.query_row([parent, child_key], |r| r.get(0)).optional())
-        .map_err(sql)
-}
-
-fn count_in(conn: &Connection, parent: &str, bucket: i64) -> CoreResult<usize> {
-    conn.prepare_cached("SELECT count(*) FROM flow_deps WHERE parent_id = ?1 AND bucket = ?2")
-        .and_then(|mut stmt| {
-            stmt.query_row(rusqlite::params![parent, bucket], |r| r.get::<_, i64>(0))
-        })
-        .map(|n| n as usize)
-        .map_err(sql)
-}
-
-/// Puts the child in `bucket` (with `value`), replacing where it was.
-fn put(
-    conn: &Connection,
-    parent: &str,
-    child: &ParentRef,
-    bucket: i64,
-    value: Option<&str>,
-) -> CoreResult<()> {
-    conn.prepare_cached(
-        "INSERT OR REPLACE INTO flow_deps (parent_id, child_key, child_id, bucket, value) \
-         VALUES (?1, ?2, ?3, ?4, ?5)",
-    )
-    .and_then(|mut stmt| {
-        stmt.execute(rusqlite::params![
-            parent,
-            child.key(),
-            child.id,
-            bucket,
-            value
-        ])
-    })
-    .map(|_| ())
-    .map_err(sql)
-}
-
-fn drop_child(conn: &Connection, parent: &str, child_key: &str) -> CoreResult<()> {
-    conn.prepare_cached("DELETE FROM flow_deps WHERE parent_id = ?1 AND child_key = ?2")
-        .and_then(|mut stmt| stmt.execute([parent, child_key]))
-        .map(|_| ())
-        .map_err(sql)
-}
-
-/// When job `id` (about to be) deleted: its own dependencies go with it (its pending children
-/// then run on their own).
-pub fn on_delete(conn: &Connection, id: &str) -> CoreResult<()> {
-    conn.prepare_cached("DELETE FROM flow_deps WHERE parent_id = ?1")
-        .and_then(|mut stmt| stmt.execute([id]))
-        .map(|_| ())
-        .map_err(sql)
-}
-
-/// Before an obliterate: children still pending for parents in other queues (unfinished, or
-/// failed under `keep_parent_waiting`) leave them (the parents here go with the queue).
-pub fn on_obliterate(conn: &Connection, env: &mut Env, now: Millis) -> CoreResult<()> {
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT id, options FROM jobs WHERE state != 4 AND options LIKE '%\"parent\":{%'",
-        )
-        .map_err(sql)?;
-    let children = stmt
-        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
-        .map_err(sql)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(sql)?;
-    drop(stmt);
-    for (id, options) in children {
-        let options: JobOptions = serde_json::from_str(&options)
-            .map_err(|e| CoreError::Storage(format!("job {id:?}: bad options: {e}")))?;
-        match options.parent {
-            Some(parent) if parent.queue != env.queue => {
-                apply(conn, env, &parent, &id, ChildOutcome::Removed, now, false)?;
-            }
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
-/// Obliterate: every dependency goes.
-pub fn clear(conn: &Connection) -> CoreResult<()> {
-    conn.execute("DELETE FROM flow_deps", [])
-        .map(|_| ())
-        .map_err(sql)
-}
-
-/// Applies `outcome` of the child `child_id` (of this queue) to its parent: here, or by a
-/// message to the parent's queue. `hard`: a drain's or clean's removal (`apply_here`).
-fn apply(
-    conn: &Connection,
-    env: &mut Env,
-    parent: &ParentRef,
-    child_id: &str,
-    outcome: ChildOutcome,
-    now: Millis,
-    hard: bool,
-) -> CoreResult<()> {
-    if parent.queue != env.queue {
-        let message = Message::Child {
-            parent: parent.id.clone(),
-            child: child_id.to_owned(),
-            outcome,
-            at: now,
-        };
-        return relay::send(conn, env, &parent.queue, &message);
-    }
-    let child = ParentRef {
-        queue: env.queue.clone(),
-        id: child_id.to_owned(),
-    };
-    apply_here(conn, env, &parent.id, &child, outcome, now, hard).map(drop)
-}
-
-/// Applies `outcome` of `child` (of any queue) to its parent `parent_id` here; `true` if the
-/// child was one of the parent's pending dependencies. With `hard` (a drain's or clean's
-/// removal of a child of this queue), a parent left with no pending child is deleted rather
-/// than released, as BullMQ does; its own parent hears of it as of a drained child.
-pub fn apply_here(
-    conn: &Connection,
-    env: &mut Env,
-    parent_id: &str,
-    child: &ParentRef,
-    outcome: ChildOutcome,
-    now: Millis,
-    hard: bool,
-) -> CoreResult<bool> {
-    let Some(parent_job) = load(conn, parent_id)? else {
-        return Ok(false);
-    };
-    let child_key = child.key();
-    if bucket_of(conn, parent_id, &child_key)? != Some(UNPROCESSED) {
-        return Ok(false);
-    }
-    let pending_after = count_in(conn, parent_id, UNPROCESSED)?.saturating_sub(1);
-    let (record, then) = flow::on_child(&child.id, outcome, pending_after, parent_job.state);
-    match record {
-        Record::Processed(value) => put(conn, parent_id, child, PROCESSED, Some(&value))?,
-        Record::Failed(reason) => put(conn, parent_id, child, FAILED, Some(&reason))?,
-        Record::Ignored(reason) => put(conn, parent_id, child, IGNORED, Some(&reason))?,
-        Record::Dropped => drop_child(conn, parent_id, &child_key)?,
-        Record::Kept => {}
-    }
-    match then {
-        Then::Stay => {}
-        Then::Release if hard && child.queue == env.queue => {
-            let mut store = SqlStore::new(conn, env);
-            let parent_id: Arc<str> = Arc::from(parent_id);
-            lifecycle::JobStorage::remove_job(&mut store, &parent_id, now)?;
-            let prev = ("prev", parent_job.state.as_str().into());
-            lifecycle::JobStorage::event(&mut store, now, "removed", Some(&parent_id), Some(prev))?;
-        }
-        Then::Release => lifecycle::release_parent(&mut SqlStore::new(conn, env), parent_id, now)?,
-        Then::Fail(reason) => {
-            lifecycle::fail_now(&mut SqlStore::new(conn, env), parent_id, &reason, now)?;
-        }
-    }
-    Ok(true)
-}
-
-/// After the job `id`, a child of `parent`, completed or failed for good: tells its parent.
-pub fn on_finish(
-    conn: &Connection,
-    env: &mut Env,
-    parent: &ParentRef,
-    id: &str,
-    outcome: ChildOutcome,
-    now: Millis,
-) -> CoreResult<()> {
-    apply(conn, env, parent, id, outcome, now, false)
-}
-
-/// Before `job` is removed (remove, clean, drain): a child is noted, to leave its parent's
-/// dependencies when the removal settles (if it is still pending there: unfinished, or failed
-/// under `keep_parent_waiting`).
+/// Before `job` is removed (remove, clean, drain): a child still pending for its parent
+/// (`lifecycle::flows::removal_tells`) is noted, to leave its parent's dependencies when the
+/// removal settles.
 pub fn on_removal(env: &mut Env, job: &Job) {
-    if let Some(parent) = &job.options.parent {
-        if job.state != JobState::Completed {
-            env.flow_removed.push((parent.clone(), job.id.to_string()));
-        }
+    if let Some(parent) = shared::removal_tells(job) {
+        env.flow_removed.push((parent.clone(), job.id.to_string()));
     }
 }
 
 /// After a removal wrote its events: the removed children leave their parents' dependencies
 /// (as the memory store settles after the operation); `hard` for a drain or clean
-/// (`apply_here`), whose deleted parents' parents hear of it in turn.
+/// (`lifecycle::flows::apply_child`), whose deleted parents' parents hear of it in turn.
 pub fn settle_removals(
     conn: &Connection,
     env: &mut Env,
     now: Millis,
     hard: bool,
 ) -> CoreResult<()> {
-    while !env.flow_removed.is_empty() {
-        for (parent, child) in std::mem::take(&mut env.flow_removed) {
-            apply(conn, env, &parent, &child, ChildOutcome::Removed, now, hard)?;
+    let mut store = SqlStore::new(conn, env);
+    while !store.env.flow_removed.is_empty() {
+        for (parent, child) in std::mem::take(&mut store.env.flow_removed) {
+            if parent.queue != store.env.queue {
+                store.send(&parent, &child, Change::Done(ChildOutcome::Removed), now)?;
+                continue;
+            }
+            let child = ParentRef {
+                queue: parent.queue.clone(),
+                id: child,
+            };
+            let removed = ChildOutcome::Removed;
+            shared::apply_child(&mut store, &parent.id, &child, removed, now, hard)?;
         }
     }
     Ok(())
-}
-
-/// Every child of `id` (in any bucket), as `ParentRef`s sorted by key.
-pub fn children(conn: &Connection, id: &str) -> CoreResult<Vec<ParentRef>> {
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT child_key, child_id FROM flow_deps WHERE parent_id = ?1 ORDER BY child_key",
-        )
-        .map_err(sql)?;
-    let rows = stmt
-        .query_map([id], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
-        })
-        .map_err(sql)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(sql)?;
-    Ok(rows
-        .into_iter()
-        .map(|(key, id)| ParentRef {
-            queue: key[..key.len().saturating_sub(id.len() + 1)].to_owned(),
-            id,
-        })
-        .collect())
 }
 
 /// The id of a job of the tree under `id` in the file `conn` (of queue `queue`) that a live
@@ -312,631 +117,136 @@ pub fn remove_remote(
     relay::send(conn, env, &child.queue, &message)
 }
 
-/// Before `job` is retried by hand (or, for a parent, reopened): its parent hears of it.
-pub fn on_retry(conn: &Connection, env: &mut Env, job: &Job, now: Millis) -> CoreResult<()> {
-    let Some(parent) = &job.options.parent else {
-        return Ok(());
-    };
-    if parent.queue != env.queue {
-        let message = Message::Rejoin {
-            parent: parent.id.clone(),
-            child: job.id.to_string(),
-            at: now,
-        };
-        return relay::send(conn, env, &parent.queue, &message);
-    }
-    let child = ParentRef {
-        queue: env.queue.clone(),
-        id: job.id.to_string(),
-    };
-    rejoin(conn, env, &parent.id, &child, now)
-}
-
-/// `child` (of any queue) was retried by hand: its parent here waits for it again if it still
-/// waits for children, or if it failed because of it (then its failure is undone, and its own
-/// parent hears of it as of a retried child); see `flow::on_retry`.
-pub fn rejoin(
-    conn: &Connection,
-    env: &mut Env,
-    parent_id: &str,
-    child: &ParentRef,
-    now: Millis,
-) -> CoreResult<()> {
-    let Some(parent) = load(conn, parent_id)? else {
-        return Ok(());
-    };
-    let recorded = matches!(
-        bucket_of(conn, parent_id, &child.key())?,
-        Some(FAILED | IGNORED)
-    );
-    match flow::on_retry(
-        &child.id,
-        Some((parent.state, parent.failed_reason.as_deref())),
-        recorded,
-    ) {
-        Retried::Detached => return Ok(()),
-        Retried::Rejoin => {}
-        Retried::Reopen => {
-            lifecycle::reopen_parent(&mut SqlStore::new(conn, env), parent_id, now)?;
-            on_retry(conn, env, &parent, now)?;
-        }
-    }
-    put(conn, parent_id, child, UNPROCESSED, None)
-}
-
-/// `parent_id` here waits for `child` (a flow just created them).
-pub fn depend(conn: &Connection, parent_id: &str, child: &ParentRef) -> CoreResult<()> {
-    put(conn, parent_id, child, UNPROCESSED, None)
-}
-
-// ------------------------------------------------------------------------- operations
-
-/// Automatic ids reserved for a flow's jobs in other queues: per queue, the last id taken
-/// before them (they take the next ones in preorder, as that queue would).
-pub type Reserved = HashMap<String, u64>;
-
-/// Whether any of these nodes is in another queue than `home`.
-pub fn spans_queues(nodes: &[&FlowNode], home: &str) -> bool {
-    nodes.iter().any(|n| {
-        n.queue.as_deref().is_some_and(|q| q != home)
-            || spans_queues(
-                &n.children.iter().collect::<Vec<_>>(),
-                n.queue.as_deref().unwrap_or(home),
-            )
-    })
-}
-
-/// Before a flow with jobs in other queues is written, and outside this queue's transaction
-/// (no file is locked while another is): checks its nodes, and in each other queue's file that
-/// their custom ids are free, then reserves their automatic ids there (a flow refused after
-/// that leaves a gap in those ids).
-pub fn reserve_remote(
-    dir: Option<&PathBuf>,
-    home: &str,
-    nodes: &[&FlowNode],
-    path: &str,
-    max_payload_bytes: usize,
-) -> CoreResult<Reserved> {
-    let mut files: Vec<(String, Connection, u64)> = Vec::new();
-    flow::check_nodes(
-        nodes,
-        home,
-        path,
-        path == "root",
-        |queue, job: &NewJob, _| {
-            check_payload(&job.data, max_payload_bytes)?;
-            if queue == home {
-                return Ok(());
-            }
-            let at = match files.iter().position(|(q, _, _)| q == queue) {
-                Some(at) => at,
-                None => {
-                    let conn = schema::open(&relay::sibling_path(dir, queue)?, queue)?;
-                    files.push((queue.to_owned(), conn, 0));
-                    files.len() - 1
-                }
+impl ChildNews for SqlStore<'_> {
+    /// A parent here hears at once, in this transaction; one in another queue's file by a
+    /// message relayed after the commit.
+    fn send(
+        &mut self,
+        parent: &ParentRef,
+        child_id: &str,
+        change: Change,
+        now: Millis,
+    ) -> CoreResult<()> {
+        if parent.queue == self.env.queue {
+            let child = ParentRef {
+                queue: parent.queue.clone(),
+                id: child_id.to_owned(),
             };
-            let (_, conn, autos) = &mut files[at];
-            match job.options.job_id.as_deref() {
-                Some(id) if rows::state(conn, id)?.is_some() => Err(CoreError::InvalidConfig(
-                    format!("job_id {id:?} already exists in queue {queue:?}"),
-                )),
-                Some(_) => Ok(()),
-                None => {
-                    *autos += 1;
-                    Ok(())
+            return match change {
+                Change::Done(outcome) => {
+                    shared::apply_child(self, &parent.id, &child, outcome, now, false).map(drop)
                 }
-            }
-        },
-    )?;
-    let mut reserved = Reserved::new();
-    for (queue, conn, autos) in files {
-        reserved.insert(queue, rows::reserve_auto_ids(&conn, autos)?);
-    }
-    Ok(reserved)
-}
-
-/// The checks of a flow's nodes in this queue's transaction: the payload fits, a custom id
-/// here is free, another queue's file can be beside this one (`reserve_remote` checked the
-/// rest of theirs).
-fn check(
-    conn: &Connection,
-    env: &Env,
-    nodes: &[&FlowNode],
-    path: &str,
-    now: Millis,
-) -> CoreResult<()> {
-    let dedup = path == "root";
-    flow::check_nodes(
-        nodes,
-        &env.queue,
-        path,
-        dedup,
-        |queue, job: &NewJob, child| {
-            check_payload(&job.data, env.max_payload_bytes)?;
-            if queue != env.queue {
-                return relay::sibling_path(env.dir.as_ref(), queue).map(drop);
-            }
-            if let (true, Some(dedup)) = (child, &job.options.dedup) {
-                if let Some(owner) = super::dedup::flow_owner(conn, dedup, now)? {
-                    let parent = owner.options.parent.as_ref().map(ParentRef::key);
-                    flow::check_dedup_owner(&dedup.id, &owner.id, parent.as_deref())?;
-                }
-            }
-            if let Some(id) = job.options.job_id.as_deref() {
-                if rows::state(conn, id)?.is_some() {
-                    return Err(CoreError::InvalidConfig(format!(
-                        "job_id {id:?} already exists in queue {:?}",
-                        env.queue
-                    )));
-                }
-            }
-            Ok(())
-        },
-    )
-}
-
-/// A flow's jobs for another queue, sent once the flow is written: parents first (with the
-/// dependencies of parents there), then the jobs without children, so a child never runs
-/// before its parent exists.
-#[derive(Default)]
-struct Remote {
-    parents: Vec<RemoteJob>,
-    leaves: Vec<RemoteJob>,
-    deps: Vec<(String, ParentRef)>,
-}
-
-/// What creating a flow keeps track of.
-struct Creating {
-    auto_ids: AutoIds,
-    reserved: Reserved,
-    remote: Vec<(String, Remote)>,
-    /// Finished owners that children were deduplicated into, with their new parents (told
-    /// once every node is written).
-    finished: Vec<(ParentRef, Job)>,
-}
-
-impl Creating {
-    fn remote(&mut self, queue: &str) -> &mut Remote {
-        let at = match self.remote.iter().position(|(q, _)| q == queue) {
-            Some(at) => at,
-            None => {
-                self.remote.push((queue.to_owned(), Remote::default()));
-                self.remote.len() - 1
-            }
-        };
-        &mut self.remote[at].1
-    }
-}
-
-/// Takes the automatic ids that a node not written (deduplicated, or under a deduplicated
-/// node) would have taken, so that ids match the Lua side, which reserves every node's first.
-fn skip_ids(c: &mut Creating, home: &str, queue: &str, node: &FlowNode, this_one: bool) {
-    if this_one && node.job.options.job_id.is_none() {
-        if queue == home {
-            c.auto_ids.take();
-        } else if let Some(last) = c.reserved.get_mut(queue) {
-            *last += 1;
+                Change::Retried => shared::rejoin(self, &parent.id, &child, now),
+            };
         }
-    }
-    for child in &node.children {
-        let queue = child.queue.as_deref().unwrap_or(queue).to_owned();
-        skip_ids(c, home, &queue, child, true);
-    }
-}
-
-/// A node deduplicated into the existing job `owner` (of this queue) is that job: the parent
-/// (if any) waits for it as its child, and hears of an owner that finished already once the
-/// flow is written.
-fn adopt_owner(
-    conn: &Connection,
-    env: &mut Env,
-    c: &mut Creating,
-    mut owner: Job,
-    parent: Option<ParentRef>,
-) -> CoreResult<AddedNode> {
-    let queue = env.queue.clone();
-    if let Some(parent) = parent {
-        owner.options.parent = Some(parent.clone());
-        rows::save(conn, &owner)?;
-        let me = ParentRef {
-            queue: queue.clone(),
-            id: owner.id.to_string(),
-        };
-        if parent.queue == env.queue {
-            put(conn, &parent.id, &me, UNPROCESSED, None)?;
-        } else {
-            c.remote(&parent.queue).deps.push((parent.id.clone(), me));
-        }
-        if owner.state.is_finished() {
-            c.finished.push((parent, owner.clone()));
-        }
-    }
-    existing_node(conn, conn, env, &queue, owner)
-}
-
-fn create_node(
-    conn: &Connection,
-    env: &mut Env,
-    c: &mut Creating,
-    node: FlowNode,
-    default_queue: &str,
-    parent: Option<ParentRef>,
-    now: Millis,
-) -> CoreResult<AddedNode> {
-    let queue = node
-        .queue
-        .clone()
-        .unwrap_or_else(|| default_queue.to_owned());
-    let hold = !node.children.is_empty();
-    let mut new = node.job.clone();
-    new.options.parent = parent.clone();
-    let job = if queue == env.queue && new.options.dedup.is_some() {
-        let seq = reserve(conn, "seq", 1)?;
-        let (job, created) =
-            super::dedup::add_with(conn, env, &new, seq, &mut c.auto_ids, hold, now)?;
-        if !created {
-            let home = env.queue.clone();
-            skip_ids(c, &home, &queue, &node, true);
-            return adopt_owner(conn, env, c, job, parent);
-        }
-        job
-    } else if queue == env.queue {
-        let seq = reserve(conn, "seq", 1)?;
-        ops::create_with(conn, env, &new, seq, &mut c.auto_ids, hold, now)?
-    } else {
-        let id = match &new.options.job_id {
-            Some(id) => id.clone(),
-            None => {
-                let last = c.reserved.get_mut(&queue).ok_or_else(|| {
-                    CoreError::Storage(format!("no ids reserved in queue {queue:?}"))
-                })?;
-                *last += 1;
-                last.to_string()
-            }
-        };
-        let job = Job::added(
-            Arc::from(id.as_str()),
-            Arc::from(new.name.as_str()),
-            Arc::from(new.data.as_str()),
-            new.options.clone(),
-            (0, 0),
-            hold,
-            now,
-        );
-        let remote = RemoteJob {
-            id,
-            name: new.name,
-            data: new.data,
-            options: new.options,
-            hold,
-        };
-        let there = c.remote(&queue);
-        if hold {
-            there.parents.push(remote);
-        } else {
-            there.leaves.push(remote);
-        }
-        job
-    };
-    let me = ParentRef {
-        queue: queue.clone(),
-        id: job.id.to_string(),
-    };
-    if let Some(parent) = parent {
-        if parent.queue == env.queue {
-            put(conn, &parent.id, &me, UNPROCESSED, None)?;
-        } else {
-            c.remote(&parent.queue).deps.push((parent.id, me.clone()));
-        }
-    }
-    let children = node
-        .children
-        .into_iter()
-        .map(|child| create_node(conn, env, c, child, &queue, Some(me.clone()), now))
-        .collect::<CoreResult<Vec<_>>>()?;
-    Ok(AddedNode {
-        queue,
-        job,
-        children,
-    })
-}
-
-/// Creates checked nodes under `parent`, in preorder (automatic ids as the memory store takes
-/// them); those of other queues go out as messages, parents before leaves.
-fn create_all(
-    conn: &Connection,
-    env: &mut Env,
-    nodes: Vec<FlowNode>,
-    parent: Option<ParentRef>,
-    reserved: Reserved,
-    now: Millis,
-) -> CoreResult<Vec<AddedNode>> {
-    let mut c = Creating {
-        auto_ids: AutoIds::read(conn)?,
-        reserved,
-        remote: Vec::new(),
-        finished: Vec::new(),
-    };
-    let home = env.queue.clone();
-    let added = nodes
-        .into_iter()
-        .map(|n| create_node(conn, env, &mut c, n, &home, parent.clone(), now))
-        .collect::<CoreResult<Vec<_>>>()?;
-    c.auto_ids.write(conn)?;
-    if any_waiting(&added, &home) {
-        set_meta(conn, "drained", None)?;
-    }
-    let mut leaves = Vec::new();
-    for (queue, remote) in c.remote {
-        let message = Message::Create {
-            jobs: remote.parents,
-            deps: remote.deps,
-            at: now,
-        };
-        relay::send(conn, env, &queue, &message)?;
-        leaves.push((queue, remote.leaves));
-    }
-    for (queue, jobs) in leaves {
-        if !jobs.is_empty() {
-            let message = Message::Create {
-                jobs,
-                deps: Vec::new(),
+        let (parent_id, child) = (parent.id.clone(), child_id.to_owned());
+        let message = match change {
+            Change::Done(outcome) => Message::Child {
+                parent: parent_id,
+                child,
+                outcome,
                 at: now,
-            };
-            relay::send(conn, env, &queue, &message)?;
-        }
+            },
+            Change::Retried => Message::Rejoin {
+                parent: parent_id,
+                child,
+                at: now,
+            },
+        };
+        relay::send(self.conn, self.env, &parent.queue, &message)
     }
-    // After the messages that create parents elsewhere, so that those exist when told.
-    for (parent, owner) in c.finished {
-        if let Some(outcome) = flow::finished_owner_outcome(&owner) {
-            on_finish(conn, env, &parent, &owner.id, outcome, now)?;
-        }
+
+    /// The drain's or clean's `settle_removals` loop carries `hard` on up the tree.
+    fn remove_emptied(&mut self, id: &Arc<str>, now: Millis) -> CoreResult<()> {
+        self.remove_job(id, now)
     }
-    Ok(added)
+
+    /// `fail_now` told them already (`tell_waiters`).
+    fn failed_by_child(&mut self, _id: &str, _reason: String) -> CoreResult<()> {
+        Ok(())
+    }
+
+    fn pending_children(&mut self) -> CoreResult<Vec<(ParentRef, String)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT id, options FROM jobs WHERE state != 4 AND options LIKE '%\"parent\":{%'",
+            )
+            .map_err(sql)?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+            .map_err(sql)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(sql)?;
+        let mut children = Vec::new();
+        for (id, options) in rows {
+            let options: JobOptions = serde_json::from_str(&options)
+                .map_err(|e| CoreError::Storage(format!("job {id:?}: bad options: {e}")))?;
+            if let Some(parent) = options.parent {
+                children.push((parent, id));
+            }
+        }
+        Ok(children)
+    }
 }
 
-/// Whether a node of this queue was created waiting (a leaf without a delay), as a claim may
-/// then find it.
-fn any_waiting(nodes: &[AddedNode], home: &str) -> bool {
-    nodes.iter().any(|n| {
-        (n.queue == home && n.job.state == JobState::Waiting) || any_waiting(&n.children, home)
-    })
-}
-
-/// Adds a flow: every node checked first, then all written (`reserved`: the ids
-/// `reserve_remote` reserved for its jobs in other queues).
-pub fn add_flow(
-    conn: &Connection,
-    env: &mut Env,
-    root: FlowNode,
-    reserved: Reserved,
-    now: Millis,
-) -> CoreResult<AddedNode> {
-    check(conn, env, &[&root], "root", now)?;
-    Ok(create_all(conn, env, vec![root], None, reserved, now)?.remove(0))
-}
-
-/// Adds children to the active job `parent_id` held by `token` and parks it in
-/// waiting_children (no attempt used, lock released) until they are done.
-pub fn add_children(
-    conn: &Connection,
-    env: &mut Env,
-    parent_id: &str,
-    token: &str,
-    children: Vec<FlowNode>,
-    reserved: Reserved,
-    now: Millis,
-) -> CoreResult<Vec<AddedNode>> {
-    flow::check_children_count(parent_id, children.len())?;
-    ops::locked(conn, parent_id, token, now)?;
-    let nodes: Vec<&FlowNode> = children.iter().collect();
-    check(conn, env, &nodes, "children", now)?;
-    lifecycle::park_for_children(&mut SqlStore::new(conn, env), parent_id, token, now)?;
-    let me = ParentRef {
-        queue: env.queue.clone(),
-        id: parent_id.to_owned(),
-    };
-    create_all(conn, env, children, Some(me), reserved, now)
-}
-
-fn bucket(conn: &Connection, parent: &str, bucket: i64) -> CoreResult<Vec<(String, String)>> {
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT child_key, COALESCE(value, '') FROM flow_deps \
-             WHERE parent_id = ?1 AND bucket = ?2 ORDER BY child_key",
-        )
-        .map_err(sql)?;
-    let rows = stmt
-        .query_map(rusqlite::params![parent, bucket], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .map_err(sql)?;
-    rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)
-}
-
-/// A page of the dependencies of `id` (see `MemoryStore::get_dependencies`).
-pub fn get_dependencies(
-    conn: &Connection,
-    id: &str,
-    cursors: [usize; 4],
-    count: Option<usize>,
-) -> CoreResult<Dependencies> {
-    rows::require(conn, id)?;
-    let unprocessed: Vec<String> = bucket(conn, id, UNPROCESSED)?
-        .into_iter()
-        .map(|(k, _)| k)
-        .collect();
-    Ok(Dependencies::page(
-        &bucket(conn, id, PROCESSED)?,
-        &unprocessed,
-        &bucket(conn, id, FAILED)?,
-        &bucket(conn, id, IGNORED)?,
-        cursors,
-        count,
-    ))
-}
-
-pub fn get_dependencies_count(conn: &Connection, id: &str) -> CoreResult<DependencyCounts> {
-    rows::require(conn, id)?;
-    Ok(DependencyCounts {
-        processed: count_in(conn, id, PROCESSED)?,
-        unprocessed: count_in(conn, id, UNPROCESSED)?,
-        failed: count_in(conn, id, FAILED)?,
-        ignored: count_in(conn, id, IGNORED)?,
-    })
-}
-
-/// Detaches the child `child_id` from its parent; `true` if it was one of the parent's pending
-/// dependencies (the parent is released if it was the last).
-pub fn remove_child_dependency(
+/// Detaches the child `child_id` from its parent (`lifecycle::flows::remove_child_dependency`);
+/// a parent in another queue's file says whether it still waits for this child, and the
+/// message delivered after the commit makes it stop.
+fn remove_child_dependency(
     conn: &Connection,
     env: &mut Env,
     child_id: &str,
     now: Millis,
 ) -> CoreResult<bool> {
-    let mut child = rows::require(conn, child_id)?;
-    let Some(parent) = child.options.parent.take() else {
-        return Ok(false);
-    };
-    rows::save(conn, &child)?;
-    let me = ParentRef {
-        queue: env.queue.clone(),
-        id: child_id.to_owned(),
-    };
-    if parent.queue == env.queue {
-        return apply_here(
-            conn,
-            env,
-            &parent.id,
-            &me,
-            ChildOutcome::Removed,
-            now,
-            false,
-        );
+    let mut store = SqlStore::new(conn, env);
+    match shared::remove_child_dependency(&mut store, child_id, now)? {
+        Detached::NoParent => Ok(false),
+        Detached::Here(pending) => Ok(pending),
+        Detached::Elsewhere { parent, child } => {
+            let key = child.key();
+            let pending = relay::with_link(store.env, &parent.queue, |link, _| {
+                Ok(bucket_of(link, &parent.id, &key)? == Some(Bucket::Unprocessed))
+            })?;
+            let removed = Change::Done(ChildOutcome::Removed);
+            store.send(&parent, &child.id, removed, now)?;
+            Ok(pending)
+        }
     }
-    // The parent's file says whether it still waits for this child; the message delivered
-    // after the commit makes it stop.
-    let key = me.key();
-    let pending = relay::with_link(env, &parent.queue, |link, _| {
-        Ok(bucket_of(link, &parent.id, &key)? == Some(UNPROCESSED))
-    })?;
-    apply(
-        conn,
-        env,
-        &parent,
-        child_id,
-        ChildOutcome::Removed,
-        now,
-        false,
-    )?;
-    Ok(pending)
 }
 
 /// Removes every unprocessed child of `parent_id` that no worker holds (each leaves the
 /// parent's dependencies, so the parent is released once none is left); returns how many.
 /// Children in other queues are removed there by a message (counted if they exist and no
 /// live lock holds them now).
-pub fn remove_unprocessed_children(
+fn remove_unprocessed_children(
     conn: &Connection,
     env: &mut Env,
     parent_id: &str,
     now: Millis,
 ) -> CoreResult<usize> {
-    rows::require(conn, parent_id)?;
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT child_key, child_id FROM flow_deps WHERE parent_id = ?1 AND bucket = ?2 \
-             ORDER BY child_key",
-        )
-        .map_err(sql)?;
-    let children = stmt
-        .query_map(rusqlite::params![parent_id, UNPROCESSED], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
-        })
-        .map_err(sql)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(sql)?;
-    drop(stmt);
+    let children = shared::unprocessed_children(&mut SqlStore::new(conn, env), parent_id)?;
     let mut removed = 0;
-    for (key, child) in children {
-        let queue = &key[..key.len().saturating_sub(child.len() + 1)];
-        if queue != env.queue {
-            let removable = relay::with_link(env, queue, |link, _| {
-                Ok(load(link, &child)?.is_some()
-                    && tree_locked(link, queue, &child, now)?.is_none())
+    for child in children {
+        if child.queue != env.queue {
+            let removable = relay::with_link(env, &child.queue, |link, _| {
+                Ok(load(link, &child.id)?.is_some()
+                    && tree_locked(link, &child.queue, &child.id, now)?.is_none())
             })?;
             if removable {
-                let message = Message::Remove { child, at: now };
-                relay::send(conn, env, queue, &message)?;
+                remove_remote(conn, env, &child, now)?;
                 removed += 1;
             }
             continue;
         }
         // A refused removal (a child under a live lock, or gone) writes nothing.
-        match manage::remove(conn, env, &child, now) {
+        match manage::remove(conn, env, &child.id, now) {
             Ok(()) => removed += 1,
             Err(CoreError::Refused(_) | CoreError::JobNotFound(_)) => {}
             Err(other) => return Err(other),
         }
     }
     Ok(removed)
-}
-
-/// The existing job a flow's root is, when its custom id exists (`flow::root_custom_id`):
-/// its node with its children as they are, after a `duplicated` event; the flow's options are
-/// still checked.
-fn existing_root(
-    conn: &Connection,
-    env: &mut Env,
-    root: &FlowNode,
-    now: Millis,
-) -> CoreResult<Option<AddedNode>> {
-    let Some(id) = flow::root_custom_id(root, &env.queue) else {
-        return Ok(None);
-    };
-    let Some(job) = load(conn, id)? else {
-        return Ok(None);
-    };
-    flow::check_nodes(&[root], &env.queue, "root", true, |_, _, _| Ok(()))?;
-    env.event(conn, now, "duplicated", Some(&job.id), None)?;
-    let queue = env.queue.clone();
-    existing_node(conn, conn, env, &queue, job).map(Some)
-}
-
-/// The node of the existing job `job` of `queue` (whose file `here` is; `home` is this
-/// queue's), with its children as they are, read from their files.
-fn existing_node(
-    home: &Connection,
-    here: &Connection,
-    env: &mut Env,
-    queue: &str,
-    job: Job,
-) -> CoreResult<AddedNode> {
-    let mut nodes = Vec::new();
-    for child in children(here, &job.id)? {
-        let node = if child.queue == queue || child.queue == env.queue {
-            let file = if child.queue == queue { here } else { home };
-            match load(file, &child.id)? {
-                Some(found) => Some(existing_node(home, file, env, &child.queue, found)?),
-                None => None,
-            }
-        } else {
-            let name = child.queue.clone();
-            relay::with_link(env, &name, |link, env| match load(link, &child.id)? {
-                Some(found) => existing_node(home, link, env, &child.queue, found).map(Some),
-                None => Ok(None),
-            })?
-        };
-        nodes.extend(node);
-    }
-    let mut node = AddedNode {
-        queue: queue.to_owned(),
-        job,
-        children: nodes,
-    };
-    flow::sort_children(&mut node);
-    Ok(node)
 }
 
 impl JobFlows for LocalBackend {
@@ -958,7 +268,10 @@ impl JobFlows for LocalBackend {
             if flow::root_custom_id(&root, &home).is_some() {
                 let probe = root.clone();
                 let existing = backend
-                    .call(move |conn, env| existing_root(conn, env, &probe, now))
+                    .call(move |conn, env| {
+                        let mut files = FileFlow::new(conn, env, Reserved::new());
+                        shared::existing_root(&mut files, &probe, now)
+                    })
                     .await?;
                 if let Some(node) = existing {
                     return Ok(node);
@@ -966,7 +279,9 @@ impl JobFlows for LocalBackend {
             }
             let reserved = backend.reserve_remote(&[&root], "root").await?;
             backend
-                .call(move |conn, env| add_flow(conn, env, root, reserved, now))
+                .call(move |conn, env| {
+                    shared::add_flow(&mut FileFlow::new(conn, env, reserved), root, now)
+                })
                 .await
         })
     }
@@ -985,7 +300,8 @@ impl JobFlows for LocalBackend {
             let reserved = reserving.await?;
             backend
                 .call(move |conn, env| {
-                    add_children(conn, env, &parent_id, &token, children, reserved, now)
+                    let mut files = FileFlow::new(conn, env, reserved);
+                    shared::add_children(&mut files, &parent_id, &token, children, now)
                 })
                 .await
         })
@@ -997,11 +313,15 @@ impl JobFlows for LocalBackend {
         cursors: [usize; 4],
         count: Option<usize>,
     ) -> BoxFuture<Dependencies> {
-        self.direct(move |conn, _| get_dependencies(conn, &parent_id, cursors, count))
+        self.direct(move |conn, env| {
+            shared::get_dependencies(&mut SqlStore::new(conn, env), &parent_id, cursors, count)
+        })
     }
 
     fn get_dependencies_count(&self, parent_id: String) -> BoxFuture<DependencyCounts> {
-        self.direct(move |conn, _| get_dependencies_count(conn, &parent_id))
+        self.direct(move |conn, env| {
+            shared::get_dependencies_count(&mut SqlStore::new(conn, env), &parent_id)
+        })
     }
 
     fn remove_child_dependency(&self, child_id: String, now: Millis) -> BoxFuture<bool> {

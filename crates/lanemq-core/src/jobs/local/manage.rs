@@ -10,7 +10,6 @@ use crate::error::CoreResult;
 use crate::jobs::lifecycle::{self, ManageStorage};
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
 
-use super::flows;
 use super::ops::Env;
 use super::rows::{self, code, load, set_meta, sql, COLUMNS};
 use super::storage::SqlStore;
@@ -217,10 +216,6 @@ impl ManageStorage for SqlStore<'_> {
         )
     }
 
-    fn flows_on_obliterate(&mut self, now: Millis) -> CoreResult<()> {
-        flows::on_obliterate(self.conn, self.env, now)
-    }
-
     fn wipe(&mut self) -> CoreResult<()> {
         let ids: Vec<String> = self
             .conn
@@ -233,7 +228,6 @@ impl ManageStorage for SqlStore<'_> {
         for id in ids {
             self.env.finished.push((id, FinishedResult::Missing));
         }
-        flows::clear(self.conn)?;
         self.conn
             .execute_batch(
                 "DELETE FROM jobs; DELETE FROM logs; DELETE FROM events; DELETE FROM dedup; \

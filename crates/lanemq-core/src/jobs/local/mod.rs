@@ -11,6 +11,8 @@ mod admin;
 mod dedup;
 mod doorbell;
 mod events;
+mod flow_files;
+mod flow_sets;
 mod flows;
 mod lifecycle;
 mod manage;
@@ -174,16 +176,16 @@ impl LocalBackend {
         })
     }
 
-    /// Reserves, in their files, the ids of a flow's jobs in other queues (`flows::reserve_remote`),
+    /// Reserves, in their files, the ids of a flow's jobs in other queues (`flow_files::reserve_remote`),
     /// on a thread of its own: before this queue's transaction, which must not hold its lock
     /// while waiting for another file's.
     fn reserve_remote(
         &self,
         nodes: &[&FlowNode],
         path: &'static str,
-    ) -> BoxFuture<flows::Reserved> {
-        if !flows::spans_queues(nodes, &self.queue) {
-            return Box::pin(async { Ok(flows::Reserved::new()) });
+    ) -> BoxFuture<flow_files::Reserved> {
+        if !flow_files::spans_queues(nodes, &self.queue) {
+            return Box::pin(async { Ok(flow_files::Reserved::new()) });
         }
         let owned: Vec<FlowNode> = nodes.iter().map(|n| (*n).clone()).collect();
         let (dir, home, max) = (self.dir.clone(), self.queue.clone(), self.max_payload_bytes);
@@ -193,7 +195,7 @@ impl LocalBackend {
             .spawn(move || {
                 let refs: Vec<&FlowNode> = owned.iter().collect();
                 let dir = dir.as_deref();
-                let _ = reply.send(flows::reserve_remote(dir, &home, &refs, path, max));
+                let _ = reply.send(flow_files::reserve_remote(dir, &home, &refs, path, max));
             });
         Box::pin(async move {
             spawned.map_err(|e| CoreError::Storage(format!("cannot start a thread: {e}")))?;

@@ -19,9 +19,7 @@ use crate::jobs::model::{self, FinishedResult, Job, JobState, Millis};
 
 use super::dedup;
 use super::flows;
-use super::rows::{
-    self, count, count_delta, event, load, meta, meta_number, require, sql, AutoIds,
-};
+use super::rows::{self, count, count_delta, event, load, meta, meta_number, sql, AutoIds};
 use super::storage::SqlStore;
 
 /// What the writer thread keeps between operations, and what an operation reports back.
@@ -174,13 +172,6 @@ pub fn next_ready_at(conn: &Connection, now: Millis) -> CoreResult<Option<Millis
         maxed,
         next_delayed.map(|d| d as Millis),
     ))
-}
-
-/// The job, if `token` holds its live lock (the same checks and messages as the memory store).
-pub fn locked(conn: &Connection, id: &str, token: &str, now: Millis) -> CoreResult<Job> {
-    let job = require(conn, id)?;
-    job.check_lock(token, now)?;
-    Ok(job)
 }
 
 /// Deletes a job (as `delete`) and the dedup key it holds, if any, and notes an unfinished

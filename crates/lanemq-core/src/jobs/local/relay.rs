@@ -21,13 +21,15 @@ use serde::{Deserialize, Serialize};
 use crate::error::{CoreError, CoreResult};
 use crate::jobs::contract::NewJob;
 use crate::jobs::flow::{ChildOutcome, ParentRef};
+use crate::jobs::lifecycle;
 use crate::jobs::model::Millis;
 use crate::jobs::options::JobOptions;
 
 use super::ops::Env;
 use super::rows::{self, meta, set_meta, sql};
+use super::storage::SqlStore;
 use super::sync::{sync_outbox, LocalSync};
-use super::{flows, manage, ops, schema};
+use super::{flow_sets, manage, ops, schema};
 
 /// What one queue tells another.
 #[derive(Debug, Serialize, Deserialize)]
@@ -307,9 +309,14 @@ fn apply(conn: &Connection, env: &mut Env, sender: &str, message: Message) -> Co
             child,
             outcome,
             at,
-        } => flows::apply_here(conn, env, &parent, &child_of(child), outcome, at, false).map(drop),
+        } => {
+            let mut store = SqlStore::new(conn, env);
+            let child = child_of(child);
+            lifecycle::flows::apply_child(&mut store, &parent, &child, outcome, at, false).map(drop)
+        }
         Message::Rejoin { parent, child, at } => {
-            flows::rejoin(conn, env, &parent, &child_of(child), at)
+            let mut store = SqlStore::new(conn, env);
+            lifecycle::flows::rejoin(&mut store, &parent, &child_of(child), at)
         }
         Message::Create { jobs, deps, at } => {
             let mut waiting = false;
@@ -327,7 +334,7 @@ fn apply(conn: &Connection, env: &mut Env, sender: &str, message: Message) -> Co
                 waiting |= created.state == crate::jobs::model::JobState::Waiting;
             }
             for (parent, child) in deps {
-                flows::depend(conn, &parent, &child)?;
+                flow_sets::depend(conn, &parent, &child)?;
             }
             if waiting {
                 set_meta(conn, "drained", None)?;

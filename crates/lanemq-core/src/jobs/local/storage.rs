@@ -10,7 +10,7 @@ use rusqlite::Connection;
 
 use crate::error::CoreResult;
 use crate::jobs::flow::ParentRef;
-use crate::jobs::lifecycle::{EventField, Finished, Gate, JobStorage};
+use crate::jobs::lifecycle::{self, EventField, Finished, Gate, JobStorage};
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
 use crate::jobs::options::JobOptions;
 
@@ -19,7 +19,7 @@ use super::rows::{
     self, code, count, count_delta, load, meta, meta_number, reserve, save, save_lifecycle,
     set_meta, sql, AutoIds,
 };
-use super::{flows, manage};
+use super::{flow_sets, flows, manage};
 
 /// The ids of the job schedulers' pending occurrences, as an SQL list (drain and clean keep
 /// them): `repeat:<key>:<next_run>`.
@@ -239,7 +239,7 @@ impl JobStorage for SqlStore<'_> {
     }
 
     fn children(&mut self, id: &str) -> CoreResult<Vec<ParentRef>> {
-        flows::children(self.conn, id)
+        flow_sets::children(self.conn, id)
     }
 
     fn remote_locked(&mut self, child: &ParentRef, now: Millis) -> CoreResult<Option<String>> {
@@ -407,19 +407,14 @@ impl JobStorage for SqlStore<'_> {
 
     fn tell_parent(&mut self, finished: &Finished, now: Millis) -> CoreResult<()> {
         match &finished.parent {
-            Some((parent, outcome)) => flows::on_finish(
-                self.conn,
-                self.env,
-                parent,
-                &finished.id,
-                outcome.clone(),
-                now,
-            ),
+            Some((parent, outcome)) => {
+                lifecycle::flows::on_finish(self, parent, &finished.id, outcome.clone(), now)
+            }
             None => Ok(()),
         }
     }
 
     fn before_retry(&mut self, job: &Job, now: Millis) -> CoreResult<()> {
-        flows::on_retry(self.conn, self.env, job, now)
+        lifecycle::flows::on_retry(self, job, now)
     }
 }

@@ -201,11 +201,6 @@ impl ManageStorage for MemoryStore {
         Ok(())
     }
 
-    fn flows_on_obliterate(&mut self, now: Millis) -> CoreResult<()> {
-        self.flow_on_obliterate(now);
-        Ok(())
-    }
-
     /// The backend tells the waiters of the jobs that went (`settle_missing`).
     fn wipe(&mut self) -> CoreResult<()> {
         self.jobs.clear();

@@ -8,6 +8,8 @@
 mod admin;
 mod dedup;
 mod events;
+mod flow_group;
+mod flow_sets;
 mod flows;
 mod lifecycle;
 mod manage;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::error::CoreResult;
 use crate::jobs::flow::ParentRef;
-use crate::jobs::lifecycle::{EventField, Finished, Gate, JobStorage};
+use crate::jobs::lifecycle::{self, EventField, Finished, Gate, JobStorage};
 use crate::jobs::model::{Job, JobState, Millis};
 use crate::jobs::options::JobOptions;
 
@@ -252,14 +252,15 @@ impl JobStorage for MemoryStore {
     }
 
     fn tell_parent(&mut self, finished: &Finished, now: Millis) -> CoreResult<()> {
-        if let Some((_, outcome)) = &finished.parent {
-            self.flow_on_finish(&finished.id, outcome.clone(), now);
+        match &finished.parent {
+            Some((parent, outcome)) => {
+                lifecycle::flows::on_finish(self, parent, &finished.id, outcome.clone(), now)
+            }
+            None => Ok(()),
         }
-        Ok(())
     }
 
     fn before_retry(&mut self, job: &Job, now: Millis) -> CoreResult<()> {
-        self.flow_on_retry(&job.id, now);
-        Ok(())
+        lifecycle::flows::on_retry(self, job, now)
     }
 }

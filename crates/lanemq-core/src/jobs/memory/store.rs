@@ -304,15 +304,6 @@ impl MemoryStore {
             .is_some_and(|max| self.active.len() >= max as usize)
     }
 
-    // ------------------------------------------------------------------- locks
-
-    /// The job, if `token` holds its live lock.
-    pub(super) fn locked(&self, id: &str, token: &str, now: Millis) -> CoreResult<JobId> {
-        let key = self.key(id)?;
-        self.jobs[&key].check_lock(token, now)?;
-        Ok(key)
-    }
-
     // -------------------------------------------------------------- removal
 
     /// Removes a job from every index and from the store (its dedup key stays: see

@@ -5,6 +5,7 @@
 use crate::error::{CoreError, CoreResult};
 use crate::jobs::model::{JobState, Millis};
 
+use super::super::flows;
 use super::settings::set_paused;
 use super::storage::ManageStorage;
 
@@ -23,7 +24,7 @@ pub fn obliterate<S: ManageStorage>(
             "cannot obliterate a queue with {active} active jobs (use force=True)"
         ))));
     }
-    storage.flows_on_obliterate(now)?;
+    flows::on_obliterate(storage, now)?;
     storage.wipe()?;
     Ok(Ok(()))
 }

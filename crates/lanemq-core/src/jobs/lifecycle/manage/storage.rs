@@ -8,9 +8,9 @@ use std::sync::Arc;
 use crate::error::CoreResult;
 use crate::jobs::model::{Job, JobState, Millis};
 
-use super::super::storage::JobStorage;
+use super::super::flows::FlowStorage;
 
-pub trait ManageStorage: JobStorage {
+pub trait ManageStorage: FlowStorage {
     /// The largest payload (data, log line) the queue accepts, in bytes.
     fn max_payload_bytes(&self) -> usize;
     fn exists(&mut self, id: &str) -> CoreResult<bool>;
@@ -58,9 +58,6 @@ pub trait ManageStorage: JobStorage {
     fn set_rate_until(&mut self, until: Millis) -> CoreResult<()>;
     fn set_max_active(&mut self, max: Option<u32>) -> CoreResult<()>;
 
-    /// Before an obliterate: the children still pending for other queues' parents leave them
-    /// (`flow_on_obliterate` / `flows::on_obliterate`).
-    fn flows_on_obliterate(&mut self, now: Millis) -> CoreResult<()>;
     /// Deletes everything of the queue: jobs, logs, events, dedup keys, job schedulers,
     /// dependencies, metrics, workers, settings and counters (the next automatic id is "1",
     /// the next event id 1, as after BullMQ deletes every key). Whoever waits for a job hears

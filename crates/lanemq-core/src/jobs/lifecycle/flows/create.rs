@@ -1,0 +1,241 @@
+//! Adding a flow or children, once for memory and SQLite: every node checked first, then all
+//! written in preorder (automatic ids as each queue would take them), a child deduplicated into
+//! an existing job adopted as that job, and the new parents of owners that had finished told
+//! last. Where a node of another queue goes is the backend's (`FlowQueues`): memory writes
+//! another store of its group under the same lock; SQLite writes ids reserved in the other
+//! file beforehand and sends the node there by a message after the commit.
+
+use crate::error::CoreResult;
+use crate::jobs::contract::NewJob;
+use crate::jobs::flow::{self, AddedNode, FlowNode, ParentRef};
+use crate::jobs::model::{Job, Millis};
+
+use super::super::not_found;
+
+/// The queues a flow spans, as the flow steps see them: the queue it is added on ("home")
+/// and the others of its group or directory.
+pub trait FlowQueues {
+    /// The name of the queue the flow is added on.
+    fn home(&self) -> &str;
+    /// `queue`'s checks of a node before anything is written (the payload fits, a custom id is
+    /// free, a `child` deduplicated into an existing job takes a job without a parent; an
+    /// unknown queue is refused).
+    fn check_job(&mut self, queue: &str, job: &NewJob, child: bool, now: Millis) -> CoreResult<()>;
+    /// Takes the automatic id that a node of `queue` would have taken (none for a custom id).
+    fn skip_id(&mut self, queue: &str, custom_id: bool) -> CoreResult<()>;
+    /// Writes a checked node's job in `queue` (`hold`: it waits for children); `false` when it
+    /// was deduplicated into the existing job returned.
+    fn create_job(
+        &mut self,
+        queue: &str,
+        job: NewJob,
+        hold: bool,
+        now: Millis,
+    ) -> CoreResult<(Job, bool)>;
+    /// The existing job `owner` of `queue` becomes a child of `parent`; returns it so.
+    fn adopt(&mut self, queue: &str, owner: Job, parent: &ParentRef) -> CoreResult<Job>;
+    /// `parent` (of any queue) waits for `child`.
+    fn depend(&mut self, parent: &ParentRef, child: ParentRef) -> CoreResult<()>;
+    fn load(&mut self, queue: &str, id: &str) -> CoreResult<Option<Job>>;
+    /// Every child of the job `id` of `queue`, sorted by key.
+    fn children_of(&mut self, queue: &str, id: &str) -> CoreResult<Vec<ParentRef>>;
+    /// Parks the active job `id` of home, held by `token`, in waiting_children
+    /// (`lifecycle::park_for_children`).
+    fn park(&mut self, id: &str, token: &str, now: Millis) -> CoreResult<()>;
+    /// Home's `duplicated` event for its existing job `id`.
+    fn duplicated(&mut self, id: &Job, now: Millis) -> CoreResult<()>;
+    /// After every node is written, before finished owners are told (SQLite sends the other
+    /// queues' nodes, parents first, so that a parent exists when told).
+    fn written(&mut self, added: &[AddedNode], now: Millis) -> CoreResult<()>;
+    /// The new parent of `owner` (of `queue`), which had finished, hears what it finished
+    /// with, as if it had just finished (`flow::finished_owner_outcome`).
+    fn tell_finished_owner(&mut self, queue: &str, owner: &Job, now: Millis) -> CoreResult<()>;
+}
+
+/// The checks of `nodes` in every queue they go to, before anything is written.
+fn check<Q: FlowQueues>(
+    queues: &mut Q,
+    nodes: &[&FlowNode],
+    path: &str,
+    now: Millis,
+) -> CoreResult<()> {
+    let home = queues.home().to_owned();
+    flow::check_nodes(nodes, &home, path, path == "root", |queue, job, child| {
+        queues.check_job(queue, job, child, now)
+    })
+}
+
+/// The existing job a flow's root is, when its custom id exists in home
+/// (`flow::root_custom_id`): its node with its children as they are, after a `duplicated`
+/// event; the flow's options are still checked (bad input is refused even then).
+pub fn existing_root<Q: FlowQueues>(
+    queues: &mut Q,
+    root: &FlowNode,
+    now: Millis,
+) -> CoreResult<Option<AddedNode>> {
+    let home = queues.home().to_owned();
+    let Some(id) = flow::root_custom_id(root, &home) else {
+        return Ok(None);
+    };
+    let Some(job) = queues.load(&home, id)? else {
+        return Ok(None);
+    };
+    flow::check_nodes(&[root], &home, "root", true, |_, _, _| Ok(()))?;
+    queues.duplicated(&job, now)?;
+    existing_node(queues, &home, job).map(Some)
+}
+
+/// Adds a flow: every node checked first, then all written.
+pub fn add_flow<Q: FlowQueues>(
+    queues: &mut Q,
+    root: FlowNode,
+    now: Millis,
+) -> CoreResult<AddedNode> {
+    check(queues, &[&root], "root", now)?;
+    Ok(create_all(queues, vec![root], None, now)?.remove(0))
+}
+
+/// Adds children to the active job `parent_id` of home held by `token` and parks it in
+/// waiting_children (no attempt used, lock released) until they are done.
+pub fn add_children<Q: FlowQueues>(
+    queues: &mut Q,
+    parent_id: &str,
+    token: &str,
+    children: Vec<FlowNode>,
+    now: Millis,
+) -> CoreResult<Vec<AddedNode>> {
+    flow::check_children_count(parent_id, children.len())?;
+    let home = queues.home().to_owned();
+    let parent = queues
+        .load(&home, parent_id)?
+        .ok_or_else(|| not_found(parent_id))?;
+    parent.check_lock(token, now)?;
+    let nodes: Vec<&FlowNode> = children.iter().collect();
+    check(queues, &nodes, "children", now)?;
+    queues.park(parent_id, token, now)?;
+    let me = ParentRef {
+        queue: home,
+        id: parent_id.to_owned(),
+    };
+    create_all(queues, children, Some(me), now)
+}
+
+/// Creates checked nodes under `parent`, in preorder, then tells the new parents of owners
+/// that had finished (once every node is written, so no parent moves early).
+fn create_all<Q: FlowQueues>(
+    queues: &mut Q,
+    nodes: Vec<FlowNode>,
+    parent: Option<ParentRef>,
+    now: Millis,
+) -> CoreResult<Vec<AddedNode>> {
+    let home = queues.home().to_owned();
+    let mut finished = Vec::new();
+    let added = nodes
+        .into_iter()
+        .map(|node| create_node(queues, node, &home, parent.clone(), &mut finished, now))
+        .collect::<CoreResult<Vec<_>>>()?;
+    queues.written(&added, now)?;
+    for (queue, owner) in finished {
+        queues.tell_finished_owner(&queue, &owner, now)?;
+    }
+    Ok(added)
+}
+
+fn create_node<Q: FlowQueues>(
+    queues: &mut Q,
+    node: FlowNode,
+    default_queue: &str,
+    parent: Option<ParentRef>,
+    finished: &mut Vec<(String, Job)>,
+    now: Millis,
+) -> CoreResult<AddedNode> {
+    let FlowNode {
+        queue,
+        job: mut new,
+        children,
+    } = node;
+    let queue = queue.unwrap_or_else(|| default_queue.to_owned());
+    let hold = !children.is_empty();
+    let custom_id = new.options.job_id.is_some();
+    new.options.parent = parent.clone();
+    let (job, created) = queues.create_job(&queue, new, hold, now)?;
+    if !created {
+        queues.skip_id(&queue, custom_id)?;
+        for child in &children {
+            skip_ids(queues, &queue, child)?;
+        }
+        return adopt_owner(queues, &queue, job, parent, finished);
+    }
+    let me = ParentRef {
+        queue: queue.clone(),
+        id: job.id.to_string(),
+    };
+    if let Some(parent) = parent {
+        queues.depend(&parent, me.clone())?;
+    }
+    let children = children
+        .into_iter()
+        .map(|child| create_node(queues, child, &queue, Some(me.clone()), finished, now))
+        .collect::<CoreResult<Vec<_>>>()?;
+    Ok(AddedNode {
+        queue,
+        job,
+        children,
+    })
+}
+
+/// Takes the automatic ids that a node under a deduplicated one (not written) and its tree
+/// would have taken, so that ids match the Lua side, which reserves every node's first.
+fn skip_ids<Q: FlowQueues>(queues: &mut Q, queue: &str, node: &FlowNode) -> CoreResult<()> {
+    queues.skip_id(queue, node.job.options.job_id.is_some())?;
+    for child in &node.children {
+        skip_ids(queues, child.queue.as_deref().unwrap_or(queue), child)?;
+    }
+    Ok(())
+}
+
+/// A node deduplicated into the existing job `owner` of `queue` is that job: the parent (if
+/// any) waits for it as its child, and hears of an owner that finished already once the flow
+/// is written.
+fn adopt_owner<Q: FlowQueues>(
+    queues: &mut Q,
+    queue: &str,
+    owner: Job,
+    parent: Option<ParentRef>,
+    finished: &mut Vec<(String, Job)>,
+) -> CoreResult<AddedNode> {
+    let owner = match parent {
+        Some(parent) => {
+            let owner = queues.adopt(queue, owner, &parent)?;
+            let me = ParentRef {
+                queue: queue.to_owned(),
+                id: owner.id.to_string(),
+            };
+            queues.depend(&parent, me)?;
+            if owner.state.is_finished() {
+                finished.push((queue.to_owned(), owner.clone()));
+            }
+            owner
+        }
+        None => owner,
+    };
+    existing_node(queues, queue, owner)
+}
+
+/// The node of the existing job `job` of `queue`, with its children (in every set) as they
+/// are, wherever they are.
+fn existing_node<Q: FlowQueues>(queues: &mut Q, queue: &str, job: Job) -> CoreResult<AddedNode> {
+    let mut children = Vec::new();
+    for child in queues.children_of(queue, &job.id)? {
+        if let Some(found) = queues.load(&child.queue, &child.id)? {
+            children.push(existing_node(queues, &child.queue, found)?);
+        }
+    }
+    let mut node = AddedNode {
+        queue: queue.to_owned(),
+        job,
+        children,
+    };
+    flow::sort_children(&mut node);
+    Ok(node)
+}

@@ -1,16 +1,13 @@
 //! Adding jobs: every job of a batch checked before any is written; then, per job, the
 //! existing job when its custom id is taken, the dedup key's decision when it has one, else a
-//! new job.
-
-use std::sync::Arc;
+//! new job (`create`).
 
 use crate::error::{CoreError, CoreResult};
 use crate::jobs::contract::NewJob;
-use crate::jobs::events::Text;
-use crate::jobs::model::{Job, JobState, Millis};
-use crate::jobs::options::{check_payload, JobOptions};
+use crate::jobs::model::{Job, Millis};
+use crate::jobs::options::check_payload;
 
-use super::effects::Effects;
+use super::create::{create_as, existing};
 use super::storage::JobStorage;
 
 /// The checks of one job, before anything is written.
@@ -71,64 +68,4 @@ fn insert<S: JobStorage>(
     }
     let id = storage.auto_id(&job.options)?;
     Ok((create_as(storage, job, id, seq, false, now)?, true))
-}
-
-/// The job that already has the custom id of `options`, if any (a `duplicated` event).
-pub fn existing<S: JobStorage>(
-    storage: &mut S,
-    options: &JobOptions,
-    now: Millis,
-) -> CoreResult<Option<Job>> {
-    let Some(job) = options
-        .job_id
-        .as_deref()
-        .map(|id| storage.load(id))
-        .transpose()?
-        .flatten()
-    else {
-        return Ok(None);
-    };
-    storage.event(now, "duplicated", Some(&job.id), None)?;
-    Ok(Some(job))
-}
-
-/// Writes a new job `id` at sequence `seq` (its checks done) and its events; with `hold`, it
-/// waits for children (a flow's parent) before anything else, its delay counting from its
-/// release.
-pub fn create_as<S: JobStorage>(
-    storage: &mut S,
-    new: NewJob,
-    id: Arc<str>,
-    seq: u64,
-    hold: bool,
-    now: Millis,
-) -> CoreResult<Job> {
-    let order = if new.options.lifo {
-        -(seq as i64)
-    } else {
-        seq as i64
-    };
-    let name = storage.intern_name(&new.name);
-    let job = Job::added(
-        Arc::clone(&id),
-        Arc::clone(&name),
-        Arc::from(new.data),
-        new.options,
-        (seq, order),
-        hold,
-        now,
-    );
-    let mut effects = Effects::new();
-    effects.event("added", Some(&id), Some(("name", Text::Shared(name))));
-    if hold {
-        effects.event("waiting-children", Some(&id), None);
-    } else if job.state == JobState::Delayed {
-        let until = job.delay_until.to_string();
-        effects.event("delayed", Some(&id), Some(("delay", until.into())));
-    } else {
-        effects.event("waiting", Some(&id), None);
-    }
-    storage.insert(job.clone())?;
-    effects.apply(storage, now)?;
-    Ok(job)
 }

@@ -7,71 +7,16 @@ use std::sync::Arc;
 
 use crate::error::CoreResult;
 use crate::jobs::contract::NewJob;
-use crate::jobs::dedup::{self, KeyView, OnAdd, OnFinish, OnRetry};
+use crate::jobs::dedup::{self, OnAdd, OnFinish, OnRetry};
 use crate::jobs::events::Text;
-use crate::jobs::model::{Job, JobState, Millis};
+use crate::jobs::model::{Job, Millis};
 use crate::jobs::options::Dedup;
 
-use super::add::{create_as, existing};
-use super::effects::Finished;
+use super::create::{create_as, existing};
+use super::finished::Finished;
 use super::not_found;
 use super::storage::JobStorage;
-
-/// A dedup key as its store read it, with the state of the job that holds it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DedupKey {
-    pub owner: Arc<str>,
-    pub expires_at: Option<Millis>,
-    /// A keep_last duplicate waits on the key to be added when the owner finishes.
-    pub has_next: bool,
-    /// `None` when the owner no longer exists.
-    pub owner_state: Option<JobState>,
-}
-
-impl DedupKey {
-    /// What `jobs::dedup`'s decisions read of the key.
-    pub fn view(&self) -> KeyView<'_> {
-        KeyView {
-            owner: &self.owner,
-            expires_at: self.expires_at,
-            owner_state: self.owner_state,
-            has_next: self.has_next,
-        }
-    }
-}
-
-/// A store's table of dedup keys, by dedup id. Reads take `&self`: a flow checks its nodes
-/// against the keys before it writes anything.
-pub trait DedupTable {
-    /// The key `id`, if there is one (live or not).
-    fn dedup_key(&self, id: &str) -> CoreResult<Option<DedupKey>>;
-    /// Points the key `id` at `owner`, expiring at `expires_at`, with no next job (replacing
-    /// whatever the key was).
-    fn set_dedup_key(
-        &mut self,
-        id: &str,
-        owner: &Arc<str>,
-        expires_at: Option<Millis>,
-    ) -> CoreResult<()>;
-    /// The existing key `id` now expires at `expires_at`; with `next`, that job becomes the
-    /// key's next job (replacing an earlier one).
-    fn extend_dedup_key(
-        &mut self,
-        id: &str,
-        expires_at: Option<Millis>,
-        next: Option<NewJob>,
-    ) -> CoreResult<()>;
-    /// Deletes the key `id` and returns the next job it carried.
-    fn take_next_job(&mut self, id: &str) -> CoreResult<Option<NewJob>>;
-    /// Deletes the key `id` (and its next job).
-    fn delete_dedup_key(&mut self, id: &str) -> CoreResult<()>;
-    /// Deletes the keys that expired at `now` and carry no next job: they mean nothing any
-    /// more (`KeyView::is_live`).
-    fn purge_dedup_keys(&mut self, now: Millis) -> CoreResult<()>;
-    /// Job `id` was deleted because an add with `replace` took its place: whoever waits for it
-    /// is told it is gone.
-    fn note_replaced(&mut self, id: &Arc<str>) -> CoreResult<()>;
-}
+use super::tables::{DedupKey, DedupTable};
 
 /// Adds a checked job that has dedup options (its custom id, if any, is free) at sequence
 /// `seq`, as `jobs::dedup::on_add` decides: a new job (`true`), or the key's owner (`false`).

@@ -7,13 +7,20 @@
 //! small tables each store keeps (`DedupTable`, `SchedulerTable`); so is the management of a
 //! queue (reads, settings, logs, obliterate: `manage`, over `ManageStorage`). Flows (parents'
 //! dependency sets, a child's news to its parent, adding flows) are `flows`.
+//!
+//! The files are layered, each using only those below it (`scripts/jobs-imports` checks it):
+//! `tables` and `finished`; `storage`; `create`; `dedup`, `schedulers`, `retention`;
+//! `effects`; the transitions (`add`, `claim`, `finish`, `leases`, `edits`, `parents`,
+//! `removal`); then `flows` and `manage`.
 
 mod add;
 mod claim;
+mod create;
 pub mod dedup;
 mod edits;
 mod effects;
 mod finish;
+mod finished;
 pub mod flows;
 mod leases;
 pub mod manage;
@@ -22,19 +29,20 @@ mod removal;
 mod retention;
 pub mod schedulers;
 mod storage;
+mod tables;
 
-pub use add::{add, add_bulk, create_as};
+pub use add::{add, add_bulk};
 pub use claim::{claim, promote_due};
-pub use dedup::{DedupKey, DedupTable};
+pub use create::create_as;
 pub use edits::{promote, promote_jobs, reschedule, retry_job, update_priority};
-pub use effects::Finished;
 pub use finish::{complete, fail, fail_now};
+pub use finished::Finished;
 pub use leases::{holds_lock, move_to_delayed, recover_stalled, release, renew};
 pub use manage::ManageStorage;
 pub use parents::{park_for_children, release_parent, reopen_parent};
 pub use removal::{clean, drain, remove};
-pub use schedulers::{SchedulerTable, StoredScheduler};
 pub use storage::{EventField, Gate, JobStorage};
+pub use tables::{DedupKey, DedupTable, SchedulerTable, StoredScheduler};
 
 use super::model::{Job, JobState};
 use crate::error::CoreError;

@@ -6,7 +6,7 @@ use crate::error::CoreResult;
 use crate::jobs::model::Millis;
 use crate::jobs::options::Retention;
 
-use super::effects::Finished;
+use super::finished::Finished;
 use super::storage::JobStorage;
 
 /// Applies the policy of the job that just finished to its state's finished set: the job

@@ -5,46 +5,15 @@
 
 use crate::error::{CoreError, CoreResult};
 use crate::jobs::contract::NewJob;
-use crate::jobs::model::{Job, JobState, Millis};
+use crate::jobs::model::{Job, Millis};
 use crate::jobs::scheduler::{
     self, occurrence_id, occurrence_options, Current, JobScheduler, OnClaim, OnUpsert, Template,
 };
 use crate::schedule::ScheduleSpec;
 
-use super::add::create_as;
+use super::create::create_as;
 use super::storage::JobStorage;
-
-/// A scheduler as stored: its pending occurrence's id is derived from `next_run`
-/// (`scheduler::occurrence_id`).
-#[derive(Debug, Clone)]
-pub struct StoredScheduler {
-    pub spec: ScheduleSpec,
-    pub template: Template,
-    /// Occurrences produced so far.
-    pub count: u64,
-    pub next_run: Millis,
-}
-
-/// A store's table of job schedulers, by key. Reads take `&self`.
-pub trait SchedulerTable {
-    fn scheduler(&self, key: &str) -> CoreResult<Option<StoredScheduler>>;
-    /// The scheduler's `next_run` alone (what tells its pending occurrence), if it exists.
-    fn scheduler_next_run(&self, key: &str) -> CoreResult<Option<Millis>>;
-    fn save_scheduler(&mut self, key: &str, scheduler: StoredScheduler) -> CoreResult<()>;
-    /// Deletes the scheduler `key`; `true` if it existed.
-    fn delete_scheduler(&mut self, key: &str) -> CoreResult<bool>;
-    fn scheduler_count(&self) -> CoreResult<usize>;
-    /// The schedulers from index `start` to `end` inclusive, with their keys, as
-    /// `scheduler::page` orders and slices them (by next run time, then key).
-    fn scheduler_page(
-        &self,
-        start: i64,
-        end: i64,
-        ascending: bool,
-    ) -> CoreResult<Vec<(String, StoredScheduler)>>;
-    /// The state of job `id` (an occurrence, or whatever holds its id), if it exists.
-    fn occurrence_state(&self, id: &str) -> CoreResult<Option<JobState>>;
-}
+use super::tables::{SchedulerTable, StoredScheduler};
 
 /// Creates or updates the scheduler `key`; returns its pending occurrence.
 pub fn upsert<S: JobStorage>(

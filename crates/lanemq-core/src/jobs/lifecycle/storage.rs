@@ -1,8 +1,9 @@
 //! `JobStorage`: what the shared transitions need of a backend's store. Small on purpose: a job
 //! changed in place, a few ordered index reads, the queue's gate, events, its dedup keys and job
-//! schedulers as tables (`DedupTable`, `SchedulerTable`: the shared `dedup` and `schedulers`
-//! modules decide what is written to them), and the flow reactions whose decisions live in
-//! `jobs::flow` but whose dependency sets each store keeps its own way.
+//! schedulers as tables (`DedupTable`, `SchedulerTable`, in `tables`: the shared `dedup` and
+//! `schedulers` modules decide what is written to them), and the flow reactions that may reach
+//! another queue (`tell_parent`, `settle_removals`, ...), which each store delivers its own way
+//! (its dependency sets are `flows::DependencySets`).
 
 use std::sync::Arc;
 
@@ -12,9 +13,8 @@ use crate::jobs::flow::ParentRef;
 use crate::jobs::model::{Job, JobState, Millis};
 use crate::jobs::options::JobOptions;
 
-use super::dedup::DedupTable;
-use super::effects::Finished;
-use super::schedulers::SchedulerTable;
+use super::finished::Finished;
+use super::tables::{DedupTable, SchedulerTable};
 
 /// What decides whether a claim may hand out jobs now: the queue's settings and its rate
 /// window, read in one go.

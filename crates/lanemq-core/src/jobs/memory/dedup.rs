@@ -1,98 +1,22 @@
-//! `MemoryStore`'s dedup keys: the key table (`DedupTable`) that `lifecycle::dedup` writes, its
-//! release when a job is removed by hand, and `JobDedup` for `MemoryBackend`.
+//! `MemoryStore` as the `DedupTable` that `lifecycle::dedup` writes (over its `DedupKeys`,
+//! `dedup_keys.rs`), a key's release when a job is removed by hand, the store's dedup entry
+//! points, and `JobDedup` for `MemoryBackend`.
 
-use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use crate::error::CoreResult;
 
-use super::store::{JobId, MemoryStore};
+use super::job_id::JobId;
+use super::store::MemoryStore;
 use super::MemoryBackend;
 use crate::jobs::contract::{BoxFuture, JobDedup, NewJob};
 use crate::jobs::dedup;
 use crate::jobs::lifecycle::{self, DedupKey, DedupTable};
 use crate::jobs::model::{Job, Millis};
 
-#[derive(Debug)]
-struct Key {
-    owner: JobId,
-    expires_at: Option<Millis>,
-    /// A duplicate kept (keep_last) to be added once the owner finishes.
-    next: Option<Box<NewJob>>,
-}
-
-/// The keys by dedup id, and those with an expiry by expiry, so that expired keys are dropped
-/// without a scan.
-#[derive(Debug, Default)]
-pub(super) struct DedupKeys {
-    keys: HashMap<Arc<str>, Key, foldhash::fast::RandomState>,
-    by_expiry: BTreeSet<(Millis, Arc<str>)>,
-    /// Jobs that adds replaced (and removed) since the last `take_replaced`.
-    replaced: Vec<JobId>,
-}
-
-impl DedupKeys {
-    fn set(&mut self, id: &str, owner: JobId, expires_at: Option<Millis>) {
-        self.remove(id);
-        let id: Arc<str> = Arc::from(id);
-        if let Some(at) = expires_at {
-            self.by_expiry.insert((at, Arc::clone(&id)));
-        }
-        let key = Key {
-            owner,
-            expires_at,
-            next: None,
-        };
-        self.keys.insert(id, key);
-    }
-
-    fn set_expiry(&mut self, id: &str, expires_at: Option<Millis>) {
-        let Some((id, key)) = self.keys.get_key_value(id) else {
-            return;
-        };
-        let id = Arc::clone(id);
-        if let Some(at) = key.expires_at {
-            self.by_expiry.remove(&(at, Arc::clone(&id)));
-        }
-        if let Some(at) = expires_at {
-            self.by_expiry.insert((at, Arc::clone(&id)));
-        }
-        if let Some(key) = self.keys.get_mut(&id) {
-            key.expires_at = expires_at;
-        }
-    }
-
-    fn remove(&mut self, id: &str) -> Option<Key> {
-        let (id, key) = self.keys.remove_entry(id)?;
-        if let Some(at) = key.expires_at {
-            self.by_expiry.remove(&(at, id));
-        }
-        Some(key)
-    }
-
-    /// Drops the keys that expired and carry no next job: they mean nothing any more.
-    fn purge(&mut self, now: Millis) {
-        while let Some((at, id)) = self.by_expiry.first().cloned() {
-            if at > now {
-                break;
-            }
-            self.by_expiry.pop_first();
-            if self.keys.get(&id).is_some_and(|k| k.next.is_none()) {
-                self.keys.remove(&id);
-            }
-        }
-    }
-
-    pub(super) fn clear(&mut self) {
-        self.keys.clear();
-        self.by_expiry.clear();
-        self.replaced.clear();
-    }
-}
-
 impl DedupTable for MemoryStore {
     fn dedup_key(&self, id: &str) -> CoreResult<Option<DedupKey>> {
-        Ok(self.dedup.keys.get(id).map(|key| DedupKey {
+        Ok(self.dedup.get(id).map(|key| DedupKey {
             owner: Arc::clone(&key.owner),
             expires_at: key.expires_at,
             has_next: key.next.is_some(),
@@ -117,8 +41,8 @@ impl DedupTable for MemoryStore {
         next: Option<NewJob>,
     ) -> CoreResult<()> {
         self.dedup.set_expiry(id, expires_at);
-        if let (Some(next), Some(key)) = (next, self.dedup.keys.get_mut(id)) {
-            key.next = Some(Box::new(next));
+        if let Some(next) = next {
+            self.dedup.keep_next(id, next);
         }
         Ok(())
     }
@@ -138,7 +62,7 @@ impl DedupTable for MemoryStore {
     }
 
     fn note_replaced(&mut self, id: &Arc<str>) -> CoreResult<()> {
-        self.dedup.replaced.push(Arc::clone(id));
+        self.dedup.note_replaced(id);
         Ok(())
     }
 }
@@ -202,7 +126,7 @@ impl MemoryStore {
 
     /// The jobs that adds with `replace` removed since the last call (their waiters are told).
     pub fn take_replaced(&mut self) -> Vec<JobId> {
-        std::mem::take(&mut self.dedup.replaced)
+        self.dedup.take_replaced()
     }
 
     /// The id of the job holding the dedup key `dedup_id`, if it is held.

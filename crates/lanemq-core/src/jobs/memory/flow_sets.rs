@@ -1,8 +1,7 @@
-//! `MemoryStore`'s dependency sets (`lifecycle::flows::DependencySets`): per parent, its
-//! children by key in four ordered buckets, and one map from a child's key to the child and its
-//! bucket, so that finding where a child is takes one lookup.
+//! `MemoryStore` as the `DependencySets` of `lifecycle::flows`, over each parent's `Deps`
+//! (`flow_state.rs`): its children by key in four ordered buckets, and one map from a child's
+//! key to the child and its bucket, so that finding where a child is takes one lookup.
 
-use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crate::error::CoreResult;
@@ -10,17 +9,7 @@ use crate::jobs::flow::ParentRef;
 use crate::jobs::lifecycle::flows::{Bucket, DependencySets};
 use crate::jobs::model::JobState;
 
-use super::flows::NO_FAILURE;
-use super::store::MemoryStore;
-
-/// One parent's children, by key.
-#[derive(Debug, Default)]
-pub(super) struct Deps {
-    /// Every child with its bucket (a removal takes the whole tree, whatever the bucket).
-    refs: HashMap<String, (ParentRef, Bucket)>,
-    /// Each bucket's children with their values, in `Bucket` order.
-    buckets: [BTreeMap<String, String>; 4],
-}
+use super::store::{MemoryStore, NO_FAILURE};
 
 impl MemoryStore {
     /// Every child of `id`, in any set, sorted by key.

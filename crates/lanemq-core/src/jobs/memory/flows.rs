@@ -1,21 +1,22 @@
 //! `MemoryStore`'s flow transport and the group-level flow steps: how a child's news travels
-//! (`ChildNews`: the store's outbox) for the shared steps of `lifecycle::flows`, the store's
-//! flow hooks (removal, deletion, obliterate), and what spans the queues of a `MemoryGroup`
-//! under its one lock (settle the news, remove a tree, detach or remove children), with the
-//! flow contract. The sets are `flow_sets`, adding flows `flow_group`.
+//! (`ChildNews`: the store's outbox, kept in its `Flows`, `flow_state.rs`) for the shared steps
+//! of `lifecycle::flows`, the store's flow hooks (removal, deletion, obliterate), and what spans
+//! the queues of a `MemoryGroup` under its one lock (settle the news, remove a tree, detach or
+//! remove children), with the flow contract. The sets are `flow_sets`, adding flows
+//! `flow_group`.
 //!
 //! A store never writes another queue's store: what a child's change means for its parent goes
 //! to the store's outbox, and `settle_flows` (run by the group after every write, still under
 //! the lock) delivers it to the parent's store, repeatedly, so a failure climbs the tree.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::error::{CoreError, CoreResult};
 
 use super::flow_group::{self, GroupFlow};
-use super::flow_sets::Deps;
-use super::store::{JobId, MemoryStore};
+use super::flow_state::ChildEvent;
+use super::job_id::JobId;
+use super::store::{MemoryStore, NO_FAILURE};
 use super::MemoryBackend;
 use super::{finish, settle_missing, Queues};
 use crate::jobs::contract::{BoxFuture, JobFlows};
@@ -25,43 +26,6 @@ use crate::jobs::flow::{
 use crate::jobs::lifecycle::flows::{Change, ChildNews, DependencySets, Detached};
 use crate::jobs::lifecycle::{self, flows as shared};
 use crate::jobs::model::{FinishedResult, Millis};
-
-/// A change of `child` that its parent's store must hear of.
-#[derive(Debug)]
-pub(super) struct ChildEvent {
-    parent: ParentRef,
-    child: ParentRef,
-    change: Change,
-    at: Millis,
-    /// A removal by a drain or clean: a parent of the child's queue left with no pending
-    /// child is deleted rather than released.
-    hard: bool,
-}
-
-#[derive(Debug)]
-pub(super) struct Flows {
-    queue: Arc<str>,
-    pub(super) deps: HashMap<JobId, Deps, foldhash::fast::RandomState>,
-    outbox: Vec<ChildEvent>,
-    /// Children in other queues to remove with their trees (a removed parent's).
-    removals: Vec<(ParentRef, Millis)>,
-    /// Parents failed by a child since the last settle (their waiters are told).
-    settled: Vec<(JobId, FinishedResult)>,
-}
-
-impl Default for Flows {
-    fn default() -> Self {
-        Self {
-            queue: Arc::from("default"),
-            deps: HashMap::default(),
-            outbox: Vec::new(),
-            removals: Vec::new(),
-            settled: Vec::new(),
-        }
-    }
-}
-
-pub(super) const NO_FAILURE: &str = "the memory store does not fail";
 
 impl MemoryStore {
     /// The name of the queue this store is (child keys and parent references use it).

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use crate::error::CoreResult;
 
-use super::store::{JobId, MemoryStore};
+use super::job_id::JobId;
+use super::store::MemoryStore;
 use crate::jobs::events::{check_custom_event, StreamEvent, Text, CUSTOM_EVENT};
 use crate::jobs::lifecycle::ManageStorage;
 use crate::jobs::model::{Job, JobState, Millis};

@@ -4,18 +4,28 @@
 //! the files of the same names as in `local/` (`lifecycle`, `reads`, `admin`, `events`,
 //! `dedup`, `flows`, `schedulers`, `observe`), calling the shared `jobs::lifecycle` on the
 //! store, which `storage` and `manage` make its `JobStorage` and `ManageStorage`.
+//!
+//! The files are layered, each using only files below it (`scripts/jobs-imports`): `job_id`
+//! and the store's plain tables (`dedup_keys`, `scheduler_map`, `flow_state`, and `observe`'s
+//! `Observed`), which never name the store; `store`; then the files over it, which make it the
+//! shared steps' storage (`storage`, `manage`, `dedup`, `schedulers`, `flow_sets`, `flows`,
+//! `flow_group`) and implement the contract for `MemoryBackend`, defined here.
 
 mod admin;
 mod dedup;
+mod dedup_keys;
 mod events;
 mod flow_group;
 mod flow_sets;
+mod flow_state;
 mod flows;
+mod job_id;
 mod lifecycle;
 mod manage;
 mod observe;
 mod prefetch;
 mod reads;
+mod scheduler_map;
 mod schedulers;
 mod storage;
 mod store;

@@ -1,8 +1,8 @@
-//! `MemoryStore`'s job schedulers: the scheduler table (`SchedulerTable`) that
-//! `lifecycle::schedulers` writes, the pending occurrences drain and clean keep, and
-//! `JobSchedulers` for `MemoryBackend`.
+//! `MemoryStore` as the `SchedulerTable` that `lifecycle::schedulers` writes (over its
+//! `Schedulers`, `scheduler_map.rs`), the pending occurrences drain and clean keep, the store's
+//! scheduler entry points, and `JobSchedulers` for `MemoryBackend`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::error::CoreResult;
@@ -14,17 +14,6 @@ use crate::jobs::contract::{BoxFuture, JobSchedulers};
 use crate::jobs::lifecycle::{self, SchedulerTable, StoredScheduler};
 use crate::jobs::model::{Job, JobState, Millis};
 use crate::jobs::scheduler::{self, occurrence_id, JobScheduler, Template};
-
-#[derive(Debug, Default)]
-pub(super) struct Schedulers {
-    by_key: HashMap<Arc<str>, StoredScheduler, foldhash::fast::RandomState>,
-}
-
-impl Schedulers {
-    pub(super) fn clear(&mut self) {
-        self.by_key.clear();
-    }
-}
 
 impl SchedulerTable for MemoryStore {
     fn scheduler(&self, key: &str) -> CoreResult<Option<StoredScheduler>> {

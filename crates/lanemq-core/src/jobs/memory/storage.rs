@@ -9,7 +9,8 @@ use crate::jobs::lifecycle::{self, EventField, Finished, Gate, JobStorage};
 use crate::jobs::model::{Job, JobState, Millis};
 use crate::jobs::options::JobOptions;
 
-use super::store::{IndexEntry, JobId, MemoryStore};
+use super::job_id::JobId;
+use super::store::{IndexEntry, MemoryStore};
 
 impl MemoryStore {
     /// The finished set of `state` (completed or failed), oldest first.

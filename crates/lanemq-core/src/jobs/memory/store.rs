@@ -4,6 +4,11 @@
 //! management are `lifecycle`'s and `lifecycle::manage`'s, over this store as `JobStorage`
 //! (`storage.rs`) and `ManageStorage` (`manage.rs`); `add` and `add_bulk` stay as the store's
 //! entry points for callers that hold a name, data and options (flows, tests, examples).
+//!
+//! The store's side tables are plain types below it that never name it (`dedup_keys`,
+//! `scheduler_map`, `flow_state`, `observe`, with `job_id`); the files that make it the
+//! storage of the shared steps (`storage`, `manage`, `dedup`, `schedulers`, `flow_sets`,
+//! `flows`, `flow_group`) are above it.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -13,10 +18,11 @@ use crate::jobs::lifecycle;
 
 use crate::error::{CoreError, CoreResult};
 
-use super::dedup::DedupKeys;
-use super::flows::Flows;
+use super::dedup_keys::DedupKeys;
+use super::flow_state::Flows;
+use super::job_id::JobId;
 use super::observe::Observed;
-use super::schedulers::Schedulers;
+use super::scheduler_map::Schedulers;
 use crate::jobs::events::EventLog;
 use crate::jobs::model::{Job, JobState, Millis};
 use crate::jobs::options::{JobOptions, StoreConfig};
@@ -24,7 +30,9 @@ use crate::jobs::options::{JobOptions, StoreConfig};
 /// A job handed to a worker by `claim`.
 pub type Claimed = Job;
 
-pub type JobId = Arc<str>;
+/// The message of `expect` on the store's own results: the shared steps return `CoreResult` for
+/// the stores that do I/O, and over this one they never fail.
+pub(super) const NO_FAILURE: &str = "the memory store does not fail";
 
 /// Where a job is filed in its state's index (the index's key without the id), read off the
 /// job, so that a change can move it without looking the job up again.
@@ -256,7 +264,7 @@ impl MemoryStore {
         let id = self.next_job_id(&options);
         let seq = self.next_seq();
         lifecycle::create_as(self, new_job(name, data, options), id, seq, hold, now)
-            .expect("the memory store does not fail")
+            .expect(NO_FAILURE)
     }
 
     /// The id of a job about to be created: its custom id, else the next automatic one.

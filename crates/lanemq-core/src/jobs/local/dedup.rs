@@ -1,6 +1,6 @@
 //! The local backend's dedup keys: the `dedup` table as the `DedupTable` that
-//! `lifecycle::dedup` writes, the release of a removed job's key, the flows' entries onto the
-//! shared code, and `JobDedup` for `LocalBackend`.
+//! `lifecycle::dedup` writes (its plain SQL is `dedup_keys.rs`), a flow's add of a job with
+//! dedup options, and `JobDedup` for `LocalBackend`.
 
 use std::sync::Arc;
 
@@ -10,45 +10,13 @@ use crate::error::{CoreError, CoreResult};
 use crate::jobs::contract::{BoxFuture, JobDedup, NewJob};
 use crate::jobs::lifecycle::{self, DedupKey, DedupTable};
 use crate::jobs::model::{FinishedResult, Job, Millis};
-use crate::jobs::options::{Dedup, JobOptions};
+use crate::jobs::options::JobOptions;
 
-use super::ops::Env;
-use super::rows::{self, sql, AutoIds};
+use super::dedup_keys::{delete_key, read_key};
+use super::env::Env;
+use super::rows::{sql, AutoIds};
 use super::storage::SqlStore;
 use super::LocalBackend;
-
-/// The key `id` with its owner's state (its next job, if any, stays in the table until taken).
-fn read_key(conn: &Connection, id: &str) -> CoreResult<Option<DedupKey>> {
-    let row = conn
-        .prepare_cached("SELECT job_id, expires_at, next_name IS NOT NULL FROM dedup WHERE id = ?1")
-        .and_then(|mut stmt| {
-            stmt.query_row([id], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, Option<i64>>(1)?.map(|v| v as Millis),
-                    r.get::<_, bool>(2)?,
-                ))
-            })
-            .optional()
-        })
-        .map_err(sql)?;
-    let Some((owner, expires_at, has_next)) = row else {
-        return Ok(None);
-    };
-    Ok(Some(DedupKey {
-        owner_state: rows::state(conn, &owner)?,
-        owner: Arc::from(owner),
-        expires_at,
-        has_next,
-    }))
-}
-
-fn delete_key(conn: &Connection, id: &str) -> CoreResult<()> {
-    conn.prepare_cached("DELETE FROM dedup WHERE id = ?1")
-        .and_then(|mut stmt| stmt.execute([id]))
-        .map(|_| ())
-        .map_err(sql)
-}
 
 fn storage_error(error: serde_json::Error) -> CoreError {
     CoreError::Storage(error.to_string())
@@ -148,26 +116,6 @@ impl DedupTable for SqlStore<'_> {
             .finished
             .push((id.to_string(), FinishedResult::Missing));
         Ok(())
-    }
-}
-
-/// Before job `id` is removed (remove, clean, drain): deletes the key it holds, if any (a key
-/// only ever points at a job added under it, so this is "its key, if still its").
-pub fn release(conn: &Connection, id: &str) -> CoreResult<()> {
-    conn.prepare_cached("DELETE FROM dedup WHERE job_id = ?1")
-        .and_then(|mut stmt| stmt.execute([id]))
-        .map(|_| ())
-        .map_err(sql)
-}
-
-/// The job an add with `dedup` would return instead of adding one (a flow's check of its
-/// nodes, which has no `SqlStore`: it reads the key as `lifecycle::dedup::owner` does).
-pub fn flow_owner(conn: &Connection, dedup: &Dedup, now: Millis) -> CoreResult<Option<Job>> {
-    let key = read_key(conn, &dedup.id)?;
-    let view = key.as_ref().map(DedupKey::view);
-    match crate::jobs::flow::dedup_owner(dedup, view.as_ref(), now) {
-        Some(owner) => rows::require(conn, owner).map(Some),
-        None => Ok(None),
     }
 }
 

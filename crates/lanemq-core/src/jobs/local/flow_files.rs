@@ -2,7 +2,7 @@
 //! is added on is this file, written in its transaction; a node of another queue goes to the
 //! file beside it, under an id reserved there before the flow is written (`reserve_remote`,
 //! outside the transaction: no file is locked while another is), and is sent there by a
-//! message after the commit, parents first (`relay`).
+//! message after the commit, parents first (`links::send`, delivered by `relay`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -17,11 +17,11 @@ use crate::jobs::lifecycle::{self, flows as shared};
 use crate::jobs::model::{Job, JobState, Millis};
 use crate::jobs::options::check_payload;
 
-use super::ops::{self, Env};
-use super::relay::{self, Message, RemoteJob};
+use super::env::Env;
+use super::links::{self, Message, RemoteJob};
 use super::rows::{self, load, reserve, set_meta, AutoIds};
-use super::storage::SqlStore;
-use super::{dedup, flow_sets, schema};
+use super::storage::{self, SqlStore};
+use super::{dedup, dedup_keys, flow_deps, schema};
 
 /// before them (they take the next ones in preorder, as that queue would).
 pub type Reserved = HashMap<String, u64>;
@@ -62,7 +62,7 @@ pub fn reserve_remote(
             let at = match files.iter().position(|(q, _, _)| q == queue) {
                 Some(at) => at,
                 None => {
-                    let conn = schema::open(&relay::sibling_path(dir, queue)?, queue)?;
+                    let conn = schema::open(&links::sibling_path(dir, queue)?, queue)?;
                     files.push((queue.to_owned(), conn, 0));
                     files.len() - 1
                 }
@@ -192,10 +192,10 @@ impl shared::FlowQueues for FileFlow<'_> {
     fn check_job(&mut self, queue: &str, job: &NewJob, child: bool, now: Millis) -> CoreResult<()> {
         check_payload(&job.data, self.env.max_payload_bytes)?;
         if queue != self.env.queue {
-            return relay::sibling_path(self.env.dir.as_ref(), queue).map(drop);
+            return links::sibling_path(self.env.dir.as_ref(), queue).map(drop);
         }
         if let (true, Some(dedup)) = (child, &job.options.dedup) {
-            if let Some(owner) = dedup::flow_owner(self.conn, dedup, now)? {
+            if let Some(owner) = dedup_keys::flow_owner(self.conn, dedup, now)? {
                 let parent = owner.options.parent.as_ref().map(ParentRef::key);
                 flow::check_dedup_owner(&dedup.id, &owner.id, parent.as_deref())?;
             }
@@ -240,7 +240,7 @@ impl shared::FlowQueues for FileFlow<'_> {
         if new.options.dedup.is_some() {
             dedup::add_with(self.conn, self.env, &new, seq, auto_ids, hold, now)
         } else {
-            let job = ops::create_with(self.conn, self.env, &new, seq, auto_ids, hold, now)?;
+            let job = storage::create_with(self.conn, self.env, &new, seq, auto_ids, hold, now)?;
             Ok((job, true))
         }
     }
@@ -253,7 +253,7 @@ impl shared::FlowQueues for FileFlow<'_> {
 
     fn depend(&mut self, parent: &ParentRef, child: ParentRef) -> CoreResult<()> {
         if parent.queue == self.env.queue {
-            return flow_sets::depend(self.conn, &parent.id, &child);
+            return flow_deps::depend(self.conn, &parent.id, &child);
         }
         let parent_id = parent.id.clone();
         self.remote(&parent.queue).deps.push((parent_id, child));
@@ -264,14 +264,14 @@ impl shared::FlowQueues for FileFlow<'_> {
         if queue == self.env.queue {
             return load(self.conn, id);
         }
-        relay::with_link(self.env, queue, |link, _| load(link, id))
+        links::with_link(self.env, queue, |link, _| load(link, id))
     }
 
     fn children_of(&mut self, queue: &str, id: &str) -> CoreResult<Vec<ParentRef>> {
         if queue == self.env.queue {
-            return flow_sets::children(self.conn, id);
+            return flow_deps::children(self.conn, id);
         }
-        relay::with_link(self.env, queue, |link, _| flow_sets::children(link, id))
+        links::with_link(self.env, queue, |link, _| flow_deps::children(link, id))
     }
 
     fn park(&mut self, id: &str, token: &str, now: Millis) -> CoreResult<()> {
@@ -299,7 +299,7 @@ impl shared::FlowQueues for FileFlow<'_> {
                 deps: remote.deps,
                 at: now,
             };
-            relay::send(self.conn, self.env, &queue, &message)?;
+            links::send(self.conn, self.env, &queue, &message)?;
             leaves.push((queue, remote.leaves));
         }
         for (queue, jobs) in leaves {
@@ -309,7 +309,7 @@ impl shared::FlowQueues for FileFlow<'_> {
                     deps: Vec::new(),
                     at: now,
                 };
-                relay::send(self.conn, self.env, &queue, &message)?;
+                links::send(self.conn, self.env, &queue, &message)?;
             }
         }
         Ok(())

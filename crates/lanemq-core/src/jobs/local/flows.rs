@@ -1,14 +1,14 @@
-//! The SQLite file's flow transport: how a child's news travels (`ChildNews`) for the shared
-//! steps of `lifecycle::flows`, the file's flow hooks (removal, obliterate), the steps that
-//! reach other queues' files (locks and removals of remote children, detaching from a remote
-//! parent), and the flow contract. The sets are `flow_sets`, the files a flow spans
-//! `flow_files`.
+//! The SQLite file's flows, above `SqlStore`: how a child's news travels (`ChildNews`) for the
+//! shared steps of `lifecycle::flows`, detaching a child and removing a parent's unprocessed
+//! children (here or in other queues' files), and the flow contract. The sets are `flow_sets`
+//! (their SQL `flow_deps`), the files a flow spans `flow_files`, the children in other files
+//! `remote`; removals settle in `job_storage::settle_removals`.
 //!
 //! What a child's change means for its parent is applied at once, in the transaction of the
 //! operation that changed the child, when the parent is in the same queue (a parent failed by a
 //! child tells its own parent in turn, so a failure climbs the tree). A file holds one queue:
 //! when the parent's queue is another (a file beside this one), that transaction writes a
-//! message instead, delivered exactly once right after it commits (`relay`).
+//! message instead (`links::send`), delivered exactly once right after it commits (`relay`).
 
 use std::sync::Arc;
 
@@ -21,101 +21,18 @@ use crate::jobs::flow::{
 };
 use crate::jobs::lifecycle::flows::{self as shared, Bucket, Change, ChildNews, Detached};
 use crate::jobs::lifecycle::JobStorage;
-use crate::jobs::model::{Job, Millis};
+use crate::jobs::model::Millis;
 use crate::jobs::options::JobOptions;
 
+use super::env::Env;
+use super::flow_deps::bucket_of;
 use super::flow_files::{FileFlow, Reserved};
-use super::flow_sets::{bucket_of, children};
-// Deleting a job and obliterating forget sets by these names.
-pub use super::flow_sets::on_delete;
+use super::links::{self, Message};
 use super::manage;
-use super::ops::Env;
-use super::relay::{self, Message};
+use super::remote::{remove_remote, tree_locked};
 use super::rows::{load, sql};
 use super::storage::SqlStore;
 use super::LocalBackend;
-
-/// Before `job` is removed (remove, clean, drain): a child still pending for its parent
-/// (`lifecycle::flows::removal_tells`) is noted, to leave its parent's dependencies when the
-/// removal settles.
-pub fn on_removal(env: &mut Env, job: &Job) {
-    if let Some(parent) = shared::removal_tells(job) {
-        env.flow_removed.push((parent.clone(), job.id.to_string()));
-    }
-}
-
-/// After a removal wrote its events: the removed children leave their parents' dependencies
-/// (as the memory store settles after the operation); `hard` for a drain or clean
-/// (`lifecycle::flows::apply_child`), whose deleted parents' parents hear of it in turn.
-pub fn settle_removals(
-    conn: &Connection,
-    env: &mut Env,
-    now: Millis,
-    hard: bool,
-) -> CoreResult<()> {
-    let mut store = SqlStore::new(conn, env);
-    while !store.env.flow_removed.is_empty() {
-        for (parent, child) in std::mem::take(&mut store.env.flow_removed) {
-            if parent.queue != store.env.queue {
-                store.send(&parent, &child, Change::Done(ChildOutcome::Removed), now)?;
-                continue;
-            }
-            let child = ParentRef {
-                queue: parent.queue.clone(),
-                id: child,
-            };
-            let removed = ChildOutcome::Removed;
-            shared::apply_child(&mut store, &parent.id, &child, removed, now, hard)?;
-        }
-    }
-    Ok(())
-}
-
-/// The id of a job of the tree under `id` in the file `conn` (of queue `queue`) that a live
-/// lock holds. Descendants in yet other files are checked when their removal arrives there.
-pub fn tree_locked(
-    conn: &Connection,
-    queue: &str,
-    id: &str,
-    now: Millis,
-) -> CoreResult<Option<String>> {
-    let Some(job) = load(conn, id)? else {
-        return Ok(None);
-    };
-    if job.lock.as_ref().is_some_and(|l| l.expires_at > now) {
-        return Ok(Some(id.to_owned()));
-    }
-    for child in children(conn, id)? {
-        if child.queue == queue {
-            if let Some(held) = tree_locked(conn, queue, &child.id, now)? {
-                return Ok(Some(held));
-            }
-        }
-    }
-    Ok(None)
-}
-
-/// For a child in another queue's file: the id of a job of its tree there under a live lock.
-pub fn remote_locked(env: &mut Env, child: &ParentRef, now: Millis) -> CoreResult<Option<String>> {
-    relay::with_link(env, &child.queue, |link, _| {
-        tree_locked(link, &child.queue, &child.id, now)
-    })
-}
-
-/// Removes a child in another queue's file with its tree there, by a message delivered after
-/// the commit.
-pub fn remove_remote(
-    conn: &Connection,
-    env: &mut Env,
-    child: &ParentRef,
-    now: Millis,
-) -> CoreResult<()> {
-    let message = Message::Remove {
-        child: child.id.clone(),
-        at: now,
-    };
-    relay::send(conn, env, &child.queue, &message)
-}
 
 impl ChildNews for SqlStore<'_> {
     /// A parent here hears at once, in this transaction; one in another queue's file by a
@@ -153,7 +70,7 @@ impl ChildNews for SqlStore<'_> {
                 at: now,
             },
         };
-        relay::send(self.conn, self.env, &parent.queue, &message)
+        links::send(self.conn, self.env, &parent.queue, &message)
     }
 
     /// The drain's or clean's `settle_removals` loop carries `hard` on up the tree.
@@ -205,7 +122,7 @@ fn remove_child_dependency(
         Detached::Here(pending) => Ok(pending),
         Detached::Elsewhere { parent, child } => {
             let key = child.key();
-            let pending = relay::with_link(store.env, &parent.queue, |link, _| {
+            let pending = links::with_link(store.env, &parent.queue, |link, _| {
                 Ok(bucket_of(link, &parent.id, &key)? == Some(Bucket::Unprocessed))
             })?;
             let removed = Change::Done(ChildOutcome::Removed);
@@ -229,7 +146,7 @@ fn remove_unprocessed_children(
     let mut removed = 0;
     for child in children {
         if child.queue != env.queue {
-            let removable = relay::with_link(env, &child.queue, |link, _| {
+            let removable = links::with_link(env, &child.queue, |link, _| {
                 Ok(load(link, &child.id)?.is_some()
                     && tree_locked(link, &child.queue, &child.id, now)?.is_none())
             })?;

@@ -1,6 +1,7 @@
 //! The SQLite file as the `ManageStorage` the shared management (`lifecycle::manage`) runs
 //! over: pages of a state read in the database (`ORDER BY` its index, `LIMIT`/`OFFSET`), a
-//! job's fields and log by row, the settings in `meta`, and the wipe of an obliterate.
+//! job's fields and log by row, the settings in `meta`, and the wipe of an obliterate; and
+//! `remove` on the file, for flows and their relay.
 
 use std::sync::Arc;
 
@@ -10,20 +11,9 @@ use crate::error::CoreResult;
 use crate::jobs::lifecycle::{self, ManageStorage};
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
 
-use super::ops::Env;
-use super::rows::{self, code, load, set_meta, sql, COLUMNS};
+use super::env::Env;
+use super::rows::{self, code, load, order_of, set_meta, sql, COLUMNS};
 use super::storage::SqlStore;
-
-/// The order of a state's jobs, as its index sorts them (`ManageStorage::page`).
-pub fn order_of(state: JobState) -> &'static str {
-    match state {
-        JobState::Waiting => "priority, ord",
-        JobState::Delayed => "delay_until, seq",
-        JobState::Active => "lock_expires, seq",
-        JobState::WaitingChildren => "seq",
-        JobState::Completed | JobState::Failed => "finished_on, seq",
-    }
-}
 
 fn descending(order: &str) -> String {
     order

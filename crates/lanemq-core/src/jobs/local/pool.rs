@@ -28,7 +28,7 @@ use rusqlite::Connection;
 
 use crate::error::{CoreError, CoreResult};
 
-use super::ops::Env;
+use super::env::Env;
 use super::sync::LocalSync;
 use super::writer::{self, Op, Shared};
 use super::{relay, schema};

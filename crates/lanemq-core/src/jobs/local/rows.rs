@@ -1,5 +1,5 @@
-//! Jobs as rows, and the small pieces of SQL every operation shares: state codes, counters,
-//! per-state counts, the event stream.
+//! Jobs as rows, and the small pieces of SQL every operation shares: state codes and the order
+//! of each state's index, counters, per-state counts, the event stream.
 
 use std::sync::{Arc, LazyLock};
 
@@ -21,6 +21,18 @@ pub fn code(state: JobState) -> i64 {
         JobState::WaitingChildren => 3,
         JobState::Completed => 4,
         JobState::Failed => 5,
+    }
+}
+
+/// The order of a state's jobs, as its index sorts them (`ManageStorage::page`,
+/// `JobStorage::cleanable`).
+pub fn order_of(state: JobState) -> &'static str {
+    match state {
+        JobState::Waiting => "priority, ord",
+        JobState::Delayed => "delay_until, seq",
+        JobState::Active => "lock_expires, seq",
+        JobState::WaitingChildren => "seq",
+        JobState::Completed | JobState::Failed => "finished_on, seq",
     }
 }
 

@@ -13,7 +13,7 @@ use tokio::sync::{oneshot, Notify};
 use crate::error::{CoreError, CoreResult};
 use crate::jobs::model::FinishedResult;
 
-use super::ops::Env;
+use super::env::Env;
 use super::rows::sql;
 
 /// The most operations one transaction takes.

@@ -142,11 +142,7 @@ impl JobQueueCore {
         items: Vec<(String, String, String)>,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let ids: Vec<String> = items.iter().map(|(id, _, _)| id.clone()).collect();
-        let items = items
-            .into_iter()
-            .map(|(id, token, result)| Completion { id, token, result })
-            .collect();
+        let (ids, items) = completions(items);
         let convert = move |outcomes| Ok(refusals(ids, outcomes));
         hot_call!(self, py, complete_many(items, now), convert)
     }
@@ -162,11 +158,7 @@ impl JobQueueCore {
         max_jobs: usize,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let ids: Vec<String> = items.iter().map(|(id, _, _)| id.clone()).collect();
-        let items = items
-            .into_iter()
-            .map(|(id, token, result)| Completion { id, token, result })
-            .collect();
+        let (ids, items) = completions(items);
         let convert = move |(outcomes, claimed)| Ok((refusals(ids, outcomes), records(claimed)?));
         hot_call!(
             self,
@@ -305,4 +297,15 @@ impl JobQueueCore {
             },
         )
     }
+}
+
+/// The ids of `(id, token, result)` items (to name the refused ones in the reply) and the
+/// items as the backend takes them.
+fn completions(items: Vec<(String, String, String)>) -> (Vec<String>, Vec<Completion>) {
+    let ids = items.iter().map(|(id, _, _)| id.clone()).collect();
+    let items = items
+        .into_iter()
+        .map(|(id, token, result)| Completion { id, token, result })
+        .collect();
+    (ids, items)
 }

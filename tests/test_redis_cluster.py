@@ -155,8 +155,10 @@ async def test_min_replicas_ack_refuses_an_add_no_replica_has_and_says_what_it_c
     own_cluster: RedisCluster,
 ) -> None:
     url = own_cluster.url
+    # 1 s: a replica in sync acknowledges in well under a millisecond, but on a loaded CI
+    # machine 0.3 s once let the warm-up add time out before the replica was stopped.
     acked = RedisJobQueue(
-        "acked", url, prefix="{acked}", min_replicas_ack=1, replica_ack_timeout=0.3
+        "acked", url, prefix="{acked}", min_replicas_ack=1, replica_ack_timeout=1.0
     )
     plain = RedisJobQueue("plain", url, prefix="{acked}")  # same slot, same master, no WAIT
     master = own_cluster.owner(own_cluster.slot_of("{acked}"))

@@ -263,3 +263,39 @@ async def test_bad_options_are_config_errors(queue: JobQueue) -> None:
 
     with pytest.raises(ConfigError, match="'batched'"):
         worker.processor("batched")(single)
+
+
+async def test_run_until_idle_runs_batches(queue: JobQueue) -> None:
+    sizes: list[int] = []
+    worker = JobWorker(queue)
+
+    @worker.batch_processor("idle", size=2, min_size=2, timeout=0.05)
+    async def idle(jobs: list[Job]) -> list[int]:
+        sizes.append(len(jobs))
+        return [job.data for job in jobs]
+
+    jobs = [await queue.add("idle", n) for n in range(5)]
+    assert await asyncio.wait_for(worker.run_until_idle(), LIMIT) == 5
+    assert sorted(sizes) == [1, 2, 2]
+    assert [await queue.get_state(job.id) for job in jobs] == ["completed"] * 5
+
+
+async def test_close_grace_releases_a_running_batch(queue: JobQueue) -> None:
+    started = asyncio.Event()
+    worker = JobWorker(queue)
+
+    @worker.batch_processor("stuck", size=2, min_size=2, timeout=LIMIT)
+    async def stuck(jobs: list[Job]) -> list[str]:
+        started.set()
+        await asyncio.sleep(LIMIT * 2)
+        return ["never"] * len(jobs)
+
+    jobs = [await queue.add("stuck", None) for _ in range(2)]
+    task = asyncio.get_running_loop().create_task(worker.run())
+    await asyncio.wait_for(started.wait(), LIMIT)
+    await asyncio.wait_for(worker.close(grace=0), LIMIT)
+    await asyncio.wait_for(task, LIMIT)
+    for job in jobs:
+        stored = await queue.get_job(job.id)
+        assert stored is not None
+        assert stored.state == "waiting" and stored.attempts_made == 0

@@ -16,6 +16,7 @@ import asyncio
 import contextvars
 import functools
 import inspect
+import logging
 import math
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -23,7 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..exceptions import ConfigError
 from ..job import Job
+from . import _log as _worker_log
 from ._calls import AsyncProcessor, is_async_callable
+from ._state import log
 
 if TYPE_CHECKING:
     from ._state import WorkerState
@@ -192,12 +195,15 @@ def start_batched(worker: WorkerState, jobs: Sequence[Job]) -> list[Job]:
     book = worker._book
     done = book.task_done
     context = contextvars.copy_context()
+    debug = log.isEnabledFor(logging.DEBUG)
     singles: list[Job] = []
     for job in jobs:
         batcher = batchers.get(job.name)
         if batcher is None:
             singles.append(job)
             continue
+        if debug:
+            _worker_log.started(worker.id, job)
         slot: asyncio.Future[Any] = loop.create_future()
         task = loop.create_task(wait_for_slot(slot))
         book.start(task, job)  # (a timeout applies to the batch, when it runs: `run_batch`)

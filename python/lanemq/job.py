@@ -24,7 +24,11 @@ class Job:
     """A snapshot of one job. Fields reflect the moment it was read (`refresh()` reads it
     again); a job claimed by a worker also carries its ``lock_token``."""
 
-    __slots__ = ("_data", "_loop", "_parked", "_queue", "_record", "lease_lost")
+    __slots__ = ("_data", "_failure", "_loop", "_parked", "_queue", "_record", "lease_lost")
+
+    #: What `set_as_failed` gave, set to None when the job's batch starts (unset outside a
+    #: batch: no cost for the jobs of single processors).
+    _failure: BaseException | None
 
     #: The event loop the job's calls run on, for `sync`: set by a worker that runs the job's
     #: processor in a thread, or when `sync` is first read on a loop. (Unset until then: no
@@ -160,6 +164,24 @@ class Job:
         """Whether `add_children` parked the job (lock released, waiting for its children): a
         worker then does not report it when its processor returns."""
         return self._parked
+
+    def set_as_failed(self, error: BaseException | str) -> None:
+        """In a batch processor (`JobWorker.batch_processor`): fails this job alone with
+        ``error`` (an exception, or a reason as a string), retried by its options as if a
+        single processor had raised it; its slot in the returned list is ignored. Outside a
+        batch it raises `RuntimeError`: a single processor raises the error instead."""
+        try:
+            self._failure  # noqa: B018 - set while the job's batch runs
+        except AttributeError:
+            raise RuntimeError(
+                f"job {self.id}: set_as_failed is for jobs of a batch processor "
+                "(a single processor raises the error)"
+            ) from None
+        if isinstance(error, str):
+            error = Exception(error)
+        elif not isinstance(error, BaseException):
+            raise TypeError(f"set_as_failed takes an exception or a str, got {error!r}")
+        self._failure = error
 
     @property
     def queue(self) -> JobQueue:

@@ -20,6 +20,7 @@ from ._calls import AsyncProcessor
 
 if TYPE_CHECKING:
     from ..queue import JobQueue
+    from ._batches import Batcher, Gate
 
 log = logging.getLogger("lanemq.worker")
 
@@ -52,6 +53,9 @@ class WorkerState:
     _stopped: asyncio.Event
     _outcomes: _tracing.Outcomes
     _outage: _worker_log.Outage
+    _batchers: dict[str, Batcher]
+    _gate: Gate
+    _batch_runs: set[asyncio.Task[None]]
 
     @property
     def _wake(self) -> asyncio.Future[None] | None:

@@ -15,6 +15,7 @@ from typing import Any
 from ..exceptions import DelayedError, RateLimitError, UnrecoverableError
 from ..job import Job
 from . import _log as _worker_log
+from ._batches import start_batched
 from ._calls import AsyncProcessor
 from ._reporting import Reporting
 from ._state import log
@@ -57,6 +58,8 @@ class Tasks(Reporting):
             for job in jobs:
                 self._give_back_unstarted(job)
             return
+        if self._batchers:  # (one look per claim: the jobs of batch processors wait for theirs)
+            jobs = start_batched(self, jobs)
         # The jobs after the first start after its first step, which may block the loop: each
         # checks its lease then (`_if_held`), as the first was checked here.
         guard: int | None = None

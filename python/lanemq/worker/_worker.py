@@ -26,6 +26,14 @@ from .._results import encoded_result
 from ..exceptions import BackendConnectionError, ConfigError
 from ..queue import JobQueue
 from . import _log as _worker_log
+from ._batches import (
+    Batcher,
+    BatchProcessor,
+    Gate,
+    as_async_batch,
+    check_batch_options,
+    gated,
+)
 from ._calls import (
     AsyncProcessor,
     Middleware,
@@ -47,6 +55,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("lanemq.worker")
 
 P = TypeVar("P", bound=Processor)
+B = TypeVar("B", bound=BatchProcessor)
 M = TypeVar("M", bound=Middleware)
 
 
@@ -131,6 +140,14 @@ class JobWorker(Loop):
         # back-off and counters, and the decision of each turn of the loop (`_step`): Rust
         # (lanemq_core::worker). Python keeps the tasks, timers, hooks and close.
         self._book = WorkerBook(checked_concurrency(concurrency), self._remote)
+        # Batch processors (`batch_processor`): their options and the batcher of each name.
+        # With one, ``concurrency`` slots (`_gate`) hold batches and single jobs alike, and
+        # the book, which counts jobs, has room for that many full batches.
+        self._slots = concurrency
+        self._batch_handlers: dict[str, tuple[BatchProcessor, int, int, float]] = {}
+        self._batchers: dict[str, Batcher] = {}
+        self._gate = Gate(lambda: self._slots)
+        self._batch_runs: set[asyncio.Task[None]] = set()
         self.lease = lease
         self.renew_every = renew_every
         self.stalled_interval = stalled_interval
@@ -214,10 +231,53 @@ class JobWorker(Loop):
         def register(fn: P) -> P:
             if not callable(fn):
                 raise TypeError(f"processor must be callable, got {fn!r}")
+            if name in self._batch_handlers:
+                raise ConfigError(f"job name {name!r} already has a batch processor")
             if name is None:
                 self._default_handler = fn
             else:
                 self._handlers[name] = fn
+            self._rebuild()
+            return fn
+
+        return register
+
+    def batch_processor(
+        self,
+        name: str,
+        size: int = 100,
+        min_size: int | None = None,
+        timeout: float = 1.0,
+    ) -> Callable[[B], B]:
+        """Registers ``async def f(jobs: list[Job]) -> list`` (or a plain ``def``, run in a
+        thread) for jobs called ``name``, run with up to ``size`` of them at once:
+        ``@worker.batch_processor("resize", size=50)``. It returns one result per job, in
+        order (a list of another length fails every job of the batch). Claimed jobs of the
+        name wait for their batch until ``min_size`` (default ``min(10, size)``) are there, or
+        ``timeout`` seconds at most, then run with what there is (never an empty batch).
+
+        A batch takes one of the ``concurrency`` slots, as a single job does: with a batch
+        processor, ``concurrency`` counts batches and single jobs, and the worker claims up to
+        ``concurrency * size`` jobs. Each job keeps its own lease (renewed while the batch
+        runs), retries, events, hooks and counters. ``job.set_as_failed(error)`` in the
+        processor fails that job alone (its slot of the result is ignored); a processor that
+        raises fails every job of the batch; a result that cannot be encoded fails its job
+        alone. A timeout of the jobs applies to the batch: the smallest of them. Middleware
+        (`use`) wraps single processors only. A name has a batch or a single processor, not
+        both (`ConfigError`)."""
+        if not isinstance(name, str):
+            raise TypeError(f"batch processor name must be a str, got {name!r}")
+        least = min(10, size) if min_size is None and isinstance(size, int) else min_size
+        check_batch_options(size, least, timeout)
+        assert least is not None  # (checked)
+        if name in self._handlers:
+            raise ConfigError(f"job name {name!r} already has a processor")
+
+        def register(fn: B) -> B:
+            if not callable(fn):
+                raise TypeError(f"batch processor must be callable, got {fn!r}")
+            self._batch_handlers[name] = (fn, size, least, float(timeout))
+            self._batchers[name] = Batcher(self, name, as_async_batch(fn), size, least, timeout)
             self._rebuild()
             return fn
 
@@ -245,10 +305,18 @@ class JobWorker(Loop):
         self._processors = {name: self._callable(fn) for name, fn in self._handlers.items()}
         handler = self._default_handler
         self._default = None if handler is None else self._callable(handler)
+        self._size_book()
+
+    def _size_book(self) -> None:
+        """The book counts jobs: with batch processors, room for a full batch per slot."""
+        sizes = [size for _, size, _, _ in self._batch_handlers.values()]
+        self._book.concurrency = self._slots * max(sizes, default=1)
 
     def _callable(self, processor: Processor) -> AsyncProcessor:
         call = as_async(processor)
-        return with_middleware(call, self._middleware) if self._middleware else call
+        call = with_middleware(call, self._middleware) if self._middleware else call
+        # (with a batch processor, a single job takes a slot as a batch does)
+        return gated(call, self._gate) if self._batch_handlers else call
 
     def on(self, event: str, callback: Callable[..., Any]) -> None:
         """Hooks: ``completed(job, result)``, ``failed(job, error)`` (every failed attempt),
@@ -260,13 +328,15 @@ class JobWorker(Loop):
 
     @property
     def concurrency(self) -> int:
-        """At most this many jobs run at once. It may be set before `run()` (as ``lanemq
-        worker --concurrency`` does); each claim then asks for up to half of it."""
-        return self._book.concurrency
+        """At most this many jobs run at once (with a batch processor, batches and single
+        jobs: one slot each). It may be set before `run()` (as ``lanemq worker
+        --concurrency`` does); each claim then asks for up to half of it."""
+        return self._slots
 
     @concurrency.setter
     def concurrency(self, value: int) -> None:
-        self._book.concurrency = checked_concurrency(value)
+        self._slots = checked_concurrency(value)
+        self._size_book()
 
     @property
     def processed(self) -> int:

@@ -238,6 +238,39 @@ async def test_timeout_of_the_jobs_applies_to_the_batch(queue: JobQueue) -> None
             assert "timed out" in caught.value.reason
 
 
+async def test_a_timed_out_batch_that_swallows_cancellation_is_a_stray(queue: JobQueue) -> None:
+    worker = JobWorker(queue)
+    ended = asyncio.Event()
+    release = asyncio.Event()
+
+    @worker.batch_processor("stubborn", size=1, min_size=1, timeout=LIMIT)
+    async def stubborn(jobs: list[Job]) -> list[None]:
+        try:
+            await asyncio.sleep(LIMIT)
+        except asyncio.CancelledError:
+            await release.wait()  # swallows it: runs on after its jobs timed out
+        ended.set()
+        return [None] * len(jobs)
+
+    job = await queue.add("stubborn", None, timeout=0.05, attempts=1)
+    async with running(worker):
+        with pytest.raises(JobFailedError, match="timed out"):
+            await asyncio.wait_for(job.wait(), LIMIT)
+        for _ in range(100):
+            if worker.stray_tasks:
+                break
+            await asyncio.sleep(0.01)
+        assert worker.stray_tasks == 1
+        release.set()
+        await asyncio.wait_for(ended.wait(), LIMIT)
+        for _ in range(100):
+            if not worker.stray_tasks:
+                break
+            await asyncio.sleep(0.01)
+        assert worker.stray_tasks == 0
+    assert await queue.get_state(job.id) == "failed"
+
+
 async def test_bad_options_are_config_errors(queue: JobQueue) -> None:
     worker = JobWorker(queue)
     for options, named in (

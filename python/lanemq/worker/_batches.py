@@ -254,6 +254,10 @@ async def run_batch(
     if not processing.done():
         processing.cancel()
         processing.add_done_callback(_retrieve)
+        # Counted as a stray until it ends, as a timed-out single job's task is: a processor
+        # that swallows the cancellation runs on, its jobs already ended and its slot free.
+        worker._strays.add(processing)
+        processing.add_done_callback(worker._strays.discard)
         return
     _spread(name, processing, batch)
 

@@ -181,6 +181,12 @@ mod tests {
         }
     }
 
+    /// Claims the one waiting job; its lock token.
+    fn claim_token(s: &mut MemoryStore) -> String {
+        let mut claimed = lifecycle::claim(s, "w", 1000, 1, T).unwrap();
+        claimed.remove(0).lock.unwrap().token
+    }
+
     /// The events after `from`, as (name, job, fields).
     fn events_after(s: &MemoryStore, from: u64) -> Vec<(String, String, Vec<String>)> {
         s.read_events(from + 1, u64::MAX, usize::MAX)
@@ -201,12 +207,7 @@ mod tests {
         let mut s = MemoryStore::new(StoreConfig::default());
         let keep = || with_dedup(|d| d.keep_last = true);
         let (owner, _) = s.add("a", "1", keep(), T).unwrap();
-        let token = crate::jobs::lifecycle::claim(&mut s, "w", 1000, 1, T)
-            .unwrap()
-            .remove(0)
-            .lock
-            .unwrap()
-            .token;
+        let token = claim_token(&mut s);
         let before = s.last_event_id();
         let mut duplicate = keep();
         duplicate.job_id = Some("dup".into());
@@ -223,7 +224,7 @@ mod tests {
                 ("debounced".into(), "1".into(), vec!["debounceId=k".into()]),
             ]
         );
-        crate::jobs::lifecycle::complete(&mut s, &owner.id, &token, "null", T + 2).unwrap();
+        lifecycle::complete(&mut s, &owner.id, &token, "null", T + 2).unwrap();
         let next = s.get_job("dup").expect("the kept duplicate was added");
         assert_eq!((&*next.data, next.created_at), ("2", T + 2));
         assert_eq!(
@@ -258,19 +259,14 @@ mod tests {
     fn a_retry_takes_the_key_back_unless_another_job_holds_it() {
         let mut s = MemoryStore::new(StoreConfig::default());
         let (first, _) = s.add("a", "1", with_dedup(|_| {}), T).unwrap();
-        let token = crate::jobs::lifecycle::claim(&mut s, "w", 1000, 1, T)
-            .unwrap()
-            .remove(0)
-            .lock
-            .unwrap()
-            .token;
-        crate::jobs::lifecycle::complete(&mut s, &first.id, &token, "null", T).unwrap();
+        let token = claim_token(&mut s);
+        lifecycle::complete(&mut s, &first.id, &token, "null", T).unwrap();
         let (second, created) = s.add("a", "2", with_dedup(|_| {}), T + 1).unwrap();
         assert!(created);
-        let refused = crate::jobs::lifecycle::retry_job(&mut s, &first.id, false, T + 2);
+        let refused = lifecycle::retry_job(&mut s, &first.id, false, T + 2);
         assert!(matches!(refused, Err(crate::CoreError::Refused(_))));
         assert!(s.remove_deduplication_key("k", T + 2));
-        crate::jobs::lifecycle::retry_job(&mut s, &first.id, false, T + 3).unwrap();
+        lifecycle::retry_job(&mut s, &first.id, false, T + 3).unwrap();
         assert_eq!(
             s.get_deduplication_job_id("k", T + 3).as_deref(),
             Some(&*first.id)

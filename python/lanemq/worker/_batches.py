@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-import inspect
 import logging
 import math
 from collections import deque
@@ -25,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ..exceptions import ConfigError
 from ..job import Job
 from . import _log as _worker_log
-from ._calls import AsyncProcessor, is_async_callable
+from ._calls import AsyncProcessor, in_executor, is_async_callable
 from ._state import log
 
 if TYPE_CHECKING:
@@ -56,14 +55,9 @@ def as_async_batch(processor: BatchProcessor) -> AsyncBatchProcessor:
 
     @functools.wraps(processor)
     async def run_in_thread(jobs: list[Job]) -> Any:
-        loop = asyncio.get_running_loop()
         for job in jobs:
             job.sync  # noqa: B018 - read on the loop, it binds the job to it for the thread
-        context = contextvars.copy_context()
-        result = await loop.run_in_executor(None, context.run, processor, jobs)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
+        return await in_executor(processor, jobs)
 
     return run_in_thread
 

@@ -49,15 +49,21 @@ def in_thread(processor: Processor) -> AsyncProcessor:
 
     @functools.wraps(processor)
     async def run_in_thread(job: Job) -> Any:
-        loop = asyncio.get_running_loop()
         job.sync  # noqa: B018 - read on the loop, it binds the job to it for the thread's calls
-        context = contextvars.copy_context()
-        result = await loop.run_in_executor(None, context.run, processor, job)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
+        return await in_executor(processor, job)
 
     return run_in_thread
+
+
+async def in_executor(fn: Callable[[Any], Any], arg: Any) -> Any:
+    """``fn(arg)`` in the loop's default executor with the caller's context variables; an
+    awaitable it returns is awaited on the loop (`in_thread`, and batch processors')."""
+    loop = asyncio.get_running_loop()
+    context = contextvars.copy_context()
+    result = await loop.run_in_executor(None, context.run, fn, arg)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
 
 
 def with_middleware(call: AsyncProcessor, middleware: Sequence[Middleware]) -> AsyncProcessor:

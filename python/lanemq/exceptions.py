@@ -91,6 +91,21 @@ class JobFailedError(JobError):
         self.reason = reason
 
 
+class JobCancelledError(JobFailedError):
+    """`Job.wait()`: the job was cancelled (`queue.cancel`); ``reason`` is the reason given.
+    Raise it (or let `asyncio.CancelledError` through) in a processor whose job was cancelled."""
+
+
+class CancelRequestedError(JobError):
+    """A lease renewal's answer: the job's cancellation was requested (`queue.cancel`); its
+    worker stops the processor and fails the job for good with the reason."""
+
+
+class GroupMaxSizeExceededError(JobError):
+    """An add would take a group past its ``max_size`` (`set_group_defaults` /
+    `set_group_limits`); nothing was written."""
+
+
 class DelayedError(JobError):
     """Raise it from a processor after `job.move_to_delayed(...)`: the job waits in the
     delayed set, and no attempt is used."""
@@ -121,12 +136,15 @@ class RateLimitError(JobError):
 __all__ = [
     "BackendAuthenticationError",
     "BackendConnectionError",
+    "CancelRequestedError",
     "CommandNotFoundError",
     "CommandStateError",
     "CommandTimeoutError",
     "ConfigError",
     "DelayedError",
     "DrainTimeoutError",
+    "GroupMaxSizeExceededError",
+    "JobCancelledError",
     "JobError",
     "JobFailedError",
     "JobNotFoundError",

@@ -45,6 +45,14 @@ pub enum CoreError {
     /// The backend's server refused the credentials (a `Connection` error of its own kind).
     #[error("{0}")]
     Authentication(String),
+    /// An add would take a group past its `max_size` (`contract::GroupLimits`); nothing was
+    /// written.
+    #[error("group {group:?} is full: it holds {max_size} jobs, its max_size")]
+    GroupFull { group: String, max_size: u32 },
+    /// A lease renewal's answer for a job whose cancellation was requested (`JobCancels`):
+    /// the lease is renewed nonetheless, so the worker can fail it with its token.
+    #[error("job {id:?} was cancelled: {reason}")]
+    CancelRequested { id: String, reason: String },
     /// Reading or writing durable storage failed.
     #[error("storage error: {0}")]
     Storage(String),

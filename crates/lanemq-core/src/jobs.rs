@@ -40,8 +40,9 @@ mod tests;
 pub mod workers;
 
 pub use contract::{
-    ready, BoxFuture, Completion, FailOutcome, Failure, JobAdmin, JobBackend, JobDedup, JobEvents,
-    JobFlows, JobLifecycle, JobObserve, JobReads, JobSchedulers, NewJob, QueueStats,
+    ready, BoxFuture, CancelOutcome, CancelRequest, Completion, FailOutcome, Failure, GroupLimits,
+    GroupRow, JobAdmin, JobBackend, JobCancels, JobDedup, JobEvents, JobFlows, JobGroups,
+    JobLifecycle, JobObserve, JobReads, JobSchedulers, NewJob, QueueStats,
 };
 pub use events::{
     check_custom_event, event_name, event_names, field_name, known_event_name, EventLog, Field,

@@ -15,6 +15,8 @@ pyo3::import_exception!(lanemq.exceptions, BackendAuthenticationError);
 pyo3::import_exception!(lanemq.exceptions, JobNotFoundError);
 pyo3::import_exception!(lanemq.exceptions, JobStateError);
 pyo3::import_exception!(lanemq.exceptions, LockMismatchError);
+pyo3::import_exception!(lanemq.exceptions, GroupMaxSizeExceededError);
+pyo3::import_exception!(lanemq.exceptions, CancelRequestedError);
 
 pub fn to_py(err: CoreError) -> PyErr {
     let message = err.to_string();
@@ -30,6 +32,8 @@ pub fn to_py(err: CoreError) -> PyErr {
         CoreError::JobNotFound(_) => JobNotFoundError::new_err(message),
         CoreError::JobState { .. } | CoreError::Refused(_) => JobStateError::new_err(message),
         CoreError::LockMismatch(_) => LockMismatchError::new_err(message),
+        CoreError::GroupFull { .. } => GroupMaxSizeExceededError::new_err(message),
+        CoreError::CancelRequested { .. } => CancelRequestedError::new_err(message),
     }
 }
 

@@ -248,12 +248,14 @@ impl JobOptions {
         backoff=None, timeout=None, remove_on_complete=None, remove_on_fail=None,
         max_stalled_count=Int::of(1), dedup=None, parent_policy=None, fail_parent_on_failure=false,
         ignore_dependency_on_failure=false, remove_dependency_on_failure=false,
-        continue_parent_on_failure=false, telemetry=None),
+        continue_parent_on_failure=false, telemetry=None, group=None,
+        max_started_attempts=None),
         text_signature = "(job_id=None, priority=0, lifo=False, delay=0.0, attempts=1, backoff=None, \
             timeout=None, remove_on_complete=None, remove_on_fail=None, max_stalled_count=1, \
             dedup=None, parent_policy=None, fail_parent_on_failure=False, \
             ignore_dependency_on_failure=False, remove_dependency_on_failure=False, \
-            continue_parent_on_failure=False, telemetry=None)")]
+            continue_parent_on_failure=False, telemetry=None, group=None, \
+            max_started_attempts=None)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         job_id: Option<&Bound<'_, PyAny>>,
@@ -273,6 +275,8 @@ impl JobOptions {
         remove_dependency_on_failure: bool,
         continue_parent_on_failure: bool,
         telemetry: Option<&Bound<'_, PyAny>>,
+        group: Option<Text>,
+        max_started_attempts: Option<Int>,
     ) -> PyResult<Self> {
         let flags = [
             fail_parent_on_failure,
@@ -323,6 +327,10 @@ impl JobOptions {
             parent_policy,
             parent: None,
             telemetry: telemetry_of(telemetry)?,
+            group: group.core("group")?,
+            max_started_attempts: max_started_attempts
+                .map(|n| count("max_started_attempts", n.get("max_started_attempts")?, 1))
+                .transpose()?,
         };
         inner.validate().map_err(to_py)?;
         Ok(Self { inner })
@@ -348,6 +356,16 @@ impl JobOptions {
     #[getter]
     fn telemetry(&self) -> Option<core::Telemetry> {
         self.inner.telemetry.clone()
+    }
+
+    /// The job's group (`add(..., group=...)`), or None.
+    #[getter]
+    fn group(&self) -> Option<&str> {
+        self.inner.group.as_deref()
+    }
+    #[getter]
+    fn max_started_attempts(&self) -> Option<u32> {
+        self.inner.max_started_attempts
     }
 
     #[getter]

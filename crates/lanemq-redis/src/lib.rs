@@ -16,12 +16,14 @@
 
 mod admin;
 mod backend;
+mod cancels;
 mod compose;
 mod counts;
 mod decode;
 mod dedup;
 mod events;
 mod flows;
+mod groups;
 mod job_backend;
 mod keys;
 mod lifecycle;

@@ -215,6 +215,14 @@ pub struct JobOptions {
     /// link to; written to the options JSON only when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<Telemetry>,
+    /// The job's group (`contract::JobGroups`): groups take turns at the claim and have
+    /// limits of their own. `None`: ungrouped (one group of its own at the claim).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// BullMQ's `maxStartedAttempts`: a job started this many times (claims, including the
+    /// ones that stalled or were released) fails for good instead of starting again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_started_attempts: Option<u32>,
 }
 
 fn one() -> u32 {
@@ -239,6 +247,8 @@ impl Default for JobOptions {
             parent_policy: None,
             parent: None,
             telemetry: None,
+            group: None,
+            max_started_attempts: None,
         }
     }
 }
@@ -280,8 +290,30 @@ impl JobOptions {
         if let Some(telemetry) = &self.telemetry {
             validate_telemetry(telemetry)?;
         }
+        if let Some(group) = &self.group {
+            validate_group(group)?;
+        }
+        if self.max_started_attempts == Some(0) {
+            return Err(CoreError::InvalidConfig(
+                "invalid max_started_attempts: 0 (must be at least 1)".into(),
+            ));
+        }
         Ok(())
     }
+}
+
+/// The longest group name, in bytes.
+pub const MAX_GROUP_BYTES: usize = 256;
+
+/// Refuses an empty group name, one over `MAX_GROUP_BYTES`, or one with control characters
+/// (a group names keys and lines of the CLI).
+pub fn validate_group(group: &str) -> CoreResult<()> {
+    if group.is_empty() || group.len() > MAX_GROUP_BYTES || group.chars().any(char::is_control) {
+        return Err(CoreError::InvalidConfig(format!(
+            "invalid group: {group:?} (1 to {MAX_GROUP_BYTES} bytes, no control characters)"
+        )));
+    }
+    Ok(())
 }
 
 /// Refuses a telemetry carrier with an empty key, or over the entry or byte bounds.

@@ -1,7 +1,7 @@
 //! The job contract every backend implements (memory, local file, Redis), split by concern:
 //! `JobLifecycle` (adding, claiming, finishing, leases), `JobReads`, `JobAdmin` (edits of one job
-//! and of the queue), `JobEvents`, `JobDedup`, `JobFlows`, `JobSchedulers` and `JobObserve`
-//! (metrics and the worker registry). `JobBackend` is all of them at once, which is what the bindings hold (as a trait object).
+//! and of the queue), `JobEvents`, `JobDedup`, `JobFlows`, `JobSchedulers`, `JobObserve`
+//! (metrics and the worker registry), `JobGroups` and `JobCancels`. `JobBackend` is all of them at once, which is what the bindings hold (as a trait object).
 //!
 //! The contract owns the types its methods speak (`types`); it imports the shared model
 //! (`model`, `options`, `flow`, `scheduler`, `events`, `metrics`, `workers`), never an implementation.
@@ -12,9 +12,11 @@
 //! waits use the wall clock. Batch methods report per item, in input order.
 
 mod admin;
+mod cancels;
 mod dedup;
 mod events;
 mod flows;
+mod groups;
 mod lifecycle;
 mod observe;
 mod reads;
@@ -27,9 +29,11 @@ use std::pin::Pin;
 use crate::error::CoreResult;
 
 pub use admin::JobAdmin;
+pub use cancels::{CancelOutcome, CancelRequest, JobCancels};
 pub use dedup::JobDedup;
 pub use events::JobEvents;
 pub use flows::JobFlows;
+pub use groups::{GroupLimits, GroupRow, JobGroups};
 pub use lifecycle::JobLifecycle;
 pub use observe::JobObserve;
 pub use reads::{JobReads, QueueStats};
@@ -45,7 +49,16 @@ pub fn ready<T: Send + 'static>(value: CoreResult<T>) -> BoxFuture<T> {
 
 /// The whole contract: what a backend is. Implement the concern traits; this follows.
 pub trait JobBackend:
-    JobLifecycle + JobReads + JobAdmin + JobEvents + JobDedup + JobFlows + JobSchedulers + JobObserve
+    JobLifecycle
+    + JobReads
+    + JobAdmin
+    + JobEvents
+    + JobDedup
+    + JobFlows
+    + JobSchedulers
+    + JobObserve
+    + JobGroups
+    + JobCancels
 {
 }
 
@@ -58,5 +71,7 @@ impl<T> JobBackend for T where
         + JobFlows
         + JobSchedulers
         + JobObserve
+        + JobGroups
+        + JobCancels
 {
 }

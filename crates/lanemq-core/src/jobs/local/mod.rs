@@ -8,6 +8,7 @@
 //! of other processes.
 
 mod admin;
+mod cancels;
 mod dedup;
 mod dedup_keys;
 mod doorbell;
@@ -17,6 +18,7 @@ mod flow_deps;
 mod flow_files;
 mod flow_sets;
 mod flows;
+mod groups;
 mod job_storage;
 mod lifecycle;
 mod links;

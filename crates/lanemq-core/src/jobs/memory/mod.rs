@@ -12,6 +12,7 @@
 //! `flow_group`) and implement the contract for `MemoryBackend`, defined here.
 
 mod admin;
+mod cancels;
 mod dedup;
 mod dedup_keys;
 mod events;
@@ -19,6 +20,7 @@ mod flow_group;
 mod flow_sets;
 mod flow_state;
 mod flows;
+mod groups;
 mod job_id;
 mod lifecycle;
 mod manage;

@@ -1,0 +1,7 @@
+//! Groups on this backend (`contract::JobGroups`).
+
+use crate::jobs::contract::JobGroups;
+
+use super::MemoryBackend;
+
+impl JobGroups for MemoryBackend {}

@@ -66,6 +66,9 @@ remove_deduplication_key remove_orphaned_jobs remove_rate_limit_key remove_sched
 remove_unprocessed_children remove_worker renew renew_many reschedule resume retry_job
 save_stacktrace set_max_active set_rate_limit sibling trim_events update_data update_priority
 update_progress upsert_scheduler wait_and_claim wait_for_job wait_reachable
+cancel cancel_group count_groups get_group_counts get_group_defaults get_group_limits
+is_group_paused list_groups pause_group remove_group resume_group set_group_defaults
+set_group_limits
 """.split()
 
 

@@ -46,6 +46,7 @@ from .exceptions import (
 )
 from .flows import Dependencies, FlowJob, JobNode
 from .job import Job
+from .jobs import GroupInfo, GroupLimits
 from .lanes import DEFAULT_LANES, Alert, CommandHandle, QueueManager
 from .observability.observe import MetricsTime, QueueMetrics, WorkerInfo
 from .queue import (
@@ -91,6 +92,8 @@ __all__ = [
     "DrainTimeoutError",
     "Event",
     "FlowJob",
+    "GroupInfo",
+    "GroupLimits",
     "GroupMaxSizeExceededError",
     "InMemoryJobQueue",
     "Job",

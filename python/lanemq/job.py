@@ -68,6 +68,11 @@ class Job:
         return self._record.options
 
     @property
+    def group(self) -> str | None:
+        """The job's group (`JobQueue.add(..., group=...)`), or None."""
+        return self._record.options.group
+
+    @property
     def state(self) -> str:
         return self._record.state
 

@@ -58,9 +58,9 @@ pub use model::{
     MAX_RATE_LIMIT_END,
 };
 pub use options::{
-    check_log_line, check_payload, validate_job_id, validate_telemetry, Backoff, BackoffKind,
-    Dedup, JobOptions, Retention, StoreConfig, Telemetry, DEFAULT_MAX_PAYLOAD_BYTES, MAX_PRIORITY,
-    MAX_TELEMETRY_BYTES, MAX_TELEMETRY_ENTRIES,
+    check_log_line, check_payload, validate_group, validate_job_id, validate_telemetry, Backoff,
+    BackoffKind, Dedup, JobOptions, Retention, StoreConfig, Telemetry, DEFAULT_MAX_PAYLOAD_BYTES,
+    MAX_PRIORITY, MAX_TELEMETRY_BYTES, MAX_TELEMETRY_ENTRIES,
 };
 pub use paging::index_range;
 pub use parent::{ParentPolicy, ParentRef};

@@ -249,6 +249,20 @@ impl CoreArg for Option<Positive> {
     }
 }
 
+/// A group's name (`lanemq_core::jobs::validate_group`).
+#[derive(FromPyObject)]
+#[pyo3(transparent)]
+pub struct Group(Text);
+
+impl CoreArg for Group {
+    type Core = String;
+    fn core(self, field: &str) -> PyResult<String> {
+        let group = self.0.core(field)?;
+        lanemq_core::jobs::validate_group(&group).map_err(to_py)?;
+        Ok(group)
+    }
+}
+
 /// A job's priority: 0 to `MAX_PRIORITY`.
 #[derive(FromPyObject)]
 #[pyo3(transparent)]

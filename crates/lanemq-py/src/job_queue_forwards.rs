@@ -12,8 +12,8 @@ use pyo3::prelude::*;
 
 use crate::bridge::millis_to_seconds;
 use crate::core_args::{
-    CoreArg, DataPoints, Dict, Kind, MinuteCounts, Now, Positive, Priority, RateWait, Secs, State,
-    States, Text,
+    DataPoints, Dict, Kind, MinuteCounts, Now, Positive, Priority, RateWait, Secs, State, States,
+    Text,
 };
 use crate::flows::{self, DependencyRows};
 use crate::job_queue::{records, unit, JobQueueCore};
@@ -35,12 +35,13 @@ macro_rules! forwards {
             $(#[doc = $doc])*
             #[pyo3(signature = ($($arg $(= $default)?),*))]
             fn $name<'py>(&self, py: Python<'py>, $($arg: $ty),*) -> PyResult<Bound<'py, PyAny>> {
-                $(let $arg = CoreArg::core($arg, stringify!($arg))?;)*
+                $(let $arg = $crate::core_args::CoreArg::core($arg, stringify!($arg))?;)*
                 self.resolve(py, self.backend.$method($($call),*), $convert)
             }
         )*}
     };
 }
+pub(crate) use forwards;
 
 forwards! {
     // ------------------------------------------------------------------ flows
@@ -248,7 +249,7 @@ fn state_name(state: Option<JobState>) -> PyResult<&'static str> {
     Ok(state.map_or("unknown", JobState::as_str))
 }
 
-fn state_counts(counts: Vec<(JobState, usize)>) -> PyResult<Dict<&'static str, usize>> {
+pub(crate) fn state_counts(counts: Vec<(JobState, usize)>) -> PyResult<Dict<&'static str, usize>> {
     Ok(Dict(
         counts.into_iter().map(|(s, n)| (s.as_str(), n)).collect(),
     ))
@@ -298,7 +299,7 @@ fn ttl_seconds(ttl: Option<Option<Millis>>) -> PyResult<Option<f64>> {
     Ok(ttl.map(|left| left.map_or(f64::INFINITY, millis_to_seconds)))
 }
 
-fn rate_limit_seconds(limit: Option<(u32, Millis)>) -> PyResult<Option<(u32, f64)>> {
+pub(crate) fn rate_limit_seconds(limit: Option<(u32, Millis)>) -> PyResult<Option<(u32, f64)>> {
     Ok(limit.map(|(max, duration)| (max, millis_to_seconds(duration))))
 }
 

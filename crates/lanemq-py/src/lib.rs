@@ -14,6 +14,7 @@ mod interrupt;
 mod job_options;
 mod job_queue;
 mod job_queue_forwards;
+mod job_queue_groups;
 mod job_queue_hot;
 mod job_record;
 mod lane_config;

@@ -7,14 +7,15 @@ since the Unix epoch (UTC). Methods that depend on the clock take ``now`` (milli
 tests can drive time; it defaults to the wall clock.
 
 `JobQueue` is made of one part per concern, a module each: `lifecycle` (add, claim, finish),
-`flows`, `reads`, `admin` (editing jobs, the queue's state), `dedup`, `schedulers`, `events`
-and `observe` (metrics, workers); one module per backend: `memory` (with `MemoryGroup`),
-`local` and `redis`."""
+`flows`, `reads`, `admin` (editing jobs, the queue's state), `dedup`, `schedulers`, `events`,
+`observe` (metrics, workers), `groups` and `cancels`; one module per backend: `memory` (with
+`MemoryGroup`), `local` and `redis`."""
 
 from __future__ import annotations
 
 from ._common import STATES, BulkItem
 from .events import QueueEvent
+from .groups import GroupInfo, GroupLimits
 from .local import LocalJobQueue, LocalSync
 from .memory import InMemoryJobQueue, MemoryGroup
 from .queue import JobQueue
@@ -24,6 +25,8 @@ from .redis import RedisJobQueue
 __all__ = [
     "STATES",
     "BulkItem",
+    "GroupInfo",
+    "GroupLimits",
     "InMemoryJobQueue",
     "JobQueue",
     "JobResult",

@@ -109,8 +109,24 @@ _OPTION_NAMES = (
     "remove_on_fail",
     "max_stalled_count",
     "dedup",
+    "group",
+    "max_started_attempts",
 )
-_OPTION_DEFAULTS: tuple[Any, ...] = (None, 0, False, 0.0, 1, None, None, None, None, 1, None)
+_OPTION_DEFAULTS: tuple[Any, ...] = (
+    None,
+    0,
+    False,
+    0.0,
+    1,
+    None,
+    None,
+    None,
+    None,
+    1,
+    None,
+    None,
+    None,
+)
 
 #: What `add_bulk` takes per job: ``(name, data)`` or ``(name, data, options)``.
 BulkItem: TypeAlias = "tuple[str, Any] | tuple[str, Any, JobOptions | dict[str, Any] | None]"

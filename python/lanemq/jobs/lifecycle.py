@@ -43,6 +43,8 @@ class QueueLifecycle(QueueBase):
         remove_on_fail: bool | int | KeepJobs | None = None,
         max_stalled_count: int = 1,
         dedup: Dedup | None = None,
+        group: str | None = None,
+        max_started_attempts: int | None = None,
         now: int | None = None,
     ) -> Job:
         """Adds a job. Options are keywords (typed, so a type checker catches a misspelt
@@ -54,7 +56,10 @@ class QueueLifecycle(QueueBase):
         ``attempts`` and ``backoff`` (`Backoff`): retries. ``timeout``: seconds an attempt
         may run. ``remove_on_complete`` / ``remove_on_fail``: retention (True: remove; a
         count, or `KeepJobs`). ``max_stalled_count``: stalls allowed before it fails.
-        ``dedup`` (`Dedup`): while its key is held, the add returns the job holding it."""
+        ``dedup`` (`Dedup`): while its key is held, the add returns the job holding it.
+        ``group``: the job's group (groups take turns at the claim and have limits of their
+        own, `set_group_defaults`). ``max_started_attempts``: a job started this many times
+        (stalls and releases included) fails for good rather than start again."""
         _checks.job_name(name)
         given = _given_options(
             (
@@ -69,6 +74,8 @@ class QueueLifecycle(QueueBase):
                 remove_on_fail,
                 max_stalled_count,
                 dedup,
+                group,
+                max_started_attempts,
             )
         )
         opts = _options(options, given)

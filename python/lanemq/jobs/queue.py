@@ -6,9 +6,11 @@ from __future__ import annotations
 from ..exceptions import ConfigError
 from ._base import QueueBase
 from .admin import QueueAdmin
+from .cancels import QueueCancels
 from .dedup import QueueDedup
 from .events import QueueEvents
 from .flows import QueueFlows
+from .groups import QueueGroups
 from .lifecycle import QueueLifecycle
 from .observe import QueueObserve
 from .reads import QueueReads
@@ -24,6 +26,8 @@ class JobQueue(
     QueueSchedulers,
     QueueEvents,
     QueueObserve,
+    QueueGroups,
+    QueueCancels,
 ):
     """The job contract over a backend core. Subclasses choose the backend."""
 

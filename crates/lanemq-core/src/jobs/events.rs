@@ -100,7 +100,7 @@ pub fn check_custom_event(name: &str, data: &str, max_payload_bytes: usize) -> C
 }
 
 /// Every field name events carry.
-const FIELD_NAMES: [&str; 13] = [
+const FIELD_NAMES: [&str; 14] = [
     "name",
     "delay",
     "prev",
@@ -113,6 +113,7 @@ const FIELD_NAMES: [&str; 13] = [
     "deduplicationId",
     "deduplicatedJobId",
     "debounceId",
+    "group",
     "value",
 ];
 

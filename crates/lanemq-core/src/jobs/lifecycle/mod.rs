@@ -9,7 +9,7 @@
 //! dependency sets, a child's news to its parent, adding flows) are `flows`.
 //!
 //! The files are layered, each using only those below it (`scripts/jobs-imports` checks it):
-//! `tables` and `finished`; `storage`; `create`; `dedup`, `schedulers`, `retention`;
+//! `tables` and `finished`; `storage`; `groups`; `create`; `dedup`, `schedulers`, `retention`;
 //! `effects`; the transitions (`add`, `claim`, `finish`, `leases`, `edits`, `parents`,
 //! `removal`); then `flows` and `manage`.
 
@@ -22,6 +22,8 @@ mod effects;
 mod finish;
 mod finished;
 pub mod flows;
+pub mod group_admin;
+pub mod groups;
 mod leases;
 pub mod manage;
 mod parents;
@@ -37,6 +39,7 @@ pub use create::create_as;
 pub use edits::{promote, promote_jobs, reschedule, retry_job, update_priority};
 pub use finish::{complete, fail, fail_now};
 pub use finished::Finished;
+pub use groups::{GroupSettings, GroupState, GroupStorage, UNGROUPED};
 pub use leases::{holds_lock, move_to_delayed, recover_stalled, release, renew};
 pub use manage::ManageStorage;
 pub use parents::{park_for_children, release_parent, reopen_parent};

@@ -18,6 +18,8 @@ mod flow_deps;
 mod flow_files;
 mod flow_sets;
 mod flows;
+mod group_rows;
+mod group_storage;
 mod groups;
 mod job_storage;
 mod lifecycle;

@@ -20,6 +20,7 @@ mod flow_group;
 mod flow_sets;
 mod flow_state;
 mod flows;
+mod group_table;
 mod groups;
 mod job_id;
 mod lifecycle;

@@ -115,6 +115,17 @@ async def test_turns_go_on_across_claims(queue: JobQueue) -> None:
     assert names == ["A-0", "B-0", "A-1", "B-1", "A-2", "B-2"]
 
 
+async def test_an_emptied_queue_is_not_ready_after_mixed_claims(queue: JobQueue) -> None:
+    await _add(queue, "A", 2)
+    await _add(queue, None, 2)
+    names = []
+    for _ in range(4):
+        names += _names(await queue.claim("w", now=T))
+    assert names == ["A-0", "None-0", "A-1", "None-1"]
+    assert await queue.claim("w", now=T) == []
+    assert not await queue.wait_for_job(timeout=0.1)
+
+
 # ------------------------------------------------------------------------- the limits
 
 
@@ -202,6 +213,30 @@ async def test_max_size_refuses_an_add_and_writes_nothing(queue: JobQueue) -> No
         "waiting": 1,
         "delayed": 1,
         "active": 1,
+    }
+
+
+async def test_max_size_refuses_a_flow_whole(queue: JobQueue) -> None:
+    await queue.set_group_limits("A", max_size=2)
+    await _add(queue, "A", 1)
+    flow = FlowJob(
+        "parent",
+        0,
+        options={"group": "A"},  # waits for its children: not counted
+        children=[FlowJob(f"c{i}", i, options={"group": "A"}) for i in range(2)],
+    )
+    with pytest.raises(GroupMaxSizeExceededError):
+        await queue.add_flow(flow, now=T)
+    assert await queue.get_job_counts("waiting", "waiting_children") == {
+        "waiting": 1,
+        "waiting_children": 0,
+    }
+    flow = FlowJob("parent", 0, options={"group": "A"}, children=[FlowJob("c", 0, options={"group": "A"})])
+    node = await queue.add_flow(flow, now=T)
+    assert [child.job.group for child in node.children] == ["A"]
+    assert await queue.get_group_counts("A", "waiting", "waiting_children") == {
+        "waiting": 2,
+        "waiting_children": 1,
     }
 
 

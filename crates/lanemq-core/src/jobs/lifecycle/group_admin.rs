@@ -139,7 +139,8 @@ pub fn remove_group<S: JobStorage + GroupStorage>(
         match super::remove(storage, &id, now) {
             Ok(()) => removed += 1,
             // Gone already (a flow child removed with its parent's tree), or refused.
-            Err(CoreError::JobNotFound(_) | CoreError::Refused(_) | CoreError::JobState { .. }) => {}
+            Err(CoreError::JobNotFound(_) | CoreError::Refused(_) | CoreError::JobState { .. }) => {
+            }
             Err(other) => return Err(other),
         }
     }

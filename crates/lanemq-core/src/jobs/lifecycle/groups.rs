@@ -74,8 +74,12 @@ pub trait GroupStorage {
         group: &str,
         change: &mut dyn FnMut(&mut Job),
     ) -> CoreResult<Option<Job>>;
-    fn set_group_rate(&mut self, group: &str, window: (Millis, u64), held: Millis)
-        -> CoreResult<()>;
+    fn set_group_rate(
+        &mut self,
+        group: &str,
+        window: (Millis, u64),
+        held: Millis,
+    ) -> CoreResult<()>;
     /// The groups held by a rate window that ended at or before `now`.
     fn rate_held_due(&mut self, now: Millis) -> CoreResult<Vec<String>>;
     /// The earliest end of a rate window that holds a group back, if any.

@@ -74,7 +74,10 @@ impl GroupRows<'_> {
                 stmt.query_row([group], |r| {
                     Ok((
                         r.get::<_, Option<i64>>(0)?,
-                        (r.get::<_, i64>(1)?.max(0) as Millis, r.get::<_, i64>(2)?.max(0) as u64),
+                        (
+                            r.get::<_, i64>(1)?.max(0) as Millis,
+                            r.get::<_, i64>(2)?.max(0) as u64,
+                        ),
                         r.get::<_, i64>(3)?.max(0) as Millis,
                     ))
                 })
@@ -85,7 +88,13 @@ impl GroupRows<'_> {
     }
 
     /// Writes `group`'s run row; drops it when it keeps nothing.
-    fn set_run(&self, group: &str, turn: Option<i64>, window: (Millis, u64), held: Millis) -> CoreResult<()> {
+    fn set_run(
+        &self,
+        group: &str,
+        turn: Option<i64>,
+        window: (Millis, u64),
+        held: Millis,
+    ) -> CoreResult<()> {
         let result = if turn.is_none() && window == (0, 0) && held == 0 {
             self.0
                 .prepare_cached("DELETE FROM group_runs WHERE grp = ?1")
@@ -97,7 +106,13 @@ impl GroupRows<'_> {
                      held_until) VALUES (?1, ?2, ?3, ?4, ?5)",
                 )
                 .and_then(|mut stmt| {
-                    stmt.execute(params![group, turn, window.0 as i64, window.1 as i64, held as i64])
+                    stmt.execute(params![
+                        group,
+                        turn,
+                        window.0 as i64,
+                        window.1 as i64,
+                        held as i64
+                    ])
                 })
         };
         result.map(|_| ()).map_err(sql)
@@ -106,14 +121,19 @@ impl GroupRows<'_> {
 
 impl GroupStorage for GroupRows<'_> {
     fn groups_waiting(&mut self) -> CoreResult<bool> {
-        self.exists("SELECT 1 FROM jobs WHERE state = 0 AND grp IS NOT NULL LIMIT 1", [])
+        self.exists(
+            "SELECT 1 FROM jobs WHERE state = 0 AND grp IS NOT NULL LIMIT 1",
+            [],
+        )
     }
 
     fn group_state(&mut self, group: &str) -> CoreResult<GroupState> {
         let (turn, window, held_until) = self.run(group)?;
         if group == UNGROUPED {
-            let waiting =
-                self.exists("SELECT 1 FROM jobs WHERE state = 0 AND grp IS NULL LIMIT 1", [])?;
+            let waiting = self.exists(
+                "SELECT 1 FROM jobs WHERE state = 0 AND grp IS NULL LIMIT 1",
+                [],
+            )?;
             return Ok(GroupState {
                 waiting,
                 in_turns: turn.is_some(),
@@ -147,7 +167,10 @@ impl GroupStorage for GroupRows<'_> {
 
     fn first_turn(&mut self) -> CoreResult<Option<String>> {
         Ok(self
-            .names("SELECT grp FROM group_runs WHERE turn IS NOT NULL ORDER BY turn LIMIT 1", [])?
+            .names(
+                "SELECT grp FROM group_runs WHERE turn IS NOT NULL ORDER BY turn LIMIT 1",
+                [],
+            )?
             .pop())
     }
 
@@ -166,23 +189,26 @@ impl GroupStorage for GroupRows<'_> {
         group: &str,
         change: &mut dyn FnMut(&mut Job),
     ) -> CoreResult<Option<Job>> {
-        let query = if group == UNGROUPED {
-            format!(
-                "SELECT {} FROM jobs WHERE state = 0 AND grp IS NULL AND ?1 = '' \
-                 ORDER BY priority, ord LIMIT 1",
+        // Each its own partial index (`grp = ?1` implies the `grp IS NOT NULL` of
+        // `jobs_group_waiting` for SQLite's planner; `grp IS ?1` would not).
+        let head = if group == UNGROUPED {
+            let query = format!(
+                "SELECT {} FROM jobs WHERE state = 0 AND grp IS NULL ORDER BY priority, ord LIMIT 1",
                 rows::COLUMNS
-            )
+            );
+            self.0
+                .prepare_cached(&query)
+                .and_then(|mut stmt| stmt.query_row([], rows::job).optional())
         } else {
-            format!(
+            let query = format!(
                 "SELECT {} FROM jobs WHERE state = 0 AND grp = ?1 ORDER BY priority, ord LIMIT 1",
                 rows::COLUMNS
-            )
-        };
-        let head = self
-            .0
-            .prepare_cached(&query)
-            .and_then(|mut stmt| stmt.query_row([group], rows::job).optional())
-            .map_err(sql)?;
+            );
+            self.0
+                .prepare_cached(&query)
+                .and_then(|mut stmt| stmt.query_row([group], rows::job).optional())
+        }
+        .map_err(sql)?;
         let Some(mut job) = head else {
             return Ok(None);
         };
@@ -193,7 +219,12 @@ impl GroupStorage for GroupRows<'_> {
         Ok(Some(job))
     }
 
-    fn set_group_rate(&mut self, group: &str, window: (Millis, u64), held: Millis) -> CoreResult<()> {
+    fn set_group_rate(
+        &mut self,
+        group: &str,
+        window: (Millis, u64),
+        held: Millis,
+    ) -> CoreResult<()> {
         let (turn, _, _) = self.run(group)?;
         self.set_run(group, turn, window, held)
     }
@@ -320,7 +351,10 @@ impl GroupStorage for GroupRows<'_> {
         Ok(JobState::ALL
             .into_iter()
             .map(|state| {
-                let n = found.iter().find(|(c, _)| *c == code(state)).map_or(0, |(_, n)| *n);
+                let n = found
+                    .iter()
+                    .find(|(c, _)| *c == code(state))
+                    .map_or(0, |(_, n)| *n);
                 (state, n.max(0) as usize)
             })
             .collect())
@@ -332,7 +366,9 @@ impl GroupStorage for GroupRows<'_> {
             .prepare_cached("SELECT id, state FROM jobs WHERE grp = ?1")
             .map_err(sql)?;
         let rows = stmt
-            .query_map([group], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+            .query_map([group], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+            })
             .map_err(sql)?
             .collect::<rusqlite::Result<Vec<_>>>()
             .map_err(sql)?;
@@ -352,9 +388,15 @@ pub fn next_rate_release(conn: &Connection) -> CoreResult<Option<Millis>> {
         .map_err(sql)
 }
 
-/// Whether a claim may take a waiting job: an ungrouped one, or a group's in the turns.
+/// Whether a claim may take a waiting job: an ungrouped one, or one of a group in the turns
+/// (the ungrouped jobs' own entry there may be stale: not asked).
 pub fn claimable_waiting(conn: &Connection) -> CoreResult<bool> {
     let rows = GroupRows(conn);
-    Ok(rows.exists("SELECT 1 FROM jobs WHERE state = 0 AND grp IS NULL LIMIT 1", [])?
-        || rows.exists("SELECT 1 FROM group_runs WHERE turn IS NOT NULL LIMIT 1", [])?)
+    Ok(rows.exists(
+        "SELECT 1 FROM jobs WHERE state = 0 AND grp IS NULL LIMIT 1",
+        [],
+    )? || rows.exists(
+        "SELECT 1 FROM group_runs WHERE turn IS NOT NULL AND grp != '' LIMIT 1",
+        [],
+    )?)
 }

@@ -122,7 +122,8 @@ pub fn delete(conn: &Connection, id: &str) -> CoreResult<Option<JobState>> {
         .prepare_cached("DELETE FROM jobs WHERE id = ?1 RETURNING state, grp")
         .and_then(|mut stmt| {
             use rusqlite::OptionalExtension;
-            stmt.query_row([id], |r| Ok((r.get(0)?, r.get(1)?))).optional()
+            stmt.query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()
         })
         .map_err(sql)?;
     let Some((state, group)) = row else {

@@ -27,10 +27,12 @@ pub(super) struct GroupEntry {
 }
 
 impl GroupEntry {
-    /// Nothing worth keeping: no jobs, no settings, no rate window, out of the turns.
+    /// Nothing worth keeping: no jobs, no settings, no rate window (a window outlives the
+    /// group's jobs: a job added before it ends counts in it), out of the turns.
     fn is_blank(&self) -> bool {
         self.counts.iter().all(|n| *n == 0)
             && self.settings == GroupSettings::default()
+            && self.window == (0, 0)
             && self.held_until == 0
             && self.turn.is_none()
     }
@@ -135,9 +137,10 @@ impl GroupTable {
         self.turns.first_key_value().map(|(_, g)| g.to_string())
     }
 
-    /// Whether any group may take a turn now (a stale `UNGROUPED` entry counts).
-    pub(super) fn any_turn(&self) -> bool {
-        !self.turns.is_empty()
+    /// Whether a group may take a turn now (the ungrouped jobs' own entry may be stale: not
+    /// counted).
+    pub(super) fn any_group_turn(&self) -> bool {
+        self.turns.len() > usize::from(self.ungrouped_turn.is_some())
     }
 
     pub(super) fn set_rate(&mut self, group: &str, window: (Millis, u64), held: Millis) {

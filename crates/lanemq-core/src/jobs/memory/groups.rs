@@ -58,7 +58,12 @@ impl GroupStorage for MemoryStore {
         Ok(Some(claimed))
     }
 
-    fn set_group_rate(&mut self, group: &str, window: (Millis, u64), held: Millis) -> CoreResult<()> {
+    fn set_group_rate(
+        &mut self,
+        group: &str,
+        window: (Millis, u64),
+        held: Millis,
+    ) -> CoreResult<()> {
         self.groups.set_rate(group, window, held);
         Ok(())
     }
@@ -121,7 +126,9 @@ impl GroupStorage for MemoryStore {
         Ok(self
             .jobs
             .values()
-            .filter(|job| job.options.group.as_deref() == Some(group) && states.contains(&job.state))
+            .filter(|job| {
+                job.options.group.as_deref() == Some(group) && states.contains(&job.state)
+            })
             .map(|job| job.id.to_string())
             .collect())
     }

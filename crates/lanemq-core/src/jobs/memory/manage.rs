@@ -38,7 +38,11 @@ impl MemoryStore {
             JobState::Waiting => {
                 // Grouped jobs are in their groups' indexes: merged in claim-free order
                 // (priority, then position), as if in one index.
-                let mut all: Vec<_> = self.waiting.iter().chain(self.groups.waiting_keys()).collect();
+                let mut all: Vec<_> = self
+                    .waiting
+                    .iter()
+                    .chain(self.groups.waiting_keys())
+                    .collect();
                 all.sort_unstable_by_key(|(key, _)| **key);
                 Box::new(all.into_iter().map(|(_, id)| id))
             }

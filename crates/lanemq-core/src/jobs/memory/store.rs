@@ -387,7 +387,7 @@ impl MemoryStore {
         };
         // Waiting jobs count when a claim may take them: ungrouped, or of a group in the
         // turns (a paused or limited group's jobs do not).
-        let waiting = !self.waiting.is_empty() || self.groups.any_turn();
+        let waiting = !self.waiting.is_empty() || self.groups.any_group_turn();
         let (paused, maxed) = (self.paused, self.is_maxed());
         crate::jobs::model::next_ready_at(now, paused, waiting, window_end, maxed, next_delayed)
     }

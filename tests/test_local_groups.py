@@ -5,6 +5,7 @@ grouped jobs' groups."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 from pathlib import Path
@@ -120,7 +121,7 @@ async def test_two_worker_processes_hold_a_group_to_its_concurrency(
     assert len(runs) == 12
     spans = sorted((start, end) for group, start, end in runs if group == "A")
     assert len(spans) == 6
-    for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+    for (_, end), (start, _) in itertools.pairwise(spans):
         assert start >= end, spans  # never two jobs of A at once, across the processes
     assert await queue.get_group_counts("A", "completed") == {"completed": 6}
 

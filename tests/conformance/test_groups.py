@@ -42,7 +42,12 @@ async def test_the_group_is_carried_by_add_add_bulk_flows_and_schedulers(queue: 
     added = await queue.add("one", 1, group="a", now=T)
     bulk = await queue.add_bulk([("two", 2, {"group": "b"}), ("three", 3)], now=T)
     node = await queue.add_flow(
-        FlowJob("parent", 0, options={"group": "p"}, children=[FlowJob("child", 0, options={"group": "c"})]),
+        FlowJob(
+            "parent",
+            0,
+            options={"group": "p"},
+            children=[FlowJob("child", 0, options={"group": "c"})],
+        ),
         now=T,
     )
     await queue.upsert_scheduler("every", every=60.0, template=("tick", 0, {"group": "s"}), now=T)
@@ -231,7 +236,9 @@ async def test_max_size_refuses_a_flow_whole(queue: JobQueue) -> None:
         "waiting": 1,
         "waiting_children": 0,
     }
-    flow = FlowJob("parent", 0, options={"group": "A"}, children=[FlowJob("c", 0, options={"group": "A"})])
+    flow = FlowJob(
+        "parent", 0, options={"group": "A"}, children=[FlowJob("c", 0, options={"group": "A"})]
+    )
     node = await queue.add_flow(flow, now=T)
     assert [child.job.group for child in node.children] == ["A"]
     assert await queue.get_group_counts("A", "waiting", "waiting_children") == {

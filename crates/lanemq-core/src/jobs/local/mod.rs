@@ -19,6 +19,7 @@ mod flow_files;
 mod flow_sets;
 mod flows;
 mod group_rows;
+mod group_settings;
 mod group_storage;
 mod groups;
 mod job_storage;

@@ -186,3 +186,7 @@ impl JobGroups for MemoryBackend {
         })
     }
 }
+
+#[cfg(test)]
+#[path = "group_tests.rs"]
+mod tests;

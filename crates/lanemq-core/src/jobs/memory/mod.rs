@@ -8,8 +8,8 @@
 //! The files are layered, each using only files below it (`scripts/jobs-imports`): `job_id`
 //! and the store's plain tables (`dedup_keys`, `scheduler_map`, `flow_state`, `group_table`,
 //! and `observe`'s `Observed`), which never name the store; `store`; then the files over it,
-//! which make it the shared steps' storage (`storage`, `manage`, `dedup`, `schedulers`,
-//! `flow_sets`, `flows`, `flow_group`, `groups`) and implement the contract for
+//! which make it the shared steps' storage (`storage`, `group_index`, `manage`, `dedup`,
+//! `schedulers`, `flow_sets`, `flows`, `flow_group`, `groups`) and implement the contract for
 //! `MemoryBackend`, defined here.
 
 mod admin;
@@ -21,6 +21,7 @@ mod flow_group;
 mod flow_sets;
 mod flow_state;
 mod flows;
+mod group_index;
 mod group_table;
 mod groups;
 mod job_id;

@@ -295,3 +295,7 @@ pub fn claimable_waiting(conn: &Connection) -> CoreResult<bool> {
         [],
     )?)
 }
+
+#[cfg(test)]
+#[path = "group_tests.rs"]
+mod tests;

@@ -10,8 +10,8 @@ use crate::jobs::contract::NewJob;
 use crate::jobs::lifecycle::{self, group_admin};
 use crate::jobs::options::JobOptions;
 
-use super::super::env::Env;
-use super::super::storage::SqlStore;
+use crate::jobs::local::env::Env;
+use crate::jobs::local::storage::SqlStore;
 
 fn vm_steps<T>(conn: &mut Connection, f: impl FnOnce(&Connection) -> T) -> (T, u64) {
     let steps = Arc::new(AtomicU64::new(0));
@@ -50,11 +50,11 @@ fn a_paused_group_with_many_jobs_costs_another_groups_claim_nothing() {
         std::process::id(),
         std::time::SystemTime::now()
     ));
-    let mut conn = super::super::schema::open(&path, "q").unwrap();
+    let mut conn = crate::jobs::local::schema::open(&path, "q").unwrap();
     let mut env = Env::new("q", 1 << 20, 100);
     conn.execute_batch("BEGIN").unwrap();
     group_admin::set_paused(&mut SqlStore::new(&conn, &mut env), "held", true).unwrap();
-    let mut claim_beside = |conn: &mut Connection, env: &mut Env, held: usize| {
+    let claim_beside = |conn: &mut Connection, env: &mut Env, held: usize| {
         add(conn, env, Some("held"), held);
         add(conn, env, Some("a"), 1);
         add(conn, env, None, 1);

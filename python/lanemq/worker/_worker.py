@@ -400,6 +400,7 @@ class JobWorker(Loop):
             loop.create_task(self._every(self.renew_every, self._renew)),
             loop.create_task(self._every(self.stalled_interval, self._recover)),
             loop.create_task(observer.run(self._stopped)),
+            loop.create_task(self._listen_cancels()),
         ]
         try:
             while not self._closing:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import subprocess
 import sys
 import tempfile
 import textwrap
@@ -28,22 +27,21 @@ CHILD = textwrap.dedent(
     from pathlib import Path
     from lanemq import JobWorker, LocalJobQueue
 
-    async def main(where, out):
+    async def main(where):
         queue = LocalJobQueue("cancel-bench", where)
-        log = open(out, "a", buffering=1)
 
         async def hold(job):
-            log.write(f"start {job.id} {time.time()}\\n")
+            print(f"start {job.id} {time.time()}", flush=True)
             try:
                 await asyncio.sleep(3600)
             finally:
-                log.write(f"stop {job.id} {time.time()}\\n")
+                print(f"stop {job.id} {time.time()}", flush=True)
 
         worker = JobWorker(queue, hold, concurrency=10)
         print("ready", flush=True)
         await worker.run()
 
-    asyncio.run(main(sys.argv[1], sys.argv[2]))
+    asyncio.run(main(sys.argv[1]))
     """
 )
 
@@ -60,14 +58,15 @@ async def in_process(queue: object, n: int, gap: float) -> list[float]:
 
     assert isinstance(queue, JobQueue)
     started: dict[str, asyncio.Event] = {}
-    stopped: dict[str, float] = {}
+    stopped: dict[str, asyncio.Future[float]] = {}
+    loop = asyncio.get_running_loop()
 
     async def hold(job: Job) -> None:
         started.setdefault(job.id, asyncio.Event()).set()
         try:
             await asyncio.sleep(3600)
         finally:
-            stopped[job.id] = time.perf_counter()
+            stopped.setdefault(job.id, loop.create_future()).set_result(time.perf_counter())
 
     worker = JobWorker(queue, hold, concurrency=10)
     running = asyncio.create_task(worker.run())
@@ -79,52 +78,46 @@ async def in_process(queue: object, n: int, gap: float) -> list[float]:
             await asyncio.sleep(gap)
             asked = time.perf_counter()
             await queue.cancel(job.id, reason="bench")
-            while job.id not in stopped:
-                await asyncio.sleep(0.0005)
-            latencies.append(stopped[job.id] - asked)
+            at = await asyncio.wait_for(stopped.setdefault(job.id, loop.create_future()), 10)
+            latencies.append(at - asked)
     finally:
         await worker.close()
         await running
     return latencies
 
 
-def _log_times(log: Path, kind: str) -> dict[str, float]:
-    times: dict[str, float] = {}
-    for line in log.read_text().splitlines():
-        what, job_id, at = line.split()
-        if what == kind:
-            times[job_id] = float(at)
-    return times
+async def _line(child: asyncio.subprocess.Process, kind: str, job_id: str) -> float:
+    """When the child said ``kind`` (start, stop) of ``job_id``, in its wall clock."""
+    assert child.stdout is not None
+    while True:
+        raw = await asyncio.wait_for(child.stdout.readline(), 10)
+        what, seen, at = raw.decode().split()
+        if (what, seen) == (kind, job_id):
+            return float(at)
 
 
 async def two_processes(where: Path, n: int, gap: float) -> list[float]:
     from lanemq import LocalJobQueue
 
-    where.mkdir(parents=True, exist_ok=True)
-    out = where.parent / "two.log"  # (beside the queue's directory, not in it)
-    out.touch()
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(where), str(out)], stdout=subprocess.PIPE, text=True
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", CHILD, str(where), stdout=asyncio.subprocess.PIPE
     )
     assert child.stdout is not None
     try:
-        assert child.stdout.readline().strip() == "ready"
+        assert (await child.stdout.readline()).decode().strip() == "ready"
         queue = LocalJobQueue("cancel-bench", where)
         latencies: list[float] = []
         for _ in range(n):
             job = await queue.add("hold", None)
-            while job.id not in _log_times(out, "start"):
-                await asyncio.sleep(0.001)
+            await _line(child, "start", job.id)
             await asyncio.sleep(gap)
             asked = time.time()
             await queue.cancel(job.id, reason="bench")
-            while job.id not in (stops := _log_times(out, "stop")):
-                await asyncio.sleep(0.001)
-            latencies.append(stops[job.id] - asked)
+            latencies.append(await _line(child, "stop", job.id) - asked)
         return latencies
     finally:
         child.terminate()
-        child.wait(10)
+        await child.wait()
 
 
 def report(row: str, latencies: list[float]) -> None:

@@ -312,7 +312,11 @@ impl WorkerBook {
     /// `(task, job)` of the running job `job_id`, if the book holds it: the one a cancel
     /// request for that id stops (`JobWorker`'s cancel road). A scan of the running jobs:
     /// requests are rare, and the book keys its jobs by task for the per-job path.
-    fn running_job(&self, py: Python<'_>, job_id: &str) -> PyResult<Option<(Py<PyAny>, Py<PyAny>)>> {
+    fn running_job(
+        &self,
+        py: Python<'_>,
+        job_id: &str,
+    ) -> PyResult<Option<(Py<PyAny>, Py<PyAny>)>> {
         for running in self.core.running_jobs() {
             let job = running.job.bind(py);
             let id = match record_of(job) {
@@ -320,7 +324,10 @@ impl WorkerBook {
                 None => job.getattr(intern!(py, "id"))?.extract::<String>()? == job_id,
             };
             if id {
-                return Ok(Some((running.task.clone_ref(py), running.job.clone_ref(py))));
+                return Ok(Some((
+                    running.task.clone_ref(py),
+                    running.job.clone_ref(py),
+                )));
             }
         }
         Ok(None)

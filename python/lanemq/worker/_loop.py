@@ -9,8 +9,8 @@ from typing import Any
 
 from .._core import OutcomeBatch, WorkerTurn
 from ..job import Job
-from ._state import retrieve
 from ._cancels import Cancels
+from ._state import retrieve
 
 
 class Loop(Cancels):

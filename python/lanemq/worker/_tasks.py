@@ -106,11 +106,11 @@ class Tasks(Reporting):
         why: str,
     ) -> None:
         """Ends a running job before its task does (a timeout, a cancellation): the task is
-        cancelled and the job fails with ``failure(job)`` (error, stack trace, retry) now, not when the task ends: a processor
-        that catches `CancelledError` would otherwise hold its slot and lease and complete
-        late. The slot is free at once and the failure reported with the next outcomes, which
-        lets go of the lease. The task is then a stray, counted until it ends; what it
-        returns is ignored."""
+        cancelled and the job fails with ``failure(job)`` (error, stack trace, retry) now, not
+        when the task ends: a processor that catches `CancelledError` would otherwise hold its
+        slot and lease and complete late. The slot is free at once, and the failure, reported
+        with the next outcomes, lets go of the lease. The task is then a stray, counted until
+        it ends; what it returns is ignored."""
         timer = self._timers.pop(task, None)
         if timer is not None:
             timer.cancel()

@@ -107,3 +107,45 @@ impl JobCancels for LocalBackend {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::schema;
+
+    #[test]
+    fn a_file_from_before_cancellation_gets_the_cancel_tables() {
+        let path = std::env::temp_dir().join(format!(
+            "lanemq-cancels-{}-{:?}.sqlite3",
+            std::process::id(),
+            std::time::SystemTime::now()
+        ));
+        let conn = schema::open(&path, "q").unwrap();
+        conn.execute_batch("DROP TABLE cancel_requests; DROP TABLE cancel_log;")
+            .unwrap();
+        conn.execute("INSERT INTO meta (key, value) VALUES ('kept', 'yes')", [])
+            .unwrap();
+        drop(conn);
+        let conn = schema::open(&path, "q").expect("an older file opens");
+        conn.execute(
+            "INSERT INTO cancel_requests (job_id, token, reason) VALUES ('1', 't', 'r')",
+            [],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO cancel_log (at, job_id, reason) VALUES (1, '1', 'r')",
+            [],
+        )
+        .unwrap();
+        assert_eq!(super::last_seq(&conn).unwrap(), 1);
+        let kept: String = conn
+            .query_row("SELECT value FROM meta WHERE key = 'kept'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(kept, "yes");
+        drop(conn);
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+    }
+}

@@ -73,3 +73,7 @@ impl JobCancels for MemoryBackend {
         })
     }
 }
+
+#[cfg(test)]
+#[path = "cancel_tests.rs"]
+mod tests;

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
 import pytest
@@ -364,6 +364,34 @@ async def test_a_batch_whose_jobs_are_all_cancelled_is_cancelled(queue: JobQueue
         await _assert_cancelled(queue, job.id, "all of them")
 
 
+async def test_a_request_heard_while_the_claim_was_in_flight_stops_the_job(
+    queue: JobQueue,
+) -> None:
+    ran: list[str] = []
+
+    async def slow(job: Job) -> None:
+        ran.append(job.id)
+        await asyncio.sleep(60)
+
+    worker = JobWorker(queue, {"slow": slow})
+    job = await queue.add("slow", None, attempts=3)
+    claim = queue.claim
+
+    async def claim_then_cancel(*args: Any, **kwargs: Any) -> list[Job]:
+        claimed = await claim(*args, **kwargs)
+        for each in claimed:  # cancelled before the worker has the claim's answer
+            assert await queue.cancel(each.id, reason="too quick") == "requested"
+        await asyncio.sleep(0.2)  # the worker's listener hears it meanwhile
+        return claimed
+
+    queue.claim = claim_then_cancel  # type: ignore[method-assign]
+    try:
+        assert await asyncio.wait_for(worker.run_once(), LIMIT) == 1
+    finally:
+        del queue.claim
+    await _assert_cancelled(queue, job.id, "too quick")
+
+
 async def test_a_worker_that_missed_the_push_hears_it_from_its_renewal(queue: JobQueue) -> None:
     started = asyncio.Event()
     finished = asyncio.Event()
@@ -377,8 +405,11 @@ async def test_a_worker_that_missed_the_push_hears_it_from_its_renewal(queue: Jo
 
     worker = JobWorker(queue, {"slow": slow}, lease=1.0, renew_every=0.1)
 
-    async def deaf() -> None:  # a listener that hears nothing (a lost pub/sub message)
+    async def hear_nothing() -> None:
         await worker._stopped.wait()
+
+    def deaf() -> Coroutine[Any, Any, None]:  # a listener that hears nothing (a lost message)
+        return hear_nothing()
 
     worker._listen_cancels = deaf  # type: ignore[method-assign]
     job = await queue.add("slow", None, attempts=2)

@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 from .. import _checks
-from ..exceptions import JobCancelledError
-from ._state import log
+from ..exceptions import JobCancelledError, JobStateError
+from ..job import Job
+from ._state import log, retrieve
 from ._tasks import Tasks
 
 T = TypeVar("T")
 
 #: How long one wait for requests lasts (it ends at once when one is pushed).
 LISTEN_SECONDS = 5.0
+#: How long a request for a job claimed but not started yet is kept (`_await_start`).
+AWAIT_START_SECONDS = 60.0
 #: The first wait after the listener failed (a connection lost), doubling up to the last.
 RETRY_SECONDS = (0.1, 5.0)
 
@@ -43,7 +46,17 @@ async def _unless_stopped(call: Awaitable[T], stopped: asyncio.Future[Any]) -> T
 class Cancels(Tasks):
     """The part of `JobWorker` that stops the jobs whose cancellation was requested."""
 
-    async def _listen_cancels(self) -> None:
+    def _listen_cancels(self) -> Coroutine[Any, Any, None]:
+        """The listener (`_listen`), its start asked for now: where it starts is read before
+        the worker's first claim is sent, so a request for a job of that claim is past it
+        (the in-process backends answer in call order)."""
+        try:
+            first: Awaitable[int] | None = self.queue._core.last_cancel_seq()
+        except Exception:
+            first = None  # (asked again by the listener, which handles the failure)
+        return self._listen(first)
+
+    async def _listen(self, first: Awaitable[int] | None) -> None:
         """Runs while the worker runs (its chores' lifetime): waits for the queue's cancel
         requests past the newest one when it started, and stops the running jobs they name.
         A failure (the backend unreachable) is logged once and retried with a back-off; it
@@ -57,12 +70,17 @@ class Cancels(Tasks):
             while not stopped.done():
                 try:
                     if last is None:
-                        last = await _unless_stopped(core.last_cancel_seq(), stopped)
+                        asked, first = first or core.last_cancel_seq(), None
+                        last = await _unless_stopped(asked, stopped)
                         continue
                     requests = await _unless_stopped(
                         core.wait_cancels(last, LISTEN_SECONDS), stopped
                     )
                 except _Stopped:
+                    return
+                except JobStateError as refused:
+                    # A backend without cancellation: nothing will ever be pushed.
+                    log.info("worker %s: no cancel requests to listen to: %s", self.id, refused)
                     return
                 except Exception as error:
                     if not failing:
@@ -101,6 +119,32 @@ class Cancels(Tasks):
         for job_id, reason in requested:
             self._cancel_running(job_id, reason)
 
+    async def _await_start(self, job_id: str, reason: str) -> None:
+        """Remembers a request for an active job this worker does not run yet, by the token
+        of the job's lock now: should this worker start that claim of it (its answer was in
+        flight), `_cancel_awaited` stops it at once. Kept a minute at most (the renewal
+        answers for it after that); a claim by another worker never matches."""
+        record = await self.queue._core.get_job(job_id)
+        token = None if record is None or record.state != "active" else record.lock_token
+        if token is None:
+            return
+        now = time.monotonic()
+        awaited = self._awaited_cancels
+        for stale in [k for k, (_, _, at) in awaited.items() if now - at > AWAIT_START_SECONDS]:
+            del awaited[stale]
+        awaited[job_id] = (token, reason, now)
+        if self._book.running_job(job_id) is not None:
+            self._cancel_running(job_id, reason)  # started meanwhile
+
+    def _cancel_awaited(self, jobs: Sequence[Job]) -> None:
+        """Stops the jobs just started whose cancellation was heard before they started."""
+        awaited = self._awaited_cancels
+        for job in jobs:
+            heard = awaited.get(job.id)
+            if heard is not None and heard[0] == job.lock_token:
+                del awaited[job.id]
+                self._cancel_running(job.id, heard[1])
+
     def _cancel_running(self, job_id: str, reason: str) -> None:
         """Stops the running job ``job_id``, if this worker runs it, and fails it for good
         with ``reason`` (failed reason ``reason``, stack trace ``JobCancelledError: <reason>``,
@@ -108,6 +152,11 @@ class Cancels(Tasks):
         processor is cancelled (`run_batch`)."""
         found = self._book.running_job(job_id)
         if found is None:
+            # Not here, or claimed by this worker and not started yet: the claim's answer may
+            # still be on its way. Which one the job's lock says (`_await_start`).
+            if self._loop is not None:
+                task = self._loop.create_task(self._await_start(job_id, reason))
+                task.add_done_callback(retrieve)
             return
         task, job = found
         if job.cancelled:

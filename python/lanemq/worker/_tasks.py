@@ -58,6 +58,8 @@ class Tasks(Reporting):
             for job in jobs:
                 self._give_back_unstarted(job)
             return
+        if self._awaited_cancels:  # (one look per claim: a cancel heard before the start)
+            loop.call_soon(self._cancel_awaited, jobs)
         if self._batchers:  # (one look per claim: the jobs of batch processors wait for theirs)
             jobs = start_batched(self, jobs)
         # The jobs after the first start after its first step, which may block the loop: each
@@ -83,6 +85,9 @@ class Tasks(Reporting):
             if timeout is not None:
                 timers[task] = loop.call_later(timeout, self._time_out, task)
             task.add_done_callback(done, context=context)
+
+    def _cancel_awaited(self, jobs: Sequence[Job]) -> None:
+        """Overridden by the cancel road (`Cancels`)."""
 
     def _give_back_unstarted(self, job: Job) -> None:
         job.lease_lost = True

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Coroutine
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 from lanemq import (
+    BackendConnectionError,
     CancelRequestedError,
     FlowJob,
     Job,
@@ -420,6 +422,50 @@ async def test_a_worker_that_missed_the_push_hears_it_from_its_renewal(queue: Jo
         with pytest.raises(JobCancelledError):
             await asyncio.wait_for(job.wait(), LIMIT)
     await _assert_cancelled(queue, job.id, "renewal says so")
+
+
+class _FlakyListening:
+    """A queue's core whose first ``failures`` waits for cancel requests fail as a lost
+    connection does; everything else is the real core's."""
+
+    def __init__(self, core: Any, failures: int) -> None:
+        self.core = core
+        self.failures = failures
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.core, name)
+
+    def wait_cancels(self, after: int, timeout: float | None = None) -> Any:
+        if self.failures:
+            self.failures -= 1
+            raise BackendConnectionError("connection lost (injected)")
+        return self.core.wait_cancels(after, timeout)
+
+
+async def test_the_listener_outlives_a_lost_connection(
+    queue: JobQueue, caplog: pytest.LogCaptureFixture
+) -> None:
+    started = asyncio.Event()
+
+    async def slow(job: Job) -> None:
+        started.set()
+        await asyncio.sleep(60)
+
+    core = queue._core
+    queue._core = _FlakyListening(core, failures=3)  # type: ignore[assignment]
+    try:
+        worker = JobWorker(queue, {"slow": slow})
+        job = await queue.add("slow", None)
+        with caplog.at_level(logging.WARNING, logger="lanemq.worker"):
+            async with running(worker):
+                await asyncio.wait_for(started.wait(), LIMIT)
+                await queue.cancel(job.id, reason="after the outage")
+                with pytest.raises(JobCancelledError):
+                    await asyncio.wait_for(job.wait(), LIMIT)
+    finally:
+        queue._core = core
+    failed = [r for r in caplog.records if "listening for cancel requests failed" in r.message]
+    assert len(failed) == 1, [r.message for r in caplog.records]
 
 
 async def test_a_timeout_frees_the_slot_and_lets_go_of_the_lease(queue: JobQueue) -> None:

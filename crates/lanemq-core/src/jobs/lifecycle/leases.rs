@@ -107,8 +107,19 @@ pub fn move_to_delayed<S: JobStorage>(
 }
 
 /// Gives an active job back to the front of its priority without using an attempt; one whose
-/// cancellation was requested fails for good with the reason instead, which is returned.
+/// cancellation was requested fails for good with the reason instead (`release_with_reason`).
 pub fn release<S: JobStorage>(
+    storage: &mut S,
+    id: &str,
+    token: &str,
+    now: Millis,
+) -> CoreResult<()> {
+    release_with_reason(storage, id, token, now).map(drop)
+}
+
+/// `release`, returning the reason the job failed for good with when its cancellation was
+/// requested (for a store whose waiters are told by the caller).
+pub fn release_with_reason<S: JobStorage>(
     storage: &mut S,
     id: &str,
     token: &str,

@@ -42,7 +42,8 @@ pub use edits::{promote, promote_jobs, reschedule, retry_job, update_priority};
 pub use finish::{complete, fail, fail_now};
 pub use finished::Finished;
 pub use leases::{
-    holds_lock, move_to_delayed, recover_stalled, recover_stalled_with_reasons, release, renew,
+    holds_lock, move_to_delayed, recover_stalled, recover_stalled_with_reasons, release,
+    release_with_reason, renew,
 };
 pub use manage::ManageStorage;
 pub use parents::{park_for_children, release_parent, reopen_parent};

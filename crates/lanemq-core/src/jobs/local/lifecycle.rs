@@ -91,7 +91,7 @@ impl JobLifecycle for LocalBackend {
     }
 
     fn release(&self, id: String, token: String, now: Millis) -> BoxFuture<()> {
-        self.call_store(move |s| lifecycle::release(s, &id, &token, now).map(drop))
+        self.call_store(move |s| lifecycle::release(s, &id, &token, now))
     }
 
     fn recover_stalled(&self, now: Millis) -> BoxFuture<(Vec<String>, Vec<String>)> {

@@ -115,7 +115,7 @@ fn stall_recovery_and_release_fail_a_requested_job_with_the_reason() {
     let released = add(&mut s, options);
     let token = claim_token(&mut s, T + 3000);
     lifecycle::cancel(&mut s, &released, "bye", T + 3001).unwrap();
-    let reason = lifecycle::release(&mut s, &released, &token, T + 3002).unwrap();
+    let reason = lifecycle::release_with_reason(&mut s, &released, &token, T + 3002).unwrap();
     assert_eq!(reason.as_deref(), Some("bye"));
     let job = s.get_job(&released).unwrap();
     assert_eq!(job.state, JobState::Failed);

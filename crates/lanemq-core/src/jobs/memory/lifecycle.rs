@@ -123,7 +123,7 @@ impl JobLifecycle for MemoryBackend {
 
     fn release(&self, id: String, token: String, now: Millis) -> BoxFuture<()> {
         self.write(|s| {
-            if let Some(reason) = lifecycle::release(&mut s.store, &id, &token, now)? {
+            if let Some(reason) = lifecycle::release_with_reason(&mut s.store, &id, &token, now)? {
                 // Its cancellation was requested: it failed for good instead.
                 finish(&mut s.waiters, &id, || FinishedResult::Failed(reason));
             }

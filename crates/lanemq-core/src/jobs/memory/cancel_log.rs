@@ -1,4 +1,5 @@
-//! A memory queue's cancel requests (`lifecycle::CancelTable`): each active job's request, and
+//! A memory queue's cancel requests (`lifecycle::CancelTable`), a plain table below the store
+//! (like `dedup_keys`; it never names the store): each active job's request, and
 //! the log the workers listen to, with the `Notify` that wakes them when a request is pushed.
 
 use std::collections::{HashMap, VecDeque};

@@ -6,7 +6,7 @@
 //! store, which `storage` and `manage` make its `JobStorage` and `ManageStorage`.
 //!
 //! The files are layered, each using only files below it (`scripts/jobs-imports`): `job_id`
-//! and the store's plain tables (`dedup_keys`, `scheduler_map`, `flow_state`, `cancel_log`, and `observe`'s
+//! and the store's plain tables (`dedup_keys`, `scheduler_map`, `flow_state`, and `observe`'s
 //! `Observed`), which never name the store; `store`; then the files over it, which make it the
 //! shared steps' storage (`storage`, `manage`, `dedup`, `schedulers`, `flow_sets`, `flows`,
 //! `flow_group`) and implement the contract for `MemoryBackend`, defined here.

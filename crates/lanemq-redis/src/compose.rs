@@ -368,13 +368,13 @@ impl<'a> Prelude<'a> {
         }
         reset.push_str("end\n");
         out.push_str(&reset);
+        // Each script's function is a local of a block of its own: Lua 5.1 allows a function
+        // 200 active locals, which the helpers nearly fill, and a block's end frees its locals.
         for (op, body) in ops {
-            out.push_str(&format!("local function op_{op}()\n{body}\nend\n"));
-        }
-        for (op, _) in ops {
             out.push_str(&format!(
-                "redis.register_function('{name}_{op}', \
-                 function(keys, args) reset(keys, args) return {through}(op_{op}()) end)\n"
+                "do\nlocal function op_{op}()\n{body}\nend\n\
+                 redis.register_function('{name}_{op}', \
+                 function(keys, args) reset(keys, args) return {through}(op_{op}()) end)\nend\n"
             ));
         }
         out

@@ -5,7 +5,6 @@
 -- {"retry"} (back of waiting, behind the delayed jobs already due), {"failed"} (failed for good), or {kind, message} with kind
 -- "missing", "state" or "lock".
 local now, max_events = tonumber(ARGV[1]), ARGV[2]
-local STACKTRACE_LIMIT = 10
 local REPORT_READS = {"token", "reason", "delay"}
 
 -- Backoff::delay_for: the wait before retry number `retry` (1-based).
@@ -39,7 +38,8 @@ for i = 3, #ARGV, 8 do
     -- This very failure sent again (its reply lost): the job keeps the token of the report
     -- that moved it (Job::reported_by), so while it is where that left it, its outcome.
     local done = fields(id, REPORT_READS)
-    if done[1] == token and done[2] == reason then
+    -- (A retry that max_started_attempts refused failed it with STARTED_REASON instead.)
+    if done[1] == token and (done[2] == reason or done[2] == STARTED_REASON) then
       local state = refused[2]
       if state == FAILED_TEXT then refused = {"failed"}
       elseif state == DELAYED_TEXT then refused = {"retry", done[3]}
@@ -52,18 +52,17 @@ for i = 3, #ARGV, 8 do
     local opts_json = options[(i - 3) / 8 + 1]
     local opts = cjson.decode(opts_json)
     set("reason", id, reason)
-    if has_trace then
-      local traces = cjson.decode(get("trace", id) or "[]")
-      traces[#traces + 1] = trace
-      local kept, first = {}, math.max(#traces - STACKTRACE_LIMIT + 1, 1)
-      for t = first, #traces do kept[#kept + 1] = traces[t] end
-      set("trace", id, cjson.encode(kept))
-    end
+    if has_trace then push_trace(id, trace) end
     local attempts = num("attempts", id)
-    -- Unlocked, keeping the token: this report's, told apart if it is sent again.
+    -- Unlocked, keeping the token: this report's, told apart if it is sent again. A cancel
+    -- request stored with the job goes with its leaving active.
     redis.call("ZREM", ACTIVE, hex(num("seq", id)) .. id)
-    redis.call("HDEL", JOB .. id, "worker", "expires")
-    if retry and attempts < (tonumber(opts.attempts) or 1) then
+    redis.call("HDEL", JOB .. id, "worker", "expires", "cancel")
+    local retries = retry and attempts < (tonumber(opts.attempts) or 1)
+    if retries and starts_spent(id, opts, attempts) then
+      fail_for_good(id, STARTED_REASON, opts, opts_json, true)
+      out[#out + 1] = {"failed"}
+    elseif retries then
       local wait = override
       if wait == nil and type(opts.backoff) == "table" then
         wait = backoff_delay(opts.backoff, attempts, random)

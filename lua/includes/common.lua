@@ -361,10 +361,11 @@ local function check(id, token)
   return check_values(id, token, lock[1], lock[2], lock[3])
 end
 
--- Takes an active job out of the active set and drops its lock.
+-- Takes an active job out of the active set and drops its lock, and any cancel request stored
+-- with it (cancel-16.lua: a request lasts while the job is active).
 local function unlock(id)
   redis.call("ZREM", ACTIVE, hex(num("seq", id)) .. id)
-  redis.call("HDEL", JOB .. id, "token", "worker", "expires")
+  redis.call("HDEL", JOB .. id, "token", "worker", "expires", "cancel")
 end
 
 -- Flow dependencies are keyed by their parent's prefix: the id's length (8 hex digits), then

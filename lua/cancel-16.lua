@@ -1,8 +1,8 @@
 -- cancel: ARGV = now, max_events, job id, reason (lifecycle/cancel.rs; the semantics every
 -- backend gives are JobCancels's).
---   waiting, delayed, waiting for children: fails for good now with the reason (cancel_for_good:
---     a stack trace entry "JobCancelledError: <reason>", then fail_for_good's events and
---     effects), then a `cancelled` event. Returns {"failed"}.
+--   waiting, delayed, waiting for children: a `cancelled` event, then it fails for good now
+--     with the reason (cancel_for_good: a stack trace entry "JobCancelledError: <reason>", then
+--     fail_for_good's events and effects). Returns {"failed"}.
 --   active: the request is stored with the job (its field `cancel`, which every way out of
 --     active drops, and renew-16.lua answers) and pushed to the workers: an entry of the
 --     stream `cancels` (built from META's name, so in the queue's slot) whose id is the
@@ -40,6 +40,6 @@ else
   local set_key = state == DELAYED_STATE and DELAYED or CHILDREN
   redis.call("ZREM", set_key, hex(num("seq", id)) .. id)
 end
-cancel_for_good(id, reason, cjson.decode(opts_json), opts_json)
 emit("cancelled", id, "reason", reason)
+cancel_for_good(id, reason, cjson.decode(opts_json), opts_json)
 return {"failed"}

@@ -1,7 +1,7 @@
 -- release: ARGV = now, max_events, job id, token. Gives an active job back to the front of its
 -- priority in waiting without using an attempt, also once its lease ran out; a job whose
--- cancel was requested (cancel-16.lua) fails for good with the request's reason instead, as
--- a cancelled waiting job does. Returns {} when released (or so failed), or {kind, message}
+-- cancel was requested (cancel-16.lua) fails for good with the request's reason instead (its
+-- attempt counted, as any failure's), as a cancelled waiting job does. Returns {} when released (or so failed), or {kind, message}
 -- with kind "missing", "state" or "lock".
 local now, max_events = tonumber(ARGV[1]), ARGV[2]
 local id, token = ARGV[3], ARGV[4]
@@ -17,7 +17,6 @@ if cancel then
   local opts_json = opts_of(id)
   need_chain(opts_json)
   unlock(id)
-  set("attempts", id, math.max(num("attempts", id) - 1, 0))
   cancel_for_good(id, cancel, cjson.decode(opts_json), opts_json)
   return {}
 end

@@ -3,11 +3,9 @@
 -- {"cancel", reason} when renewed but its cancel was requested (cancel-16.lua: the road for a
 -- worker that missed the push), or {kind, message} with kind "missing", "state" or "lock".
 local now, lease = tonumber(ARGV[1]), ARGV[2]
--- One read of the job's hash: the lock check's fields, its member's seq, and the request.
-local RENEW_READS = {"state", "token", "expires", "seq", "cancel"}
 
 local out = {}
-local until_text = int(now + tonumber(lease))
+local until_text
 for i = 3, #ARGV, 2 do
   local id, token = ARGV[i], ARGV[i + 1]
   local f = redis.call("HMGET", JOB .. id, unpack(RENEW_READS))
@@ -15,6 +13,7 @@ for i = 3, #ARGV, 2 do
   if refused then
     out[#out + 1] = refused
   else
+    until_text = until_text or int(now + tonumber(lease))
     redis.call("HSET", JOB .. id, "expires", until_text)
     redis.call("ZADD", ACTIVE, until_text, hex(tonumber(f[4] or "0")) .. id)
     if f[5] then out[#out + 1] = {"cancel", f[5]} else out[#out + 1] = {} end

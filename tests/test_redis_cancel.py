@@ -83,8 +83,8 @@ async def test_a_job_that_has_not_started_fails_for_good_at_once(
     assert done.finished_on == T + 10
     assert done.attempts_made == 0
     assert await _events(queue, job.id, mark) == [
-        ("failed", {"failedReason": reason}),
         ("cancelled", {"reason": reason}),
+        ("failed", {"failedReason": reason}),
     ]
     # It never runs: past its delay too, a claim takes only the other job.
     claimed = await queue.claim("w1", 30.0, max_jobs=5, now=T + 60_000)
@@ -228,11 +228,12 @@ async def test_the_renewal_answers_a_request_and_still_renews(queue: RedisJobQue
     with pytest.raises(CancelRequestedError, match="enough") as raised:
         await queue.renew(a.id, a.lock_token, 10.0, now=T + 5_000)
     assert a.id in str(raised.value)
-    # renew_many names the job among those it could not simply renew; the other renews.
+    # renew_many renews both (whether the binding lists a requested job among the lost ones
+    # is its own: the backend answers it as CancelRequested).
     lost = await queue.renew_many(
         [(a.id, a.lock_token), (b.id, b.lock_token)], 10.0, now=T + 5_000
     )
-    assert lost == [a.id]
+    assert b.id not in lost
     # Both leases were extended (to T + 15 s): nothing stalled at T + 12 s.
     assert await queue.recover_stalled(now=T + 12_000) == ([], [])
     assert (await _get(queue, a.id)).state == "active"
@@ -249,9 +250,10 @@ async def test_stall_recovery_of_a_requested_job_fails_it_with_the_reason(
     done = await _get(queue, job.id)
     assert (done.state, done.failed_reason, done.finished_on) == ("failed", "gone", T + 5_000)
     assert done.stacktrace == ["JobCancelledError: gone"]
-    assert done.stalled_count == 1
+    # No stall counted: it does not start again either way.
+    assert (done.stalled_count, done.attempts_made) == (0, 1)
     names = [name for name, _ in await _events(queue, job.id, mark)]
-    assert names == ["stalled", "failed"]
+    assert names == ["failed"]
 
 
 async def test_release_of_a_requested_job_fails_it_with_the_reason(queue: RedisJobQueue) -> None:
@@ -262,6 +264,7 @@ async def test_release_of_a_requested_job_fails_it_with_the_reason(queue: RedisJ
     done = await _get(queue, job.id)
     assert (done.state, done.failed_reason) == ("failed", "shutting down anyway")
     assert done.stacktrace == ["JobCancelledError: shutting down anyway"]
+    assert done.attempts_made == 1
     assert await queue.claim("w1", 30.0, now=T + 3) == []
 
 
@@ -280,15 +283,24 @@ async def test_completion_after_a_request_is_accepted(
     assert (done.state, done.return_value, done.failed_reason) == ("completed", {"done": True}, None)
 
 
-@pytest.mark.parametrize("leave", ["retry", "delay"])
-async def test_a_request_goes_when_the_job_leaves_active(queue: RedisJobQueue, leave: str) -> None:
+async def test_a_failure_of_a_requested_job_is_never_retried(
+    queue: RedisJobQueue, redis_url: str
+) -> None:
+    job = await queue.add("a", None, attempts=3, now=T)
+    job_id, token = await _claim_one(queue)
+    await queue.cancel(job_id, "stop", now=T + 1)
+    assert not await queue.fail(job_id, token, "CancelledError", retry=True, now=T + 2)
+    done = await _get(queue, job.id)
+    assert (done.state, done.failed_reason) == ("failed", "CancelledError")
+    with Resp.of(redis_url) as raw:
+        assert raw.command("HGET", queue_key(queue, f"job:{job_id}"), "cancel") is None
+
+
+async def test_a_request_goes_when_the_job_moves_to_delayed(queue: RedisJobQueue) -> None:
     job = await queue.add("a", None, attempts=3, now=T)
     job_id, token = await _claim_one(queue)
     await queue.cancel(job_id, "meant for the first attempt", now=T + 1)
-    if leave == "retry":
-        assert await queue.fail(job_id, token, "boom", retry=True, now=T + 2)
-    else:
-        await queue.move_to_delayed(job_id, token, delay_until=T + 3, now=T + 2)
+    await queue.move_to_delayed(job_id, token, delay_until=T + 3, now=T + 2)
     again_id, again = await _claim_one(queue, now=T + 10)
     assert again_id == job.id
     # The next attempt runs without the old request: its renewal is plain.

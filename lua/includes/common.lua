@@ -356,6 +356,9 @@ local function check_values(id, token, state, held, expires)
 end
 
 local LOCK_READS = {"state", "token", "expires"}
+-- renew-16.lua's one read of a job: the lock check's fields, its member's seq, and a cancel
+-- request stored with it (cancel-16.lua).
+local RENEW_READS = {"state", "token", "expires", "seq", "cancel"}
 local function check(id, token)
   local lock = redis.call("HMGET", JOB .. id, unpack(LOCK_READS))
   return check_values(id, token, lock[1], lock[2], lock[3])

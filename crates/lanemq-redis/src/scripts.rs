@@ -275,6 +275,23 @@ mod tests {
     }
 
     #[test]
+    fn the_library_main_chunk_stays_within_the_lua_limit_of_locals() {
+        // Lua 5.1 allows a function 200 active locals: the helpers are locals of the main
+        // chunk, the scripts' functions locals of blocks of their own (`Prelude::library`).
+        let head = LIBRARY.text.split("\ndo\n").next().unwrap();
+        let locals: usize = head
+            .lines()
+            .filter_map(|line| line.strip_prefix("local "))
+            .map(|rest| match rest.strip_prefix("function ") {
+                Some(_) => 1,
+                None => rest.split('=').next().unwrap().split(',').count(),
+            })
+            .sum();
+        assert!(locals > 100, "{locals}: the helpers are counted");
+        assert!(locals < 200, "{locals} locals in the library's main chunk");
+    }
+
+    #[test]
     fn only_scripts_that_reach_other_queues_take_their_keys() {
         for script in [
             &*COMPLETE_CLAIM,

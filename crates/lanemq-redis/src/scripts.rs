@@ -53,6 +53,7 @@ const OPS: [(&str, &str); 29] = [
     ("complete", include_str!("../../../lua/complete-16.lua")),
     ("fail", include_str!("../../../lua/fail-16.lua")),
     ("renew", include_str!("../../../lua/renew-16.lua")),
+    ("cancel", include_str!("../../../lua/cancel-16.lua")),
     ("delay", include_str!("../../../lua/delay-16.lua")),
     ("release", include_str!("../../../lua/release-16.lua")),
     ("recover", include_str!("../../../lua/recover-16.lua")),
@@ -83,7 +84,6 @@ const OPS: [(&str, &str); 29] = [
         "publish_event",
         include_str!("../../../lua/publish_event-16.lua"),
     ),
-    ("cancel", include_str!("../../../lua/cancel-16.lua")),
     ("metrics", include_str!("../../../lua/metrics-2.lua")),
     ("workers", include_str!("../../../lua/workers-2.lua")),
 ];
@@ -140,6 +140,7 @@ pub static CLAIM: LazyLock<LuaScript> = LazyLock::new(|| load("claim"));
 pub static COMPLETE: LazyLock<LuaScript> = LazyLock::new(|| load("complete"));
 pub static FAIL: LazyLock<LuaScript> = LazyLock::new(|| load("fail"));
 pub static RENEW: LazyLock<LuaScript> = LazyLock::new(|| load("renew"));
+pub static CANCEL: LazyLock<LuaScript> = LazyLock::new(|| load("cancel"));
 pub static DELAY: LazyLock<LuaScript> = LazyLock::new(|| load("delay"));
 pub static RELEASE: LazyLock<LuaScript> = LazyLock::new(|| load("release"));
 pub static RECOVER: LazyLock<LuaScript> = LazyLock::new(|| load("recover"));
@@ -161,7 +162,6 @@ pub static FLOWS_OP: LazyLock<LuaScript> = LazyLock::new(|| load("flows"));
 pub static ORPHANS: LazyLock<LuaScript> = LazyLock::new(|| load("orphans"));
 pub static LAYOUT: LazyLock<LuaScript> = LazyLock::new(|| load("layout"));
 pub static PUBLISH_EVENT: LazyLock<LuaScript> = LazyLock::new(|| load("publish_event"));
-pub static CANCEL: LazyLock<LuaScript> = LazyLock::new(|| load("cancel"));
 pub static METRICS: LazyLock<LuaScript> = LazyLock::new(|| load("metrics"));
 pub static WORKERS: LazyLock<LuaScript> = LazyLock::new(|| load("workers"));
 

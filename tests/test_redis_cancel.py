@@ -314,6 +314,23 @@ async def test_obliterate_takes_the_requests_stream_too(
         assert raw.scan(f"{queue.prefix}:*") == []
 
 
+async def test_the_stream_keeps_about_the_newest_thousand_requests(
+    queue: RedisJobQueue, redis_url: str
+) -> None:
+    await queue.add("a", None, now=T)
+    job_id, _ = await _claim_one(queue)
+    for n in range(1_250):
+        await queue.cancel(job_id, f"r{n}")
+    assert await queue._core.last_cancel_seq() == 1_250
+    kept = await queue._core.wait_cancels(0)
+    # (trimmed by whole nodes of the stream: about 1,000, never fewer)
+    assert 1_000 <= len(kept) < 1_250
+    assert kept[-1] == (1_250, job_id, "r1249")
+    assert [seq for seq, _, _ in kept] == list(range(1_251 - len(kept), 1_251))
+    with Resp.of(redis_url) as raw:
+        assert raw.command("XLEN", queue_key(queue, "cancels")) == len(kept)
+
+
 # --------------------------------------------------------------- max_started_attempts
 
 

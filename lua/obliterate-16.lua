@@ -52,4 +52,6 @@ for _, set_key in ipairs({WAITING0, WAITING, DELAYED, ACTIVE, CHILDREN, COMPLETE
   end
 end
 redis.call("DEL", WAITING0, unpack(KEYS, 1, BLOCK))
+-- The cancel requests' stream (cancel-16.lua), built from META's name as the job hashes are.
+redis.call("DEL", string.sub(META, 1, -5) .. "cancels")
 return {"ok"}

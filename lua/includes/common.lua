@@ -356,15 +356,19 @@ local function check_values(id, token, state, held, expires)
 end
 
 local LOCK_READS = {"state", "token", "expires"}
+-- renew-16.lua's one read of a job: the lock check's fields, its member's seq, and a cancel
+-- request stored with it (cancel-16.lua).
+local RENEW_READS = {"state", "token", "expires", "seq", "cancel"}
 local function check(id, token)
   local lock = redis.call("HMGET", JOB .. id, unpack(LOCK_READS))
   return check_values(id, token, lock[1], lock[2], lock[3])
 end
 
--- Takes an active job out of the active set and drops its lock.
+-- Takes an active job out of the active set and drops its lock, and any cancel request stored
+-- with it (cancel-16.lua: a request lasts while the job is active).
 local function unlock(id)
   redis.call("ZREM", ACTIVE, hex(num("seq", id)) .. id)
-  redis.call("HDEL", JOB .. id, "token", "worker", "expires")
+  redis.call("HDEL", JOB .. id, "token", "worker", "expires", "cancel")
 end
 
 -- Flow dependencies are keyed by their parent's prefix: the id's length (8 hex digits), then

@@ -13,6 +13,7 @@
 //! `MemoryBackend`, defined here.
 
 mod admin;
+mod cancel_log;
 mod cancels;
 mod dedup;
 mod dedup_keys;

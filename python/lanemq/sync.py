@@ -67,6 +67,8 @@ class SyncQueue(SyncQueueBase[Q]):
         remove_on_fail: bool | int | KeepJobs | None = None,
         max_stalled_count: int = 1,
         dedup: Dedup | None = None,
+        group: str | None = None,
+        max_started_attempts: int | None = None,
         now: int | None = None,
     ) -> SyncJob:
         """`JobQueue.add`, blocking, its job as a `SyncJob`.
@@ -80,7 +82,10 @@ class SyncQueue(SyncQueueBase[Q]):
         ``attempts`` and ``backoff`` (`Backoff`): retries. ``timeout``: seconds an attempt
         may run. ``remove_on_complete`` / ``remove_on_fail``: retention (True: remove; a
         count, or `KeepJobs`). ``max_stalled_count``: stalls allowed before it fails.
-        ``dedup`` (`Dedup`): while its key is held, the add returns the job holding it."""
+        ``dedup`` (`Dedup`): while its key is held, the add returns the job holding it.
+        ``group``: the job's group (groups take turns at the claim and have limits of their
+        own, `set_group_defaults`). ``max_started_attempts``: a job started this many times
+        (stalls and releases included) fails for good rather than start again."""
         queue = self.queue
         found = self._runner.call(
             lambda: queue.add(
@@ -98,6 +103,8 @@ class SyncQueue(SyncQueueBase[Q]):
                 remove_on_fail=remove_on_fail,
                 max_stalled_count=max_stalled_count,
                 dedup=dedup,
+                group=group,
+                max_started_attempts=max_started_attempts,
                 now=now,
             )
         )

@@ -65,16 +65,26 @@ def _ms(field: str, seconds: float) -> int:
     return round(seconds * 1000)
 
 
+def check_group(group: object) -> None:
+    """Refuses a group that is not a str (or None), naming it; the core checks the name."""
+    if group is not None and not isinstance(group, str):
+        raise ConfigError(f"invalid group: {group!r} (must be a str)")
+
+
 def _options(
     options: JobOptions | dict[str, Any] | None, extra: dict[str, Any]
 ) -> JobOptions | None:
     if options is None:
-        return JobOptions(**extra) if extra else None
+        if not extra:
+            return None
+        check_group(extra.get("group"))
+        return JobOptions(**extra)
     if isinstance(options, JobOptions):
         if extra:
             raise TypeError("pass options either as JobOptions or as keywords, not both")
         return options
     if isinstance(options, dict):
+        check_group(options.get("group", extra.get("group")))
         return JobOptions(**options, **extra)
     raise TypeError(f"options must be JobOptions, a dict or None, got {options!r}")
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ..exceptions import ConfigError
 from ._base import QueueBase
+from ._common import check_group
 
 
 @dataclass(frozen=True)
@@ -74,28 +75,34 @@ class QueueGroups(QueueBase):
         """Overrides the defaults for ``group`` (a limit left None is the default's); replaces
         the group's earlier overrides. A concurrency below the group's active jobs holds the
         group back until enough of them end."""
+        check_group(group)
         rate_max, rate_duration = _rate(rate)
         await self._core.set_group_limits(group, concurrency, rate_max, rate_duration, max_size)
 
     async def get_group_limits(self, group: str) -> GroupLimits:
         """``group``'s overrides as set (None where it takes the default's)."""
+        check_group(group)
         return GroupLimits(*await self._core.get_group_limits(group))
 
     async def pause_group(self, group: str, *, now: int | None = None) -> None:
         """Holds ``group``'s jobs back from every worker's claims (its active jobs run on);
         other groups go on. Holds for a group that has no jobs yet too."""
+        check_group(group)
         await self._core.pause_group(group, now)
 
     async def resume_group(self, group: str, *, now: int | None = None) -> None:
         """Lets ``group``'s jobs be claimed again, waking idle workers."""
+        check_group(group)
         await self._core.resume_group(group, now)
 
     async def is_group_paused(self, group: str) -> bool:
+        check_group(group)
         return await self._core.is_group_paused(group)
 
     async def get_group_counts(self, group: str, *states: str) -> dict[str, int]:
         """`get_job_counts` for the jobs of ``group``: counts per state, in the order asked;
         every state when none."""
+        check_group(group)
         return await self._core.get_group_counts(group, list(states))
 
     async def list_groups(self, start: int = 0, count: int = 100) -> list[GroupInfo]:
@@ -114,4 +121,5 @@ class QueueGroups(QueueBase):
     async def remove_group(self, group: str, *, now: int | None = None) -> int:
         """Removes ``group``'s waiting, prioritized and delayed jobs (as `remove` would each);
         returns how many. Its active jobs run on."""
+        check_group(group)
         return await self._core.remove_group(group, now)

@@ -101,7 +101,7 @@ pub fn check_custom_event(name: &str, data: &str, max_payload_bytes: usize) -> C
 }
 
 /// Every field name events carry.
-const FIELD_NAMES: [&str; 14] = [
+const FIELD_NAMES: [&str; 15] = [
     "name",
     "delay",
     "prev",
@@ -115,6 +115,7 @@ const FIELD_NAMES: [&str; 14] = [
     "deduplicatedJobId",
     "debounceId",
     "reason",
+    "group",
     "value",
 ];
 

@@ -24,6 +24,9 @@ pub fn add<S: JobStorage>(
     now: Millis,
 ) -> CoreResult<(Job, bool)> {
     check_new(&job, max_payload_bytes)?;
+    if job.options.group.is_some() {
+        super::groups::check_room(storage, [&job.options])?;
+    }
     let seq = storage.reserve_seq(1)?;
     insert(storage, job, seq, now)
 }
@@ -41,6 +44,9 @@ pub fn add_bulk<S: JobStorage>(
             CoreError::InvalidConfig(m) => CoreError::InvalidConfig(format!("job #{index}: {m}")),
             other => other,
         })?;
+    }
+    if jobs.iter().any(|job| job.options.group.is_some()) {
+        super::groups::check_room(storage, jobs.iter().map(|job| &job.options))?;
     }
     // Sequence numbers are reserved once for the batch (a duplicate leaves a gap, which is
     // fine); automatic ids are taken only by the jobs created.

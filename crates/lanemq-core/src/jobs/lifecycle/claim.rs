@@ -87,7 +87,7 @@ pub fn claim<S: JobStorage>(
     let claimed = if allowed == 0 {
         Vec::new()
     } else {
-        storage.claim_head(allowed, |job| {
+        let mut change = |job: &mut Job| {
             job.state = JobState::Active;
             job.attempts_made += 1;
             job.processed_on = Some(now);
@@ -97,7 +97,12 @@ pub fn claim<S: JobStorage>(
                 expires_at: now + lease,
             });
             job.reported_by = None; // a new attempt: the last one's report is settled
-        })?
+        };
+        // Groups take turns when one has a waiting job; else the plain claim, at its cost.
+        match super::groups::claim_turns(storage, allowed, now, &mut change)? {
+            Some(claimed) => claimed,
+            None => storage.claim_head(allowed, change)?,
+        }
     };
     let mut effects = Effects::with_capacity(claimed.len() + 1);
     for job in &claimed {

@@ -58,7 +58,15 @@ pub fn create_as<S: JobStorage>(
         now,
     );
     storage.insert(job.clone())?;
-    storage.event(now, "added", Some(&id), Some(("name", Text::Shared(name))))?;
+    let name_field = Some(("name", Text::Shared(name)));
+    match &job.options.group {
+        // A grouped job's `added` names its group.
+        Some(group) => {
+            let group_field = Some(("group", Text::Owned(group.clone())));
+            storage.event_fields(now, "added", Some(&id), [name_field, group_field])?;
+        }
+        None => storage.event(now, "added", Some(&id), name_field)?,
+    }
     if hold {
         storage.event(now, "waiting-children", Some(&id), None)?;
     } else if job.state == JobState::Delayed {

@@ -9,9 +9,9 @@
 //! dependency sets, a child's news to its parent, adding flows) are `flows`.
 //!
 //! The files are layered, each using only those below it (`scripts/jobs-imports` checks it):
-//! `tables`, `cancel_table` and `finished`; `storage`; `create`; `dedup`, `schedulers`,
-//! `retention`; `effects`; the transitions (`add`, `claim`, `finish`, `leases`, `cancel`,
-//! `edits`, `parents`, `removal`); then `flows` and `manage`.
+//! `tables`, `cancel_table` and `finished`; `storage`; `groups`; `create`; `dedup`,
+//! `schedulers`, `retention`; `effects`; the transitions (`add`, `claim`, `finish`, `leases`,
+//! `cancel`, `edits`, `parents`, `removal`); then `flows` and `manage`.
 
 mod add;
 mod cancel;
@@ -24,6 +24,8 @@ mod effects;
 mod finish;
 mod finished;
 pub mod flows;
+pub mod group_admin;
+pub mod groups;
 mod leases;
 pub mod manage;
 mod parents;
@@ -41,6 +43,7 @@ pub use create::create_as;
 pub use edits::{promote, promote_jobs, reschedule, retry_job, update_priority};
 pub use finish::{complete, fail, fail_now};
 pub use finished::Finished;
+pub use groups::{GroupSettings, GroupState, GroupStorage, UNGROUPED};
 pub use leases::{
     holds_lock, move_to_delayed, recover_stalled, recover_stalled_with_reasons, release,
     release_with_reason, renew,

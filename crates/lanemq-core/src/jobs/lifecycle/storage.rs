@@ -15,6 +15,7 @@ use crate::jobs::options::JobOptions;
 
 use super::cancel_table::CancelTable;
 use super::finished::Finished;
+use super::groups::GroupStorage;
 use super::tables::{DedupTable, SchedulerTable};
 
 /// What decides whether a claim may hand out jobs now: the queue's settings and its rate
@@ -43,7 +44,7 @@ impl Gate {
 /// One field of an event, as a transition emits it.
 pub type EventField = Option<(&'static str, Text)>;
 
-pub trait JobStorage: DedupTable + SchedulerTable + CancelTable {
+pub trait JobStorage: DedupTable + SchedulerTable + CancelTable + GroupStorage {
     /// A copy of the job `id`, if it exists.
     fn load(&mut self, id: &str) -> CoreResult<Option<Job>>;
     /// Runs `change` on the job `id` and writes what it changed of the job's lifecycle (state,
@@ -110,7 +111,7 @@ pub trait JobStorage: DedupTable + SchedulerTable + CancelTable {
     /// Reserves `n` sequence numbers; returns the first.
     fn reserve_seq(&mut self, n: u64) -> CoreResult<u64>;
 
-    /// Takes up to `n` waiting jobs in claim order (priority, then position), runs `change`
+    /// Takes up to `n` waiting ungrouped jobs in claim order (priority, then position), runs `change`
     /// on each and writes it as `update` does; returns them as changed.
     fn claim_head(&mut self, n: usize, change: impl FnMut(&mut Job)) -> CoreResult<Vec<Job>>;
     /// The delayed jobs due at `now`, by due time then sequence.

@@ -15,7 +15,7 @@ use crate::jobs::contract::NewJob;
 use crate::jobs::flow::{self, AddedNode, FlowNode, ParentRef};
 use crate::jobs::lifecycle::{self, flows as shared};
 use crate::jobs::model::{Job, JobState, Millis};
-use crate::jobs::options::check_payload;
+use crate::jobs::options::{check_payload, JobOptions};
 
 use super::env::Env;
 use super::links::{self, Message, RemoteJob};
@@ -209,6 +209,15 @@ impl shared::FlowQueues for FileFlow<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Home only: another file's nodes are written there after this commit.
+    fn check_group_room(&mut self, queue: &str, options: &[&JobOptions]) -> CoreResult<()> {
+        if queue != self.env.queue {
+            return Ok(());
+        }
+        let mut rows = super::group_rows::GroupRows(self.conn);
+        crate::jobs::lifecycle::groups::check_room(&mut rows, options.iter().copied())
     }
 
     fn skip_id(&mut self, queue: &str, custom_id: bool) -> CoreResult<()> {

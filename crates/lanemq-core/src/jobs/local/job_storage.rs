@@ -81,6 +81,9 @@ impl JobStorage for SqlStore<'_> {
         if job.state == JobState::Waiting {
             self.undrain()?;
         }
+        if let Some(group) = &job.options.group {
+            super::group_rows::moved(self.conn, group, None, Some(job.state))?;
+        }
         Ok(())
     }
 
@@ -164,7 +167,7 @@ impl JobStorage for SqlStore<'_> {
             let mut stmt = self
                 .conn
                 .prepare_cached(&format!(
-                    "SELECT {} FROM jobs WHERE state = 0 ORDER BY priority, ord LIMIT ?1",
+                    "SELECT {} FROM jobs WHERE state = 0 AND grp IS NULL ORDER BY priority, ord LIMIT ?1",
                     rows::COLUMNS
                 ))
                 .map_err(sql)?;

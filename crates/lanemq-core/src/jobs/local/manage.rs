@@ -221,12 +221,12 @@ impl ManageStorage for SqlStore<'_> {
         self.conn
             .execute_batch(
                 "DELETE FROM jobs; DELETE FROM logs; DELETE FROM events; DELETE FROM dedup; \
-                 DELETE FROM schedulers; \
+                 DELETE FROM schedulers; DELETE FROM group_settings; DELETE FROM group_runs; \
                  DELETE FROM metric_series; DELETE FROM metric_minutes; DELETE FROM workers; \
                  UPDATE counts SET n = 0; \
                  DELETE FROM meta WHERE key IN ('paused', 'rate_max', 'rate_duration', \
                  'rate_start', 'rate_count', 'rate_until', 'max_active', 'drained', \
-                 'next_auto_id'); \
+                 'next_auto_id', 'group_defaults', 'group_turn'); \
                  DELETE FROM sqlite_sequence WHERE name = 'events';",
             )
             .map_err(sql)

@@ -53,11 +53,23 @@ pub fn next_ready_at(conn: &Connection, now: Millis) -> CoreResult<Option<Millis
     Ok(model::next_ready_at(
         now,
         is_paused(conn)?,
-        count(conn, JobState::Waiting)? > 0,
+        super::group_rows::claimable_waiting(conn)?,
         window_end,
         maxed,
-        next_delayed.map(|d| d as Millis),
+        earliest(
+            next_delayed.map(|d| d as Millis),
+            super::group_rows::next_rate_release(conn)?,
+        ),
     ))
+}
+
+/// The earlier of two times, either may be absent (a delayed job's due time, the end of a
+/// group's rate window).
+fn earliest(a: Option<Millis>, b: Option<Millis>) -> Option<Millis> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 /// The queue's gate, from the `meta` table.
@@ -106,15 +118,21 @@ pub fn delete_releasing(
 /// Deletes a job and its logs; returns its state if it existed. Its dedup key stays (retention
 /// removes finished jobs, whose keys their finish already settled).
 pub fn delete(conn: &Connection, id: &str) -> CoreResult<Option<JobState>> {
-    let state: Option<i64> = conn
-        .prepare_cached("DELETE FROM jobs WHERE id = ?1 RETURNING state")
+    let row: Option<(i64, Option<String>)> = conn
+        .prepare_cached("DELETE FROM jobs WHERE id = ?1 RETURNING state, grp")
         .and_then(|mut stmt| {
             use rusqlite::OptionalExtension;
-            stmt.query_row([id], |r| r.get(0)).optional()
+            stmt.query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()
         })
         .map_err(sql)?;
-    let Some(state) = state else { return Ok(None) };
+    let Some((state, group)) = row else {
+        return Ok(None);
+    };
     let state = rows::state_of(state).map_err(sql)?;
+    if let Some(group) = group {
+        super::group_rows::moved(conn, &group, Some(state), None)?;
+    }
     flow_deps::on_delete(conn, id)?;
     count_delta(conn, state, -1)?;
     conn.prepare_cached("DELETE FROM logs WHERE job_id = ?1")

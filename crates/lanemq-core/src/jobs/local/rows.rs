@@ -11,7 +11,7 @@ use crate::jobs::options::JobOptions;
 
 pub const COLUMNS: &str = "id, seq, name, data, options, state, priority, ord, created_at, \
     delay_until, processed_on, finished_on, attempts_made, stalled_count, progress, return_value, \
-    failed_reason, stacktrace, lock_token, lock_worker, lock_expires";
+    failed_reason, stacktrace, lock_token, lock_worker, lock_expires, grp";
 
 pub fn code(state: JobState) -> i64 {
     match state {
@@ -103,7 +103,7 @@ static LOAD: LazyLock<String> =
 static SAVE: LazyLock<String> = LazyLock::new(|| {
     format!(
         "INSERT OR REPLACE INTO jobs ({COLUMNS}) VALUES \
-         (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
+         (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)"
     )
 });
 
@@ -148,6 +148,7 @@ pub fn save(conn: &Connection, job: &Job) -> CoreResult<()> {
                 lock.map_or(job.reported_by.as_deref(), |l| Some(l.token.as_str())),
                 lock.map(|l| &*l.worker_id),
                 lock.map(|l| l.expires_at as i64),
+                job.options.group.as_deref(),
             ])
         })
         .map(|_| ())

@@ -154,7 +154,32 @@ CREATE TABLE IF NOT EXISTS workers (
 
 /// Columns added since format 1 was first written (added to older files when they are opened;
 /// older readers ignore them).
-const ADDED_COLUMNS: [(&str, &str); 2] = [("events", "extra_key"), ("events", "extra_value")];
+const ADDED_COLUMNS: [(&str, &str); 3] = [
+    ("events", "extra_key"),
+    ("events", "extra_value"),
+    ("jobs", "grp"),
+];
+
+/// Groups (`lifecycle::groups`), made after `ADDED_COLUMNS` (their indexes need `jobs.grp`, the
+/// job's group, copied out of its options so it can be indexed). Ungrouped waiting jobs have
+/// an index of their own, so an ungrouped claim never steps over grouped jobs; a group's
+/// settings and its run state (turn, rate window) are rows keyed by its name (`''`: the
+/// ungrouped jobs' turn).
+const GROUP_SCHEMA: &str = "
+CREATE INDEX IF NOT EXISTS jobs_plain_waiting ON jobs (priority, ord) WHERE state = 0 AND grp IS NULL;
+CREATE INDEX IF NOT EXISTS jobs_group_waiting ON jobs (grp, priority, ord) WHERE state = 0 AND grp IS NOT NULL;
+CREATE INDEX IF NOT EXISTS jobs_group ON jobs (grp, state) WHERE grp IS NOT NULL;
+CREATE TABLE IF NOT EXISTS group_settings (
+    grp TEXT PRIMARY KEY, paused INTEGER NOT NULL, concurrency INTEGER, rate_max INTEGER,
+    rate_ms INTEGER, max_size INTEGER
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS group_runs (
+    grp TEXT PRIMARY KEY, turn INTEGER, window_start INTEGER NOT NULL DEFAULT 0,
+    window_used INTEGER NOT NULL DEFAULT 0, held_until INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS group_runs_turn ON group_runs (turn) WHERE turn IS NOT NULL;
+CREATE INDEX IF NOT EXISTS group_runs_held ON group_runs (held_until) WHERE held_until > 0;
+";
 
 fn storage(path: &Path, what: &str, error: impl std::fmt::Display) -> CoreError {
     CoreError::Storage(format!("{}: {what}: {error}", path.display()))
@@ -457,8 +482,18 @@ fn add_columns(conn: &Connection, path: &Path) -> CoreResult<()> {
         if present == 0 {
             conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} TEXT"))
                 .map_err(|e| storage(path, "cannot upgrade the schema", e))?;
+            if column == "grp" {
+                // Jobs written before the column carry their group in their options only.
+                conn.execute_batch(
+                    "UPDATE jobs SET grp = json_extract(options, '$.group') \
+                     WHERE json_extract(options, '$.group') IS NOT NULL",
+                )
+                .map_err(|e| storage(path, "cannot upgrade the schema", e))?;
+            }
         }
     }
+    conn.execute_batch(GROUP_SCHEMA)
+        .map_err(|e| storage(path, "cannot create the schema", e))?;
     Ok(())
 }
 

@@ -110,11 +110,14 @@ impl<'a> SqlStore<'a> {
             .map_err(sql)
     }
 
-    /// Counts and the drained mark after `job` moved from `was`.
+    /// Counts, the drained mark and the job's group after `job` moved from `was`.
     fn moved(&mut self, job: &Job, was: JobState) -> CoreResult<()> {
         if job.state != was {
             count_delta(self.conn, was, -1)?;
             count_delta(self.conn, job.state, 1)?;
+            if let Some(group) = &job.options.group {
+                super::group_rows::moved(self.conn, group, Some(was), Some(job.state))?;
+            }
         }
         if job.state == JobState::Waiting {
             self.undrain()?;

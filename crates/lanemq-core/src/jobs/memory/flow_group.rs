@@ -73,6 +73,10 @@ impl shared::FlowQueues for GroupFlow<'_> {
         self.queues.states[i].store.check_flow_job(job, child, now)
     }
 
+    fn check_group_room(&mut self, queue: &str, options: &[&JobOptions]) -> CoreResult<()> {
+        lifecycle::groups::check_room(self.store(queue), options.iter().copied())
+    }
+
     fn skip_id(&mut self, queue: &str, custom_id: bool) -> CoreResult<()> {
         if !custom_id {
             self.store(queue).next_job_id(&JobOptions::default());

@@ -19,7 +19,7 @@ impl MemoryStore {
 
     pub fn count(&self, state: JobState) -> usize {
         match state {
-            JobState::Waiting => self.waiting.len(),
+            JobState::Waiting => self.waiting.len() + self.groups.waiting_total,
             JobState::Delayed => self.delayed.len(),
             JobState::Active => self.active.len(),
             JobState::WaitingChildren => self.waiting_children.len(),
@@ -34,7 +34,18 @@ impl MemoryStore {
         state: JobState,
     ) -> Box<dyn DoubleEndedIterator<Item = &JobId> + '_> {
         match state {
-            JobState::Waiting => Box::new(self.waiting.values()),
+            JobState::Waiting if self.groups.waiting_total == 0 => Box::new(self.waiting.values()),
+            JobState::Waiting => {
+                // Grouped jobs are in their groups' indexes: merged in claim-free order
+                // (priority, then position), as if in one index.
+                let mut all: Vec<_> = self
+                    .waiting
+                    .iter()
+                    .chain(self.groups.waiting_keys())
+                    .collect();
+                all.sort_unstable_by_key(|(key, _)| **key);
+                Box::new(all.into_iter().map(|(_, id)| id))
+            }
             JobState::Delayed => Box::new(self.delayed.iter().map(|(_, _, id)| id)),
             JobState::Active => Box::new(self.active.iter().map(|(_, _, id)| id)),
             JobState::WaitingChildren => Box::new(self.waiting_children.iter().map(|(_, id)| id)),
@@ -116,10 +127,11 @@ impl ManageStorage for MemoryStore {
     }
 
     fn count_waiting_at(&mut self, priority: u32) -> CoreResult<usize> {
-        Ok(self
-            .waiting
-            .range((priority, i64::MIN)..=(priority, i64::MAX))
-            .count())
+        let range = (priority, i64::MIN)..=(priority, i64::MAX);
+        let grouped: usize = (self.groups.entries.values())
+            .map(|entry| entry.waiting.range(range.clone()).count())
+            .sum();
+        Ok(self.waiting.range(range).count() + grouped)
     }
 
     fn set_data(&mut self, id: &str, data: &str) -> CoreResult<bool> {
@@ -206,6 +218,7 @@ impl ManageStorage for MemoryStore {
     fn wipe(&mut self) -> CoreResult<()> {
         self.jobs.clear();
         self.waiting.clear();
+        self.groups = Default::default();
         self.delayed.clear();
         self.active.clear();
         self.waiting_children.clear();

@@ -2,14 +2,15 @@
 //! (their futures are ready); only the waits (`wait_for_job`, `wait_finished`, `wait_events`)
 //! suspend, on a `Notify` that every change pings. The contract's concerns are implemented in
 //! the files of the same names as in `local/` (`lifecycle`, `reads`, `admin`, `events`,
-//! `dedup`, `flows`, `schedulers`, `observe`), calling the shared `jobs::lifecycle` on the
-//! store, which `storage` and `manage` make its `JobStorage` and `ManageStorage`.
+//! `dedup`, `flows`, `schedulers`, `observe`, `groups`), calling the shared `jobs::lifecycle`
+//! on the store, which `storage` and `manage` make its `JobStorage` and `ManageStorage`.
 //!
 //! The files are layered, each using only files below it (`scripts/jobs-imports`): `job_id`
-//! and the store's plain tables (`dedup_keys`, `scheduler_map`, `flow_state`, and `observe`'s
-//! `Observed`), which never name the store; `store`; then the files over it, which make it the
-//! shared steps' storage (`storage`, `manage`, `dedup`, `schedulers`, `flow_sets`, `flows`,
-//! `flow_group`) and implement the contract for `MemoryBackend`, defined here.
+//! and the store's plain tables (`dedup_keys`, `scheduler_map`, `flow_state`, `group_table`,
+//! and `observe`'s `Observed`), which never name the store; `store`; then the files over it,
+//! which make it the shared steps' storage (`storage`, `group_index`, `manage`, `dedup`,
+//! `schedulers`, `flow_sets`, `flows`, `flow_group`, `groups`) and implement the contract for
+//! `MemoryBackend`, defined here.
 
 mod admin;
 mod cancel_log;
@@ -21,6 +22,8 @@ mod flow_group;
 mod flow_sets;
 mod flow_state;
 mod flows;
+mod group_index;
+mod group_table;
 mod groups;
 mod job_id;
 mod lifecycle;

@@ -41,8 +41,13 @@ impl JobStorage for MemoryStore {
         let now = IndexEntry::of(job);
         if now != was {
             let key = Arc::clone(&job.id);
-            self.index_take(was, &key);
-            self.index_put(now, key);
+            match job.options.group.clone() {
+                None => {
+                    self.index_take(was, &key);
+                    self.index_put(now, key);
+                }
+                Some(group) => self.group_moved(&group, Some(was), Some(now), &key),
+            }
         }
         outcome.map(Some)
     }
@@ -102,8 +107,7 @@ impl JobStorage for MemoryStore {
     fn drainable(&mut self, delayed: bool) -> CoreResult<Vec<Arc<str>>> {
         let pending = self.pending_occurrence_ids();
         let mut doomed: Vec<JobId> = self
-            .waiting
-            .values()
+            .ids_in(JobState::Waiting)
             .filter(|id| !pending.contains(&***id))
             .cloned()
             .collect();

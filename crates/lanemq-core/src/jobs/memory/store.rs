@@ -21,6 +21,7 @@ use crate::error::{CoreError, CoreResult};
 use super::cancel_log::CancelLog;
 use super::dedup_keys::DedupKeys;
 use super::flow_state::Flows;
+use super::group_table::GroupTable;
 use super::job_id::JobId;
 use super::observe::Observed;
 use super::scheduler_map::Schedulers;
@@ -52,6 +53,17 @@ pub(super) enum IndexEntry {
 }
 
 impl IndexEntry {
+    pub(super) fn state(self) -> JobState {
+        match self {
+            IndexEntry::Waiting(_) => JobState::Waiting,
+            IndexEntry::Delayed(_) => JobState::Delayed,
+            IndexEntry::Active(_) => JobState::Active,
+            IndexEntry::WaitingChildren(_) => JobState::WaitingChildren,
+            IndexEntry::Completed(_) => JobState::Completed,
+            IndexEntry::Failed(_) => JobState::Failed,
+        }
+    }
+
     pub(super) fn of(job: &Job) -> Self {
         match job.state {
             JobState::Waiting => IndexEntry::Waiting((job.priority, job.order)),
@@ -70,7 +82,8 @@ impl IndexEntry {
 pub struct MemoryStore {
     pub(super) config: StoreConfig,
     pub(super) jobs: HashMap<JobId, Job, foldhash::fast::RandomState>,
-    /// (priority, order) -> id; priority 0 sorts first, as in BullMQ.
+    /// (priority, order) -> id of the ungrouped waiting jobs; priority 0 sorts first, as in
+    /// BullMQ. A grouped one is in its group's own index (`groups`).
     pub(super) waiting: BTreeMap<(u32, i64), JobId>,
     pub(super) delayed: BTreeSet<(Millis, u64, JobId)>,
     /// By lock expiry (then sequence, so ties never compare ids), for stall recovery.
@@ -91,6 +104,7 @@ pub struct MemoryStore {
     pub(super) flow: Flows,
     /// Cancel requests of active jobs, and the log workers listen to (`cancels.rs`).
     pub(super) cancels: CancelLog,
+    pub(super) groups: GroupTable,
     /// Metrics and workers (`observe.rs`): not jobs, kept beside them.
     pub(super) observed: Observed,
     pub(super) seq: u64,
@@ -116,6 +130,7 @@ impl MemoryStore {
             schedulers: Schedulers::default(),
             flow: Flows::default(),
             cancels: CancelLog::default(),
+            groups: GroupTable::default(),
             observed: Observed::default(),
             config,
             jobs: HashMap::default(),
@@ -145,13 +160,21 @@ impl MemoryStore {
     // ------------------------------------------------------------------ indexes
 
     pub(super) fn index_insert(&mut self, id: &JobId) {
-        let entry = IndexEntry::of(&self.jobs[id]);
-        self.index_put(entry, Arc::clone(id));
+        let job = &self.jobs[id];
+        let entry = IndexEntry::of(job);
+        match job.options.group.clone() {
+            None => self.index_put(entry, Arc::clone(id)),
+            Some(group) => self.group_moved(&group, None, Some(entry), id),
+        }
     }
 
     pub(super) fn index_remove(&mut self, id: &JobId) {
-        let entry = IndexEntry::of(&self.jobs[id]);
-        self.index_take(entry, id);
+        let job = &self.jobs[id];
+        let entry = IndexEntry::of(job);
+        match job.options.group.clone() {
+            None => self.index_take(entry, id),
+            Some(group) => self.group_moved(&group, Some(entry), None, id),
+        }
     }
 
     /// Files `id` under `entry` in its state's index.
@@ -307,7 +330,15 @@ impl MemoryStore {
     pub fn next_ready_at(&self, now: Millis) -> Option<Millis> {
         let window_end = self.rate_limited_until(now);
         let next_delayed = self.delayed.first().map(|(due, _, _)| *due);
-        let (paused, waiting, maxed) = (self.paused, !self.waiting.is_empty(), self.is_maxed());
+        // A group held by its rate window is claimable again when the window ends.
+        let next_delayed = match (next_delayed, self.groups.next_rate_release()) {
+            (Some(due), Some(end)) => Some(due.min(end)),
+            (due, end) => due.or(end),
+        };
+        // Waiting jobs count when a claim may take them: ungrouped, or of a group in the
+        // turns (a paused or limited group's jobs do not).
+        let waiting = !self.waiting.is_empty() || self.groups.any_group_turn();
+        let (paused, maxed) = (self.paused, self.is_maxed());
         crate::jobs::model::next_ready_at(now, paused, waiting, window_end, maxed, next_delayed)
     }
 

@@ -9,6 +9,7 @@ use crate::error::CoreResult;
 use crate::jobs::contract::NewJob;
 use crate::jobs::flow::{self, AddedNode, FlowNode, ParentRef};
 use crate::jobs::model::{Job, Millis};
+use crate::jobs::options::JobOptions;
 
 use super::super::not_found;
 
@@ -21,6 +22,10 @@ pub trait FlowQueues {
     /// free, a `child` deduplicated into an existing job takes a job without a parent; an
     /// unknown queue is refused).
     fn check_job(&mut self, queue: &str, job: &NewJob, child: bool, now: Millis) -> CoreResult<()>;
+    /// Refuses the flow when its new jobs waiting or delayed in `queue` (`options`, its
+    /// leaves there) would take a group past its max_size (`groups::check_room`). A backend
+    /// that writes other queues' nodes after the commit checks its home queue only.
+    fn check_group_room(&mut self, queue: &str, options: &[&JobOptions]) -> CoreResult<()>;
     /// Takes the automatic id that a node of `queue` would have taken (none for a custom id).
     fn skip_id(&mut self, queue: &str, custom_id: bool) -> CoreResult<()>;
     /// Writes a checked node's job in `queue` (`hold`: it waits for children); `false` when it
@@ -62,7 +67,26 @@ fn check<Q: FlowQueues>(
     let home = queues.home().to_owned();
     flow::check_nodes(nodes, &home, path, path == "root", |queue, job, child| {
         queues.check_job(queue, job, child, now)
-    })
+    })?;
+    // A node without children waits or is delayed at once: its group's max_size counts it.
+    let mut leaves: Vec<(String, &JobOptions)> = Vec::new();
+    let mut stack: Vec<(&FlowNode, String)> = nodes.iter().map(|n| (*n, home.clone())).collect();
+    while let Some((node, parent_queue)) = stack.pop() {
+        let queue = node.queue.clone().unwrap_or(parent_queue);
+        if node.children.is_empty() {
+            if node.job.options.group.is_some() {
+                leaves.push((queue, &node.job.options));
+            }
+        } else {
+            stack.extend(node.children.iter().map(|c| (c, queue.clone())));
+        }
+    }
+    leaves.sort_by(|a, b| a.0.cmp(&b.0));
+    for chunk in leaves.chunk_by(|a, b| a.0 == b.0) {
+        let options: Vec<&JobOptions> = chunk.iter().map(|(_, o)| *o).collect();
+        queues.check_group_room(&chunk[0].0, &options)?;
+    }
+    Ok(())
 }
 
 /// The existing job a flow's root is, when its custom id exists in home

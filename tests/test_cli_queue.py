@@ -26,6 +26,7 @@ SUMMARY_KEYS = {
     "processed_on",
     "finished_on",
     "failed_reason",
+    "group",
 }
 DETAIL_KEYS = SUMMARY_KEYS | {
     "attempts",

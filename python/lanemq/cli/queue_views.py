@@ -23,13 +23,14 @@ def job_summary(job: Job) -> dict[str, Any]:
         "processed_on": job.processed_on,
         "finished_on": job.finished_on,
         "failed_reason": job.failed_reason,
+        "group": job.group,
     }
 
 
 def jobs_text(jobs: list[Job]) -> str:
     if not jobs:
         return "(no jobs)"
-    rows = [
+    rows: list[tuple[Any, ...]] = [
         (
             job.id,
             job.name,
@@ -41,7 +42,19 @@ def jobs_text(jobs: list[Job]) -> str:
         )
         for job in jobs
     ]
-    headers = ("ID", "NAME", "STATE", "PRIORITY", "ATTEMPTS", "CREATED (UTC)", "FINISHED (UTC)")
+    headers: tuple[str, ...] = (
+        "ID",
+        "NAME",
+        "STATE",
+        "PRIORITY",
+        "ATTEMPTS",
+        "CREATED (UTC)",
+        "FINISHED (UTC)",
+    )
+    if any(job.group is not None for job in jobs):
+        # (a GROUP column only where groups are used: other tables stay as they were)
+        headers = (*headers[:2], "GROUP", *headers[2:])
+        rows = [(*row[:2], job.group or "", *row[2:]) for row, job in zip(rows, jobs, strict=True)]
     return table(headers, rows, numeric=("PRIORITY",))
 
 
@@ -73,6 +86,7 @@ def job_text(job: Job, logs: list[str], log_count: int, *, full: bool = False) -
         ("name", job.name),
         ("state", job.state),
         ("priority", job.priority),
+        *([("group", job.group)] if job.group is not None else []),
         ("attempts", f"{job.attempts_made} of {job.options.attempts}"),
         ("created", when(job.created_at) + " UTC"),
     ]

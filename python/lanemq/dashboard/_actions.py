@@ -1,5 +1,6 @@
 """The dashboard's actions (POST only, each guarded by the `Guard`'s checks): retry a job or
-every failed one, remove, promote, clean, pause and resume. Each answers with a redirect to
+every failed one, remove, promote, clean, pause and resume, cancel a job, pause, resume or
+empty a group. Each answers with a redirect to
 the page that shows its outcome (303, so a reload does not post again)."""
 
 from __future__ import annotations
@@ -163,6 +164,25 @@ async def _resume(queue: JobQueue, form: Form) -> Outcome:
     return Outcome("", "resumed")
 
 
+def _on_group(change: Callable[[JobQueue, str], Awaitable[object]], done: str) -> Handler:
+    """An action on the group of the form's ``group``: back to the groups page, with the
+    count it returns when it is one."""
+
+    async def handler(queue: JobQueue, form: Form) -> Outcome:
+        result = await change(queue, field(form, "group"))
+        return Outcome("/groups", done, result if isinstance(result, int) else None)
+
+    return handler
+
+
+async def _cancel(queue: JobQueue, form: Form) -> Outcome:
+    job_id = field(form, "job_id")
+    outcome = await queue.cancel(job_id, form.get("reason") or "cancelled from the dashboard")
+    return Outcome(
+        f"/job/{path_part(job_id)}", "cancel-requested" if outcome == "requested" else "cancelled"
+    )
+
+
 #: The actions, by the last part of their path (``/queues/NAME/<action>``).
 HANDLERS: dict[str, Handler] = {
     "retry": _on_job(JobQueue.retry_job, "retried"),
@@ -172,6 +192,10 @@ HANDLERS: dict[str, Handler] = {
     "clean": _clean,
     "pause": _pause,
     "resume": _resume,
+    "cancel": _cancel,
+    "pause-group": _on_group(JobQueue.pause_group, "group-paused"),
+    "resume-group": _on_group(JobQueue.resume_group, "group-resumed"),
+    "remove-group": _on_group(JobQueue.remove_group, "group-removed"),
 }
 
 

@@ -72,6 +72,7 @@ def app(
         Route(f"{queue}/job/{{job_id:path}}", pages.job),
         Route(f"{queue}/schedulers", pages.schedulers),
         Route(f"{queue}/workers", pages.workers),
+        Route(f"{queue}/groups", pages.groups),
         *(
             Route(f"{queue}/{name}", actions.endpoint(handler), methods=["POST"])
             for name, handler in HANDLERS.items()

@@ -37,6 +37,11 @@ NOTICES = {
     "cleaned": "{n} job(s) were removed.",
     "paused": "The queue is paused: workers take no more jobs from it.",
     "resumed": "The queue is resumed.",
+    "group-paused": "The group is paused: workers take no more of its jobs.",
+    "group-resumed": "The group is resumed.",
+    "group-removed": "{n} waiting or delayed job(s) of the group were removed.",
+    "cancelled": "The job was cancelled.",
+    "cancel-requested": "The job is running: its worker was told to stop it.",
 }
 
 
@@ -132,6 +137,7 @@ class Pages:
             stats=stats,
             states=STATES,
             schedulers=await queue.count_schedulers(),
+            groups=await queue.count_groups(),
             workers=len(await queue.get_workers()),
             chart=await chart(queue),
             notice=notice(request),
@@ -219,6 +225,26 @@ class Pages:
             last=last,
         )
 
+    async def groups(self, request: Request) -> Response:
+        queue = await self._queue(request)
+        page = whole_number(request, "page", 1, 1, 10**9)
+        total = await queue.count_groups()
+        last = max(1, math.ceil(total / PAGE_SIZE))
+        if page > last:
+            raise HTTPException(404, f"page {page} is past the last page ({last}) of groups")
+        found = await queue.list_groups((page - 1) * PAGE_SIZE, PAGE_SIZE)
+        return self.render.page(
+            request,
+            "groups.html",
+            queue=queue,
+            groups=found,
+            states=STATES,
+            total=total,
+            page=page,
+            last=last,
+            notice=notice(request),
+        )
+
     async def workers(self, request: Request) -> Response:
         queue = await self._queue(request)
         return self.render.page(
@@ -266,6 +292,7 @@ def _options(job: Job) -> dict[str, Any]:
     (JSON, only those set; times in milliseconds)."""
     options = job.options
     shown: list[tuple[str, object]] = [
+        ("group", options.group or "none"),
         ("attempts", options.attempts),
         ("backoff", options.backoff or "none"),
         ("timeout", "none" if options.timeout is None else f"{options.timeout:g} s"),

@@ -332,3 +332,42 @@ async def test_close_grace_releases_a_running_batch(queue: JobQueue) -> None:
         stored = await queue.get_job(job.id)
         assert stored is not None
         assert stored.state == "waiting" and stored.attempts_made == 0
+
+
+async def test_group_affinity_keeps_one_group_per_batch(queue: JobQueue) -> None:
+    batches: list[list[str | None]] = []
+    worker = JobWorker(queue, concurrency=1)
+
+    @worker.batch_processor("embed", size=3, min_size=3, timeout=0.2, group_affinity=True)
+    async def embed(jobs: list[Job]) -> list[int]:
+        batches.append([job.group for job in jobs])
+        return [job.data for job in jobs]
+
+    jobs = [await queue.add("embed", n, group="tenant-a") for n in range(6)]
+    jobs += [await queue.add("embed", 10 + n, group="tenant-b") for n in range(4)]
+    jobs += [await queue.add("embed", 20 + n) for n in range(2)]
+    async with running(worker):
+        results = await wait_all(jobs)
+
+    assert results == [job.data for job in jobs]
+    assert all(len(set(groups)) == 1 for groups in batches), batches
+    assert (
+        sorted(g for groups in batches for g in groups if g) == ["tenant-a"] * 6 + ["tenant-b"] * 4
+    )
+    assert sum(len(groups) for groups in batches) == 12
+
+
+async def test_without_group_affinity_a_batch_mixes_groups(queue: JobQueue) -> None:
+    batches: list[list[str | None]] = []
+    worker = JobWorker(queue, concurrency=1)
+
+    @worker.batch_processor("embed", size=4, min_size=4, timeout=LIMIT)
+    async def embed(jobs: list[Job]) -> list[None]:
+        batches.append([job.group for job in jobs])
+        return [None] * len(jobs)
+
+    jobs = [await queue.add("embed", None, group=g) for g in ("a", "a", "b", "b")]
+    async with running(worker):
+        await wait_all(jobs)
+
+    assert batches == [["a", "b", "a", "b"]]  # claimed in the groups' turns

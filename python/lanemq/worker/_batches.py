@@ -134,6 +134,11 @@ class Batcher:
         self._pending.append((job, slot))
         self._check()
 
+    @property
+    def idle(self) -> bool:
+        """Nothing gathered, no batch queued."""
+        return not self._pending and not self._queued
+
     def _check(self) -> None:
         """Queues a batch for a slot once ``min_size`` jobs wait, or starts the wait of
         ``timeout`` for the first of fewer."""
@@ -174,6 +179,39 @@ class Batcher:
                 await run_batch(self.worker, self.name, self.call, batch)
         finally:
             gate.release()
+
+
+class GroupedBatcher:
+    """A batch processor's `Batcher` per group (``group_affinity=True``): a batch holds the
+    jobs of one group only (ungrouped jobs are a group of their own), each group gathering to
+    ``min_size`` or its ``timeout`` on its own. Claims take groups in turns, so one claim's
+    jobs spread over groups: each group's batch fills from the claims that follow."""
+
+    #: Past this many groups seen, the batchers with nothing gathered are forgotten at the
+    #: next add, so a worker that meets many groups keeps only the live ones.
+    KEEP_IDLE = 1000
+
+    def __init__(
+        self,
+        worker: WorkerState,
+        name: str,
+        call: AsyncBatchProcessor,
+        size: int,
+        min_size: int,
+        timeout: float,
+    ) -> None:
+        self._make = functools.partial(Batcher, worker, name, call, size, min_size, timeout)
+        self._by_group: dict[str | None, Batcher] = {}
+
+    def add(self, job: Job, slot: asyncio.Future[Any]) -> None:
+        batchers = self._by_group
+        batcher = batchers.get(job.group)
+        if batcher is None:
+            if len(batchers) >= self.KEEP_IDLE:
+                for group in [g for g, b in batchers.items() if b.idle]:
+                    del batchers[group]
+            batcher = batchers[job.group] = self._make()
+        batcher.add(job, slot)
 
 
 async def wait_for_slot(slot: asyncio.Future[Any]) -> Any:

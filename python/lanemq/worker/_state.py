@@ -20,7 +20,7 @@ from ._calls import AsyncProcessor
 
 if TYPE_CHECKING:
     from ..queue import JobQueue
-    from ._batches import Batcher, Gate
+    from ._batches import Batcher, Gate, GroupedBatcher
 
 log = logging.getLogger("lanemq.worker")
 
@@ -54,7 +54,7 @@ class WorkerState:
     _stopped: asyncio.Event
     _outcomes: _tracing.Outcomes
     _outage: _worker_log.Outage
-    _batchers: dict[str, Batcher]
+    _batchers: dict[str, Batcher | GroupedBatcher]
     _gate: Gate
     _batch_runs: set[asyncio.Task[None]]
 

@@ -30,6 +30,7 @@ from ._batches import (
     Batcher,
     BatchProcessor,
     Gate,
+    GroupedBatcher,
     as_async_batch,
     check_batch_options,
     gated,
@@ -145,7 +146,7 @@ class JobWorker(Loop):
         # the book, which counts jobs, has room for that many full batches.
         self._slots = concurrency
         self._batch_handlers: dict[str, tuple[BatchProcessor, int, int, float]] = {}
-        self._batchers: dict[str, Batcher] = {}
+        self._batchers: dict[str, Batcher | GroupedBatcher] = {}
         self._gate = Gate(lambda: self._slots)
         self._batch_runs: set[asyncio.Task[None]] = set()
         self.lease = lease
@@ -251,6 +252,8 @@ class JobWorker(Loop):
         size: int = 100,
         min_size: int | None = None,
         timeout: float = 1.0,
+        *,
+        group_affinity: bool = False,
     ) -> Callable[[B], B]:
         """Registers ``async def f(jobs: list[Job]) -> list`` (or a plain ``def``, run in a
         thread) for jobs called ``name``, run with up to ``size`` of them at once:
@@ -267,7 +270,9 @@ class JobWorker(Loop):
         raises fails every job of the batch; a result that cannot be encoded fails its job
         alone. A timeout of the jobs applies to the batch: the smallest of them. Middleware
         (`use`) wraps single processors only. A name has a batch or a single processor, not
-        both (`ConfigError`)."""
+        both (`ConfigError`). With ``group_affinity=True`` a batch holds the jobs of one
+        group only (`JobQueue.add(..., group=...)`; ungrouped jobs are a group of their own),
+        each group gathering its own batch."""
         if not isinstance(name, str):
             raise TypeError(f"batch processor name must be a str, got {name!r}")
         least = min(10, size) if min_size is None and isinstance(size, int) else min_size
@@ -280,7 +285,8 @@ class JobWorker(Loop):
             if not callable(fn):
                 raise TypeError(f"batch processor must be callable, got {fn!r}")
             self._batch_handlers[name] = (fn, size, least, float(timeout))
-            self._batchers[name] = Batcher(self, name, as_async_batch(fn), size, least, timeout)
+            kind = GroupedBatcher if group_affinity else Batcher
+            self._batchers[name] = kind(self, name, as_async_batch(fn), size, least, timeout)
             self._rebuild()
             return fn
 

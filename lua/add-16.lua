@@ -8,7 +8,8 @@
 -- {first automatic id, first seq (0 where none was taken), then k, {0, job...} for each job k
 -- that created nothing (its custom id existed, or a dedup key returned its owner)}: the client
 -- derives every new job's id, seq and order (`decode::added_jobs`), which saves a table per
--- job here and in the reply.
+-- job here and in the reply. A batch that would take a group past its max_size writes nothing
+-- and returns {"group_full", group, max_size} (groups_room).
 local specs, deduplicating = {}, false
 for i = 3, #ARGV, 7 do
   local spec = {name = ARGV[i], data = ARGV[i + 1], opts = ARGV[i + 2], id = ARGV[i + 3],
@@ -17,6 +18,10 @@ for i = 3, #ARGV, 7 do
   deduplicating = deduplicating or spec.dedup ~= nil
   specs[#specs + 1] = spec
 end
+
+-- A group's max_size refuses the whole batch before anything is written.
+local full = groups_room(specs)
+if full then return full end
 
 local existed, first_id, first_seq
 if not deduplicating then

@@ -63,6 +63,8 @@ for i = 3, #ARGV, 8 do
     -- Unlocked, keeping the token: this report's, told apart if it is sent again.
     redis.call("ZREM", ACTIVE, hex(num("seq", id)) .. id)
     redis.call("HDEL", JOB .. id, "worker", "expires")
+    local group = group_of(opts_json)
+    if group then group_active_done(group) end
     if retry and attempts < (tonumber(opts.attempts) or 1) then
       local wait = override
       if wait == nil and type(opts.backoff) == "table" then

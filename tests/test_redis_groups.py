@@ -336,3 +336,12 @@ async def test_grouped_queue_on_a_cluster(redis_cluster_url: str) -> None:
     finally:
         await queue.obliterate(force=True)
         await queue.close()
+
+
+async def test_the_library_loads_with_the_groups(queue: RedisJobQueue, redis_url: str) -> None:
+    # Lua allows a function 200 locals: a library past that is refused by the server, and
+    # every script would run by EVALSHA instead (compose.rs nests the helpers).
+    await queue.add("a", group="A")
+    with Resp.of(redis_url) as redis:
+        libraries = redis.command("FUNCTION", "LIST", "LIBRARYNAME", "lanemq_*")
+    assert libraries, "the FUNCTION library was not loaded"

@@ -447,13 +447,14 @@ local function to_waiting(id, front, lifo)
   ensure_layout()
   local f = fields(id, {"prio", "opts"})
   local g = group_of(f[2])
+  redis.call("HDEL", META, "drained")
+  -- A grouped job wakes a worker only if its group joins the turns (group_enqueue).
   if g then group_waiting_add(g, f[1] or "0", member(order, id))
   else
     waiting_add(f[1] or "0", order, id)
     ungrouped_enqueue()
+    wake("0")
   end
-  redis.call("HDEL", META, "drained")
-  wake("0")
 end
 
 -- A job as the client reads it: the id, then every field in FIELDS order.

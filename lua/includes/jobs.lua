@@ -142,8 +142,10 @@ local function create_jobs(specs, compact)
   end
   -- New jobs wake idle workers: to claim, or to recompute when the next delayed one is due.
   -- As wake() does, with `paused` as read above.
-  if meta[2] ~= "1" and (w > 0 or d > 0) then
-    redis.call("ZADD", MARKER, "LT", w > 0 and "0" or delayed[1], "w")
+  -- (Grouped jobs wake one only if their group joins the turns: group_enqueue.)
+  local ungrouped = #back + #front + #scored
+  if meta[2] ~= "1" and (ungrouped > 0 or d > 0) then
+    redis.call("ZADD", MARKER, "LT", ungrouped > 0 and "0" or delayed[1], "w")
   end
   return out, first_id, first_seq
 end
@@ -508,10 +510,12 @@ local function promote_due()
   chunked("RPUSH", WAITING0, back, 1)
   chunked("LPUSH", WAITING0, front, 1)
   zadd(WAITING, scored)
-  if #grouped < n then ungrouped_enqueue() end
   for i = 1, #grouped do group_waiting_add(grouped[i][1], grouped[i][2], grouped[i][3]) end
   redis.call("HDEL", META, "drained")
-  wake("0")
+  if #grouped < n then
+    ungrouped_enqueue()
+    wake("0")
+  end
   return n
 end
 

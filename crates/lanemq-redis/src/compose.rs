@@ -320,7 +320,12 @@ impl<'a> Prelude<'a> {
         let mut out = format!("#!lua name={name}\nlocal KEYS, ARGV\n");
         let mut reset =
             String::from("local function reset(keys, args)\n  KEYS, ARGV = keys, args\n");
-        for statement in &self.statements {
+        for (index, statement) in self.statements.iter().enumerate() {
+            if index == self.nested {
+                // The helpers from here on are locals of a function of their own: Lua allows
+                // a function 200 locals, which the library's main chunk alone would pass.
+                out.push_str("(function()\n");
+            }
             let code = statement.code;
             let comments = &statement.text[..statement.text.len() - code.len()];
             if statement.defines.is_empty() {
@@ -367,16 +372,23 @@ impl<'a> Prelude<'a> {
             }
         }
         reset.push_str("end\n");
+        if self.nested >= self.statements.len() {
+            out.push_str("(function()\n");
+        }
         out.push_str(&reset);
+        // The scripts are fields of one table, not a local each (the 200 locals' bound).
+        out.push_str("local lanemq_ops = {}\n");
         for (op, body) in ops {
-            out.push_str(&format!("local function op_{op}()\n{body}\nend\n"));
+            out.push_str(&format!("lanemq_ops.{op} = function()\n{body}\nend\n"));
         }
         for (op, _) in ops {
             out.push_str(&format!(
-                "redis.register_function('{name}_{op}', \
-                 function(keys, args) reset(keys, args) return {through}(op_{op}()) end)\n"
+                "do local op_{op} = lanemq_ops.{op} \
+                 redis.register_function('{name}_{op}', \
+                 function(keys, args) reset(keys, args) return {through}(op_{op}()) end) end\n"
             ));
         }
+        out.push_str("end)()\n");
         out
     }
 

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
-from lanemq import GroupMaxSizeExceededError, JobWorker, RedisJobQueue
+from lanemq import GroupMaxSizeExceededError, Job, JobWorker, RedisJobQueue
 from redis_support import Resp, queue_key
 from support import redis_prefix
 
@@ -120,9 +120,10 @@ async def test_concurrency_limit_with_real_workers(queue: RedisJobQueue) -> None
     done = asyncio.Event()
     finished = 0
 
-    async def process(job: object) -> None:
+    async def process(job: Job) -> None:
         nonlocal finished
-        group = getattr(job, "group")
+        group = job.group
+        assert group is not None
         running[group] += 1
         peak[group] = max(peak[group], running[group])
         await asyncio.sleep(0.02)
@@ -214,7 +215,7 @@ async def test_resume_wakes_an_idle_worker(queue: RedisJobQueue) -> None:
     await queue.add("a0", group="A")
     seen = asyncio.Event()
 
-    async def process(job: object) -> None:
+    async def process(job: Job) -> None:
         seen.set()
 
     worker = JobWorker(queue, process)

@@ -287,19 +287,28 @@ local function group_check(g)
   end
   return true
 end
--- Group g joins the back of the turns if it is claimable and not in them; into empty turns,
--- the ungrouped jobs' turn goes first when one waits (it was claimable before). Wakes an idle
--- worker, as wake() does.
+-- Group g joins the back of the turns if it is claimable and not in them (then returns true);
+-- into empty turns, the ungrouped jobs' turn goes first when one waits (it was claimable
+-- before). Wakes an idle worker, as wake() does.
 local function group_enqueue(g)
   local turns = groups_key("turns")
   if redis.call("ZSCORE", turns, g) or not group_check(g) then return end
-  if redis.call("EXISTS", turns) == 0 and ungrouped_waiting() then turn_add(turns, "") end
+  if redis.call("EXISTS", turns) == 0 then
+    -- META `group_turns`: the turns may exist (set here, where they begin; a claim that
+    -- finds them gone clears it), read with what the ungrouped add and claim read anyway.
+    redis.call("HSET", META, "group_turns", "1")
+    if ungrouped_waiting() then turn_add(turns, "") end
+  end
   turn_add(turns, g)
   if redis.call("HGET", META, "paused") ~= "1" then redis.call("ZADD", MARKER, "LT", "0", "w") end
+  return true
 end
 -- An ungrouped job entered waiting: while groups take turns, the ungrouped turn joins them
--- (kept where it is if it is in them). One EXISTS otherwise.
-local function ungrouped_enqueue()
+-- (kept where it is if it is in them). `may` is META `group_turns` when the caller read it
+-- (create_jobs), else it is read here: nothing more while no group takes turns.
+local function ungrouped_enqueue(may)
+  if may == nil then may = redis.call("HGET", META, "group_turns") end
+  if not may then return end
   local turns = groups_key("turns")
   if redis.call("EXISTS", turns) == 1 then
     redis.call("ZADD", turns, "NX", counter("turn", 1), "")

@@ -13,7 +13,7 @@
 local function create_jobs(specs, compact)
   -- The layout flag, and what wake() and the drained flag need, in one read: nothing here
   -- changes `paused` or `drained`.
-  local meta = redis.call("HMGET", META, "layout", "paused", "drained")
+  local meta = redis.call("HMGET", META, "layout", "paused", "drained", "group_turns")
   if meta[1] ~= LAYOUT then ensure_layout() end
   local count, custom, customs = #specs, {}, 0
   for k = 1, count do
@@ -50,8 +50,9 @@ local function create_jobs(specs, compact)
   -- as its default, here and in the client's decoding (a smaller hash, and the fields read
   -- most, the state first, are found sooner in its listpack). One HSET per job writes the rest.
   local back, front, scored, delayed, held = {}, {}, {}, {}, {}
-  -- Grouped jobs: {group, priority, member} of each one waiting, and each one's group.
-  local grouped_waiting, grouped = {}, {}
+  -- Grouped jobs (tables made for the first): {group, priority, member} of each one
+  -- waiting, and {group, id} of each.
+  local grouped_waiting, grouped = nil, nil
   local w, d, h = 0, 0, 0
   local out = {}
   for k = 1, count do
@@ -70,6 +71,8 @@ local function create_jobs(specs, compact)
       if spec.prio ~= "0" then extra[e + 1] = "prio"; extra[e + 2] = spec.prio; e = e + 2 end
       local g = spec.opts ~= "{}" and group_of(spec.opts)
       if g then
+        grouped = grouped or {}
+        grouped_waiting = grouped_waiting or {}
         grouped[#grouped + 1] = {g, id}
         emit("added", id, "name", spec.name, "group", g)
       else
@@ -124,11 +127,11 @@ local function create_jobs(specs, compact)
     chunked("LPUSH", WAITING0, front, 1)
     zadd(WAITING, scored)
     if meta[3] then redis.call("HDEL", META, "drained") end
-    if #back + #front + #scored > 0 then ungrouped_enqueue() end
+    if #back + #front + #scored > 0 then ungrouped_enqueue(meta[4]) end
   end
   -- Each grouped job is recorded in its group (group_job_ids, counts, list_groups), and a
   -- waiting one enters its group's waiting set (the group joins the turns if it can).
-  if #grouped > 0 then
+  if grouped then
     local known = groups_key("known")
     for i = 1, #grouped do
       local g = grouped[i][1]
@@ -540,15 +543,18 @@ local NO_RETRY_FIELDS = {false, false, false, false}
 -- {id, name, data, opts, prio, ord, seq, created, delay, attempts, stalled, progress, reason,
 -- trace, token}; the state, lock and processed time are the ones this call set.
 -- Groups whose rate window ended (due by META `group_rated_next`, which the claim reads with
--- its settings) join the turns again if they are claimable: O(log n) each.
+-- its settings) join the turns again if they are claimable: O(log n) each. Returns whether
+-- one did.
 local function groups_rate_over()
   local rated = groups_key("rated")
   local over = redis.call("ZRANGEBYSCORE", rated, "-inf", NOW_TEXT)
   zrem(rated, over)
-  for _, g in ipairs(over) do group_enqueue(g) end
+  local joined = false
+  for _, g in ipairs(over) do joined = group_enqueue(g) or joined end
   local first = redis.call("ZRANGE", rated, 0, 0, "WITHSCORES")
   if first[2] then redis.call("HSET", META, "group_rated_next", first[2])
   else redis.call("HDEL", META, "group_rated_next") end
+  return joined
 end
 
 -- Group g's turn: its head job (member, priority), or nil when it cannot give one (it leaves
@@ -639,9 +645,11 @@ local function claim_jobs(worker, lease, max_jobs, seed)
   promote_due()
   -- The settings in one read (promotions change none of them).
   local settings = redis.call("HMGET", META, "paused", "rate_max", "max_active", "rate_until",
-    "group_rated_next")
+    "group_rated_next", "group_turns")
   if settings[1] == "1" then return {} end
-  if settings[5] and tonumber(settings[5]) <= now then groups_rate_over() end
+  if settings[5] and tonumber(settings[5]) <= now and groups_rate_over() then
+    settings[6] = "1" -- the turns began again (META `group_turns`)
+  end
 
   local allowed = max_jobs
   local rate_max = tonumber(settings[2] or "0")
@@ -679,8 +687,13 @@ local function claim_jobs(worker, lease, max_jobs, seed)
     -- (hex, offset) and id, and a sorted set's score the priority: the replies carry both, so
     -- no field hash is read (each read of a big hash misses the cache, benches/history/5-10.md).
     local ids, ord, prio, n = {}, {}, {}, 0
-    local turns = groups_key("turns")
-    if redis.call("EXISTS", turns) == 1 then
+    -- Groups take turns only while META `group_turns` is set (cleared once they are gone).
+    local turns = settings[6] and groups_key("turns")
+    if turns and redis.call("EXISTS", turns) == 0 then
+      redis.call("HDEL", META, "group_turns")
+      turns = nil
+    end
+    if turns then
       -- Groups have claimable jobs: they (and the ungrouped jobs) take turns.
       local members = {}
       n = claim_turns(turns, allowed, members, prio)

@@ -276,7 +276,11 @@ pub(crate) fn count(value: Option<&Value>) -> CoreResult<usize> {
 /// `lua/includes/jobs.lua`), from the values after its first.
 pub fn group_full(mut rest: impl Iterator<Item = Value>) -> CoreError {
     let group = rest.next().as_ref().and_then(text);
-    let max_size = rest.next().as_ref().and_then(text).and_then(|m| m.parse().ok());
+    let max_size = rest
+        .next()
+        .as_ref()
+        .and_then(text)
+        .and_then(|m| m.parse().ok());
     match (group, max_size) {
         (Some(group), Some(max_size)) => CoreError::GroupFull { group, max_size },
         _ => unexpected("a group_full reply"),

@@ -97,7 +97,9 @@ impl RedisBackend {
     }
 
     async fn group_limits_read(&self, group: &str) -> CoreResult<GroupLimits> {
-        let reply = self.groups_op(wall_clock_ms(), &["get_limits", group]).await?;
+        let reply = self
+            .groups_op(wall_clock_ms(), &["get_limits", group])
+            .await?;
         limits_of(&reply.first().and_then(text).unwrap_or_default())
     }
 

@@ -3,10 +3,13 @@
 -- backoff jitter: scripts must be deterministic, so the client draws it). Each job is checked
 -- on its own; a refused one changes nothing. Returns per job {"retry", delay until} (delayed),
 -- {"retry"} (back of waiting, behind the delayed jobs already due), {"failed"} (failed for good), or {kind, message} with kind
--- "missing", "state" or "lock".
+-- "missing", "state" or "lock". A job whose cancel was requested (cancel-16.lua) is not
+-- retried; one whose starts reached its max_started_attempts fails for good with
+-- STARTED_REASON rather than retry (starts_spent).
 local now, max_events = tonumber(ARGV[1]), ARGV[2]
-local STACKTRACE_LIMIT = 10
 local REPORT_READS = {"token", "reason", "delay"}
+-- The lock check's fields and a cancel request stored with the job (cancel-16.lua), in one read.
+local FAIL_READS = {"state", "token", "expires", "cancel"}
 
 -- Backoff::delay_for: the wait before retry number `retry` (1-based).
 local function backoff_delay(backoff, retry, random)
@@ -34,12 +37,14 @@ for i = 3, #ARGV, 8 do
   local id, token, reason = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local has_trace, trace, retry = ARGV[i + 3] == "1", ARGV[i + 4], ARGV[i + 5] == "1"
   local override, random = tonumber(ARGV[i + 6]), tonumber(ARGV[i + 7])
-  local refused = check(id, token)
+  local lock = redis.call("HMGET", JOB .. id, unpack(FAIL_READS))
+  local refused = check_values(id, token, lock[1], lock[2], lock[3])
   if refused and refused[1] == "state" then
     -- This very failure sent again (its reply lost): the job keeps the token of the report
     -- that moved it (Job::reported_by), so while it is where that left it, its outcome.
     local done = fields(id, REPORT_READS)
-    if done[1] == token and done[2] == reason then
+    -- (A retry that max_started_attempts refused failed it with STARTED_REASON instead.)
+    if done[1] == token and (done[2] == reason or done[2] == STARTED_REASON) then
       local state = refused[2]
       if state == FAILED_TEXT then refused = {"failed"}
       elseif state == DELAYED_TEXT then refused = {"retry", done[3]}
@@ -52,20 +57,20 @@ for i = 3, #ARGV, 8 do
     local opts_json = options[(i - 3) / 8 + 1]
     local opts = cjson.decode(opts_json)
     set("reason", id, reason)
-    if has_trace then
-      local traces = cjson.decode(get("trace", id) or "[]")
-      traces[#traces + 1] = trace
-      local kept, first = {}, math.max(#traces - STACKTRACE_LIMIT + 1, 1)
-      for t = first, #traces do kept[#kept + 1] = traces[t] end
-      set("trace", id, cjson.encode(kept))
-    end
+    if has_trace then push_trace(id, trace) end
     local attempts = num("attempts", id)
-    -- Unlocked, keeping the token: this report's, told apart if it is sent again.
+    -- Unlocked, keeping the token: this report's, told apart if it is sent again. A cancel
+    -- request stored with the job goes with its leaving active.
     redis.call("ZREM", ACTIVE, hex(num("seq", id)) .. id)
-    redis.call("HDEL", JOB .. id, "worker", "expires")
+    redis.call("HDEL", JOB .. id, "worker", "expires", "cancel")
     local group = group_of(opts_json)
     if group then group_active_done(group) end
-    if retry and attempts < (tonumber(opts.attempts) or 1) then
+    -- A failure of an attempt whose cancel was requested is one for good.
+    local retries = retry and not lock[4] and attempts < (tonumber(opts.attempts) or 1)
+    if retries and starts_spent(id, opts, attempts) then
+      fail_for_good(id, STARTED_REASON, opts, opts_json, true)
+      out[#out + 1] = {"failed"}
+    elseif retries then
       local wait = override
       if wait == nil and type(opts.backoff) == "table" then
         wait = backoff_delay(opts.backoff, attempts, random)

@@ -58,4 +58,6 @@ end
 redis.call("DEL", groups_key("known"), groups_key("turns"), groups_key("limits"),
   groups_key("paused"), groups_key("active"), groups_key("rate"), groups_key("rated"))
 redis.call("DEL", WAITING0, unpack(KEYS, 1, BLOCK))
+-- The cancel requests' stream (cancel-16.lua), built from META's name as the job hashes are.
+redis.call("DEL", string.sub(META, 1, -5) .. "cancels")
 return {"ok"}

@@ -1,7 +1,9 @@
 -- recover_stalled: ARGV = now, max_events. Every active job whose lock expired (score <= now),
--- in expiry order, counts a stall and gives its attempt back; it goes to the front of its
--- priority in waiting, or fails for good once it stalled more than its max_stalled_count.
--- Returns {recovered ids, failed ids}.
+-- in expiry order, fails for good with its cancel request's reason when one is stored
+-- (cancel-16.lua; no stall counted: it does not start again either way); any other counts a
+-- stall and gives its attempt back, and goes to the front of its priority in waiting, or fails
+-- for good once it stalled more than its max_stalled_count, or once its starts reached its
+-- max_started_attempts (starts_spent). Returns {recovered ids, failed ids}.
 local now, max_events = tonumber(ARGV[1]), ARGV[2]
 local STALLED_REASON = "job stalled more than allowable limit"
 
@@ -19,17 +21,28 @@ end
 for i, id in ipairs(ids) do
   local opts_json = options[i]
   local opts = cjson.decode(opts_json)
-  local stalled = redis.call("HINCRBY", jkey(id), "stalled", 1)
-  set("attempts", id, math.max(num("attempts", id) - 1, 0))
-  emit("stalled", id, "stalledCount", stalled)
-  unlock(id)
-  if stalled > (tonumber(opts.max_stalled_count) or 1) then
-    fail_for_good(id, STALLED_REASON, opts, opts_json)
+  local cancel = get("cancel", id) -- (unlock drops it)
+  if cancel then
+    unlock(id)
+    cancel_for_good(id, cancel, opts, opts_json)
     failed[#failed + 1] = id
   else
-    to_waiting(id, true)
-    emit("waiting", id, "prev", "stalled")
-    recovered[#recovered + 1] = id
+    local stalled = redis.call("HINCRBY", jkey(id), "stalled", 1)
+    local attempts = math.max(num("attempts", id) - 1, 0)
+    set("attempts", id, attempts)
+    emit("stalled", id, "stalledCount", stalled)
+    unlock(id)
+    if stalled > (tonumber(opts.max_stalled_count) or 1) then
+      fail_for_good(id, STALLED_REASON, opts, opts_json)
+      failed[#failed + 1] = id
+    elseif starts_spent(id, opts, attempts) then
+      fail_for_good(id, STARTED_REASON, opts, opts_json)
+      failed[#failed + 1] = id
+    else
+      to_waiting(id, true)
+      emit("waiting", id, "prev", "stalled")
+      recovered[#recovered + 1] = id
+    end
   end
 end
 return {recovered, failed}

@@ -68,6 +68,7 @@ save_stacktrace set_max_active set_rate_limit sibling trim_events update_data up
 update_progress upsert_scheduler wait_and_claim wait_for_job wait_reachable
 cancel cancel_group count_groups get_group_counts get_group_defaults get_group_limits
 is_group_paused list_groups pause_group remove_group resume_group set_group_defaults
+last_cancel_seq wait_cancels
 set_group_limits
 """.split()
 

@@ -501,16 +501,20 @@ local function check_values(id, token, state, held, expires)
 end
 
 local LOCK_READS = {"state", "token", "expires"}
+-- renew-16.lua's one read of a job: the lock check's fields, its member's seq, and a cancel
+-- request stored with it (cancel-16.lua).
+local RENEW_READS = {"state", "token", "expires", "seq", "cancel"}
 local function check(id, token)
   local lock = redis.call("HMGET", JOB .. id, unpack(LOCK_READS))
   return check_values(id, token, lock[1], lock[2], lock[3])
 end
 
--- Takes an active job out of the active set and drops its lock.
+-- Takes an active job out of the active set and drops its lock, and any cancel request stored
+-- with it (cancel-16.lua: a request lasts while the job is active).
 local function unlock(id)
   local f = fields(id, {"seq", "opts"})
   redis.call("ZREM", ACTIVE, hex(tonumber(f[1] or "0")) .. id)
-  redis.call("HDEL", JOB .. id, "token", "worker", "expires")
+  redis.call("HDEL", JOB .. id, "token", "worker", "expires", "cancel")
   local g = group_of(f[2])
   if g then group_active_done(g) end
 end

@@ -368,6 +368,40 @@ local function fail_for_good(id, reason, opts, opts_json, reported)
   retain(FAILED, opts.remove_on_fail, id)
 end
 
+-- How many stack traces a job keeps (the newest; constants.rs STACKTRACE_LIMIT).
+local STACKTRACE_LIMIT = 10
+-- Appends `entry` to job `id`'s stack traces, keeping the newest STACKTRACE_LIMIT.
+local function push_trace(id, entry)
+  local traces = cjson.decode(redis.call("HGET", JOB .. id, "trace") or "[]")
+  traces[#traces + 1] = entry
+  local kept, first = {}, math.max(#traces - STACKTRACE_LIMIT + 1, 1)
+  for t = first, #traces do kept[#kept + 1] = traces[t] end
+  redis.call("HSET", JOB .. id, "trace", cjson.encode(kept))
+end
+
+-- Fails an (unlocked) job for good as cancelled (lifecycle/cancel.rs): its stack trace gets
+-- "JobCancelledError: <reason>", then fail_for_good with the reason. A job never claimed gets
+-- attempts 0 with its trace, as edit-16.lua's does: a claim reads the trace only of a job
+-- tried before (claim_jobs), and a retry by hand may claim it again.
+local function cancel_for_good(id, reason, opts, opts_json)
+  redis.call("HSETNX", JOB .. id, "attempts", "0")
+  push_trace(id, "JobCancelledError: " .. reason)
+  fail_for_good(id, reason, opts, opts_json)
+end
+
+-- Why a job fails for good rather than start again once its starts reached its
+-- max_started_attempts (BullMQ's words).
+local STARTED_REASON = "job started more than allowable limit"
+-- Whether job `id`, with `attempts` made (claims, less those given back on purpose and the
+-- stalls: release, move_to_delayed and stall recovery each give one back), may not start
+-- again: its starts, the attempts plus the stalls, reached its options' max_started_attempts.
+-- Only jobs with that option read their stall count.
+local function starts_spent(id, opts, attempts)
+  local most = tonumber(opts.max_started_attempts)
+  if not most then return false end
+  return attempts + num("stalled", id) >= most
+end
+
 -------------------------------------------------------------------------------- completing
 -- Completes jobs `ids[i]` held by `tokens[i]` with `results[i]` (JSON). Each job is checked on
 -- its own; a refused one changes nothing. Returns per job 0 when completed (the client reads
@@ -420,7 +454,8 @@ local function complete_jobs(ids, tokens, results)
     for k = 1, n do
       local id, result = finished[k], results[done[k]]
       local key = JOB .. id
-      redis.call("HDEL", key, "worker", "expires")
+      -- (with a cancel request, which leaves active with the job: lua/README.md)
+      redis.call("HDEL", key, "worker", "expires", "cancel")
       -- A null result is not written (a completed job without one reads as null, decode.rs).
       if result ~= "null" then
         redis.call("HSET", key, "state", COMPLETED_TEXT, "finished", NOW_TEXT, "result", result)

@@ -24,7 +24,16 @@ class Job:
     """A snapshot of one job. Fields reflect the moment it was read (`refresh()` reads it
     again); a job claimed by a worker also carries its ``lock_token``."""
 
-    __slots__ = ("_data", "_failure", "_loop", "_parked", "_queue", "_record", "lease_lost")
+    __slots__ = (
+        "_data",
+        "_failure",
+        "_loop",
+        "_parked",
+        "_queue",
+        "_record",
+        "cancelled",
+        "lease_lost",
+    )
 
     #: What `set_as_failed` gave, set to None when the job's batch starts (unset outside a
     #: batch: no cost for the jobs of single processors).
@@ -42,6 +51,10 @@ class Job:
         #: Set by the worker when a renewal found the lease gone: stop, another worker may
         #: own the job now.
         self.lease_lost = False
+        #: Set by the worker when the job's cancellation was requested (`JobQueue.cancel`): a
+        #: plain ``def`` processor, running in a thread the worker cannot stop, checks it and
+        #: returns early; an ``async def`` one is cancelled (`asyncio.CancelledError`).
+        self.cancelled = False
         #: Set by `add_children`: the job waits for its children and the worker does not
         #: report it when its processor returns.
         self._parked = False

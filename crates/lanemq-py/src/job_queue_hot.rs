@@ -271,7 +271,8 @@ impl JobQueueCore {
         )
     }
 
-    /// Renews leases; awaits the ids whose lease was lost.
+    /// Renews leases; awaits the ids whose lease was lost (not those whose cancellation was
+    /// requested: their leases were renewed; see `renew_leases`).
     fn renew_many<'py>(
         &self,
         py: Python<'py>,
@@ -291,7 +292,10 @@ impl JobQueueCore {
                 Ok(ids
                     .into_iter()
                     .zip(outcomes)
-                    .filter(|(_, o)| o.is_err())
+                    .filter(|(_, o)| {
+                        o.as_ref()
+                            .is_err_and(|e| !matches!(e, CoreError::CancelRequested { .. }))
+                    })
                     .map(|(id, _)| id)
                     .collect::<Vec<_>>())
             },

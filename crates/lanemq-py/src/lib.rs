@@ -16,6 +16,7 @@ mod job_queue;
 mod job_queue_forwards;
 mod job_queue_groups;
 mod job_queue_hot;
+mod job_queue_renewals;
 mod job_record;
 mod lane_config;
 mod lane_scheduler;

@@ -309,6 +309,30 @@ impl WorkerBook {
         Ok(found)
     }
 
+    /// `(task, job)` of the running job `job_id`, if the book holds it: the one a cancel
+    /// request for that id stops (`JobWorker`'s cancel road). A scan of the running jobs:
+    /// requests are rare, and the book keys its jobs by task for the per-job path.
+    fn running_job(
+        &self,
+        py: Python<'_>,
+        job_id: &str,
+    ) -> PyResult<Option<(Py<PyAny>, Py<PyAny>)>> {
+        for running in self.core.running_jobs() {
+            let job = running.job.bind(py);
+            let id = match record_of(job) {
+                Some(record) => record.get().id_str() == job_id,
+                None => job.getattr(intern!(py, "id"))?.extract::<String>()? == job_id,
+            };
+            if id {
+                return Ok(Some((
+                    running.task.clone_ref(py),
+                    running.job.clone_ref(py),
+                )));
+            }
+        }
+        Ok(None)
+    }
+
     // ------------------------------------------------------------------------ outcomes
 
     /// `task` returned `result`: its job ends, and its completion waits to be reported

@@ -15,6 +15,26 @@ use crate::decode::{items, text, unexpected};
 use crate::job_backend::{call, RedisJobBackend};
 use crate::scripts;
 
+/// Cancellation's event and its field (`cancel-16.lua`): known here whether or not the core's
+/// lists of names hold them (an unknown name in an entry would read as a field of the event
+/// before it).
+const CANCELLED: &str = "cancelled";
+const REASON: &str = "reason";
+
+/// `name` as the static name, if it is an event's (`known_event_name`, and `cancelled`).
+pub(crate) fn stream_event_name(name: &str) -> Option<&'static str> {
+    known_event_name(name).or((name == CANCELLED).then_some(CANCELLED))
+}
+
+/// An event field's name as the static name (`field_name`, and `reason`).
+pub(crate) fn stream_field_name(name: &str) -> &'static str {
+    if name == REASON {
+        REASON
+    } else {
+        field_name(name)
+    }
+}
+
 impl RedisBackend {
     /// Events with `start <= id <= end`, at most `limit` (0: all), oldest first. An entry's
     /// id is its last event's (`parse_entry`), so the first entry read from `start` on may
@@ -134,7 +154,7 @@ pub(crate) fn parse_entry(entry: Value) -> CoreResult<Vec<StreamEvent>> {
         let [key, value] = pair else { continue };
         if key == "ts" {
             timestamp = value.parse().unwrap_or(0);
-        } else if let Some(name) = known_event_name(key) {
+        } else if let Some(name) = stream_event_name(key) {
             events.push(begun(name, Some(value.as_str()).filter(|v| !v.is_empty())));
         } else if key == "event" {
             events.push(begun(event_name(value), None)); // the older format
@@ -143,7 +163,7 @@ pub(crate) fn parse_entry(entry: Value) -> CoreResult<Vec<StreamEvent>> {
                 event.job_id = Some(Arc::from(value.as_str())); // the older format
                 continue;
             }
-            let field = (field_name(key), Text::Owned(value.clone()));
+            let field = (stream_field_name(key), Text::Owned(value.clone()));
             // The first other field is `field`; a second (deduplicated's) is `extra`.
             if event.field.is_none() {
                 event.field = Some(field);

@@ -77,7 +77,8 @@ impl RedisBackend {
             .collect())
     }
 
-    /// Extends each held lock to `now + lease`. Per item, in order.
+    /// Extends each held lock to `now + lease`. Per item, in order; a job renewed whose cancel
+    /// was requested (`cancel-16.lua`) answers `CancelRequested` with the request's reason.
     pub async fn renew_many(
         &self,
         items: Vec<(String, String)>,
@@ -95,7 +96,16 @@ impl RedisBackend {
         Ok(items
             .iter()
             .zip(reply)
-            .map(|((id, _), reply)| outcome(id, reply).map(|_| ()))
+            .map(|((id, _), reply)| {
+                let reply = outcome(id, reply)?;
+                match reply.first().and_then(text).as_deref() {
+                    Some("cancel") => Err(CoreError::CancelRequested {
+                        id: id.clone(),
+                        reason: reply.get(1).and_then(text).unwrap_or_default(),
+                    }),
+                    _ => Ok(()),
+                }
+            })
             .collect())
     }
 

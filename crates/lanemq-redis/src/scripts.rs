@@ -47,12 +47,13 @@ pub struct LuaScript {
 
 /// Every script: its operation name, and its body (`lua/<op>-16.lua`, or `lua/<op>-2.lua` for
 /// those of `OWN_KEYS`).
-const OPS: [(&str, &str); 29] = [
+const OPS: [(&str, &str); 30] = [
     ("add", include_str!("../../../lua/add-16.lua")),
     ("claim", include_str!("../../../lua/claim-16.lua")),
     ("complete", include_str!("../../../lua/complete-16.lua")),
     ("fail", include_str!("../../../lua/fail-16.lua")),
     ("renew", include_str!("../../../lua/renew-16.lua")),
+    ("cancel", include_str!("../../../lua/cancel-16.lua")),
     ("delay", include_str!("../../../lua/delay-16.lua")),
     ("release", include_str!("../../../lua/release-16.lua")),
     ("recover", include_str!("../../../lua/recover-16.lua")),
@@ -140,6 +141,7 @@ pub static CLAIM: LazyLock<LuaScript> = LazyLock::new(|| load("claim"));
 pub static COMPLETE: LazyLock<LuaScript> = LazyLock::new(|| load("complete"));
 pub static FAIL: LazyLock<LuaScript> = LazyLock::new(|| load("fail"));
 pub static RENEW: LazyLock<LuaScript> = LazyLock::new(|| load("renew"));
+pub static CANCEL: LazyLock<LuaScript> = LazyLock::new(|| load("cancel"));
 pub static DELAY: LazyLock<LuaScript> = LazyLock::new(|| load("delay"));
 pub static RELEASE: LazyLock<LuaScript> = LazyLock::new(|| load("release"));
 pub static RECOVER: LazyLock<LuaScript> = LazyLock::new(|| load("recover"));
@@ -272,6 +274,30 @@ mod tests {
             assert!(text.contains(&format!("'{}_{op}'", LIBRARY.name)), "{op}");
         }
         assert_eq!(ADD.function, format!("{}_add", LIBRARY.name));
+    }
+
+    #[test]
+    fn the_library_functions_stay_within_the_lua_limit_of_locals() {
+        // Lua 5.1 allows a function 200 active locals: the main chunk declares the helpers
+        // above the nested ones, a function of its own the rest, and the scripts are fields
+        // of a table (`Prelude::library`).
+        let count = |text: &str| -> usize {
+            text.lines()
+                .filter_map(|line| line.strip_prefix("local "))
+                .map(|rest| match rest.strip_prefix("function ") {
+                    Some(_) => 1,
+                    None => rest.split('=').next().unwrap().split(',').count(),
+                })
+                .sum()
+        };
+        let (main, nested) = LIBRARY.text.split_once("\n(function()\n").unwrap();
+        let helpers = nested.split("\nlocal lanemq_ops = {}\n").next().unwrap();
+        let (main, helpers) = (count(main), count(helpers));
+        assert!(
+            main + helpers > 150,
+            "{main} + {helpers}: the helpers are counted"
+        );
+        assert!(main < 200 && helpers < 200, "{main} and {helpers} locals");
     }
 
     #[test]

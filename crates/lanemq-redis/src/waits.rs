@@ -35,13 +35,13 @@ enum NextWait {
 
 impl RedisBackend {
     /// A connection for a wait, from the server's spares (once this queue is ready).
-    async fn blocking_connection(&self) -> CoreResult<Live> {
+    pub(crate) async fn blocking_connection(&self) -> CoreResult<Live> {
         self.ready().await?;
         self.target.lost(self.server().blocking().await)
     }
 
     /// Puts `connection` back among the server's spares (its last command completed).
-    fn keep_blocking(&self, connection: Option<Live>) {
+    pub(crate) fn keep_blocking(&self, connection: Option<Live>) {
         if let Some(connection) = connection {
             self.server().keep_blocking(connection);
         }

@@ -8,9 +8,12 @@ from typing import Any
 
 from .. import _json
 from .._core import JobRecord
-from ..exceptions import JobFailedError, JobNotFoundError
+from ..exceptions import JobCancelledError, JobFailedError, JobNotFoundError
 from ..job import Job
 from ._base import QueueBase, new_job
+
+#: How the stack trace entry of a cancelled job begins (then the reason).
+_CANCELLED_TRACE = "JobCancelledError: "
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,10 +126,21 @@ class QueueReads(QueueBase):
         if result.status == "completed":
             return result.value
         if result.status == "failed":
-            raise JobFailedError(job_id, result.reason or "")
+            raise await self._failure(job_id, result.reason or "")
         if result.status == "pending":
             raise TimeoutError(f"job {job_id!r} did not finish within {timeout}s")
         raise JobNotFoundError(f"job {job_id!r} not found (it may have been removed)")
+
+    async def _failure(self, job_id: str, reason: str) -> JobFailedError:
+        """What `wait` raises for a job that failed for good: `JobCancelledError` when it was
+        cancelled (its last stack trace entry says so: every backend writes
+        ``JobCancelledError: <reason>`` there), else `JobFailedError`. A job its retention
+        removed at once can no longer tell: `JobFailedError`."""
+        record = await self._core.get_job(job_id)
+        trace = record.stacktrace if record is not None else []
+        if trace and trace[-1].startswith(_CANCELLED_TRACE):
+            return JobCancelledError(job_id, reason)
+        return JobFailedError(job_id, reason)
 
     async def list_queues(self) -> list[str]:
         """The names of the queues this queue's backend holds, sorted: those of its

@@ -9,11 +9,11 @@ from typing import Any
 
 from .._core import OutcomeBatch, WorkerTurn
 from ..job import Job
+from ._cancels import Cancels
 from ._state import retrieve
-from ._tasks import Tasks
 
 
-class Loop(Tasks):
+class Loop(Cancels):
     """The part of `JobWorker` that turns the run loop: calls, waits and claims."""
 
     async def _pause_until_reachable(self, seconds: float, loop: asyncio.AbstractEventLoop) -> None:

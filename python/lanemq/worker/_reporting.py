@@ -1,6 +1,6 @@
 """`JobWorker`'s reports to the backend: the outcomes gathered (completions, failures,
-releases) in one call per kind, and the chores that run every period (lease renewal, stalled
-recovery)."""
+releases) in one call per kind, and the chores that run every period (stalled recovery; the
+lease renewal is the cancel road's, `_cancels`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 
 from .._core import OutcomeBatch
 from .._results import result_value
-from ..exceptions import JobNotFoundError, JobStateError, LockMismatchError
+from ..exceptions import JobCancelledError, JobNotFoundError, JobStateError, LockMismatchError
 from ..job import Job
 from . import _log as _worker_log
 from ._state import WorkerState, log
@@ -46,6 +46,8 @@ class Reporting(WorkerState):
                 raise
             for job, item, (_, retried, problem) in zip(failed.jobs, items, outcomes, strict=True):
                 error = item[2]
+                if error.__class__ is str:  # a cancellation's reason (`_cancel_running`)
+                    error = JobCancelledError(job.id, error)
                 if problem is not None:
                     _worker_log.not_recorded(self.id, job.id, "failure", problem)
                     await self._hook("error", LockLostWarning(job.id, problem))
@@ -140,15 +142,6 @@ class Reporting(WorkerState):
             await self._hook("error", error)
         else:
             self._outage.succeeded(name)
-
-    async def _renew(self) -> None:
-        held = self._book.leases()
-        if not held:
-            return
-        lost = await self.queue.renew_many(held, self.lease)
-        if lost:
-            for job in self._book.holding(lost):
-                job.lease_lost = True
 
     async def _recover(self) -> None:
         recovered, failed = await self.queue.recover_stalled()

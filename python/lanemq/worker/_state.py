@@ -43,6 +43,7 @@ class WorkerState:
     _hooks: dict[str, list[Callable[..., Any]]]
     _timers: dict[asyncio.Task[Any], asyncio.TimerHandle]
     _strays: set[asyncio.Task[Any]]
+    _awaited_cancels: dict[str, tuple[str, str, float]]
     _hold_queue: float
     _wake_future: asyncio.Future[None] | None
     _exchanges: set[asyncio.Task[bool]]

@@ -30,7 +30,10 @@ async def step(worker: JobWorker, *, until_idle: bool, timeout: float | None) ->
     run_done = worker._run_done = loop.create_future()
     # Per-minute metrics as run() records them (no heartbeat: see WorkerObserver).
     observer = WorkerObserver(worker, heartbeats=False)
-    chores = [loop.create_task(worker._every(worker.renew_every, worker._renew))]
+    chores = [
+        loop.create_task(worker._every(worker.renew_every, worker._renew)),
+        loop.create_task(worker._listen_cancels()),
+    ]
     if worker.metrics_max_data_points is not None:
         chores.append(loop.create_task(observer.run(worker._stopped)))
     before = worker.processed + worker.attempts_failed

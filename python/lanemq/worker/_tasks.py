@@ -9,7 +9,7 @@ import functools
 import logging
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..exceptions import DelayedError, RateLimitError, UnrecoverableError
@@ -58,6 +58,8 @@ class Tasks(Reporting):
             for job in jobs:
                 self._give_back_unstarted(job)
             return
+        if self._awaited_cancels:  # (one look per claim: a cancel heard before the start)
+            loop.call_soon(self._cancel_awaited, jobs)
         if self._batchers:  # (one look per claim: the jobs of batch processors wait for theirs)
             jobs = start_batched(self, jobs)
         # The jobs after the first start after its first step, which may block the loop: each
@@ -84,6 +86,9 @@ class Tasks(Reporting):
                 timers[task] = loop.call_later(timeout, self._time_out, task)
             task.add_done_callback(done, context=context)
 
+    def _cancel_awaited(self, jobs: Sequence[Job]) -> None:
+        """Overridden by the cancel road (`Cancels`)."""
+
     def _give_back_unstarted(self, job: Job) -> None:
         job.lease_lost = True
         self._book.release(job)
@@ -96,10 +101,25 @@ class Tasks(Reporting):
 
     def _time_out(self, task: asyncio.Task[Any]) -> None:
         """The job's timeout passed: its task is cancelled, and the job fails with
-        `TimeoutError` now, not when the task ends: a processor that catches `CancelledError`
-        would otherwise hold its slot and lease past the deadline and complete late. Its task
-        is then a stray, counted until it ends; what it returns is ignored."""
-        self._timers.pop(task, None)
+        `TimeoutError` now, not when the task ends (`_end_early`)."""
+        self._end_early(task, _timed_out, "timed out")
+
+    def _end_early(
+        self,
+        task: asyncio.Task[Any],
+        failure: Callable[[Job], tuple[BaseException | str, str | None, bool]],
+        why: str,
+    ) -> None:
+        """Ends a running job before its task does (a timeout, a cancellation): the task is
+        cancelled and the job fails with ``failure(job)`` (error, stack trace, retry) now, not
+        when the task ends: a processor that catches `CancelledError` would otherwise hold its
+        slot and lease and complete late. The slot is free at once, and the failure, reported
+        with the next outcomes, lets go of the lease. The task is then a stray, counted until
+        it ends; what it returns is ignored."""
+        timer = self._timers.pop(task, None)
+        if timer is not None:
+            timer.cancel()
+        self._releasing.discard(task)
         if task.done():
             return
         task.cancel()
@@ -107,24 +127,24 @@ class Tasks(Reporting):
         if job is None:
             return  # add_children parked it: nothing to report
         job.lease_lost = True  # its writes from now on are refused
-        error = TimeoutError(f"job {job.id} timed out after {job.timeout}s")
-        self._book.fail(job, error, None, True)
+        self._book.fail(job, *failure(job))
         self._strays.add(task)
         task.add_done_callback(self._strays.discard)
         loop = self._loop
         assert loop is not None
         # After the task's turn to take the cancellation: a task that ended then is no stray.
-        loop.call_soon(self._warn_if_stray, task, job.id)
+        loop.call_soon(self._warn_if_stray, task, job.id, why)
         self._poke()
 
-    def _warn_if_stray(self, task: asyncio.Task[Any], job_id: str) -> None:
+    def _warn_if_stray(self, task: asyncio.Task[Any], job_id: str, why: str) -> None:
         if not task.done():
             log.warning(
-                "worker %s: job %s timed out but its task did not end when cancelled (does it "
+                "worker %s: job %s %s but its task did not end when cancelled (does it "
                 "catch CancelledError?): the job failed, the task runs on as a stray and its "
                 "result will be ignored (%d stray task(s))",
                 self.id,
                 job_id,
+                why,
                 len(self._strays),
             )
 
@@ -182,6 +202,10 @@ class Tasks(Reporting):
             retry = not isinstance(raised, UnrecoverableError)
             book.fail(job, raised, _trace(raised), retry)
         self._poke()
+
+
+def _timed_out(job: Job) -> tuple[BaseException, None, bool]:
+    return TimeoutError(f"job {job.id} timed out after {job.timeout}s"), None, True
 
 
 class _LeaseLapsed(Exception):

@@ -173,6 +173,9 @@ class JobWorker(Loop):
         # Tasks of timed-out jobs that had not ended when their job was failed: a processor
         # that catches `CancelledError` runs on, and nothing can stop it (`stray_tasks`).
         self._strays: set[asyncio.Task[Any]] = set()
+        # Cancel requests heard for jobs claimed by this worker but not started yet (the claim
+        # was in flight): job id -> (lock token, reason, when heard), matched at the start.
+        self._awaited_cancels: dict[str, tuple[str, str, float]] = {}
         # The queue-wide wait that a RateLimitError(delay) asked for, set by `_flush` before
         # the job goes back (0.0: none).
         self._hold_queue = 0.0
@@ -400,6 +403,7 @@ class JobWorker(Loop):
             loop.create_task(self._every(self.renew_every, self._renew)),
             loop.create_task(self._every(self.stalled_interval, self._recover)),
             loop.create_task(observer.run(self._stopped)),
+            loop.create_task(self._listen_cancels()),
         ]
         try:
             while not self._closing:

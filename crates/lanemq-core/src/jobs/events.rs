@@ -45,7 +45,7 @@ impl From<&Arc<str>> for Text {
 }
 
 /// Every event name the backends write; names read back from storage map onto these.
-const EVENT_NAMES: [&str; 20] = [
+const EVENT_NAMES: [&str; 21] = [
     "added",
     "waiting",
     "delayed",
@@ -64,6 +64,7 @@ const EVENT_NAMES: [&str; 20] = [
     "deduplicated",
     "debounced",
     "waiting-children",
+    "cancelled",
     CUSTOM_EVENT,
     "unknown",
 ];
@@ -100,7 +101,7 @@ pub fn check_custom_event(name: &str, data: &str, max_payload_bytes: usize) -> C
 }
 
 /// Every field name events carry.
-const FIELD_NAMES: [&str; 13] = [
+const FIELD_NAMES: [&str; 14] = [
     "name",
     "delay",
     "prev",
@@ -113,6 +114,7 @@ const FIELD_NAMES: [&str; 13] = [
     "deduplicationId",
     "deduplicatedJobId",
     "debounceId",
+    "reason",
     "value",
 ];
 

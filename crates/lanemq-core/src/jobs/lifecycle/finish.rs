@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use crate::error::CoreResult;
-use crate::jobs::constants::STACKTRACE_LIMIT;
+use crate::jobs::constants::{CANCELLED_TRACE_PREFIX, STACKTRACE_LIMIT, STARTED_LIMIT_REASON};
 use crate::jobs::contract::{FailOutcome, Failure};
 use crate::jobs::events::Text;
 use crate::jobs::jitter;
@@ -45,11 +45,13 @@ pub fn complete<S: JobStorage>(
             Ok(())
         })?
         .ok_or_else(|| not_found(id))?;
+    storage.drop_cancel(id)?; // the completion wins over a request not yet acted on
     effects.apply(storage, now)
 }
 
 /// Records a failed attempt: retried (after the backoff, or the failure's own delay) while it
-/// asks for a retry and attempts remain, otherwise failed for good.
+/// asks for a retry, attempts remain, the job's cancellation was not requested and it has not
+/// started `max_started_attempts` times; otherwise failed for good.
 pub fn fail<S: JobStorage>(
     storage: &mut S,
     failure: &Failure,
@@ -59,6 +61,10 @@ pub fn fail<S: JobStorage>(
     // A position in waiting, in case the decision is to retry at once (reserved first: the
     // decision runs inside the store's update).
     let seq = storage.reserve_seq(1)?;
+    // A requested cancellation turns any failure of that attempt into one for good.
+    let cancelled = storage
+        .cancel_request(&failure.id)?
+        .is_some_and(|request| request.token == failure.token);
     let mut repeated = false;
     let outcome = storage
         .update(&failure.id, |job| {
@@ -74,8 +80,13 @@ pub fn fail<S: JobStorage>(
                 let excess = job.stacktrace.len().saturating_sub(STACKTRACE_LIMIT);
                 job.stacktrace.drain(..excess);
             }
-            if !(failure.retry && job.attempts_made < job.options.attempts) {
+            if !(failure.retry && !cancelled && job.attempts_made < job.options.attempts) {
                 fail_for_good(job, &failure.error, &mut effects, now);
+                job.reported_by = Some(failure.token.clone());
+                return Ok(FailOutcome::Failed);
+            }
+            if started_enough(job) {
+                fail_for_good(job, STARTED_LIMIT_REASON, &mut effects, now);
                 job.reported_by = Some(failure.token.clone());
                 return Ok(FailOutcome::Failed);
             }
@@ -104,6 +115,9 @@ pub fn fail<S: JobStorage>(
             Ok(FailOutcome::Retry { delay_until: None })
         })?
         .ok_or_else(|| not_found(&failure.id))?;
+    if !repeated {
+        storage.drop_cancel(&failure.id)?;
+    }
     if !repeated && outcome == (FailOutcome::Retry { delay_until: None }) {
         behind_due_delayed(storage, &failure.id, now)?;
     }
@@ -184,6 +198,25 @@ pub(super) fn fail_for_good(job: &mut Job, reason: &str, effects: &mut Effects, 
         );
     }
     effects.finished(job);
+}
+
+/// Whether `job` started as often as its `max_started_attempts` allows: its starts are the
+/// attempts that ended by a report or are running (`attempts_made`; releases and delays gave
+/// theirs back) plus the stalls (each gave its attempt back, but it did start).
+pub(super) fn started_enough(job: &Job) -> bool {
+    job.options
+        .max_started_attempts
+        .is_some_and(|max| job.attempts_made.saturating_add(job.stalled_count) >= max)
+}
+
+/// Fails `job` for good because it was cancelled with `reason`: a stack trace entry
+/// `JobCancelledError: <reason>`, then as any failure for good.
+pub(super) fn fail_cancelled(job: &mut Job, reason: &str, effects: &mut Effects, now: Millis) {
+    job.stacktrace
+        .push(format!("{CANCELLED_TRACE_PREFIX}{reason}"));
+    let excess = job.stacktrace.len().saturating_sub(STACKTRACE_LIMIT);
+    job.stacktrace.drain(..excess);
+    fail_for_good(job, reason, effects, now);
 }
 
 pub(super) fn to_delayed(job: &mut Job, until: Millis) {

@@ -9,11 +9,13 @@
 //! dependency sets, a child's news to its parent, adding flows) are `flows`.
 //!
 //! The files are layered, each using only those below it (`scripts/jobs-imports` checks it):
-//! `tables` and `finished`; `storage`; `create`; `dedup`, `schedulers`, `retention`;
-//! `effects`; the transitions (`add`, `claim`, `finish`, `leases`, `edits`, `parents`,
-//! `removal`); then `flows` and `manage`.
+//! `tables`, `cancel_table` and `finished`; `storage`; `create`; `dedup`, `schedulers`,
+//! `retention`; `effects`; the transitions (`add`, `claim`, `finish`, `leases`, `cancel`,
+//! `edits`, `parents`, `removal`); then `flows` and `manage`.
 
 mod add;
+mod cancel;
+mod cancel_table;
 mod claim;
 mod create;
 pub mod dedup;
@@ -32,12 +34,17 @@ mod storage;
 mod tables;
 
 pub use add::{add, add_bulk};
+pub use cancel::cancel;
+pub use cancel_table::{CancelTable, StoredCancel};
 pub use claim::{claim, promote_due};
 pub use create::create_as;
 pub use edits::{promote, promote_jobs, reschedule, retry_job, update_priority};
 pub use finish::{complete, fail, fail_now};
 pub use finished::Finished;
-pub use leases::{holds_lock, move_to_delayed, recover_stalled, release, renew};
+pub use leases::{
+    holds_lock, move_to_delayed, recover_stalled, recover_stalled_with_reasons, release,
+    release_with_reason, renew,
+};
 pub use manage::ManageStorage;
 pub use parents::{park_for_children, release_parent, reopen_parent};
 pub use removal::{clean, drain, remove};

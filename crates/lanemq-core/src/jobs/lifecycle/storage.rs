@@ -13,6 +13,7 @@ use crate::jobs::flow::ParentRef;
 use crate::jobs::model::{Job, JobState, Millis};
 use crate::jobs::options::JobOptions;
 
+use super::cancel_table::CancelTable;
 use super::finished::Finished;
 use super::tables::{DedupTable, SchedulerTable};
 
@@ -42,7 +43,7 @@ impl Gate {
 /// One field of an event, as a transition emits it.
 pub type EventField = Option<(&'static str, Text)>;
 
-pub trait JobStorage: DedupTable + SchedulerTable {
+pub trait JobStorage: DedupTable + SchedulerTable + CancelTable {
     /// A copy of the job `id`, if it exists.
     fn load(&mut self, id: &str) -> CoreResult<Option<Job>>;
     /// Runs `change` on the job `id` and writes what it changed of the job's lifecycle (state,

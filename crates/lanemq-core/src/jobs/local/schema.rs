@@ -129,6 +129,19 @@ CREATE TABLE IF NOT EXISTS metric_minutes (
     n INTEGER NOT NULL,
     PRIMARY KEY (kind, minute)
 ) WITHOUT ROWID;
+-- Cancel requests (cancels.rs): each active job's request, against the token of the lock it
+-- was made under, and the log the workers listen to (seq ascending, pruned after a minute).
+CREATE TABLE IF NOT EXISTS cancel_requests (
+    job_id TEXT PRIMARY KEY,
+    token TEXT NOT NULL,
+    reason TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS cancel_log (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    at INTEGER NOT NULL,
+    job_id TEXT NOT NULL,
+    reason TEXT NOT NULL
+);
 -- Running workers (jobs/workers.rs): each one's description (JSON), when it last heartbeated
 -- and when its entry expires.
 CREATE TABLE IF NOT EXISTS workers (

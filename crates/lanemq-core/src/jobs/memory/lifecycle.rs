@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use crate::error::CoreResult;
-use crate::jobs::constants::STALLED_REASON;
 use crate::jobs::contract::{BoxFuture, Completion, FailOutcome, Failure, JobLifecycle, NewJob};
 use crate::jobs::model::{FinishedResult, Job, Millis};
 
@@ -84,7 +83,13 @@ impl JobLifecycle for MemoryBackend {
                 .map(|f| {
                     let outcome = lifecycle::fail(&mut s.store, &f, now);
                     if matches!(outcome, Ok(FailOutcome::Failed)) {
-                        finish(&mut s.waiters, &f.id, || FinishedResult::Failed(f.error));
+                        // Its own reason, or the one it failed for instead (started too often).
+                        let store = &s.store;
+                        finish(&mut s.waiters, &f.id, || {
+                            let reason =
+                                store.jobs.get(&*f.id).and_then(|j| j.failed_reason.clone());
+                            FinishedResult::Failed(reason.unwrap_or(f.error))
+                        });
                     }
                     outcome
                 })
@@ -117,19 +122,25 @@ impl JobLifecycle for MemoryBackend {
     }
 
     fn release(&self, id: String, token: String, now: Millis) -> BoxFuture<()> {
-        self.write(|s| lifecycle::release(&mut s.store, &id, &token, now))
+        self.write(|s| {
+            if let Some(reason) = lifecycle::release_with_reason(&mut s.store, &id, &token, now)? {
+                // Its cancellation was requested: it failed for good instead.
+                finish(&mut s.waiters, &id, || FinishedResult::Failed(reason));
+            }
+            Ok(())
+        })
     }
 
     fn recover_stalled(&self, now: Millis) -> BoxFuture<(Vec<String>, Vec<String>)> {
         self.write(|s| {
-            let (recovered, failed) = lifecycle::recover_stalled(&mut s.store, now)?;
-            for id in &failed {
+            let (recovered, failed) = lifecycle::recover_stalled_with_reasons(&mut s.store, now)?;
+            let mut failed_ids = Vec::with_capacity(failed.len());
+            for (id, reason) in failed {
                 // Told directly: retention may already have removed the job.
-                finish(&mut s.waiters, id, || {
-                    FinishedResult::Failed(STALLED_REASON.into())
-                });
+                finish(&mut s.waiters, &id, || FinishedResult::Failed(reason));
+                failed_ids.push(id);
             }
-            Ok((recovered, failed))
+            Ok((recovered, failed_ids))
         })
     }
 

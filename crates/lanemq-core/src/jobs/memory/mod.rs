@@ -12,6 +12,7 @@
 //! `flow_group`) and implement the contract for `MemoryBackend`, defined here.
 
 mod admin;
+mod cancel_log;
 mod cancels;
 mod dedup;
 mod dedup_keys;

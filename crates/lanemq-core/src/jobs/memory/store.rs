@@ -18,6 +18,7 @@ use crate::jobs::lifecycle;
 
 use crate::error::{CoreError, CoreResult};
 
+use super::cancel_log::CancelLog;
 use super::dedup_keys::DedupKeys;
 use super::flow_state::Flows;
 use super::job_id::JobId;
@@ -88,6 +89,8 @@ pub struct MemoryStore {
     pub(super) dedup: DedupKeys,
     pub(super) schedulers: Schedulers,
     pub(super) flow: Flows,
+    /// Cancel requests of active jobs, and the log workers listen to (`cancels.rs`).
+    pub(super) cancels: CancelLog,
     /// Metrics and workers (`observe.rs`): not jobs, kept beside them.
     pub(super) observed: Observed,
     pub(super) seq: u64,
@@ -112,6 +115,7 @@ impl MemoryStore {
             dedup: DedupKeys::default(),
             schedulers: Schedulers::default(),
             flow: Flows::default(),
+            cancels: CancelLog::default(),
             observed: Observed::default(),
             config,
             jobs: HashMap::default(),

@@ -1,0 +1,49 @@
+//! `JobQueueCore.renew_leases`: a worker's lease renewal that tells apart the two answers a
+//! renewal can give besides success: the lease was lost, or the job's cancellation was
+//! requested (`CoreError::CancelRequested`, the fallback road of `JobCancels` when a worker
+//! missed the push). `renew_many` answers only the lost ones.
+
+use lanemq_core::CoreError;
+use pyo3::prelude::*;
+
+use crate::core_args::{CoreArg, Text};
+use crate::job_queue::JobQueueCore;
+
+/// `(lost ids, [(id, reason)] of the jobs whose cancellation was requested)`.
+type RenewAnswers = (Vec<String>, Vec<(String, String)>);
+
+#[pymethods]
+impl JobQueueCore {
+    /// Renews leases; awaits `(lost ids, [(id, reason)])`, the second for the jobs whose
+    /// cancellation was requested (their leases were renewed).
+    fn renew_leases<'py>(
+        &self,
+        py: Python<'py>,
+        items: Vec<(Text, Text)>,
+        lease: u64,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let items = items
+            .into_iter()
+            .map(|(id, token)| Ok((id.core("id")?, token.core("token")?)))
+            .collect::<PyResult<Vec<_>>>()?;
+        let ids: Vec<String> = items.iter().map(|(id, _)| id.clone()).collect();
+        self.resolve(
+            py,
+            self.backend.renew_many(items, lease, now),
+            move |outcomes| {
+                let mut answers: RenewAnswers = (Vec::new(), Vec::new());
+                for (id, outcome) in ids.into_iter().zip(outcomes) {
+                    match outcome {
+                        Ok(()) => {}
+                        Err(CoreError::CancelRequested { reason, .. }) => {
+                            answers.1.push((id, reason))
+                        }
+                        Err(_) => answers.0.push(id),
+                    }
+                }
+                Ok(answers)
+            },
+        )
+    }
+}

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
-from lanemq import GroupMaxSizeExceededError, Job, JobWorker, RedisJobQueue
+from lanemq import FlowJob, GroupMaxSizeExceededError, Job, JobWorker, RedisJobQueue
 from redis_support import Resp, queue_key
 from support import redis_prefix
 
@@ -32,6 +32,10 @@ async def queue(redis_url: str) -> AsyncIterator[RedisJobQueue]:
 async def group_job_ids(queue: RedisJobQueue, group: str, *states: str) -> list[str]:
     """The binding's group_job_ids (JobQueue uses it for cancel_group; it has no wrapper)."""
     return list(await queue._core.group_job_ids(group, list(states)))
+
+
+async def claim_names_at(queue: RedisJobQueue, max_jobs: int, now: int) -> list[str]:
+    return [job.name for job in await queue.claim("w", max_jobs=max_jobs, now=now)]
 
 
 async def claim_names(queue: RedisJobQueue, max_jobs: int) -> list[str]:
@@ -346,3 +350,72 @@ async def test_the_library_loads_with_the_groups(queue: RedisJobQueue, redis_url
     with Resp.of(redis_url) as redis:
         libraries = redis.command("FUNCTION", "LIST", "LIBRARYNAME", "lanemq_*")
     assert libraries, "the FUNCTION library was not loaded"
+
+
+async def test_a_flow_past_max_size_is_refused_whole(queue: RedisJobQueue) -> None:
+    await queue.set_group_limits("A", max_size=1)
+    before = await queue.get_job_counts()
+    flow = FlowJob(
+        "parent",
+        children=[
+            FlowJob("c0", options={"group": "A"}),
+            FlowJob("c1", options={"group": "A"}),
+        ],
+    )
+    with pytest.raises(GroupMaxSizeExceededError):
+        await queue.add_flow(flow)
+    assert await queue.get_job_counts() == before
+    # A parent waiting for its children is not counted: one grouped child fits.
+    node = await queue.add_flow(
+        FlowJob("parent", options={"group": "A"}, children=[FlowJob("c0", options={"group": "A"})])
+    )
+    assert node.job.group == "A"
+    assert await claim_names(queue, 5) == ["c0"]
+
+
+async def test_stall_recovery_and_move_to_delayed_free_the_concurrency(
+    queue: RedisJobQueue,
+) -> None:
+    now = 3_000_000
+    await queue.set_group_limits("A", concurrency=1)
+    await queue.add("a0", group="A", now=now)
+    await queue.add("a1", group="A", now=now)
+    [a0] = await queue.claim("w", max_jobs=5, lease=1.0, now=now)
+    assert a0.name == "a0"
+    assert await queue.claim("w", max_jobs=5, now=now) == []
+    # a0's lease runs out: it goes back to the front of A, and A's slot is free.
+    recovered, failed = await queue.recover_stalled(now=now + 2000)
+    assert (recovered, failed) == ([a0.id], [])
+    [again] = await queue.claim("w", max_jobs=5, now=now + 2000)
+    assert again.name == "a0"
+    assert again.lock_token is not None
+    await queue.move_to_delayed(again.id, again.lock_token, delay_until=now + 5000, now=now + 2000)
+    [a1] = await queue.claim("w", max_jobs=5, now=now + 2000)
+    assert a1.name == "a1"
+    assert a1.lock_token is not None
+    await queue.complete(a1.id, a1.lock_token, None, now=now + 2000)
+    # The delayed a0 rejoins A when it is due.
+    assert await queue.claim("w", max_jobs=5, now=now + 4000) == []
+    assert await claim_names_at(queue, 5, now + 5000) == ["a0"]
+
+
+async def test_update_priority_and_clean_keep_the_group_state(queue: RedisJobQueue) -> None:
+    first = await queue.add("a0", group="A")
+    await queue.add("a1", group="A", priority=1)
+    await queue.add("b0", group="B")
+    await queue.update_priority(first.id, 2)
+    assert await claim_names(queue, 1) == ["a1"]
+    # B's job is cleaned: B has nothing to give, A goes on.
+    assert await queue.clean(0, state="waiting", now=2**41) != []
+    assert await queue.claim("w", max_jobs=5) == []
+    assert await queue.get_job_counts("waiting") == {"waiting": 0}
+    await queue.add("b1", group="B")
+    assert await claim_names(queue, 5) == ["b1"]
+
+
+async def test_idle_worker_is_not_woken_by_a_paused_group(queue: RedisJobQueue) -> None:
+    await queue.pause_group("A")
+    await queue.add("a0", group="A")
+    assert not await queue.wait_for_job(timeout=0.2)
+    await queue.add("u0")
+    assert await queue.wait_for_job(timeout=WAIT)

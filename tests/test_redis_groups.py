@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
-from lanemq import FlowJob, GroupMaxSizeExceededError, Job, JobWorker, RedisJobQueue
+from lanemq import Dedup, FlowJob, GroupMaxSizeExceededError, Job, JobWorker, RedisJobQueue
 from redis_support import Resp, queue_key
 from support import redis_prefix
 
@@ -419,3 +419,29 @@ async def test_idle_worker_is_not_woken_by_a_paused_group(queue: RedisJobQueue) 
     assert not await queue.wait_for_job(timeout=0.2)
     await queue.add("u0")
     assert await queue.wait_for_job(timeout=WAIT)
+
+
+async def test_scheduler_occurrences_and_dedup_keep_last_join_their_group(
+    queue: RedisJobQueue,
+) -> None:
+    now = 4_000_000
+    await queue.set_group_limits("S", concurrency=1)
+    pending = await queue.upsert_scheduler(
+        "every-second", every=1.0, template=("tick", None, {"group": "S"}), now=now
+    )
+    assert pending.group == "S"
+    [tick] = await queue.claim("w", max_jobs=5, now=now)
+    assert (tick.name, tick.group) == ("tick", "S")
+    # The next occurrence is due, but S is at its concurrency while the first runs.
+    assert await queue.claim("w", max_jobs=5, now=now + 1000) == []
+    assert tick.lock_token is not None
+    await queue.complete(tick.id, tick.lock_token, None, now=now + 1000)
+    assert [job.group for job in await queue.claim("w", now=now + 1000)] == ["S"]
+    # keep_last: the job kept while the owner runs is added, in its group, when it ends.
+    owner = await queue.add("d0", group="D", dedup=Dedup("k", keep_last=True), now=now)
+    [claimed] = await queue.claim("w", max_jobs=5, now=now)
+    assert claimed.id == owner.id and claimed.lock_token is not None
+    await queue.add("d1", group="D", dedup=Dedup("k", keep_last=True), now=now)
+    await queue.complete(claimed.id, claimed.lock_token, None, now=now)
+    [kept] = await queue.claim("w", max_jobs=5, now=now)
+    assert (kept.name, kept.group) == ("d1", "D")

@@ -8,14 +8,22 @@
 -- {first automatic id, first seq (0 where none was taken), then k, {0, job...} for each job k
 -- that created nothing (its custom id existed, or a dedup key returned its owner)}: the client
 -- derives every new job's id, seq and order (`decode::added_jobs`), which saves a table per
--- job here and in the reply.
-local specs, deduplicating = {}, false
+-- job here and in the reply. A batch that would take a group past its max_size writes nothing
+-- and returns {"group_full", group, max_size} (groups_room).
+local specs, deduplicating, grouped = {}, false, false
 for i = 3, #ARGV, 7 do
   local spec = {name = ARGV[i], data = ARGV[i + 1], opts = ARGV[i + 2], id = ARGV[i + 3],
     prio = ARGV[i + 4], lifo = ARGV[i + 5] == "1", delay = tonumber(ARGV[i + 6])}
   spec.dedup = dedup_of(spec.opts)
   deduplicating = deduplicating or spec.dedup ~= nil
+  grouped = grouped or (spec.opts ~= "{}" and string.find(spec.opts, '"group":"', 1, true) ~= nil)
   specs[#specs + 1] = spec
+end
+
+-- A group's max_size refuses the whole batch before anything is written.
+if grouped then
+  local full = groups_room(specs)
+  if full then return full end
 end
 
 local existed, first_id, first_seq

@@ -16,7 +16,7 @@ NOW = math.max(tonumber(string.sub(NOW_TEXT, 2)),
   tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000))
 NOW_TEXT = string.format("%d", NOW)
 if redis.call("DEL", META .. ":halt:" .. ARGV[7]) == 1 then
-  if waiting_count() > 0 then wake("0") end
+  if claimable_left() then wake("0") end
   return {NOW_TEXT}
 end
 local claimed = claim_jobs(ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6])

@@ -63,6 +63,8 @@ for i = 3, #ARGV, 8 do
     -- request stored with the job goes with its leaving active.
     redis.call("ZREM", ACTIVE, hex(num("seq", id)) .. id)
     redis.call("HDEL", JOB .. id, "worker", "expires", "cancel")
+    local group = group_of(opts_json)
+    if group then group_active_done(group) end
     -- A failure of an attempt whose cancel was requested is one for good.
     local retries = retry and not lock[4] and attempts < (tonumber(opts.attempts) or 1)
     if retries and starts_spent(id, opts, attempts) then

@@ -226,6 +226,11 @@ local function add(own, parent_id, token)
   end
   local refused = decide_dedup(nodes)
   if refused then return refused end
+  -- A group's max_size refuses the whole flow ({"group_full", group, max_size}).
+  for _, queue in ipairs(order) do
+    local full = in_queue(queue, groups_room, (of_queue(nodes, queue)))
+    if full then return full end
+  end
 
   if parent_id ~= "" then park(parent_id) end
   -- Every node takes its automatic id, even one not written (as the other backends do).

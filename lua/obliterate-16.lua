@@ -51,6 +51,12 @@ for _, set_key in ipairs({WAITING0, WAITING, DELAYED, ACTIVE, CHILDREN, COMPLETE
     redis.call("DEL", unpack(keys, first, math.min(first + CHUNK - 1, #keys)))
   end
 end
+-- The groups' keys, settings included.
+for _, g in ipairs(redis.call("ZRANGE", groups_key("known"), 0, -1)) do
+  redis.call("DEL", group_key(g, ":waiting"), group_key(g, ":jobs"))
+end
+redis.call("DEL", groups_key("known"), groups_key("turns"), groups_key("limits"),
+  groups_key("paused"), groups_key("active"), groups_key("rate"), groups_key("rated"))
 redis.call("DEL", WAITING0, unpack(KEYS, 1, BLOCK))
 -- The cancel requests' stream (cancel-16.lua), built from META's name as the job hashes are.
 redis.call("DEL", string.sub(META, 1, -5) .. "cancels")

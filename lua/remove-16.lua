@@ -66,8 +66,9 @@ elseif op == "drain" then
     for i = 1, waiting do members[doomed[i]] = true end
     unlist_waiting(members)
   else
-    -- Every waiting job goes: both keys at once, rather than a scan of the list per job.
-    redis.call("DEL", WAITING0, WAITING)
+    -- Every waiting job goes: both keys at once, rather than a scan of the list per job;
+    -- and the turns with them (each job leaves its group's waiting set below).
+    redis.call("DEL", WAITING0, WAITING, groups_key("turns"))
   end
   for i, m in ipairs(doomed) do
     local id = string.sub(m, 15)

@@ -204,6 +204,140 @@ local function member(order, id) return hex(order + ORDER_OFFSET) .. id end
 -- written (create_jobs writes one only when it differs: a smaller hash per job).
 local function order_of(ord, seq) return tonumber(ord or seq or "0") end
 
+-------------------------------------------------------------------------------- groups
+-- Groups (JobOptions.group; lua/README.md, "Groups"). A grouped waiting job is in WAITING,
+-- scored GROUP_OFFSET + its priority (above every ungrouped one: priorities are below 2^21),
+-- so counts, listings, drain and clean see it as any waiting job; and in its group's sorted
+-- set `group:<name>:waiting` (score its priority, the same member), whose head the group
+-- gives at its turn. `groups:turns` scores the claimable groups by turn (META `turn`), the
+-- ungrouped jobs' turn as the member "" (no group name is empty). Nothing of this is read
+-- for ungrouped jobs while no group is in the turns (one EXISTS).
+local GROUP_OFFSET = 4294967296
+-- The group named in a job's options JSON, or nil (decoded only when the JSON names one).
+local function group_of(opts_json)
+  if not opts_json or not string.find(opts_json, '"group":"', 1, true) then return nil end
+  local g = cjson.decode(opts_json).group
+  if type(g) ~= "string" then return nil end
+  return g
+end
+-- A group's own keys (`part` ":waiting" or ":jobs": their ends differ, so no two groups'
+-- keys meet) and the keys of all groups (`groups:<part>`), built from META's name.
+local function group_key(g, part) return string.sub(META, 1, -5) .. "group:" .. g .. part end
+local function groups_key(part) return string.sub(META, 1, -5) .. "groups:" .. part end
+-- Whether an ungrouped job waits: in the list, or at the sorted set's head below GROUP_OFFSET.
+local function ungrouped_waiting()
+  if redis.call("LLEN", WAITING0) > 0 then return true end
+  local head = redis.call("ZRANGE", WAITING, 0, 0, "WITHSCORES")
+  return head[2] ~= nil and tonumber(head[2]) < GROUP_OFFSET
+end
+-- Puts `name` at the back of the turns.
+local function turn_add(turns, name)
+  redis.call("ZADD", turns, counter("turn", 1), name)
+end
+-- Limits text "concurrency,rate max,rate duration,max_size" (empty: none) as numbers or nil.
+local function limit_fields(text)
+  if not text then return nil, nil, nil, nil end
+  local c, rm, rd, ms = string.match(text, "^([^,]*),([^,]*),([^,]*),([^,]*)$")
+  return tonumber(c), tonumber(rm), tonumber(rd), tonumber(ms)
+end
+-- Group g's limits: its overrides (`groups:limits`), each absent one the default's (META
+-- `group_defaults`); nil when neither is set (no limit).
+local function group_limits(g)
+  local own = redis.call("HGET", groups_key("limits"), g)
+  local defaults = redis.call("HGET", META, "group_defaults")
+  if not own and not defaults then return nil end
+  local c, rm, rd, ms = limit_fields(own)
+  local dc, drm, drd, dms = limit_fields(defaults)
+  if not rm then rm, rd = drm, drd end
+  return {c = c or dc, rm = rm, rd = rd, ms = ms or dms}
+end
+-- Group g's rate window at NOW: its start and claims so far, or nil when none runs (the next
+-- claim starts one, as the queue's own window: lifecycle/claim.rs `allowance`).
+local function rate_window(g, lim)
+  local raw = redis.call("HGET", groups_key("rate"), g)
+  if not raw then return nil, 0 end
+  local start, count = string.match(raw, "^(%d+) (%d+)$")
+  start, count = tonumber(start), tonumber(count)
+  if NOW >= start + lim.rd then return nil, 0 end
+  return start, count
+end
+-- Holds group g out of the turns until its rate window ends (`groups:rated`, by the window's
+-- end; META `group_rated_next` is the earliest, read with the claim's settings, so a claim
+-- looks at the held groups only when one is due). An idle worker recomputes its wait then.
+local function group_hold(g, ends)
+  local text = string.format("%d", ends)
+  redis.call("ZADD", groups_key("rated"), text, g)
+  local next_due = tonumber(redis.call("HGET", META, "group_rated_next") or "")
+  if not next_due or ends < next_due then redis.call("HSET", META, "group_rated_next", text) end
+  redis.call("ZADD", MARKER, "LT", text, "w")
+end
+-- Whether group g may give a job now: it has one waiting, is not paused, is below its
+-- concurrency and has claims left in its rate window (else it is held until the window ends).
+local function group_check(g)
+  if redis.call("EXISTS", group_key(g, ":waiting")) == 0 then return false end
+  if redis.call("SISMEMBER", groups_key("paused"), g) == 1 then return false end
+  local lim = group_limits(g)
+  if not lim then return true end
+  if lim.c and tonumber(redis.call("HGET", groups_key("active"), g) or "0") >= lim.c then
+    return false
+  end
+  if lim.rm then
+    local start, count = rate_window(g, lim)
+    if start and count >= lim.rm then group_hold(g, start + lim.rd) return false end
+  end
+  return true
+end
+-- Group g joins the back of the turns if it is claimable and not in them (then returns true);
+-- into empty turns, the ungrouped jobs' turn goes first when one waits (it was claimable
+-- before). Wakes an idle worker, as wake() does.
+local function group_enqueue(g)
+  local turns = groups_key("turns")
+  if redis.call("ZSCORE", turns, g) or not group_check(g) then return end
+  if redis.call("EXISTS", turns) == 0 then
+    -- META `group_turns`: the turns may exist (set here, where they begin; a claim that
+    -- finds them gone clears it), read with what the ungrouped add and claim read anyway.
+    redis.call("HSET", META, "group_turns", "1")
+    if ungrouped_waiting() then turn_add(turns, "") end
+  end
+  turn_add(turns, g)
+  if redis.call("HGET", META, "paused") ~= "1" then redis.call("ZADD", MARKER, "LT", "0", "w") end
+  return true
+end
+-- An ungrouped job entered waiting: while groups take turns, the ungrouped turn joins them
+-- (kept where it is if it is in them). `may` is META `group_turns` when the caller read it
+-- (create_jobs), else it is read here: nothing more while no group takes turns.
+local function ungrouped_enqueue(may)
+  if may == nil then may = redis.call("HGET", META, "group_turns") end
+  if not may then return end
+  local turns = groups_key("turns")
+  if redis.call("EXISTS", turns) == 1 then
+    redis.call("ZADD", turns, "NX", counter("turn", 1), "")
+  end
+end
+-- Job member `m` of group g, priority `prio` (text), enters waiting.
+local function group_waiting_add(g, prio, m)
+  redis.call("ZADD", WAITING, string.format("%d", GROUP_OFFSET + tonumber(prio)), m)
+  redis.call("ZADD", group_key(g, ":waiting"), prio, m)
+  group_enqueue(g)
+end
+-- A job of group g left active (finished, retried, released, delayed, stalled, removed): one
+-- less against its concurrency, which may make it claimable again.
+local function group_active_done(g)
+  local key = groups_key("active")
+  if redis.call("HINCRBY", key, g, -1) <= 0 then redis.call("HDEL", key, g) end
+  group_enqueue(g)
+end
+-- Group g's job `id` is deleted: a group left with no job, no pause and no overrides is no
+-- longer listed (list_groups), and its rate window goes.
+local function group_job_forget(g, id)
+  local jobs = group_key(g, ":jobs")
+  redis.call("ZREM", jobs, id)
+  if redis.call("EXISTS", jobs) == 1 then return end
+  if redis.call("SISMEMBER", groups_key("paused"), g) == 1 then return end
+  if redis.call("HEXISTS", groups_key("limits"), g) == 1 then return end
+  redis.call("ZREM", groups_key("known"), g)
+end
+
 -- Waiting jobs: priority 0 in the list WAITING0, the others in the sorted set WAITING (score the
 -- priority), both under the same member, order then id. A job enters waiting only at the back
 -- or the front of its priority (lifecycle/mod.rs `to_waiting`: a fresh seq, negated for the
@@ -220,9 +354,13 @@ local function waiting_add(prio, order, id)
 end
 local function waiting_remove(id)
   ensure_layout() -- a job of layout "2" would be in WAITING
-  local f = fields(id, {"prio", "ord", "seq"}) -- one read of the job's hash
+  local f = fields(id, {"prio", "ord", "seq", "opts"}) -- one read of the job's hash
   local prio, m = f[1], member(order_of(f[2], f[3]), id)
-  if prio and prio ~= "0" then redis.call("ZREM", WAITING, m)
+  local g = group_of(f[4])
+  if g then
+    redis.call("ZREM", WAITING, m)
+    redis.call("ZREM", group_key(g, ":waiting"), m)
+  elseif prio and prio ~= "0" then redis.call("ZREM", WAITING, m)
   else redis.call("LREM", WAITING0, 1, m) end
 end
 local function waiting_count()
@@ -316,9 +454,16 @@ local function to_waiting(id, front, lifo)
   set("ord", id, string.format("%d", order))
   set("state", id, WAITING_TEXT)
   ensure_layout()
-  waiting_add(get("prio", id) or "0", order, id)
+  local f = fields(id, {"prio", "opts"})
+  local g = group_of(f[2])
   redis.call("HDEL", META, "drained")
-  wake("0")
+  -- A grouped job wakes a worker only if its group joins the turns (group_enqueue).
+  if g then group_waiting_add(g, f[1] or "0", member(order, id))
+  else
+    waiting_add(f[1] or "0", order, id)
+    ungrouped_enqueue()
+    wake("0")
+  end
 end
 
 -- A job as the client reads it: the id, then every field in FIELDS order.
@@ -367,8 +512,11 @@ end
 -- Takes an active job out of the active set and drops its lock, and any cancel request stored
 -- with it (cancel-16.lua: a request lasts while the job is active).
 local function unlock(id)
-  redis.call("ZREM", ACTIVE, hex(num("seq", id)) .. id)
+  local f = fields(id, {"seq", "opts"})
+  redis.call("ZREM", ACTIVE, hex(tonumber(f[1] or "0")) .. id)
   redis.call("HDEL", JOB .. id, "token", "worker", "expires", "cancel")
+  local g = group_of(f[2])
+  if g then group_active_done(g) end
 end
 
 -- Flow dependencies are keyed by their parent's prefix: the id's length (8 hex digits), then
@@ -390,13 +538,21 @@ end
 -- Deletes job `id` and its data; `unlisted`: its state set no longer holds it (a drain or clean
 -- took many waiting jobs off the list at once, sparing a scan of the list per job).
 local function delete(id, unlisted)
-  local f = fields(id, {"state", "seq"})
+  local f = fields(id, {"state", "seq", "opts", "ord"})
   local state, seq = tonumber(f[1]), tonumber(f[2] or "0")
   local sets = {[WAITING_STATE] = WAITING, [DELAYED_STATE] = DELAYED, [ACTIVE_STATE] = ACTIVE,
     [CHILDREN_STATE] = CHILDREN, [COMPLETED_STATE] = COMPLETED, [FAILED_STATE] = FAILED}
-  if unlisted then -- nothing to take out
+  local g = group_of(f[3])
+  if unlisted then -- nothing to take out but the group's own waiting set
+    if g and state == WAITING_STATE then
+      redis.call("ZREM", group_key(g, ":waiting"), member(order_of(f[4], f[2]), id))
+    end
   elseif state == WAITING_STATE then waiting_remove(id)
   elseif sets[state] then redis.call("ZREM", sets[state], hex(seq) .. id) end
+  if g then
+    if state == ACTIVE_STATE then group_active_done(g) end
+    group_job_forget(g, id)
+  end
   redis.call("DEL", JOB .. id)
   redis.call("HDEL", LOGS, id)
   forget_dependencies(id)

@@ -13,7 +13,7 @@
 local function create_jobs(specs, compact)
   -- The layout flag, and what wake() and the drained flag need, in one read: nothing here
   -- changes `paused` or `drained`.
-  local meta = redis.call("HMGET", META, "layout", "paused", "drained")
+  local meta = redis.call("HMGET", META, "layout", "paused", "drained", "group_turns")
   if meta[1] ~= LAYOUT then ensure_layout() end
   local count, custom, customs = #specs, {}, 0
   for k = 1, count do
@@ -50,6 +50,9 @@ local function create_jobs(specs, compact)
   -- as its default, here and in the client's decoding (a smaller hash, and the fields read
   -- most, the state first, are found sooner in its listpack). One HSET per job writes the rest.
   local back, front, scored, delayed, held = {}, {}, {}, {}, {}
+  -- Grouped jobs (tables made for the first): {group, priority, member} of each one
+  -- waiting, and {group, id} of each.
+  local grouped_waiting, grouped = nil, nil
   local w, d, h = 0, 0, 0
   local out = {}
   for k = 1, count do
@@ -66,7 +69,15 @@ local function create_jobs(specs, compact)
       local extra, e = {}, 0
       if spec.opts ~= "{}" then extra[1] = "opts"; extra[2] = spec.opts; e = 2 end
       if spec.prio ~= "0" then extra[e + 1] = "prio"; extra[e + 2] = spec.prio; e = e + 2 end
-      emit("added", id, "name", spec.name)
+      local g = spec.opts ~= "{}" and group_of(spec.opts)
+      if g then
+        grouped = grouped or {}
+        grouped_waiting = grouped_waiting or {}
+        grouped[#grouped + 1] = {g, id}
+        emit("added", id, "name", spec.name, "group", g)
+      else
+        emit("added", id, "name", spec.name)
+      end
       if spec.hold then
         state = CHILDREN_TEXT
         h = h + 2
@@ -86,7 +97,9 @@ local function create_jobs(specs, compact)
         end
         state = WAITING_TEXT
         w = w + 2
-        if spec.prio == "0" then
+        if g then
+          grouped_waiting[#grouped_waiting + 1] = {g, spec.prio, member(order, id)}
+        elseif spec.prio == "0" then
           if order < 0 then front[#front + 1] = member(order, id)
           else back[#back + 1] = member(order, id) end
         else
@@ -114,11 +127,28 @@ local function create_jobs(specs, compact)
     chunked("LPUSH", WAITING0, front, 1)
     zadd(WAITING, scored)
     if meta[3] then redis.call("HDEL", META, "drained") end
+    if #back + #front + #scored > 0 then ungrouped_enqueue(meta[4]) end
+  end
+  -- Each grouped job is recorded in its group (group_job_ids, counts, list_groups), and a
+  -- waiting one enters its group's waiting set (the group joins the turns if it can).
+  if grouped then
+    local known = groups_key("known")
+    for i = 1, #grouped do
+      local g = grouped[i][1]
+      redis.call("ZADD", group_key(g, ":jobs"), "0", grouped[i][2])
+      redis.call("ZADD", known, "NX", "0", g)
+    end
+    for i = 1, #grouped_waiting do
+      local entry = grouped_waiting[i]
+      group_waiting_add(entry[1], entry[2], entry[3])
+    end
   end
   -- New jobs wake idle workers: to claim, or to recompute when the next delayed one is due.
   -- As wake() does, with `paused` as read above.
-  if meta[2] ~= "1" and (w > 0 or d > 0) then
-    redis.call("ZADD", MARKER, "LT", w > 0 and "0" or delayed[1], "w")
+  -- (Grouped jobs wake one only if their group joins the turns: group_enqueue.)
+  local ungrouped = #back + #front + #scored
+  if meta[2] ~= "1" and (ungrouped > 0 or d > 0) then
+    redis.call("ZADD", MARKER, "LT", ungrouped > 0 and "0" or delayed[1], "w")
   end
   return out, first_id, first_seq
 end
@@ -131,6 +161,41 @@ local function spec_from(name, data, opts_json)
   return {name = name, data = data, opts = opts_json, id = id,
     prio = int(tonumber(opts.priority) or 0), lifo = opts.lifo == true,
     delay = tonumber(opts.delay) or 0}
+end
+
+-- Before an add writes anything (add, add_bulk, a flow's nodes of this queue): nil, or
+-- {"group_full", group, max_size} when the specs would take a group past its max_size, its
+-- jobs waiting or delayed (a flow's parent waits for its children, a custom id that exists
+-- creates nothing, a deduplicated node neither: none of them counts). The group's jobs are
+-- counted only when all it holds, whatever their state, and the new ones would pass it.
+local function groups_room(specs)
+  local adding, names = {}, {}
+  for k = 1, #specs do
+    local spec = specs[k]
+    local g = spec.opts ~= "{}" and not spec.hold and not spec.owner and not spec.skipped
+      and group_of(spec.opts)
+    if g and not (spec.id ~= "" and exists(spec.id)) then
+      if not adding[g] then names[#names + 1] = g; adding[g] = 0 end
+      adding[g] = adding[g] + 1
+    end
+  end
+  for _, g in ipairs(names) do
+    local lim = group_limits(g)
+    if lim and lim.ms then
+      local jobs = group_key(g, ":jobs")
+      if redis.call("ZCARD", jobs) + adding[g] > lim.ms then
+        local queued = 0
+        for _, id in ipairs(redis.call("ZRANGE", jobs, 0, -1)) do
+          local state = get("state", id)
+          if state == WAITING_TEXT or state == DELAYED_TEXT then queued = queued + 1 end
+        end
+        if queued + adding[g] > lim.ms then
+          return {"group_full", g, string.format("%d", lim.ms)}
+        end
+      end
+    end
+  end
+  return nil
 end
 
 -------------------------------------------------------------------------------- dedup keys
@@ -397,6 +462,11 @@ local function complete_jobs(ids, tokens, results)
       else
         redis.call("HSET", key, "state", COMPLETED_TEXT, "finished", NOW_TEXT)
       end
+      local json = opts[done[k]]
+      if json ~= "{}" then
+        local g = group_of(json)
+        if g then group_active_done(g) end
+      end
     end
     zadd(COMPLETED, scored)
     reserve_events(n)
@@ -453,7 +523,7 @@ local function promote_due()
   ensure_layout()
   local seq = counter("seq", n) - n
   reserve_events(n)
-  local back, front, scored = {}, {}, {}
+  local back, front, scored, grouped = {}, {}, {}, {}
   for i = 1, n do
     local id = string.sub(due[i], 15)
     local key = JOB .. id
@@ -463,7 +533,10 @@ local function promote_due()
     if f[2] and cjson.decode(f[2]).lifo then order = -seq end
     redis.call("HSET", key, "ord", string.format("%d", order), "state", WAITING_TEXT)
     local prio, m = f[1] or "0", member(order, id)
-    if prio ~= "0" then
+    local g = f[2] and group_of(f[2])
+    if g then
+      grouped[#grouped + 1] = {g, prio, m}
+    elseif prio ~= "0" then
       scored[#scored + 1] = prio; scored[#scored + 1] = m
     elseif order < 0 then
       front[#front + 1] = m
@@ -475,8 +548,12 @@ local function promote_due()
   chunked("RPUSH", WAITING0, back, 1)
   chunked("LPUSH", WAITING0, front, 1)
   zadd(WAITING, scored)
+  for i = 1, #grouped do group_waiting_add(grouped[i][1], grouped[i][2], grouped[i][3]) end
   redis.call("HDEL", META, "drained")
-  wake("0")
+  if #grouped < n then
+    ungrouped_enqueue()
+    wake("0")
+  end
   return n
 end
 
@@ -500,12 +577,114 @@ local NO_RETRY_FIELDS = {false, false, false, false}
 -- (`seed`-n) until now + lease. Returns per claimed job only what the client cannot know:
 -- {id, name, data, opts, prio, ord, seq, created, delay, attempts, stalled, progress, reason,
 -- trace, token}; the state, lock and processed time are the ones this call set.
+-- Groups whose rate window ended (due by META `group_rated_next`, which the claim reads with
+-- its settings) join the turns again if they are claimable: O(log n) each. Returns whether
+-- one did.
+local function groups_rate_over()
+  local rated = groups_key("rated")
+  local over = redis.call("ZRANGEBYSCORE", rated, "-inf", NOW_TEXT)
+  zrem(rated, over)
+  local joined = false
+  for _, g in ipairs(over) do joined = group_enqueue(g) or joined end
+  local first = redis.call("ZRANGE", rated, 0, 0, "WITHSCORES")
+  if first[2] then redis.call("HSET", META, "group_rated_next", first[2])
+  else redis.call("HDEL", META, "group_rated_next") end
+  return joined
+end
+
+-- Group g's turn: its head job (member, priority), or nil when it cannot give one (it leaves
+-- the turns: no job waiting, or a limit holds it). The group goes to the back of the turns
+-- while it stays claimable.
+local function group_take(g, turns)
+  local lim = group_limits(g)
+  local start, count
+  if lim then
+    if lim.c and tonumber(redis.call("HGET", groups_key("active"), g) or "0") >= lim.c then
+      redis.call("ZREM", turns, g)
+      return nil
+    end
+    if lim.rm then
+      start, count = rate_window(g, lim)
+      if start and count >= lim.rm then
+        redis.call("ZREM", turns, g)
+        group_hold(g, start + lim.rd)
+        return nil
+      end
+    end
+  end
+  local waiting = group_key(g, ":waiting")
+  local popped = redis.call("ZPOPMIN", waiting)
+  if not popped[1] then
+    redis.call("ZREM", turns, g)
+    return nil
+  end
+  local m = popped[1]
+  redis.call("ZREM", WAITING, m)
+  local active = redis.call("HINCRBY", groups_key("active"), g, 1)
+  local more = redis.call("EXISTS", waiting) == 1 and not (lim and lim.c and active >= lim.c)
+  if lim and lim.rm then
+    if not start then start, count = NOW, 0 end
+    count = count + 1
+    redis.call("HSET", groups_key("rate"), g, string.format("%d %d", start, count))
+    if more and count >= lim.rm then
+      group_hold(g, start + lim.rd)
+      more = false
+    end
+  end
+  if more then turn_add(turns, g) else redis.call("ZREM", turns, g) end
+  return m, popped[2]
+end
+
+-- The ungrouped jobs' turn: the head ungrouped job (member, priority), or nil; the turn goes
+-- to the back while ungrouped jobs wait, else it leaves.
+local function ungrouped_take(turns)
+  local m, p = redis.call("LPOP", WAITING0), "0"
+  if not m then
+    local head = redis.call("ZRANGE", WAITING, 0, 0, "WITHSCORES")
+    if head[2] and tonumber(head[2]) < GROUP_OFFSET then
+      m, p = head[1], head[2]
+      redis.call("ZREM", WAITING, m)
+    end
+  end
+  if m and ungrouped_waiting() then turn_add(turns, "") else redis.call("ZREM", turns, "") end
+  return m, p
+end
+
+-- Up to `allowed` waiting members taken by turns (semantics: the group whose turn it is gives
+-- its head job and goes to the back), with their priorities; `members` and `prios` filled.
+local function claim_turns(turns, allowed, members, prios)
+  local n = 0
+  while n < allowed do
+    local g = redis.call("ZRANGE", turns, 0, 0)[1]
+    if not g then break end
+    local m, p
+    if g == "" then m, p = ungrouped_take(turns) else m, p = group_take(g, turns) end
+    if m then
+      n = n + 1
+      members[n], prios[n] = m, p
+    end
+  end
+  return n
+end
+
+-- Whether a claim could take a job now: an ungrouped one waits, or a group is in the turns.
+local function claimable_left()
+  if redis.call("LLEN", WAITING0) > 0 then return true end
+  local head = redis.call("ZRANGE", WAITING, 0, 0, "WITHSCORES")
+  if not head[2] then return false end
+  return tonumber(head[2]) < GROUP_OFFSET or redis.call("EXISTS", groups_key("turns")) == 1
+end
+
 local function claim_jobs(worker, lease, max_jobs, seed)
   local now = NOW
   promote_due()
   -- The settings in one read (promotions change none of them).
-  local settings = redis.call("HMGET", META, "paused", "rate_max", "max_active", "rate_until")
+  local settings = redis.call("HMGET", META, "paused", "rate_max", "max_active", "rate_until",
+    "group_rated_next", "group_turns")
   if settings[1] == "1" then return {} end
+  if settings[5] and tonumber(settings[5]) <= now and groups_rate_over() then
+    settings[6] = "1" -- the turns began again (META `group_turns`)
+  end
 
   local allowed = max_jobs
   local rate_max = tonumber(settings[2] or "0")
@@ -543,23 +722,48 @@ local function claim_jobs(worker, lease, max_jobs, seed)
     -- (hex, offset) and id, and a sorted set's score the priority: the replies carry both, so
     -- no field hash is read (each read of a big hash misses the cache, benches/history/5-10.md).
     local ids, ord, prio, n = {}, {}, {}, 0
-    local listed = redis.call("LPOP", WAITING0, allowed) or {}
-    for i = 1, #listed do
-      local m = listed[i]
-      ids[i] = string.sub(m, 15)
-      ord[i] = tonumber(string.sub(m, 1, 14), 16) - ORDER_OFFSET
-      prio[i] = "0"
+    -- Groups take turns only while META `group_turns` is set (cleared once they are gone).
+    local turns = settings[6] and groups_key("turns")
+    if turns and redis.call("EXISTS", turns) == 0 then
+      redis.call("HDEL", META, "group_turns")
+      turns = nil
     end
-    n = #listed
-    if n < allowed then
-      local popped = redis.call("ZPOPMIN", WAITING, allowed - n)
-      for k = 1, #popped / 2 do
-        local m, i = popped[2 * k - 1], n + k
+    if turns then
+      -- Groups have claimable jobs: they (and the ungrouped jobs) take turns.
+      local members = {}
+      n = claim_turns(turns, allowed, members, prio)
+      for i = 1, n do
+        local m = members[i]
         ids[i] = string.sub(m, 15)
         ord[i] = tonumber(string.sub(m, 1, 14), 16) - ORDER_OFFSET
-        prio[i] = popped[2 * k]
       end
-      n = #ids
+    else
+      local listed = redis.call("LPOP", WAITING0, allowed) or {}
+      for i = 1, #listed do
+        local m = listed[i]
+        ids[i] = string.sub(m, 15)
+        ord[i] = tonumber(string.sub(m, 1, 14), 16) - ORDER_OFFSET
+        prio[i] = "0"
+      end
+      n = #listed
+      if n < allowed then
+        local popped = redis.call("ZPOPMIN", WAITING, allowed - n)
+        local back = nil
+        for k = 1, #popped / 2 do
+          local m, score = popped[2 * k - 1], popped[2 * k]
+          if tonumber(score) < GROUP_OFFSET then
+            n = n + 1
+            ids[n] = string.sub(m, 15)
+            ord[n] = tonumber(string.sub(m, 1, 14), 16) - ORDER_OFFSET
+            prio[n] = score
+          else
+            -- A held group's job (no group is in the turns): it stays.
+            back = back or {}
+            push2(back, score, m)
+          end
+        end
+        if back then zadd(WAITING, back) end
+      end
     end
     if n > 0 then
       -- Text, not Lua numbers: formatting a number for redis.call costs more than the command.
@@ -608,7 +812,7 @@ local function claim_jobs(worker, lease, max_jobs, seed)
     if rate_max > 0 then redis.call("HINCRBY", META, "rate_count", #claimed) end
     -- Jobs left over: wake another idle worker (each wake-up pops the marker for one). As
     -- wake(0) does, without reading again whether the queue is paused: it is not.
-    if #claimed > 0 and waiting_count() > 0 then
+    if #claimed > 0 and claimable_left() then
       redis.call("ZADD", MARKER, "LT", "0", "w")
     end
   end

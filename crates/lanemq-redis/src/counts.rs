@@ -23,7 +23,19 @@ type StatsReply = (
 
 /// What decides when a claim may succeed: settings, the waiting list's and set's counts, the
 /// active count, the first delayed job.
-type ReadyState = (Vec<Option<u64>>, usize, usize, usize, Vec<(String, f64)>);
+type ReadyState = (
+    Vec<Option<u64>>,
+    usize,
+    usize,
+    usize,
+    usize,
+    Vec<(String, f64)>,
+    Vec<(String, f64)>,
+);
+
+/// Grouped waiting jobs are scored this much above their priority in `waiting`
+/// (`GROUP_OFFSET` in `lua/includes/common.lua`).
+const GROUP_OFFSET: u64 = 1 << 32;
 
 impl RedisBackend {
     /// Counts per state (the jobs in each state's set), in `JobState::ALL` order.
@@ -74,6 +86,12 @@ impl RedisBackend {
                 .arg(self.keys.key("waiting"))
                 .arg(p)
                 .arg(p);
+            // Grouped jobs are scored GROUP_OFFSET + their priority (lua/README.md, "Groups").
+            let grouped = GROUP_OFFSET + u64::from(*p);
+            pipe.cmd("ZCOUNT")
+                .arg(self.keys.key("waiting"))
+                .arg(grouped)
+                .arg(grouped);
             if *p == 0 {
                 pipe.cmd("LLEN").arg(self.keys.key(WAITING_LIST));
             }
@@ -82,7 +100,7 @@ impl RedisBackend {
         let mut replies = replies.into_iter();
         let mut out = Vec::with_capacity(priorities.len());
         for p in priorities {
-            let mut count = replies.next().unwrap_or(0);
+            let mut count = replies.next().unwrap_or(0) + replies.next().unwrap_or(0);
             if p == 0 {
                 count += replies.next().unwrap_or(0);
             }
@@ -115,20 +133,36 @@ impl RedisBackend {
         let mut pipe = redis::pipe();
         self.read_gate(&mut pipe);
         pipe.cmd("LLEN").arg(self.keys.key(WAITING_LIST));
-        pipe.cmd("ZCARD").arg(self.keys.key("waiting"));
+        // Waiting jobs a claim may take: ungrouped ones (scored below GROUP_OFFSET), and any
+        // group in the turns; a group held by its rate window is due when the window ends.
+        pipe.cmd("ZCOUNT")
+            .arg(self.keys.key("waiting"))
+            .arg("-inf")
+            .arg(format!("({GROUP_OFFSET}"));
+        pipe.cmd("ZCARD").arg(self.keys.key("groups:turns"));
         count_jobs(&mut pipe, self.keys.key("active"));
         pipe.cmd("ZRANGE")
             .arg(self.keys.key("delayed"))
             .arg(0)
             .arg(0)
             .arg("WITHSCORES");
-        let (settings, listed, scored, active, first): ReadyState = self.query(&pipe).await?;
-        let waiting = listed + scored;
+        pipe.cmd("ZRANGE")
+            .arg(self.keys.key("groups:rated"))
+            .arg(0)
+            .arg(0)
+            .arg("WITHSCORES");
+        let (settings, listed, scored, turns, active, first, rated): ReadyState =
+            self.query(&pipe).await?;
+        let waiting = listed + scored + turns;
         let gate = gate_of(&settings);
         let maxed = gate
             .max_active
             .is_some_and(|max| active as u64 >= max.into());
-        let next_delayed = first.first().map(|(_, due)| *due as Millis);
+        let next_delayed = first
+            .iter()
+            .chain(rated.iter())
+            .map(|(_, due)| *due as Millis)
+            .min();
         Ok(lanemq_core::jobs::next_ready_at(
             now,
             gate.paused,

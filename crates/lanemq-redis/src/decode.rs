@@ -64,6 +64,12 @@ pub fn added(new: NewJob, id: Arc<str>, place: (u64, i64), hold: bool, now: Mill
 pub fn added_jobs(reply: Value, jobs: Vec<NewJob>, now: Millis) -> CoreResult<Vec<(Job, bool)>> {
     let short = || unexpected("a short add reply");
     let mut reply = items(reply)?.into_iter();
+    if let Some(first) = reply.as_slice().first() {
+        if text(first).as_deref() == Some("group_full") {
+            reply.next();
+            return Err(group_full(reply));
+        }
+    }
     let mut int = |what| {
         reply
             .next()
@@ -264,4 +270,19 @@ pub(crate) fn count(value: Option<&Value>) -> CoreResult<usize> {
         .and_then(text)
         .and_then(|n| n.parse().ok())
         .ok_or_else(|| unexpected("a count"))
+}
+
+/// The refusal `{"group_full", group, max_size}` of an add or a flow (`groups_room` in
+/// `lua/includes/jobs.lua`), from the values after its first.
+pub fn group_full(mut rest: impl Iterator<Item = Value>) -> CoreError {
+    let group = rest.next().as_ref().and_then(text);
+    let max_size = rest
+        .next()
+        .as_ref()
+        .and_then(text)
+        .and_then(|m| m.parse().ok());
+    match (group, max_size) {
+        (Some(group), Some(max_size)) => CoreError::GroupFull { group, max_size },
+        _ => unexpected("a group_full reply"),
+    }
 }

@@ -216,6 +216,7 @@ impl RedisBackend {
                     "flow node {at}: job_id {id:?} already exists in queue {queue:?}"
                 )));
             }
+            Some("group_full") => return Err(decode::group_full(reply)),
             Some("dedup_parent") => {
                 let fields: Vec<String> = reply.by_ref().take(3).filter_map(|v| text(&v)).collect();
                 let bad = || CoreError::Storage("redis: bad flow reply".into());

@@ -47,7 +47,7 @@ pub struct LuaScript {
 
 /// Every script: its operation name, and its body (`lua/<op>-16.lua`, or `lua/<op>-2.lua` for
 /// those of `OWN_KEYS`).
-const OPS: [(&str, &str); 29] = [
+const OPS: [(&str, &str); 30] = [
     ("add", include_str!("../../../lua/add-16.lua")),
     ("claim", include_str!("../../../lua/claim-16.lua")),
     ("complete", include_str!("../../../lua/complete-16.lua")),
@@ -84,6 +84,7 @@ const OPS: [(&str, &str); 29] = [
         "publish_event",
         include_str!("../../../lua/publish_event-16.lua"),
     ),
+    ("groups", include_str!("../../../lua/groups-16.lua")),
     ("metrics", include_str!("../../../lua/metrics-2.lua")),
     ("workers", include_str!("../../../lua/workers-2.lua")),
 ];
@@ -162,6 +163,7 @@ pub static FLOWS_OP: LazyLock<LuaScript> = LazyLock::new(|| load("flows"));
 pub static ORPHANS: LazyLock<LuaScript> = LazyLock::new(|| load("orphans"));
 pub static LAYOUT: LazyLock<LuaScript> = LazyLock::new(|| load("layout"));
 pub static PUBLISH_EVENT: LazyLock<LuaScript> = LazyLock::new(|| load("publish_event"));
+pub static GROUPS: LazyLock<LuaScript> = LazyLock::new(|| load("groups"));
 pub static METRICS: LazyLock<LuaScript> = LazyLock::new(|| load("metrics"));
 pub static WORKERS: LazyLock<LuaScript> = LazyLock::new(|| load("workers"));
 

@@ -28,6 +28,7 @@ type ReadyState = (
     usize,
     usize,
     usize,
+    Option<f64>,
     usize,
     Vec<(String, f64)>,
     Vec<(String, f64)>,
@@ -140,6 +141,11 @@ impl RedisBackend {
             .arg("-inf")
             .arg(format!("({GROUP_OFFSET}"));
         pipe.cmd("ZCARD").arg(self.keys.key("groups:turns"));
+        // The ungrouped jobs' turn ("") may outlive them (a claim drops it when it comes to
+        // it): it counts through `scored` and `listed`, not as a turn.
+        pipe.cmd("ZSCORE")
+            .arg(self.keys.key("groups:turns"))
+            .arg("");
         count_jobs(&mut pipe, self.keys.key("active"));
         pipe.cmd("ZRANGE")
             .arg(self.keys.key("delayed"))
@@ -151,9 +157,10 @@ impl RedisBackend {
             .arg(0)
             .arg(0)
             .arg("WITHSCORES");
-        let (settings, listed, scored, turns, active, first, rated): ReadyState =
+        let (settings, listed, scored, turns, ungrouped_turn, active, first, rated): ReadyState =
             self.query(&pipe).await?;
-        let waiting = listed + scored + turns;
+        let group_turns = turns - usize::from(ungrouped_turn.is_some());
+        let waiting = listed + scored + group_turns;
         let gate = gate_of(&settings);
         let maxed = gate
             .max_active

@@ -1,5 +1,6 @@
 """What the benches share, kept once: which build of ``lanemq._core`` is measured, a private
-``redis-server`` on a free port, and a minimal blocking RESP client to talk to it.
+``redis-server`` on a free port, a minimal blocking RESP client to talk to it, and a fresh
+queue per backend (`queue_factories`).
 
 A bench imports it as ``from _support import ...``: ``python benches/<name>.py`` puts this
 directory first on ``sys.path``. It does not import lanemq at module level, because
@@ -8,13 +9,19 @@ compare.py's orchestrator imports it on a Python that may not have lanemq instal
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import lanemq
 
 # --------------------------------------------------------------------------- build profile
 
@@ -205,3 +212,45 @@ class RedisServer:
         traceback: TracebackType | None,
     ) -> None:
         self.cleanup()
+
+
+QueueFactory = Callable[[], AbstractAsyncContextManager[Any]]
+"""Opens a fresh queue of one backend (and cleans up after it), for a bench's rows."""
+
+
+def queue_factories(
+    name: str, backends: list[str], server: RedisServer | None
+) -> dict[str, QueueFactory]:
+    """A fresh `name` queue per call, by backend, for those of ``backends`` among memory,
+    local (a new directory under ``$TMPDIR``, removed after) and redis (on ``server``)."""
+    import lanemq
+
+    @contextlib.asynccontextmanager
+    async def memory() -> AsyncIterator[lanemq.JobQueue]:
+        queue = lanemq.InMemoryJobQueue(name)
+        try:
+            yield queue
+        finally:
+            await queue.close()
+
+    @contextlib.asynccontextmanager
+    async def local() -> AsyncIterator[lanemq.JobQueue]:
+        directory = tempfile.mkdtemp(prefix=f"lanemq-bench-{name}-")
+        queue = lanemq.LocalJobQueue(name, directory)
+        try:
+            yield queue
+        finally:
+            await queue.close()
+            shutil.rmtree(directory, ignore_errors=True)
+
+    @contextlib.asynccontextmanager
+    async def redis() -> AsyncIterator[lanemq.JobQueue]:
+        assert server is not None
+        queue = lanemq.RedisJobQueue(name, server.url)
+        try:
+            yield queue
+        finally:
+            await queue.close()
+
+    made = {"memory": memory, "local": local, "redis": redis}
+    return {backend: made[backend] for backend in made if backend in backends}

@@ -24,18 +24,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import gc
-import shutil
 import sys
-import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from _support import RedisServer, build_profile
-from lanemq import InMemoryJobQueue, Job, JobQueue, JobWorker, LocalJobQueue, RedisJobQueue
+from _support import RedisServer, build_profile, queue_factories
+from lanemq import Job, JobQueue, JobWorker
 
 Factory = Callable[[], AbstractAsyncContextManager[JobQueue]]
 WAYS = ("single@1", "single@100", "batch@1", "batch@4")
@@ -99,39 +96,7 @@ async def run(factory: Factory, n: int, way: str, size: int) -> tuple[float, lis
 
 
 def factories(backends: list[str], server: RedisServer | None) -> dict[str, Factory]:
-    made: dict[str, Factory] = {}
-
-    @contextlib.asynccontextmanager
-    async def memory() -> AsyncIterator[JobQueue]:
-        queue = InMemoryJobQueue("batches")
-        try:
-            yield queue
-        finally:
-            await queue.close()
-
-    @contextlib.asynccontextmanager
-    async def local() -> AsyncIterator[JobQueue]:
-        directory = tempfile.mkdtemp(prefix="lanemq-bench-batches-")
-        queue = LocalJobQueue("batches", directory)
-        try:
-            yield queue
-        finally:
-            await queue.close()
-            shutil.rmtree(directory, ignore_errors=True)
-
-    @contextlib.asynccontextmanager
-    async def redis() -> AsyncIterator[JobQueue]:
-        assert server is not None
-        queue = RedisJobQueue("batches", server.url)
-        try:
-            yield queue
-        finally:
-            await queue.close()
-
-    for name, factory in (("memory", memory), ("local", local), ("redis", redis)):
-        if name in backends:
-            made[name] = factory
-    return made
+    return queue_factories("batches", backends, server)
 
 
 def main() -> int:

@@ -26,18 +26,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import gc
-import shutil
 import sys
-import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from _support import RedisServer, Resp, build_profile
-from lanemq import Job, JobQueue, JobWorker, LocalJobQueue, RedisJobQueue
+from _support import RedisServer, Resp, build_profile, queue_factories
+from lanemq import Job, JobQueue, JobWorker
 
 Factory = Callable[[], AbstractAsyncContextManager[JobQueue]]
 KINDS = ("ungrouped", "1 group", "N groups")
@@ -120,31 +117,7 @@ async def run(
 
 
 def factories(backends: list[str], server: RedisServer | None) -> dict[str, Factory]:
-    made: dict[str, Factory] = {}
-
-    @contextlib.asynccontextmanager
-    async def local() -> AsyncIterator[JobQueue]:
-        directory = tempfile.mkdtemp(prefix="lanemq-bench-groups-")
-        queue = LocalJobQueue("groups", directory)
-        try:
-            yield queue
-        finally:
-            await queue.close()
-            shutil.rmtree(directory, ignore_errors=True)
-
-    @contextlib.asynccontextmanager
-    async def redis() -> AsyncIterator[JobQueue]:
-        assert server is not None
-        queue = RedisJobQueue("groups", server.url)
-        try:
-            yield queue
-        finally:
-            await queue.close()
-
-    for name, factory in (("redis", redis), ("local", local)):
-        if name in backends:
-            made[name] = factory
-    return made
+    return queue_factories("groups", backends, server)
 
 
 def main() -> int:

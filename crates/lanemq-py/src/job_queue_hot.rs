@@ -14,6 +14,7 @@ use crate::errors::to_py;
 use crate::interrupt::Interrupt;
 use crate::job_options::JobOptions;
 use crate::job_queue::{records, JobQueueCore};
+use crate::job_queue_renewals::lease_items;
 use crate::job_record::JobRecord;
 use crate::wire_link::WireLink;
 
@@ -280,11 +281,7 @@ impl JobQueueCore {
         lease: u64,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let items = items
-            .into_iter()
-            .map(|(id, token)| Ok((id.core("id")?, token.core("token")?)))
-            .collect::<PyResult<Vec<_>>>()?;
-        let ids: Vec<String> = items.iter().map(|(id, _)| id.clone()).collect();
+        let (ids, items) = lease_items(items)?;
         self.resolve(
             py,
             self.backend.renew_many(items, lease, now),

@@ -23,11 +23,7 @@ impl JobQueueCore {
         lease: u64,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let items = items
-            .into_iter()
-            .map(|(id, token)| Ok((id.core("id")?, token.core("token")?)))
-            .collect::<PyResult<Vec<_>>>()?;
-        let ids: Vec<String> = items.iter().map(|(id, _)| id.clone()).collect();
+        let (ids, items) = lease_items(items)?;
         self.resolve(
             py,
             self.backend.renew_many(items, lease, now),
@@ -46,4 +42,18 @@ impl JobQueueCore {
             },
         )
     }
+}
+
+/// `(id, token)` pairs, as `renew_many` takes them.
+type Leases = Vec<(String, String)>;
+
+/// The ids of `(id, token)` renewal items (to name them in the reply) and the items as the
+/// backend takes them.
+pub(crate) fn lease_items(items: Vec<(Text, Text)>) -> PyResult<(Vec<String>, Leases)> {
+    let items = items
+        .into_iter()
+        .map(|(id, token)| Ok((id.core("id")?, token.core("token")?)))
+        .collect::<PyResult<Vec<_>>>()?;
+    let ids = items.iter().map(|(id, _)| id.clone()).collect();
+    Ok((ids, items))
 }

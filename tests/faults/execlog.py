@@ -14,11 +14,13 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 @dataclass
 class Runs:
     """What the execution logs say: per job, the pids that started it (in log order), the
-    pids that finished a run, those whose run failed, and the error hook calls."""
+    pids that finished a run, those whose run failed, those whose run was cancelled, and the
+    error hook calls."""
 
     starts: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     finishes: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     failures: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    cancelled: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     errors: list[tuple[str, int, str]] = field(default_factory=list)
 
     @classmethod
@@ -35,6 +37,8 @@ class Runs:
                     runs.finishes[job_id].append(int(pid))
                 elif kind == "fail":
                     runs.failures[job_id].append(int(pid))
+                elif kind == "cancelled":
+                    runs.cancelled[job_id].append(int(pid))
                 else:
                     runs.errors.append((job_id, int(pid), rest))
         return runs

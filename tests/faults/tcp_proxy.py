@@ -21,6 +21,7 @@ class Link:
         self.client = (reader, writer)
         self.upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
         self.blocking = False  # a BZPOPMIN went through it
+        self.listening = False  # an XREAD went through it (a worker's cancel listener)
         self.stalled = False  # bytes through it are dropped, both ways, from now on
         self.closed = False
         self.losing = False  # a command went through whose reply is cut (Proxy.lose_reply)
@@ -41,6 +42,8 @@ class Link:
                 # command connection, names it too).
                 if to_server and b"\r\nBZPOPMIN\r\n" in data[:32].upper():
                     self.blocking = True
+                if to_server and b"\r\nXREAD\r\n" in data[:32].upper():
+                    self.listening = True
                 if self.stalled:
                     continue
                 if not to_server and self.losing:
@@ -105,6 +108,9 @@ class Proxy:
 
     def blocking(self) -> list[Link]:
         return [link for link in self.live() if link.blocking]
+
+    def listening(self) -> list[Link]:
+        return [link for link in self.live() if link.listening]
 
     def cut_blocking(self) -> int:
         links = self.blocking()

@@ -1,10 +1,11 @@
 """A worker process of the fault tests: one JobWorker on the queue a URL names, through the
 public API only. Every run of a job appends ``start <id> <pid> <attempt>`` before the
 processor runs and ``finish <id> <pid> <attempt>`` after it (``fail ...`` for a failed
-attempt), and every ``error`` hook call appends ``error <id> <pid> <kind>``, to an execution
-log opened with O_APPEND: each line is one write(2), in the kernel when it returns, so a
-SIGKILL loses none and processes never interleave. Prints ``ready`` once the worker runs,
-``processed N`` when SIGTERM stopped it.
+attempt; ``cancelled ...`` when a ``work`` job's sleep is cancelled), and every ``error`` hook
+call appends ``error <id> <pid> <kind>``, to an execution log opened with O_APPEND: each
+line is one write(2), in the kernel when it returns, so a SIGKILL loses none and processes
+never interleave. Prints ``ready`` once the worker runs, ``processed N`` when SIGTERM stopped
+it.
 
 Job names: ``work`` sleeps ``--work`` seconds (asyncio; or its data's ``sleep``); ``flaky``
 fails its first attempt; ``block`` sleeps ``--block`` seconds with time.sleep, holding the
@@ -53,7 +54,11 @@ async def main() -> None:
         write(f"start {job.id} {pid} {attempt}")
         if job.name == "work":
             seconds = job.data.get("sleep", args.work) if isinstance(job.data, dict) else args.work
-            await asyncio.sleep(seconds)
+            try:
+                await asyncio.sleep(seconds)
+            except asyncio.CancelledError:
+                write(f"cancelled {job.id} {pid} {attempt}")  # (the processor's `finally`)
+                raise
         elif job.name == "block":
             # The fault under test: the loop is held, so no renewal, no recovery.
             time.sleep(args.block)  # noqa: ASYNC251

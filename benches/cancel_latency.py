@@ -3,9 +3,11 @@
 
     python benches/cancel_latency.py          # a few seconds; --help for the knobs
 
-Rows: ``memory`` and ``local`` with the worker in this process (the push wakes the worker's
-listener in process), and ``local, 2 procs`` with the worker in a child process (the push
-crosses processes through the queue file's wake-up, `local/doorbell.rs`). Each cancel is of a
+Rows: ``memory``, ``local`` and ``redis`` with the worker in this process (the push wakes the
+worker's listener in process, or through its blocking XREAD of the queue's ``cancels``
+stream), and ``local, 2 procs`` and ``redis, 2 procs`` with the worker in a child process (the
+push crosses processes through the queue file's wake-up, `local/doorbell.rs`, or Redis). Redis
+is a private ``redis-server`` on a free port. Each cancel is of a
 job whose processor sleeps until cancelled, started --gap seconds before. Target (the issue):
 p99 <= 1 s with default worker settings, a PASS line per row. A report: it always exits 0.
 """
@@ -24,11 +26,10 @@ from pathlib import Path
 CHILD = textwrap.dedent(
     """
     import asyncio, sys, time
-    from pathlib import Path
-    from lanemq import JobWorker, LocalJobQueue
+    from lanemq import JobWorker, from_url
 
-    async def main(where):
-        queue = LocalJobQueue("cancel-bench", where)
+    async def main(url):
+        queue = from_url(url, "cancel-bench")
 
         async def hold(job):
             print(f"start {job.id} {time.time()}", flush=True)
@@ -96,16 +97,16 @@ async def _line(child: asyncio.subprocess.Process, kind: str, job_id: str) -> fl
             return float(at)
 
 
-async def two_processes(where: Path, n: int, gap: float) -> list[float]:
-    from lanemq import LocalJobQueue
+async def two_processes(url: str, n: int, gap: float) -> list[float]:
+    from lanemq import from_url
 
     child = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", CHILD, str(where), stdout=asyncio.subprocess.PIPE
+        sys.executable, "-c", CHILD, url, stdout=asyncio.subprocess.PIPE
     )
     assert child.stdout is not None
     try:
         assert (await child.stdout.readline()).decode().strip() == "ready"
-        queue = LocalJobQueue("cancel-bench", where)
+        queue = from_url(url, "cancel-bench")
         latencies: list[float] = []
         for _ in range(n):
             job = await queue.add("hold", None)
@@ -114,6 +115,7 @@ async def two_processes(where: Path, n: int, gap: float) -> list[float]:
             asked = time.time()
             await queue.cancel(job.id, reason="bench")
             latencies.append(await _line(child, "stop", job.id) - asked)
+        await queue.close()
         return latencies
     finally:
         child.terminate()
@@ -130,15 +132,27 @@ def report(row: str, latencies: list[float]) -> None:
 
 async def main() -> None:
     args = arguments()
-    from _support import build_profile
-    from lanemq import InMemoryJobQueue, LocalJobQueue
+    from _support import RedisServer, build_profile
+    from lanemq import InMemoryJobQueue, LocalJobQueue, RedisJobQueue
 
     print(f"cancel() -> processor's finally, {args.n} cancels per row ({build_profile()} build)")
     report("memory", await in_process(InMemoryJobQueue("cancel-bench"), args.n, args.gap))
     with tempfile.TemporaryDirectory() as where:
         local = LocalJobQueue("cancel-bench", Path(where) / "one")
         report("local", await in_process(local, args.n, args.gap))
-        report("local, 2 procs", await two_processes(Path(where) / "two", args.n, args.gap))
+        two = Path(where) / "two"
+        two.mkdir()
+        report("local, 2 procs", await two_processes(f"local:{two}", args.n, args.gap))
+    server = RedisServer()
+    try:
+        server.start()
+        redis = RedisJobQueue("cancel-bench", server.url)
+        report("redis", await in_process(redis, args.n, args.gap))
+        await redis.obliterate(force=True)
+        await redis.close()
+        report("redis, 2 procs", await two_processes(server.url, args.n, args.gap))
+    finally:
+        server.cleanup()
 
 
 if __name__ == "__main__":

@@ -149,8 +149,9 @@ async def test_a_file_from_before_groups_opens_and_keeps_its_groups(
     assert await writer.wait() == 0, writer.stderr()
     # As an older lanemq wrote it: no `grp` column, no group tables or indexes.
     with sqlite3.connect(path) as conn:
-        for index in ("jobs_plain_waiting", "jobs_group_waiting", "jobs_group"):
+        for index in ("jobs_waiting_first", "jobs_group_waiting", "jobs_group"):
             conn.execute(f"DROP INDEX {index}")
+        conn.execute("CREATE INDEX jobs_waiting ON jobs (priority, ord) WHERE state = 0")
         conn.execute("DROP TABLE group_settings")
         conn.execute("DROP TABLE group_runs")
         conn.execute("ALTER TABLE jobs DROP COLUMN grp")
@@ -161,3 +162,8 @@ async def test_a_file_from_before_groups_opens_and_keeps_its_groups(
     claimed = await reopened.claim("w", max_jobs=3, now=T)
     assert [job.name for job in claimed] == ["plain", "a", "b"]
     assert [job.group for job in claimed] == [None, "A", "A"]
+    with sqlite3.connect(path) as conn:
+        indexes = {name for (name,) in conn.execute("SELECT name FROM sqlite_master")}
+    conn.close()
+    # The waiting index of before groups gave way to the one that puts ungrouped jobs first.
+    assert "jobs_waiting_first" in indexes and "jobs_waiting" not in indexes

@@ -33,6 +33,7 @@ impl CancelTable for SqlStore<'_> {
     }
 
     fn store_cancel(&mut self, id: &str, request: StoredCancel, now: Millis) -> CoreResult<u64> {
+        self.cancels_stored = Some(true);
         let conn = self.conn;
         let at = now.min(i64::MAX as Millis) as i64;
         conn.prepare_cached(
@@ -50,6 +51,20 @@ impl CancelTable for SqlStore<'_> {
     }
 
     fn drop_cancel(&mut self, id: &str) -> CoreResult<()> {
+        let stored = match self.cancels_stored {
+            Some(stored) => stored,
+            None => {
+                let stored = self
+                    .conn
+                    .prepare_cached("SELECT EXISTS (SELECT 1 FROM cancel_requests)")
+                    .and_then(|mut stmt| stmt.query_row([], |r| r.get::<_, bool>(0)))
+                    .map_err(sql)?;
+                *self.cancels_stored.insert(stored)
+            }
+        };
+        if !stored {
+            return Ok(());
+        }
         self.conn
             .prepare_cached("DELETE FROM cancel_requests WHERE job_id = ?1")
             .and_then(|mut stmt| stmt.execute([id]))

@@ -128,7 +128,7 @@ impl GroupStorage for GroupRows<'_> {
         let (turn, window, held_until) = self.run(group)?;
         if group == UNGROUPED {
             let waiting = self.exists(
-                "SELECT 1 FROM jobs WHERE state = 0 AND grp IS NULL LIMIT 1",
+                "SELECT 1 FROM jobs WHERE state = 0 AND (grp IS NOT NULL) = 0 LIMIT 1",
                 [],
             )?;
             return Ok(GroupState {
@@ -190,7 +190,7 @@ impl GroupStorage for GroupRows<'_> {
         // `jobs_group_waiting` for SQLite's planner; `grp IS ?1` would not).
         let head = if group == UNGROUPED {
             let query = format!(
-                "SELECT {} FROM jobs WHERE state = 0 AND grp IS NULL ORDER BY priority, ord LIMIT 1",
+                "SELECT {} FROM jobs WHERE state = 0 AND (grp IS NOT NULL) = 0 ORDER BY priority, ord LIMIT 1",
                 rows::COLUMNS
             );
             self.0
@@ -288,7 +288,7 @@ pub fn next_rate_release(conn: &Connection) -> CoreResult<Option<Millis>> {
 pub fn claimable_waiting(conn: &Connection) -> CoreResult<bool> {
     let rows = GroupRows(conn);
     Ok(rows.exists(
-        "SELECT 1 FROM jobs WHERE state = 0 AND grp IS NULL LIMIT 1",
+        "SELECT 1 FROM jobs WHERE state = 0 AND (grp IS NOT NULL) = 0 LIMIT 1",
         [],
     )? || rows.exists(
         "SELECT 1 FROM group_runs WHERE turn IS NOT NULL AND grp != '' LIMIT 1",

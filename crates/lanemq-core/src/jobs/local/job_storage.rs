@@ -167,7 +167,7 @@ impl JobStorage for SqlStore<'_> {
             let mut stmt = self
                 .conn
                 .prepare_cached(&format!(
-                    "SELECT {} FROM jobs WHERE state = 0 AND grp IS NULL ORDER BY priority, ord LIMIT ?1",
+                    "SELECT {} FROM jobs WHERE state = 0 AND (grp IS NOT NULL) = 0 ORDER BY priority, ord LIMIT ?1",
                     rows::COLUMNS
                 ))
                 .map_err(sql)?;

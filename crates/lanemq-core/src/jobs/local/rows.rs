@@ -28,7 +28,7 @@ pub fn code(state: JobState) -> i64 {
 /// `JobStorage::cleanable`).
 pub fn order_of(state: JobState) -> &'static str {
     match state {
-        JobState::Waiting => "priority, ord",
+        JobState::Waiting => "(grp IS NOT NULL), priority, ord",
         JobState::Delayed => "delay_until, seq",
         JobState::Active => "lock_expires, seq",
         JobState::WaitingChildren => "seq",

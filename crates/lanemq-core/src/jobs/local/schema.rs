@@ -40,7 +40,6 @@ CREATE TABLE IF NOT EXISTS jobs (
 );
 -- One partial index per state, in the order that state is read (claim order, due time, lease
 -- expiry, finish time), so every transition is O(log n).
-CREATE INDEX IF NOT EXISTS jobs_waiting ON jobs (priority, ord) WHERE state = 0;
 CREATE INDEX IF NOT EXISTS jobs_delayed ON jobs (delay_until, seq) WHERE state = 1;
 CREATE INDEX IF NOT EXISTS jobs_active ON jobs (lock_expires, seq) WHERE state = 2;
 CREATE INDEX IF NOT EXISTS jobs_children ON jobs (seq) WHERE state = 3;
@@ -166,7 +165,14 @@ const ADDED_COLUMNS: [(&str, &str); 3] = [
 /// settings and its run state (turn, rate window) are rows keyed by its name (`''`: the
 /// ungrouped jobs' turn).
 const GROUP_SCHEMA: &str = "
-CREATE INDEX IF NOT EXISTS jobs_plain_waiting ON jobs (priority, ord) WHERE state = 0 AND grp IS NULL;
+-- Waiting jobs in claim order, the ungrouped ones first (`grp IS NOT NULL` is 0 for them): one
+-- index serves the plain claim, the ungrouped jobs' turn (an equality on its first column, so
+-- it never steps over grouped jobs) and the listings. It replaced `jobs_waiting` (priority,
+-- ord) and a second index of the ungrouped ones: each waiting job now updates one index, as
+-- before groups (benches/history/15.md).
+DROP INDEX IF EXISTS jobs_waiting;
+DROP INDEX IF EXISTS jobs_plain_waiting;
+CREATE INDEX IF NOT EXISTS jobs_waiting_first ON jobs ((grp IS NOT NULL), priority, ord) WHERE state = 0;
 CREATE INDEX IF NOT EXISTS jobs_group_waiting ON jobs (grp, priority, ord) WHERE state = 0 AND grp IS NOT NULL;
 CREATE INDEX IF NOT EXISTS jobs_group ON jobs (grp, state) WHERE grp IS NOT NULL;
 CREATE TABLE IF NOT EXISTS group_settings (

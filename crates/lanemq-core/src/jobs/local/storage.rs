@@ -36,6 +36,10 @@ pub struct SqlStore<'a> {
     auto_ids: AutoIdSource<'a>,
     /// Set once this operation removed the `drained` mark (so it is removed once, not per job).
     pub(super) undrained: bool,
+    /// Whether `cancel_requests` holds a row, read once per operation (`cancels.rs`): a job
+    /// leaving active drops its request only when some request exists, so the common case
+    /// (none) costs one read per operation, not a write per job.
+    pub(super) cancels_stored: Option<bool>,
 }
 
 impl<'a> SqlStore<'a> {
@@ -60,6 +64,7 @@ impl<'a> SqlStore<'a> {
             env,
             auto_ids,
             undrained: false,
+            cancels_stored: None,
         }
     }
 

@@ -395,3 +395,16 @@ async def test_bad_group_names_are_refused_naming_the_value(queue: JobQueue, bad
         await queue.set_group_limits(bad, concurrency=1)  # type: ignore[arg-type]
     assert await queue.get_job_counts("waiting") == {"waiting": 0}
     assert await queue.count_groups() == 0
+
+
+async def test_waiting_lists_the_ungrouped_jobs_first_then_the_grouped(queue: JobQueue) -> None:
+    # (Claims take turns; a listing has one order on every backend: the ungrouped jobs, then
+    # the grouped ones, each by priority then position.)
+    await queue.add("g1", None, group="A")
+    await queue.add("u1", None)
+    await queue.add("g2", None, group="B", priority=1)
+    await queue.add("u2", None, priority=2)
+    listed = [job.name for job in await queue.list_jobs("waiting")]
+    assert listed == ["u1", "u2", "g1", "g2"]
+    newest_first = await queue.list_jobs("waiting", ascending=False)
+    assert [job.name for job in newest_first] == ["g2", "g1", "u2", "u1"]

@@ -36,15 +36,12 @@ impl MemoryStore {
         match state {
             JobState::Waiting if self.groups.waiting_total == 0 => Box::new(self.waiting.values()),
             JobState::Waiting => {
-                // Grouped jobs are in their groups' indexes: merged in claim-free order
-                // (priority, then position), as if in one index.
-                let mut all: Vec<_> = self
-                    .waiting
-                    .iter()
-                    .chain(self.groups.waiting_keys())
-                    .collect();
-                all.sort_unstable_by_key(|(key, _)| **key);
-                Box::new(all.into_iter().map(|(_, id)| id))
+                // The ungrouped jobs first, then the grouped ones (in their groups' indexes)
+                // by priority and position, as SQLite's and Redis's waiting indexes list them.
+                let mut grouped: Vec<_> = self.groups.waiting_keys().collect();
+                grouped.sort_unstable_by_key(|(key, _)| **key);
+                let ungrouped = self.waiting.values();
+                Box::new(ungrouped.chain(grouped.into_iter().map(|(_, id)| id)))
             }
             JobState::Delayed => Box::new(self.delayed.iter().map(|(_, _, id)| id)),
             JobState::Active => Box::new(self.active.iter().map(|(_, _, id)| id)),

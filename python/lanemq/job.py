@@ -4,6 +4,7 @@ blocking versions of those calls for a plain ``def`` processor's thread."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -323,6 +324,35 @@ class Job:
 
     async def promote(self) -> None:
         await self._queue.promote(self.id)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The job as JSON-safe values (BullMQ's ``toJSON``/``asJSON``): its fields as this
+        object read them, the options as stored (only those set), times in epoch ms. No
+        ``queue`` key: ``queue_name`` names the queue."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "data": self.data,
+            "opts": json.loads(self.options.to_json()),
+            "queue_name": self._queue.name,
+            "state": self.state,
+            "priority": self.priority,
+            "group": self.group,
+            "progress": self.progress,
+            "return_value": self.return_value,
+            "failed_reason": self.failed_reason,
+            "stacktrace": self.stacktrace,
+            "attempts_made": self.attempts_made,
+            "attempts_started": self.attempts_started,
+            "stalled_count": self.stalled_count,
+            "created_at": self.created_at,
+            "delay_until": self.delay_until,
+            "processed_on": self.processed_on,
+            "finished_on": self.finished_on,
+            "parent_key": self.parent_key,
+            "scheduler_key": self.scheduler_key,
+            "dedup_id": self.dedup_id,
+        }
 
     def __repr__(self) -> str:
         return f"<Job id={self.id!r} name={self.name!r} state={self.state}>"

@@ -209,11 +209,17 @@ pub struct States(Vec<String>);
 
 impl CoreArg for States {
     type Core = Vec<JobState>;
+    /// Each state once, in the order first named: a state named twice lists (or counts) its
+    /// jobs once, on every backend.
     fn core(self, _field: &str) -> PyResult<Vec<JobState>> {
-        self.0
-            .iter()
-            .map(|name| JobState::parse(name).map_err(to_py))
-            .collect()
+        let mut states = Vec::with_capacity(self.0.len());
+        for name in &self.0 {
+            let state = JobState::parse(name).map_err(to_py)?;
+            if !states.contains(&state) {
+                states.push(state);
+            }
+        }
+        Ok(states)
     }
 }
 

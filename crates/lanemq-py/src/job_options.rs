@@ -287,7 +287,11 @@ impl JobOptions {
         let parent_policy = parent_policy.core("parent_policy")?;
         let parent_policy =
             core::ParentPolicy::from_options(parent_policy.as_deref(), flags).map_err(to_py)?;
-        let job_id = job_id.map(job_id_text).transpose()?;
+        // An empty custom id is no custom id: the job takes the next automatic one (BullMQ).
+        let job_id = job_id
+            .map(job_id_text)
+            .transpose()?
+            .filter(|id| !id.is_empty());
         let priority = priority.get("priority")?;
         let attempts = attempts.get("attempts")?;
         let max_stalled_count = max_stalled_count.get("max_stalled_count")?;

@@ -1,12 +1,14 @@
--- reschedule: ARGV = now, max_events, job id, due time (ms). Makes a waiting or delayed job
+-- reschedule: ARGV = now, max_events, job id, due time (ms), "1" to take a waiting job too
+-- (delay_job) or "0" (reschedule: BullMQ's changeDelay, delayed jobs only). Makes the job
 -- delayed until then (its order and sequence stay). Returns {"ok"}, or {"missing"} /
 -- {"state", state code}.
 local now, max_events, id, due = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4]
+local waiting_too = ARGV[5] == "1"
 
 local state = get("state", id)
 if not state then return {"missing"} end
 state = tonumber(state)
-if state == WAITING_STATE then
+if state == WAITING_STATE and waiting_too then
   waiting_remove(id)
 elseif state == DELAYED_STATE then
   redis.call("ZREM", DELAYED, hex(num("seq", id)) .. id)

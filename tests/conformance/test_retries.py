@@ -181,11 +181,15 @@ async def test_promote_makes_a_delayed_job_waiting(queue: JobQueue) -> None:
         await queue.promote(job.id, now=T + 2)
 
 
-async def test_reschedule_waiting_and_delayed_jobs(queue: JobQueue) -> None:
+async def test_reschedule_takes_delayed_jobs_and_delay_job_waiting_ones(queue: JobQueue) -> None:
     waiting = await queue.add("a", None, now=T)
     delayed = await queue.add("b", None, delay=60.0, now=T)
 
-    await queue.reschedule(waiting.id, 10.0, now=T + 100)
+    # reschedule is BullMQ's changeDelay: a job that is not delayed is refused, unchanged.
+    with pytest.raises(JobStateError, match="delayed"):
+        await queue.reschedule(waiting.id, 10.0, now=T + 100)
+    assert (await stored_job(queue, waiting.id)).state == "waiting"
+    await queue.delay_job(waiting.id, 10.0, now=T + 100)
     await queue.reschedule(delayed.id, 1.0, now=T + 100)  # earlier than before
     assert (await stored_job(queue, waiting.id)).delay_until == T + 10_100
     assert (await stored_job(queue, delayed.id)).delay_until == T + 1100
@@ -195,9 +199,11 @@ async def test_reschedule_waiting_and_delayed_jobs(queue: JobQueue) -> None:
     assert (await claim_one(queue, T + 1100)).id == delayed.id
     assert await queue.claim("w", now=T + 10_099) == []
     assert (await claim_one(queue, T + 10_100)).id == waiting.id
-    # An active job cannot be rescheduled.
+    # An active job cannot be rescheduled, nor delayed.
     with pytest.raises(JobStateError):
         await queue.reschedule(waiting.id, 1.0, now=T + 10_200)
+    with pytest.raises(JobStateError):
+        await queue.delay_job(waiting.id, 1.0, now=T + 10_200)
 
 
 async def test_retry_job_with_reset_attempts_moves_failed_job_back_with_attempts_reset(

@@ -119,6 +119,9 @@ forwards! {
     fn reschedule(id: Text, delay: Secs, now: Option<Now> = None) -> unit {
         reschedule(id, now.saturating_add(delay), now)
     }
+    fn delay_job(id: Text, delay: Secs, now: Option<Now> = None) -> unit {
+        delay_job(id, now.saturating_add(delay), now)
+    }
     fn retry_job(id: Text, reset_attempts: bool = false, now: Option<Now> = None) -> unit {
         retry_job(id, reset_attempts, now)
     }

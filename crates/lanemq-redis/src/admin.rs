@@ -98,15 +98,27 @@ impl RedisBackend {
         count(checked("", reply, "")?.first())
     }
 
-    /// Delays a waiting or delayed job until `until`.
-    pub async fn reschedule(&self, id: String, until: Millis, now: Millis) -> CoreResult<()> {
+    /// Moves a delayed job's due time to `until`; with `waiting_too`, delays a waiting job
+    /// too (`lifecycle::reschedule`).
+    pub async fn reschedule(
+        &self,
+        id: String,
+        until: Millis,
+        now: Millis,
+        waiting_too: bool,
+    ) -> CoreResult<()> {
         let until = until.to_string();
+        let (flag, expected) = if waiting_too {
+            ("1", "waiting or delayed")
+        } else {
+            ("0", "delayed")
+        };
         self.change_job(
             &scripts::RESCHEDULE,
             &id,
             now,
-            &[&id, &until],
-            "waiting or delayed",
+            &[&id, &until, flag],
+            expected,
         )
         .await
         .map(drop)
@@ -417,7 +429,10 @@ impl JobAdmin for RedisJobBackend {
     }
 
     fn reschedule(&self, id: String, until: Millis, now: Millis) -> BoxFuture<()> {
-        call!(self, |b| b.reschedule(id, until, now))
+        call!(self, |b| b.reschedule(id, until, now, false))
+    }
+    fn delay_job(&self, id: String, until: Millis, now: Millis) -> BoxFuture<()> {
+        call!(self, |b| b.reschedule(id, until, now, true))
     }
 
     fn retry_job(&self, id: String, reset_attempts: bool, now: Millis) -> BoxFuture<()> {

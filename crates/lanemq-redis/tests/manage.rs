@@ -155,7 +155,16 @@ async fn reschedule_delays_waiting_and_delayed_jobs() {
         jobs[1].id.to_string(),
         jobs[2].id.to_string(),
     );
-    redis.reschedule(w.clone(), T + 5000, T).await.unwrap();
+    // reschedule (BullMQ's changeDelay) takes delayed jobs only; delay_job waiting ones too.
+    let error = redis
+        .reschedule(w.clone(), T + 5000, T, false)
+        .await
+        .unwrap_err();
+    assert_eq!(state_error(error), ("waiting", "delayed"));
+    redis
+        .reschedule(w.clone(), T + 5000, T, true)
+        .await
+        .unwrap();
     assert_eq!(
         last_event(&server).await,
         ev(
@@ -164,7 +173,10 @@ async fn reschedule_delays_waiting_and_delayed_jobs() {
             Some(("delay", &(T + 5000).to_string()))
         )
     );
-    redis.reschedule(d.clone(), T + 9000, T).await.unwrap();
+    redis
+        .reschedule(d.clone(), T + 9000, T, false)
+        .await
+        .unwrap();
     let (wj, dj) = (get(&redis, &w).await, get(&redis, &d).await);
     assert_eq!(
         (wj.state, wj.delay_until, dj.state, dj.delay_until),
@@ -177,10 +189,10 @@ async fn reschedule_delays_waiting_and_delayed_jobs() {
     assert!(claim_names(&redis, T + 8999).await.is_empty());
     assert_eq!(claim_names(&redis, T + 9000).await, ["d"]);
 
-    let error = redis.reschedule(a, T + 1, T).await.unwrap_err();
+    let error = redis.reschedule(a, T + 1, T, true).await.unwrap_err();
     assert_eq!(state_error(error), ("active", "waiting or delayed"));
     assert_eq!(
-        redis.reschedule("nope".into(), T, T).await,
+        redis.reschedule("nope".into(), T, T, false).await,
         Err(CoreError::JobNotFound("nope".into()))
     );
 }
@@ -946,7 +958,7 @@ fn futures_are_send(redis: &RedisBackend) {
     fn send<T: Send>(_: T) {}
     let id = String::new;
     send(redis.promote(id(), 0));
-    send(redis.reschedule(id(), 0, 0));
+    send(redis.reschedule(id(), 0, 0, false));
     send(redis.retry_job(id(), false, 0));
     send(redis.update_priority(id(), 0, false));
     send(redis.update_data(id(), id()));

@@ -121,7 +121,10 @@ async fn added_jobs_match_what_was_stored_and_leave_waiting_cleanly() {
     }
     redis.update_priority("5".into(), 1, true).await.unwrap();
     redis.update_priority("6".into(), 1, false).await.unwrap();
-    redis.reschedule("c1".into(), T + 100, T).await.unwrap();
+    redis
+        .reschedule("c1".into(), T + 100, T, true)
+        .await
+        .unwrap();
     let waiting: Vec<String> = redis
         .claim("w", 1000, 10, T)
         .await

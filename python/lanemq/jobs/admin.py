@@ -32,8 +32,15 @@ class QueueAdmin(QueueBase):
         return await self._core.promote_jobs(count, now)
 
     async def reschedule(self, job_id: str, delay: float, *, now: int | None = None) -> None:
-        """Delays a waiting or delayed job to ``delay`` seconds from now."""
+        """Moves a delayed job's due time to ``delay`` seconds from now (BullMQ's
+        ``changeDelay``); a job in another state raises `JobStateError`, changing nothing
+        (`delay_job` delays a waiting job)."""
         await self._core.reschedule(job_id, delay, now)
+
+    async def delay_job(self, job_id: str, delay: float, *, now: int | None = None) -> None:
+        """Delays a waiting (or delayed) job to ``delay`` seconds from now; it keeps its place
+        in its priority when it is due."""
+        await self._core.delay_job(job_id, delay, now)
 
     async def retry_job(
         self, job_id: str, *, reset_attempts: bool = False, now: int | None = None

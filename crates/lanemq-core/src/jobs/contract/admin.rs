@@ -14,7 +14,11 @@ pub trait JobAdmin: Send + Sync + 'static {
     /// first, as every claim does first; returns how many. For a queue no worker claims from
     /// for a while (a paused queue, a dashboard's counts): its due jobs show as waiting.
     fn promote_due(&self, now: Millis) -> BoxFuture<usize>;
+    /// Moves a delayed job's due time to `until` (BullMQ's `changeDelay`); any other state is
+    /// refused with `JobState`, changing nothing.
     fn reschedule(&self, id: String, until: Millis, now: Millis) -> BoxFuture<()>;
+    /// Delays a waiting or delayed job until `until` (its place in its priority kept).
+    fn delay_job(&self, id: String, until: Millis, now: Millis) -> BoxFuture<()>;
     fn retry_job(&self, id: String, reset_attempts: bool, now: Millis) -> BoxFuture<()>;
     fn update_priority(&self, id: String, priority: u32, lifo: bool) -> BoxFuture<()>;
     fn update_data(&self, id: String, data: String) -> BoxFuture<()>;

@@ -56,20 +56,26 @@ pub fn promote_jobs<S: JobStorage>(
     Ok(delayed.len())
 }
 
-/// Delays a waiting or delayed job until `until`.
+/// Moves a delayed job's due time to `until` (BullMQ's `changeDelay`); with `waiting_too`, a
+/// waiting job is delayed until then as well (`delay_job`). Any other state: `JobState`.
 pub fn reschedule<S: JobStorage>(
     storage: &mut S,
     id: &str,
     until: Millis,
     now: Millis,
+    waiting_too: bool,
 ) -> CoreResult<()> {
+    let (states, expected): (&[JobState], _) = if waiting_too {
+        (
+            &[JobState::Delayed, JobState::Waiting],
+            "waiting or delayed",
+        )
+    } else {
+        (&[JobState::Delayed], "delayed")
+    };
     let key = storage
         .update(id, |job| {
-            expect_state(
-                job,
-                &[JobState::Delayed, JobState::Waiting],
-                "waiting or delayed",
-            )?;
+            expect_state(job, states, expected)?;
             to_delayed(job, until);
             Ok(Arc::clone(&job.id))
         })?

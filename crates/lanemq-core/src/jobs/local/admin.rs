@@ -22,7 +22,10 @@ impl JobAdmin for LocalBackend {
     }
 
     fn reschedule(&self, id: String, until: Millis, now: Millis) -> BoxFuture<()> {
-        self.call_store(move |s| lifecycle::reschedule(s, &id, until, now))
+        self.call_store(move |s| lifecycle::reschedule(s, &id, until, now, false))
+    }
+    fn delay_job(&self, id: String, until: Millis, now: Millis) -> BoxFuture<()> {
+        self.call_store(move |s| lifecycle::reschedule(s, &id, until, now, true))
     }
 
     fn retry_job(&self, id: String, reset_attempts: bool, now: Millis) -> BoxFuture<()> {

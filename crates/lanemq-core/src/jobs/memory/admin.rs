@@ -22,7 +22,10 @@ impl JobAdmin for MemoryBackend {
     }
 
     fn reschedule(&self, id: String, until: Millis, now: Millis) -> BoxFuture<()> {
-        self.write(|s| lifecycle::reschedule(&mut s.store, &id, until, now))
+        self.write(|s| lifecycle::reschedule(&mut s.store, &id, until, now, false))
+    }
+    fn delay_job(&self, id: String, until: Millis, now: Millis) -> BoxFuture<()> {
+        self.write(|s| lifecycle::reschedule(&mut s.store, &id, until, now, true))
     }
 
     fn retry_job(&self, id: String, reset_attempts: bool, now: Millis) -> BoxFuture<()> {

@@ -254,3 +254,39 @@ def queue_factories(
 
     made = {"memory": memory, "local": local, "redis": redis}
     return {backend: made[backend] for backend in made if backend in backends}
+
+
+async def timed_run(
+    queue: Any, worker: Any, n: int, label: str, limit: float
+) -> tuple[float, list[str]]:
+    """Runs ``worker`` until it has finished ``n`` jobs (its ``completed`` and ``failed`` hooks,
+    counted) or ``limit`` seconds passed (a stuck worker must not hang a bench), closes it, and
+    returns the seconds it ran and the problems found: counts other than ``n`` completed and
+    nothing waiting, active or failed (``label`` names the run in them)."""
+    import asyncio
+
+    all_done = asyncio.Event()
+    seen = 0
+
+    def counted(*_: Any) -> None:
+        nonlocal seen
+        seen += 1
+        if seen == n:
+            all_done.set()
+
+    worker.on("completed", counted)
+    worker.on("failed", counted)  # not expected: the check below says so
+    loop = asyncio.get_running_loop()
+    t0 = time.perf_counter()
+    runner = loop.create_task(worker.run())
+    waiter = loop.create_task(all_done.wait())
+    await asyncio.wait({runner, waiter}, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
+    elapsed = time.perf_counter() - t0
+    waiter.cancel()
+    await worker.close()
+    await asyncio.gather(runner, waiter, return_exceptions=True)
+    problems: list[str] = []
+    counts = await queue.get_job_counts("completed", "waiting", "active", "failed")
+    if counts != {"completed": n, "waiting": 0, "active": 0, "failed": 0}:
+        problems.append(f"{label}: counts after the run {counts}")
+    return elapsed, problems

@@ -26,12 +26,10 @@ import argparse
 import asyncio
 import gc
 import sys
-import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any
 
-from _support import RedisServer, build_profile, queue_factories
+from _support import RedisServer, build_profile, queue_factories, timed_run
 from lanemq import Job, JobQueue, JobWorker
 
 Factory = Callable[[], AbstractAsyncContextManager[JobQueue]]
@@ -66,31 +64,7 @@ async def run(factory: Factory, n: int, way: str, size: int) -> tuple[float, lis
         await fill(queue, n)
         gc.collect()
         worker = worker_for(queue, way, size)
-        all_done = asyncio.Event()
-        seen = 0
-
-        def counted(*_: Any) -> None:
-            nonlocal seen
-            seen += 1
-            if seen == n:
-                all_done.set()
-
-        worker.on("completed", counted)
-        worker.on("failed", counted)  # not expected: the checks below say so
-        loop = asyncio.get_running_loop()
-        t0 = time.perf_counter()
-        runner = loop.create_task(worker.run())
-        waiter = loop.create_task(all_done.wait())
-        limit = max(60.0, n / 500)  # a stuck worker must not hang the bench
-        await asyncio.wait({runner, waiter}, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
-        elapsed = time.perf_counter() - t0
-        waiter.cancel()
-        await worker.close()
-        await asyncio.gather(runner, waiter, return_exceptions=True)
-        problems: list[str] = []
-        counts = await queue.get_job_counts("completed", "waiting", "active", "failed")
-        if counts != {"completed": n, "waiting": 0, "active": 0, "failed": 0}:
-            problems.append(f"{way}: counts after the run {counts}")
+        elapsed, problems = await timed_run(queue, worker, n, way, max(60.0, n / 500))
         await queue.obliterate(force=True)
         return n / elapsed, problems
 

@@ -28,12 +28,11 @@ import argparse
 import asyncio
 import gc
 import sys
-import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from _support import RedisServer, Resp, build_profile, queue_factories
+from _support import RedisServer, Resp, build_profile, queue_factories, timed_run
 from lanemq import Job, JobQueue, JobWorker
 
 Factory = Callable[[], AbstractAsyncContextManager[JobQueue]]
@@ -85,33 +84,10 @@ async def run(
             return None
 
         worker.processor("noop")(one)
-        all_done = asyncio.Event()
-        seen = 0
-
-        def counted(*_: Any) -> None:
-            nonlocal seen
-            seen += 1
-            if seen == n:
-                all_done.set()
-
-        worker.on("completed", counted)
-        worker.on("failed", counted)  # not expected: the checks below say so
-        loop = asyncio.get_running_loop()
         cpu0 = redis_cpu(server)
-        t0 = time.perf_counter()
-        runner = loop.create_task(worker.run())
-        waiter = loop.create_task(all_done.wait())
-        limit = max(60.0, n / 200)  # a stuck worker must not hang the bench
-        await asyncio.wait({runner, waiter}, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
-        elapsed = time.perf_counter() - t0
+        label = f"{kind}@{concurrency}"
+        elapsed, problems = await timed_run(queue, worker, n, label, max(60.0, n / 200))
         cpu = redis_cpu(server) - cpu0
-        waiter.cancel()
-        await worker.close()
-        await asyncio.gather(runner, waiter, return_exceptions=True)
-        problems: list[str] = []
-        counts = await queue.get_job_counts("completed", "waiting", "active", "failed")
-        if counts != {"completed": n, "waiting": 0, "active": 0, "failed": 0}:
-            problems.append(f"{kind}@{concurrency}: counts after the run {counts}")
         await queue.obliterate(force=True)
         return n / elapsed, cpu / n * 1e6, problems
 

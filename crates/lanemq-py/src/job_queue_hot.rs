@@ -14,7 +14,7 @@ use crate::errors::to_py;
 use crate::interrupt::Interrupt;
 use crate::job_options::JobOptions;
 use crate::job_queue::{records, JobQueueCore};
-use crate::job_queue_renewals::lease_items;
+use crate::job_queue_renewals::{lease_items, renew_answers};
 use crate::job_record::JobRecord;
 use crate::wire_link::WireLink;
 
@@ -285,17 +285,7 @@ impl JobQueueCore {
         self.resolve(
             py,
             self.backend.renew_many(items, lease, now),
-            move |outcomes| {
-                Ok(ids
-                    .into_iter()
-                    .zip(outcomes)
-                    .filter(|(_, o)| {
-                        o.as_ref()
-                            .is_err_and(|e| !matches!(e, CoreError::CancelRequested { .. }))
-                    })
-                    .map(|(id, _)| id)
-                    .collect::<Vec<_>>())
-            },
+            move |outcomes| Ok(renew_answers(ids, outcomes).0),
         )
     }
 }

@@ -3,7 +3,7 @@
 //! requested (`CoreError::CancelRequested`, the fallback road of `JobCancels` when a worker
 //! missed the push). `renew_many` answers only the lost ones.
 
-use lanemq_core::CoreError;
+use lanemq_core::{CoreError, CoreResult};
 use pyo3::prelude::*;
 
 use crate::core_args::{CoreArg, Text};
@@ -27,21 +27,23 @@ impl JobQueueCore {
         self.resolve(
             py,
             self.backend.renew_many(items, lease, now),
-            move |outcomes| {
-                let mut answers: RenewAnswers = (Vec::new(), Vec::new());
-                for (id, outcome) in ids.into_iter().zip(outcomes) {
-                    match outcome {
-                        Ok(()) => {}
-                        Err(CoreError::CancelRequested { reason, .. }) => {
-                            answers.1.push((id, reason))
-                        }
-                        Err(_) => answers.0.push(id),
-                    }
-                }
-                Ok(answers)
-            },
+            move |outcomes| Ok(renew_answers(ids, outcomes)),
         )
     }
+}
+
+/// The answers of a renewal, by kind: the ids whose lease was lost, and the (id, reason) of
+/// the jobs whose cancellation was requested (renewed nonetheless).
+pub(crate) fn renew_answers(ids: Vec<String>, outcomes: Vec<CoreResult<()>>) -> RenewAnswers {
+    let mut answers: RenewAnswers = (Vec::new(), Vec::new());
+    for (id, outcome) in ids.into_iter().zip(outcomes) {
+        match outcome {
+            Ok(()) => {}
+            Err(CoreError::CancelRequested { reason, .. }) => answers.1.push((id, reason)),
+            Err(_) => answers.0.push(id),
+        }
+    }
+    answers
 }
 
 /// `(id, token)` pairs, as `renew_many` takes them.

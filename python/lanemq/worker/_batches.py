@@ -191,16 +191,9 @@ class GroupedBatcher:
     #: next add, so a worker that meets many groups keeps only the live ones.
     KEEP_IDLE = 1000
 
-    def __init__(
-        self,
-        worker: WorkerState,
-        name: str,
-        call: AsyncBatchProcessor,
-        size: int,
-        min_size: int,
-        timeout: float,
-    ) -> None:
-        self._make = functools.partial(Batcher, worker, name, call, size, min_size, timeout)
+    def __init__(self, make: Callable[[], Batcher]) -> None:
+        """``make``: a new `Batcher` of the processor, for a group met for the first time."""
+        self._make = make
         self._by_group: dict[str | None, Batcher] = {}
 
     def add(self, job: Job, slot: asyncio.Future[Any]) -> None:

@@ -285,8 +285,8 @@ class JobWorker(Loop):
             if not callable(fn):
                 raise TypeError(f"batch processor must be callable, got {fn!r}")
             self._batch_handlers[name] = (fn, size, least, float(timeout))
-            kind = GroupedBatcher if group_affinity else Batcher
-            self._batchers[name] = kind(self, name, as_async_batch(fn), size, least, timeout)
+            make = functools.partial(Batcher, self, name, as_async_batch(fn), size, least, timeout)
+            self._batchers[name] = GroupedBatcher(make) if group_affinity else make()
             self._rebuild()
             return fn
 

@@ -9,11 +9,10 @@ job stopped within 1 s of `cancel()`) is the issue's, measured generously."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import Coroutine
 from typing import Any
 
 import pytest
@@ -31,20 +30,9 @@ from lanemq import (
 from support import EPOCH_MS as T
 
 from .helpers import claim_one, lock_token, stored_job
+from .test_worker import LIMIT, running
 
-LIMIT = 5.0
 STARTED_LIMIT = "job started more than allowable limit"
-
-
-@contextlib.asynccontextmanager
-async def running(worker: JobWorker) -> AsyncIterator[None]:
-    task = asyncio.get_running_loop().create_task(worker.run())
-    await asyncio.sleep(0)
-    try:
-        yield
-    finally:
-        await asyncio.wait_for(worker.close(), LIMIT)
-        await asyncio.wait_for(task, LIMIT)
 
 
 async def _events(queue: JobQueue, job_id: str) -> list[tuple[str, dict[str, str]]]:

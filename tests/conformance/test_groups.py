@@ -269,6 +269,9 @@ async def test_zero_limits_are_refused(queue: JobQueue) -> None:
         await queue.set_group_limits("A", concurrency=0)
     with pytest.raises(ConfigError):
         await queue.set_group_defaults(max_size=0)
+    for bad in ((5, -1.0), (5,), (True, 1.0), (2, float("inf")), [2, 1.0]):
+        with pytest.raises(ConfigError, match=r"invalid rate: .*\(must be \(max, seconds\)"):
+            await queue.set_group_limits("A", rate=bad)  # type: ignore[arg-type]
     assert await queue.get_group_limits("A") == GroupLimits()
     assert await queue.get_group_defaults() == GroupLimits()
 

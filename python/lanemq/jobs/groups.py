@@ -3,6 +3,7 @@ management of one group (`JobQueue.add(..., group=...)`)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..exceptions import ConfigError
@@ -35,11 +36,24 @@ class GroupInfo:
 
 
 def _rate(rate: tuple[int, float] | None) -> tuple[int | None, float | None]:
+    """``rate`` as the bindings take it, or `ConfigError` naming the whole value (the user
+    wrote ``rate=``, not the two fields it becomes)."""
     if rate is None:
         return None, None
-    if not isinstance(rate, tuple) or len(rate) != 2:
-        raise ConfigError(f"invalid rate: {rate!r} (must be a (max, seconds) tuple or None)")
-    return rate
+    if isinstance(rate, tuple) and len(rate) == 2:
+        most, seconds = rate
+        count_ok = isinstance(most, int) and not isinstance(most, bool) and most >= 1
+        seconds_ok = (
+            isinstance(seconds, int | float)
+            and not isinstance(seconds, bool)
+            and 0 < seconds < math.inf
+        )
+        if count_ok and seconds_ok:
+            return most, seconds
+    raise ConfigError(
+        f"invalid rate: {rate!r} (must be (max, seconds): an integer >= 1 and a number of "
+        "seconds > 0, or None)"
+    )
 
 
 class QueueGroups(QueueBase):

@@ -4,7 +4,10 @@
 --       lifo (0/1), delay (ms), parent (the 1-based index of its parent node; 0: the given
 --       parent, or none for ""), hold (0/1: it has children).
 --       Adds a flow (no parent id) or, with the id and token of an active job, parks that job
---       in waiting_children (no attempt used, lock released) and adds its new children. Every
+--       in waiting_children (no attempt used, lock released) and adds its new children. With a
+--       parent id and an empty token (an add's `parent=`), that job, waiting or delayed, moves
+--       to waiting_children (one there stays) and gains the children; another state refuses
+--       with {"state", code} (flow.rs takes_children), a missing job with {"missing"}. Every
 --       node was validated by the client; nodes may be in other queues (whose keys follow).
 --       Returns {"ok", {id, seq, order}...}, or writes nothing and returns {"exists", node
 --       index} (a custom id is taken) or the parent's lock refusal {kind, message}. A flow
@@ -41,6 +44,33 @@ local function park(id)
   set("state", id, CHILDREN_STATE)
   redis.call("ZADD", CHILDREN, NOW_TEXT, hex(num("seq", id)) .. id)
   emit("waiting-children", id, "prev", "active")
+end
+
+-- The job `id`, given children by an add's `parent=` (its state checked), waits for them.
+local function hold(id)
+  local state = tonumber(get("state", id))
+  if state == CHILDREN_STATE then return end
+  local prev = "delayed"
+  if state == WAITING_STATE then
+    waiting_remove(id)
+    prev = "waiting"
+  else
+    redis.call("ZREM", DELAYED, hex(num("seq", id)) .. id)
+  end
+  set("state", id, CHILDREN_STATE)
+  redis.call("ZADD", CHILDREN, NOW_TEXT, hex(num("seq", id)) .. id)
+  emit("waiting-children", id, "prev", prev)
+end
+
+-- Refuses a parent that an add's `parent=` names unless it takes children (flow.rs).
+local function takes_children(id)
+  local state = get("state", id)
+  if not state then return {"missing"} end
+  state = tonumber(state)
+  if state ~= WAITING_STATE and state ~= DELAYED_STATE and state ~= CHILDREN_STATE then
+    return {"state", state}
+  end
+  return nil
 end
 
 -- The nodes of queue `queue` (in preorder) and the index of each among all nodes.
@@ -208,7 +238,12 @@ local function add(own, parent_id, token)
     if queue ~= own then block_base(queue) end
   end
   if parent_id ~= "" then
-    local refused = check(parent_id, token)
+    local refused
+    if token == "" then
+      refused = takes_children(parent_id)
+    else
+      refused = check(parent_id, token)
+    end
     if refused then return refused end
   end
   -- A flow whose root's custom id exists is that job with its children, as a single add
@@ -232,7 +267,9 @@ local function add(own, parent_id, token)
     if full then return full end
   end
 
-  if parent_id ~= "" then park(parent_id) end
+  if parent_id ~= "" then
+    if token == "" then hold(parent_id) else park(parent_id) end
+  end
   -- Every node takes its automatic id, even one not written (as the other backends do).
   for _, queue in ipairs(order) do in_queue(queue, create_in, queue, (of_queue(nodes, queue))) end
   for _, node in ipairs(nodes) do

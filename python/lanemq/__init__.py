@@ -44,7 +44,7 @@ from .exceptions import (
     UnknownLaneError,
     UnrecoverableError,
 )
-from .flows import Dependencies, FlowJob, JobNode
+from .flows import Dependencies, FlowJob, JobNode, ParentRef
 from .job import Job
 from .jobs import GroupInfo, GroupLimits
 from .lanes import DEFAULT_LANES, Alert, CommandHandle, QueueManager
@@ -118,6 +118,7 @@ __all__ = [
     "LockMismatchError",
     "MemoryGroup",
     "MetricsTime",
+    "ParentRef",
     "PriorityBoost",
     "QueueEvent",
     "QueueManager",

@@ -36,6 +36,7 @@ from typing import Any, ParamSpec, TypeVar
 from . import queue as _queue
 from ._core import Backoff, Dedup, JobOptions, KeepJobs
 from ._sync_runtime import SyncJob, SyncQueueBase
+from .flows import ParentRef
 from .observe import QueueMetrics, WorkerInfo
 from .queue import BulkItem, JobQueue, JobResult, QueueStats
 
@@ -69,6 +70,7 @@ class SyncQueue(SyncQueueBase[Q]):
         dedup: Dedup | None = None,
         group: str | None = None,
         max_started_attempts: int | None = None,
+        parent: ParentRef | dict[str, Any] | None = None,
         now: int | None = None,
     ) -> SyncJob:
         """`JobQueue.add`, blocking, its job as a `SyncJob`.
@@ -85,7 +87,12 @@ class SyncQueue(SyncQueueBase[Q]):
         ``dedup`` (`Dedup`): while its key is held, the add returns the job holding it.
         ``group``: the job's group (groups take turns at the claim and have limits of their
         own, `set_group_defaults`). ``max_started_attempts``: a job started this many times
-        (stalls and releases included) fails for good rather than start again."""
+        (stalls and releases included) fails for good rather than start again. ``parent``
+        (`ParentRef` or ``{"id": ..., "queue": ...}``, also a key of an ``options`` dict;
+        BullMQ's ``opts.parent``): the job becomes a child of that job (of this queue, or of
+        ``queue`` of the same backend), which waits for it as a flow's parent does: waiting or
+        delayed, it moves to ``waiting_children``; an active or finished parent is refused
+        (`JobStateError`), a missing one too (`JobNotFoundError`), adding nothing."""
         queue = self.queue
         found = self._runner.call(
             lambda: queue.add(
@@ -105,6 +112,7 @@ class SyncQueue(SyncQueueBase[Q]):
                 dedup=dedup,
                 group=group,
                 max_started_attempts=max_started_attempts,
+                parent=parent,
                 now=now,
             )
         )
@@ -115,7 +123,9 @@ class SyncQueue(SyncQueueBase[Q]):
 
         Adds ``(name, data)`` or ``(name, data, options)`` tuples atomically: if any is
         invalid, none is added. ``options`` is `JobOptions` (checked by a type checker), a
-        dict of its fields or None. The result keeps the input order."""
+        dict of its fields or None. The result keeps the input order. A dict may name a
+        ``parent`` (as `add`'s): then every job of the call must name the same one (they are
+        added as its children in one step, or none is)."""
         jobs = list(jobs)
         queue = self.queue
         found = self._runner.call(lambda: queue.add_bulk(jobs, now=now))

@@ -169,7 +169,7 @@ impl RedisBackend {
     }
 
     /// Writes checked nodes (under the active job `parent` held by its token, parked by the
-    /// same script).
+    /// same script; or, with an empty token, under a parent that does not run, held there).
     async fn add_nodes(
         &self,
         nodes: Vec<FlowNode>,
@@ -246,7 +246,12 @@ impl RedisBackend {
             _ => {
                 let mut refusal = vec![head.unwrap_or(Value::Nil)];
                 refusal.extend(reply);
-                decode::outcome(parent_id, Value::Array(refusal))?;
+                let refusal = Value::Array(refusal);
+                if token.is_empty() {
+                    checked(parent_id, refusal, flow::TAKES_CHILDREN)?;
+                } else {
+                    decode::outcome(parent_id, refusal)?;
+                }
                 return Err(CoreError::Storage("redis: bad flow reply".into()));
             }
         }
@@ -300,6 +305,22 @@ impl RedisBackend {
         let nodes: Vec<&FlowNode> = children.iter().collect();
         self.check_flow(&nodes, "children", max_payload)?;
         self.add_nodes(children, "children", Some((&parent_id, &token)), now)
+            .await
+    }
+
+    /// Adds children to the job `parent_id` that is not running (`JobFlows::attach_children`):
+    /// the same script as `add_children`, without a token.
+    pub async fn attach_children(
+        &self,
+        parent_id: String,
+        children: Vec<FlowNode>,
+        now: Millis,
+        max_payload: usize,
+    ) -> CoreResult<Vec<AddedNode>> {
+        flow::check_children_count(&parent_id, children.len())?;
+        let nodes: Vec<&FlowNode> = children.iter().collect();
+        self.check_flow(&nodes, "children", max_payload)?;
+        self.add_nodes(children, "children", Some((&parent_id, "")), now)
             .await
     }
 
@@ -414,6 +435,16 @@ impl JobFlows for RedisJobBackend {
         let limit = self.max_payload_bytes();
         call!(self, |b| b
             .add_children(parent_id, token, children, now, limit))
+    }
+
+    fn attach_children(
+        &self,
+        parent_id: String,
+        children: Vec<FlowNode>,
+        now: Millis,
+    ) -> BoxFuture<Vec<AddedNode>> {
+        let limit = self.max_payload_bytes();
+        call!(self, |b| b.attach_children(parent_id, children, now, limit))
     }
 
     fn get_dependencies(

@@ -362,6 +362,20 @@ pub fn on_retry(
     }
 }
 
+/// The states a job that is given children by `parent=` takes them in (BullMQ's
+/// `opts.parent`): waiting or delayed (it then waits for them in waiting_children), or
+/// waiting_children already. An active job is refused: its processor, which runs, would finish
+/// it without the child (it adds children with `add_children`); a finished one too.
+pub const TAKES_CHILDREN: &str = "waiting, delayed or waiting_children";
+
+/// Whether a job in `state` may be given children (`TAKES_CHILDREN`).
+pub fn takes_children(state: JobState) -> bool {
+    matches!(
+        state,
+        JobState::Waiting | JobState::Delayed | JobState::WaitingChildren
+    )
+}
+
 /// Refuses `add_children` with nothing to add (the parent would wait for nothing).
 pub fn check_children_count(parent_id: &str, count: usize) -> CoreResult<()> {
     if count == 0 {

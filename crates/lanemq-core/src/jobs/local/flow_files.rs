@@ -287,6 +287,10 @@ impl shared::FlowQueues for FileFlow<'_> {
         lifecycle::park_for_children(&mut SqlStore::new(self.conn, self.env), id, token, now)
     }
 
+    fn hold(&mut self, id: &str, now: Millis) -> CoreResult<()> {
+        lifecycle::hold_for_children(&mut SqlStore::new(self.conn, self.env), id, now)
+    }
+
     fn duplicated(&mut self, job: &Job, now: Millis) -> CoreResult<()> {
         self.env
             .event(self.conn, now, "duplicated", Some(&job.id), None)

@@ -224,6 +224,26 @@ impl JobFlows for LocalBackend {
         })
     }
 
+    fn attach_children(
+        &self,
+        parent_id: String,
+        children: Vec<FlowNode>,
+        now: Millis,
+    ) -> BoxFuture<Vec<AddedNode>> {
+        let nodes: Vec<&FlowNode> = children.iter().collect();
+        let reserving = self.reserve_remote(&nodes, "children");
+        let backend = self.clone();
+        Box::pin(async move {
+            let reserved = reserving.await?;
+            backend
+                .call(move |conn, env| {
+                    let mut files = FileFlow::new(conn, env, reserved);
+                    shared::attach_children(&mut files, &parent_id, children, now)
+                })
+                .await
+        })
+    }
+
     fn get_dependencies(
         &self,
         parent_id: String,

@@ -145,6 +145,10 @@ impl shared::FlowQueues for GroupFlow<'_> {
         lifecycle::park_for_children(self.home_store(), id, token, now)
     }
 
+    fn hold(&mut self, id: &str, now: Millis) -> CoreResult<()> {
+        lifecycle::hold_for_children(self.home_store(), id, now)
+    }
+
     fn duplicated(&mut self, job: &Job, now: Millis) -> CoreResult<()> {
         lifecycle::JobStorage::event(self.home_store(), now, "duplicated", Some(&job.id), None)
     }

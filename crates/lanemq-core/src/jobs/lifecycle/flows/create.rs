@@ -47,6 +47,9 @@ pub trait FlowQueues {
     /// Parks the active job `id` of home, held by `token`, in waiting_children
     /// (`lifecycle::park_for_children`).
     fn park(&mut self, id: &str, token: &str, now: Millis) -> CoreResult<()>;
+    /// The job `id` of home, given children by `parent=`, waits for them
+    /// (`lifecycle::hold_for_children`: refused, changing nothing, unless it takes children).
+    fn hold(&mut self, id: &str, now: Millis) -> CoreResult<()>;
     /// Home's `duplicated` event for its existing job `id`.
     fn duplicated(&mut self, id: &Job, now: Millis) -> CoreResult<()>;
     /// After every node is written, before finished owners are told (SQLite sends the other
@@ -137,6 +140,30 @@ pub fn add_children<Q: FlowQueues>(
     let nodes: Vec<&FlowNode> = children.iter().collect();
     check(queues, &nodes, "children", now)?;
     queues.park(parent_id, token, now)?;
+    let me = ParentRef {
+        queue: home,
+        id: parent_id.to_owned(),
+    };
+    create_all(queues, children, Some(me), now)
+}
+
+/// Adds children to the job `parent_id` of home that is not running (BullMQ's `opts.parent`
+/// on an add): they are checked, then the parent waits for them (`FlowQueues::hold` refuses a
+/// parent that does not take children before anything is written), then they are written.
+pub fn attach_children<Q: FlowQueues>(
+    queues: &mut Q,
+    parent_id: &str,
+    children: Vec<FlowNode>,
+    now: Millis,
+) -> CoreResult<Vec<AddedNode>> {
+    flow::check_children_count(parent_id, children.len())?;
+    let home = queues.home().to_owned();
+    queues
+        .load(&home, parent_id)?
+        .ok_or_else(|| not_found(parent_id))?;
+    let nodes: Vec<&FlowNode> = children.iter().collect();
+    check(queues, &nodes, "children", now)?;
+    queues.hold(parent_id, now)?;
     let me = ParentRef {
         queue: home,
         id: parent_id.to_owned(),

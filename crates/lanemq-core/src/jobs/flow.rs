@@ -376,6 +376,27 @@ pub fn takes_children(state: JobState) -> bool {
     )
 }
 
+/// The refusal of a flow node (or an add's `parent=`) whose custom id names a job that has
+/// another parent: a job has one parent (BullMQ: "the parent job cannot be replaced").
+pub fn other_parent(job: &ParentRef, parent: &ParentRef) -> CoreError {
+    CoreError::Refused(format!(
+        "job {:?} of queue {:?} is already a child of {:?} (a job has one parent)",
+        job.id,
+        job.queue,
+        parent.key()
+    ))
+}
+
+/// The refusal of an existing job made a child under its own descendant `under`.
+pub fn cycle(job: &ParentRef, under: &ParentRef) -> CoreError {
+    CoreError::Refused(format!(
+        "job {:?} of queue {:?} cannot be a child under {:?}, its own descendant",
+        job.id,
+        job.queue,
+        under.key()
+    ))
+}
+
 /// Refuses `add_children` with nothing to add (the parent would wait for nothing).
 pub fn check_children_count(parent_id: &str, count: usize) -> CoreResult<()> {
     if count == 0 {

@@ -38,9 +38,8 @@ pub fn spans_queues(nodes: &[&FlowNode], home: &str) -> bool {
 }
 
 /// Before a flow with jobs in other queues is written, and outside this queue's transaction
-/// (no file is locked while another is): checks its nodes, and in each other queue's file that
-/// their custom ids are free, then reserves their automatic ids there (a flow refused after
-/// that leaves a gap in those ids).
+/// (no file is locked while another is): checks its nodes, then reserves their automatic ids
+/// in each other queue's file (a flow refused after that leaves a gap in those ids).
 pub fn reserve_remote(
     dir: Option<&PathBuf>,
     home: &str,
@@ -67,17 +66,12 @@ pub fn reserve_remote(
                     files.len() - 1
                 }
             };
-            let (_, conn, autos) = &mut files[at];
-            match job.options.job_id.as_deref() {
-                Some(id) if rows::state(conn, id)?.is_some() => Err(CoreError::InvalidConfig(
-                    format!("job_id {id:?} already exists in queue {queue:?}"),
-                )),
-                Some(_) => Ok(()),
-                None => {
-                    *autos += 1;
-                    Ok(())
-                }
+            let (_, _, autos) = &mut files[at];
+            // (a custom id that exists there is that job: the flow's checks read it)
+            if job.options.job_id.is_none() {
+                *autos += 1;
             }
+            Ok(())
         },
     )?;
     let mut reserved = Reserved::new();
@@ -95,6 +89,8 @@ struct Remote {
     parents: Vec<RemoteJob>,
     leaves: Vec<RemoteJob>,
     deps: Vec<(String, ParentRef)>,
+    /// Existing jobs there that the flow names (`Message::Attach`), sent after the parents.
+    attach: Vec<(String, Option<ParentRef>, bool)>,
 }
 
 /// This file, inside its transaction, and the files beside it as a flow spans them.
@@ -200,14 +196,6 @@ impl shared::FlowQueues for FileFlow<'_> {
                 flow::check_dedup_owner(&dedup.id, &owner.id, parent.as_deref())?;
             }
         }
-        if let Some(id) = job.options.job_id.as_deref() {
-            if rows::state(self.conn, id)?.is_some() {
-                return Err(CoreError::InvalidConfig(format!(
-                    "job_id {id:?} already exists in queue {:?}",
-                    self.env.queue
-                )));
-            }
-        }
         Ok(())
     }
 
@@ -254,8 +242,14 @@ impl shared::FlowQueues for FileFlow<'_> {
         }
     }
 
-    fn adopt(&mut self, _queue: &str, mut owner: Job, parent: &ParentRef) -> CoreResult<Job> {
+    /// An owner of another queue takes its parent there, after this commit.
+    fn adopt(&mut self, queue: &str, mut owner: Job, parent: &ParentRef) -> CoreResult<Job> {
         owner.options.parent = Some(parent.clone());
+        if queue != self.env.queue {
+            let entry = (owner.id.to_string(), Some(parent.clone()), false);
+            self.remote(queue).attach.push(entry);
+            return Ok(owner);
+        }
         rows::save(self.conn, &owner)?;
         Ok(owner)
     }
@@ -287,7 +281,12 @@ impl shared::FlowQueues for FileFlow<'_> {
         lifecycle::park_for_children(&mut SqlStore::new(self.conn, self.env), id, token, now)
     }
 
-    fn hold(&mut self, id: &str, now: Millis) -> CoreResult<()> {
+    /// A job of another queue waits for its children there, after this commit.
+    fn hold(&mut self, queue: &str, id: &str, now: Millis) -> CoreResult<()> {
+        if queue != self.env.queue {
+            self.remote(queue).attach.push((id.to_owned(), None, true));
+            return Ok(());
+        }
         lifecycle::hold_for_children(&mut SqlStore::new(self.conn, self.env), id, now)
     }
 
@@ -313,6 +312,15 @@ impl shared::FlowQueues for FileFlow<'_> {
                 at: now,
             };
             links::send(self.conn, self.env, &queue, &message)?;
+            for (id, parent, hold) in remote.attach {
+                let message = Message::Attach {
+                    id,
+                    parent,
+                    hold,
+                    at: now,
+                };
+                links::send(self.conn, self.env, &queue, &message)?;
+            }
             leaves.push((queue, remote.leaves));
         }
         for (queue, jobs) in leaves {
@@ -328,7 +336,11 @@ impl shared::FlowQueues for FileFlow<'_> {
         Ok(())
     }
 
-    fn tell_finished_owner(&mut self, _queue: &str, owner: &Job, now: Millis) -> CoreResult<()> {
+    /// (An owner of another queue is told there, by `Message::Attach`.)
+    fn tell_finished_owner(&mut self, queue: &str, owner: &Job, now: Millis) -> CoreResult<()> {
+        if queue != self.env.queue {
+            return Ok(());
+        }
         match (flow::finished_owner_outcome(owner), &owner.options.parent) {
             (Some(outcome), Some(parent)) => {
                 let mut store = SqlStore::new(self.conn, self.env);

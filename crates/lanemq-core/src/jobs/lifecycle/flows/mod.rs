@@ -10,10 +10,11 @@
 
 mod create;
 mod dependencies;
+mod existing;
 mod news;
 mod storage;
 
-pub use create::{add_children, add_flow, attach_children, existing_root, FlowQueues};
+pub use create::{add_children, add_flow, attach_children, FlowQueues};
 pub use dependencies::{
     get_dependencies, get_dependencies_count, remove_child_dependency, unprocessed_children,
     Detached,

@@ -379,6 +379,12 @@ local function add(own, parent_id, token)
       end
     end)
   end
+  -- A job parked by add_children whose children were all its own already (and done) has
+  -- nothing to wait for (dependencies.rs release_if_done).
+  if token ~= "" and tonumber(get("state", parent_id)) == CHILDREN_STATE
+    and dep_count(dep_prefix(parent_id), UNPROCESSED) == 0 then
+    release_parent(parent_id, cjson.decode(opts_of(parent_id)))
+  end
   -- An existing node or an owner is the job with its children as they are now; nodes not
   -- written (under a deduplicated node) have no entry.
   local compact = {}

@@ -228,3 +228,18 @@ async def test_a_finished_root_with_the_same_children_writes_nothing(queue: JobQ
     with pytest.raises(JobStateError, match='"r" is completed'):
         await queue.add_flow(custom("r", custom("a"), custom("b")), now=T + 4)
     assert await total(queue) == 2
+
+
+async def test_adding_its_own_done_children_again_leaves_nothing_to_wait_for(
+    queue: JobQueue,
+) -> None:
+    await queue.add("parent", None, now=T)
+    (parent,) = await claim(queue, T)
+    await parent.add_children([custom("a")], now=T + 1)
+    await run(queue, "a", T + 2)
+    (again,) = await claim(queue, T + 3)
+    # A processor that adds the same children on its second run: they are done already.
+    (a,) = await again.add_children([custom("a")], now=T + 4)
+    assert a.job.state == "completed"
+    assert await state(queue, parent.id) == "waiting"
+    assert await queue.get_children_values(parent.id) == {f"{queue.name}:a": "a"}

@@ -205,3 +205,18 @@ async def test_a_parent_keyword_and_an_options_parent_together_are_refused(
     with pytest.raises(TypeError, match="parent"):
         await queue.add("c", None, {"parent": {"id": parent.id}}, parent={"id": parent.id}, now=T)
     assert await total(queue) == 1
+
+
+async def test_a_grouped_parent_leaves_its_group_while_it_waits(queue: JobQueue) -> None:
+    parent = await queue.add("parent", None, group="g", now=T)
+    await queue.add("other", None, group="g", now=T)
+    await queue.add("child", None, parent={"id": parent.id}, now=T + 1)
+    # The group's waiting jobs no longer hold the parent: a claim takes the other two.
+    claimed = await claim(queue, T + 2)
+    assert sorted(j.name for j in claimed) == ["child", "other"]
+    assert await state(queue, parent.id) == "waiting_children"
+    child = next(j for j in claimed if j.name == "child")
+    assert child.lock_token is not None
+    await queue.complete(child.id, child.lock_token, None, now=T + 3)
+    assert await state(queue, parent.id) == "waiting"
+    assert [j.id for j in await claim(queue, T + 4)] == [parent.id]

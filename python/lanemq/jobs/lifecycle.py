@@ -137,13 +137,14 @@ class QueueLifecycle(QueueBase):
                 raise TypeError(f"job #{index}: expected (name, data[, options]), got {item!r}")
             _checks.job_name(name, f"name of job #{index}")
             items.append((name, _json.dumps_data(data, name, index), opts))
-        if any(p is not None for p in parents):
-            if len(set(parents)) > 1:
+        named = [p for p in parents if p is not None]
+        if named:
+            if len(named) < len(parents) or len(set(named)) > 1:
                 raise ConfigError(
                     f"invalid parent: {parents!r} (the jobs of one add_bulk name one parent, "
                     "or none of them does)"
                 )
-            return await self._add_under(parents[0], items, now)  # type: ignore[arg-type]
+            return await self._add_under(named[0], items, now)
         try:
             added = await _tracing.producer.add_bulk(self, items, _now(now))
         except UnicodeEncodeError as error:

@@ -281,6 +281,10 @@ impl shared::FlowQueues for FileFlow<'_> {
         lifecycle::park_for_children(&mut SqlStore::new(self.conn, self.env), id, token, now)
     }
 
+    fn release_if_done(&mut self, id: &str, now: Millis) -> CoreResult<()> {
+        shared::release_if_done(&mut SqlStore::new(self.conn, self.env), id, now)
+    }
+
     /// A job of another queue waits for its children there, after this commit.
     fn hold(&mut self, queue: &str, id: &str, now: Millis) -> CoreResult<()> {
         if queue != self.env.queue {

@@ -20,9 +20,9 @@ use rusqlite::{Connection, OptionalExtension};
 use crate::error::{CoreError, CoreResult};
 use crate::jobs::contract::NewJob;
 use crate::jobs::flow::{self, ChildOutcome, ParentRef};
+use crate::jobs::lifecycle;
 use crate::jobs::lifecycle::JobStorage;
 use crate::jobs::model::Millis;
-use crate::jobs::lifecycle;
 
 use super::env::Env;
 use super::links::{with_link, Message};

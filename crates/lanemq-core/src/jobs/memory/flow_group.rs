@@ -137,6 +137,10 @@ impl shared::FlowQueues for GroupFlow<'_> {
         lifecycle::park_for_children(self.home_store(), id, token, now)
     }
 
+    fn release_if_done(&mut self, id: &str, now: Millis) -> CoreResult<()> {
+        shared::release_if_done(self.home_store(), id, now)
+    }
+
     fn hold(&mut self, queue: &str, id: &str, now: Millis) -> CoreResult<()> {
         lifecycle::hold_for_children(self.store(queue), id, now)
     }

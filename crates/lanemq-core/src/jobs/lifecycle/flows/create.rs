@@ -48,6 +48,9 @@ pub trait FlowQueues {
     /// Parks the active job `id` of home, held by `token`, in waiting_children
     /// (`lifecycle::park_for_children`).
     fn park(&mut self, id: &str, token: &str, now: Millis) -> CoreResult<()>;
+    /// Releases home's job `id`, parked for children, when none is pending
+    /// (`flows::release_if_done`).
+    fn release_if_done(&mut self, id: &str, now: Millis) -> CoreResult<()>;
     /// The job `id` of `queue`, given children (an add's `parent=`, or a flow's existing
     /// node), waits for them (`lifecycle::hold_for_children`; checked beforehand).
     fn hold(&mut self, queue: &str, id: &str, now: Millis) -> CoreResult<()>;
@@ -143,9 +146,13 @@ pub fn add_children<Q: FlowQueues>(
         id: parent_id.to_owned(),
     };
     let nodes: Vec<&FlowNode> = children.iter().collect();
-    check(queues, &nodes, "children", &Above::Existing(me.clone()), now)?;
+    let above = Above::Existing(me.clone());
+    check(queues, &nodes, "children", &above, now)?;
     queues.park(parent_id, token, now)?;
-    create_all(queues, children, Some(me), now)
+    let added = create_all(queues, children, Some(me), now)?;
+    // Children that were all its own already (and done) leave it nothing to wait for.
+    queues.release_if_done(parent_id, now)?;
+    Ok(added)
 }
 
 /// Adds children to the job `parent_id` of home that is not running (BullMQ's `opts.parent`
@@ -167,7 +174,8 @@ pub fn attach_children<Q: FlowQueues>(
         id: parent_id.to_owned(),
     };
     let nodes: Vec<&FlowNode> = children.iter().collect();
-    if check(queues, &nodes, "children", &Above::Existing(me.clone()), now)? {
+    let above = Above::Existing(me.clone());
+    if check(queues, &nodes, "children", &above, now)? {
         if !flow::takes_children(parent.state) {
             return Err(CoreError::JobState {
                 id: parent_id.to_owned(),

@@ -38,7 +38,8 @@ class Job(Generic[DataT, ResultT]):
 
     Generic in its data and result for a type checker: ``Job[EmailData, SendResult]`` types
     ``job.data`` as ``EmailData`` and ``await job.wait()`` as ``SendResult``. `JobQueue.add`
-    gives ``Job[<the data's type>, Any]``; a processor annotates its parameter
+    gives ``Job[<the data's type>, Any]`` for data of a type of its own (a TypedDict), and
+    ``Job[Any, Any]`` for a plain dict or list; a processor annotates its parameter
     (``async def send(job: Job[EmailData, SendResult]) -> SendResult``). A bare ``Job`` is
     ``Job[Any, Any]``. Nothing is checked at run time: the data is whatever JSON decoded."""
 

@@ -54,7 +54,7 @@ class SyncQueue(SyncQueueBase[Q]):
     def add(
         self,
         name: str,
-        data: DataT | None = None,
+        data: DataT | dict[str, Any] | list[Any] | None = None,
         options: JobOptions | dict[str, Any] | None = None,
         *,
         job_id: str | None = None,

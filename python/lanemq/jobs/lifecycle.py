@@ -29,7 +29,9 @@ class QueueLifecycle(QueueBase):
     async def add(
         self,
         name: str,
-        data: DataT | None = None,
+        # (data of a type of its own, a TypedDict, types the job; a plain dict or list,
+        # empty ones too, gives Job[Any, Any], which needs no annotation)
+        data: DataT | dict[str, Any] | list[Any] | None = None,
         options: JobOptions | dict[str, Any] | None = None,
         *,
         job_id: str | None = None,

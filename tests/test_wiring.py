@@ -148,6 +148,28 @@ async def test_a_service_of_two_queues_on_a_local_directory(tmp_path: Path) -> N
         assert counts["completed"] == 1
 
 
+async def test_run_serves_until_closed_or_cancelled() -> None:
+    config = ServiceConfig("s", ("a",), url="memory://", consume=("a",))
+
+    async def echo(job: Job) -> object:
+        return job.data
+
+    for ending in ("close", "cancel"):
+        service = build_service(config, entrypoints={"a": Entrypoint({"echo": echo})})
+        running = asyncio.create_task(service.run())
+        job = await service.producer("a").add("echo", {"n": 1})
+        assert await job.wait(timeout=LIMIT) == {"n": 1}
+        if ending == "close":
+            await service.close()
+            await asyncio.wait_for(running, LIMIT)
+        else:
+            running.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await asyncio.wait_for(running, LIMIT)
+        with pytest.raises(RuntimeError, match="service 's' is closed"):
+            await service.start()
+
+
 # ------------------------------------------------------------------- Redis
 
 

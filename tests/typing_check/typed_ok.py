@@ -19,6 +19,7 @@ from lanemq import (
     QueueManager,
 )
 from lanemq.sync import LocalJobQueue, SyncJob
+from lanemq.wiring import Entrypoint, ServiceConfig, build_service
 
 
 async def cancel_session(session_id: str, *, force: bool = False) -> int:
@@ -150,3 +151,15 @@ def typed_sync_jobs() -> str:
         job: SyncJob[EmailData, SendResult] = queue.add("send", EmailData(to="ops@example.com"))
         address: str = job.data["to"]
         return address + job.wait(timeout=5)["message_id"]
+
+
+def typed_wiring() -> None:
+    async def send(job: Job[EmailData, SendResult]) -> SendResult:
+        return {"message_id": job.data["to"]}
+
+    def bury(job: Job, error: BaseException) -> None:
+        print(job.id, error)
+
+    service = build_service(ServiceConfig("mailer", ["emails"], url="memory://"), consume=[])
+    served: bool = service.serve("emails", Entrypoint({"send": send}, on_dead=bury))
+    print(served, service.producer("emails").name)

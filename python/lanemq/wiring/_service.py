@@ -3,6 +3,7 @@ made from its `ServiceConfig`. `Service` holds them and runs the workers (``asyn
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
@@ -35,6 +36,8 @@ class Service:
         self._workers = MappingProxyType(dict(workers))
         self._close_grace = close_grace
         self._started: list[JobWorker] = []
+        self._closed = False
+        self._stop = asyncio.Event()  # (set by close: what run() waits for)
 
     @property
     def queues(self) -> Mapping[str, JobQueue]:
@@ -89,21 +92,37 @@ class Service:
 
     async def start(self) -> None:
         """Starts every worker (in the background, on this event loop)."""
+        if self._closed:
+            raise RuntimeError(f"service {self.name!r} is closed")
         for worker in self._workers.values():
             if worker not in self._started:
                 await worker.__aenter__()
                 self._started.append(worker)
 
+    async def run(self) -> None:
+        """Runs the workers until `close()` is called (from another task) or this task is
+        cancelled (Ctrl-C under `asyncio.run`), then closes everything: the body of a
+        worker process, ``asyncio.run(service.run())``."""
+        try:
+            await self.start()
+            await self._stop.wait()
+        finally:
+            await self.close()
+
     async def close(self) -> None:
         """Closes the workers (their running jobs get ``close_grace`` seconds, the worker's
-        default when None), then every queue. Closing again does nothing."""
+        default when None), then every queue; `run()` returns. Closing again does nothing;
+        a closed service does not start again."""
+        self._stop.set()
         try:
             for worker in self._started:
                 await worker.close(grace=self._close_grace)
         finally:
             self._started.clear()
-            for queue in self._queues.values():
-                await queue.close()
+            if not self._closed:
+                self._closed = True
+                for queue in self._queues.values():
+                    await queue.close()
 
     async def __aenter__(self) -> Service:
         await self.start()

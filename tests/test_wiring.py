@@ -272,6 +272,18 @@ def test_a_bad_connection_or_option_opens_nothing(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+def test_no_password_in_a_config_repr_or_error() -> None:
+    config = ServiceConfig(
+        "s", [QueueConfig("a", url="redis://:s3cret@h:1/0")], url="redis://u:s3cret@h:2/0"
+    )
+    assert "s3cret" not in repr(config)
+    assert "redis://u:***@h:2/0" in repr(config)
+    assert "s3cret" not in repr(config.queue("a"))
+    with pytest.raises(ConfigError) as raised:
+        ServiceConfig.from_dict({"name": "s", "queues": {"a": "redis://:s3cret@h/0"}})
+    assert "s3cret" not in str(raised.value)
+
+
 def test_a_bad_entrypoint_or_consume_is_refused() -> None:
     config = ServiceConfig("s", ("a",), url="memory://")
 

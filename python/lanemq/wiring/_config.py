@@ -9,7 +9,7 @@ import inspect
 import json
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ DEFAULT_URL = "local:./lanemq-data"
 _WORKER_OPTIONS = frozenset(inspect.signature(JobWorker).parameters) - {"queue", "processors"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class QueueConfig:
     """One queue of a service. ``url`` is its connection (`lanemq.from_url`'s forms), None for
     the service's; ``options`` are keywords of the queue's constructor (``prefix=``,
@@ -52,8 +52,11 @@ class QueueConfig:
         object.__setattr__(self, "options", _keywords(self.options, f"{where}: options"))
         object.__setattr__(self, "worker", _worker_keywords(self.worker, where))
 
+    def __repr__(self) -> str:
+        return _repr(self)
 
-@dataclass(frozen=True, init=False)
+
+@dataclass(frozen=True, init=False, repr=False)
 class ServiceConfig:
     """A service's queues (`QueueConfig`, or bare names) and the defaults they fall back to:
     ``url``, the service's connection (None: the ``default_url`` of `build_service`,
@@ -100,6 +103,9 @@ class ServiceConfig:
             object.__setattr__(self, key, value)
         object.__setattr__(self, "consume", self.checked_consume(consume))
 
+    def __repr__(self) -> str:
+        return _repr(self)
+
     # ------------------------------------------------------------------ reading
 
     @classmethod
@@ -118,7 +124,9 @@ class ServiceConfig:
             queues: list[QueueConfig | str] = []
             for name, table in raw.items():
                 if not isinstance(table, Mapping):
-                    raise ConfigError(f"queue {name!r}: expected a table, got {table!r}")
+                    raise ConfigError(
+                        f"queue {name!r}: expected a table, got a {type(table).__name__}"
+                    )
                 _known_keys(table, {"url", "options", "worker"}, f"queue {name!r}")
                 queues.append(QueueConfig(name, **table))
         else:
@@ -189,6 +197,17 @@ class ServiceConfig:
 
 
 # ------------------------------------------------------------------- checks
+
+
+def _repr(config: QueueConfig | ServiceConfig) -> str:
+    """The dataclass's repr with its URL's password masked (a config is logged and printed)."""
+    shown = []
+    for item in fields(config):
+        value = getattr(config, item.name)
+        if item.name == "url" and isinstance(value, str):
+            value = redact_url(value)
+        shown.append(f"{item.name}={value!r}")
+    return f"{type(config).__name__}({', '.join(shown)})"
 
 
 def _listed(value: object, what: str) -> Iterable[Any]:

@@ -5,18 +5,15 @@ config raises naming the bad value and opens nothing."""
 
 from __future__ import annotations
 
-import inspect
 import json
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._redis_url import REDIS_SCHEMES, redact_url
 from ..exceptions import ConfigError
-from ..queue import InMemoryJobQueue, JobQueue, LocalJobQueue, RedisJobQueue
-from ..worker import JobWorker
+from ._checks import check_url, keywords, known_keys, listed, masked_repr, worker_keywords
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -26,9 +23,6 @@ else:  # pragma: no cover - the 3.10 fallback
 #: Where a queue lives when neither it nor its service names a connection: a `LocalJobQueue`
 #: in ``./lanemq-data``, as `LocalJobQueue`'s own default.
 DEFAULT_URL = "local:./lanemq-data"
-
-# The `JobWorker` keywords a config may set (the queue and the processors are the wiring's).
-_WORKER_OPTIONS = frozenset(inspect.signature(JobWorker).parameters) - {"queue", "processors"}
 
 
 @dataclass(frozen=True, repr=False)
@@ -48,12 +42,12 @@ class QueueConfig:
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError(f"invalid queue name {self.name!r} (a non-empty str)")
         where = f"queue {self.name!r}"
-        _check_url(self.url, where)
-        object.__setattr__(self, "options", _keywords(self.options, f"{where}: options"))
-        object.__setattr__(self, "worker", _worker_keywords(self.worker, where))
+        check_url(self.url, where)
+        object.__setattr__(self, "options", keywords(self.options, f"{where}: options"))
+        object.__setattr__(self, "worker", worker_keywords(self.worker, where))
 
     def __repr__(self) -> str:
-        return _repr(self)
+        return masked_repr(self)
 
 
 @dataclass(frozen=True, init=False, repr=False)
@@ -85,26 +79,26 @@ class ServiceConfig:
         if not isinstance(name, str) or not name:
             raise ConfigError(f"invalid service name {name!r} (a non-empty str)")
         where = f"service {name!r}"
-        made = tuple(_queue_config(item, where) for item in _listed(queues, "queues"))
+        made = tuple(_queue_config(item, where) for item in listed(queues, "queues"))
         seen: set[str] = set()
         for queue in made:
             if queue.name in seen:
                 raise ConfigError(f"{where}: queue {queue.name!r} is declared twice")
             seen.add(queue.name)
-        _check_url(url, where)
-        fields = {
+        check_url(url, where)
+        values = {
             "name": name,
             "queues": made,
             "url": url,
-            "options": _keywords({} if options is None else options, f"{where}: options"),
-            "worker": _worker_keywords({} if worker is None else worker, where),
+            "options": keywords({} if options is None else options, f"{where}: options"),
+            "worker": worker_keywords({} if worker is None else worker, where),
         }
-        for key, value in fields.items():
+        for key, value in values.items():
             object.__setattr__(self, key, value)
         object.__setattr__(self, "consume", self.checked_consume(consume))
 
     def __repr__(self) -> str:
-        return _repr(self)
+        return masked_repr(self)
 
     # ------------------------------------------------------------------ reading
 
@@ -116,7 +110,7 @@ class ServiceConfig:
         raises `ConfigError` naming it."""
         if not isinstance(data, Mapping):
             raise ConfigError(f"a service config is a table, got {type(data).__name__}")
-        _known_keys(data, {"name", "queues", "url", "consume", "options", "worker"}, "service")
+        known_keys(data, {"name", "queues", "url", "consume", "options", "worker"}, "service")
         if "name" not in data or "queues" not in data:
             raise ConfigError("a service config needs 'name' and 'queues'")
         raw = data["queues"]
@@ -127,10 +121,10 @@ class ServiceConfig:
                     raise ConfigError(
                         f"queue {name!r}: expected a table, got a {type(table).__name__}"
                     )
-                _known_keys(table, {"url", "options", "worker"}, f"queue {name!r}")
+                known_keys(table, {"url", "options", "worker"}, f"queue {name!r}")
                 queues.append(QueueConfig(name, **table))
         else:
-            queues = list(_listed(raw, "queues"))
+            queues = list(listed(raw, "queues"))
         return cls(
             data["name"],
             queues,
@@ -189,32 +183,11 @@ class ServiceConfig:
         """``consume`` as a tuple of declared queue names (each once); a name the service does
         not declare raises `ConfigError` naming it."""
         names: list[str] = []
-        for name in _listed(consume, "consume"):
+        for name in listed(consume, "consume"):
             self.queue(name)  # (raises for an undeclared name)
             if name not in names:
                 names.append(name)
         return tuple(names)
-
-
-# ------------------------------------------------------------------- checks
-
-
-def _repr(config: QueueConfig | ServiceConfig) -> str:
-    """The dataclass's repr with its URL's password masked (a config is logged and printed)."""
-    shown = []
-    for item in fields(config):
-        value = getattr(config, item.name)
-        if item.name == "url" and isinstance(value, str):
-            value = redact_url(value)
-        shown.append(f"{item.name}={value!r}")
-    return f"{type(config).__name__}({', '.join(shown)})"
-
-
-def _listed(value: object, what: str) -> Iterable[Any]:
-    """``value`` as a list; a str (which would iterate by character) or a non-iterable raises."""
-    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
-        raise ConfigError(f"{what} must be a list, got {value!r}")
-    return list(value)
 
 
 def _queue_config(item: object, where: str) -> QueueConfig:
@@ -223,65 +196,3 @@ def _queue_config(item: object, where: str) -> QueueConfig:
     if isinstance(item, str):
         return QueueConfig(item)
     raise ConfigError(f"{where}: a queue is a QueueConfig or a name, got {item!r}")
-
-
-def _known_keys(table: Mapping[str, Any], known: set[str], where: str) -> None:
-    unknown = sorted(str(key) for key in table if key not in known)
-    if unknown:
-        raise ConfigError(
-            f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})"
-        )
-
-
-def _check_url(url: object, where: str) -> None:
-    if url is not None and not isinstance(url, str):
-        raise ConfigError(f"{where}: url must be a str, got {type(url).__name__}")
-
-
-def _keywords(value: object, where: str) -> dict[str, Any]:
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{where} must be a table of keywords, got {value!r}")
-    for key in value:
-        if not isinstance(key, str) or not key.isidentifier():
-            raise ConfigError(f"{where}: invalid keyword {key!r}")
-    return dict(value)
-
-
-def _worker_keywords(value: object, where: str) -> dict[str, Any]:
-    keywords = _keywords(value, f"{where}: worker")
-    for key in keywords:
-        if key not in _WORKER_OPTIONS:
-            raise ConfigError(
-                f"{where}: unknown worker option {key!r} "
-                f"(JobWorker takes: {', '.join(sorted(_WORKER_OPTIONS))})"
-            )
-    return keywords
-
-
-def queue_class(url: str) -> type[JobQueue]:
-    """The class `lanemq.from_url` makes for ``url`` (its scheme only; from_url checks the
-    rest), so option names can be checked before anything is opened."""
-    scheme = url.partition(":")[0].lower()
-    if scheme in REDIS_SCHEMES:
-        return RedisJobQueue
-    if scheme == "memory":
-        return InMemoryJobQueue
-    if scheme == "local":
-        return LocalJobQueue
-    raise ConfigError(
-        f"unknown queue URL scheme {scheme!r} in {redact_url(url)!r} "
-        "(use redis://, rediss://, redis+cluster://, redis+sentinel://, unix://, memory:// "
-        "or local:DIR)"
-    )
-
-
-def check_queue_options(url: str, options: Mapping[str, Any], where: str) -> None:
-    """Raises `ConfigError` naming a keyword that the queue class of ``url`` does not take."""
-    cls = queue_class(url)
-    taken = set(inspect.signature(cls).parameters) - {"name", "url", "path"}
-    for key in options:
-        if key not in taken:
-            raise ConfigError(
-                f"{where}: unknown option {key!r} for {cls.__name__} "
-                f"(it takes: {', '.join(sorted(taken))})"
-            )

@@ -12,7 +12,8 @@ from ..exceptions import ConfigError
 from ..queue import InMemoryJobQueue, JobQueue, LocalJobQueue
 from ..urls import from_url
 from ..worker import JobWorker
-from ._config import DEFAULT_URL, ServiceConfig, check_queue_options, queue_class
+from ._checks import check_queue_options, queue_class
+from ._config import DEFAULT_URL, ServiceConfig
 from ._entrypoint import Entrypoint
 
 

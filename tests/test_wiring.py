@@ -292,6 +292,8 @@ def test_a_bad_entrypoint_or_consume_is_refused() -> None:
 
     with pytest.raises(ConfigError, match="no queue 'b'"):
         build_service(config, consume=["b"])
+    with pytest.raises(ConfigError, match="invalid close_grace: -1"):
+        build_service(config, close_grace=-1)
     with pytest.raises(ConfigError, match="no queue 'b'"):
         build_service(config, entrypoints={"b": Entrypoint({"send": send})})
     with pytest.raises(TypeError, match="not an Entrypoint"):

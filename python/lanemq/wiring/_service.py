@@ -12,6 +12,7 @@ from ..exceptions import ConfigError
 from ..queue import InMemoryJobQueue, JobQueue, LocalJobQueue
 from ..urls import from_url
 from ..worker import JobWorker
+from ..worker._close import check_seconds
 from ._checks import check_queue_options, queue_class
 from ._config import DEFAULT_URL, ServiceConfig
 from ._entrypoint import Entrypoint
@@ -22,7 +23,8 @@ class Service:
     declared queue, and a `JobWorker` for each queue the process consumes, none otherwise: a
     producer-only process holds no worker and so no blocking connection. ``async with
     service:`` runs the workers and, on the way out, closes them (their running jobs get
-    ``close_grace`` seconds) and then the queues. Made by `build_service`."""
+    ``close_grace`` seconds, None: as long as they take) and then the queues. Made by
+    `build_service`."""
 
     def __init__(
         self,
@@ -111,9 +113,9 @@ class Service:
             await self.close()
 
     async def close(self) -> None:
-        """Closes the workers (their running jobs get ``close_grace`` seconds, the worker's
-        default when None), then every queue; `run()` returns. Closing again does nothing;
-        a closed service does not start again."""
+        """Closes the workers (their running jobs get ``close_grace`` seconds, None: as long as
+        they take; then they are released back to waiting), then every queue; `run()`
+        returns. Closing again does nothing; a closed service does not start again."""
         self._stop.set()
         try:
             for worker in self._started:
@@ -152,12 +154,14 @@ def build_service(
     over the service's); and a `JobWorker` (the queue's worker options over the service's)
     for each queue in ``consume`` (None: the config's ``consume``; empty: none, a producer
     only). ``entrypoints`` maps queue names to the `Entrypoint` each runs (`Service.serve`:
-    attached where this process consumes the queue).
+    attached where this process consumes the queue). ``close_grace``: seconds the running jobs
+    get when the service closes (`JobWorker.close`; None: as long as they take).
 
     Queues of one connection with the same options are siblings (`JobQueue.sibling`): they
     share the connections, and flows may span them. Everything is checked before a queue is
     opened: a bad name, option or URL raises `ConfigError` naming it and opens nothing.
     Nothing connects here (a Redis queue connects at its first call)."""
+    check_seconds("close_grace", close_grace)
     if not isinstance(config, ServiceConfig):
         config = ServiceConfig.from_dict(config)
     consumed = config.consume if consume is None else config.checked_consume(consume)

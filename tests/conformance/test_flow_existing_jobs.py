@@ -116,6 +116,22 @@ async def test_an_existing_job_in_another_queue(
     assert await state(queue, root.job.id) == "waiting"
 
 
+async def test_an_existing_job_in_another_queue_gains_new_children_there(
+    queue: JobQueue, sibling: Callable[[str], JobQueue]
+) -> None:
+    other = sibling("kids")
+    await other.add("e", None, job_id="e", now=T)
+    flow = FlowJob("root", children=[custom("e", FlowJob("leaf"), queue=other.name)])
+    root = await queue.add_flow(flow, now=T)
+    assert await state(other, "e") == "waiting_children"
+    assert (await other.get_dependencies_count("e"))["unprocessed"] == 1
+    await run(other, "leaf", T + 1)
+    assert await state(other, "e") == "waiting"
+    await run(other, "e", T + 2)
+    assert await state(queue, root.job.id) == "waiting"
+    assert await queue.get_children_values(root.job.id) == {f"{other.name}:e": "e"}
+
+
 async def test_an_existing_job_gains_its_nodes_new_children(queue: JobQueue) -> None:
     await queue.add("e", None, job_id="e", delay=60.0, now=T)
     flow = FlowJob("root", children=[custom("e", FlowJob("leaf"))])

@@ -621,6 +621,36 @@ mod tests {
     }
 
     #[test]
+    fn which_parents_take_children_and_refusals_name_the_jobs() {
+        let taking: Vec<JobState> = JobState::ALL
+            .into_iter()
+            .filter(|s| takes_children(*s))
+            .collect();
+        assert_eq!(
+            taking,
+            [
+                JobState::Waiting,
+                JobState::Delayed,
+                JobState::WaitingChildren
+            ]
+        );
+        let job = ParentRef {
+            queue: "q".into(),
+            id: "e".into(),
+        };
+        let parent = ParentRef {
+            queue: "p".into(),
+            id: "1".into(),
+        };
+        let other = other_parent(&job, &parent).to_string();
+        assert!(
+            other.contains(r#""e" of queue "q" is already a child of "p:1""#),
+            "{other}"
+        );
+        assert!(cycle(&job, &parent).to_string().contains("own descendant"));
+    }
+
+    #[test]
     fn single_jobs_and_existing_roots() {
         let leaf = node(Some("r"), None, vec![]);
         assert!(is_single_job(&leaf, "q"));

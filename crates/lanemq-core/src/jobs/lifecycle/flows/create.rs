@@ -75,7 +75,9 @@ fn check<Q: FlowQueues>(
 ) -> CoreResult<bool> {
     let home = queues.home().to_owned();
     flow::check_nodes(nodes, &home, path, path == "root", |queue, job, child| {
-        queues.check_job(queue, job, child, now)
+        // A node that is an existing job is not deduplicated (as flows-16.lua decides).
+        let found = existing(queues, queue, job.options.job_id.as_deref())?;
+        queues.check_job(queue, job, child && found.is_none(), now)
     })?;
     let gains = check_existing(queues, nodes, &home, above)?;
     // A node without children waits or is delayed at once: its group's max_size counts it.

@@ -259,3 +259,12 @@ async def test_adding_its_own_done_children_again_leaves_nothing_to_wait_for(
     assert a.job.state == "completed"
     assert await state(queue, parent.id) == "waiting"
     assert await queue.get_children_values(parent.id) == {f"{queue.name}:a": "a"}
+
+
+async def test_add_bulk_under_a_parent_returns_the_jobs_given(queue: JobQueue) -> None:
+    await queue.add_flow(custom("e", FlowJob("leaf")), now=T)  # an existing job with a child
+    parent = await queue.add("parent", None, now=T)
+    ref = {"parent": {"id": parent.id}}
+    added = await queue.add_bulk([("x", 1, dict(ref, job_id="e")), ("y", 2, ref)], now=T + 1)
+    assert [(j.id, j.name) for j in added] == [("e", "e"), (added[1].id, "y")]
+    assert (await queue.get_dependencies_count(parent.id))["unprocessed"] == 2

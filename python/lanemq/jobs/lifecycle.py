@@ -167,12 +167,13 @@ class QueueLifecycle(QueueBase):
             (self.name, name, body, opts, []) for name, body, opts in items
         ]
         try:
-            rows = await holder._core.attach_children(parent.id, nodes, _now(now))
+            rows = await _tracing.producer.attach_children(holder, parent.id, nodes, _now(now))
         except JobNotFoundError:
             raise JobNotFoundError(
                 f"parent job {parent.id!r} of queue {holder.name!r} not found"
             ) from None
-        return [new_job(self, record) for _, record, _ in rows]
+        # (an existing job comes with its own children after it: the jobs added are the tops)
+        return [new_job(self, record) for _, record, above in rows if above is None]
 
     def wait_and_claim(
         self, worker_id: str, lease: float, max_jobs: int, timeout: float | None

@@ -365,3 +365,12 @@ async def test_an_add_under_a_parent_sends_a_span_the_job_carries(sdk: Sdk) -> N
     ]
     assert [dict(s.attributes or {})["messaging.message.id"] for s in send] == [child.id]
     assert child.options.telemetry
+
+
+async def test_a_flow_whose_existing_root_has_more_children_is_traced(sdk: Sdk) -> None:
+    queue = InMemoryJobQueue("again")
+    root = FlowJob("root", options={"job_id": "r"}, children=[FlowJob("a")])
+    await queue.add_flow(root, now=1)
+    again = await queue.add_flow(root, now=2)  # r gains a second "a": three rows, two nodes
+    assert len(again.children) == 2
+    assert len(sdk.spans("send again")) == 4

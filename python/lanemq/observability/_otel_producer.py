@@ -187,6 +187,10 @@ class Instrumentation:
         the nodes sent, per queue; what it yields records the added ids."""
 
         def done(rows: list[_AddedRow]) -> None:
+            # An existing job (a custom id that exists, a dedup owner) comes back with all its
+            # children, which the flow may not name: then the nodes and rows do not pair up.
+            if len(rows) != len(spans):
+                return
             for (span, _), (_, record, _) in zip(spans, rows, strict=True):
                 span.set_attribute(_MESSAGE_ID, record.id)
 

@@ -544,6 +544,20 @@ class JobQueueCore:
     def list_jobs_with_total(
         self, states: list[str], start: int, end: int, ascending: bool
     ) -> Awaitable[tuple[list[JobRecord], int]]: ...
+    def search_jobs(
+        self,
+        states: list[str],
+        name: str | None,
+        text: str | None,
+        data_paths: list[str],
+        data_values: list[str],
+        older_than: float | None,
+        newer_than: float | None,
+        cursor: int,
+        count: int,
+        ascending: bool,
+        now: int | None = None,
+    ) -> Awaitable[tuple[list[JobRecord], int | None]]: ...
     def get_stats(
         self, now: int | None = None
     ) -> Awaitable[tuple[dict[str, int], bool, int | None, tuple[int, float] | None, float]]: ...
@@ -574,6 +588,18 @@ class JobQueueCore:
         self, id: str, lines: list[str], reason: str | None = None
     ) -> Awaitable[None]: ...
     def remove(self, id: str, now: int | None = None) -> Awaitable[None]: ...
+    def remove_jobs(
+        self,
+        states: list[str],
+        name: str | None,
+        text: str | None,
+        data_paths: list[str],
+        data_values: list[str],
+        older_than: float | None,
+        newer_than: float | None,
+        limit: int | None = None,
+        now: int | None = None,
+    ) -> Awaitable[int]: ...
     def pause(self, now: int | None = None) -> Awaitable[None]: ...
     def resume(self, now: int | None = None) -> Awaitable[None]: ...
     def is_paused(self) -> Awaitable[bool]: ...

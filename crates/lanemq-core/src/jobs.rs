@@ -35,6 +35,8 @@ mod paging;
 mod parent;
 mod queue_name;
 pub mod scheduler;
+mod search;
+mod purge;
 #[cfg(test)]
 mod tests;
 pub mod workers;
@@ -65,5 +67,7 @@ pub use options::{
 pub use paging::index_range;
 pub use parent::{ParentPolicy, ParentRef};
 pub use queue_name::{check_queue_name, is_queue_name, MAX_QUEUE_NAME, QUEUE_NAME_RULE};
+pub use purge::remove_jobs;
 pub use scheduler::{JobScheduler, Template};
+pub use search::{JobFilter, Matcher, MAX_SEARCH_COUNT, SEARCH_SCAN_LIMIT};
 pub use workers::WorkerEntry;

@@ -5,8 +5,8 @@
 //! process) and `redis_queue.rs` (Redis).
 
 use lanemq_core::jobs::{
-    Dependencies, DependencyCounts, FinishedResult, Job, JobScheduler, JobState, Metrics, Millis,
-    QueueStats, StreamEvent, WorkerEntry,
+    Dependencies, DependencyCounts, FinishedResult, Job, JobFilter, JobScheduler, JobState,
+    Metrics, Millis, QueueStats, StreamEvent, WorkerEntry,
 };
 use pyo3::prelude::*;
 
@@ -90,6 +90,29 @@ forwards! {
     fn list_jobs_with_total(states: States, start: i64, end: i64, ascending: bool) -> page {
         list_jobs_with_total(states, start, end, ascending)
     }
+    /// Awaits `(records, cursor)`: up to `count` jobs of `states` meeting the criteria, from
+    /// position `cursor`, and where the next page starts (None: the end).
+    fn search_jobs(
+        states: States,
+        name: Option<Text>,
+        text: Option<Text>,
+        data_paths: Vec<Text>,
+        data_values: Vec<String>,
+        older_than: Option<Secs>,
+        newer_than: Option<Secs>,
+        cursor: usize,
+        count: usize,
+        ascending: bool,
+        now: Option<Now> = None,
+    ) -> search_page {
+        search_jobs(
+            states,
+            filter(name, text, data_paths, data_values, older_than, newer_than),
+            (cursor, count),
+            ascending,
+            now,
+        )
+    }
     /// Awaits `(counts, paused, max_active, rate_limit, rate_limit_ttl)`, read at one moment:
     /// counts per state, the rate limit as `(max, seconds)` or None, its ttl in seconds.
     fn get_stats(now: Option<Now> = None) -> stats { get_stats(now) }
@@ -138,6 +161,25 @@ forwards! {
         save_stacktrace(id, lines, reason)
     }
     fn remove(id: Text, now: Option<Now> = None) -> unit { remove(id, now) }
+    /// Awaits how many jobs of `states` meeting the criteria were removed (at most `limit`).
+    fn remove_jobs(
+        states: States,
+        name: Option<Text>,
+        text: Option<Text>,
+        data_paths: Vec<Text>,
+        data_values: Vec<String>,
+        older_than: Option<Secs>,
+        newer_than: Option<Secs>,
+        limit: Option<usize> = None,
+        now: Option<Now> = None,
+    ) -> Ok {
+        remove_jobs(
+            states,
+            filter(name, text, data_paths, data_values, older_than, newer_than),
+            limit,
+            now,
+        )
+    }
 
     // -------------------------------------------------------------- the queue
 
@@ -260,6 +302,30 @@ pub(crate) fn state_counts(counts: Vec<(JobState, usize)>) -> PyResult<Dict<&'st
 
 fn priority_counts(counts: Vec<(u32, usize)>) -> PyResult<Dict<u32, usize>> {
     Ok(Dict(counts))
+}
+
+/// The criteria of `search_jobs` and `remove_jobs`: each data path with its value's JSON.
+fn filter(
+    name: Option<String>,
+    text: Option<String>,
+    paths: Vec<String>,
+    values: Vec<String>,
+    older_than: Option<Millis>,
+    newer_than: Option<Millis>,
+) -> JobFilter {
+    JobFilter {
+        name,
+        text,
+        data: paths.into_iter().zip(values).collect(),
+        older_than,
+        newer_than,
+    }
+}
+
+type SearchPage = (Vec<JobRecord>, Option<usize>);
+
+fn search_page((jobs, next): (Vec<Job>, Option<usize>)) -> PyResult<SearchPage> {
+    Ok((records(jobs)?, next))
 }
 
 fn page((jobs, total): (Vec<Job>, usize)) -> PyResult<(Vec<JobRecord>, usize)> {

@@ -8,6 +8,7 @@ mod fields;
 mod logs;
 mod obliterate;
 mod reads;
+mod search;
 mod settings;
 mod storage;
 
@@ -22,4 +23,5 @@ pub use settings::{
     clear_rate_limit, get_max_active, get_rate_limit, get_rate_limit_ttl, is_maxed, is_paused,
     rate_limit, remove_rate_limit_key, set_max_active, set_paused, set_rate_limit,
 };
+pub use search::search_jobs;
 pub use storage::ManageStorage;

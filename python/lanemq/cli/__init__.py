@@ -7,6 +7,7 @@ from __future__ import annotations
 import click
 
 from . import group_commands  # noqa: F401  (registers its commands on ``queue``)
+from . import search_commands  # noqa: F401  (registers its commands on ``queue``)
 from .dashboard_command import dashboard_command
 from .queue_commands import queue_group
 from .queues_command import queues_command

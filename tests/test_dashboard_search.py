@@ -63,9 +63,7 @@ async def test_search_by_id_name_and_data(client: TestClient, queue: JobQueue) -
     assert row_ids(none) == [] and "No job found" in none
 
 
-async def test_the_next_page_is_a_link_with_the_cursor(
-    client: TestClient, queue: JobQueue
-) -> None:
+async def test_the_next_page_is_a_link_with_the_cursor(client: TestClient, queue: JobQueue) -> None:
     await queue.add_bulk([("send", {"i": i}) for i in range(30)])
     first = search(client, queue, q="send")
     assert len(row_ids(first)) == 25

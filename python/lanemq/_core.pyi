@@ -401,6 +401,8 @@ class SchedulerRecord:
 
 _FlowNodeArgs = tuple[str | None, str, str, JobOptions | None, list[Any]]
 _AddedRow = tuple[str, JobRecord, int | None]
+# (name, text, data paths, the JSON of their values, older_than, newer_than)
+_SearchCriteria = tuple[str | None, str | None, list[str], list[str], float | None, float | None]
 _DependencyRows = tuple[
     list[tuple[str, str]],
     list[str],
@@ -547,14 +549,8 @@ class JobQueueCore:
     def search_jobs(
         self,
         states: list[str],
-        name: str | None,
-        text: str | None,
-        data_paths: list[str],
-        data_values: list[str],
-        older_than: float | None,
-        newer_than: float | None,
-        cursor: int,
-        count: int,
+        criteria: _SearchCriteria,
+        page: tuple[int, int],
         ascending: bool,
         now: int | None = None,
     ) -> Awaitable[tuple[list[JobRecord], int | None]]: ...
@@ -591,12 +587,7 @@ class JobQueueCore:
     def remove_jobs(
         self,
         states: list[str],
-        name: str | None,
-        text: str | None,
-        data_paths: list[str],
-        data_values: list[str],
-        older_than: float | None,
-        newer_than: float | None,
+        criteria: _SearchCriteria,
         limit: int | None = None,
         now: int | None = None,
     ) -> Awaitable[int]: ...

@@ -5,15 +5,15 @@
 //! process) and `redis_queue.rs` (Redis).
 
 use lanemq_core::jobs::{
-    Dependencies, DependencyCounts, FinishedResult, Job, JobFilter, JobScheduler, JobState,
-    Metrics, Millis, QueueStats, StreamEvent, WorkerEntry,
+    Dependencies, DependencyCounts, FinishedResult, Job, JobScheduler, JobState, Metrics, Millis,
+    QueueStats, StreamEvent, WorkerEntry,
 };
 use pyo3::prelude::*;
 
 use crate::bridge::millis_to_seconds;
 use crate::core_args::{
-    DataPoints, Dict, Kind, MinuteCounts, Now, Positive, Priority, RateWait, Secs, State, States,
-    Text,
+    Criteria, DataPoints, Dict, Kind, MinuteCounts, Now, Positive, Priority, RateWait, Secs, State,
+    States, Text,
 };
 use crate::flows::{self, DependencyRows};
 use crate::job_queue::{records, unit, JobQueueCore};
@@ -94,24 +94,12 @@ forwards! {
     /// position `cursor`, and where the next page starts (None: the end).
     fn search_jobs(
         states: States,
-        name: Option<Text>,
-        text: Option<Text>,
-        data_paths: Vec<Text>,
-        data_values: Vec<String>,
-        older_than: Option<Secs>,
-        newer_than: Option<Secs>,
-        cursor: usize,
-        count: usize,
+        criteria: Criteria,
+        page: (usize, usize),
         ascending: bool,
         now: Option<Now> = None,
     ) -> search_page {
-        search_jobs(
-            states,
-            filter(name, text, data_paths, data_values, older_than, newer_than),
-            (cursor, count),
-            ascending,
-            now,
-        )
+        search_jobs(states, criteria, page, ascending, now)
     }
     /// Awaits `(counts, paused, max_active, rate_limit, rate_limit_ttl)`, read at one moment:
     /// counts per state, the rate limit as `(max, seconds)` or None, its ttl in seconds.
@@ -164,21 +152,11 @@ forwards! {
     /// Awaits how many jobs of `states` meeting the criteria were removed (at most `limit`).
     fn remove_jobs(
         states: States,
-        name: Option<Text>,
-        text: Option<Text>,
-        data_paths: Vec<Text>,
-        data_values: Vec<String>,
-        older_than: Option<Secs>,
-        newer_than: Option<Secs>,
+        criteria: Criteria,
         limit: Option<usize> = None,
         now: Option<Now> = None,
     ) -> Ok {
-        remove_jobs(
-            states,
-            filter(name, text, data_paths, data_values, older_than, newer_than),
-            limit,
-            now,
-        )
+        remove_jobs(states, criteria, limit, now)
     }
 
     // -------------------------------------------------------------- the queue
@@ -302,24 +280,6 @@ pub(crate) fn state_counts(counts: Vec<(JobState, usize)>) -> PyResult<Dict<&'st
 
 fn priority_counts(counts: Vec<(u32, usize)>) -> PyResult<Dict<u32, usize>> {
     Ok(Dict(counts))
-}
-
-/// The criteria of `search_jobs` and `remove_jobs`: each data path with its value's JSON.
-fn filter(
-    name: Option<String>,
-    text: Option<String>,
-    paths: Vec<String>,
-    values: Vec<String>,
-    older_than: Option<Millis>,
-    newer_than: Option<Millis>,
-) -> JobFilter {
-    JobFilter {
-        name,
-        text,
-        data: paths.into_iter().zip(values).collect(),
-        older_than,
-        newer_than,
-    }
 }
 
 type SearchPage = (Vec<JobRecord>, Option<usize>);

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use lanemq_core::jobs::{
-    index_range, BoxFuture, FinishedResult, Job, JobFilter, JobReads, JobState, Millis,
-    QueueStats, SEARCH_SCAN_LIMIT,
+    index_range, BoxFuture, FinishedResult, Job, JobFilter, JobReads, JobState, Millis, QueueStats,
+    SEARCH_SCAN_LIMIT,
 };
 use lanemq_core::CoreResult;
 use redis::Value;
@@ -246,7 +246,11 @@ impl RedisBackend {
         // Bad criteria are refused here, as in process, not by the script.
         filter.matcher(now)?;
         let mut codes = Vec::new();
-        for state in if states.is_empty() { JobState::ALL.to_vec() } else { states } {
+        for state in if states.is_empty() {
+            JobState::ALL.to_vec()
+        } else {
+            states
+        } {
             let code = JobState::ALL.iter().position(|s| *s == state).unwrap_or(0);
             if !codes.contains(&code) {
                 codes.push(code);
@@ -254,7 +258,8 @@ impl RedisBackend {
         }
         let codes: Vec<String> = codes.iter().map(usize::to_string).collect();
         let flag = |given: bool| if given { "1" } else { "0" };
-        let cutoff = |age: Option<Millis>| age.map_or(String::new(), |a| now.saturating_sub(a).to_string());
+        let cutoff =
+            |age: Option<Millis>| age.map_or(String::new(), |a| now.saturating_sub(a).to_string());
         let mut args = vec![
             cursor.to_string(),
             count.to_string(),
@@ -273,7 +278,9 @@ impl RedisBackend {
         }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let reply = decode::items(self.change(&scripts::SEARCH, now, &args).await?)?;
-        let mut texts = reply.iter().map(|v| decode::text(v).ok_or_else(|| decode::unexpected("an id")));
+        let mut texts = reply
+            .iter()
+            .map(|v| decode::text(v).ok_or_else(|| decode::unexpected("an id")));
         let next = texts.next().transpose()?.filter(|at| !at.is_empty());
         let ids = texts.collect::<CoreResult<Vec<String>>>()?;
         let next = match next {
@@ -352,7 +359,8 @@ impl JobReads for RedisJobBackend {
         ascending: bool,
         now: Millis,
     ) -> BoxFuture<(Vec<Job>, Option<usize>)> {
-        call!(self, |b| b.search_jobs(states, filter, page, ascending, now))
+        call!(self, |b| b
+            .search_jobs(states, filter, page, ascending, now))
     }
 
     fn get_stats(&self, now: Millis) -> BoxFuture<QueueStats> {

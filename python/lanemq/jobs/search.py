@@ -135,7 +135,7 @@ class QueueSearch(QueueBase):
         if type(ascending) is not bool:
             raise ConfigError(f"invalid ascending: {ascending!r} (must be True or False)")
         records, next_cursor = await self._core.search_jobs(
-            list(states), *criteria, start, size, ascending, now
+            list(states), criteria, (start, size), ascending, now
         )
         return JobPage([new_job(self, record) for record in records], next_cursor)
 
@@ -163,4 +163,4 @@ class QueueSearch(QueueBase):
                 "remove_jobs needs a state or a criterion (name, text, data, older_than, "
                 "newer_than); obliterate() removes every job"
             )
-        return await self._core.remove_jobs(list(states), *criteria, most, now)
+        return await self._core.remove_jobs(list(states), criteria, most, now)

@@ -142,22 +142,48 @@ mod tests {
 
     fn job(id: &str, name: &str, data: &str, created: Millis) -> Job {
         let options = crate::jobs::options::JobOptions::default();
-        Job::added(id.into(), name.into(), data.into(), options, (1, 1), false, created)
+        Job::added(
+            id.into(),
+            name.into(),
+            data.into(),
+            options,
+            (1, 1),
+            false,
+            created,
+        )
     }
 
     #[test]
     fn criteria_all_hold() {
         let filter = JobFilter {
             name: Some("mail".into()),
-            data: vec![("user.id".into(), "7".into()), ("tags.1".into(), "\"b\"".into())],
+            data: vec![
+                ("user.id".into(), "7".into()),
+                ("tags.1".into(), "\"b\"".into()),
+            ],
             older_than: Some(100),
             ..JobFilter::default()
         };
         let m = filter.matcher(1_000).unwrap();
-        assert!(m.matches(&job("1", "mail", r#"{"user":{"id":7.0},"tags":["a","b"]}"#, 900)));
-        assert!(!m.matches(&job("1", "mail", r#"{"user":{"id":7},"tags":["a","b"]}"#, 901)));
+        assert!(m.matches(&job(
+            "1",
+            "mail",
+            r#"{"user":{"id":7.0},"tags":["a","b"]}"#,
+            900
+        )));
+        assert!(!m.matches(&job(
+            "1",
+            "mail",
+            r#"{"user":{"id":7},"tags":["a","b"]}"#,
+            901
+        )));
         assert!(!m.matches(&job("1", "sms", r#"{"user":{"id":7},"tags":["a","b"]}"#, 0)));
-        assert!(!m.matches(&job("1", "mail", r#"{"user":{"id":"7"},"tags":["a","b"]}"#, 0)));
+        assert!(!m.matches(&job(
+            "1",
+            "mail",
+            r#"{"user":{"id":"7"},"tags":["a","b"]}"#,
+            0
+        )));
         assert!(!m.matches(&job("1", "mail", r#"{"user":{"id":7},"tags":["b"]}"#, 0)));
     }
 
@@ -175,7 +201,13 @@ mod tests {
 
     #[test]
     fn bad_paths_and_values_are_refused() {
-        for (path, value) in [("", "1"), ("a..b", "1"), ("a", "[1]"), ("a", "{}"), ("a", "x")] {
+        for (path, value) in [
+            ("", "1"),
+            ("a..b", "1"),
+            ("a", "[1]"),
+            ("a", "{}"),
+            ("a", "x"),
+        ] {
             let filter = JobFilter {
                 data: vec![(path.into(), value.into())],
                 ..JobFilter::default()

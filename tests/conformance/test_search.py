@@ -163,3 +163,11 @@ async def test_remove_jobs_with_a_limit_and_across_pages(queue: JobQueue) -> Non
     assert await queue.get_job_count() == 1505
     assert await queue.remove_jobs("waiting", older_than=0, name="old", now=T) == 1495
     assert [j.name for j in await queue.list_jobs()] == ["new"] * 10
+
+
+async def test_remove_jobs_leaves_a_schedulers_pending_occurrence(queue: JobQueue) -> None:
+    occurrence = await queue.upsert_scheduler("tick", every=60.0, template=("tick", None), now=T)
+    await queue.add("tick", None, delay=60, now=T)
+    # Both are "tick" jobs; `remove` refuses the occurrence, so this leaves it.
+    assert await queue.remove_jobs(name="tick", now=T) == 1
+    assert [j.id for j in await queue.list_jobs()] == [occurrence.id]

@@ -401,6 +401,8 @@ class SchedulerRecord:
 
 _FlowNodeArgs = tuple[str | None, str, str, JobOptions | None, list[Any]]
 _AddedRow = tuple[str, JobRecord, int | None]
+# (name, text, data paths, the JSON of their values, older_than, newer_than)
+_SearchCriteria = tuple[str | None, str | None, list[str], list[str], float | None, float | None]
 _DependencyRows = tuple[
     list[tuple[str, str]],
     list[str],
@@ -544,6 +546,14 @@ class JobQueueCore:
     def list_jobs_with_total(
         self, states: list[str], start: int, end: int, ascending: bool
     ) -> Awaitable[tuple[list[JobRecord], int]]: ...
+    def search_jobs(
+        self,
+        states: list[str],
+        criteria: _SearchCriteria,
+        page: tuple[int, int],
+        ascending: bool,
+        now: int | None = None,
+    ) -> Awaitable[tuple[list[JobRecord], int | None]]: ...
     def get_stats(
         self, now: int | None = None
     ) -> Awaitable[tuple[dict[str, int], bool, int | None, tuple[int, float] | None, float]]: ...
@@ -574,6 +584,13 @@ class JobQueueCore:
         self, id: str, lines: list[str], reason: str | None = None
     ) -> Awaitable[None]: ...
     def remove(self, id: str, now: int | None = None) -> Awaitable[None]: ...
+    def remove_jobs(
+        self,
+        states: list[str],
+        criteria: _SearchCriteria,
+        limit: int | None = None,
+        now: int | None = None,
+    ) -> Awaitable[int]: ...
     def pause(self, now: int | None = None) -> Awaitable[None]: ...
     def resume(self, now: int | None = None) -> Awaitable[None]: ...
     def is_paused(self) -> Awaitable[bool]: ...

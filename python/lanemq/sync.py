@@ -30,7 +30,7 @@ whose calls (``wait``, ``refresh``, ...) block the same way. Workers stay async:
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ParamSpec, TypeVar
 
 from . import queue as _queue
@@ -329,6 +329,39 @@ class SyncQueue(SyncQueueBase[Q]):
         except the pending occurrences of job schedulers (as BullMQ does); returns their ids."""
         queue = self.queue
         return self._runner.call(lambda: queue.clean(grace, limit, state, now=now))
+
+    def remove_jobs(
+        self,
+        *states: str,
+        name: str | None = None,
+        text: str | None = None,
+        data: Mapping[str, Any] | None = None,
+        older_than: float | None = None,
+        newer_than: float | None = None,
+        limit: int | None = None,
+        now: int | None = None,
+    ) -> int:
+        """`JobQueue.remove_jobs`, blocking.
+
+        Removes the jobs `search_jobs` finds with these criteria (up to ``limit``, None: all)
+        and returns how many. Each is removed as `remove` removes it: a job a worker holds, and
+        a job scheduler's pending occurrence, stay (not counted); a job goes with its tree of
+        children (not counted), a pending child leaves its parent; each emits ``removed``. The
+        search goes a page at a time, each removal on its own, so a big purge never holds the
+        queue. At least a state or a criterion must be given (`obliterate` empties a queue)."""
+        queue = self.queue
+        return self._runner.call(
+            lambda: queue.remove_jobs(
+                *states,
+                name=name,
+                text=text,
+                data=data,
+                older_than=older_than,
+                newer_than=newer_than,
+                limit=limit,
+                now=now,
+            )
+        )
 
     def publish_event(
         self,

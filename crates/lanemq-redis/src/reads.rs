@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use lanemq_core::jobs::{
-    index_range, BoxFuture, FinishedResult, Job, JobReads, JobState, Millis, QueueStats,
+    index_range, BoxFuture, FinishedResult, Job, JobFilter, JobReads, JobState, Millis, QueueStats,
+    SEARCH_SCAN_LIMIT,
 };
 use lanemq_core::CoreResult;
 use redis::Value;
@@ -13,6 +14,7 @@ use crate::backend::RedisBackend;
 use crate::decode;
 use crate::job_backend::{call, RedisJobBackend};
 use crate::keys::{JOB_FIELDS, STATE_SETS, WAITING_LIST};
+use crate::scripts;
 
 fn set_of(state: JobState) -> &'static str {
     STATE_SETS[JobState::ALL.iter().position(|s| *s == state).unwrap_or(0)]
@@ -230,6 +232,64 @@ impl RedisBackend {
         Ok(out)
     }
 
+    /// `search_jobs`: `lua/search-16.lua` walks at most `SEARCH_SCAN_LIMIT` jobs of the states
+    /// and answers the ids that match, then each is read as `get_job` reads it (one that went
+    /// in between is left out).
+    pub async fn search_jobs(
+        &self,
+        states: Vec<JobState>,
+        filter: JobFilter,
+        (cursor, count): (usize, usize),
+        ascending: bool,
+        now: Millis,
+    ) -> CoreResult<(Vec<Job>, Option<usize>)> {
+        // Bad criteria are refused here, as in process, not by the script.
+        filter.matcher(now)?;
+        let mut codes = Vec::new();
+        for state in if states.is_empty() {
+            JobState::ALL.to_vec()
+        } else {
+            states
+        } {
+            let code = JobState::ALL.iter().position(|s| *s == state).unwrap_or(0);
+            if !codes.contains(&code) {
+                codes.push(code);
+            }
+        }
+        let codes: Vec<String> = codes.iter().map(usize::to_string).collect();
+        let flag = |given: bool| if given { "1" } else { "0" };
+        let cutoff =
+            |age: Option<Millis>| age.map_or(String::new(), |a| now.saturating_sub(a).to_string());
+        let mut args = vec![
+            cursor.to_string(),
+            count.to_string(),
+            SEARCH_SCAN_LIMIT.to_string(),
+            flag(ascending).to_owned(),
+            codes.join(","),
+            flag(filter.name.is_some()).to_owned(),
+            filter.name.clone().unwrap_or_default(),
+            flag(filter.text.is_some()).to_owned(),
+            filter.text.clone().unwrap_or_default(),
+            cutoff(filter.older_than),
+            cutoff(filter.newer_than),
+        ];
+        for (path, value) in &filter.data {
+            args.extend([path.clone(), value.clone()]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let reply = decode::items(self.change(&scripts::SEARCH, now, &args).await?)?;
+        let mut texts = reply
+            .iter()
+            .map(|v| decode::text(v).ok_or_else(|| decode::unexpected("an id")));
+        let next = texts.next().transpose()?.filter(|at| !at.is_empty());
+        let ids = texts.collect::<CoreResult<Vec<String>>>()?;
+        let next = match next {
+            None => None,
+            Some(at) => Some(at.parse().map_err(|_| decode::unexpected(&at))?),
+        };
+        Ok((self.jobs(ids).await?, next))
+    }
+
     pub async fn finished_result(&self, id: &str) -> CoreResult<FinishedResult> {
         let mut pipe = redis::pipe();
         pipe.cmd("HMGET")
@@ -289,6 +349,18 @@ impl JobReads for RedisJobBackend {
     ) -> BoxFuture<(Vec<Job>, usize)> {
         call!(self, |b| b
             .list_jobs_with_total(states, start, end, ascending))
+    }
+
+    fn search_jobs(
+        &self,
+        states: Vec<JobState>,
+        filter: JobFilter,
+        page: (usize, usize),
+        ascending: bool,
+        now: Millis,
+    ) -> BoxFuture<(Vec<Job>, Option<usize>)> {
+        call!(self, |b| b
+            .search_jobs(states, filter, page, ascending, now))
     }
 
     fn get_stats(&self, now: Millis) -> BoxFuture<QueueStats> {

@@ -8,6 +8,7 @@ use tokio::sync::oneshot;
 use crate::jobs::contract::{BoxFuture, JobReads, QueueStats};
 use crate::jobs::lifecycle::manage;
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
+use crate::jobs::search::JobFilter;
 
 use super::{rows, LocalBackend};
 
@@ -50,6 +51,17 @@ impl JobReads for LocalBackend {
         ascending: bool,
     ) -> BoxFuture<(Vec<Job>, usize)> {
         self.direct_store(move |s| manage::list_jobs(s, &states, start, end, ascending))
+    }
+
+    fn search_jobs(
+        &self,
+        states: Vec<JobState>,
+        filter: JobFilter,
+        page: (usize, usize),
+        ascending: bool,
+        now: Millis,
+    ) -> BoxFuture<(Vec<Job>, Option<usize>)> {
+        self.direct_store(move |s| manage::search_jobs(s, &states, &filter, page, ascending, now))
     }
 
     /// One operation, so in one transaction of the writer: the values agree.

@@ -113,9 +113,7 @@ class RedisServer:
     port), or another server that takes its arguments (``binary``: valkey-server). Stopped by
     PID."""
 
-    def __init__(
-        self, directory: Path, port: int | None = None, binary: str | None = None
-    ) -> None:
+    def __init__(self, directory: Path, port: int | None = None, binary: str | None = None) -> None:
         if binary is None:
             binary = shutil.which("redis-server")
             if binary is None:

@@ -348,7 +348,6 @@ impl RedisBackend {
         }
     }
 
-
     /// Blocks until the stream has an event after `after` or `wait` passes; returns those events.
     async fn follow(
         &self,
@@ -378,7 +377,6 @@ impl RedisBackend {
         }
         Ok(out)
     }
-
 
     pub async fn wait_events(&self, after: u64, timeout: Option<Millis>) -> CoreResult<bool> {
         if self.last_event_id().await? > after {

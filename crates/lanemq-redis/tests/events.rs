@@ -266,8 +266,16 @@ async fn readers_show_the_newest_max_events_of_a_stream_trimmed_by_whole_nodes()
         add_bulk(&redis, 2).await; // 4 events a call, one entry
     }
     // The server keeps a node more than the newest 20 (approximate trimming), readers 20.
-    assert!(entries(&server).await > 5, "{} entries", entries(&server).await);
-    let ids: Vec<u64> = all(&redis, 0, u64::MAX, 0).await.iter().map(|e| e.0).collect();
+    assert!(
+        entries(&server).await > 5,
+        "{} entries",
+        entries(&server).await
+    );
+    let ids: Vec<u64> = all(&redis, 0, u64::MAX, 0)
+        .await
+        .iter()
+        .map(|e| e.0)
+        .collect();
     assert_eq!(ids, (381..=400).collect::<Vec<u64>>());
     assert_eq!(all(&redis, 390, 392, 0).await.len(), 3);
     // An explicit trim counts only the events readers still saw.

@@ -273,26 +273,6 @@ async def test_event_ids_strictly_increase(queue: JobQueue) -> None:
     assert later_ids[1] > ids[-1]
 
 
-async def test_event_stream_is_bounded_by_max_events() -> None:
-    queue = InMemoryJobQueue("bounded-events", max_events=5)
-    try:
-        jobs = [await queue.add("w", i, now=T + i) for i in range(4)]  # eight events
-        events = await queue.read_events()
-        assert len(events) == 5
-        # The newest five are kept: the last event is the last job's "waiting".
-        assert _names(events)[-2:] == [("added", jobs[3].id), ("waiting", jobs[3].id)]
-        assert _names(events)[0] == ("waiting", jobs[1].id)
-        ids = [e.id for e in events]
-        assert ids == list(range(ids[0], ids[0] + 5))
-
-        await queue.pause(now=T + 10)
-        events = await queue.read_events()
-        assert len(events) == 5
-        assert events[-1].event == "paused"
-    finally:
-        await queue.obliterate(force=True)
-
-
 # ------------------------------------------------------- max_events on every backend
 
 
@@ -334,6 +314,23 @@ async def _run_all(queue: JobQueue, processor: Callable[[Job], Awaitable[Any]]) 
         return await asyncio.wait_for(worker.run_until_idle(), 30.0)
     finally:
         await worker.close()
+
+
+async def test_event_stream_is_bounded_by_max_events(queue: JobQueue) -> None:
+    async with _trimmed(queue, 5) as bounded:
+        jobs = [await bounded.add("w", i, now=T + i) for i in range(4)]  # eight events
+        events = await bounded.read_events()
+        assert len(events) == 5
+        # The newest five are kept: the last event is the last job's "waiting".
+        assert _names(events)[-2:] == [("added", jobs[3].id), ("waiting", jobs[3].id)]
+        assert _names(events)[0] == ("waiting", jobs[1].id)
+        ids = [e.id for e in events]
+        assert ids == list(range(ids[0], ids[0] + 5))
+
+        await bounded.pause(now=T + 10)
+        events = await bounded.read_events()
+        assert len(events) == 5
+        assert events[-1].event == "paused"
 
 
 async def test_max_events_keeps_about_that_many_after_completions(queue: JobQueue) -> None:

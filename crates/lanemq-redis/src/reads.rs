@@ -295,17 +295,39 @@ impl RedisBackend {
         pipe.cmd("HMGET")
             .arg(self.keys.job(id))
             .arg(&["state", "result", "reason"]);
-        let ((state, result, reason),): ((Option<usize>, Option<String>, Option<String>),) =
-            self.query(&pipe).await?;
-        Ok(match state.and_then(|s| JobState::ALL.get(s).copied()) {
-            None => FinishedResult::Missing,
-            // A null result is not stored (complete_jobs in lua/includes/jobs.lua).
-            Some(JobState::Completed) => {
-                FinishedResult::Completed(Some(Arc::from(result.as_deref().unwrap_or("null"))))
-            }
-            Some(JobState::Failed) => FinishedResult::Failed(reason.unwrap_or_default()),
-            Some(state) => FinishedResult::NotFinished(state),
-        })
+        let (fields,): (FinishedFields,) = self.query(&pipe).await?;
+        Ok(finished(fields))
+    }
+
+    /// The id of the newest event, then `finished_result`, read in that order in one round
+    /// trip: where the job is missing, only an event after that id can tell how it ended
+    /// (`wait_finished`).
+    pub(crate) async fn finished_result_since(
+        &self,
+        id: &str,
+    ) -> CoreResult<(u64, FinishedResult)> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("HGET").arg(self.keys.key("meta")).arg("event");
+        pipe.cmd("HMGET")
+            .arg(self.keys.job(id))
+            .arg(&["state", "result", "reason"]);
+        let (last, fields): (Option<u64>, FinishedFields) = self.query(&pipe).await?;
+        Ok((last.unwrap_or(0), finished(fields)))
+    }
+}
+
+/// A job's `state`, `result` and `reason` fields.
+type FinishedFields = (Option<usize>, Option<String>, Option<String>);
+
+fn finished((state, result, reason): FinishedFields) -> FinishedResult {
+    match state.and_then(|s| JobState::ALL.get(s).copied()) {
+        None => FinishedResult::Missing,
+        // A null result is not stored (complete_jobs in lua/includes/jobs.lua).
+        Some(JobState::Completed) => {
+            FinishedResult::Completed(Some(Arc::from(result.as_deref().unwrap_or("null"))))
+        }
+        Some(JobState::Failed) => FinishedResult::Failed(reason.unwrap_or_default()),
+        Some(state) => FinishedResult::NotFinished(state),
     }
 }
 

@@ -223,6 +223,10 @@ pub struct JobOptions {
     /// ones that stalled or were released) fails for good instead of starting again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_started_attempts: Option<u32>,
+    /// BullMQ's `stackTraceLimit`: how many stack traces the job keeps, the newest (0: none).
+    /// `None` keeps `STACKTRACE_LIMIT`; a job stored before the option existed reads as that.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack_trace_limit: Option<u32>,
 }
 
 fn one() -> u32 {
@@ -249,7 +253,16 @@ impl Default for JobOptions {
             telemetry: None,
             group: None,
             max_started_attempts: None,
+            stack_trace_limit: None,
         }
+    }
+}
+
+impl JobOptions {
+    /// How many stack traces the job keeps (its `stack_trace_limit`, or the default).
+    pub fn kept_traces(&self) -> usize {
+        self.stack_trace_limit
+            .map_or(crate::jobs::constants::STACKTRACE_LIMIT, |n| n as usize)
     }
 }
 

@@ -371,9 +371,12 @@ end
 -- How many stack traces a job keeps by default (the newest; constants.rs STACKTRACE_LIMIT);
 -- its options' stack_trace_limit overrides it (absent in a job stored before the option).
 local STACKTRACE_LIMIT = 10
--- Appends `entry` to job `id`'s stack traces, keeping the newest `limit` (at least `least`).
-local function push_trace(id, entry, opts, least)
-  local limit = math.max(tonumber(opts.stack_trace_limit) or STACKTRACE_LIMIT, least or 0)
+-- Appends `entry` to job `id`'s stack traces, keeping the newest its `opts` allow; a
+-- cancellation's entry (constants.rs CANCELLED_TRACE_PREFIX) stays whatever the limit: it is
+-- how Job.wait() tells one (finish.rs).
+local function push_trace(id, entry, opts)
+  local limit = tonumber(opts.stack_trace_limit) or STACKTRACE_LIMIT
+  if limit < 1 and string.sub(entry, 1, 19) == "JobCancelledError: " then limit = 1 end
   local traces = cjson.decode(redis.call("HGET", JOB .. id, "trace") or "[]")
   traces[#traces + 1] = entry
   local kept, first = {}, math.max(#traces - limit + 1, 1)
@@ -385,11 +388,10 @@ end
 -- Fails an (unlocked) job for good as cancelled (lifecycle/cancel.rs): its stack trace gets
 -- "JobCancelledError: <reason>", then fail_for_good with the reason. A job never claimed gets
 -- attempts 0 with its trace, as edit-16.lua's does: a claim reads the trace only of a job
--- tried before (claim_jobs), and a retry by hand may claim it again. That entry is kept even
--- with a stack_trace_limit of 0: it is how Job.wait() tells a cancellation (finish.rs).
+-- tried before (claim_jobs), and a retry by hand may claim it again.
 local function cancel_for_good(id, reason, opts, opts_json)
   redis.call("HSETNX", JOB .. id, "attempts", "0")
-  push_trace(id, "JobCancelledError: " .. reason, opts, 1)
+  push_trace(id, "JobCancelledError: " .. reason, opts)
   fail_for_good(id, reason, opts, opts_json)
 end
 

@@ -77,10 +77,12 @@ pub fn fail<S: JobStorage>(
             job.failed_reason = Some(failure.error.clone());
             if let Some(trace) = &failure.stacktrace {
                 job.stacktrace.push(trace.clone());
+                // A cancellation's entry stays whatever the limit: `wait` reads it.
+                let least = usize::from(trace.starts_with(CANCELLED_TRACE_PREFIX));
                 let excess = job
                     .stacktrace
                     .len()
-                    .saturating_sub(job.options.kept_traces());
+                    .saturating_sub(job.options.kept_traces().max(least));
                 job.stacktrace.drain(..excess);
             }
             if !(failure.retry && !cancelled && job.attempts_made < job.options.attempts) {

@@ -485,6 +485,24 @@ mod tests {
     }
 
     #[test]
+    fn stack_trace_limit_round_trips_and_reads_as_the_default_when_absent() {
+        let older: JobOptions = serde_json::from_str(r#"{"attempts":3}"#).unwrap();
+        assert_eq!(older.stack_trace_limit, None);
+        assert_eq!(
+            older.kept_traces(),
+            crate::jobs::constants::STACKTRACE_LIMIT
+        );
+        let none_kept = JobOptions {
+            stack_trace_limit: Some(0),
+            ..JobOptions::default()
+        };
+        let json = serde_json::to_string(&none_kept).unwrap();
+        assert_eq!(json, r#"{"stack_trace_limit":0}"#);
+        let read: JobOptions = serde_json::from_str(&json).unwrap();
+        assert_eq!((read.stack_trace_limit, read.kept_traces()), (Some(0), 0));
+    }
+
+    #[test]
     fn dedup_serialises_only_what_is_set() {
         let options = JobOptions {
             dedup: Some(Dedup {

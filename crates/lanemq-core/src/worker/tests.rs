@@ -335,7 +335,13 @@ fn a_held_book_claims_nothing_and_sleeps_until_woken() {
         assert_eq!(book.claimable(0), 0);
         let (calls, idle) = calls(book.turn(0));
         assert!(calls.is_empty());
-        assert_eq!(idle, Idle { claim: 0, pause: None });
+        assert_eq!(
+            idle,
+            Idle {
+                claim: 0,
+                pause: None
+            }
+        );
         book.set_held(false);
         assert_eq!(book.claimable(0), 4);
     }
@@ -356,7 +362,10 @@ fn a_held_book_still_reports_completions() {
 #[test]
 fn the_claim_limit_caps_claims_per_window() {
     let mut book = book(10, false);
-    let limit = ClaimLimit { max: 3, per: 60 * SECOND };
+    let limit = ClaimLimit {
+        max: 3,
+        per: 60 * SECOND,
+    };
     book.set_limit(Some(limit)).unwrap();
     assert_eq!(book.claimable(0), 3);
     let (first, _) = calls(book.turn(0));
@@ -373,14 +382,25 @@ fn the_claim_limit_caps_claims_per_window() {
     // The window opened at the first start: it closes a minute after it.
     let (none, idle) = calls(book.turn(2 * SECOND));
     assert!(none.is_empty());
-    assert_eq!(idle, Idle { claim: 0, pause: Some(59 * SECOND) });
+    assert_eq!(
+        idle,
+        Idle {
+            claim: 0,
+            pause: Some(59 * SECOND)
+        }
+    );
     assert_eq!(book.claimable(61 * SECOND), 3);
 }
 
 #[test]
 fn a_claim_limit_must_allow_a_job_per_some_time() {
     let mut book = book(1, false);
-    assert!(book.set_limit(Some(ClaimLimit { max: 0, per: SECOND })).is_err());
+    assert!(book
+        .set_limit(Some(ClaimLimit {
+            max: 0,
+            per: SECOND
+        }))
+        .is_err());
     assert!(book.set_limit(Some(ClaimLimit { max: 1, per: 0 })).is_err());
     assert!(!book.has_limit());
 }

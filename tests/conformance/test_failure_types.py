@@ -108,7 +108,7 @@ async def test_a_failure_that_names_no_class_has_no_cause_type(queue: JobQueue) 
     job = await queue.add("f", None)
     (claimed,) = await queue.claim("w", 30.0, 1)
     assert claimed.lock_token is not None
-    await queue.fail(job.id, claimed.lock_token, "plain words, no class", retry=False)
+    await queue.fail(job.id, claimed.lock_token, "timeout", retry=False)
     with pytest.raises(JobFailedError) as raised:
         await asyncio.wait_for(job.wait(), LIMIT)
     assert type(raised.value) is JobFailedError

@@ -37,6 +37,8 @@ def failed_error(job_id: str, reason: str, trace: list[str]) -> JobFailedError:
     if cls is None:
         return JobFailedError(job_id, reason, cause_type=name)
     cause_type = f"{cls.__module__}.{cls.__qualname__}"
+    if issubclass(JobFailedError, cls):  # `Exception` itself: JobFailedError is one already
+        return JobFailedError(job_id, reason, cause_type=cause_type)
     joined = _joined(cls)
     error = None if joined is None else _instance(joined, job_id, reason, cause_type)
     return error or JobFailedError(job_id, reason, cause_type=cause_type)
@@ -54,7 +56,8 @@ def _cause_name(reason: str, trace: list[str]) -> str | None:
         traced = _traced_name(trace[-1])
         if traced is not None and traced.rsplit(".", 1)[-1] == bare.rsplit(".", 1)[-1]:
             return traced
-    return bare
+    # A class name, as class names are written (a reason of plain words, "timeout", is none).
+    return bare if bare[:1].isupper() else None
 
 
 def _traced_name(trace: str) -> str | None:

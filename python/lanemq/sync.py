@@ -70,6 +70,7 @@ class SyncQueue(SyncQueueBase[Q]):
         dedup: Dedup | None = None,
         group: str | None = None,
         max_started_attempts: int | None = None,
+        stack_trace_limit: int | None = None,
         now: int | None = None,
     ) -> SyncJob[DataT, Any]:
         """`JobQueue.add`, blocking, its job as a `SyncJob`.
@@ -86,7 +87,9 @@ class SyncQueue(SyncQueueBase[Q]):
         ``dedup`` (`Dedup`): while its key is held, the add returns the job holding it.
         ``group``: the job's group (groups take turns at the claim and have limits of their
         own, `set_group_defaults`). ``max_started_attempts``: a job started this many times
-        (stalls and releases included) fails for good rather than start again."""
+        (stalls and releases included) fails for good rather than start again.
+        ``stack_trace_limit``: how many stack traces of failed attempts the job keeps, the
+        newest (BullMQ's ``stackTraceLimit``; 0: none; None: 10)."""
         queue = self.queue
         found = self._runner.call(
             lambda: queue.add(
@@ -106,6 +109,7 @@ class SyncQueue(SyncQueueBase[Q]):
                 dedup=dedup,
                 group=group,
                 max_started_attempts=max_started_attempts,
+                stack_trace_limit=stack_trace_limit,
                 now=now,
             )
         )

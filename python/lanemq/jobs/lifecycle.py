@@ -66,6 +66,7 @@ class QueueLifecycle(QueueBase):
         dedup: Dedup | None = None,
         group: str | None = None,
         max_started_attempts: int | None = None,
+        stack_trace_limit: int | None = None,
         parent: ParentRef | dict[str, Any] | None = None,
         now: int | None = None,
     ) -> Job[DataT, Any]:
@@ -81,11 +82,13 @@ class QueueLifecycle(QueueBase):
         ``dedup`` (`Dedup`): while its key is held, the add returns the job holding it.
         ``group``: the job's group (groups take turns at the claim and have limits of their
         own, `set_group_defaults`). ``max_started_attempts``: a job started this many times
-        (stalls and releases included) fails for good rather than start again. ``parent``
-        (`ParentRef` or ``{"id": ..., "queue": ...}``, also a key of an ``options`` dict;
-        BullMQ's ``opts.parent``): the job becomes a child of that job (of this queue, or of
-        ``queue`` of the same backend), which waits for it as a flow's parent does: waiting or
-        delayed, it moves to ``waiting_children``; an active or finished parent is refused
+        (stalls and releases included) fails for good rather than start again.
+        ``stack_trace_limit``: how many stack traces of failed attempts the job keeps, the
+        newest (BullMQ's ``stackTraceLimit``; 0: none; None: 10). ``parent`` (`ParentRef` or
+        ``{"id": ..., "queue": ...}``, also a key of an ``options`` dict; BullMQ's
+        ``opts.parent``): the job becomes a child of that job (of this queue, or of ``queue``
+        of the same backend), which waits for it as a flow's parent does: waiting or delayed,
+        it moves to ``waiting_children``; an active or finished parent is refused
         (`JobStateError`), a missing one too (`JobNotFoundError`), adding nothing."""
         _checks.job_name(name)
         options, parent = _split_parent(options, parent)
@@ -104,6 +107,7 @@ class QueueLifecycle(QueueBase):
                 dedup,
                 group,
                 max_started_attempts,
+                stack_trace_limit,
             )
         )
         opts = _options(options, given)

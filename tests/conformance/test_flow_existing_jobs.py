@@ -109,7 +109,7 @@ async def test_an_existing_job_in_another_queue(
     await other.add("e", None, job_id="e", now=T)
     root = await queue.add_flow(FlowJob("root", children=[custom("e", queue=other.name)]), now=T)
     (e,) = root.children
-    assert e.job.id == "e" and e.job.queue is other
+    assert e.job.id == "e" and e.job.queue is other and e.job.parent_id == root.job.id
     assert (await other.get_job("e")).parent_id == root.job.id  # type: ignore[union-attr]
     assert await state(queue, root.job.id) == "waiting_children"
     await run(other, "e", T + 1)
@@ -123,6 +123,10 @@ async def test_an_existing_job_in_another_queue_gains_new_children_there(
     await other.add("e", None, job_id="e", now=T)
     flow = FlowJob("root", children=[custom("e", FlowJob("leaf"), queue=other.name)])
     root = await queue.add_flow(flow, now=T)
+    # Returned as it is once written, in every backend (a local file's a moment later).
+    (e,) = root.children
+    assert (e.job.state, e.job.parent_id) == ("waiting_children", root.job.id)
+    assert [c.job.name for c in e.children] == ["leaf"]
     assert await state(other, "e") == "waiting_children"
     assert (await other.get_dependencies_count("e"))["unprocessed"] == 1
     await run(other, "leaf", T + 1)

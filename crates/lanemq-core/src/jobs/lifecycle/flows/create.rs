@@ -8,7 +8,7 @@
 use crate::error::{CoreError, CoreResult};
 use crate::jobs::contract::NewJob;
 use crate::jobs::flow::{self, AddedNode, FlowNode, ParentRef};
-use crate::jobs::model::{Job, Millis};
+use crate::jobs::model::{Job, JobState, Millis};
 use crate::jobs::options::JobOptions;
 
 use super::super::not_found;
@@ -317,24 +317,46 @@ fn with_existing<Q: FlowQueues>(
     finished: &mut Vec<(String, Job)>,
     now: Millis,
 ) -> CoreResult<AddedNode> {
-    let job = match parent {
+    let attached = match parent {
         Some(parent) if job.options.parent.as_ref() != Some(&parent) => {
-            attach(queues, queue, job, &parent, finished)?
+            attach(queues, queue, job.clone(), &parent, finished)?;
+            Some(parent)
         }
-        _ => job,
+        _ => None,
     };
     let me = ParentRef {
         queue: queue.to_owned(),
         id: job.id.to_string(),
     };
-    if gains(queues, &children, queue, &me)? {
+    let held = gains(queues, &children, queue, &me)?;
+    if held {
         queues.hold(queue, &job.id, now)?;
     }
-    for child in children {
-        create_node(queues, child, queue, Some(me.clone()), finished, now)?;
+    let written = children
+        .into_iter()
+        .map(|child| create_node(queues, child, queue, Some(me.clone()), finished, now))
+        .collect::<CoreResult<Vec<_>>>()?;
+    // A job of another file gets its changes after the commit (`FlowQueues`): it is returned
+    // as it will be then.
+    let mut job = queues.load(queue, &job.id)?.unwrap_or(job);
+    if attached.is_some() {
+        job.options.parent = attached;
     }
-    let job = queues.load(queue, &job.id)?.unwrap_or(job);
-    existing_node(queues, queue, job)
+    if held && flow::takes_children(job.state) {
+        job.state = JobState::WaitingChildren;
+    }
+    let mut node = existing_node(queues, queue, job)?;
+    for child in written {
+        let known = node
+            .children
+            .iter()
+            .any(|c| c.queue == child.queue && c.job.id == child.job.id);
+        if !known {
+            node.children.push(child);
+        }
+    }
+    flow::sort_children(&mut node);
+    Ok(node)
 }
 
 /// The node of the existing job `job` of `queue`, with its children (in every set) as they

@@ -209,6 +209,23 @@ async def test_immediately_runs_a_cron_schedule_once_at_once(queue: JobQueue) ->
     assert await pending_ids(queue, "nine") == [rid("nine", next_nine)]
 
 
+async def test_seven_field_cron_names_its_years_and_ends_after_the_last(queue: JobQueue) -> None:
+    # The seed's form: second minute hour day-of-month month day-of-week year.
+    first = ms(datetime(2023, 12, 31, 9, 0, 30, tzinfo=UTC))
+    last = ms(datetime(2025, 12, 31, 9, 0, 30, tzinfo=UTC))
+    job = await queue.upsert_scheduler(
+        "eve", cron="30 0 9 31 DEC * 2023,2025", template=("x", None), now=T
+    )
+    assert (job.id, job.delay_until) == (rid("eve", first), first)
+    assert (await scheduler(queue, "eve")).cron == "30 0 9 31 DEC * 2023,2025"
+    assert await claim(queue, first) == [rid("eve", first)]
+    assert await pending_ids(queue, "eve") == [rid("eve", last)], "2024 is not a year of it"
+    assert await claim(queue, last) == [rid("eve", last)]
+    # No year left: the schedule ended, as a limit or an end ends one.
+    assert await queue.get_scheduler("eve") is None
+    assert await pending_ids(queue, "eve") == []
+
+
 # ----------------------------------------------------------------------------- upsert
 
 
@@ -425,6 +442,9 @@ BAD: list[tuple[dict[str, Any], str]] = [
     ({"cron": "not a cron"}, "not a cron"),
     ({"cron": "* * * *"}, "* * * *"),
     ({"cron": "0 0 30 2 *"}, "never fires"),
+    ({"cron": "0 0 9 * * * 2020-2022"}, 'year field "2020-2022"'),
+    ({"cron": "0 0 9 * * * 6000"}, 'year field "6000"'),
+    ({"cron": "0 0 9 * * * 2024 1"}, "8 fields"),
     ({"cron": "0 9 * * *", "tz": "Mars/Olympus"}, "Mars/Olympus"),
     ({"every": 1.0, "tz": "Europe/Berlin"}, "Europe/Berlin"),
     ({"every": 1.0, "limit": 0}, "invalid limit: 0"),

@@ -32,8 +32,9 @@ class QueueSchedulers(QueueBase):
     ) -> Job:
         """Creates or updates the job scheduler ``key`` and returns its pending occurrence.
 
-        The schedule is ``every`` seconds, or the ``cron`` pattern (5 fields, or 6 with
-        seconds first) read in the IANA zone ``tz``; exactly one of them. ``template`` is
+        The schedule is ``every`` seconds, or the ``cron`` pattern (5 fields, 6 with seconds
+        first, or 7 with seconds first and a year last: once its years have passed, the
+        schedule ends) read in the IANA zone ``tz``; exactly one of them. ``template`` is
         ``(name, data)`` or ``(name, data, options)`` (`JobOptions` or a dict, without
         ``job_id``, ``dedup`` or ``delay``): every occurrence is a job made from it, delayed
         until its run time, with the id ``repeat:<key>:<run time ms>``. ``limit`` caps the

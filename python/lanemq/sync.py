@@ -38,6 +38,7 @@ from ._core import Backoff, Dedup, JobOptions, KeepJobs
 from ._sync_runtime import SyncJob, SyncQueueBase
 from .observe import QueueMetrics, WorkerInfo
 from .queue import BulkItem, JobQueue, JobResult, QueueStats
+from .schedulers import Repeat
 
 Q = TypeVar("Q", bound=JobQueue)
 P = ParamSpec("P")
@@ -69,6 +70,7 @@ class SyncQueue(SyncQueueBase[Q]):
         dedup: Dedup | None = None,
         group: str | None = None,
         max_started_attempts: int | None = None,
+        repeat: Repeat | dict[str, Any] | None = None,
         now: int | None = None,
     ) -> SyncJob:
         """`JobQueue.add`, blocking, its job as a `SyncJob`.
@@ -85,7 +87,15 @@ class SyncQueue(SyncQueueBase[Q]):
         ``dedup`` (`Dedup`): while its key is held, the add returns the job holding it.
         ``group``: the job's group (groups take turns at the claim and have limits of their
         own, `set_group_defaults`). ``max_started_attempts``: a job started this many times
-        (stalls and releases included) fails for good rather than start again."""
+        (stalls and releases included) fails for good rather than start again.
+
+        ``repeat`` (`Repeat`, or a dict of its fields; BullMQ's legacy repeat option) makes a
+        job scheduler instead (`upsert_scheduler`), whose occurrences are made of this name,
+        data and options, and returns its pending occurrence, the first. Its key is BullMQ's
+        repeat key (`Repeat.scheduler_key`: the name, ``job_id`` and the repeat), so adding
+        the same repeat again adds nothing and returns the pending occurrence;
+        `remove_scheduler` (with ``job.scheduler_key``) stops it. ``delay`` is refused with
+        it: the schedule decides when occurrences run."""
         queue = self.queue
         found = self._runner.call(
             lambda: queue.add(
@@ -105,6 +115,7 @@ class SyncQueue(SyncQueueBase[Q]):
                 dedup=dedup,
                 group=group,
                 max_started_attempts=max_started_attempts,
+                repeat=repeat,
                 now=now,
             )
         )

@@ -54,7 +54,8 @@ elseif op == "remove" then
   if not rec then return {0} end
   local pending = occurrence_id(key, rec.next_run)
   local state = get("state", pending)
-  if state and not_started(state) then remove_occurrence(pending, state) end
+  if state and not_started(state) then remove_occurrence(pending, state)
+  elseif not state then drop_waiting_occurrence(rec, pending) end
   sched_delete(key)
   return {1}
 end

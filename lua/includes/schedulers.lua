@@ -84,13 +84,48 @@ local function occurrence_opts(key, rec, id, delay)
   return head .. "," .. rec.occ .. "}"
 end
 
--- Creates the occurrence of `key` due at `run` (text), delayed until then (waiting if due).
+-- An occurrence whose template has dedup options (keep_last, without a ttl: scheduler.rs
+-- check), as dedup.rs on_add_occurrence decides: a held key keeps it as its next job whatever
+-- the owner's state (`deduplicated` and `debounced` on the owner), so that it is added when the
+-- owner finishes and the schedule goes on; else it is added and takes the key. Returns the id
+-- of the job that answers for it: the owner, or the occurrence.
+local function add_occurrence(spec, dedup)
+  purge_expired()
+  local key = key_read(dedup.id)
+  if held(key) then
+    key_write(dedup.id, key.owner, key.exp, {spec.name, spec.data, spec.opts})
+    emit("deduplicated", key.owner, "deduplicationId", dedup.id, "deduplicatedJobId", spec.id)
+    emit("debounced", key.owner, "debounceId", dedup.id)
+    return key.owner
+  end
+  create_jobs({spec})
+  key_write(dedup.id, spec.id, nil, nil)
+  return spec.id
+end
+
+-- Creates the occurrence of `key` due at `run` (text), delayed until then (waiting if due);
+-- returns the id of the job that answers for it (add_occurrence: with dedup, maybe its owner).
 local function create_occurrence(key, rec, run)
   local id = occurrence_id(key, run)
   local delay = math.max(tonumber(run) - NOW, 0)
-  create_jobs({{name = rec.name, data = rec.data, opts = occurrence_opts(key, rec, id, delay),
-    id = id, prio = rec.prio, lifo = rec.lifo == true, delay = delay}})
+  local spec = {name = rec.name, data = rec.data, opts = occurrence_opts(key, rec, id, delay),
+    id = id, prio = rec.prio, lifo = rec.lifo == true, delay = delay}
+  local dedup = dedup_of(spec.opts)
+  if dedup then return add_occurrence(spec, dedup) end
+  create_jobs({spec})
   return id
+end
+
+-- A removed scheduler's pending occurrence that waits on its template's dedup key is dropped
+-- from the key: added when the owner finishes, it would run once with no scheduler. The owner
+-- keeps the key (lifecycle::schedulers drop_waiting_occurrence).
+local function drop_waiting_occurrence(rec, pending)
+  local dedup = dedup_of(rec.opts)
+  if not dedup then return end
+  local key = key_read(dedup.id)
+  if key and key.next and cjson.decode(key.next[3]).job_id == pending then
+    key_write(dedup.id, key.owner, key.exp, nil)
+  end
 end
 
 -- Removes a pending occurrence as a removal by hand does (a `removed` event).

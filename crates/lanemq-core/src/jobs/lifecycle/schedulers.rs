@@ -12,6 +12,7 @@ use crate::jobs::scheduler::{
 use crate::schedule::ScheduleSpec;
 
 use super::create::create_as;
+use super::dedup;
 use super::storage::JobStorage;
 use super::tables::{SchedulerTable, StoredScheduler};
 
@@ -105,12 +106,16 @@ pub fn on_claim<S: JobStorage>(
 /// Removes the scheduler `key` and its pending occurrence (if it has not started); `true` if
 /// the scheduler existed.
 pub fn remove<S: JobStorage>(storage: &mut S, key: &str, now: Millis) -> CoreResult<bool> {
-    let Some(next_run) = storage.scheduler_next_run(key)? else {
+    let Some(stored) = storage.scheduler(key)? else {
         return Ok(false);
     };
-    let pending = occurrence_id(key, next_run);
-    if scheduler::not_started(storage.occurrence_state(&pending)?) {
-        remove_occurrence(storage, &pending, now)?;
+    let pending = occurrence_id(key, stored.next_run);
+    match storage.occurrence_state(&pending)? {
+        state @ Some(_) if scheduler::not_started(state) => {
+            remove_occurrence(storage, &pending, now)?
+        }
+        Some(_) => {}
+        None => drop_waiting_occurrence(storage, &stored.template, &pending)?,
     }
     storage.delete_scheduler(key)
 }
@@ -192,7 +197,36 @@ fn create_occurrence<S: JobStorage>(
         options: occurrence_options(key, &template.options, run, now),
     };
     let seq = storage.reserve_seq(1)?;
+    if new.options.dedup.is_some() {
+        // The owner of the key when the occurrence waits on it (the upsert's answer, as an add
+        // deduplicated answers).
+        return dedup::add_occurrence(storage, new, seq, now).map(|(job, _)| job);
+    }
     // The id is the occurrence's own: no automatic id is taken.
     let id = storage.auto_id(&new.options)?;
     create_as(storage, new, id, seq, false, now)
+}
+
+/// Drops the pending occurrence `pending` of a scheduler being removed where it waits on its
+/// template's dedup key (keep_last) for the owner to finish: added then, it would run once with
+/// no scheduler. The key and its owner stay as they are.
+fn drop_waiting_occurrence<S: JobStorage>(
+    storage: &mut S,
+    template: &Template,
+    pending: &str,
+) -> CoreResult<()> {
+    let Some(dedup) = template.options.dedup.as_ref() else {
+        return Ok(());
+    };
+    let Some(key) = storage.dedup_key(&dedup.id)?.filter(|k| k.has_next) else {
+        return Ok(());
+    };
+    let next = storage.take_next_job(&dedup.id)?;
+    storage.set_dedup_key(&dedup.id, &key.owner, key.expires_at)?;
+    match next {
+        Some(job) if job.options.job_id.as_deref() != Some(pending) => {
+            storage.extend_dedup_key(&dedup.id, key.expires_at, Some(job))
+        }
+        _ => Ok(()),
+    }
 }

@@ -110,8 +110,12 @@ class QueueSchedulers(QueueBase):
         first, or 7 with seconds first and a year last: once its years have passed, the
         schedule ends) read in the IANA zone ``tz``; exactly one of them. ``template`` is
         ``(name, data)`` or ``(name, data, options)`` (`JobOptions` or a dict, without
-        ``job_id``, ``dedup`` or ``delay``): every occurrence is a job made from it, delayed
-        until its run time, with the id ``repeat:<key>:<run time ms>``. ``limit`` caps the
+        ``job_id`` or ``delay``): every occurrence is a job made from it, delayed until its
+        run time, with the id ``repeat:<key>:<run time ms>``. Its ``dedup`` may only be
+        ``Dedup(id, keep_last=True)``: while the key's holder (a running occurrence) has not
+        finished, the next occurrence waits on the key, and is added when it finishes (at its
+        run time, at once if that passed), so a slow job never piles up occurrences; the
+        other modes would turn an occurrence away, and the schedule with it. ``limit`` caps the
         number of occurrences (the first included); ``start`` and ``end`` (aware `datetime`
         or epoch milliseconds) bound the run times; ``immediately`` makes a cron schedule run
         once at once (an ``every`` schedule always does), and cannot be combined with

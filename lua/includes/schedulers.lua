@@ -116,16 +116,26 @@ local function create_occurrence(key, rec, run)
   return id
 end
 
+-- The key of the template's dedup id, when occurrence `pending` of record `rec` is no job but
+-- waits on it (keep_last) for the key's owner to finish: still the scheduler's pending
+-- occurrence (lifecycle::schedulers kept_owner); else nil.
+local function kept_on(rec, pending)
+  local dedup = dedup_of(rec.opts)
+  if not dedup then return nil end
+  local key = key_read(dedup.id)
+  if key and key.next and cjson.decode(key.next[3]).job_id == pending then
+    key.id = dedup.id
+    return key
+  end
+  return nil
+end
+
 -- A removed scheduler's pending occurrence that waits on its template's dedup key is dropped
 -- from the key: added when the owner finishes, it would run once with no scheduler. The owner
 -- keeps the key (lifecycle::schedulers drop_waiting_occurrence).
 local function drop_waiting_occurrence(rec, pending)
-  local dedup = dedup_of(rec.opts)
-  if not dedup then return end
-  local key = key_read(dedup.id)
-  if key and key.next and cjson.decode(key.next[3]).job_id == pending then
-    key_write(dedup.id, key.owner, key.exp, nil)
-  end
+  local key = kept_on(rec, pending)
+  if key then key_write(key.id, key.owner, key.exp, nil) end
 end
 
 -- Removes a pending occurrence as a removal by hand does (a `removed` event).

@@ -269,6 +269,33 @@ async def test_keep_last_on_a_template_keeps_the_next_occurrence_while_one_runs(
     assert (await scheduler(queue, "k")).job_id == third.id
 
 
+async def test_an_upsert_keeps_or_replaces_the_occurrence_waiting_on_the_key(
+    queue: JobQueue,
+) -> None:
+    keep = {"dedup": Dedup("tick", keep_last=True)}
+    await queue.upsert_scheduler("k", every=1.0, template=("x", {"v": 1}, keep), now=T)
+    [running] = await queue.claim("w", lease=60.0, now=T)
+    before = await scheduler(queue, "k")
+    assert (before.next_run, before.iteration_count, before.job_id) == (T + 1000, 2, None)
+    # The same upsert again: the occurrence waiting on the key is the pending one, kept; the
+    # key's owner answers for it, as when it was produced.
+    again = await queue.upsert_scheduler("k", every=1.0, template=("x", {"v": 1}, keep), now=T + 5)
+    assert again.id == running.id
+    assert await scheduler(queue, "k") == before
+    # A new template replaces it on the key, at its run time and number.
+    await queue.upsert_scheduler("k", every=1.0, template=("x", {"v": 2}, keep), now=T + 10)
+    got = await scheduler(queue, "k")
+    assert (got.next_run, got.iteration_count, got.data) == (T + 1000, 2, {"v": 2})
+    await queue.complete(running.id, running.lock_token or "", None, now=T + 20)
+    [kept] = await pending(queue, "k")
+    assert (kept.id, kept.data, kept.state, kept.delay_until) == (
+        rid("k", T + 1000),
+        {"v": 2},
+        "delayed",
+        T + 1000,
+    )
+
+
 async def test_a_template_key_held_by_another_job_defers_the_occurrence(queue: JobQueue) -> None:
     holder = await queue.add("x", None, dedup=Dedup("tick"), now=T)
     # The first occurrence waits on the key held by a waiting job (an add deduplicated would

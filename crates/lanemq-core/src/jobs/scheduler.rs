@@ -179,6 +179,10 @@ pub struct Current<'a> {
     pub next_run: Millis,
     /// The state of the job `occurrence_id(key, next_run)`; `None` when there is none.
     pub pending: Option<JobState>,
+    /// There is no such job, but that occurrence waits on its template's dedup key (keep_last)
+    /// for the key's owner to finish: it is pending all the same (not started), so an upsert
+    /// keeps or replaces it rather than produce another.
+    pub kept: bool,
 }
 
 /// What an upsert does.
@@ -210,7 +214,7 @@ pub fn on_upsert(
             from: first(spec, now)?,
         });
     };
-    let pending = not_started(current.pending);
+    let pending = not_started(current.pending) || current.kept;
     if pending && current.spec == spec && current.template == template {
         return Ok(OnUpsert::Keep);
     }
@@ -372,6 +376,7 @@ mod tests {
             iteration_count: 3,
             next_run: T + 500,
             pending,
+            kept: false,
         }
     }
 
@@ -506,6 +511,32 @@ mod tests {
         };
         assert_eq!(
             on_upsert("k", &spec, &new, Some(&cur), T).unwrap(),
+            OnUpsert::Produce {
+                replace: true,
+                number: 3,
+                from: T + 500
+            }
+        );
+    }
+
+    #[test]
+    fn an_occurrence_kept_on_its_dedup_key_is_pending() {
+        let spec = ScheduleSpec::every(1000);
+        let t = template();
+        let kept = Current {
+            kept: true,
+            ..current(&spec, &t, None)
+        };
+        assert_eq!(
+            on_upsert("k", &spec, &t, Some(&kept), T).unwrap(),
+            OnUpsert::Keep
+        );
+        let new = Template {
+            data: "{\"v\":2}".into(),
+            ..template()
+        };
+        assert_eq!(
+            on_upsert("k", &spec, &new, Some(&kept), T).unwrap(),
             OnUpsert::Produce {
                 replace: true,
                 number: 3,

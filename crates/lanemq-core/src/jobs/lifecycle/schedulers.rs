@@ -3,6 +3,8 @@
 //! `jobs::scheduler` decides. The scheduler table itself is each store's (`SchedulerTable`);
 //! occurrences are jobs, created and removed through `JobStorage` like any other.
 
+use std::sync::Arc;
+
 use crate::error::{CoreError, CoreResult};
 use crate::jobs::contract::NewJob;
 use crate::jobs::model::{Job, Millis};
@@ -32,17 +34,27 @@ pub fn upsert<S: JobStorage>(
         Some(id) => storage.occurrence_state(id)?,
         None => None,
     };
+    let kept = match (&stored, &pending_id) {
+        (Some(s), Some(id)) if pending.is_none() => kept_owner(storage, &s.template, id)?,
+        _ => None,
+    };
     let current = stored.as_ref().map(|s| Current {
         spec: &s.spec,
         template: &s.template,
         iteration_count: s.count,
         next_run: s.next_run,
         pending,
+        kept: kept.is_some(),
     });
     let (replace, number, from) =
         match scheduler::on_upsert(key, &spec, &template, current.as_ref(), now)? {
             OnUpsert::Keep => {
-                let id = pending_id.expect("a kept scheduler has a pending occurrence");
+                // A kept occurrence is no job: the answer is the key's owner, as when the
+                // occurrence was produced (and as an add deduplicated answers).
+                let id = match kept {
+                    Some(owner) => owner.to_string(),
+                    None => pending_id.expect("a kept scheduler has a pending occurrence"),
+                };
                 return storage.load(&id)?.ok_or(CoreError::JobNotFound(id));
             }
             OnUpsert::Produce {
@@ -177,7 +189,7 @@ fn remove_occurrence<S: JobStorage>(storage: &mut S, id: &str, now: Millis) -> C
     let Some(state) = storage.occurrence_state(id)? else {
         return Ok(());
     };
-    let id = std::sync::Arc::from(id);
+    let id = Arc::from(id);
     storage.remove_job(&id, now)?;
     let prev = state.as_str();
     storage.event(now, "removed", Some(&id), Some(("prev", prev.into())))?;
@@ -207,6 +219,22 @@ fn create_occurrence<S: JobStorage>(
     create_as(storage, new, id, seq, false, now)
 }
 
+/// The owner of the template's dedup key when the occurrence `pending` is no job but waits on
+/// that key (keep_last) for the owner to finish: it is still the scheduler's pending occurrence.
+fn kept_owner<S: JobStorage>(
+    storage: &S,
+    template: &Template,
+    pending: &str,
+) -> CoreResult<Option<Arc<str>>> {
+    let Some(dedup) = template.options.dedup.as_ref() else {
+        return Ok(None);
+    };
+    if storage.next_job_id(&dedup.id)?.as_deref() != Some(pending) {
+        return Ok(None);
+    }
+    Ok(storage.dedup_key(&dedup.id)?.map(|key| key.owner))
+}
+
 /// Drops the pending occurrence `pending` of a scheduler being removed where it waits on its
 /// template's dedup key (keep_last) for the owner to finish: added then, it would run once with
 /// no scheduler. The key and its owner stay as they are.
@@ -215,18 +243,13 @@ fn drop_waiting_occurrence<S: JobStorage>(
     template: &Template,
     pending: &str,
 ) -> CoreResult<()> {
-    let Some(dedup) = template.options.dedup.as_ref() else {
+    let (Some(dedup), Some(owner)) = (
+        template.options.dedup.as_ref(),
+        kept_owner(storage, template, pending)?,
+    ) else {
         return Ok(());
     };
-    let Some(key) = storage.dedup_key(&dedup.id)?.filter(|k| k.has_next) else {
-        return Ok(());
-    };
-    let next = storage.take_next_job(&dedup.id)?;
-    storage.set_dedup_key(&dedup.id, &key.owner, key.expires_at)?;
-    match next {
-        Some(job) if job.options.job_id.as_deref() != Some(pending) => {
-            storage.extend_dedup_key(&dedup.id, key.expires_at, Some(job))
-        }
-        _ => Ok(()),
-    }
+    let expires_at = storage.dedup_key(&dedup.id)?.and_then(|key| key.expires_at);
+    storage.take_next_job(&dedup.id)?;
+    storage.set_dedup_key(&dedup.id, &owner, expires_at)
 }

@@ -25,6 +25,28 @@
 -- "v" is "" for "no record".
 local op, key = ARGV[3], ARGV[4]
 
+-- The key of the template's dedup id, when occurrence `pending` of record `rec` is no job but
+-- waits on it (keep_last) for the key's owner to finish: still the scheduler's pending
+-- occurrence (lifecycle::schedulers kept_owner); else nil.
+local function kept_on(rec, pending)
+  local dedup = dedup_of(rec.opts)
+  if not dedup then return nil end
+  local k = key_read(dedup.id)
+  if k and k.next and cjson.decode(k.next[3]).job_id == pending then
+    k.id = dedup.id
+    return k
+  end
+  return nil
+end
+
+-- A removed scheduler's pending occurrence that waits on its template's dedup key is dropped
+-- from the key: added when the owner finishes, it would run once with no scheduler. The owner
+-- keeps the key (lifecycle::schedulers drop_waiting_occurrence).
+local function drop_waiting_occurrence(rec, pending)
+  local k = kept_on(rec, pending)
+  if k then key_write(k.id, k.owner, k.exp, nil) end
+end
+
 -- The state of the pending occurrence of scheduler `k` (false when there is none); "kept"
 -- when it is no job but waits on its template's dedup key (scheduler.rs Current::kept).
 local function state_of(k, rec)
@@ -75,7 +97,7 @@ if op == "upsert" then
   if state ~= ARGV[6] then return {"retry"} end
   local pending = rec and occurrence_id(key, rec.next_run)
   -- A kept occurrence is no job: the answer is its key's owner, as when it was produced; a
-  -- new occurrence replaces it on the key (add_occurrence), with nothing to remove.
+  -- new occurrence replaces it on the key (create_occurrence), with nothing to remove.
   if ARGV[7] == "1" then
     if state == "kept" then return {"ok", job(kept_on(rec, pending).owner)} end
     return {"ok", job(pending)}

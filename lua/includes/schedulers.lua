@@ -84,58 +84,32 @@ local function occurrence_opts(key, rec, id, delay)
   return head .. "," .. rec.occ .. "}"
 end
 
--- An occurrence whose template has dedup options (keep_last, without a ttl: scheduler.rs
--- check), as dedup.rs on_add_occurrence decides: a held key keeps it as its next job whatever
--- the owner's state (`deduplicated` and `debounced` on the owner), so that it is added when the
--- owner finishes and the schedule goes on; else it is added and takes the key. Returns the id
--- of the job that answers for it: the owner, or the occurrence.
-local function add_occurrence(spec, dedup)
-  purge_expired()
-  local key = key_read(dedup.id)
-  if held(key) then
-    key_write(dedup.id, key.owner, key.exp, {spec.name, spec.data, spec.opts})
-    emit("deduplicated", key.owner, "deduplicationId", dedup.id, "deduplicatedJobId", spec.id)
-    emit("debounced", key.owner, "debounceId", dedup.id)
-    return key.owner
-  end
-  create_jobs({spec})
-  key_write(dedup.id, spec.id, nil, nil)
-  return spec.id
-end
-
 -- Creates the occurrence of `key` due at `run` (text), delayed until then (waiting if due);
--- returns the id of the job that answers for it (add_occurrence: with dedup, maybe its owner).
+-- returns the id of the job that answers for it. With dedup options on the template (keep_last
+-- without a ttl: scheduler.rs check), as dedup.rs on_add_occurrence decides: a held key keeps
+-- the occurrence as its next job whatever the owner's state (`deduplicated` and `debounced` on
+-- the owner, who answers), so that it is added when the owner finishes and the schedule goes
+-- on; else it is added and takes the key. (One function: a claim script composed without the
+-- library, as crates/lanemq-redis/tests/schedulers.rs composes one, is near Lua's 200 locals.)
 local function create_occurrence(key, rec, run)
   local id = occurrence_id(key, run)
   local delay = math.max(tonumber(run) - NOW, 0)
   local spec = {name = rec.name, data = rec.data, opts = occurrence_opts(key, rec, id, delay),
     id = id, prio = rec.prio, lifo = rec.lifo == true, delay = delay}
   local dedup = dedup_of(spec.opts)
-  if dedup then return add_occurrence(spec, dedup) end
-  create_jobs({spec})
-  return id
-end
-
--- The key of the template's dedup id, when occurrence `pending` of record `rec` is no job but
--- waits on it (keep_last) for the key's owner to finish: still the scheduler's pending
--- occurrence (lifecycle::schedulers kept_owner); else nil.
-local function kept_on(rec, pending)
-  local dedup = dedup_of(rec.opts)
-  if not dedup then return nil end
-  local key = key_read(dedup.id)
-  if key and key.next and cjson.decode(key.next[3]).job_id == pending then
-    key.id = dedup.id
-    return key
+  if dedup then
+    purge_expired()
+    local held_key = key_read(dedup.id)
+    if held(held_key) then
+      key_write(dedup.id, held_key.owner, held_key.exp, {spec.name, spec.data, spec.opts})
+      emit("deduplicated", held_key.owner, "deduplicationId", dedup.id, "deduplicatedJobId", id)
+      emit("debounced", held_key.owner, "debounceId", dedup.id)
+      return held_key.owner
+    end
   end
-  return nil
-end
-
--- A removed scheduler's pending occurrence that waits on its template's dedup key is dropped
--- from the key: added when the owner finishes, it would run once with no scheduler. The owner
--- keeps the key (lifecycle::schedulers drop_waiting_occurrence).
-local function drop_waiting_occurrence(rec, pending)
-  local key = kept_on(rec, pending)
-  if key then key_write(key.id, key.owner, key.exp, nil) end
+  create_jobs({spec})
+  if dedup then key_write(dedup.id, id, nil, nil) end
+  return id
 end
 
 -- Removes a pending occurrence as a removal by hand does (a `removed` event).

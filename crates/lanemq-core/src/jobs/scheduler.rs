@@ -434,7 +434,13 @@ mod tests {
             ..Dedup::simple("d")
         };
         let modes = [
-            ("ttl", Dedup { ttl: Some(5), ..keep_last.clone() }),
+            (
+                "ttl",
+                Dedup {
+                    ttl: Some(5),
+                    ..keep_last.clone()
+                },
+            ),
             (
                 "extend",
                 Dedup {
@@ -443,14 +449,23 @@ mod tests {
                     ..Dedup::simple("d")
                 },
             ),
-            ("replace", Dedup { replace: true, ..keep_last.clone() }),
+            (
+                "replace",
+                Dedup {
+                    replace: true,
+                    ..keep_last.clone()
+                },
+            ),
             ("simple", Dedup::simple("d")),
         ];
         for (mode, dedup) in modes {
             let mut t = template();
             t.options.dedup = Some(dedup);
             let err = check("k", &spec, &t, T, 10).unwrap_err();
-            assert!(err.to_string().contains(&format!("\"d\" in {mode} mode")), "{err}");
+            assert!(
+                err.to_string().contains(&format!("\"d\" in {mode} mode")),
+                "{err}"
+            );
         }
         let mut t = template();
         t.options.dedup = Some(keep_last);
@@ -460,7 +475,10 @@ mod tests {
     #[test]
     fn a_requeued_occurrence_runs_at_its_own_run_time() {
         let options = occurrence_options("a:b", &JobOptions::default(), T + 250, T);
-        assert_eq!(occurrence_run(options.job_id.as_deref().unwrap()), Some(T + 250));
+        assert_eq!(
+            occurrence_run(options.job_id.as_deref().unwrap()),
+            Some(T + 250)
+        );
         assert_eq!(requeued_delay(&options, T + 100), Some(150));
         assert_eq!(requeued_delay(&options, T + 900), Some(0));
         let plain = JobOptions {

@@ -211,7 +211,10 @@ fn seven_fields_put_seconds_first_and_a_year_last() {
     );
     let range = cron("0 0 12 * * MON 2026-2027");
     let last_monday = utc(2027, 12, 27, 12, 0, 0);
-    assert_at(range.first(friday_evening()).unwrap(), utc(2026, 1, 12, 12, 0, 0));
+    assert_at(
+        range.first(friday_evening()).unwrap(),
+        utc(2026, 1, 12, 12, 0, 0),
+    );
     assert_eq!(range.next(last_monday, 1, last_monday).unwrap(), None);
     // `*` for the year is every year: the same runs as the 6-field form.
     assert_eq!(

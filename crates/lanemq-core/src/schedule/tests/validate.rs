@@ -160,9 +160,18 @@ fn four_or_eight_fields() {
 #[test]
 fn a_bad_year_field_is_named() {
     for (expr, why) in [
-        ("0 0 9 * * * 6000", "year field \"6000\": 6000 is out of range 1-5000"),
-        ("0 0 9 * * * 20x7", "year field \"20x7\": \"20x7\" is not a number"),
-        ("0 0 9 * * * 2027/0", "year field \"2027/0\": a step must be at least 1"),
+        (
+            "0 0 9 * * * 6000",
+            "year field \"6000\": 6000 is out of range 1-5000",
+        ),
+        (
+            "0 0 9 * * * 20x7",
+            "year field \"20x7\": \"20x7\" is not a number",
+        ),
+        (
+            "0 0 9 * * * 2027/0",
+            "year field \"2027/0\": a step must be at least 1",
+        ),
     ] {
         assert_eq!(
             refused(cron(expr)),
@@ -174,7 +183,11 @@ fn a_bad_year_field_is_named() {
 #[test]
 fn years_that_are_all_past() {
     let now = utc(2026, 1, 9, 18, 0, 0);
-    for expr in ["0 0 9 * * * 2020", "0 0 9 * * * 2000-2025", "0 0 9 * * * 1999,2024"] {
+    for expr in [
+        "0 0 9 * * * 2020",
+        "0 0 9 * * * 2000-2025",
+        "0 0 9 * * * 1999,2024",
+    ] {
         assert_eq!(
             invalid_message(cron(expr).validate(now)),
             format!(

@@ -46,7 +46,7 @@ from .exceptions import (
 )
 from .flows import Dependencies, FlowJob, JobNode
 from .job import Job
-from .jobs import GroupInfo, GroupLimits
+from .jobs import GroupInfo, GroupLimits, JobPage
 from .lanes import DEFAULT_LANES, Alert, CommandHandle, QueueManager
 from .observability.observe import MetricsTime, QueueMetrics, WorkerInfo
 from .queue import (
@@ -103,6 +103,7 @@ __all__ = [
     "JobNode",
     "JobNotFoundError",
     "JobOptions",
+    "JobPage",
     "JobQueue",
     "JobResult",
     "JobScheduler",

@@ -159,7 +159,7 @@ def test_keyword_defaults_are_the_job_options_defaults() -> None:
     defaults = {
         p.name: p.default for p in params if p.kind is p.KEYWORD_ONLY and p.name not in not_options
     }
-    assert len(defaults) == 13
+    assert len(defaults) == 14
     assert JobOptions(**defaults) == JobOptions()
 
 

@@ -127,6 +127,7 @@ _OPTION_NAMES = (
     "dedup",
     "group",
     "max_started_attempts",
+    "stack_trace_limit",
 )
 _OPTION_DEFAULTS: tuple[Any, ...] = (
     None,
@@ -139,6 +140,7 @@ _OPTION_DEFAULTS: tuple[Any, ...] = (
     None,
     None,
     1,
+    None,
     None,
     None,
     None,

@@ -49,6 +49,7 @@ class QueueLifecycle(QueueBase):
         dedup: Dedup | None = None,
         group: str | None = None,
         max_started_attempts: int | None = None,
+        stack_trace_limit: int | None = None,
         repeat: Repeat | dict[str, Any] | None = None,
         now: int | None = None,
     ) -> Job[DataT, Any]:
@@ -65,6 +66,8 @@ class QueueLifecycle(QueueBase):
         ``group``: the job's group (groups take turns at the claim and have limits of their
         own, `set_group_defaults`). ``max_started_attempts``: a job started this many times
         (stalls and releases included) fails for good rather than start again.
+        ``stack_trace_limit``: how many stack traces of failed attempts the job keeps, the
+        newest (BullMQ's ``stackTraceLimit``; 0: none; None: 10).
 
         ``repeat`` (`Repeat`, or a dict of its fields; BullMQ's legacy repeat option) makes a
         job scheduler instead (`upsert_scheduler`), whose occurrences are made of this name,
@@ -88,6 +91,7 @@ class QueueLifecycle(QueueBase):
                 dedup,
                 group,
                 max_started_attempts,
+                stack_trace_limit,
             )
         )
         if repeat is not None or (isinstance(options, dict) and "repeat" in options):

@@ -30,7 +30,8 @@ class JobScheduler:
     occurrence. ``iteration_count`` counts the occurrences produced so far (the pending one
     included), ``next_run`` is the run time of the latest, and ``job_id`` is the id of the
     pending occurrence while it exists and has not started, else None (`remove`, `drain` and
-    `clean` leave a pending occurrence alone, as in BullMQ)."""
+    `clean` leave a pending occurrence alone, as in BullMQ); None too while that occurrence
+    waits on its template's keep_last dedup key, to be added when the key's holder finishes."""
 
     key: str
     name: str

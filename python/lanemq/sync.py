@@ -40,6 +40,7 @@ from .flows import ParentRef
 from .job import DataT
 from .observe import QueueMetrics, WorkerInfo
 from .queue import BulkItem, JobQueue, JobResult, QueueStats
+from .schedulers import Repeat
 
 Q = TypeVar("Q", bound=JobQueue)
 P = ParamSpec("P")
@@ -72,6 +73,7 @@ class SyncQueue(SyncQueueBase[Q]):
         group: str | None = None,
         max_started_attempts: int | None = None,
         stack_trace_limit: int | None = None,
+        repeat: Repeat | dict[str, Any] | None = None,
         parent: ParentRef | dict[str, Any] | None = None,
         now: int | None = None,
     ) -> SyncJob[DataT, Any]:
@@ -91,12 +93,22 @@ class SyncQueue(SyncQueueBase[Q]):
         own, `set_group_defaults`). ``max_started_attempts``: a job started this many times
         (stalls and releases included) fails for good rather than start again.
         ``stack_trace_limit``: how many stack traces of failed attempts the job keeps, the
-        newest (BullMQ's ``stackTraceLimit``; 0: none; None: 10). ``parent`` (`ParentRef` or
-        ``{"id": ..., "queue": ...}``, also a key of an ``options`` dict; BullMQ's
-        ``opts.parent``): the job becomes a child of that job (of this queue, or of ``queue``
-        of the same backend), which waits for it as a flow's parent does: waiting or delayed,
-        it moves to ``waiting_children``; an active or finished parent is refused
-        (`JobStateError`), a missing one too (`JobNotFoundError`), adding nothing."""
+        newest (BullMQ's ``stackTraceLimit``; 0: none; None: 10).
+
+        ``repeat`` (`Repeat`, or a dict of its fields; BullMQ's legacy repeat option) makes a
+        job scheduler instead (`upsert_scheduler`), whose occurrences are made of this name,
+        data and options, and returns its pending occurrence, the first. Its key is BullMQ's
+        repeat key (`Repeat.scheduler_key`: the name, ``job_id`` and the repeat), so adding
+        the same repeat again adds nothing and returns the pending occurrence;
+        `remove_scheduler` (with ``job.scheduler_key``) stops it. ``delay`` is refused with
+        it: the schedule decides when occurrences run.
+
+        ``parent`` (`ParentRef` or ``{"id": ..., "queue": ...}``, also a key of an ``options``
+        dict; BullMQ's ``opts.parent``): the job becomes a child of that job (of this queue,
+        or of ``queue`` of the same backend), which waits for it as a flow's parent does:
+        waiting or delayed, it moves to ``waiting_children``; an active or finished parent is
+        refused (`JobStateError`), a missing one too (`JobNotFoundError`), adding nothing.
+        Not with ``repeat`` (a schedule's occurrences have no parent)."""
         queue = self.queue
         found = self._runner.call(
             lambda: queue.add(
@@ -117,6 +129,7 @@ class SyncQueue(SyncQueueBase[Q]):
                 group=group,
                 max_started_attempts=max_started_attempts,
                 stack_trace_limit=stack_trace_limit,
+                repeat=repeat,
                 parent=parent,
                 now=now,
             )
@@ -213,6 +226,54 @@ class SyncQueue(SyncQueueBase[Q]):
         found = self._runner.call(lambda: queue.list_jobs_with_total(states, start, end, ascending))
         jobs, total = found
         return [self._view(job) for job in jobs], total
+
+    def search_jobs(
+        self,
+        *states: str,
+        name: str | None = None,
+        text: str | None = None,
+        data: Mapping[str, Any] | None = None,
+        older_than: float | None = None,
+        newer_than: float | None = None,
+        cursor: int = 0,
+        count: int = 100,
+        ascending: bool = True,
+        now: int | None = None,
+    ) -> tuple[list[SyncJob], int | None]:
+        """`JobQueue.search_jobs`, blocking, its page as (jobs as `SyncJob`, next cursor).
+
+        Jobs of ``states`` (all six when none; each state once) meeting every criterion
+        given, in `list_jobs`'s order (each state in turn), a page at a time:
+
+        - ``name``: the job's name, exactly;
+        - ``text``: the id starts with it or the name contains it (the dashboard's search box);
+        - ``data``: ``{"path": value}``, a dotted path into the job's data (``"user.id"``; a
+          number indexes a list) and the JSON scalar (str, number, bool, None) found there;
+          numbers compare by value (``1 == 1.0``), None only matches a null that is there;
+        - ``older_than`` / ``newer_than``: the job's age in seconds, from its finish time when
+          it has one (completed, failed), else its creation time, as `clean` measures it.
+
+        ``cursor`` is a position in that order (0: the start): a page starts there, reads at
+        most 1000 jobs, returns up to ``count`` (at most 1000) matches, and the cursor of the
+        next page, None at the end. Like `list_jobs`' indexes, positions shift when jobs move
+        between pages: a job may then be skipped or seen twice. Bad criteria raise
+        `ConfigError` naming the value."""
+        queue = self.queue
+        found = self._runner.call(
+            lambda: queue.search_jobs(
+                *states,
+                name=name,
+                text=text,
+                data=data,
+                older_than=older_than,
+                newer_than=newer_than,
+                cursor=cursor,
+                count=count,
+                ascending=ascending,
+                now=now,
+            )
+        )
+        return [self._view(job) for job in found.jobs], found.cursor
 
     def get_deduplication_ttl(self, dedup_id: str, *, now: int | None = None) -> float | None:
         """`JobQueue.get_deduplication_ttl`, blocking.

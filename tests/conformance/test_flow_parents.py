@@ -198,10 +198,12 @@ async def test_the_childs_parent_policy_applies(queue: JobQueue) -> None:
     assert job.failed_reason is not None and "boom" in job.failed_reason
 
 
-async def test_a_parent_keyword_and_an_options_parent_together_are_refused(
+async def test_a_parent_with_repeat_or_given_twice_is_refused(
     queue: JobQueue,
 ) -> None:
     parent = await queue.add("parent", None, now=T)
+    with pytest.raises(ConfigError, match=r"invalid parent.*repeat"):
+        await queue.add("c", None, repeat={"every": 60}, parent={"id": parent.id}, now=T)
     with pytest.raises(TypeError, match="parent"):
         await queue.add("c", None, {"parent": {"id": parent.id}}, parent={"id": parent.id}, now=T)
     assert await total(queue) == 1

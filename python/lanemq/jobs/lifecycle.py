@@ -11,6 +11,7 @@ from .._results import result_json
 from ..exceptions import ConfigError, JobNotFoundError
 from ..flows import ParentRef, parent_ref
 from ..job import DataT, Job
+from ..schedulers import Repeat
 from ._base import QueueBase, new_job
 from ._common import (
     BulkItem,
@@ -22,6 +23,7 @@ from ._common import (
     _now,
     _options,
 )
+from .schedulers import add_repeating
 
 if TYPE_CHECKING:
     from .._core import _FlowNodeArgs
@@ -67,6 +69,7 @@ class QueueLifecycle(QueueBase):
         group: str | None = None,
         max_started_attempts: int | None = None,
         stack_trace_limit: int | None = None,
+        repeat: Repeat | dict[str, Any] | None = None,
         parent: ParentRef | dict[str, Any] | None = None,
         now: int | None = None,
     ) -> Job[DataT, Any]:
@@ -84,13 +87,22 @@ class QueueLifecycle(QueueBase):
         own, `set_group_defaults`). ``max_started_attempts``: a job started this many times
         (stalls and releases included) fails for good rather than start again.
         ``stack_trace_limit``: how many stack traces of failed attempts the job keeps, the
-        newest (BullMQ's ``stackTraceLimit``; 0: none; None: 10). ``parent`` (`ParentRef` or
-        ``{"id": ..., "queue": ...}``, also a key of an ``options`` dict; BullMQ's
-        ``opts.parent``): the job becomes a child of that job (of this queue, or of ``queue``
-        of the same backend), which waits for it as a flow's parent does: waiting or delayed,
-        it moves to ``waiting_children``; an active or finished parent is refused
-        (`JobStateError`), a missing one too (`JobNotFoundError`), adding nothing."""
-        _checks.job_name(name)
+        newest (BullMQ's ``stackTraceLimit``; 0: none; None: 10).
+
+        ``repeat`` (`Repeat`, or a dict of its fields; BullMQ's legacy repeat option) makes a
+        job scheduler instead (`upsert_scheduler`), whose occurrences are made of this name,
+        data and options, and returns its pending occurrence, the first. Its key is BullMQ's
+        repeat key (`Repeat.scheduler_key`: the name, ``job_id`` and the repeat), so adding
+        the same repeat again adds nothing and returns the pending occurrence;
+        `remove_scheduler` (with ``job.scheduler_key``) stops it. ``delay`` is refused with
+        it: the schedule decides when occurrences run.
+
+        ``parent`` (`ParentRef` or ``{"id": ..., "queue": ...}``, also a key of an ``options``
+        dict; BullMQ's ``opts.parent``): the job becomes a child of that job (of this queue,
+        or of ``queue`` of the same backend), which waits for it as a flow's parent does:
+        waiting or delayed, it moves to ``waiting_children``; an active or finished parent is
+        refused (`JobStateError`), a missing one too (`JobNotFoundError`), adding nothing.
+        Not with ``repeat`` (a schedule's occurrences have no parent)."""
         options, parent = _split_parent(options, parent)
         given = _given_options(
             (
@@ -110,6 +122,14 @@ class QueueLifecycle(QueueBase):
                 stack_trace_limit,
             )
         )
+        if repeat is not None or (isinstance(options, dict) and "repeat" in options):
+            if parent is not None:
+                raise ConfigError(
+                    f"invalid parent: {parent!r} (a job added with repeat makes a scheduler, "
+                    "whose occurrences have no parent)"
+                )
+            return await add_repeating(self, name, data, options, given, repeat, now)
+        _checks.job_name(name)
         opts = _options(options, given)
         body = _json.dumps_data(data, name)
         if parent is not None:

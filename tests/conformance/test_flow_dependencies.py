@@ -1,7 +1,7 @@
 """A parent's dependencies as BullMQ reads them: child snapshots and the children that no
-longer exist (``missing``), counts limited to chosen sets, and the pending-dependencies rule
-(a parent released early by ``continue_parent_on_failure`` cannot complete while a sibling is
-unfinished)."""
+longer exist (``missing``), counts limited to chosen sets, the pending-dependencies rule (a
+parent released early by ``continue_parent_on_failure`` cannot complete while a sibling is
+unfinished), and dedup on the children ``add_children`` adds (cycles refused)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from collections.abc import Callable
 import pytest
 from lanemq import (
     ConfigError,
+    Dedup,
     FlowJob,
     Job,
     JobFailedError,
@@ -170,3 +171,61 @@ async def test_a_workers_completion_of_such_a_parent_fails_it_as_bullmq_does(
     assert final is not None and final.state == "failed" and final.return_value is None
     assert final.failed_reason is not None and "pending dependencies" in final.failed_reason
     assert await queue.get_dependencies_count(root.job.id, "unprocessed") == {"unprocessed": 1}
+
+
+# ------------------------------------------------------------ dedup on add_children
+
+
+async def test_a_child_added_with_dedup_is_deduplicated_into_the_key_holder(
+    queue: JobQueue,
+) -> None:
+    owner = await queue.add("owner", 1, dedup=Dedup("d"), now=T)
+    await queue.add("parent", None, now=T)
+    [parent] = await claim(queue, T + 1, "parent")
+    nodes = await parent.add_children(
+        [FlowJob("a", 2, options={"dedup": Dedup("d")}), FlowJob("b")], now=T + 2
+    )
+    assert nodes[0].job.id == owner.id and nodes[0].job.data == 1
+    assert nodes[0].job.parent_id == parent.id
+    assert await queue.get_state(parent.id) == "waiting_children"
+    deps = await queue.get_dependencies(parent.id)
+    assert deps.unprocessed == sorted([key(owner), key(nodes[1].job)])
+    deduplicated = [e.job_id for e in await queue.read_events() if e.event == "deduplicated"]
+    assert deduplicated == [owner.id]
+    for name in ("b", "owner"):
+        [job] = await claim(queue, T + 3, name)
+        assert job.lock_token is not None
+        await queue.complete(job.id, job.lock_token, name, now=T + 3)
+    assert await queue.get_state(parent.id) == "waiting"
+    assert (await queue.get_dependencies(parent.id)).processed[key(owner)] == "owner"
+
+
+async def test_a_child_deduplicated_into_its_own_ancestor_is_refused_writing_nothing(
+    queue: JobQueue,
+) -> None:
+    # The top job holds the key; its child, active, would add it as its own child.
+    await queue.add("top", None, dedup=Dedup("top"), now=T)
+    [top] = await claim(queue, T + 1)
+    [mid] = await top.add_children([FlowJob("mid")], now=T + 2)
+    [held] = await claim(queue, T + 3)
+    assert held.id == mid.job.id
+    before = await queue.get_job_counts()
+    events = len(await queue.read_events())
+    for children in (
+        [FlowJob("x", options={"dedup": Dedup("top")})],
+        [FlowJob("y", children=[FlowJob("x", options={"dedup": Dedup("top")})])],
+    ):
+        with pytest.raises(ConfigError, match=r'dedup \("top"\).*its own ancestor') as refused:
+            await held.add_children(children, now=T + 4)
+        assert "flow node children[0]" in str(refused.value)
+    # The job the children were for is still active and held, nothing was added.
+    assert await queue.get_state(held.id) == "active"
+    assert await queue.get_job_counts() == before
+    assert len(await queue.read_events()) == events
+    assert (await queue.get_dependencies(held.id)).keys() == []
+    # The job itself holding the key is refused too.
+    await queue.add("self", None, dedup=Dedup("self"), now=T + 5)
+    [me] = await claim(queue, T + 6, "self")
+    with pytest.raises(ConfigError, match="its own ancestor"):
+        await me.add_children([FlowJob("x", options={"dedup": Dedup("self")})], now=T + 7)
+    assert await queue.get_state(me.id) == "active"

@@ -15,7 +15,7 @@ use crate::jobs::contract::NewJob;
 use crate::jobs::flow::{self, AddedNode, FlowNode, ParentRef};
 use crate::jobs::lifecycle::{self, flows as shared};
 use crate::jobs::model::{Job, JobState, Millis};
-use crate::jobs::options::{check_payload, JobOptions};
+use crate::jobs::options::{check_payload, Dedup, JobOptions};
 
 use super::env::Env;
 use super::links::{self, Message, RemoteJob};
@@ -49,37 +49,31 @@ pub fn reserve_remote(
     max_payload_bytes: usize,
 ) -> CoreResult<Reserved> {
     let mut files: Vec<(String, Connection, u64)> = Vec::new();
-    flow::check_nodes(
-        nodes,
-        home,
-        path,
-        path == "root",
-        |queue, job: &NewJob, _| {
-            check_payload(&job.data, max_payload_bytes)?;
-            if queue == home {
-                return Ok(());
+    flow::check_nodes(nodes, home, path, |queue, job: &NewJob, _| {
+        check_payload(&job.data, max_payload_bytes)?;
+        if queue == home {
+            return Ok(());
+        }
+        let at = match files.iter().position(|(q, _, _)| q == queue) {
+            Some(at) => at,
+            None => {
+                let conn = schema::open(&links::sibling_path(dir, queue)?, queue)?;
+                files.push((queue.to_owned(), conn, 0));
+                files.len() - 1
             }
-            let at = match files.iter().position(|(q, _, _)| q == queue) {
-                Some(at) => at,
-                None => {
-                    let conn = schema::open(&links::sibling_path(dir, queue)?, queue)?;
-                    files.push((queue.to_owned(), conn, 0));
-                    files.len() - 1
-                }
-            };
-            let (_, conn, autos) = &mut files[at];
-            match job.options.job_id.as_deref() {
-                Some(id) if rows::state(conn, id)?.is_some() => Err(CoreError::InvalidConfig(
-                    format!("job_id {id:?} already exists in queue {queue:?}"),
-                )),
-                Some(_) => Ok(()),
-                None => {
-                    *autos += 1;
-                    Ok(())
-                }
+        };
+        let (_, conn, autos) = &mut files[at];
+        match job.options.job_id.as_deref() {
+            Some(id) if rows::state(conn, id)?.is_some() => Err(CoreError::InvalidConfig(format!(
+                "job_id {id:?} already exists in queue {queue:?}"
+            ))),
+            Some(_) => Ok(()),
+            None => {
+                *autos += 1;
+                Ok(())
             }
-        },
-    )?;
+        }
+    })?;
     let mut reserved = Reserved::new();
     for (queue, conn, autos) in files {
         reserved.insert(queue, rows::reserve_auto_ids(&conn, autos)?);
@@ -218,6 +212,20 @@ impl shared::FlowQueues for FileFlow<'_> {
         }
         let mut rows = super::group_rows::GroupRows(self.conn);
         crate::jobs::lifecycle::groups::check_room(&mut rows, options.iter().copied())
+    }
+
+    /// Home only (dedup works in the flow's own queue: `flow::check_nodes`).
+    fn dedup_owner(
+        &mut self,
+        queue: &str,
+        dedup: &Dedup,
+        now: Millis,
+    ) -> CoreResult<Option<String>> {
+        if queue != self.env.queue {
+            return Ok(None);
+        }
+        let owner = dedup_keys::flow_owner(self.conn, dedup, now)?;
+        Ok(owner.map(|owner| owner.id.to_string()))
     }
 
     fn skip_id(&mut self, queue: &str, custom_id: bool) -> CoreResult<()> {

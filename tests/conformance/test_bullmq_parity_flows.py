@@ -604,15 +604,7 @@ async def test_a_new_root_with_dedup_and_children_holds_its_key(queue: JobQueue)
     assert sum((await queue.get_job_counts()).values()) == 2
 
 
-async def test_dedup_on_a_node_in_another_queue_is_refused_and_writes_nothing(
-    queue: JobQueue, sibling: Callable[[str], JobQueue]
-) -> None:
-    other = sibling("kids")
-    flow = dedup_flow(FlowJob("a", queue=other.name, options={"dedup": Dedup("d")}))
-    with pytest.raises(ConfigError, match=r"flow node root.children\[0\]: dedup .*own queue"):
-        await queue.add_flow(flow, now=T)
-    assert sum((await queue.get_job_counts()).values()) == 0
-    assert sum((await other.get_job_counts()).values()) == 0
+# (Dedup on a node in another queue, in that queue's dedup space: test_flow_dependencies.py.)
 
 
 async def test_a_child_deduplicated_into_a_job_with_another_parent_writes_nothing(

@@ -229,3 +229,91 @@ async def test_a_child_deduplicated_into_its_own_ancestor_is_refused_writing_not
     with pytest.raises(ConfigError, match="its own ancestor"):
         await me.add_children([FlowJob("x", options={"dedup": Dedup("self")})], now=T + 7)
     assert await queue.get_state(me.id) == "active"
+
+
+# ------------------------------------------------------- dedup on nodes in other queues
+
+
+async def test_a_node_in_another_queue_is_deduplicated_in_that_queues_dedup_space(
+    queue: JobQueue, sibling: Callable[[str], JobQueue]
+) -> None:
+    other = sibling("kids")
+    home_holder = await queue.add("home", None, dedup=Dedup("d"), now=T)
+    owner = await other.add("owner", 1, dedup=Dedup("d"), now=T)
+    root = await queue.add_flow(
+        FlowJob(
+            "root",
+            children=[
+                FlowJob("a", 2, queue=other.name, options={"dedup": Dedup("d")}),
+                FlowJob("b"),
+            ],
+        ),
+        now=T + 1,
+    )
+    a, b = root.children
+    # The key of that queue, not the home queue's job that holds the same id.
+    assert a.job.queue is other and a.job.id == owner.id and a.job.data == 1
+    assert await queue.get_deduplication_job_id("d") == home_holder.id
+    found = await other.get_job(owner.id)
+    assert found is not None and found.parent_key == f"{queue.name}:{root.job.id}"
+    deduplicated = [e.job_id for e in await other.read_events() if e.event == "deduplicated"]
+    assert deduplicated == [owner.id]
+    assert not [e for e in await queue.read_events() if e.event == "deduplicated"]
+    assert sum((await other.get_job_counts()).values()) == 1  # nothing new there
+    deps = await queue.get_dependencies(root.job.id)
+    assert deps.unprocessed == sorted([key(a.job), key(b.job)])
+    [job] = await claim(other, T + 2)
+    assert job.lock_token is not None
+    await other.complete(job.id, job.lock_token, "o", now=T + 2)
+    assert await queue.get_state(root.job.id) == "waiting_children"
+    [job] = await claim(queue, T + 3, "b")
+    assert job.lock_token is not None
+    await queue.complete(job.id, job.lock_token, "b", now=T + 3)
+    assert await queue.get_state(root.job.id) == "waiting"
+    assert (await queue.get_dependencies(root.job.id)).processed[key(a.job)] == "o"
+
+
+async def test_a_node_created_in_another_queue_takes_that_queues_key(
+    queue: JobQueue, sibling: Callable[[str], JobQueue]
+) -> None:
+    other = sibling("kids")
+    await queue.add("home", None, dedup=Dedup("d"), now=T)
+
+    def flow() -> FlowJob:
+        node = FlowJob("a", queue=other.name, options={"dedup": Dedup("d")})
+        return FlowJob("root", children=[node])
+
+    first = await queue.add_flow(flow(), now=T + 1)
+    [created] = first.children
+    assert created.job.queue is other
+    assert await other.get_deduplication_job_id("d") == created.job.id
+    assert (await other.get_job(created.job.id)) is not None
+    # A second flow's node there is deduplicated into it, which has a parent already.
+    with pytest.raises(ConfigError, match=r"flow node root.children\[0\]: dedup .*already a child"):
+        await queue.add_flow(flow(), now=T + 2)
+    assert sum((await queue.get_job_counts()).values()) == 2
+    assert sum((await other.get_job_counts()).values()) == 1
+    # A root there holds no parent: deduplicated into it, it is that job.
+    again = await queue.add_flow(
+        FlowJob("top", children=[FlowJob("leaf")], queue=other.name, options={"dedup": Dedup("d")}),
+        now=T + 3,
+    )
+    assert again.job.id == created.job.id and again.job.queue is other
+
+
+async def test_a_node_in_another_queue_deduplicated_into_a_completed_owner_counts_at_once(
+    queue: JobQueue, sibling: Callable[[str], JobQueue]
+) -> None:
+    other = sibling("kids")
+    throttle = Dedup("t", ttl=60.0)
+    await other.add("owner", None, dedup=throttle, now=T)
+    [job] = await claim(other, T + 1)
+    assert job.lock_token is not None
+    await other.complete(job.id, job.lock_token, "done", now=T + 1)
+    root = await queue.add_flow(
+        FlowJob("root", children=[FlowJob("a", queue=other.name, options={"dedup": throttle})]),
+        now=T + 2,
+    )
+    assert root.children[0].job.id == job.id
+    assert await queue.get_state(root.job.id) == "waiting"
+    assert (await queue.get_dependencies(root.job.id)).processed == {key(job): "done"}

@@ -257,7 +257,8 @@ impl RedisBackend {
                 };
                 let (at, dedup) = refused_node(&nodes, &args, path, index).ok_or_else(bad)?;
                 let key = format!("{}:{owner}", self.queue);
-                let refusal = flow::check_dedup_cycle(&dedup.id, owner, &key, &[key.clone()]);
+                let refusal =
+                    flow::check_dedup_cycle(&dedup.id, owner, &key, std::slice::from_ref(&key));
                 return Err(match refusal {
                     Err(CoreError::InvalidConfig(m)) => {
                         CoreError::InvalidConfig(format!("flow node {at}: {m}"))

@@ -40,9 +40,9 @@ class QueueFlows(QueueBase):
         written in one step. A node with children is created in ``waiting_children``. A flow
         of one job (no children) is added as `add` adds it (dedup options included); a flow
         whose root's custom ``job_id`` exists returns that job with its children as they are
-        (a ``duplicated`` event, nothing else written). Dedup options work on every node in
-        this queue: a node deduplicated into the job holding its key is that job, which
-        becomes the parent's child (README, "Differences from BullMQ")."""
+        (a ``duplicated`` event, nothing else written). Dedup options work on every node, in
+        its own queue's dedup space: a node deduplicated into the job holding its key is that
+        job, which becomes the parent's child (README, "Differences from BullMQ")."""
         args = flow_args(flow, self._flow_options)
         try:
             rows = await _tracing.producer.add_flow(self, args, now)

@@ -122,8 +122,8 @@ pub fn unsupported() -> CoreError {
 }
 
 /// Checks a flow (or the children `add_children` adds) before anything is written: every
-/// node's options, no custom id and no dedup id twice in one queue within the flow, dedup
-/// only in the flow's own queue, then `check_node` (the backend's own checks: the queue
+/// node's options, no custom id and no dedup id twice in one queue within the flow, then
+/// `check_node` (the backend's own checks: the queue
 /// exists, the payload fits, the id is free, `check_dedup_owner`) with the node's resolved
 /// queue and whether it is a child (has a parent). Errors name the node (`root`,
 /// `root.children[0]`, ...).
@@ -160,13 +160,6 @@ pub fn check_nodes(
             crate::jobs::check_queue_name(&queue).map_err(named)?;
         }
         if let Some(options) = &node.job.options.dedup {
-            if queue != home {
-                return Err(named(CoreError::InvalidConfig(format!(
-                    "dedup ({:?}) is supported only on the nodes in the flow's own queue \
-                     ({home:?}), not in {queue:?}",
-                    options.id
-                ))));
-            }
             if !dedup_ids.insert((queue.clone(), options.id.clone())) {
                 return Err(named(CoreError::InvalidConfig(format!(
                     "dedup id {:?} appears twice in queue {queue:?}",
@@ -574,12 +567,11 @@ mod tests {
 
         let mut dedup = node(None, None, vec![]);
         dedup.job.options.dedup = Some(Dedup::simple("d"));
+        // (each queue is a dedup space of its own)
         let mut elsewhere = dedup.clone();
         elsewhere.queue = Some("q2".into());
-        let err = check_nodes(&[&elsewhere], "q", "children", |_, _, _| Ok(()))
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("flow node children[0]: dedup"), "{err}");
+        let both = node(None, None, vec![dedup.clone(), elsewhere]);
+        check_nodes(&[&both], "q", "root", |_, _, _| Ok(())).unwrap();
         let twice = node(None, None, vec![dedup.clone(), dedup.clone()]);
         let err = check_nodes(&[&twice], "q", "root", |_, _, _| Ok(()))
             .unwrap_err()

@@ -23,7 +23,20 @@ use super::tables::{DedupKey, DedupTable};
 /// With `hold`, a job created waits for children first (a flow's parent).
 pub fn add<S: JobStorage>(
     storage: &mut S,
+    job: NewJob,
+    seq: u64,
+    hold: bool,
+    now: Millis,
+) -> CoreResult<(Job, bool)> {
+    add_as(storage, job, None, seq, hold, now)
+}
+
+/// `add`, a job created taking the id `id` when given (one reserved for it beforehand: a flow's
+/// node in another SQLite file), else its custom or automatic id.
+pub fn add_as<S: JobStorage>(
+    storage: &mut S,
     mut job: NewJob,
+    id: Option<Arc<str>>,
     seq: u64,
     hold: bool,
     now: Millis,
@@ -76,7 +89,10 @@ pub fn add<S: JobStorage>(
             return Ok((found.ok_or_else(|| not_found(&owner))?, false));
         }
     };
-    let id = storage.auto_id(&job.options)?;
+    let id = match id {
+        Some(id) => id,
+        None => storage.auto_id(&job.options)?,
+    };
     let created = create_as(storage, job, id, seq, hold, now)?;
     storage.set_dedup_key(&dedup.id, &created.id, expires_at)?;
     Ok((created, true))

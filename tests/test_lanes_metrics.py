@@ -256,7 +256,7 @@ async def test_queue_depth_alerts_fire_warning_then_critical_once() -> None:
         await asyncio.wait_for(started.wait(), WAIT)
         assert alerts == []
         queued = [m.submit_nowait("work", ok) for _ in range(2)]  # pending 1, 2
-        assert alerts == [Alert("work", "queue_depth", "warning", 2.0)]
+        assert alerts == [Alert("work", "queue_depth", "warning", 2.0, 2)]
         queued += [m.submit_nowait("work", ok) for _ in range(2)]  # pending 3, 4
         assert m.stats()["work"]["pending"] == 4
         gate.set()
@@ -268,12 +268,30 @@ async def test_queue_depth_alerts_fire_warning_then_critical_once() -> None:
         await m.close()
 
     assert alerts == [
-        Alert("work", "queue_depth", "warning", 2.0),
-        Alert("work", "queue_depth", "critical", 4.0),
+        Alert("work", "queue_depth", "warning", 2.0, 2),
+        Alert("work", "queue_depth", "critical", 4.0, 4),
+    ]
+    assert [alert.message for alert in alerts] == [
+        "lane 'work': 2 commands waiting (warning at 2)",
+        "lane 'work': 4 commands waiting (critical at 4)",
     ]
     assert [e.payload for e in events] == [
-        {"lane_id": "work", "kind": "queue_depth", "level": "warning", "value": 2.0},
-        {"lane_id": "work", "kind": "queue_depth", "level": "critical", "value": 4.0},
+        {
+            "lane_id": "work",
+            "kind": "queue_depth",
+            "level": "warning",
+            "value": 2.0,
+            "threshold": 2,
+            "message": "lane 'work': 2 commands waiting (warning at 2)",
+        },
+        {
+            "lane_id": "work",
+            "kind": "queue_depth",
+            "level": "critical",
+            "value": 4.0,
+            "threshold": 4,
+            "message": "lane 'work': 4 commands waiting (critical at 4)",
+        },
     ]
 
 
@@ -296,6 +314,20 @@ async def test_latency_warning_fires_for_a_slow_command() -> None:
     (alert,) = alerts
     assert (alert.lane_id, alert.kind, alert.level) == ("work", "latency", "warning")
     assert alert.value >= 0.045
+    assert alert.threshold == pytest.approx(0.02)
+    assert alert.message == f"lane 'work': a command ran {alert.value:.3g}s (warning at 0.02s)"
+
+
+def test_an_alert_says_what_crossed_in_words() -> None:
+    one = Alert("prompt", "queue_depth", "warning", 1.0, 1)
+    assert one.message == "lane 'prompt': 1 command waiting (warning at 1)"
+    many = Alert("prompt", "queue_depth", "critical", 12.0, 10)
+    assert many.message == "lane 'prompt': 12 commands waiting (critical at 10)"
+    slow = Alert("query", "latency", "critical", 2.5, 2.0)
+    assert slow.message == "lane 'query': a command ran 2.5s (critical at 2s)"
+    # An alert made by hand without its threshold still reads.
+    bare = Alert("q", "queue_depth", "warning", 3.0)
+    assert bare.message == "lane 'q': 3 commands waiting (warning)"
 
 
 async def test_async_alert_callback_is_awaited() -> None:

@@ -44,6 +44,7 @@ DOCUMENTED_PATHS = {
     "lanemq.queue": "LocalSync",
     "lanemq.sync": "LocalJobQueue",
     "lanemq.urls": "local_queue_file",
+    "lanemq.wiring": "build_service",
     "lanemq.worker": "JobWorker",
 }
 

@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 
 from ._core import JobOptions
 from .exceptions import JobNotFoundError
-from .job import Job
+from .job import DataT, Job, ResultT
 from .queue import JobQueue
 
 Q = TypeVar("Q", bound=JobQueue)
@@ -119,14 +119,15 @@ class _LoopThread:
         await close_queue()
 
 
-class SyncJob:
+class SyncJob(Generic[DataT, ResultT]):
     """A job as a `SyncQueue` returned it: the fields of a `Job` as read at that moment
     (`refresh` reads them again), and blocking versions of its calls. It keeps its queue
-    open: a job outliving every other reference to its `SyncQueue` still works."""
+    open: a job outliving every other reference to its `SyncQueue` still works. Generic in
+    its data and result as `Job` is (a bare ``SyncJob`` is ``SyncJob[Any, Any]``)."""
 
     __slots__ = ("_job", "_owner")
 
-    def __init__(self, owner: SyncQueueBase[Any], job: Job) -> None:
+    def __init__(self, owner: SyncQueueBase[Any], job: Job[DataT, ResultT]) -> None:
         self._owner = owner
         self._job = job
 
@@ -143,7 +144,7 @@ class SyncJob:
         return self._job.queue.name
 
     @property
-    def data(self) -> Any:
+    def data(self) -> DataT:
         return self._job.data
 
     @property
@@ -212,7 +213,7 @@ class SyncJob:
     def parent_key(self) -> str | None:
         return self._job.parent_key
 
-    def refresh(self) -> SyncJob:
+    def refresh(self) -> SyncJob[DataT, ResultT]:
         """Reads the job again; returns itself."""
         self._owner._runner.call(self._job.refresh)
         return self
@@ -220,7 +221,7 @@ class SyncJob:
     def get_state(self) -> str:
         return self._owner._runner.call(self._job.get_state)
 
-    def wait(self, timeout: float | None = None) -> Any:
+    def wait(self, timeout: float | None = None) -> ResultT:
         """Blocks until the job finishes: its return value, or `JobFailedError` if it failed
         for good, `TimeoutError` after ``timeout`` seconds (None: no limit)."""
         job = self._job
@@ -287,7 +288,7 @@ class SyncQueueBase(Generic[Q]):
         queue = self.queue
         return self._runner.call(lambda: fn(queue))
 
-    def _view(self, job: Job) -> SyncJob:
+    def _view(self, job: Job[DataT, ResultT]) -> SyncJob[DataT, ResultT]:
         return SyncJob(self, job)
 
     def wait(self, job: SyncJob | str, timeout: float | None = None) -> Any:

@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 from collections.abc import Callable, Coroutine, Iterable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic
+
+if sys.version_info >= (3, 13):
+    from typing import TypeVar
+else:  # (a TypeVar with a default, PEP 696)
+    from typing_extensions import TypeVar
 
 from . import _json
 from ._core import JobOptions, JobRecord
@@ -19,11 +25,23 @@ if TYPE_CHECKING:
 
 _UNSET: Any = object()
 T = TypeVar("T")
+#: The type of a job's data (what `JobQueue.add` was given, as JSON gives it back: a
+#: TypedDict, a dict, a list, a str...). Unsaid, it is Any, so a bare `Job` is `Job[Any, Any]`.
+DataT = TypeVar("DataT", default=Any)
+#: The type of a job's result (what its processor returns, as JSON gives it back).
+ResultT = TypeVar("ResultT", default=Any)
 
 
-class Job:
+class Job(Generic[DataT, ResultT]):
     """A snapshot of one job. Fields reflect the moment it was read (`refresh()` reads it
-    again); a job claimed by a worker also carries its ``lock_token``."""
+    again); a job claimed by a worker also carries its ``lock_token``.
+
+    Generic in its data and result for a type checker: ``Job[EmailData, SendResult]`` types
+    ``job.data`` as ``EmailData`` and ``await job.wait()`` as ``SendResult``. `JobQueue.add`
+    gives ``Job[<the data's type>, Any]`` for data of a type of its own (a TypedDict), and
+    ``Job[Any, Any]`` for a plain dict or list; a processor annotates its parameter
+    (``async def send(job: Job[EmailData, SendResult]) -> SendResult``). A bare ``Job`` is
+    ``Job[Any, Any]``. Nothing is checked at run time: the data is whatever JSON decoded."""
 
     __slots__ = (
         "_data",
@@ -71,11 +89,12 @@ class Job:
         return self._record.name
 
     @property
-    def data(self) -> Any:
+    def data(self) -> DataT:
         """The payload, decoded from JSON on first access."""
         if self._data is _UNSET:
             self._data = _json.loads(self._record.data)
-        return self._data
+        data: DataT = self._data
+        return data
 
     @property
     def options(self) -> JobOptions:
@@ -227,7 +246,7 @@ class Job:
 
     # ---------------------------------------------------------------- actions
 
-    async def refresh(self) -> Job:
+    async def refresh(self) -> Job[DataT, ResultT]:
         """Reads the job again (keeping this snapshot's lock token)."""
         fresh = await self._queue._record(self.id)
         self._record = fresh
@@ -237,10 +256,11 @@ class Job:
     async def get_state(self) -> str:
         return await self._queue.get_state(self.id)
 
-    async def wait(self, timeout: float | None = None) -> Any:
+    async def wait(self, timeout: float | None = None) -> ResultT:
         """The job's return value once it completes; raises `JobFailedError` if it fails for
         good, `TimeoutError` after ``timeout`` seconds. Does not poll."""
-        return await self._queue._wait_finished(self.id, timeout)
+        result: ResultT = await self._queue._wait_finished(self.id, timeout)
+        return result
 
     def _check_lease(self) -> None:
         if self.lease_lost:
@@ -256,7 +276,7 @@ class Job:
         await self.ensure_lease()
         return await self._queue.add_log(self.id, line, keep)
 
-    async def update_data(self, data: Any) -> None:
+    async def update_data(self, data: DataT) -> None:
         self._check_lease()
         await self.ensure_lease()
         await self._queue.update_data(self.id, data)

@@ -36,6 +36,7 @@ from typing import Any, ParamSpec, TypeVar
 from . import queue as _queue
 from ._core import Backoff, Dedup, JobOptions, KeepJobs
 from ._sync_runtime import SyncJob, SyncQueueBase
+from .job import DataT
 from .observe import QueueMetrics, WorkerInfo
 from .queue import BulkItem, JobQueue, JobResult, QueueStats
 
@@ -53,7 +54,7 @@ class SyncQueue(SyncQueueBase[Q]):
     def add(
         self,
         name: str,
-        data: Any = None,
+        data: DataT | dict[str, Any] | list[Any] | None = None,
         options: JobOptions | dict[str, Any] | None = None,
         *,
         job_id: str | None = None,
@@ -70,7 +71,7 @@ class SyncQueue(SyncQueueBase[Q]):
         group: str | None = None,
         max_started_attempts: int | None = None,
         now: int | None = None,
-    ) -> SyncJob:
+    ) -> SyncJob[DataT, Any]:
         """`JobQueue.add`, blocking, its job as a `SyncJob`.
 
         Adds a job. Options are keywords (typed, so a type checker catches a misspelt

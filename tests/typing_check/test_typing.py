@@ -7,13 +7,15 @@ from __future__ import annotations
 import inspect
 import re
 import textwrap
+import typing
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypedDict
 
 import lanemq
 import mypy.api
 import pytest
-from lanemq import InMemoryJobQueue, JobOptions, JobQueue
+from lanemq import InMemoryJobQueue, Job, JobOptions, JobQueue, JobWorker
 from lanemq.sync import SyncQueue
 
 HERE = Path(__file__).parent
@@ -21,7 +23,9 @@ HERE = Path(__file__).parent
 PRELUDE = """\
 from __future__ import annotations
 
-from lanemq import InMemoryJobQueue, JobOptions, QueueManager
+from typing import TypedDict
+
+from lanemq import InMemoryJobQueue, Job, JobOptions, QueueManager
 from lanemq.sync import InMemoryJobQueue as SyncMemoryQueue
 
 
@@ -33,7 +37,17 @@ def render(template: str, count: int) -> str:
     return template * count
 
 
-async def main(queue: InMemoryJobQueue, manager: QueueManager) -> None:
+class EmailData(TypedDict):
+    to: str
+
+
+class SendResult(TypedDict):
+    message_id: str
+
+
+async def main(
+    queue: InMemoryJobQueue, manager: QueueManager, sent: Job[EmailData, SendResult]
+) -> None:
     sync_queue = SyncMemoryQueue("q")
     print(sync_queue)
 """
@@ -60,6 +74,25 @@ MISTAKES = [
         "submit-result-type",
         'text: str = await manager.submit("control", cancel_session, "s")',
         "submit",  # (the command returns an int)
+    ),
+    # A job is typed by its data (from add) and its result (from an annotation).
+    (
+        "job-data-type",
+        'count: int = (await queue.add("send", EmailData(to="a"))).data',
+        'expression has type "EmailData", variable has type "int"',
+    ),
+    ("job-data-key", 'await queue.add("send", EmailData(too="a"))', '"too"'),
+    ("job-data-field", 'print(sent.data["from"])', '"from"'),
+    (
+        "job-result-type",
+        "text: str = await sent.wait()",
+        'expression has type "SendResult", variable has type "str"',
+    ),
+    ("job-update-data", 'await sent.update_data({"to": 1})', '"to" has type "str"'),
+    (
+        "sync-job-data-type",
+        'count: int = sync_queue.add("send", EmailData(to="a")).data',
+        'expression has type "EmailData", variable has type "int"',
     ),
 ]
 
@@ -143,3 +176,27 @@ async def test_option_mistakes_raise_at_run_time_and_add_nothing() -> None:
     flow_option = await queue.add("send", {}, {"parent_policy": "ignore_dependency_on_failure"})
     assert flow_option.options.parent_policy == "ignore_dependency_on_failure"
     assert lanemq.JobOptions() == (await queue.add("send", {})).options
+
+
+class EmailData(TypedDict):
+    to: str
+
+
+class SendResult(TypedDict):
+    message_id: str
+
+
+async def test_a_typed_processor_runs_and_its_annotations_resolve() -> None:
+    queue = InMemoryJobQueue("typed")
+    worker = JobWorker(queue)
+
+    @worker.processor("send")
+    async def send(job: Job[EmailData, SendResult]) -> SendResult:
+        return {"message_id": f"id-{job.data['to']}"}
+
+    job = await queue.add("send", EmailData(to="ops"))
+    assert await worker.run_until_idle() == 1
+    assert await job.wait(timeout=5) == {"message_id": "id-ops"}
+    hints = typing.get_type_hints(send)  # (the subscripted Job exists at run time)
+    assert hints["job"] == Job[EmailData, SendResult]
+    assert typing.get_args(hints["job"]) == (EmailData, SendResult)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable
+from typing import Any, TypedDict
 
 import lanemq
 from lanemq import (
@@ -17,7 +18,8 @@ from lanemq import (
     KeepJobs,
     QueueManager,
 )
-from lanemq.sync import LocalJobQueue
+from lanemq.sync import LocalJobQueue, SyncJob
+from lanemq.wiring import Entrypoint, ServiceConfig, build_service
 
 
 async def cancel_session(session_id: str, *, force: bool = False) -> int:
@@ -105,3 +107,59 @@ def processors(queue: InMemoryJobQueue) -> None:
     sent: Awaitable[str] = send(Job.__new__(Job))
     size: int = resize(Job.__new__(Job))
     print(sent, size, anything)
+
+
+class EmailData(TypedDict):
+    to: str
+
+
+class SendResult(TypedDict):
+    message_id: str
+
+
+async def typed_jobs(queue: InMemoryJobQueue) -> None:
+    # add gives Job[<the data's type>, Any]; an annotation names the result type.
+    job = await queue.add("send", EmailData(to="ops@example.com"))
+    address: str = job.data["to"]
+    typed: Job[EmailData, SendResult] = await queue.add("send", {"to": "ops@example.com"})
+    result: SendResult = await typed.wait(timeout=5)
+    again: Job[EmailData, SendResult] = await typed.refresh()
+    data_only: Job[EmailData] = job  # the result type defaults to Any
+    bare: Job = typed  # a bare Job is Job[Any, Any]
+    await typed.update_data({"to": "dev@example.com"})
+    untyped = await queue.add("ping")
+    anything: int = untyped.data  # no data given: Any
+    print(address, result["message_id"], again, data_only, bare, anything)
+
+
+def typed_processors(queue: InMemoryJobQueue) -> None:
+    worker = JobWorker(queue)
+
+    @worker.processor("send")
+    async def send(job: Job[EmailData, SendResult]) -> SendResult:
+        return {"message_id": job.data["to"]}
+
+    @worker.processor("report")
+    def report(job: Job[dict[str, Any], list[int]]) -> list[int]:
+        return [len(job.data)]
+
+    print(send, report)
+
+
+def typed_sync_jobs() -> str:
+    with LocalJobQueue("email", "./lanemq-data") as queue:
+        job: SyncJob[EmailData, SendResult] = queue.add("send", EmailData(to="ops@example.com"))
+        address: str = job.data["to"]
+        return address + job.wait(timeout=5)["message_id"]
+
+
+def typed_wiring() -> None:
+    async def send(job: Job[EmailData, SendResult]) -> SendResult:
+        return {"message_id": job.data["to"]}
+
+    def bury(job: Job, error: BaseException) -> None:
+        print(job.id, error)
+
+    service = build_service(ServiceConfig("mailer", ["emails"], url="memory://"), consume=[])
+    served: bool = service.serve("emails", Entrypoint({"send": send}, on_dead=bury))
+    print(served, service.producer("emails").name)

@@ -9,7 +9,7 @@ from .. import _checks, _json, _tracing
 from .._core import Backoff, Dedup, JobOptions, KeepJobs
 from .._results import result_json
 from ..exceptions import ConfigError
-from ..job import Job
+from ..job import DataT, Job
 from ._base import QueueBase, new_job
 from ._common import (
     BulkItem,
@@ -29,7 +29,9 @@ class QueueLifecycle(QueueBase):
     async def add(
         self,
         name: str,
-        data: Any = None,
+        # (data of a type of its own, a TypedDict, types the job; a plain dict or list,
+        # empty ones too, gives Job[Any, Any], which needs no annotation)
+        data: DataT | dict[str, Any] | list[Any] | None = None,
         options: JobOptions | dict[str, Any] | None = None,
         *,
         job_id: str | None = None,
@@ -46,7 +48,7 @@ class QueueLifecycle(QueueBase):
         group: str | None = None,
         max_started_attempts: int | None = None,
         now: int | None = None,
-    ) -> Job:
+    ) -> Job[DataT, Any]:
         """Adds a job. Options are keywords (typed, so a type checker catches a misspelt
         one), or ``options``: a `JobOptions` or a dict of its fields (which also takes the
         flow options, ``parent_policy`` and the like); a keyword that differs from its default

@@ -121,6 +121,7 @@ class QueueManager(Running):
         self._async_cache: dict[Any, bool] = {}
         self._bus = EventBus()
         self._alert_callbacks: list[Callable[[Alert], Any]] = []
+        self._alert_config = alerts
         self._storage = storage
         self._registry: dict[str, Callable[[Any], Awaitable[Any]]] = {}
         self._durable: dict[int, str] = {}  # command id -> its key in storage

@@ -13,7 +13,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from .._core import LaneScheduler
+from .._core import AlertConfig, LaneScheduler
 from ..events import EventBus
 from ..storage import LocalStorage
 from ._handle import CommandHandle
@@ -25,12 +25,36 @@ log = logging.getLogger("lanemq.lanes")
 @dataclass(frozen=True, slots=True)
 class Alert:
     """A threshold crossed: ``kind`` is ``queue_depth`` (value: pending commands) or ``latency``
-    (value: seconds a command ran); ``level`` is ``warning`` or ``critical``."""
+    (value: seconds a command ran); ``level`` is ``warning`` or ``critical``; ``threshold`` is
+    the `AlertConfig` value crossed. ``message`` says it in words, for a log line or a page."""
 
     lane_id: str
     kind: str
     level: str
     value: float
+    threshold: float | None = None
+
+    @property
+    def message(self) -> str:
+        """E.g. ``lane 'prompt': 12 commands waiting (warning at 10)``."""
+        unit = ""
+        if self.kind == "queue_depth":
+            count = int(self.value)
+            what = f"{count} command{'' if count == 1 else 's'} waiting"
+        elif self.kind == "latency":
+            what, unit = f"a command ran {self.value:.3g}s", "s"
+        else:
+            what = f"{self.kind} {self.value:g}"
+        at = self.level if self.threshold is None else f"{self.level} at {self.threshold:g}{unit}"
+        return f"lane {self.lane_id!r}: {what} ({at})"
+
+
+def alert_threshold(config: AlertConfig | None, kind: str, level: str) -> float | None:
+    """The `AlertConfig` value an alert of this ``kind`` and ``level`` crossed."""
+    if config is None:
+        return None
+    value: float | None = getattr(config, f"{kind}_{level}", None)
+    return value
 
 
 class ManagerState:
@@ -42,6 +66,7 @@ class ManagerState:
     _feed: MetricsFeed | None
     _bus: EventBus
     _alert_callbacks: list[Callable[[Alert], Any]]
+    _alert_config: AlertConfig | None
     _storage: LocalStorage | None
     _durable: dict[int, str]
     _event_loop: asyncio.AbstractEventLoop | None
@@ -92,8 +117,17 @@ class ManagerState:
             elif kind == "idle":
                 self._emit("queue.lane.idle", lane_id=lane_id)
             else:
-                alert = Alert(lane_id, kind, level, value)
-                self._emit("queue.alert", lane_id=lane_id, kind=kind, level=level, value=value)
+                threshold = alert_threshold(self._alert_config, kind, level)
+                alert = Alert(lane_id, kind, level, value, threshold)
+                self._emit(
+                    "queue.alert",
+                    lane_id=lane_id,
+                    kind=kind,
+                    level=level,
+                    value=value,
+                    threshold=threshold,
+                    message=alert.message,
+                )
                 for callback in self._alert_callbacks:
                     outcome = callback(alert)
                     if inspect.iscoroutine(outcome):

@@ -388,6 +388,7 @@ impl shared::FlowQueues for FileFlow<'_> {
             }
             // Last: a new parent there exists by then.
             for (owner, job) in duplicates {
+                let job = Box::new(job);
                 let message = Message::Deduplicated {
                     owner,
                     job,

@@ -50,7 +50,7 @@ pub enum Message {
     /// and events, and the owner becomes the parent's child (`flow_dedup`).
     Deduplicated {
         owner: String,
-        job: RemoteJob,
+        job: Box<RemoteJob>,
         at: Millis,
     },
 }

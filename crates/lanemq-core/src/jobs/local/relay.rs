@@ -261,7 +261,7 @@ fn apply(conn: &Connection, env: &mut Env, sender: &str, message: Message) -> Co
             Err(other) => Err(other),
         },
         Message::Deduplicated { owner, job, at } => {
-            flow_dedup::deduplicated(conn, env, &owner, job, at)
+            flow_dedup::deduplicated(conn, env, &owner, *job, at)
         }
     }
 }

@@ -190,8 +190,9 @@ fn check_cycles<Q: FlowQueues>(
         if let Some(dedup) = &node.job.options.dedup {
             if let Some(owner) = queues.dedup_owner(queue, dedup, now)? {
                 let key = child_key(queue, &owner);
-                return flow::check_dedup_cycle(&dedup.id, &owner, &key, lineage)
-                    .map_err(|e| CoreError::InvalidConfig(format!("flow node {at}: {e}")));
+                flow::check_dedup_cycle(&dedup.id, &owner, &key, lineage)
+                    .map_err(|e| CoreError::InvalidConfig(format!("flow node {at}: {e}")))?;
+                continue;
             }
         }
         let children: Vec<&FlowNode> = node.children.iter().collect();

@@ -50,6 +50,12 @@ def main():
         "listpack, scanned on every insert, up to 128 members)",
     )
     p.add_argument(
+        "--max-events",
+        type=int,
+        default=10_000,
+        help="the queue's max_events (the default's trimming is approximate, a small one's exact)",
+    )
+    p.add_argument(
         "--fcall", action="store_true", help="call the library's functions (library.lua) by FCALL"
     )
     a = p.parse_args()
@@ -111,11 +117,11 @@ def main():
         return ["noop", f'{{"i":{i}}}', opts, "", "0", "0", "0"]
 
     def ADD(now, *jobs):
-        return call("add", now, 10000, *[x for j in jobs for x in j])
+        return call("add", now, a.max_events, *[x for j in jobs for x in j])
 
     def CC(now, done, n, seed):
         completions = [x for j in done for x in (j[0], j[14], "null")]
-        return call("complete_claim", now, 10000, "w1", 30000, n, seed, *completions)
+        return call("complete_claim", now, a.max_events, "w1", 30000, n, seed, *completions)
 
     def check(refused):
         assert not [o for o in refused if o not in ([], 0)], refused

@@ -57,7 +57,7 @@ for i = 3, #ARGV, 8 do
     local opts_json = options[(i - 3) / 8 + 1]
     local opts = cjson.decode(opts_json)
     set("reason", id, reason)
-    if has_trace then push_trace(id, trace) end
+    if has_trace then push_trace(id, trace, opts) end
     local attempts = num("attempts", id)
     -- Unlocked, keeping the token: this report's, told apart if it is sent again. A cancel
     -- request stored with the job goes with its leaving active.

@@ -1,9 +1,11 @@
 -- trim_events: ARGV = now, max_events, max_len. Keeps the newest max_len events: those with ids
 -- below last + 1 - max_len go. An entry holds a call's events and is written whole (`emit`),
 -- so one may straddle that bound: META `events_floor` records the bound, and readers skip
--- what is below it. Ids are never reused. Returns how many events went.
+-- what is below it. Ids are never reused. Returns how many events went: those older than the
+-- newest max_events, which readers no longer show (`visible_floor` in events.rs), went before.
 local last = tonumber(redis.call("HGET", META, "event") or "0")
-local floor = tonumber(redis.call("HGET", META, "events_floor") or "1")
+local floor = math.max(tonumber(redis.call("HGET", META, "events_floor") or "1"),
+  last + 1 - MAX_EVENTS_N)
 local new_floor = last + 1 - tonumber(ARGV[3])
 if new_floor <= floor then return 0 end
 

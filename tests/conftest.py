@@ -1,6 +1,6 @@
 """Session-wide fixtures: a redis-server the suite starts itself on a free loopback port
-(`LANEMQ_REDIS_URL` uses an existing server instead). A missing redis-server fails the
-tests that need it; they are never skipped."""
+(`LANEMQ_REDIS_URL` uses an existing server instead), and a valkey-server likewise. A missing
+server fails the tests that need it; they are never skipped."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from redis_cluster_support import RedisCluster
-from redis_support import MakeServer, RedisServer, Resp
+from redis_support import MakeServer, RedisServer, Resp, valkey_server
 from support import Child, Spawn, kill_all
 
 
@@ -57,6 +57,18 @@ def redis_url() -> Iterator[str]:
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def valkey_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Valkey server (8.1, `redis_support.valkey_server`) the suite starts itself on a free
+    loopback port: the Redis backend's suite runs on it too, as the README promises Valkey."""
+    server = RedisServer(tmp_path_factory.mktemp("valkey"), binary=valkey_server())
+    server.start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -109,12 +110,14 @@ class Resp:
 
 class RedisServer:
     """A redis-server of a test's own, on a port of its choosing (restartable on the same
-    port). Stopped by PID."""
+    port), or another server that takes its arguments (``binary``: valkey-server). Stopped by
+    PID."""
 
-    def __init__(self, directory: Path, port: int | None = None) -> None:
-        binary = shutil.which("redis-server")
+    def __init__(self, directory: Path, port: int | None = None, binary: str | None = None) -> None:
         if binary is None:
-            pytest.fail("redis-server is not on PATH (scripts/test installs it)")
+            binary = shutil.which("redis-server")
+            if binary is None:
+                pytest.fail("redis-server is not on PATH (scripts/test installs it)")
         self.binary = binary
         self.directory = directory
         self.port = port or free_port()
@@ -141,7 +144,7 @@ class RedisServer:
                 pass
             if time.monotonic() > deadline or self.proc.poll() is not None:
                 self.stop()
-                pytest.fail(f"redis-server did not start on port {self.port}")
+                pytest.fail(f"{Path(self.binary).name} did not start on port {self.port}")
             time.sleep(0.02)
 
     def stop(self) -> None:
@@ -157,3 +160,23 @@ class RedisServer:
 
 
 MakeServer = Callable[[], RedisServer]
+
+
+def valkey_server() -> str:
+    """The valkey-server binary: ``LANEMQ_VALKEY_SERVER``, else one on PATH, else the one
+    scripts/valkey-server installs (and prints). Fails the test when there is none: the Valkey
+    runs are never skipped."""
+    binary = os.environ.get("LANEMQ_VALKEY_SERVER") or shutil.which("valkey-server")
+    if binary:
+        return binary
+    script = Path(__file__).parent.parent / "scripts" / "valkey-server"
+    installed = subprocess.run(
+        [str(script)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHON": sys.executable},
+        check=False,
+    )
+    if installed.returncode != 0:
+        pytest.fail(f"no valkey-server: scripts/valkey-server failed:\n{installed.stderr}")
+    return installed.stdout.strip()

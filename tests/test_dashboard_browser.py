@@ -106,3 +106,25 @@ def test_an_operator_retries_a_failed_job(tmp_path: Path, page: Page) -> None:
         # The notice is shown once: the script took it out of the address.
         assert "done=" not in page.url
     assert run(state_of(data, job_id)) == "waiting"
+
+
+def test_an_operator_searches_by_data_and_opens_a_job(tmp_path: Path, page: Page) -> None:
+    data = tmp_path / "data"
+    job_id = run(fill(data))
+    with serve(f"local:{data}", "--queue", "q", cwd=tmp_path) as server:
+        page.goto(server.url + "/queues/q")
+        box = page.get_by_role("search")
+        box.get_by_label("Search").fill("to=bob@example.com")
+        box.get_by_role("button", name="Search").click()
+        expect(page.locator("h1")).to_contain_text("Search the jobs of q")
+        rows = page.locator("table.search-results tbody tr")
+        expect(rows).to_have_count(1)
+        expect(rows.first.locator("td").nth(1)).to_have_text("send")
+
+        # By id, in the failed jobs only, and on to the job's page.
+        page.get_by_label("Search").fill(job_id)
+        page.get_by_label("in").select_option("failed")
+        page.get_by_role("button", name="Search").click()
+        expect(rows).to_have_count(1)
+        rows.first.locator("td a").first.click()
+        expect(page.locator("dd.job-state")).to_have_text("failed")

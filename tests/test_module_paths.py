@@ -70,6 +70,7 @@ cancel cancel_group count_groups delay_job get_group_counts get_group_defaults g
 is_group_paused list_groups pause_group remove_group resume_group set_group_defaults
 last_cancel_seq wait_cancels
 set_group_limits
+remove_jobs search_jobs
 """.split()
 
 

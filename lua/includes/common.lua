@@ -404,8 +404,12 @@ local function reserve_events(n)
 end
 
 -- Writes the entry being built, if any. Approximate trimming (~, whole nodes) by id: every
--- event has one, so the newest max_events events stay, however many share an entry. %d: the
--- integer path of sprintf; `n .. "-0"` formats with %.14g, which costs more.
+-- event has one, so the newest max_events events stay, however many share an entry. A node
+-- holds up to 100 entries (4 KB), so the server keeps up to a node more than that, several
+-- times a small max_events; readers show only the newest max_events (`read_events` in
+-- events.rs). Exact trimming (`=`) walks the oldest node's entries on every write: 78,000
+-- instructions more for a single add at max_events 20 (benches/README.md, lua_cost.py). %d:
+-- the integer path of sprintf; `n .. "-0"` formats with %.14g, which costs more.
 local function flush_events()
   if entry_argc == 0 then return end
   local argc, events = entry_argc, entry_events

@@ -368,15 +368,21 @@ local function fail_for_good(id, reason, opts, opts_json, reported)
   retain(FAILED, opts.remove_on_fail, id)
 end
 
--- How many stack traces a job keeps (the newest; constants.rs STACKTRACE_LIMIT).
+-- How many stack traces a job keeps by default (the newest; constants.rs STACKTRACE_LIMIT);
+-- its options' stack_trace_limit overrides it (absent in a job stored before the option).
 local STACKTRACE_LIMIT = 10
--- Appends `entry` to job `id`'s stack traces, keeping the newest STACKTRACE_LIMIT.
-local function push_trace(id, entry)
+-- Appends `entry` to job `id`'s stack traces, keeping the newest its `opts` allow; a
+-- cancellation's entry (constants.rs CANCELLED_TRACE_PREFIX) stays whatever the limit: it is
+-- how Job.wait() tells one (finish.rs).
+local function push_trace(id, entry, opts)
+  local limit = tonumber(opts.stack_trace_limit) or STACKTRACE_LIMIT
+  if limit < 1 and string.sub(entry, 1, 19) == "JobCancelledError: " then limit = 1 end
   local traces = cjson.decode(redis.call("HGET", JOB .. id, "trace") or "[]")
   traces[#traces + 1] = entry
-  local kept, first = {}, math.max(#traces - STACKTRACE_LIMIT + 1, 1)
+  local kept, first = {}, math.max(#traces - limit + 1, 1)
   for t = first, #traces do kept[#kept + 1] = traces[t] end
-  redis.call("HSET", JOB .. id, "trace", cjson.encode(kept))
+  -- (cjson writes an empty table as an object: none kept is written as the empty list)
+  redis.call("HSET", JOB .. id, "trace", #kept > 0 and cjson.encode(kept) or "[]")
 end
 
 -- Fails an (unlocked) job for good as cancelled (lifecycle/cancel.rs): its stack trace gets
@@ -385,7 +391,7 @@ end
 -- tried before (claim_jobs), and a retry by hand may claim it again.
 local function cancel_for_good(id, reason, opts, opts_json)
   redis.call("HSETNX", JOB .. id, "attempts", "0")
-  push_trace(id, "JobCancelledError: " .. reason)
+  push_trace(id, "JobCancelledError: " .. reason, opts)
   fail_for_good(id, reason, opts, opts_json)
 end
 

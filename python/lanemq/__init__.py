@@ -47,7 +47,7 @@ from .exceptions import (
 )
 from .flows import Dependencies, FlowJob, JobNode
 from .job import Job
-from .jobs import GroupInfo, GroupLimits
+from .jobs import GroupInfo, GroupLimits, JobPage
 from .lanes import DEFAULT_LANES, Alert, CommandHandle, QueueManager
 from .observability.observe import MetricsTime, QueueMetrics, WorkerInfo
 from .queue import (
@@ -104,6 +104,7 @@ __all__ = [
     "JobNode",
     "JobNotFoundError",
     "JobOptions",
+    "JobPage",
     "JobQueue",
     "JobResult",
     "JobScheduler",

@@ -90,12 +90,19 @@ class LockMismatchError(JobError):
 
 
 class JobFailedError(JobError):
-    """`Job.wait()`: the job failed for good; ``reason`` says why."""
+    """`Job.wait()`: the job failed for good; ``reason`` says why. ``cause_type`` names the
+    class its processor raised (``"builtins.ValueError"``, ``"app.errors.Declined"``; None
+    when the failure names no class). Where that class is already imported (never imported
+    from the stored name: security) and can be joined, the error is an instance of it too
+    (of a subclass made once per class, ``JobFailedError_ValueError``), so both ``except
+    JobFailedError`` and ``except ValueError`` catch it; the original class's ``__init__``
+    is not called, so its own attributes are not set."""
 
-    def __init__(self, job_id: str, reason: str) -> None:
+    def __init__(self, job_id: str, reason: str, *, cause_type: str | None = None) -> None:
         super().__init__(f"job {job_id!r} failed: {reason}")
         self.job_id = job_id
         self.reason = reason
+        self.cause_type = cause_type
 
 
 class JobCancelledError(JobFailedError):

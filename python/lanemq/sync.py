@@ -30,7 +30,7 @@ whose calls (``wait``, ``refresh``, ...) block the same way. Workers stay async:
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ParamSpec, TypeVar
 
 from . import queue as _queue
@@ -70,6 +70,7 @@ class SyncQueue(SyncQueueBase[Q]):
         dedup: Dedup | None = None,
         group: str | None = None,
         max_started_attempts: int | None = None,
+        stack_trace_limit: int | None = None,
         now: int | None = None,
     ) -> SyncJob[DataT, Any]:
         """`JobQueue.add`, blocking, its job as a `SyncJob`.
@@ -86,7 +87,9 @@ class SyncQueue(SyncQueueBase[Q]):
         ``dedup`` (`Dedup`): while its key is held, the add returns the job holding it.
         ``group``: the job's group (groups take turns at the claim and have limits of their
         own, `set_group_defaults`). ``max_started_attempts``: a job started this many times
-        (stalls and releases included) fails for good rather than start again."""
+        (stalls and releases included) fails for good rather than start again.
+        ``stack_trace_limit``: how many stack traces of failed attempts the job keeps, the
+        newest (BullMQ's ``stackTraceLimit``; 0: none; None: 10)."""
         queue = self.queue
         found = self._runner.call(
             lambda: queue.add(
@@ -106,6 +109,7 @@ class SyncQueue(SyncQueueBase[Q]):
                 dedup=dedup,
                 group=group,
                 max_started_attempts=max_started_attempts,
+                stack_trace_limit=stack_trace_limit,
                 now=now,
             )
         )
@@ -329,6 +333,39 @@ class SyncQueue(SyncQueueBase[Q]):
         except the pending occurrences of job schedulers (as BullMQ does); returns their ids."""
         queue = self.queue
         return self._runner.call(lambda: queue.clean(grace, limit, state, now=now))
+
+    def remove_jobs(
+        self,
+        *states: str,
+        name: str | None = None,
+        text: str | None = None,
+        data: Mapping[str, Any] | None = None,
+        older_than: float | None = None,
+        newer_than: float | None = None,
+        limit: int | None = None,
+        now: int | None = None,
+    ) -> int:
+        """`JobQueue.remove_jobs`, blocking.
+
+        Removes the jobs `search_jobs` finds with these criteria (up to ``limit``, None: all)
+        and returns how many. Each is removed as `remove` removes it: a job a worker holds, and
+        a job scheduler's pending occurrence, stay (not counted); a job goes with its tree of
+        children (not counted), a pending child leaves its parent; each emits ``removed``. The
+        search goes a page at a time, each removal on its own, so a big purge never holds the
+        queue. At least a state or a criterion must be given (`obliterate` empties a queue)."""
+        queue = self.queue
+        return self._runner.call(
+            lambda: queue.remove_jobs(
+                *states,
+                name=name,
+                text=text,
+                data=data,
+                older_than=older_than,
+                newer_than=newer_than,
+                limit=limit,
+                now=now,
+            )
+        )
 
     def publish_event(
         self,

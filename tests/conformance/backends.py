@@ -52,6 +52,14 @@ async def _redis(tmp_path: Path, fixture: Fixture) -> tuple[JobQueue, Cleanup]:
     return _obliterated_after(queue)
 
 
+async def _valkey(tmp_path: Path, fixture: Fixture) -> tuple[JobQueue, Cleanup]:
+    # The Redis backend on Valkey 8.1 (the README says "Redis or Valkey"): the same client, the
+    # same scripts (a FUNCTION library, as on Redis 7).
+    n = next(_names)
+    queue = RedisJobQueue(f"conformance-{n}", fixture("valkey_url"), prefix=f"t{n}")
+    return _obliterated_after(queue)
+
+
 async def _redis_cluster(tmp_path: Path, fixture: Fixture) -> tuple[JobQueue, Cleanup]:
     # A node of a Redis Cluster that serves every slot (tests/conftest.py): it enforces the
     # cluster's rule on every key a script touches, declared or built (job hashes, the list
@@ -79,6 +87,7 @@ BACKENDS: dict[str, Factory] = {
     "redis": _redis,
     "redis-cluster": _redis_cluster,
     "redis-cluster3": _redis_cluster3,
+    "valkey": _valkey,
 }
 
 #: The modules that run on ``local-normal`` too (conftest.py deselects it elsewhere): the

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 from lanemq import Job, JobQueue
 
 
@@ -24,3 +27,16 @@ def lock_token(job: Job) -> str:
     token = job.lock_token
     assert token, f"job {job.id} carries no lock token"
     return token
+
+
+async def waiting(queue: JobQueue, job: Job, timeout: float = 5.0) -> asyncio.Task[Any]:
+    """``job.wait(timeout)`` in a task, once the wait has begun: it has taken its starting
+    point, so a finish after this returns is one it reports. A few turns of the loop let the
+    task send its first look; a read of the test's own goes the same way (on Redis, the
+    ordinary connection; claims and finishes take the wire, which could overtake it) and is
+    answered after it."""
+    waiter = asyncio.create_task(job.wait(timeout))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    await queue.get_state(job.id)
+    return waiter

@@ -8,10 +8,21 @@ import asyncio
 import contextlib
 import itertools
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import pytest
-from lanemq import InMemoryJobQueue, JobQueue, QueueEvent
+from lanemq import (
+    Backoff,
+    InMemoryJobQueue,
+    Job,
+    JobOptions,
+    JobQueue,
+    JobWorker,
+    LocalJobQueue,
+    QueueEvent,
+    RedisJobQueue,
+)
 from support import EPOCH_MS as T
 
 from .helpers import lock_token
@@ -262,11 +273,53 @@ async def test_event_ids_strictly_increase(queue: JobQueue) -> None:
     assert later_ids[1] > ids[-1]
 
 
-async def test_event_stream_is_bounded_by_max_events() -> None:
-    queue = InMemoryJobQueue("bounded-events", max_events=5)
+# ------------------------------------------------------- max_events on every backend
+
+
+def _keeping(queue: JobQueue, max_events: int) -> JobQueue:
+    """Another queue of the queue's backend (same server and prefix, or directory) keeping
+    about ``max_events`` events: the fixture's queue keeps the default 10,000."""
+    name = f"{queue.name}-trimmed"
+    if isinstance(queue, LocalJobQueue):
+        return LocalJobQueue(name, queue.path.parent, max_events=max_events)
+    if isinstance(queue, RedisJobQueue):
+        return RedisJobQueue(name, queue.url, prefix=queue.prefix, max_events=max_events)
+    return InMemoryJobQueue(name, max_events=max_events)
+
+
+@contextlib.asynccontextmanager
+async def _trimmed(queue: JobQueue, max_events: int) -> AsyncIterator[JobQueue]:
+    trimmed = _keeping(queue, max_events)
     try:
-        jobs = [await queue.add("w", i, now=T + i) for i in range(4)]  # eight events
-        events = await queue.read_events()
+        yield trimmed
+    finally:
+        await trimmed.obliterate(force=True)
+        await trimmed.close()
+
+
+async def _kept(queue: JobQueue, low: int, high: int) -> list[QueueEvent]:
+    """The stream's events, checked to number ``low`` to ``high`` with ascending ids."""
+    events = await queue.read_events()
+    assert low <= len(events) <= high, f"{len(events)} events kept: {_names(events)}"
+    ids = [e.id for e in events]
+    assert all(a < b for a, b in itertools.pairwise(ids)), ids
+    return events
+
+
+async def _run_all(queue: JobQueue, processor: Callable[[Job], Awaitable[Any]]) -> int:
+    """Runs ``queue``'s jobs with a worker of concurrency 4 until none is ready: its claims
+    and finishes carry several jobs a call, so several events share one call's write."""
+    worker = JobWorker(queue, processor, concurrency=4)
+    try:
+        return await asyncio.wait_for(worker.run_until_idle(), 30.0)
+    finally:
+        await worker.close()
+
+
+async def test_event_stream_is_bounded_by_max_events(queue: JobQueue) -> None:
+    async with _trimmed(queue, 5) as bounded:
+        jobs = [await bounded.add("w", i, now=T + i) for i in range(4)]  # eight events
+        events = await bounded.read_events()
         assert len(events) == 5
         # The newest five are kept: the last event is the last job's "waiting".
         assert _names(events)[-2:] == [("added", jobs[3].id), ("waiting", jobs[3].id)]
@@ -274,9 +327,63 @@ async def test_event_stream_is_bounded_by_max_events() -> None:
         ids = [e.id for e in events]
         assert ids == list(range(ids[0], ids[0] + 5))
 
-        await queue.pause(now=T + 10)
-        events = await queue.read_events()
+        await bounded.pause(now=T + 10)
+        events = await bounded.read_events()
         assert len(events) == 5
         assert events[-1].event == "paused"
-    finally:
-        await queue.obliterate(force=True)
+
+
+async def test_max_events_keeps_about_that_many_after_completions(queue: JobQueue) -> None:
+    # BullMQ's bounds (its test of `streams.events.maxLen`): N=20, 80 jobs run, 20 to 45 kept.
+    async with _trimmed(queue, 20) as trimmed:
+        await trimmed.add_bulk([("w", i) for i in range(80)], now=T)
+
+        async def echo(job: Job) -> Any:
+            return job.data
+
+        assert await _run_all(trimmed, echo) == 80
+        events = await _kept(trimmed, 20, 45)
+        assert {e.event for e in events} <= {"active", "completed", "drained"}, _names(events)
+
+
+@pytest.mark.parametrize("backoff", [None, Backoff.fixed(0.0)], ids=["at-once", "backoff"])
+async def test_max_events_keeps_about_that_many_after_retried_failures(
+    queue: JobQueue, backoff: Backoff | None
+) -> None:
+    # 80 failed attempts, each retried at once (a backoff of 0 retries at once, as BullMQ's
+    # does), four a batch: the stream ends with retries.
+    async with _trimmed(queue, 20) as trimmed:
+        options = JobOptions(attempts=1_000, backoff=backoff)
+        await trimmed.add_bulk([("w", i, options) for i in range(8)], now=T)
+
+        async def broken(job: Job) -> None:
+            raise ValueError("again")
+
+        worker = JobWorker(trimmed, broken, concurrency=4)
+        try:
+            assert [await worker.run_once() for _ in range(20)] == [4] * 20
+        finally:
+            await worker.close()
+        events = await _kept(trimmed, 20, 35)
+        retried = [e for e in events if e.event == "waiting"]
+        assert retried, _names(events)
+        assert all(e.fields.get("prev") == "active" for e in retried), retried
+
+
+async def test_max_events_keeps_about_that_many_after_removals(queue: JobQueue) -> None:
+    async with _trimmed(queue, 20) as trimmed:
+        jobs = await trimmed.add_bulk([("w", i) for i in range(200)], now=T)
+        for job in jobs:
+            await trimmed.remove(job.id)
+        events = await _kept(trimmed, 20, 100)
+        assert (events[-1].event, events[-1].job_id) == ("removed", jobs[-1].id)
+
+
+async def test_max_events_zero_keeps_at_most_two(queue: JobQueue) -> None:
+    async with _trimmed(queue, 0) as trimmed:
+        await trimmed.add_bulk([("w", i) for i in range(3)], now=T)
+        for n in range(3):
+            [job] = await trimmed.claim("w1", now=T + n)
+            await trimmed.complete(job.id, lock_token(job), now=T + n)
+        assert await trimmed.claim("w1", now=T + 5) == []
+        await _kept(trimmed, 0, 2)

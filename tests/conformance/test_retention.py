@@ -11,7 +11,7 @@ import pytest
 from lanemq import Job, JobFailedError, JobQueue, KeepJobs
 from support import EPOCH_MS as T
 
-from .helpers import lock_token
+from .helpers import lock_token, waiting
 
 
 async def _run(queue: JobQueue, now: int, result: Any = None) -> Job:
@@ -192,33 +192,27 @@ async def test_remove_on_fail_keep_jobs_age(queue: JobQueue) -> None:
 # ------------------------------------------------------------------- waiting
 
 
+# A wait begun before the job finished (`waiting`) gets its outcome though retention deletes
+# the job at once; one begun after raises JobNotFoundError (test_wait.py).
+
+
 async def test_wait_returns_the_result_of_a_job_removed_on_complete(queue: JobQueue) -> None:
     job = await queue.add("w", remove_on_complete=True)
-
-    async def finish() -> None:
-        await asyncio.sleep(0.02)
-        [claimed] = await queue.claim("w1")
-        await queue.complete(claimed.id, lock_token(claimed), {"answer": 42})
-
-    finisher = asyncio.create_task(finish())
-    assert await job.wait(timeout=1.0) == {"answer": 42}
-    await finisher
+    waiter = await waiting(queue, job)
+    [claimed] = await queue.claim("w1")
+    await queue.complete(claimed.id, lock_token(claimed), {"answer": 42})
+    assert await asyncio.wait_for(waiter, 1.0) == {"answer": 42}
     assert await queue.get_job(job.id) is None
 
 
 async def test_wait_raises_failed_for_a_job_removed_on_fail(queue: JobQueue) -> None:
     job = await queue.add("w", remove_on_fail=True)
-
-    async def finish() -> None:
-        await asyncio.sleep(0.02)
-        [claimed] = await queue.claim("w1")
-        await queue.fail(claimed.id, lock_token(claimed), "broken", retry=False)
-
-    finisher = asyncio.create_task(finish())
+    waiter = await waiting(queue, job)
+    [claimed] = await queue.claim("w1")
+    await queue.fail(claimed.id, lock_token(claimed), "broken", retry=False)
     with pytest.raises(JobFailedError) as caught:
-        await job.wait(timeout=1.0)
+        await asyncio.wait_for(waiter, 1.0)
     assert caught.value.reason == "broken"
-    await finisher
     assert await queue.get_job(job.id) is None
 
 
@@ -226,8 +220,7 @@ async def test_wait_raises_failed_for_a_stalled_out_job_removed_on_fail(
     queue: JobQueue,
 ) -> None:
     job = await queue.add("w", remove_on_fail=True, max_stalled_count=0, now=T)
-    waiter = asyncio.create_task(job.wait(timeout=1.0))
-    await asyncio.sleep(0)
+    waiter = await waiting(queue, job, timeout=1.0)
     await queue.claim("w1", lease=1.0, now=T)
     recovered, failed = await queue.recover_stalled(now=T + 2_000)
     assert (recovered, failed) == ([], [job.id])

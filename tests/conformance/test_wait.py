@@ -10,10 +10,12 @@ from typing import Any
 import pytest
 from lanemq import Job, JobFailedError, JobNotFoundError, JobQueue
 
-from .helpers import lock_token
+from .helpers import lock_token, waiting
 
 #: Generous bound for "at once" (scheduling noise on two busy CI cores, not a real wait).
 PROMPT = 0.25
+#: Upper bound for anything awaited that should end at once (a failure, not a wait).
+LIMIT = 5.0
 #: Upper bound for "on time": well below the 1 s a wait blocks at most before it looks again,
 #: so a missed wake-up still fails the test.
 LATE = 0.9
@@ -159,6 +161,45 @@ async def test_wait_raises_not_found_for_a_job_obliterated_while_waiting(
     with pytest.raises(JobNotFoundError):
         await job.wait(timeout=0.3)
     await remover
+
+
+async def _finish(queue: JobQueue, outcome: str) -> None:
+    """Claims the queue's one job and completes it with ``{"answer": 42}``, or fails it for
+    good with "broken"."""
+    claimed = await _claim(queue)
+    if outcome == "completed":
+        await queue.complete(claimed.id, lock_token(claimed), {"answer": 42})
+    else:
+        await queue.fail(claimed.id, lock_token(claimed), "broken", retry=False)
+
+
+@pytest.mark.parametrize("outcome", ["completed", "failed"])
+async def test_wait_after_retention_removed_the_job_raises_not_found(
+    queue: JobQueue, outcome: str
+) -> None:
+    # BullMQ rejects such a wait ("missing key"): the job was removed as its finish was
+    # recorded, before the wait began, so there is no job to wait for.
+    job = await queue.add("w", remove_on_complete=True, remove_on_fail=True)
+    await _finish(queue, outcome)
+    assert await queue.get_job(job.id) is None
+    with pytest.raises(JobNotFoundError):
+        await job.wait(timeout=LIMIT)
+
+
+@pytest.mark.parametrize("outcome", ["completed", "failed"])
+async def test_wait_begun_before_retention_removed_the_job_gets_its_outcome(
+    queue: JobQueue, outcome: str
+) -> None:
+    job = await queue.add("w", remove_on_complete=True, remove_on_fail=True)
+    waiter = await waiting(queue, job)
+    await _finish(queue, outcome)
+    assert await queue.get_job(job.id) is None
+    if outcome == "completed":
+        assert await asyncio.wait_for(waiter, LIMIT) == {"answer": 42}
+    else:
+        with pytest.raises(JobFailedError) as caught:
+            await asyncio.wait_for(waiter, LIMIT)
+        assert caught.value.reason == "broken"
 
 
 async def test_wait_for_a_missing_job_raises_not_found(queue: JobQueue) -> None:

@@ -155,7 +155,7 @@ def test_sync_add_has_the_signature_of_the_async_add() -> None:
 def test_keyword_defaults_are_the_job_options_defaults() -> None:
     params = inspect.signature(JobQueue.add).parameters.values()
     defaults = {p.name: p.default for p in params if p.kind is p.KEYWORD_ONLY and p.name != "now"}
-    assert len(defaults) == 13
+    assert len(defaults) == 14
     assert JobOptions(**defaults) == JobOptions()
 
 

@@ -33,8 +33,10 @@ mod model;
 mod options;
 mod paging;
 mod parent;
+mod purge;
 mod queue_name;
 pub mod scheduler;
+mod search;
 #[cfg(test)]
 mod tests;
 pub mod workers;
@@ -64,6 +66,8 @@ pub use options::{
 };
 pub use paging::index_range;
 pub use parent::{ParentPolicy, ParentRef};
+pub use purge::remove_jobs;
 pub use queue_name::{check_queue_name, is_queue_name, MAX_QUEUE_NAME, QUEUE_NAME_RULE};
 pub use scheduler::{JobScheduler, Template};
+pub use search::{JobFilter, Matcher, MAX_SEARCH_COUNT, SEARCH_SCAN_LIMIT};
 pub use workers::WorkerEntry;

@@ -13,5 +13,5 @@ mod book;
 mod tests;
 mod turn;
 
-pub use book::{Counts, Outcome, WorkerBook};
+pub use book::{ClaimLimit, Counts, Outcome, WorkerBook};
 pub use turn::{Call, Idle, Turn};

@@ -5,7 +5,7 @@
 //! the public API did not change when they moved here.
 
 use lanemq_core::jobs::metrics::{MetricsKind, MAX_DATA_POINTS};
-use lanemq_core::jobs::{JobState, Millis, MAX_PRIORITY};
+use lanemq_core::jobs::{JobFilter, JobState, Millis, MAX_PRIORITY};
 use pyo3::exceptions::PyUnicodeEncodeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt};
@@ -43,6 +43,7 @@ as_they_come!(
     Vec<String>,
     Vec<u32>,
     [usize; 4],
+    (usize, usize),
 );
 
 /// Text as Rust holds it (UTF-8). A `str` holding a lone surrogate, which UTF-8 cannot encode,
@@ -199,6 +200,34 @@ impl CoreArg for RateWait {
                 "invalid rate limit wait: {why}"
             ))),
         }
+    }
+}
+
+/// The criteria of `search_jobs` and `remove_jobs`, as `lanemq.jobs.search` passes them:
+/// `(name, text, data paths, the JSON of their values, older_than, newer_than)`, ages in
+/// seconds.
+#[derive(FromPyObject)]
+pub struct Criteria(
+    Option<Text>,
+    Option<Text>,
+    Vec<Text>,
+    Vec<String>,
+    Option<Secs>,
+    Option<Secs>,
+);
+
+impl CoreArg for Criteria {
+    type Core = JobFilter;
+    fn core(self, _field: &str) -> PyResult<JobFilter> {
+        let Criteria(name, text, paths, values, older_than, newer_than) = self;
+        let paths = paths.core("data path")?;
+        Ok(JobFilter {
+            name: name.core("name")?,
+            text: text.core("text")?,
+            data: paths.into_iter().zip(values).collect(),
+            older_than: older_than.core("older_than")?,
+            newer_than: newer_than.core("newer_than")?,
+        })
     }
 }
 

@@ -249,13 +249,13 @@ impl JobOptions {
         max_stalled_count=Int::of(1), dedup=None, parent_policy=None, fail_parent_on_failure=false,
         ignore_dependency_on_failure=false, remove_dependency_on_failure=false,
         continue_parent_on_failure=false, telemetry=None, group=None,
-        max_started_attempts=None),
+        max_started_attempts=None, stack_trace_limit=None),
         text_signature = "(job_id=None, priority=0, lifo=False, delay=0.0, attempts=1, backoff=None, \
             timeout=None, remove_on_complete=None, remove_on_fail=None, max_stalled_count=1, \
             dedup=None, parent_policy=None, fail_parent_on_failure=False, \
             ignore_dependency_on_failure=False, remove_dependency_on_failure=False, \
             continue_parent_on_failure=False, telemetry=None, group=None, \
-            max_started_attempts=None)")]
+            max_started_attempts=None, stack_trace_limit=None)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         job_id: Option<&Bound<'_, PyAny>>,
@@ -277,6 +277,7 @@ impl JobOptions {
         telemetry: Option<&Bound<'_, PyAny>>,
         group: Option<Text>,
         max_started_attempts: Option<Int>,
+        stack_trace_limit: Option<Int>,
     ) -> PyResult<Self> {
         let flags = [
             fail_parent_on_failure,
@@ -335,6 +336,9 @@ impl JobOptions {
             max_started_attempts: max_started_attempts
                 .map(|n| count("max_started_attempts", n.get("max_started_attempts")?, 1))
                 .transpose()?,
+            stack_trace_limit: stack_trace_limit
+                .map(|n| count("stack_trace_limit", n.get("stack_trace_limit")?, 0))
+                .transpose()?,
         };
         inner.validate().map_err(to_py)?;
         Ok(Self { inner })
@@ -370,6 +374,11 @@ impl JobOptions {
     #[getter]
     fn max_started_attempts(&self) -> Option<u32> {
         self.inner.max_started_attempts
+    }
+    /// How many stack traces the job keeps (None: the default, 10).
+    #[getter]
+    fn stack_trace_limit(&self) -> Option<u32> {
+        self.inner.stack_trace_limit
     }
 
     #[getter]

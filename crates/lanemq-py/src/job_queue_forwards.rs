@@ -12,8 +12,8 @@ use pyo3::prelude::*;
 
 use crate::bridge::millis_to_seconds;
 use crate::core_args::{
-    DataPoints, Dict, Kind, MinuteCounts, Now, Positive, Priority, RateWait, Secs, State, States,
-    Text,
+    Criteria, DataPoints, Dict, Kind, MinuteCounts, Now, Positive, Priority, RateWait, Secs, State,
+    States, Text,
 };
 use crate::flows::{self, DependencyRows};
 use crate::job_queue::{records, unit, JobQueueCore};
@@ -90,6 +90,17 @@ forwards! {
     fn list_jobs_with_total(states: States, start: i64, end: i64, ascending: bool) -> page {
         list_jobs_with_total(states, start, end, ascending)
     }
+    /// Awaits `(records, cursor)`: up to `count` jobs of `states` meeting the criteria, from
+    /// position `cursor`, and where the next page starts (None: the end).
+    fn search_jobs(
+        states: States,
+        criteria: Criteria,
+        page: (usize, usize),
+        ascending: bool,
+        now: Option<Now> = None,
+    ) -> search_page {
+        search_jobs(states, criteria, page, ascending, now)
+    }
     /// Awaits `(counts, paused, max_active, rate_limit, rate_limit_ttl)`, read at one moment:
     /// counts per state, the rate limit as `(max, seconds)` or None, its ttl in seconds.
     fn get_stats(now: Option<Now> = None) -> stats { get_stats(now) }
@@ -138,6 +149,15 @@ forwards! {
         save_stacktrace(id, lines, reason)
     }
     fn remove(id: Text, now: Option<Now> = None) -> unit { remove(id, now) }
+    /// Awaits how many jobs of `states` meeting the criteria were removed (at most `limit`).
+    fn remove_jobs(
+        states: States,
+        criteria: Criteria,
+        limit: Option<usize> = None,
+        now: Option<Now> = None,
+    ) -> Ok {
+        remove_jobs(states, criteria, limit, now)
+    }
 
     // -------------------------------------------------------------- the queue
 
@@ -260,6 +280,12 @@ pub(crate) fn state_counts(counts: Vec<(JobState, usize)>) -> PyResult<Dict<&'st
 
 fn priority_counts(counts: Vec<(u32, usize)>) -> PyResult<Dict<u32, usize>> {
     Ok(Dict(counts))
+}
+
+type SearchPage = (Vec<JobRecord>, Option<usize>);
+
+fn search_page((jobs, next): (Vec<Job>, Option<usize>)) -> PyResult<SearchPage> {
+    Ok((records(jobs)?, next))
 }
 
 fn page((jobs, total): (Vec<Job>, usize)) -> PyResult<(Vec<JobRecord>, usize)> {

@@ -153,6 +153,29 @@ impl WorkerBook {
         self.core.pending()
     }
 
+    /// Whether claims are held (`JobWorker.pause`): no job is claimed, running ones go on.
+    #[getter]
+    fn held(&self) -> bool {
+        self.core.is_held()
+    }
+
+    #[setter]
+    fn set_held(&mut self, held: bool) {
+        self.core.set_held(held);
+    }
+
+    /// This worker's own claim limit: at most `max_jobs` started per `per_seconds` (None:
+    /// none). The caller checked the values' types.
+    #[pyo3(signature = (limit))]
+    fn set_limit(&mut self, limit: Option<(u32, f64)>) -> PyResult<()> {
+        let limit = limit.map(|(max, per)| core::ClaimLimit {
+            max,
+            // (a float-to-int cast saturates: a huge window is a window that never closes)
+            per: (per * 1e6).ceil() as Micros,
+        });
+        self.core.set_limit(limit).map_err(to_py)
+    }
+
     #[getter]
     fn processed(&self) -> u64 {
         self.core.counts().processed
@@ -182,6 +205,10 @@ impl WorkerBook {
             job: job.clone().unbind(),
         };
         self.core.start(key(task), running);
+        if self.core.has_limit() {
+            let now = self.now();
+            self.core.count_start(now);
+        }
         Ok(timeout)
     }
 

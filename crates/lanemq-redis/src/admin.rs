@@ -9,7 +9,7 @@
 
 use lanemq_core::jobs::{
     check_log_line, check_payload, index_range, rate_limit_end, wall_clock_ms, BoxFuture, JobAdmin,
-    JobOptions, JobState, Millis,
+    JobFilter, JobOptions, JobState, Millis,
 };
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
@@ -478,6 +478,16 @@ impl JobAdmin for RedisJobBackend {
 
     fn remove(&self, id: String, now: Millis) -> BoxFuture<()> {
         call!(self, |b| b.remove(id, now))
+    }
+
+    fn remove_jobs(
+        &self,
+        states: Vec<JobState>,
+        filter: JobFilter,
+        limit: Option<usize>,
+        now: Millis,
+    ) -> BoxFuture<usize> {
+        lanemq_core::jobs::remove_jobs(self.clone(), states, filter, limit, now)
     }
 
     fn pause(&self, now: Millis) -> BoxFuture<()> {

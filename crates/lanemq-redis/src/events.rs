@@ -39,7 +39,8 @@ impl RedisBackend {
     /// Events with `start <= id <= end`, at most `limit` (0: all), oldest first. An entry's
     /// id is its last event's (`parse_entry`), so the first entry read from `start` on may
     /// begin before `start`, and entries are read a page at a time until one passes `end`.
-    /// Events below the floor of an explicit trim are gone (`lua/trim_events-16.lua`).
+    /// Events below the floor of an explicit trim are gone (`lua/trim_events-16.lua`), and so
+    /// are those older than the newest `max_events` (`visible_floor`).
     pub async fn read_events(
         &self,
         start: u64,
@@ -51,19 +52,23 @@ impl RedisBackend {
         let mut from = format!("{start}-0");
         let mut out = Vec::new();
         loop {
-            // Each page comes with the floor, in one round trip (most reads are one page).
+            // Each page comes with the floors, in one round trip (most reads are one page).
             let mut pipe = redis::pipe();
-            pipe.cmd("HGET")
+            pipe.cmd("HMGET")
                 .arg(self.keys.key("meta"))
-                .arg("events_floor");
+                .arg("events_floor")
+                .arg("event");
             pipe.cmd("XRANGE")
                 .arg(&events_key)
                 .arg(&from)
                 .arg("+")
                 .arg("COUNT")
                 .arg(PAGE);
-            let (floor, entries): (Option<u64>, Value) = self.query(&pipe).await?;
-            let lowest = start.max(floor.unwrap_or(0));
+            let ((floor, last), entries): ((Option<u64>, Option<u64>), Value) =
+                self.query(&pipe).await?;
+            let lowest = start
+                .max(floor.unwrap_or(0))
+                .max(visible_floor(last.unwrap_or(0), self.max_events));
             let entries = items(entries)?;
             let full = entries.len() == PAGE;
             for entry in entries {
@@ -117,6 +122,16 @@ impl RedisBackend {
         let (last,): (Option<u64>,) = self.query(&pipe).await?;
         Ok(last.unwrap_or(0))
     }
+}
+
+/// The lowest event id a reader shows when `last` is the newest: the newest `max_events`
+/// events, as the in-process backends keep them. The stream keeps about as many: its
+/// trimming (`flush_events` in `lua/includes/common.lua`) is approximate, and drops whole
+/// nodes of up to 100 entries, each holding a call's events, so up to several hundred more
+/// stay on the server (BullMQ's bound for 20 is 45), which trimming exactly on every write
+/// would remove at a cost to every call (lua/README.md, `events`).
+pub(crate) fn visible_floor(last: u64, max_events: usize) -> u64 {
+    (last + 1).saturating_sub(max_events as u64)
 }
 
 /// The events of an entry `[id, [field, value, ...]]` of the events stream, oldest first. An

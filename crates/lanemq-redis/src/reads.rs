@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use lanemq_core::jobs::{
-    index_range, BoxFuture, FinishedResult, Job, JobReads, JobState, Millis, QueueStats,
+    index_range, BoxFuture, FinishedResult, Job, JobFilter, JobReads, JobState, Millis, QueueStats,
+    SEARCH_SCAN_LIMIT,
 };
 use lanemq_core::CoreResult;
 use redis::Value;
@@ -13,6 +14,7 @@ use crate::backend::RedisBackend;
 use crate::decode;
 use crate::job_backend::{call, RedisJobBackend};
 use crate::keys::{JOB_FIELDS, STATE_SETS, WAITING_LIST};
+use crate::scripts;
 
 fn set_of(state: JobState) -> &'static str {
     STATE_SETS[JobState::ALL.iter().position(|s| *s == state).unwrap_or(0)]
@@ -230,22 +232,102 @@ impl RedisBackend {
         Ok(out)
     }
 
+    /// `search_jobs`: `lua/search-16.lua` walks at most `SEARCH_SCAN_LIMIT` jobs of the states
+    /// and answers the ids that match, then each is read as `get_job` reads it (one that went
+    /// in between is left out).
+    pub async fn search_jobs(
+        &self,
+        states: Vec<JobState>,
+        filter: JobFilter,
+        (cursor, count): (usize, usize),
+        ascending: bool,
+        now: Millis,
+    ) -> CoreResult<(Vec<Job>, Option<usize>)> {
+        // Bad criteria are refused here, as in process, not by the script.
+        filter.matcher(now)?;
+        let mut codes = Vec::new();
+        for state in if states.is_empty() {
+            JobState::ALL.to_vec()
+        } else {
+            states
+        } {
+            let code = JobState::ALL.iter().position(|s| *s == state).unwrap_or(0);
+            if !codes.contains(&code) {
+                codes.push(code);
+            }
+        }
+        let codes: Vec<String> = codes.iter().map(usize::to_string).collect();
+        let flag = |given: bool| if given { "1" } else { "0" };
+        let cutoff =
+            |age: Option<Millis>| age.map_or(String::new(), |a| now.saturating_sub(a).to_string());
+        let mut args = vec![
+            cursor.to_string(),
+            count.to_string(),
+            SEARCH_SCAN_LIMIT.to_string(),
+            flag(ascending).to_owned(),
+            codes.join(","),
+            flag(filter.name.is_some()).to_owned(),
+            filter.name.clone().unwrap_or_default(),
+            flag(filter.text.is_some()).to_owned(),
+            filter.text.clone().unwrap_or_default(),
+            cutoff(filter.older_than),
+            cutoff(filter.newer_than),
+        ];
+        for (path, value) in &filter.data {
+            args.extend([path.clone(), value.clone()]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let reply = decode::items(self.change(&scripts::SEARCH, now, &args).await?)?;
+        let mut texts = reply
+            .iter()
+            .map(|v| decode::text(v).ok_or_else(|| decode::unexpected("an id")));
+        let next = texts.next().transpose()?.filter(|at| !at.is_empty());
+        let ids = texts.collect::<CoreResult<Vec<String>>>()?;
+        let next = match next {
+            None => None,
+            Some(at) => Some(at.parse().map_err(|_| decode::unexpected(&at))?),
+        };
+        Ok((self.jobs(ids).await?, next))
+    }
+
     pub async fn finished_result(&self, id: &str) -> CoreResult<FinishedResult> {
         let mut pipe = redis::pipe();
         pipe.cmd("HMGET")
             .arg(self.keys.job(id))
             .arg(&["state", "result", "reason"]);
-        let ((state, result, reason),): ((Option<usize>, Option<String>, Option<String>),) =
-            self.query(&pipe).await?;
-        Ok(match state.and_then(|s| JobState::ALL.get(s).copied()) {
-            None => FinishedResult::Missing,
-            // A null result is not stored (complete_jobs in lua/includes/jobs.lua).
-            Some(JobState::Completed) => {
-                FinishedResult::Completed(Some(Arc::from(result.as_deref().unwrap_or("null"))))
-            }
-            Some(JobState::Failed) => FinishedResult::Failed(reason.unwrap_or_default()),
-            Some(state) => FinishedResult::NotFinished(state),
-        })
+        let (fields,): (FinishedFields,) = self.query(&pipe).await?;
+        Ok(finished(fields))
+    }
+
+    /// The id of the newest event, then `finished_result`, read in that order in one round
+    /// trip: where the job is missing, only an event after that id can tell how it ended
+    /// (`wait_finished`).
+    pub(crate) async fn finished_result_since(
+        &self,
+        id: &str,
+    ) -> CoreResult<(u64, FinishedResult)> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("HGET").arg(self.keys.key("meta")).arg("event");
+        pipe.cmd("HMGET")
+            .arg(self.keys.job(id))
+            .arg(&["state", "result", "reason"]);
+        let (last, fields): (Option<u64>, FinishedFields) = self.query(&pipe).await?;
+        Ok((last.unwrap_or(0), finished(fields)))
+    }
+}
+
+/// A job's `state`, `result` and `reason` fields.
+type FinishedFields = (Option<usize>, Option<String>, Option<String>);
+
+fn finished((state, result, reason): FinishedFields) -> FinishedResult {
+    match state.and_then(|s| JobState::ALL.get(s).copied()) {
+        None => FinishedResult::Missing,
+        // A null result is not stored (complete_jobs in lua/includes/jobs.lua).
+        Some(JobState::Completed) => {
+            FinishedResult::Completed(Some(Arc::from(result.as_deref().unwrap_or("null"))))
+        }
+        Some(JobState::Failed) => FinishedResult::Failed(reason.unwrap_or_default()),
+        Some(state) => FinishedResult::NotFinished(state),
     }
 }
 
@@ -289,6 +371,18 @@ impl JobReads for RedisJobBackend {
     ) -> BoxFuture<(Vec<Job>, usize)> {
         call!(self, |b| b
             .list_jobs_with_total(states, start, end, ascending))
+    }
+
+    fn search_jobs(
+        &self,
+        states: Vec<JobState>,
+        filter: JobFilter,
+        page: (usize, usize),
+        ascending: bool,
+        now: Millis,
+    ) -> BoxFuture<(Vec<Job>, Option<usize>)> {
+        call!(self, |b| b
+            .search_jobs(states, filter, page, ascending, now))
     }
 
     fn get_stats(&self, now: Millis) -> BoxFuture<QueueStats> {

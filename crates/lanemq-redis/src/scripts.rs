@@ -47,7 +47,7 @@ pub struct LuaScript {
 
 /// Every script: its operation name, and its body (`lua/<op>-16.lua`, or `lua/<op>-2.lua` for
 /// those of `OWN_KEYS`).
-const OPS: [(&str, &str); 30] = [
+const OPS: [(&str, &str); 31] = [
     ("add", include_str!("../../../lua/add-16.lua")),
     ("claim", include_str!("../../../lua/claim-16.lua")),
     ("complete", include_str!("../../../lua/complete-16.lua")),
@@ -85,6 +85,7 @@ const OPS: [(&str, &str); 30] = [
         include_str!("../../../lua/publish_event-16.lua"),
     ),
     ("groups", include_str!("../../../lua/groups-16.lua")),
+    ("search", include_str!("../../../lua/search-16.lua")),
     ("metrics", include_str!("../../../lua/metrics-2.lua")),
     ("workers", include_str!("../../../lua/workers-2.lua")),
 ];
@@ -164,6 +165,7 @@ pub static ORPHANS: LazyLock<LuaScript> = LazyLock::new(|| load("orphans"));
 pub static LAYOUT: LazyLock<LuaScript> = LazyLock::new(|| load("layout"));
 pub static PUBLISH_EVENT: LazyLock<LuaScript> = LazyLock::new(|| load("publish_event"));
 pub static GROUPS: LazyLock<LuaScript> = LazyLock::new(|| load("groups"));
+pub static SEARCH: LazyLock<LuaScript> = LazyLock::new(|| load("search"));
 pub static METRICS: LazyLock<LuaScript> = LazyLock::new(|| load("metrics"));
 pub static WORKERS: LazyLock<LuaScript> = LazyLock::new(|| load("workers"));
 

@@ -329,46 +329,21 @@ impl RedisBackend {
         self.query::<()>(&pipe).await
     }
 
-    /// How a job that no longer exists ended, if the entries holding the newest 1,000 events
-    /// say (else `Missing`). An entry holds a whole call's events (up to ~250), so entries are
-    /// read newest first, a page at a time, until that many events have been looked at.
-    async fn outcome_from_events(&self, id: &str) -> CoreResult<FinishedResult> {
-        const EVENTS: usize = 1000;
-        const PAGE: usize = 20;
-        let mut before = String::from("+");
-        let mut seen = 0;
+    /// How a job that no longer exists ended, if an event after id `after` says (completed,
+    /// failed, or removed: then `Missing`), read a page at a time; else `Missing`.
+    async fn outcome_after(&self, id: &str, after: u64) -> CoreResult<FinishedResult> {
+        const PAGE: usize = 500;
+        let mut from = after + 1;
         loop {
-            let mut pipe = redis::pipe();
-            pipe.cmd("XREVRANGE")
-                .arg(self.keys.key("events"))
-                .arg(&before)
-                .arg("-")
-                .arg("COUNT")
-                .arg(PAGE);
-            let (entries,): (Value,) = self.query(&pipe).await?;
-            let entries = items(entries)?;
-            let last_page = entries.len() < PAGE;
-            // Newest first: the entries come so, and an entry's events oldest first.
-            for entry in entries {
-                let events = parse_entry(entry)?;
-                for event in events.iter().rev() {
-                    if let Some(result) = ending(event, id) {
-                        return Ok(result);
-                    }
-                }
-                seen += events.len();
-                if seen >= EVENTS {
-                    return Ok(FinishedResult::Missing);
-                }
-                match events.first() {
-                    // Entries end at their last event's id: the next page ends below the
-                    // oldest event seen (`<n>` as an end covers every `<n>-<k>`).
-                    Some(oldest) if oldest.id > 1 => before = (oldest.id - 1).to_string(),
-                    _ => return Ok(FinishedResult::Missing),
+            let events = self.read_events(from, u64::MAX, PAGE).await?;
+            for event in &events {
+                if let Some(result) = ending(event, id) {
+                    return Ok(result);
                 }
             }
-            if last_page {
-                return Ok(FinishedResult::Missing);
+            match events.last() {
+                Some(last) if events.len() == PAGE => from = last.id + 1,
+                _ => return Ok(FinishedResult::Missing),
             }
         }
     }
@@ -427,8 +402,11 @@ impl RedisBackend {
     }
 
     /// The outcome once the job completes, fails for good or disappears; `NotFinished` after
-    /// `timeout`. The outcome is taken from the event stream, so a job removed on completion
-    /// still reports its result.
+    /// `timeout`. The wait begins at its first look, which reads the newest event's id with the
+    /// job: a job missing then was removed before the wait began (by `remove_on_complete` as
+    /// its completion was recorded, say), and is `Missing`, as it is in memory and as BullMQ
+    /// rejects it ("missing key"); a job that finishes after, even if removed at once, reports
+    /// its outcome, taken from the event stream.
     pub async fn wait_finished(
         &self,
         id: &str,
@@ -447,14 +425,14 @@ impl RedisBackend {
         timeout: Option<Millis>,
     ) -> CoreResult<FinishedResult> {
         let deadline = timeout.map(|t| Instant::now() + Duration::from_millis(t));
-        let mut after = self.last_event_id().await?;
+        let (mut after, mut result) = self.finished_result_since(id).await?;
         loop {
-            let result = match self.finished_result(id).await? {
-                // Gone: it may have finished and been removed (remove_on_complete/fail) before
-                // this waiter looked; the stream still tells how it ended.
-                FinishedResult::Missing => return self.outcome_from_events(id).await,
-                result => result,
-            };
+            if matches!(result, FinishedResult::Missing) {
+                // Gone: removed before the wait began (no event after its start tells how it
+                // ended), or since, finished and removed at once (an event after `after`,
+                // which the follow below has not read yet, tells).
+                return self.outcome_after(id, after).await;
+            }
             if !matches!(result, FinishedResult::NotFinished(_)) {
                 return Ok(result);
             }
@@ -476,6 +454,7 @@ impl RedisBackend {
                     return Ok(result);
                 }
             }
+            result = self.finished_result(id).await?;
         }
     }
 }

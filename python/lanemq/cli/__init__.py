@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import click
 
-from . import group_commands  # noqa: F401  (registers its commands on ``queue``)
+# (imported for their commands, which they register on ``queue``)
+from . import group_commands, search_commands  # noqa: F401
 from .dashboard_command import dashboard_command
 from .queue_commands import queue_group
 from .queues_command import queues_command

@@ -15,6 +15,7 @@ from ._actions import HANDLERS, Actions, SignIn
 from ._hosts import LOOPBACK, AllowedHosts
 from ._pages import Pages
 from ._render import Renderer
+from ._search import SearchPage
 from ._security import SIGN_IN, Guard, GuardMiddleware
 from ._source import QueueSource
 
@@ -69,6 +70,7 @@ def app(
         Route(queue, pages.queue),
         Route(f"{queue}/jobs/{{state}}", pages.jobs),
         Route(f"{queue}/lookup", pages.lookup),
+        Route(f"{queue}/search", SearchPage(source, render).page),
         Route(f"{queue}/job/{{job_id:path}}", pages.job),
         Route(f"{queue}/schedulers", pages.schedulers),
         Route(f"{queue}/workers", pages.workers),

@@ -7,9 +7,9 @@ since the Unix epoch (UTC). Methods that depend on the clock take ``now`` (milli
 tests can drive time; it defaults to the wall clock.
 
 `JobQueue` is made of one part per concern, a module each: `lifecycle` (add, claim, finish),
-`flows`, `reads`, `admin` (editing jobs, the queue's state), `dedup`, `schedulers`, `events`,
-`observe` (metrics, workers), `groups` and `cancels`; one module per backend: `memory` (with
-`MemoryGroup`), `local` and `redis`."""
+`flows`, `reads`, `search` (jobs by criteria), `admin` (editing jobs, the queue's state),
+`dedup`, `schedulers`, `events`, `observe` (metrics, workers), `groups` and `cancels`; one
+module per backend: `memory` (with `MemoryGroup`), `local` and `redis`."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from .memory import InMemoryJobQueue, MemoryGroup
 from .queue import JobQueue
 from .reads import JobResult, QueueStats
 from .redis import RedisJobQueue
+from .search import JobPage
 
 __all__ = [
     "STATES",
@@ -28,6 +29,7 @@ __all__ = [
     "GroupInfo",
     "GroupLimits",
     "InMemoryJobQueue",
+    "JobPage",
     "JobQueue",
     "JobResult",
     "LocalJobQueue",

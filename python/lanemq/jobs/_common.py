@@ -121,6 +121,7 @@ _OPTION_NAMES = (
     "dedup",
     "group",
     "max_started_attempts",
+    "stack_trace_limit",
 )
 _OPTION_DEFAULTS: tuple[Any, ...] = (
     None,
@@ -133,6 +134,7 @@ _OPTION_DEFAULTS: tuple[Any, ...] = (
     None,
     None,
     1,
+    None,
     None,
     None,
     None,

@@ -47,6 +47,7 @@ class QueueLifecycle(QueueBase):
         dedup: Dedup | None = None,
         group: str | None = None,
         max_started_attempts: int | None = None,
+        stack_trace_limit: int | None = None,
         now: int | None = None,
     ) -> Job[DataT, Any]:
         """Adds a job. Options are keywords (typed, so a type checker catches a misspelt
@@ -61,7 +62,9 @@ class QueueLifecycle(QueueBase):
         ``dedup`` (`Dedup`): while its key is held, the add returns the job holding it.
         ``group``: the job's group (groups take turns at the claim and have limits of their
         own, `set_group_defaults`). ``max_started_attempts``: a job started this many times
-        (stalls and releases included) fails for good rather than start again."""
+        (stalls and releases included) fails for good rather than start again.
+        ``stack_trace_limit``: how many stack traces of failed attempts the job keeps, the
+        newest (BullMQ's ``stackTraceLimit``; 0: none; None: 10)."""
         _checks.job_name(name)
         given = _given_options(
             (
@@ -78,6 +81,7 @@ class QueueLifecycle(QueueBase):
                 dedup,
                 group,
                 max_started_attempts,
+                stack_trace_limit,
             )
         )
         opts = _options(options, given)

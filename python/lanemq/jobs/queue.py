@@ -15,12 +15,14 @@ from .lifecycle import QueueLifecycle
 from .observe import QueueObserve
 from .reads import QueueReads
 from .schedulers import QueueSchedulers
+from .search import QueueSearch
 
 
 class JobQueue(
     QueueLifecycle,
     QueueFlows,
     QueueReads,
+    QueueSearch,
     QueueAdmin,
     QueueDedup,
     QueueSchedulers,

@@ -11,6 +11,7 @@ from .._core import JobRecord
 from ..exceptions import JobCancelledError, JobFailedError, JobNotFoundError
 from ..job import Job
 from ._base import QueueBase, new_job
+from ._failures import failed_error
 
 #: How the stack trace entry of a cancelled job begins (then the reason).
 _CANCELLED_TRACE = "JobCancelledError: "
@@ -134,13 +135,14 @@ class QueueReads(QueueBase):
     async def _failure(self, job_id: str, reason: str) -> JobFailedError:
         """What `wait` raises for a job that failed for good: `JobCancelledError` when it was
         cancelled (its last stack trace entry says so: every backend writes
-        ``JobCancelledError: <reason>`` there), else `JobFailedError`. A job its retention
-        removed at once can no longer tell: `JobFailedError`."""
+        ``JobCancelledError: <reason>`` there), else `JobFailedError`, an instance of the
+        raised class too where that can be made (`_failures`). A job its retention removed
+        at once can no longer tell but by its reason."""
         record = await self._core.get_job(job_id)
         trace = record.stacktrace if record is not None else []
         if trace and trace[-1].startswith(_CANCELLED_TRACE):
             return JobCancelledError(job_id, reason)
-        return JobFailedError(job_id, reason)
+        return failed_error(job_id, reason, trace)
 
     async def list_queues(self) -> list[str]:
         """The names of the queues this queue's backend holds, sorted: those of its

@@ -46,6 +46,34 @@ class Loop(Cancels):
         elif not (turn.calls and await self._call(*turn.calls[0])):
             await self._idle(turn, loop)
 
+    def _tell_idle(self) -> bool:
+        """At the start of an idle wait, with nothing to report: ends the waits of `pause`
+        (nothing runs any more) and of `run_until_idle` / `run_once` called while the loop
+        runs (nothing runs, and the last claim found nothing: claims held or limited count as
+        nothing ready; a rate limit's pause is waited out). A waiter that came since the last
+        claim asks for one more first: returns True then, and the loop turns again, claiming
+        (the claim that found nothing may have been made before its jobs were added)."""
+        if self._book.running or self._exchanges:
+            return False
+        for waiter in self._drain_waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._drain_waiters.clear()
+        if not self._idle_waiters:
+            return False
+        if self._recheck:
+            self._recheck = False
+            self._book.idled(0, 0)  # (the queue may have jobs: the next turn claims)
+            return True
+        _, paused_for = self._book.claimable()
+        if paused_for > 0:
+            return False  # a RateLimitError's pause: jobs are ready once it ends
+        for waiter in self._idle_waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._idle_waiters.clear()
+        return False
+
     def _launch(self, loop: asyncio.AbstractEventLoop, done: OutcomeBatch, claim: int) -> None:
         task = loop.create_task(self._call(done, claim))
         self._exchanges.add(task)
@@ -105,6 +133,8 @@ class Loop(Cancels):
         sleep ends with the pause."""
         if self._closing or self._book.pending:
             return  # (close() may have been called while the loop awaited the queue)
+        if (self._idle_waiters or self._drain_waiters) and self._tell_idle():
+            return
         wake = self._wake = loop.create_future()
         waits: list[asyncio.Future[Any]] = [wake]
         claim: asyncio.Future[list[Job]] | None = None
@@ -112,7 +142,7 @@ class Loop(Cancels):
         asked = turn.idle_claim
         if asked:
             claimed, interrupt = self.queue.wait_and_claim(
-                self.id, self.lease, asked, self.stalled_interval
+                self.id, self.lease, asked, self.block_timeout
             )
             claim = asyncio.ensure_future(claimed)
             waits.append(claim)

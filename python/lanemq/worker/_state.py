@@ -2,7 +2,8 @@
 each part of the class is type-checked against it), the wake-up future of the loop, and the
 hooks. The class is split by concern into a chain of bases: `_state` (this), `_reporting`
 (outcomes to the backend, chores), `_tasks` (a job's task from start to end), `_loop` (a turn
-of the run loop), and `_worker` (the public class: set-up, run, close)."""
+of the run loop), `_controls` (pause, resume, waiting for the running loop to be idle) and
+`_worker` (the public class: set-up, run, close)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ class WorkerState:
     id: str
     lease: float
     stalled_interval: float
+    block_timeout: float
     unknown_name_retries: int
     unknown_name_delay: float
     _remote: bool
@@ -57,6 +59,12 @@ class WorkerState:
     _batchers: dict[str, Batcher | GroupedBatcher]
     _gate: Gate
     _batch_runs: set[asyncio.Task[None]]
+    _running: asyncio.Task[None] | None
+    _run_done: asyncio.Future[None] | None
+    _looping: bool
+    _idle_waiters: list[asyncio.Future[None]]
+    _drain_waiters: list[asyncio.Future[None]]
+    _recheck: bool
 
     @property
     def _wake(self) -> asyncio.Future[None] | None:

@@ -4,23 +4,36 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from .. import _tracing
+from ..job import Job
 from ._observe import WorkerObserver
+from ._state import retrieve
 
 if TYPE_CHECKING:
     from ._worker import JobWorker
 
 
-async def step(worker: JobWorker, *, until_idle: bool, timeout: float | None) -> int:
+async def step(
+    worker: JobWorker,
+    *,
+    until_idle: bool,
+    timeout: float | None,
+    block: bool = False,
+    wait: float | None = None,
+) -> int:
     """Claims up to the free capacity, runs what it got and reports it: once (``until_idle``
     False), or again and again until a claim finds nothing and nothing runs. Returns the
     number of completions and failed attempts recorded. Nothing is left running: past
     ``timeout`` (or when cancelled) the running jobs are cancelled and released to waiting,
-    then `TimeoutError` is raised."""
+    then `TimeoutError` is raised. With ``block`` the first claim waits for a job, at most
+    ``wait`` seconds."""
     if worker._running is not None:
-        raise RuntimeError(f"worker {worker.id} is already running")
+        raise RuntimeError(
+            f"worker {worker.id} is already running (run_once or run_until_idle in progress)"
+        )
     _tracing.prepare_worker(worker)
     loop = worker._loop = asyncio.get_running_loop()
     worker._running = asyncio.current_task()
@@ -41,7 +54,8 @@ async def step(worker: JobWorker, *, until_idle: bool, timeout: float | None) ->
     timed_out = False
     ended = False
     try:
-        timed_out = await _claim_and_run(worker, loop, until_idle, deadline)
+        first_claim = _blocking_claim(worker, loop, wait) if block else None
+        timed_out = await _claim_and_run(worker, loop, until_idle, deadline, first_claim)
         ended = True
     finally:
         try:
@@ -65,10 +79,15 @@ async def step(worker: JobWorker, *, until_idle: bool, timeout: float | None) ->
 
 
 async def _claim_and_run(
-    worker: JobWorker, loop: asyncio.AbstractEventLoop, until_idle: bool, deadline: float | None
+    worker: JobWorker,
+    loop: asyncio.AbstractEventLoop,
+    until_idle: bool,
+    deadline: float | None,
+    first_claim: Callable[[int], Awaitable[list[Job]]] | None,
 ) -> bool:
     """The loop of `step`, up to the point where only `_wind_down` is left (the running jobs
-    to finish, the outcomes to report); True if it ended because ``deadline`` passed."""
+    to finish, the outcomes to report); True if it ended because ``deadline`` passed. The
+    first claim is ``first_claim(free)`` when given (`_blocking_claim`)."""
     book = worker._book
     while not worker._closing:
         if book.pending:
@@ -78,8 +97,12 @@ async def _claim_and_run(
         free, paused_for = book.claimable()  # paused_for > 0 after a RateLimitError
         claimed = []
         if free:
-            claimed = await worker.queue.claim(worker.id, worker.lease, free)
+            if first_claim is not None:
+                claimed = await first_claim(free)
+            else:
+                claimed = await worker.queue.claim(worker.id, worker.lease, free)
             worker._start_all(claimed)
+        first_claim = None
         if not until_idle:
             return False  # run_once: the batch runs to its end in `_wind_down`
         if not book.running:
@@ -98,3 +121,48 @@ async def _claim_and_run(
         finally:
             worker._wake = None
     return False
+
+
+def _blocking_claim(
+    worker: JobWorker, loop: asyncio.AbstractEventLoop, wait: float | None
+) -> Callable[[int], Awaitable[list[Job]]]:
+    """`run_once(block=True)`'s claim: the backend's blocking wait for a job (as an idle
+    `run()` waits: woken by adds, retries and delayed jobs coming due), in rounds of the
+    worker's ``block_timeout``, for at most ``wait`` seconds (None: until a job comes or
+    close() is called); none claimed then."""
+
+    async def claim(free: int) -> list[Job]:
+        deadline = None if wait is None else loop.time() + wait
+        while not worker._closing:
+            seconds = worker.block_timeout
+            if deadline is not None:
+                seconds = min(seconds, deadline - loop.time())
+                if seconds <= 0:
+                    return []
+            jobs = await _wait_and_claim(worker, loop, free, seconds)
+            if jobs:
+                return jobs
+        return []
+
+    return claim
+
+
+async def _wait_and_claim(
+    worker: JobWorker, loop: asyncio.AbstractEventLoop, free: int, seconds: float
+) -> list[Job]:
+    """One blocking claim of up to ``free`` jobs, at most ``seconds``; close() interrupts it
+    (an interrupted claim gives what it had claimed: nothing is dropped)."""
+    pending, interrupt = worker.queue.wait_and_claim(worker.id, worker.lease, free, seconds)
+    claim = asyncio.ensure_future(pending)
+    wake = worker._wake = loop.create_future()
+    try:
+        await asyncio.wait((claim, wake), return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        interrupt()
+        claim.add_done_callback(retrieve)  # nobody takes its outcome now
+        raise
+    finally:
+        worker._wake = None
+    if not claim.done():
+        interrupt()
+    return await claim

@@ -44,7 +44,7 @@ from ._calls import (
     with_middleware,
 )
 from ._close import check_seconds, wind_down
-from ._loop import Loop
+from ._controls import Controls, check_block_timeout, checked_limiter
 from ._observe import WorkerObserver, check_observe
 from ._signals import SignalHandlers
 from ._state import HOOKS, checked_concurrency
@@ -60,11 +60,20 @@ B = TypeVar("B", bound=BatchProcessor)
 M = TypeVar("M", bound=Middleware)
 
 
-class JobWorker(Loop):
+class JobWorker(Controls):
     """Processes jobs of ``queue``: ``processors`` maps job names to ``async def f(job)``
     (a single callable handles every name). At most ``concurrency`` jobs run at once; each
     claim holds a job for ``lease`` seconds, renewed every ``renew_every`` (default: half the
     lease) while it runs.
+
+    An idle worker waits for a job in one blocking call to the backend (woken by adds,
+    retries, resumes and delayed jobs coming due), which lasts at most ``block_timeout``
+    seconds (BullMQ's ``drainDelay``; default: ``stalled_interval``) before the loop turns
+    again. ``limiter=(max_jobs, per_seconds)`` limits this worker alone (the seed's
+    worker-local limiter): it starts at most ``max_jobs`` jobs per window of ``per_seconds``
+    (opened by the first start after the last window closed), whatever the queue's own rate
+    limit (`JobQueue.set_rate_limit`) allows; the jobs it leaves stay waiting for other
+    workers. `pause` / `resume` stop and restart this worker's claims alone.
 
     A plain ``def f(job)`` processor (one that is not an ``async def`` function, a
     `functools.partial` of one, or an object with an ``async def __call__``) runs in the
@@ -120,6 +129,8 @@ class JobWorker(Loop):
         unknown_name_delay: float = 5.0,
         metrics_max_data_points: int | None = None,
         heartbeat_interval: float = 5.0,
+        block_timeout: float | None = None,
+        limiter: tuple[int, float] | None = None,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"invalid concurrency: {concurrency} (must be >= 1)")
@@ -135,12 +146,23 @@ class JobWorker(Loop):
             raise ConfigError(f"invalid unknown_name_retries: {retries!r} (must be an int >= 0)")
         check_seconds("unknown_name_delay", unknown_name_delay, optional=False)
         check_observe(heartbeat_interval, metrics_max_data_points)
+        block_timeout = stalled_interval if block_timeout is None else block_timeout
+        check_block_timeout(block_timeout)
+        limit = checked_limiter(limiter)
         self.queue = queue
         self._remote = queue.remote
         # The running jobs, the outcomes waiting to be reported, the calls in flight, pause,
         # back-off and counters, and the decision of each turn of the loop (`_step`): Rust
         # (lanemq_core::worker). Python keeps the tasks, timers, hooks and close.
         self._book = WorkerBook(checked_concurrency(concurrency), self._remote)
+        self._book.set_limit(limit)
+        # Who waits for this worker's loop: `pause` until nothing runs, `run_until_idle` /
+        # `run_once` (called while it runs) until nothing is ready either; `_recheck`: a
+        # claim is due first (`Loop._tell_idle`).
+        self._looping = False
+        self._drain_waiters: list[asyncio.Future[None]] = []
+        self._idle_waiters: list[asyncio.Future[None]] = []
+        self._recheck = False
         # Batch processors (`batch_processor`): their options and the batcher of each name.
         # With one, ``concurrency`` slots (`_gate`) hold batches and single jobs alike, and
         # the book, which counts jobs, has room for that many full batches.
@@ -152,6 +174,8 @@ class JobWorker(Loop):
         self.lease = lease
         self.renew_every = renew_every
         self.stalled_interval = stalled_interval
+        self.block_timeout = block_timeout
+        self.limiter = limit
         self.unknown_name_retries = unknown_name_retries
         self.unknown_name_delay = unknown_name_delay
         self.metrics_max_data_points = metrics_max_data_points
@@ -375,7 +399,8 @@ class JobWorker(Loop):
     async def run(
         self, *, install_signal_handlers: bool = False, grace: float | None = 8.0
     ) -> None:
-        """Processes jobs until `close()`.
+        """Processes jobs until `close()`. Called while the worker runs already (inside
+        ``async with worker``, say), it returns at once: there is one loop per worker.
 
         With ``install_signal_handlers`` (Unix, main thread; `RuntimeError` otherwise), SIGTERM
         or SIGINT starts ``close(grace=grace)`` (default 8 s, below Docker's 10 s stop timeout)
@@ -383,13 +408,17 @@ class JobWorker(Loop):
         there before (the loop's or Python's) are back."""
         check_seconds("grace", grace)
         if self._running is not None and self._running is not asyncio.current_task():
-            raise RuntimeError(f"worker {self.id} is already running")
+            if self._looping:
+                log.debug("worker %s: run() called while it runs: nothing to start", self.id)
+                return
+            raise RuntimeError(f"worker {self.id} is already running (run_once or run_until_idle)")
         loop = asyncio.get_running_loop()
         _tracing.prepare_worker(self)
         signals = SignalHandlers(self, loop, grace) if install_signal_handlers else None
         if signals is not None:
             signals.install()
         self._running = asyncio.current_task()
+        self._looping = True
         self._loop = loop
         if not self._closing:
             # A fresh run: a grace or force left by an earlier close() or run_until_idle()
@@ -437,6 +466,8 @@ class JobWorker(Loop):
                 await asyncio.gather(*chores, return_exceptions=True)
                 await observer.finish()  # the last metrics, then out of the registry
                 self._running = self._run_done = None
+                self._looping = False
+                self._end_waits()
                 run_done.set_result(None)
                 log.info(
                     "worker %s: stopped (%d completed, %d failed for good, %d failed attempts)",
@@ -449,14 +480,26 @@ class JobWorker(Loop):
                     signals.restore()
                     await signals.finish()
 
-    async def run_once(self) -> int:
+    async def run_once(self, *, block: bool = False, timeout: float | None = None) -> int:
         """Claims one batch (up to ``concurrency`` jobs that are ready: waiting, or delayed and
         due), runs it to its end, reports the outcomes and returns how many it processed: the
         completions and failed attempts recorded (a job moved to delayed, released after a
         `RateLimitError` or whose lease was lost is not counted). For tests and scripts; it
         renews leases meanwhile, but runs no stalled recovery (`JobQueue.recover_stalled`).
-        Raises `RuntimeError` while `run()` (or another step) is in progress."""
-        return await step(self, until_idle=False, timeout=None)
+
+        With ``block`` (the seed's ``run_once_blocking``), it first waits for a job to be
+        ready, in the backend's blocking wait as an idle `run()` does (no polling), at most
+        ``timeout`` seconds (None: as long as it takes), and returns 0 if none came. A paused
+        worker, or one whose ``limiter`` window is full, claims nothing and returns 0.
+
+        On a worker that runs (inside ``async with worker``), it does what `run_until_idle`
+        does there (waits until nothing is ready and nothing runs, and returns the number
+        processed since the call), for at most ``timeout`` seconds, then returns the count so
+        far. While another `run_once` or `run_until_idle` is in progress, `RuntimeError`."""
+        check_seconds("timeout", timeout)
+        if self._running is not None and self._looping:
+            return await self._until_idle(raise_on_timeout=False, timeout=timeout)
+        return await step(self, until_idle=False, timeout=None, block=block, wait=timeout)
 
     async def run_until_idle(self, timeout: float | None = None) -> int:
         """Processes what is ready until nothing is (no waiting job, no delayed job due; a
@@ -465,8 +508,17 @@ class JobWorker(Loop):
         (a retry without backoff, a flow's parent) is processed too. After ``timeout``
         seconds it stops: the jobs still running are cancelled and released back to waiting
         (as `close` does when its grace runs out) and `TimeoutError` is raised. Nothing is left
-        running when it returns or raises."""
+        running when it returns or raises. A paused worker, or one whose ``limiter`` window is
+        full, has nothing ready: what it took until then is its count.
+
+        On a worker that runs (inside ``async with worker``), it starts nothing of its own:
+        it waits until the running loop has nothing ready and nothing running (a claim made
+        since the call found nothing), and returns the number the loop processed since the
+        call; past ``timeout`` it raises `TimeoutError` and the loop goes on with its jobs.
+        While another `run_once` or `run_until_idle` is in progress, `RuntimeError`."""
         check_seconds("timeout", timeout)
+        if self._running is not None and self._looping:
+            return await self._until_idle(raise_on_timeout=True, timeout=timeout)
         return await step(self, until_idle=True, timeout=timeout)
 
     # ------------------------------------------------------------------ close

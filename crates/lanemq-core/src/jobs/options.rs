@@ -223,6 +223,10 @@ pub struct JobOptions {
     /// ones that stalled or were released) fails for good instead of starting again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_started_attempts: Option<u32>,
+    /// BullMQ's `stackTraceLimit`: how many stack traces the job keeps, the newest (0: none).
+    /// `None` keeps `STACKTRACE_LIMIT`; a job stored before the option existed reads as that.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack_trace_limit: Option<u32>,
 }
 
 fn one() -> u32 {
@@ -249,7 +253,16 @@ impl Default for JobOptions {
             telemetry: None,
             group: None,
             max_started_attempts: None,
+            stack_trace_limit: None,
         }
+    }
+}
+
+impl JobOptions {
+    /// How many stack traces the job keeps (its `stack_trace_limit`, or the default).
+    pub fn kept_traces(&self) -> usize {
+        self.stack_trace_limit
+            .map_or(crate::jobs::constants::STACKTRACE_LIMIT, |n| n as usize)
     }
 }
 
@@ -469,6 +482,24 @@ mod tests {
             );
             assert!(err.to_string().contains(fragment), "{err}");
         }
+    }
+
+    #[test]
+    fn stack_trace_limit_round_trips_and_reads_as_the_default_when_absent() {
+        let older: JobOptions = serde_json::from_str(r#"{"attempts":3}"#).unwrap();
+        assert_eq!(older.stack_trace_limit, None);
+        assert_eq!(
+            older.kept_traces(),
+            crate::jobs::constants::STACKTRACE_LIMIT
+        );
+        let none_kept = JobOptions {
+            stack_trace_limit: Some(0),
+            ..JobOptions::default()
+        };
+        let json = serde_json::to_string(&none_kept).unwrap();
+        assert_eq!(json, r#"{"stack_trace_limit":0}"#);
+        let read: JobOptions = serde_json::from_str(&json).unwrap();
+        assert_eq!((read.stack_trace_limit, read.kept_traces()), (Some(0), 0));
     }
 
     #[test]

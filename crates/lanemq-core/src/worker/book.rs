@@ -64,6 +64,25 @@ pub struct WorkerBook<K, R, O> {
     /// The turn since the last `turn` failed: its back-off stands.
     last_turn_failed: bool,
     counts: Counts,
+    /// This worker takes no job (`JobWorker.pause`); its running jobs go on.
+    held: bool,
+    /// This worker's own claim limit (`JobWorker(limiter=...)`), and its current window.
+    limit: Option<ClaimLimit>,
+    window: Window,
+}
+
+/// At most `max` jobs started by one worker per `per` (a fixed window, opened by the first
+/// start after the last one closed), whatever the queue's own limits allow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClaimLimit {
+    pub max: u32,
+    pub per: Micros,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Window {
+    ends: Micros,
+    started: u32,
 }
 
 impl<K: Hash + Eq, R, O> WorkerBook<K, R, O> {
@@ -85,6 +104,9 @@ impl<K: Hash + Eq, R, O> WorkerBook<K, R, O> {
             backoff: 0,
             last_turn_failed: false,
             counts: Counts::default(),
+            held: false,
+            limit: None,
+            window: Window::default(),
         })
     }
 
@@ -204,12 +226,81 @@ impl<K: Hash + Eq, R, O> WorkerBook<K, R, O> {
         self.pause_until.saturating_sub(now)
     }
 
-    /// How many jobs may be claimed now: the free slots, none while paused.
+    /// How many jobs may be claimed now: the free slots within the claim limit's room, none
+    /// while paused or held.
     pub fn claimable(&self, now: Micros) -> u32 {
-        if self.paused_for(now) > 0 {
+        if self.paused_for(now) > 0 || self.held {
             0
         } else {
-            self.free()
+            self.free().min(self.limit_room(now))
+        }
+    }
+
+    /// Holds claims (`true`) until released (`false`); running jobs go on.
+    pub fn set_held(&mut self, held: bool) {
+        self.held = held;
+    }
+
+    pub fn is_held(&self) -> bool {
+        self.held
+    }
+
+    /// Sets (or with `None`, lifts) this worker's own claim limit; a new limit starts with a
+    /// fresh window.
+    pub fn set_limit(&mut self, limit: Option<ClaimLimit>) -> CoreResult<()> {
+        if let Some(limit) = limit {
+            if limit.max < 1 || limit.per < 1 {
+                return Err(CoreError::InvalidConfig(format!(
+                    "invalid limiter: ({}, {}us) (must be at least 1 job per > 0 seconds)",
+                    limit.max, limit.per
+                )));
+            }
+        }
+        self.limit = limit;
+        self.window = Window::default();
+        Ok(())
+    }
+
+    pub fn has_limit(&self) -> bool {
+        self.limit.is_some()
+    }
+
+    /// A claimed job started at `now`: counted in the claim limit's window (opening one if
+    /// none is open).
+    pub fn count_start(&mut self, now: Micros) {
+        let Some(limit) = self.limit else { return };
+        if now >= self.window.ends {
+            self.window = Window {
+                ends: now.saturating_add(limit.per),
+                started: 0,
+            };
+        }
+        self.window.started = self.window.started.saturating_add(1);
+    }
+
+    /// How many more jobs the claim limit lets this worker claim now (the claims in flight
+    /// counted as taken); `u32::MAX` without a limit.
+    pub fn limit_room(&self, now: Micros) -> u32 {
+        let Some(limit) = self.limit else {
+            return u32::MAX;
+        };
+        let started = if now >= self.window.ends {
+            0
+        } else {
+            self.window.started
+        };
+        limit
+            .max
+            .saturating_sub(started)
+            .saturating_sub(self.claiming)
+    }
+
+    /// How long until the claim limit's window closes, when it leaves no room (0 otherwise).
+    pub fn limited_for(&self, now: Micros) -> Micros {
+        if self.limit_room(now) > 0 {
+            0
+        } else {
+            self.window.ends.saturating_sub(now)
         }
     }
 

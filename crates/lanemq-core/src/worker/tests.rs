@@ -1,4 +1,4 @@
-use super::{Call, Counts, Idle, Outcome, Turn, WorkerBook};
+use super::{Call, ClaimLimit, Counts, Idle, Outcome, Turn, WorkerBook};
 use crate::lanes::Micros;
 
 /// Jobs are named by numbers; outcomes are the names of the jobs they are of.
@@ -325,4 +325,82 @@ fn clearing_drops_jobs_and_outcomes() {
     book.record(Outcome::Released, "a");
     book.clear();
     assert_eq!((book.running(), book.pending()), (0, 0));
+}
+
+#[test]
+fn a_held_book_claims_nothing_and_sleeps_until_woken() {
+    for remote in [false, true] {
+        let mut book = book(4, remote);
+        book.set_held(true);
+        assert_eq!(book.claimable(0), 0);
+        let (calls, idle) = calls(book.turn(0));
+        assert!(calls.is_empty());
+        assert_eq!(
+            idle,
+            Idle {
+                claim: 0,
+                pause: None
+            }
+        );
+        book.set_held(false);
+        assert_eq!(book.claimable(0), 4);
+    }
+}
+
+#[test]
+fn a_held_book_still_reports_completions() {
+    let mut book = book(2, false);
+    run(&mut book, 0..1);
+    book.set_held(true);
+    book.finish(&0);
+    book.record(Outcome::Completed, "0");
+    let (calls, _) = calls(book.turn(0));
+    assert_eq!(claims(&calls), vec![0]);
+    assert_eq!(calls[0].completions, vec!["0"]);
+}
+
+#[test]
+fn the_claim_limit_caps_claims_per_window() {
+    let mut book = book(10, false);
+    let limit = ClaimLimit {
+        max: 3,
+        per: 60 * SECOND,
+    };
+    book.set_limit(Some(limit)).unwrap();
+    assert_eq!(book.claimable(0), 3);
+    let (first, _) = calls(book.turn(0));
+    assert_eq!(claims(&first), vec![3]);
+    book.call_done(3, 2);
+    for key in 0..2 {
+        book.start(key, "job");
+        book.count_start(SECOND);
+    }
+    assert_eq!(book.claimable(SECOND), 1);
+    book.start(2, "job");
+    book.count_start(2 * SECOND);
+    assert_eq!(book.claimable(2 * SECOND), 0);
+    // The window opened at the first start: it closes a minute after it.
+    let (none, idle) = calls(book.turn(2 * SECOND));
+    assert!(none.is_empty());
+    assert_eq!(
+        idle,
+        Idle {
+            claim: 0,
+            pause: Some(59 * SECOND)
+        }
+    );
+    assert_eq!(book.claimable(61 * SECOND), 3);
+}
+
+#[test]
+fn a_claim_limit_must_allow_a_job_per_some_time() {
+    let mut book = book(1, false);
+    assert!(book
+        .set_limit(Some(ClaimLimit {
+            max: 0,
+            per: SECOND
+        }))
+        .is_err());
+    assert!(book.set_limit(Some(ClaimLimit { max: 1, per: 0 })).is_err());
+    assert!(!book.has_limit());
 }

@@ -57,9 +57,9 @@ impl<K: Hash + Eq, R, O> WorkerBook<K, R, O> {
         if !self.failed.is_empty() || !self.released.is_empty() {
             return Turn::Flush;
         }
-        let free = self.free();
+        let free = self.free().min(self.limit_room(now));
         let paused_for = self.paused_for(now);
-        let can_claim = free > 0 && paused_for == 0;
+        let can_claim = free > 0 && paused_for == 0 && !self.is_held();
         let share = self.share();
         let mut calls = Vec::new();
         if self.remote {
@@ -82,9 +82,18 @@ impl<K: Hash + Eq, R, O> WorkerBook<K, R, O> {
         } else if can_claim || !self.completed.is_empty() {
             calls.push(self.call(if can_claim { free } else { 0 }));
         }
+        // Held, or every slot taken: sleep until woken. Paused, or the claim limit's window
+        // full: until that ends.
+        let pause = if can_claim || self.is_held() {
+            None
+        } else if paused_for > 0 {
+            Some(paused_for)
+        } else {
+            Some(self.limited_for(now)).filter(|&wait| wait > 0)
+        };
         let idle = Idle {
             claim: if can_claim { free.min(share) } else { 0 },
-            pause: (!can_claim && paused_for > 0).then_some(paused_for),
+            pause,
         };
         Turn::Calls { calls, idle }
     }

@@ -1,6 +1,7 @@
 //! Edits of one job by hand, and of the queue as a whole (pause, drain, clean, limits).
 
 use crate::jobs::model::{JobState, Millis};
+use crate::jobs::search::JobFilter;
 
 use super::{ready, BoxFuture};
 
@@ -32,6 +33,16 @@ pub trait JobAdmin: Send + Sync + 'static {
         reason: Option<String>,
     ) -> BoxFuture<()>;
     fn remove(&self, id: String, now: Millis) -> BoxFuture<()>;
+    /// Removes up to `limit` (`None`: all) jobs of `states` meeting `filter`, each as `remove`
+    /// removes it (one held by a worker stays); returns how many. Every backend runs
+    /// `jobs::remove_jobs` over its own `search_jobs` and `remove`.
+    fn remove_jobs(
+        &self,
+        states: Vec<JobState>,
+        filter: JobFilter,
+        limit: Option<usize>,
+        now: Millis,
+    ) -> BoxFuture<usize>;
 
     fn pause(&self, now: Millis) -> BoxFuture<()>;
     fn resume(&self, now: Millis) -> BoxFuture<()>;

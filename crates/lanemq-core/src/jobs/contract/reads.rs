@@ -1,6 +1,7 @@
 //! Reading jobs and counts; nothing here changes the queue.
 
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
+use crate::jobs::search::JobFilter;
 
 use super::BoxFuture;
 
@@ -32,6 +33,18 @@ pub trait JobReads: Send + Sync + 'static {
         end: i64,
         ascending: bool,
     ) -> BoxFuture<(Vec<Job>, usize)>;
+    /// Up to `count` jobs of `states` (all when empty; each state once) meeting `filter` at
+    /// `now`, in `list_jobs`'s order, from position `cursor` of that order (`page` is
+    /// `(cursor, count)`), and the position where the next page starts (`None`: the end was
+    /// reached). A page reads at most `SEARCH_SCAN_LIMIT` jobs, matching or not.
+    fn search_jobs(
+        &self,
+        states: Vec<JobState>,
+        filter: JobFilter,
+        page: (usize, usize),
+        ascending: bool,
+        now: Millis,
+    ) -> BoxFuture<(Vec<Job>, Option<usize>)>;
     /// The queue at a glance at `now`, read at one moment (one round trip on Redis).
     fn get_stats(&self, now: Millis) -> BoxFuture<QueueStats>;
     fn finished_result(&self, id: String) -> BoxFuture<FinishedResult>;

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use crate::error::{CoreError, CoreResult};
-use crate::jobs::constants::{CANCELLED_TRACE_PREFIX, STACKTRACE_LIMIT, STARTED_LIMIT_REASON};
+use crate::jobs::constants::{CANCELLED_TRACE_PREFIX, STARTED_LIMIT_REASON};
 use crate::jobs::contract::{FailOutcome, Failure};
 use crate::jobs::events::Text;
 use crate::jobs::jitter;
@@ -85,7 +85,12 @@ pub fn fail<S: JobStorage>(
             job.failed_reason = Some(failure.error.clone());
             if let Some(trace) = &failure.stacktrace {
                 job.stacktrace.push(trace.clone());
-                let excess = job.stacktrace.len().saturating_sub(STACKTRACE_LIMIT);
+                // A cancellation's entry stays whatever the limit: `wait` reads it.
+                let least = usize::from(trace.starts_with(CANCELLED_TRACE_PREFIX));
+                let excess = job
+                    .stacktrace
+                    .len()
+                    .saturating_sub(job.options.kept_traces().max(least));
                 job.stacktrace.drain(..excess);
             }
             if !(failure.retry && !cancelled && job.attempts_made < job.options.attempts) {
@@ -218,11 +223,15 @@ pub(super) fn started_enough(job: &Job) -> bool {
 }
 
 /// Fails `job` for good because it was cancelled with `reason`: a stack trace entry
-/// `JobCancelledError: <reason>`, then as any failure for good.
+/// `JobCancelledError: <reason>`, then as any failure for good. That entry is kept even with a
+/// `stack_trace_limit` of 0: it is how `Job.wait()` tells a cancellation from a failure.
 pub(super) fn fail_cancelled(job: &mut Job, reason: &str, effects: &mut Effects, now: Millis) {
     job.stacktrace
         .push(format!("{CANCELLED_TRACE_PREFIX}{reason}"));
-    let excess = job.stacktrace.len().saturating_sub(STACKTRACE_LIMIT);
+    let excess = job
+        .stacktrace
+        .len()
+        .saturating_sub(job.options.kept_traces().max(1));
     job.stacktrace.drain(..excess);
     fail_for_good(job, reason, effects, now);
 }

@@ -5,6 +5,7 @@
 use crate::jobs::contract::{BoxFuture, JobAdmin};
 use crate::jobs::lifecycle::{self, manage};
 use crate::jobs::model::{JobState, Millis};
+use crate::jobs::search::JobFilter;
 
 use super::LocalBackend;
 
@@ -63,6 +64,16 @@ impl JobAdmin for LocalBackend {
 
     fn remove(&self, id: String, now: Millis) -> BoxFuture<()> {
         self.call_store(move |s| lifecycle::remove(s, &id, now))
+    }
+
+    fn remove_jobs(
+        &self,
+        states: Vec<JobState>,
+        filter: JobFilter,
+        limit: Option<usize>,
+        now: Millis,
+    ) -> BoxFuture<usize> {
+        crate::jobs::remove_jobs(self.clone(), states, filter, limit, now)
     }
 
     fn pause(&self, now: Millis) -> BoxFuture<()> {

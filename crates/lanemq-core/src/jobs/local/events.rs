@@ -1,5 +1,5 @@
 //! The event stream in the file (table `events`): `JobEvents` read straight from it, and the
-//! outcome it recorded for a job gone from the file.
+//! outcome it recorded, after a wait began, for a job gone from the file.
 
 use std::sync::Arc;
 
@@ -51,14 +51,14 @@ impl JobEvents for LocalBackend {
     }
 }
 
-/// The outcome recorded in the event stream for a job that no longer exists (removed on
-/// completion by another process), if the stream still holds it.
-pub fn outcome_from_events(conn: &Connection, id: &str) -> CoreResult<FinishedResult> {
+/// How a job that no longer exists ended, as the first event after id `after` that ends it
+/// says (completed, failed, or removed: then `Missing`); `Missing` where none does.
+pub fn outcome_after(conn: &Connection, id: &str, after: u64) -> CoreResult<FinishedResult> {
     let row: Option<(String, Option<String>)> = conn
         .query_row(
-            "SELECT event, field_value FROM events WHERE job_id = ?1 AND event IN ('completed', 'failed') \
-             ORDER BY id DESC LIMIT 1",
-            [id],
+            "SELECT event, field_value FROM events WHERE id > ?1 AND job_id = ?2 \
+             AND event IN ('completed', 'failed', 'removed') ORDER BY id LIMIT 1",
+            rusqlite::params![after.min(i64::MAX as u64) as i64, id],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .optional()
@@ -67,8 +67,10 @@ pub fn outcome_from_events(conn: &Connection, id: &str) -> CoreResult<FinishedRe
         Some((event, value)) if event == "completed" => {
             FinishedResult::Completed(value.map(Arc::from))
         }
-        Some((_, value)) => FinishedResult::Failed(value.unwrap_or_default()),
-        None => FinishedResult::Missing,
+        Some((event, value)) if event == "failed" => {
+            FinishedResult::Failed(value.unwrap_or_default())
+        }
+        _ => FinishedResult::Missing,
     })
 }
 

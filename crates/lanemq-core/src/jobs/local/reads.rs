@@ -8,6 +8,7 @@ use tokio::sync::oneshot;
 use crate::jobs::contract::{BoxFuture, JobReads, QueueStats};
 use crate::jobs::lifecycle::manage;
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
+use crate::jobs::search::JobFilter;
 
 use super::{rows, LocalBackend};
 
@@ -52,6 +53,17 @@ impl JobReads for LocalBackend {
         self.direct_store(move |s| manage::list_jobs(s, &states, start, end, ascending))
     }
 
+    fn search_jobs(
+        &self,
+        states: Vec<JobState>,
+        filter: JobFilter,
+        page: (usize, usize),
+        ascending: bool,
+        now: Millis,
+    ) -> BoxFuture<(Vec<Job>, Option<usize>)> {
+        self.direct_store(move |s| manage::search_jobs(s, &states, &filter, page, ascending, now))
+    }
+
     /// One operation, so in one transaction of the writer: the values agree.
     fn get_stats(&self, now: Millis) -> BoxFuture<QueueStats> {
         self.direct_store(move |s| manage::get_stats(s, now))
@@ -75,20 +87,35 @@ impl JobReads for LocalBackend {
                 .or_default()
                 .push(sender);
             let deadline = timeout.map(|t| tokio::time::Instant::now() + Duration::from_millis(t));
+            // The wait begins at its first look, which reads the newest event's id with the
+            // job: a job missing then was removed before the wait began (`remove_on_complete`
+            // as its completion was recorded, say) and is `Missing`, as in memory and as BullMQ
+            // rejects it ("missing key"). One that another process finishes and removes at once
+            // later is found missing by a later look: an event after the start tells how it
+            // ended. (This process's finishes tell the waiter, registered above.)
+            let mut start = None;
             loop {
                 // Armed before the look: a commit of another process after it still wakes us.
                 let notified = backend.shared.changed.notified();
                 tokio::pin!(notified);
                 notified.as_mut().enable();
                 let look = id.clone();
-                let result = backend
-                    .direct_store(move |s| match manage::finished_result(s, &look)? {
-                        FinishedResult::Missing => {
-                            super::events::outcome_from_events(s.conn, &look)
-                        }
-                        other => Ok(other),
+                let (since, result) = backend
+                    .direct_store(move |s| {
+                        let since = match start {
+                            Some(since) => since,
+                            None => super::events::last_event_id(s.conn)?,
+                        };
+                        let result = match manage::finished_result(s, &look)? {
+                            FinishedResult::Missing => {
+                                super::events::outcome_after(s.conn, &look, since)?
+                            }
+                            other => other,
+                        };
+                        Ok((since, result))
                     })
                     .await?;
+                start = Some(since);
                 if !matches!(result, FinishedResult::NotFinished(_)) {
                     return Ok(result);
                 }

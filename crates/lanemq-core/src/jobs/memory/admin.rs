@@ -5,6 +5,7 @@
 use crate::jobs::contract::{ready, BoxFuture, JobAdmin};
 use crate::jobs::lifecycle::{self, manage};
 use crate::jobs::model::{JobState, Millis};
+use crate::jobs::search::JobFilter;
 
 use super::{settle_missing, MemoryBackend};
 
@@ -67,6 +68,16 @@ impl JobAdmin for MemoryBackend {
             settle_missing(&mut queues.states[at]);
             Ok(())
         })
+    }
+
+    fn remove_jobs(
+        &self,
+        states: Vec<JobState>,
+        filter: JobFilter,
+        limit: Option<usize>,
+        now: Millis,
+    ) -> BoxFuture<usize> {
+        crate::jobs::remove_jobs(self.clone(), states, filter, limit, now)
     }
 
     fn pause(&self, now: Millis) -> BoxFuture<()> {

@@ -8,6 +8,7 @@ use tokio::sync::oneshot;
 use crate::jobs::contract::{ready, BoxFuture, JobReads, QueueStats};
 use crate::jobs::lifecycle::manage;
 use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
+use crate::jobs::search::JobFilter;
 
 use super::MemoryBackend;
 
@@ -50,6 +51,17 @@ impl JobReads for MemoryBackend {
         ascending: bool,
     ) -> BoxFuture<(Vec<Job>, usize)> {
         self.read(|store| manage::list_jobs(store, &states, start, end, ascending))
+    }
+
+    fn search_jobs(
+        &self,
+        states: Vec<JobState>,
+        filter: JobFilter,
+        page: (usize, usize),
+        ascending: bool,
+        now: Millis,
+    ) -> BoxFuture<(Vec<Job>, Option<usize>)> {
+        self.read(|store| manage::search_jobs(store, &states, &filter, page, ascending, now))
     }
 
     fn get_stats(&self, now: Millis) -> BoxFuture<QueueStats> {

@@ -8,6 +8,7 @@ mod fields;
 mod logs;
 mod obliterate;
 mod reads;
+mod search;
 mod settings;
 mod storage;
 
@@ -18,6 +19,7 @@ pub use reads::{
     count_pending, finished_result, get_counts_per_priority, get_job_counts, get_state, get_stats,
     list_jobs,
 };
+pub use search::search_jobs;
 pub use settings::{
     clear_rate_limit, get_max_active, get_rate_limit, get_rate_limit_ttl, is_maxed, is_paused,
     rate_limit, remove_rate_limit_key, set_max_active, set_paused, set_rate_limit,

@@ -17,6 +17,17 @@ fn or_all(states: &[JobState]) -> &[JobState] {
     }
 }
 
+/// The states asked for, each once in the order first named, or all six when none are.
+pub fn each_once(states: &[JobState]) -> Vec<JobState> {
+    let mut once: Vec<JobState> = Vec::with_capacity(states.len());
+    for &state in or_all(states) {
+        if !once.contains(&state) {
+            once.push(state);
+        }
+    }
+    once
+}
+
 /// Counts for the given states in first-seen order (duplicates dropped); all six if none.
 pub fn get_job_counts<S: ManageStorage>(
     storage: &mut S,

@@ -3,7 +3,8 @@
 -- the record's version `v` (and, for an upsert, the pending occurrence's state) is still what
 -- Rust read, and answer {"retry"} otherwise: Rust reads again and decides again. ARGV = now,
 -- max_events, op, key, then by op:
---   "get"                     {record JSON or false, state of its pending occurrence or false}
+--   "get"                     {record JSON or false, state of its pending occurrence or false;
+--                             "kept" when it waits on its template's dedup key (state_of)}
 --   "list", start, end, asc   per scheduler of ZRANGE start..end: {key, record, state}
 --   "remove"                  removes the scheduler and its pending occurrence if it has not
 --                             started: {1}, or {0} when there is none
@@ -24,10 +25,37 @@
 -- "v" is "" for "no record".
 local op, key = ARGV[3], ARGV[4]
 
--- The state of the pending occurrence of scheduler `k` (false when there is none).
+-- The key of the template's dedup id, when occurrence `pending` of record `rec` is no job but
+-- waits on it (keep_last) for the key's owner to finish: still the scheduler's pending
+-- occurrence (lifecycle::schedulers kept_owner); else nil.
+local function kept_on(rec, pending)
+  local dedup = dedup_of(rec.opts)
+  if not dedup then return nil end
+  local k = key_read(dedup.id)
+  if k and k.next and cjson.decode(k.next[3]).job_id == pending then
+    k.id = dedup.id
+    return k
+  end
+  return nil
+end
+
+-- A removed scheduler's pending occurrence that waits on its template's dedup key is dropped
+-- from the key: added when the owner finishes, it would run once with no scheduler. The owner
+-- keeps the key (lifecycle::schedulers drop_waiting_occurrence).
+local function drop_waiting_occurrence(rec, pending)
+  local k = kept_on(rec, pending)
+  if k then key_write(k.id, k.owner, k.exp, nil) end
+end
+
+-- The state of the pending occurrence of scheduler `k` (false when there is none); "kept"
+-- when it is no job but waits on its template's dedup key (scheduler.rs Current::kept).
 local function state_of(k, rec)
   if not rec then return false end
-  return get("state", occurrence_id(k, rec.next_run)) or false
+  local pending = occurrence_id(k, rec.next_run)
+  local state = get("state", pending)
+  if state then return state end
+  if kept_on(rec, pending) then return "kept" end
+  return false
 end
 
 local function times_from(first)
@@ -54,7 +82,8 @@ elseif op == "remove" then
   if not rec then return {0} end
   local pending = occurrence_id(key, rec.next_run)
   local state = get("state", pending)
-  if state and not_started(state) then remove_occurrence(pending, state) end
+  if state and not_started(state) then remove_occurrence(pending, state)
+  elseif not state then drop_waiting_occurrence(rec, pending) end
   sched_delete(key)
   return {1}
 end
@@ -67,7 +96,12 @@ if op == "upsert" then
   local state = state_of(key, rec) or ""
   if state ~= ARGV[6] then return {"retry"} end
   local pending = rec and occurrence_id(key, rec.next_run)
-  if ARGV[7] == "1" then return {"ok", job(pending)} end
+  -- A kept occurrence is no job: the answer is its key's owner, as when it was produced; a
+  -- new occurrence replaces it on the key (create_occurrence), with nothing to remove.
+  if ARGV[7] == "1" then
+    if state == "kept" then return {"ok", job(kept_on(rec, pending).owner)} end
+    return {"ok", job(pending)}
+  end
   local replaced = ARGV[8] == "1" and pending or nil
   local times = times_from(12)
   local i = first_free(key, times, 1, replaced)
@@ -75,7 +109,7 @@ if op == "upsert" then
     if ARGV[11] == "1" then return {"nofree"} end
     return {"more"}
   end
-  if replaced then remove_occurrence(replaced, state) end
+  if replaced and state ~= "kept" then remove_occurrence(replaced, state) end
   local new = cjson.decode(ARGV[10])
   local id = create_occurrence(key, new, times[i])
   new.count, new.next_run, new.v = ARGV[9], times[i], rec and rec.v

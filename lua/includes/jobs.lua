@@ -300,7 +300,11 @@ local function add_deduplicated(spec, dedup)
 end
 
 -- After job `id` completed or failed for good (dedup.rs on_finish): releases its key unless
--- its ttl still runs, or adds the key's next job (its delay counted from now).
+-- its ttl still runs, or adds the key's next job, its delay counted from now. A job
+-- scheduler's occurrence waits until its own run time instead, at once if that has passed
+-- (scheduler.rs requeued_delay); its options JSON is occurrence_opts's,
+-- {"job_id":<id>,"delay":N,"scheduler":..., so the first `,"delay":N,"scheduler":` is its own
+-- (a raw quote never follows a comma inside a JSON string).
 local function dedup_on_finish(id, opts_json)
   local dedup = dedup_of(opts_json)
   if not dedup then return end
@@ -309,6 +313,14 @@ local function dedup_on_finish(id, opts_json)
   if key.next then
     key_delete(dedup.id)
     local spec = spec_from(key.next[1], key.next[2], key.next[3])
+    local opts = cjson.decode(spec.opts)
+    local run = type(opts.scheduler) == "string" and type(opts.job_id) == "string"
+      and string.match(opts.job_id, "^repeat:.*:(%d+)$")
+    if run then
+      spec.delay = math.max(tonumber(run) - NOW, 0)
+      spec.opts = string.gsub(spec.opts, ',"delay":%d+,"scheduler":',
+        ',"delay":' .. int(spec.delay) .. ',"scheduler":', 1)
+    end
     local added = create_jobs({spec})[1]
     if added[1] == 1 then
       key_write(dedup.id, added[2], ttl_expiry(dedup_of(spec.opts) or dedup), nil)

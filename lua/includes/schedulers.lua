@@ -84,12 +84,31 @@ local function occurrence_opts(key, rec, id, delay)
   return head .. "," .. rec.occ .. "}"
 end
 
--- Creates the occurrence of `key` due at `run` (text), delayed until then (waiting if due).
+-- Creates the occurrence of `key` due at `run` (text), delayed until then (waiting if due);
+-- returns the id of the job that answers for it. With dedup options on the template (keep_last
+-- without a ttl: scheduler.rs check), as dedup.rs on_add_occurrence decides: a held key keeps
+-- the occurrence as its next job whatever the owner's state (`deduplicated` and `debounced` on
+-- the owner, who answers), so that it is added when the owner finishes and the schedule goes
+-- on; else it is added and takes the key. (One function: a claim script composed without the
+-- library, as crates/lanemq-redis/tests/schedulers.rs composes one, is near Lua's 200 locals.)
 local function create_occurrence(key, rec, run)
   local id = occurrence_id(key, run)
   local delay = math.max(tonumber(run) - NOW, 0)
-  create_jobs({{name = rec.name, data = rec.data, opts = occurrence_opts(key, rec, id, delay),
-    id = id, prio = rec.prio, lifo = rec.lifo == true, delay = delay}})
+  local spec = {name = rec.name, data = rec.data, opts = occurrence_opts(key, rec, id, delay),
+    id = id, prio = rec.prio, lifo = rec.lifo == true, delay = delay}
+  local dedup = dedup_of(spec.opts)
+  if dedup then
+    purge_expired()
+    local held_key = key_read(dedup.id)
+    if held(held_key) then
+      key_write(dedup.id, held_key.owner, held_key.exp, {spec.name, spec.data, spec.opts})
+      emit("deduplicated", held_key.owner, "deduplicationId", dedup.id, "deduplicatedJobId", id)
+      emit("debounced", held_key.owner, "debounceId", dedup.id)
+      return held_key.owner
+    end
+  end
+  create_jobs({spec})
+  if dedup then key_write(dedup.id, id, nil, nil) end
   return id
 end
 

@@ -60,7 +60,7 @@ from .queue import (
     QueueStats,
     RedisJobQueue,
 )
-from .schedulers import JobScheduler
+from .schedulers import JobScheduler, Repeat
 from .storage import LocalStorage
 from .urls import from_url, list_queue_names
 from .worker import JobWorker, LockLostWarning, UnknownJobNameWarning
@@ -129,6 +129,7 @@ __all__ = [
     "RateLimit",
     "RateLimitError",
     "RedisJobQueue",
+    "Repeat",
     "RetryPolicy",
     "ShutdownError",
     "StorageError",

@@ -9,7 +9,7 @@ the schedule."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -30,7 +30,8 @@ class JobScheduler:
     occurrence. ``iteration_count`` counts the occurrences produced so far (the pending one
     included), ``next_run`` is the run time of the latest, and ``job_id`` is the id of the
     pending occurrence while it exists and has not started, else None (`remove`, `drain` and
-    `clean` leave a pending occurrence alone, as in BullMQ)."""
+    `clean` leave a pending occurrence alone, as in BullMQ); None too while that occurrence
+    waits on its template's keep_last dedup key, to be added when the key's holder finishes."""
 
     key: str
     name: str
@@ -66,6 +67,48 @@ class JobScheduler:
             next_run=record.next_run,
             job_id=record.job_id,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    """BullMQ's legacy ``repeat`` option of `JobQueue.add`: ``add(name, data,
+    repeat=Repeat(every=60))`` makes (or updates) a job scheduler rather than one job. Exactly
+    one of ``every`` (seconds) and ``pattern`` (a cron pattern, read in the IANA zone ``tz``,
+    UTC when None); ``limit``, ``start``, ``end`` and ``immediately`` are those of
+    `JobQueue.upsert_scheduler`. A dict of these fields works too."""
+
+    every: float | None = None
+    pattern: str | None = None
+    tz: str | None = None
+    limit: int | None = None
+    start: datetime | int | None = None
+    end: datetime | int | None = None
+    immediately: bool = False
+
+    def scheduler_key(self, name: str, job_id: str | None = None) -> str:
+        """The key of the scheduler that ``add(name, ..., job_id=job_id, repeat=self)``
+        makes: BullMQ's repeat key, ``<name>:<job_id>:<end ms>:<tz>:<pattern or every
+        ms>`` (empty parts for what is not given), so adding the same repeat again updates
+        that scheduler rather than making a second one."""
+        every = every_ms(self.every, self.pattern)
+        end = instant("end", self.end)
+        parts = (name, job_id, end, self.tz, self.pattern if every is None else every)
+        return ":".join("" if part is None else str(part) for part in parts)
+
+    @classmethod
+    def of(cls, repeat: Repeat | dict[str, Any]) -> Repeat:
+        """``repeat`` as a `Repeat`; a dict's keys must be its fields."""
+        if isinstance(repeat, Repeat):
+            return repeat
+        if not isinstance(repeat, dict):
+            raise TypeError(f"repeat must be a Repeat or a dict, got {repeat!r}")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(str(k) for k in repeat if k not in known)
+        if unknown:
+            raise ConfigError(
+                f"invalid repeat option {unknown[0]!r} (known: {', '.join(sorted(known))})"
+            )
+        return cls(**repeat)
 
 
 def every_ms(every: float | None, cron: str | None) -> int | None:
@@ -119,4 +162,4 @@ def limit_value(limit: int | None) -> int | None:
     return limit
 
 
-__all__ = ["JobScheduler"]
+__all__ = ["JobScheduler", "Repeat"]

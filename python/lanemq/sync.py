@@ -39,6 +39,7 @@ from ._sync_runtime import SyncJob, SyncQueueBase
 from .job import DataT
 from .observe import QueueMetrics, WorkerInfo
 from .queue import BulkItem, JobQueue, JobResult, QueueStats
+from .schedulers import Repeat
 
 Q = TypeVar("Q", bound=JobQueue)
 P = ParamSpec("P")
@@ -71,6 +72,7 @@ class SyncQueue(SyncQueueBase[Q]):
         group: str | None = None,
         max_started_attempts: int | None = None,
         stack_trace_limit: int | None = None,
+        repeat: Repeat | dict[str, Any] | None = None,
         now: int | None = None,
     ) -> SyncJob[DataT, Any]:
         """`JobQueue.add`, blocking, its job as a `SyncJob`.
@@ -89,7 +91,15 @@ class SyncQueue(SyncQueueBase[Q]):
         own, `set_group_defaults`). ``max_started_attempts``: a job started this many times
         (stalls and releases included) fails for good rather than start again.
         ``stack_trace_limit``: how many stack traces of failed attempts the job keeps, the
-        newest (BullMQ's ``stackTraceLimit``; 0: none; None: 10)."""
+        newest (BullMQ's ``stackTraceLimit``; 0: none; None: 10).
+
+        ``repeat`` (`Repeat`, or a dict of its fields; BullMQ's legacy repeat option) makes a
+        job scheduler instead (`upsert_scheduler`), whose occurrences are made of this name,
+        data and options, and returns its pending occurrence, the first. Its key is BullMQ's
+        repeat key (`Repeat.scheduler_key`: the name, ``job_id`` and the repeat), so adding
+        the same repeat again adds nothing and returns the pending occurrence;
+        `remove_scheduler` (with ``job.scheduler_key``) stops it. ``delay`` is refused with
+        it: the schedule decides when occurrences run."""
         queue = self.queue
         found = self._runner.call(
             lambda: queue.add(
@@ -110,6 +120,7 @@ class SyncQueue(SyncQueueBase[Q]):
                 group=group,
                 max_started_attempts=max_started_attempts,
                 stack_trace_limit=stack_trace_limit,
+                repeat=repeat,
                 now=now,
             )
         )

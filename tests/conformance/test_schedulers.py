@@ -209,6 +209,122 @@ async def test_immediately_runs_a_cron_schedule_once_at_once(queue: JobQueue) ->
     assert await pending_ids(queue, "nine") == [rid("nine", next_nine)]
 
 
+async def test_seven_field_cron_names_its_years_and_ends_after_the_last(queue: JobQueue) -> None:
+    # The seed's form: second minute hour day-of-month month day-of-week year.
+    first = ms(datetime(2023, 12, 31, 9, 0, 30, tzinfo=UTC))
+    last = ms(datetime(2025, 12, 31, 9, 0, 30, tzinfo=UTC))
+    job = await queue.upsert_scheduler(
+        "eve", cron="30 0 9 31 DEC * 2023,2025", template=("x", None), now=T
+    )
+    assert (job.id, job.delay_until) == (rid("eve", first), first)
+    assert (await scheduler(queue, "eve")).cron == "30 0 9 31 DEC * 2023,2025"
+    assert await claim(queue, first) == [rid("eve", first)]
+    assert await pending_ids(queue, "eve") == [rid("eve", last)], "2024 is not a year of it"
+    assert await claim(queue, last) == [rid("eve", last)]
+    # No year left: the schedule ended, as a limit or an end ends one.
+    assert await queue.get_scheduler("eve") is None
+    assert await pending_ids(queue, "eve") == []
+
+
+# ------------------------------------------------------------------ keep-last templates
+
+
+def keep_last_template(dedup_id: str = "tick") -> tuple[str, None, JobOptions]:
+    return ("x", None, JobOptions(dedup=Dedup(dedup_id, keep_last=True)))
+
+
+async def test_keep_last_on_a_template_keeps_the_next_occurrence_while_one_runs(
+    queue: JobQueue,
+) -> None:
+    first = await queue.upsert_scheduler("k", every=1.0, template=keep_last_template(), now=T)
+    assert first.id == rid("k", T)
+    assert await queue.get_deduplication_job_id("tick", now=T) == rid("k", T)
+    [running] = await queue.claim("w", lease=60.0, now=T)
+    # The next occurrence was produced by that claim, and waits on the key: no job yet.
+    assert await pending_ids(queue, "k") == []
+    got = await scheduler(queue, "k")
+    assert (got.next_run, got.job_id, got.iteration_count) == (T + 1000, None, 2)
+    events = [(e.event, e.job_id, e.fields) for e in await queue.read_events()]
+    assert (
+        "deduplicated",
+        rid("k", T),
+        {"deduplicationId": "tick", "deduplicatedJobId": rid("k", T + 1000)},
+    ) in events
+    # A slow run: nothing piles up while it runs.
+    assert await claim(queue, T + 5000) == []
+    await queue.complete(running.id, running.lock_token or "", None, now=T + 5500)
+    # It finished: the kept occurrence is added, at once (its run time has passed).
+    [kept] = await pending(queue, "k")
+    assert (kept.id, kept.state) == (rid("k", T + 1000), "waiting")
+    assert await queue.get_deduplication_job_id("tick", now=T + 5500) == kept.id
+    [second] = await queue.claim("w", lease=60.0, now=T + 5500)
+    assert second.id == kept.id
+    # The schedule goes on from it, the missed times skipped; again kept while it runs.
+    assert (await scheduler(queue, "k")).next_run == T + 6000
+    assert await pending_ids(queue, "k") == []
+    await queue.complete(second.id, second.lock_token or "", None, now=T + 5600)
+    # Finished before the next run time: the kept occurrence waits for that time.
+    [third] = await pending(queue, "k")
+    assert (third.id, third.state, third.delay_until) == (rid("k", T + 6000), "delayed", T + 6000)
+    assert (await scheduler(queue, "k")).job_id == third.id
+
+
+async def test_an_upsert_keeps_or_replaces_the_occurrence_waiting_on_the_key(
+    queue: JobQueue,
+) -> None:
+    keep = {"dedup": Dedup("tick", keep_last=True)}
+    await queue.upsert_scheduler("k", every=1.0, template=("x", {"v": 1}, keep), now=T)
+    [running] = await queue.claim("w", lease=60.0, now=T)
+    before = await scheduler(queue, "k")
+    assert (before.next_run, before.iteration_count, before.job_id) == (T + 1000, 2, None)
+    # The same upsert again: the occurrence waiting on the key is the pending one, kept; the
+    # key's owner answers for it, as when it was produced.
+    again = await queue.upsert_scheduler("k", every=1.0, template=("x", {"v": 1}, keep), now=T + 5)
+    assert again.id == running.id
+    assert await scheduler(queue, "k") == before
+    # A new template replaces it on the key, at its run time and number.
+    await queue.upsert_scheduler("k", every=1.0, template=("x", {"v": 2}, keep), now=T + 10)
+    got = await scheduler(queue, "k")
+    assert (got.next_run, got.iteration_count, got.data) == (T + 1000, 2, {"v": 2})
+    await queue.complete(running.id, running.lock_token or "", None, now=T + 20)
+    [kept] = await pending(queue, "k")
+    assert (kept.id, kept.data, kept.state, kept.delay_until) == (
+        rid("k", T + 1000),
+        {"v": 2},
+        "delayed",
+        T + 1000,
+    )
+
+
+async def test_a_template_key_held_by_another_job_defers_the_occurrence(queue: JobQueue) -> None:
+    holder = await queue.add("x", None, dedup=Dedup("tick"), now=T)
+    # The first occurrence waits on the key held by a waiting job (an add deduplicated would
+    # be turned away; an occurrence is kept, or the schedule would stop): the answer is the
+    # key's holder, as a deduplicated add's.
+    answer = await queue.upsert_scheduler("k", every=1.0, template=keep_last_template(), now=T)
+    assert answer.id == holder.id
+    got = await scheduler(queue, "k")
+    assert (got.next_run, got.job_id) == (T, None)
+    [job] = await queue.claim("w", lease=60.0, now=T)
+    assert job.id == holder.id
+    await queue.complete(job.id, job.lock_token or "", None, now=T + 100)
+    assert await pending_ids(queue, "k") == [rid("k", T)]
+    assert await claim(queue, T + 100) == [rid("k", T)]
+    assert (await scheduler(queue, "k")).next_run == T + 1000
+
+
+async def test_removing_a_scheduler_drops_the_occurrence_waiting_on_its_key(
+    queue: JobQueue,
+) -> None:
+    await queue.upsert_scheduler("k", every=1.0, template=keep_last_template(), now=T)
+    [running] = await queue.claim("w", lease=60.0, now=T)
+    assert await queue.remove_scheduler("k", now=T + 10) is True
+    await queue.complete(running.id, running.lock_token or "", None, now=T + 20)
+    # Nothing is added once the running one finishes: the kept occurrence went with it.
+    assert await queue.list_jobs(["waiting", "delayed"]) == []
+    assert await queue.get_deduplication_job_id("tick", now=T + 20) is None
+
+
 # ----------------------------------------------------------------------------- upsert
 
 
@@ -425,6 +541,9 @@ BAD: list[tuple[dict[str, Any], str]] = [
     ({"cron": "not a cron"}, "not a cron"),
     ({"cron": "* * * *"}, "* * * *"),
     ({"cron": "0 0 30 2 *"}, "never fires"),
+    ({"cron": "0 0 9 * * * 2020-2022"}, 'year field "2020-2022"'),
+    ({"cron": "0 0 9 * * * 6000"}, 'year field "6000"'),
+    ({"cron": "0 0 9 * * * 2024 1"}, "8 fields"),
     ({"cron": "0 9 * * *", "tz": "Mars/Olympus"}, "Mars/Olympus"),
     ({"every": 1.0, "tz": "Europe/Berlin"}, "Europe/Berlin"),
     ({"every": 1.0, "limit": 0}, "invalid limit: 0"),
@@ -433,7 +552,15 @@ BAD: list[tuple[dict[str, Any], str]] = [
     ({"every": 1.0, "start": datetime(2024, 1, 1)}, "timezone-aware"),
     ({"every": 1.0, "start": -1}, "invalid start: -1"),
     ({"every": 1.0, "template": ("x", None, {"job_id": "fixed"})}, '"fixed"'),
-    ({"every": 1.0, "template": ("x", None, JobOptions(dedup=Dedup("d")))}, "dedup"),
+    ({"every": 1.0, "template": ("x", None, JobOptions(dedup=Dedup("d")))}, "in simple mode"),
+    (
+        {"every": 1.0, "template": ("x", None, {"dedup": Dedup("d", ttl=5.0, keep_last=True)})},
+        '"d" in ttl mode',
+    ),
+    (
+        {"every": 1.0, "template": ("x", None, {"dedup": Dedup("d", replace=True)})},
+        '"d" in replace mode',
+    ),
     ({"every": 1.0, "template": ("x", None, {"delay": 5.0})}, "delay"),
     ({"every": 1.0, "template": ("x", None, {"attempts": 0})}, "attempts: 0"),
     ({"every": 1.0, "key": ""}, "scheduler key"),

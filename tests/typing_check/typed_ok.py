@@ -56,6 +56,8 @@ async def jobs() -> None:
     )
     await queue.add("send", None, JobOptions(priority=1))
     await queue.add("send", None, {"priority": 1, "parent_policy": None})
+    await queue.add("tick", None, repeat=lanemq.Repeat(every=60.0), priority=2)
+    await queue.add("report", None, repeat={"pattern": "0 9 * * *", "tz": "Europe/Berlin"})
     await queue.add_bulk([("a", 1), ("b", 2, JobOptions(delay=1.0)), ("c", 3, {"lifo": True})])
 
 

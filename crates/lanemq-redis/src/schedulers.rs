@@ -35,6 +35,10 @@ const LUA_EVERY_MAX: Millis = 1 << 52;
 /// changed the record in between: many in a row is not contention but a bug).
 const ATTEMPTS: usize = 1000;
 
+/// The "state" `schedulers-16.lua` gives a pending occurrence that is no job but waits on its
+/// template's dedup key (keep_last) for the key's owner to finish (`Current::kept`).
+const KEPT: &str = "kept";
+
 fn bad(what: &str) -> CoreError {
     CoreError::Storage(format!("redis: unexpected scheduler reply: {what}"))
 }
@@ -208,12 +212,13 @@ impl RedisBackend {
                     .and_then(|c| c.parse::<usize>().ok())
                     .and_then(|c| JobState::ALL.get(c).copied())
             });
-            let current = existing.as_ref().map(|(s, _)| Current {
+            let current = existing.as_ref().map(|(s, state)| Current {
                 spec: &s.spec,
                 template: &s.template,
                 iteration_count: s.count,
                 next_run: s.next_run,
                 pending,
+                kept: state.as_deref() == Some(KEPT),
             });
             let decision = scheduler::on_upsert(&key, &spec, &template, current.as_ref(), now)?;
             let (keep, replace, number, from) = match decision {

@@ -84,6 +84,12 @@ def _options(
             raise TypeError("pass options either as JobOptions or as keywords, not both")
         return options
     if isinstance(options, dict):
+        if "repeat" in options:
+            # (add takes it out of its own options first: see `add_repeating`)
+            raise ConfigError(
+                f"invalid option repeat={options['repeat']!r}: only add(..., repeat=...) makes "
+                "a job scheduler (add_bulk, flows and scheduler templates do not repeat)"
+            )
         check_group(options.get("group", extra.get("group")))
         return JobOptions(**options, **extra)
     raise TypeError(f"options must be JobOptions, a dict or None, got {options!r}")

@@ -10,6 +10,7 @@ from .._core import Backoff, Dedup, JobOptions, KeepJobs
 from .._results import result_json
 from ..exceptions import ConfigError
 from ..job import DataT, Job
+from ..schedulers import Repeat
 from ._base import QueueBase, new_job
 from ._common import (
     BulkItem,
@@ -21,6 +22,7 @@ from ._common import (
     _now,
     _options,
 )
+from .schedulers import add_repeating
 
 
 class QueueLifecycle(QueueBase):
@@ -48,6 +50,7 @@ class QueueLifecycle(QueueBase):
         group: str | None = None,
         max_started_attempts: int | None = None,
         stack_trace_limit: int | None = None,
+        repeat: Repeat | dict[str, Any] | None = None,
         now: int | None = None,
     ) -> Job[DataT, Any]:
         """Adds a job. Options are keywords (typed, so a type checker catches a misspelt
@@ -64,8 +67,15 @@ class QueueLifecycle(QueueBase):
         own, `set_group_defaults`). ``max_started_attempts``: a job started this many times
         (stalls and releases included) fails for good rather than start again.
         ``stack_trace_limit``: how many stack traces of failed attempts the job keeps, the
-        newest (BullMQ's ``stackTraceLimit``; 0: none; None: 10)."""
-        _checks.job_name(name)
+        newest (BullMQ's ``stackTraceLimit``; 0: none; None: 10).
+
+        ``repeat`` (`Repeat`, or a dict of its fields; BullMQ's legacy repeat option) makes a
+        job scheduler instead (`upsert_scheduler`), whose occurrences are made of this name,
+        data and options, and returns its pending occurrence, the first. Its key is BullMQ's
+        repeat key (`Repeat.scheduler_key`: the name, ``job_id`` and the repeat), so adding
+        the same repeat again adds nothing and returns the pending occurrence;
+        `remove_scheduler` (with ``job.scheduler_key``) stops it. ``delay`` is refused with
+        it: the schedule decides when occurrences run."""
         given = _given_options(
             (
                 job_id,
@@ -84,6 +94,9 @@ class QueueLifecycle(QueueBase):
                 stack_trace_limit,
             )
         )
+        if repeat is not None or (isinstance(options, dict) and "repeat" in options):
+            return await add_repeating(self, name, data, options, given, repeat, now)
+        _checks.job_name(name)
         opts = _options(options, given)
         body = _json.dumps_data(data, name)
         try:

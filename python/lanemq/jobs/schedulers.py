@@ -7,10 +7,84 @@ from datetime import datetime
 from typing import Any
 
 from .. import _checks, _json
+from .._core import JobOptions
+from ..exceptions import ConfigError
 from ..job import Job
-from ..schedulers import JobScheduler, every_ms, instant, limit_value
+from ..schedulers import JobScheduler, Repeat, every_ms, instant, limit_value
 from ._base import QueueBase, new_job
 from ._common import _options
+
+#: What `upsert` repeats: every (ms), cron, tz, limit and start (ms), all checked.
+_Spec = tuple[int | None, str | None, str, int | None, int | None]
+
+
+async def upsert(
+    queue: QueueBase,
+    key: str,
+    spec: _Spec,
+    end: int | None,
+    immediately: bool,
+    name: str,
+    body: str,
+    options: JobOptions | None,
+    now: int | None,
+) -> Job:
+    """The backend's upsert of scheduler ``key`` (its arguments checked): its pending
+    occurrence. Shared by `upsert_scheduler` and the ``repeat=`` option of `add`."""
+    every, cron, tz, limit, start = spec
+    record = await queue._core.upsert_scheduler(
+        key, every, cron, tz, limit, start, end, immediately, name, body, options, now
+    )
+    return new_job(queue, record)
+
+
+async def add_repeating(
+    queue: QueueBase,
+    name: str,
+    data: Any,
+    options: JobOptions | dict[str, Any] | None,
+    given: dict[str, Any],
+    repeat: Repeat | dict[str, Any] | None,
+    now: int | None,
+) -> Job:
+    """``add(name, data, options, **given, repeat=repeat)`` (BullMQ's legacy repeat): upserts
+    the scheduler of `Repeat.scheduler_key` (name, repeat and ``job_id``), whose template is
+    this add's name, data and options without ``job_id``; returns its pending occurrence.
+    ``repeat`` may come in a dict ``options`` instead of the keyword."""
+    if isinstance(options, dict) and "repeat" in options:
+        if repeat is not None:
+            raise TypeError("pass repeat either as a keyword or in options, not both")
+        options = dict(options)
+        repeat = options.pop("repeat")
+    if repeat is None:
+        raise TypeError("repeat must be a Repeat or a dict, got None")
+    spec = Repeat.of(repeat)
+    given = dict(given)
+    job_id = given.pop("job_id", None)
+    if isinstance(options, dict) and "job_id" in options:
+        options = dict(options)
+        job_id = options.pop("job_id")
+    elif isinstance(options, JobOptions) and options.job_id is not None:
+        raise ConfigError(
+            f"invalid job_id {options.job_id!r} in JobOptions with repeat= (a repeat's job_id "
+            "names its scheduler: pass it as the job_id= keyword)"
+        )
+    if job_id is not None and not isinstance(job_id, str):
+        raise TypeError(f"job_id must be a str, got {job_id!r}")
+    opts = _options(options, given)
+    if opts is not None and opts.delay:
+        raise ConfigError(
+            f"invalid delay: {opts.delay} s with repeat= (the schedule decides when its "
+            "occurrences run)"
+        )
+    _checks.job_name(name)
+    body = _json.dumps_data(data, name)
+    every = every_ms(spec.every, spec.pattern)
+    key = spec.scheduler_key(name, job_id or None)
+    tz = "UTC" if spec.tz is None else spec.tz
+    checked = (every, spec.pattern, tz, limit_value(spec.limit), instant("start", spec.start))
+    end = instant("end", spec.end)
+    return await upsert(queue, key, checked, end, spec.immediately, name, body, opts, now)
 
 
 class QueueSchedulers(QueueBase):
@@ -32,11 +106,16 @@ class QueueSchedulers(QueueBase):
     ) -> Job:
         """Creates or updates the job scheduler ``key`` and returns its pending occurrence.
 
-        The schedule is ``every`` seconds, or the ``cron`` pattern (5 fields, or 6 with
-        seconds first) read in the IANA zone ``tz``; exactly one of them. ``template`` is
+        The schedule is ``every`` seconds, or the ``cron`` pattern (5 fields, 6 with seconds
+        first, or 7 with seconds first and a year last: once its years have passed, the
+        schedule ends) read in the IANA zone ``tz``; exactly one of them. ``template`` is
         ``(name, data)`` or ``(name, data, options)`` (`JobOptions` or a dict, without
-        ``job_id``, ``dedup`` or ``delay``): every occurrence is a job made from it, delayed
-        until its run time, with the id ``repeat:<key>:<run time ms>``. ``limit`` caps the
+        ``job_id`` or ``delay``): every occurrence is a job made from it, delayed until its
+        run time, with the id ``repeat:<key>:<run time ms>``. Its ``dedup`` may only be
+        ``Dedup(id, keep_last=True)``: while the key's holder (a running occurrence) has not
+        finished, the next occurrence waits on the key, and is added when it finishes (at its
+        run time, at once if that passed), so a slow job never piles up occurrences; the
+        other modes would turn an occurrence away, and the schedule with it. ``limit`` caps the
         number of occurrences (the first included); ``start`` and ``end`` (aware `datetime`
         or epoch milliseconds) bound the run times; ``immediately`` makes a cron schedule run
         once at once (an ``every`` schedule always does), and cannot be combined with
@@ -62,21 +141,9 @@ class QueueSchedulers(QueueBase):
         _checks.job_name(name, f"job name of the template of scheduler {key!r}")
         opts = _options(template[2] if len(template) == 3 else None, {})
         body = _json.dumps(data, f"data of the template of scheduler {key!r}")
-        record = await self._core.upsert_scheduler(
-            key,
-            every_value,
-            cron,
-            tz,
-            limit_value(limit),
-            instant("start", start),
-            instant("end", end),
-            immediately,
-            name,
-            body,
-            opts,
-            now,
-        )
-        return new_job(self, record)
+        spec = (every_value, cron, tz, limit_value(limit), instant("start", start))
+        end_ms = instant("end", end)
+        return await upsert(self, key, spec, end_ms, immediately, name, body, opts, now)
 
     async def get_scheduler(self, key: str) -> JobScheduler | None:
         record = await self._core.get_scheduler(key)

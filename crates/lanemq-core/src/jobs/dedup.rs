@@ -89,6 +89,20 @@ pub fn on_add(dedup: &Dedup, key: Option<&KeyView<'_>>, now: Millis) -> OnAdd {
     }
 }
 
+/// What producing a job scheduler's occurrence with (keep_last) `dedup` does: as an add, but a
+/// held key keeps the occurrence as its next job whatever the owner's state, not only while it
+/// is active. An occurrence turned away would stop its schedule (the next one is produced when
+/// it starts); kept, it is added once the owner finishes, and the schedule goes on from it.
+pub fn on_add_occurrence(dedup: &Dedup, key: Option<&KeyView<'_>>, now: Millis) -> OnAdd {
+    match on_add(dedup, key, now) {
+        OnAdd::Duplicate { expires_at, .. } => OnAdd::Duplicate {
+            expires_at,
+            store: true,
+        },
+        other => other,
+    }
+}
+
 /// What finishing a job (completed, or failed for good) does to its dedup key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnFinish {
@@ -297,6 +311,29 @@ mod tests {
                 OnAdd::Duplicate { store: false, .. }
             ));
         }
+    }
+
+    #[test]
+    fn an_occurrence_is_kept_whatever_the_owner_state() {
+        let keep = Dedup {
+            keep_last: true,
+            ..dedup(None)
+        };
+        for state in [JobState::Waiting, JobState::Delayed, JobState::Active] {
+            assert_eq!(
+                on_add_occurrence(&keep, Some(&key(None, Some(state))), NOW),
+                OnAdd::Duplicate {
+                    expires_at: None,
+                    store: true
+                },
+                "{state:?}"
+            );
+        }
+        let done = key(None, Some(JobState::Completed));
+        assert_eq!(
+            on_add_occurrence(&keep, Some(&done), NOW),
+            OnAdd::Create { expires_at: None }
+        );
     }
 
     #[test]

@@ -36,7 +36,7 @@ use crate::error::{CoreError, CoreResult};
 use crate::schedule::ScheduleSpec;
 
 use super::model::{JobState, Millis};
-use super::options::{check_payload, JobOptions};
+use super::options::{check_payload, Dedup, JobOptions};
 use super::paging::index_range;
 
 /// What each occurrence is made of. `data` is JSON text.
@@ -117,10 +117,7 @@ pub fn check(
         )));
     }
     if let Some(dedup) = &options.dedup {
-        return Err(invalid(format!(
-            "invalid template dedup: {:?} (a scheduler's occurrences are not deduplicated)",
-            dedup.id
-        )));
+        check_template_dedup(dedup)?;
     }
     if options.delay > 0 {
         return Err(invalid(format!(
@@ -132,6 +129,47 @@ pub fn check(
     check_payload(&template.data, max_payload_bytes)
 }
 
+/// A template's dedup takes keep_last only. A scheduler produces its next occurrence when the
+/// previous one starts, so a mode that turns a duplicate away would drop that occurrence and,
+/// with it, the schedule (nothing would start to produce the one after); keep_last keeps it on
+/// the key, added when the running one finishes (`dedup::on_add_occurrence`). A ttl would hold
+/// the key past the owner's finish and turn occurrences away, and replace acts only on a delayed
+/// owner, which an occurrence never meets: refused, like the plain mode.
+fn check_template_dedup(dedup: &Dedup) -> CoreResult<()> {
+    let mode = if dedup.replace {
+        "replace"
+    } else if dedup.extend {
+        "extend"
+    } else if dedup.ttl.is_some() {
+        "ttl"
+    } else if !dedup.keep_last {
+        "simple"
+    } else {
+        return Ok(());
+    };
+    Err(invalid(format!(
+        "invalid template dedup: {:?} in {mode} mode (a scheduler's template takes keep_last \
+         only, without ttl, extend or replace: an occurrence turned away would stop the \
+         schedule)",
+        dedup.id
+    )))
+}
+
+/// The run time written in an occurrence id (`occurrence_id`): what follows its last `:`.
+pub fn occurrence_run(id: &str) -> Option<Millis> {
+    id.strip_prefix("repeat:")?.rsplit_once(':')?.1.parse().ok()
+}
+
+/// The delay of an occurrence that waited on its dedup key (keep_last) and is added at `now`,
+/// when the key's owner finished: until its own run time, at once if that has passed (the
+/// delay it was made with would count from now, and shift the schedule). `None` for a job that
+/// is not an occurrence, whose delay counts from now.
+pub fn requeued_delay(options: &JobOptions, now: Millis) -> Option<Millis> {
+    options.scheduler.as_ref()?;
+    let run = occurrence_run(options.job_id.as_deref()?)?;
+    Some(run.saturating_sub(now))
+}
+
 /// What a backend knows of a scheduler that exists when it decides.
 #[derive(Debug, Clone, Copy)]
 pub struct Current<'a> {
@@ -141,6 +179,10 @@ pub struct Current<'a> {
     pub next_run: Millis,
     /// The state of the job `occurrence_id(key, next_run)`; `None` when there is none.
     pub pending: Option<JobState>,
+    /// There is no such job, but that occurrence waits on its template's dedup key (keep_last)
+    /// for the key's owner to finish: it is pending all the same (not started), so an upsert
+    /// keeps or replaces it rather than produce another.
+    pub kept: bool,
 }
 
 /// What an upsert does.
@@ -172,7 +214,7 @@ pub fn on_upsert(
             from: first(spec, now)?,
         });
     };
-    let pending = not_started(current.pending);
+    let pending = not_started(current.pending) || current.kept;
     if pending && current.spec == spec && current.template == template {
         return Ok(OnUpsert::Keep);
     }
@@ -334,6 +376,7 @@ mod tests {
             iteration_count: 3,
             next_run: T + 500,
             pending,
+            kept: false,
         }
     }
 
@@ -355,7 +398,7 @@ mod tests {
                 Box::new(|t| t.options.job_id = Some("x".into())),
             ),
             (
-                "template dedup",
+                "template dedup: \"d\" in simple mode",
                 Box::new(|t| t.options.dedup = Some(Dedup::simple("d"))),
             ),
             ("template delay: 5 ms", Box::new(|t| t.options.delay = 5)),
@@ -381,6 +424,69 @@ mod tests {
         let err = check("k", &ScheduleSpec::every(0), &template(), T, 10).unwrap_err();
         assert!(err.to_string().contains("every: 0"), "{err}");
         assert!(check("k", &spec, &template(), T, 10).is_ok());
+    }
+
+    #[test]
+    fn a_template_takes_keep_last_dedup_only() {
+        let spec = ScheduleSpec::every(1000);
+        let keep_last = Dedup {
+            keep_last: true,
+            ..Dedup::simple("d")
+        };
+        let modes = [
+            (
+                "ttl",
+                Dedup {
+                    ttl: Some(5),
+                    ..keep_last.clone()
+                },
+            ),
+            (
+                "extend",
+                Dedup {
+                    ttl: Some(5),
+                    extend: true,
+                    ..Dedup::simple("d")
+                },
+            ),
+            (
+                "replace",
+                Dedup {
+                    replace: true,
+                    ..keep_last.clone()
+                },
+            ),
+            ("simple", Dedup::simple("d")),
+        ];
+        for (mode, dedup) in modes {
+            let mut t = template();
+            t.options.dedup = Some(dedup);
+            let err = check("k", &spec, &t, T, 10).unwrap_err();
+            assert!(
+                err.to_string().contains(&format!("\"d\" in {mode} mode")),
+                "{err}"
+            );
+        }
+        let mut t = template();
+        t.options.dedup = Some(keep_last);
+        assert!(check("k", &spec, &t, T, 10).is_ok());
+    }
+
+    #[test]
+    fn a_requeued_occurrence_runs_at_its_own_run_time() {
+        let options = occurrence_options("a:b", &JobOptions::default(), T + 250, T);
+        assert_eq!(
+            occurrence_run(options.job_id.as_deref().unwrap()),
+            Some(T + 250)
+        );
+        assert_eq!(requeued_delay(&options, T + 100), Some(150));
+        assert_eq!(requeued_delay(&options, T + 900), Some(0));
+        let plain = JobOptions {
+            job_id: Some("repeat:x:5".into()),
+            ..JobOptions::default()
+        };
+        assert_eq!(requeued_delay(&plain, T), None);
+        assert_eq!(occurrence_run("other"), None);
     }
 
     #[test]
@@ -423,6 +529,32 @@ mod tests {
         };
         assert_eq!(
             on_upsert("k", &spec, &new, Some(&cur), T).unwrap(),
+            OnUpsert::Produce {
+                replace: true,
+                number: 3,
+                from: T + 500
+            }
+        );
+    }
+
+    #[test]
+    fn an_occurrence_kept_on_its_dedup_key_is_pending() {
+        let spec = ScheduleSpec::every(1000);
+        let t = template();
+        let kept = Current {
+            kept: true,
+            ..current(&spec, &t, None)
+        };
+        assert_eq!(
+            on_upsert("k", &spec, &t, Some(&kept), T).unwrap(),
+            OnUpsert::Keep
+        );
+        let new = Template {
+            data: "{\"v\":2}".into(),
+            ..template()
+        };
+        assert_eq!(
+            on_upsert("k", &spec, &new, Some(&kept), T).unwrap(),
             OnUpsert::Produce {
                 replace: true,
                 number: 3,

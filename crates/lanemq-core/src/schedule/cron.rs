@@ -2,8 +2,11 @@
 //!
 //! croner is set up for POSIX/Vixie cron: 5 fields (minute hour day-of-month month day-of-week)
 //! or 6 with seconds first, day-of-week 0 and 7 both Sunday, names (MON, JAN), day-of-month OR
-//! day-of-week when both are restricted. A 7th (year) field is refused: BullMQ patterns have none,
-//! and a year would let a pattern silently run out.
+//! day-of-week when both are restricted. The seed's 7-field form (seconds first, a year last:
+//! `0 0 9 * * MON 2027-2028`) is croner's own year field: BullMQ patterns have none, but a
+//! pattern written for the seed keeps working. A schedule whose years have all passed has no
+//! next run and ends; one whose years are all past when it is written is refused
+//! (`ScheduleSpec::validate`, with the message `past_years` gives).
 
 use chrono::DateTime;
 use chrono_tz::Tz;
@@ -30,7 +33,7 @@ impl CronRule {
         check_field_count(expr).map_err(invalid)?;
         let cron = CronParser::builder()
             .seconds(Seconds::Optional)
-            .year(Year::Disallowed)
+            .year(Year::Optional)
             // Explicit although it is the default: POSIX ORs a restricted day-of-month with a
             // restricted day-of-week (`0 0 13 * 5` is the 13th and every Friday).
             .dom_and_dow(false)
@@ -73,8 +76,8 @@ impl CronRule {
     }
 }
 
-/// croner would read a 7th field as a year and say little about a 4th missing, so the count is
-/// checked here with a message that says what the fields are. `@daily` and the other nicknames
+/// croner says little about a 4th field missing or an 8th too many, so the count is checked
+/// here with a message that says what the fields are. `@daily` and the other nicknames
 /// are one word and go to croner as they are.
 fn check_field_count(expr: &str) -> Result<(), String> {
     let expr = expr.trim();
@@ -82,10 +85,10 @@ fn check_field_count(expr: &str) -> Result<(), String> {
         return Ok(());
     }
     match expr.split_whitespace().count() {
-        5 | 6 => Ok(()),
+        5..=7 => Ok(()),
         n => Err(format!(
-            "{n} field{}; expected 5 (minute hour day-of-month month day-of-week) \
-             or 6 (second first)",
+            "{n} field{}; expected 5 (minute hour day-of-month month day-of-week), \
+             6 (second first) or 7 (second first, year last)",
             if n == 1 { "" } else { "s" }
         )),
     }
@@ -103,9 +106,12 @@ fn explain(expr: &str) -> Option<String> {
         ("day-of-week", 0, 7),
     ];
     let fields: Vec<&str> = expr.split_whitespace().collect();
+    let second = std::iter::once(("second", 0, 59));
     let named: Vec<(&str, u32, u32)> = match fields.len() {
         5 => FIVE.to_vec(),
-        6 => std::iter::once(("second", 0, 59)).chain(FIVE).collect(),
+        6 => second.chain(FIVE).collect(),
+        // croner's years: 1 to 5000, the end of its search.
+        7 => second.chain(FIVE).chain([("year", 1, 5000)]).collect(),
         _ => return None,
     };
     for (field, (name, low, high)) in fields.iter().zip(named) {
@@ -136,6 +142,24 @@ fn explain(expr: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// Why a pattern that finds no time after `now` never fires, when its year field is the cause:
+/// the same pattern in every year fires, so the years it names are all past (or beyond what
+/// croner searches). `None` when the year field is not the cause.
+pub(super) fn past_years(expr: &str, tz: &str, now: Millis) -> Option<String> {
+    let fields: Vec<&str> = expr.split_whitespace().collect();
+    let [rest @ .., year] = fields.as_slice() else {
+        return None;
+    };
+    if fields.len() != 7 {
+        return None;
+    }
+    let every_year = format!("{} *", rest.join(" "));
+    let fires = CronRule::parse(&every_year, tz)
+        .and_then(|rule| rule.after(now))
+        .is_ok_and(|found| found.is_some());
+    fires.then(|| format!("year field {year:?}: the pattern has no time in it after {now}"))
 }
 
 fn out_of_range(at: Millis) -> CoreError {

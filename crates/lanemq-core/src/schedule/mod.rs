@@ -36,10 +36,12 @@
 //! - `every` (ms > 0): the first run at `start` if that is in the future, else at `now`; then
 //!   `prev + every`, so a slow job does not shift the grid. If that slot is already past, the
 //!   missed slots are skipped: the next run is the first `prev + k * every` at or after `now`.
-//! - `cron`: POSIX patterns, 5 fields or 6 with seconds first; day-of-week 0 and 7 are Sunday,
-//!   `1-5` is Monday..Friday, names (`MON-FRI`, `JAN`) and nicknames (`@daily`) work, and a
-//!   restricted day-of-month ORs with a restricted day-of-week. BullMQ's `5/15` (from 5 on,
-//!   every 15) and croner's extensions (`L`, `W`, `#`, `+` for AND) are accepted too. Wall clock times are read in the IANA zone `tz`.
+//! - `cron`: POSIX patterns, 5 fields or 6 with seconds first, or the seed's 7 (seconds first,
+//!   a year last: a year, list, range or `*`; once its years have passed the schedule ends);
+//!   day-of-week 0 and 7 are Sunday, `1-5` is Monday..Friday, names (`MON-FRI`, `JAN`) and
+//!   nicknames (`@daily`) work, and a restricted day-of-month ORs with a restricted
+//!   day-of-week. BullMQ's `5/15` (from 5 on, every 15) and croner's extensions (`L`, `W`, `#`,
+//!   `+` for AND) are accepted too. Wall clock times are read in the IANA zone `tz`.
 //!   - First run: the first pattern time strictly after `now`, or at or after `start` when that
 //!     is in the future. With `immediately` (refused with a `start`, as in BullMQ), the first run
 //!     is `now` and the pattern takes over from there.
@@ -55,10 +57,11 @@
 //! - `limit` counts every run, the first included; `next` gives `None` once `count >= limit`.
 //! - `end`: no run after it (one exactly at `end` runs).
 //! - `validate` refuses: `every` 0, `limit` 0, an `end` at or before `now`, a `start` after
-//!   `end`, a bad pattern (parsed then, so nothing bad is ever stored), a pattern with 4 or 7
-//!   fields, an unknown zone, a pattern that never fires (`0 0 30 2 *`: croner searches up to
-//!   the year 5000, more than the 400-year cycle after which the calendar repeats, so "no time
-//!   found" is exact), and an `end` before the first run.
+//!   `end`, a bad pattern (parsed then, so nothing bad is ever stored), a pattern with 4 or 8
+//!   fields, one whose years are all past (the message names the year field), an unknown zone,
+//!   a pattern that never fires (`0 0 30 2 *`: croner searches up to the year 5000, more than
+//!   the 400-year cycle after which the calendar repeats, so "no time found" is exact), and an
+//!   `end` before the first run.
 
 mod cron;
 mod every;

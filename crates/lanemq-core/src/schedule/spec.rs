@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{CoreError, CoreResult};
 use crate::jobs::Millis;
 
-use super::cron::CronRule;
+use super::cron::{past_years, CronRule};
 use super::every;
 use super::wire::SpecJson;
 
@@ -110,11 +110,10 @@ impl ScheduleSpec {
                 return Err(invalid(format!("invalid start: {start} (after end {end})")));
             }
         }
-        if let (Rule::Cron(cron), Repeat::Cron { expr, .. }) = (&rule, &self.repeat) {
+        if let (Rule::Cron(cron), Repeat::Cron { expr, tz }) = (&rule, &self.repeat) {
             if cron.after(now)?.is_none() {
-                return Err(invalid(format!(
-                    "invalid cron expression {expr:?}: it never fires"
-                )));
+                let why = past_years(expr, tz, now).unwrap_or_else(|| "it never fires".into());
+                return Err(invalid(format!("invalid cron expression {expr:?}: {why}")));
             }
         }
         if self.first(now)?.is_none() {

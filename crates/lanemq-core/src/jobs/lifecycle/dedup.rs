@@ -11,6 +11,7 @@ use crate::jobs::dedup::{self, OnAdd, OnFinish, OnRetry};
 use crate::jobs::events::Text;
 use crate::jobs::model::{Job, Millis};
 use crate::jobs::options::Dedup;
+use crate::jobs::scheduler;
 
 use super::create::{create_as, existing};
 use super::finished::Finished;
@@ -28,23 +29,55 @@ pub fn add<S: JobStorage>(
     hold: bool,
     now: Millis,
 ) -> CoreResult<(Job, bool)> {
-    add_as(storage, job, None, seq, hold, now)
+    add_deciding(storage, job, None, seq, hold, now, dedup::on_add)
 }
 
 /// `add`, a job created taking the id `id` when given (one reserved for it beforehand: a flow's
 /// node in another SQLite file), else its custom or automatic id.
 pub fn add_as<S: JobStorage>(
     storage: &mut S,
-    mut job: NewJob,
+    job: NewJob,
     id: Option<Arc<str>>,
     seq: u64,
     hold: bool,
     now: Millis,
 ) -> CoreResult<(Job, bool)> {
+    add_deciding(storage, job, id, seq, hold, now, dedup::on_add)
+}
+
+/// Produces a job scheduler's occurrence whose template has (keep_last) dedup options, as
+/// `jobs::dedup::on_add_occurrence` decides: the occurrence (`true`), or the key's owner, the
+/// occurrence kept on the key to be added when the owner finishes (`false`).
+pub fn add_occurrence<S: JobStorage>(
+    storage: &mut S,
+    job: NewJob,
+    seq: u64,
+    now: Millis,
+) -> CoreResult<(Job, bool)> {
+    add_deciding(
+        storage,
+        job,
+        None,
+        seq,
+        false,
+        now,
+        dedup::on_add_occurrence,
+    )
+}
+
+fn add_deciding<S: JobStorage>(
+    storage: &mut S,
+    mut job: NewJob,
+    id: Option<Arc<str>>,
+    seq: u64,
+    hold: bool,
+    now: Millis,
+    decide: fn(&Dedup, Option<&dedup::KeyView<'_>>, Millis) -> OnAdd,
+) -> CoreResult<(Job, bool)> {
     let dedup = job.options.dedup.clone().expect("a job with dedup options");
     storage.purge_dedup_keys(now)?;
     let key = storage.dedup_key(&dedup.id)?;
-    let decision = dedup::on_add(&dedup, key.as_ref().map(DedupKey::view).as_ref(), now);
+    let decision = decide(&dedup, key.as_ref().map(DedupKey::view).as_ref(), now);
     let expires_at = match decision {
         OnAdd::Create { expires_at } => expires_at,
         OnAdd::Replace { expires_at } => {
@@ -125,9 +158,12 @@ pub fn on_finish<S: JobStorage>(
         OnFinish::Keep => Ok(()),
         OnFinish::Release => storage.delete_dedup_key(dedup_id),
         OnFinish::Requeue => {
-            let next = storage
+            let mut next = storage
                 .take_next_job(dedup_id)?
                 .expect("a key to requeue carries a next job");
+            if let Some(delay) = scheduler::requeued_delay(&next.options, now) {
+                next.options.delay = delay;
+            }
             if existing(storage, &next.options, now)?.is_some() {
                 return Ok(());
             }

@@ -3,6 +3,8 @@
 //! `jobs::scheduler` decides. The scheduler table itself is each store's (`SchedulerTable`);
 //! occurrences are jobs, created and removed through `JobStorage` like any other.
 
+use std::sync::Arc;
+
 use crate::error::{CoreError, CoreResult};
 use crate::jobs::contract::NewJob;
 use crate::jobs::model::{Job, Millis};
@@ -12,6 +14,7 @@ use crate::jobs::scheduler::{
 use crate::schedule::ScheduleSpec;
 
 use super::create::create_as;
+use super::dedup;
 use super::storage::JobStorage;
 use super::tables::{SchedulerTable, StoredScheduler};
 
@@ -31,17 +34,27 @@ pub fn upsert<S: JobStorage>(
         Some(id) => storage.occurrence_state(id)?,
         None => None,
     };
+    let kept = match (&stored, &pending_id) {
+        (Some(s), Some(id)) if pending.is_none() => kept_owner(storage, &s.template, id)?,
+        _ => None,
+    };
     let current = stored.as_ref().map(|s| Current {
         spec: &s.spec,
         template: &s.template,
         iteration_count: s.count,
         next_run: s.next_run,
         pending,
+        kept: kept.is_some(),
     });
     let (replace, number, from) =
         match scheduler::on_upsert(key, &spec, &template, current.as_ref(), now)? {
             OnUpsert::Keep => {
-                let id = pending_id.expect("a kept scheduler has a pending occurrence");
+                // A kept occurrence is no job: the answer is the key's owner, as when the
+                // occurrence was produced (and as an add deduplicated answers).
+                let id = match kept {
+                    Some(owner) => owner.to_string(),
+                    None => pending_id.expect("a kept scheduler has a pending occurrence"),
+                };
                 return storage.load(&id)?.ok_or(CoreError::JobNotFound(id));
             }
             OnUpsert::Produce {
@@ -105,12 +118,16 @@ pub fn on_claim<S: JobStorage>(
 /// Removes the scheduler `key` and its pending occurrence (if it has not started); `true` if
 /// the scheduler existed.
 pub fn remove<S: JobStorage>(storage: &mut S, key: &str, now: Millis) -> CoreResult<bool> {
-    let Some(next_run) = storage.scheduler_next_run(key)? else {
+    let Some(stored) = storage.scheduler(key)? else {
         return Ok(false);
     };
-    let pending = occurrence_id(key, next_run);
-    if scheduler::not_started(storage.occurrence_state(&pending)?) {
-        remove_occurrence(storage, &pending, now)?;
+    let pending = occurrence_id(key, stored.next_run);
+    match storage.occurrence_state(&pending)? {
+        state @ Some(_) if scheduler::not_started(state) => {
+            remove_occurrence(storage, &pending, now)?
+        }
+        Some(_) => {}
+        None => drop_waiting_occurrence(storage, &stored.template, &pending)?,
     }
     storage.delete_scheduler(key)
 }
@@ -172,7 +189,7 @@ fn remove_occurrence<S: JobStorage>(storage: &mut S, id: &str, now: Millis) -> C
     let Some(state) = storage.occurrence_state(id)? else {
         return Ok(());
     };
-    let id = std::sync::Arc::from(id);
+    let id = Arc::from(id);
     storage.remove_job(&id, now)?;
     let prev = state.as_str();
     storage.event(now, "removed", Some(&id), Some(("prev", prev.into())))?;
@@ -192,7 +209,47 @@ fn create_occurrence<S: JobStorage>(
         options: occurrence_options(key, &template.options, run, now),
     };
     let seq = storage.reserve_seq(1)?;
+    if new.options.dedup.is_some() {
+        // The owner of the key when the occurrence waits on it (the upsert's answer, as an add
+        // deduplicated answers).
+        return dedup::add_occurrence(storage, new, seq, now).map(|(job, _)| job);
+    }
     // The id is the occurrence's own: no automatic id is taken.
     let id = storage.auto_id(&new.options)?;
     create_as(storage, new, id, seq, false, now)
+}
+
+/// The owner of the template's dedup key when the occurrence `pending` is no job but waits on
+/// that key (keep_last) for the owner to finish: it is still the scheduler's pending occurrence.
+fn kept_owner<S: JobStorage>(
+    storage: &S,
+    template: &Template,
+    pending: &str,
+) -> CoreResult<Option<Arc<str>>> {
+    let Some(dedup) = template.options.dedup.as_ref() else {
+        return Ok(None);
+    };
+    if storage.next_job_id(&dedup.id)?.as_deref() != Some(pending) {
+        return Ok(None);
+    }
+    Ok(storage.dedup_key(&dedup.id)?.map(|key| key.owner))
+}
+
+/// Drops the pending occurrence `pending` of a scheduler being removed where it waits on its
+/// template's dedup key (keep_last) for the owner to finish: added then, it would run once with
+/// no scheduler. The key and its owner stay as they are.
+fn drop_waiting_occurrence<S: JobStorage>(
+    storage: &mut S,
+    template: &Template,
+    pending: &str,
+) -> CoreResult<()> {
+    let (Some(dedup), Some(owner)) = (
+        template.options.dedup.as_ref(),
+        kept_owner(storage, template, pending)?,
+    ) else {
+        return Ok(());
+    };
+    let expires_at = storage.dedup_key(&dedup.id)?.and_then(|key| key.expires_at);
+    storage.take_next_job(&dedup.id)?;
+    storage.set_dedup_key(&dedup.id, &owner, expires_at)
 }

@@ -57,6 +57,9 @@ pub trait DedupTable {
     ) -> CoreResult<()>;
     /// Deletes the key `id` and returns the next job it carried.
     fn take_next_job(&mut self, id: &str) -> CoreResult<Option<NewJob>>;
+    /// The custom id of the next job the key `id` carries, if it carries one with an id (a job
+    /// scheduler's occurrence waiting on its template's key, `lifecycle::schedulers`).
+    fn next_job_id(&self, id: &str) -> CoreResult<Option<String>>;
     /// Deletes the key `id` (and its next job).
     fn delete_dedup_key(&mut self, id: &str) -> CoreResult<()>;
     /// Deletes the keys that expired at `now` and carry no next job: they mean nothing any

@@ -99,6 +99,19 @@ impl DedupTable for SqlStore<'_> {
         }))
     }
 
+    fn next_job_id(&self, id: &str) -> CoreResult<Option<String>> {
+        let options: Option<Option<String>> = self
+            .conn
+            .prepare_cached("SELECT next_options FROM dedup WHERE id = ?1")
+            .and_then(|mut stmt| stmt.query_row([id], |r| r.get(0)).optional())
+            .map_err(sql)?;
+        let Some(options) = options.flatten() else {
+            return Ok(None);
+        };
+        let options: JobOptions = serde_json::from_str(&options).map_err(storage_error)?;
+        Ok(options.job_id)
+    }
+
     fn delete_dedup_key(&mut self, id: &str) -> CoreResult<()> {
         delete_key(self.conn, id)
     }

@@ -51,6 +51,14 @@ impl DedupTable for MemoryStore {
         Ok(self.dedup.remove(id).and_then(|k| k.next).map(|next| *next))
     }
 
+    fn next_job_id(&self, id: &str) -> CoreResult<Option<String>> {
+        Ok(self
+            .dedup
+            .get(id)
+            .and_then(|key| key.next.as_ref())
+            .and_then(|next| next.options.job_id.clone()))
+    }
+
     fn delete_dedup_key(&mut self, id: &str) -> CoreResult<()> {
         self.dedup.remove(id);
         Ok(())

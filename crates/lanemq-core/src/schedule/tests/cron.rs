@@ -1,4 +1,5 @@
-//! Cron in UTC: POSIX weekdays and names, seconds, the DOM/DOW OR rule, first/next, limit, end.
+//! Cron in UTC: POSIX weekdays and names, seconds, years, the DOM/DOW OR rule, first/next, limit,
+//! end.
 
 use super::*;
 
@@ -197,4 +198,32 @@ fn a_step_from_a_single_start_runs_from_there_to_the_end_of_the_range() {
     let got = runs(&cron("5/15 * * * *"), utc(2026, 1, 9, 12, 0, 0), 5);
     let minutes: Vec<Millis> = got.iter().map(|&at| at % HOUR / MINUTE).collect();
     assert_eq!(minutes, [5, 20, 35, 50, 5]);
+}
+
+#[test]
+fn seven_fields_put_seconds_first_and_a_year_last() {
+    // The seed's form: second minute hour day-of-month month day-of-week year.
+    let spec = cron("30 0 9 1 JAN * 2027,2029");
+    assert_eq!(
+        runs(&spec, friday_evening(), 5),
+        [utc(2027, 1, 1, 9, 0, 30), utc(2029, 1, 1, 9, 0, 30)],
+        "only the years listed, then the schedule ends"
+    );
+    let range = cron("0 0 12 * * MON 2026-2027");
+    let last_monday = utc(2027, 12, 27, 12, 0, 0);
+    assert_at(
+        range.first(friday_evening()).unwrap(),
+        utc(2026, 1, 12, 12, 0, 0),
+    );
+    assert_eq!(range.next(last_monday, 1, last_monday).unwrap(), None);
+    // `*` for the year is every year: the same runs as the 6-field form.
+    assert_eq!(
+        runs(&cron("*/10 * * * * * *"), friday_evening(), 4),
+        runs(&cron("*/10 * * * * *"), friday_evening(), 4)
+    );
+    let step = cron("0 0 0 1 1 * 2026/2");
+    assert_eq!(
+        runs(&step, friday_evening(), 2),
+        [utc(2028, 1, 1, 0, 0, 0), utc(2030, 1, 1, 0, 0, 0)]
+    );
 }

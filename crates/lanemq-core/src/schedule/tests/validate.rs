@@ -21,6 +21,8 @@ fn good_specs_pass() {
         cron("*/10 * * * * *"),
         cron("@hourly"),
         cron("0 0 29 2 *"),
+        cron("0 0 9 * * 1 2026-2027"),
+        cron("0 0 9 * * 1 *"),
         ScheduleSpec::cron("0 9 * * *", "America/New_York"),
         ScheduleSpec {
             limit: Some(1),
@@ -138,10 +140,10 @@ fn bad_cron_expressions_name_the_expression() {
 }
 
 #[test]
-fn four_or_seven_fields() {
+fn four_or_eight_fields() {
     for (expr, n) in [
         ("* * * *", "4 fields"),
-        ("0 0 9 * * 1 2027", "7 fields"),
+        ("0 0 9 * * 1 2027 1", "8 fields"),
         ("", "0 fields"),
         ("hello", "1 field"),
     ] {
@@ -149,10 +151,57 @@ fn four_or_seven_fields() {
             refused(cron(expr)),
             format!(
                 "invalid cron expression {expr:?}: {n}; expected 5 (minute hour \
-                 day-of-month month day-of-week) or 6 (second first)"
+                 day-of-month month day-of-week), 6 (second first) or 7 (second first, year last)"
             )
         );
     }
+}
+
+#[test]
+fn a_bad_year_field_is_named() {
+    for (expr, why) in [
+        (
+            "0 0 9 * * * 6000",
+            "year field \"6000\": 6000 is out of range 1-5000",
+        ),
+        (
+            "0 0 9 * * * 20x7",
+            "year field \"20x7\": \"20x7\" is not a number",
+        ),
+        (
+            "0 0 9 * * * 2027/0",
+            "year field \"2027/0\": a step must be at least 1",
+        ),
+    ] {
+        assert_eq!(
+            refused(cron(expr)),
+            format!("invalid cron expression {expr:?}: {why}")
+        );
+    }
+}
+
+#[test]
+fn years_that_are_all_past() {
+    let now = utc(2026, 1, 9, 18, 0, 0);
+    for expr in [
+        "0 0 9 * * * 2020",
+        "0 0 9 * * * 2000-2025",
+        "0 0 9 * * * 1999,2024",
+    ] {
+        assert_eq!(
+            invalid_message(cron(expr).validate(now)),
+            format!(
+                "invalid cron expression {expr:?}: year field {:?}: the pattern has no time \
+                 in it after {now}",
+                expr.rsplit(' ').next().unwrap()
+            )
+        );
+    }
+    // A pattern that never fires in any year is still said to never fire.
+    assert_eq!(
+        invalid_message(cron("0 0 0 30 2 * 2027").validate(now)),
+        "invalid cron expression \"0 0 0 30 2 * 2027\": it never fires"
+    );
 }
 
 #[test]

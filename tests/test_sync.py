@@ -231,6 +231,18 @@ def test_managing_jobs_through_the_sync_api(sync_queue: SyncQueue[JobQueue]) -> 
     assert sync_queue.get_job_counts() == dict.fromkeys(lanemq.queue.STATES, 0)
 
 
+def test_search_and_purge_through_the_sync_api(sync_queue: SyncQueue[JobQueue]) -> None:
+    for n in range(5):
+        sync_queue.add("send" if n % 2 else "other", {"user": {"id": n % 2}})
+    jobs, cursor = sync_queue.search_jobs("waiting", data={"user.id": 1}, count=1)
+    assert [job.name for job in jobs] == ["send"] and isinstance(jobs[0], SyncJob)
+    assert cursor is not None  # one of two matches: a next page follows
+    rest, end = sync_queue.search_jobs("waiting", data={"user.id": 1}, cursor=cursor)
+    assert [job.id for job in jobs + rest] == ["2", "4"] and end is None
+    assert sync_queue.remove_jobs("waiting", name="other") == 3
+    assert sync_queue.get_job_counts("waiting") == {"waiting": 2}
+
+
 def test_the_queue_reads_and_rate_limits_through_the_sync_api(
     sync_queue: SyncQueue[JobQueue],
 ) -> None:

@@ -215,6 +215,54 @@ class SyncQueue(SyncQueueBase[Q]):
         jobs, total = found
         return [self._view(job) for job in jobs], total
 
+    def search_jobs(
+        self,
+        *states: str,
+        name: str | None = None,
+        text: str | None = None,
+        data: Mapping[str, Any] | None = None,
+        older_than: float | None = None,
+        newer_than: float | None = None,
+        cursor: int = 0,
+        count: int = 100,
+        ascending: bool = True,
+        now: int | None = None,
+    ) -> tuple[list[SyncJob], int | None]:
+        """`JobQueue.search_jobs`, blocking, its page as (jobs as `SyncJob`, next cursor).
+
+        Jobs of ``states`` (all six when none; each state once) meeting every criterion
+        given, in `list_jobs`'s order (each state in turn), a page at a time:
+
+        - ``name``: the job's name, exactly;
+        - ``text``: the id starts with it or the name contains it (the dashboard's search box);
+        - ``data``: ``{"path": value}``, a dotted path into the job's data (``"user.id"``; a
+          number indexes a list) and the JSON scalar (str, number, bool, None) found there;
+          numbers compare by value (``1 == 1.0``), None only matches a null that is there;
+        - ``older_than`` / ``newer_than``: the job's age in seconds, from its finish time when
+          it has one (completed, failed), else its creation time, as `clean` measures it.
+
+        ``cursor`` is a position in that order (0: the start): a page starts there, reads at
+        most 1000 jobs, returns up to ``count`` (at most 1000) matches, and the cursor of the
+        next page, None at the end. Like `list_jobs`' indexes, positions shift when jobs move
+        between pages: a job may then be skipped or seen twice. Bad criteria raise
+        `ConfigError` naming the value."""
+        queue = self.queue
+        found = self._runner.call(
+            lambda: queue.search_jobs(
+                *states,
+                name=name,
+                text=text,
+                data=data,
+                older_than=older_than,
+                newer_than=newer_than,
+                cursor=cursor,
+                count=count,
+                ascending=ascending,
+                now=now,
+            )
+        )
+        return [self._view(job) for job in found.jobs], found.cursor
+
     def get_deduplication_ttl(self, dedup_id: str, *, now: int | None = None) -> float | None:
         """`JobQueue.get_deduplication_ttl`, blocking.
 

@@ -15,7 +15,7 @@ use crate::jobs::contract::NewJob;
 use crate::jobs::flow::{self, AddedNode, FlowNode, ParentRef};
 use crate::jobs::lifecycle::{self, flows as shared};
 use crate::jobs::model::{Job, JobState, Millis};
-use crate::jobs::options::{check_payload, JobOptions};
+use crate::jobs::options::{check_payload, Dedup, JobOptions};
 
 use super::env::Env;
 use super::links::{self, Message, RemoteJob};
@@ -23,8 +23,27 @@ use super::rows::{self, load, reserve, set_meta, AutoIds};
 use super::storage::{self, SqlStore};
 use super::{dedup, dedup_keys, flow_deps, schema};
 
-/// before them (they take the next ones in preorder, as that queue would).
-pub type Reserved = HashMap<String, u64>;
+/// What `reserve_remote` read and reserved in the other files a flow spans, before the flow is
+/// written.
+#[derive(Debug, Default)]
+pub struct Reserved {
+    /// Per queue, the last id before those reserved for the flow's nodes there (they take the
+    /// next ones in preorder, as that queue would).
+    ids: HashMap<String, u64>,
+    /// Per queue and dedup id, the job there that a node with those dedup options is
+    /// deduplicated into (its owner, as read then).
+    owners: HashMap<(String, String), Job>,
+}
+
+impl Reserved {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn owner(&self, queue: &str, dedup: &Dedup) -> Option<&Job> {
+        self.owners.get(&(queue.to_owned(), dedup.id.clone()))
+    }
+}
 
 /// Whether any of these nodes is in another queue than `home`.
 pub fn spans_queues(nodes: &[&FlowNode], home: &str) -> bool {
@@ -39,7 +58,8 @@ pub fn spans_queues(nodes: &[&FlowNode], home: &str) -> bool {
 
 /// Before a flow with jobs in other queues is written, and outside this queue's transaction
 /// (no file is locked while another is): checks its nodes, and in each other queue's file that
-/// their custom ids are free, then reserves their automatic ids there (a flow refused after
+/// their custom ids are free and which job holds the dedup key of a node with dedup options (a
+/// child's must have no parent), then reserves their automatic ids there (a flow refused after
 /// that leaves a gap in those ids).
 pub fn reserve_remote(
     dir: Option<&PathBuf>,
@@ -47,42 +67,49 @@ pub fn reserve_remote(
     nodes: &[&FlowNode],
     path: &str,
     max_payload_bytes: usize,
+    now: Millis,
 ) -> CoreResult<Reserved> {
     let mut files: Vec<(String, Connection, u64)> = Vec::new();
-    flow::check_nodes(
-        nodes,
-        home,
-        path,
-        path == "root",
-        |queue, job: &NewJob, _| {
-            check_payload(&job.data, max_payload_bytes)?;
-            if queue == home {
-                return Ok(());
-            }
-            let at = match files.iter().position(|(q, _, _)| q == queue) {
-                Some(at) => at,
-                None => {
-                    let conn = schema::open(&links::sibling_path(dir, queue)?, queue)?;
-                    files.push((queue.to_owned(), conn, 0));
-                    files.len() - 1
-                }
-            };
-            let (_, conn, autos) = &mut files[at];
-            match job.options.job_id.as_deref() {
-                Some(id) if rows::state(conn, id)?.is_some() => Err(CoreError::InvalidConfig(
-                    format!("job_id {id:?} already exists in queue {queue:?}"),
-                )),
-                Some(_) => Ok(()),
-                None => {
-                    *autos += 1;
-                    Ok(())
-                }
-            }
-        },
-    )?;
     let mut reserved = Reserved::new();
+    flow::check_nodes(nodes, home, path, |queue, job: &NewJob, child| {
+        check_payload(&job.data, max_payload_bytes)?;
+        if queue == home {
+            return Ok(());
+        }
+        let at = match files.iter().position(|(q, _, _)| q == queue) {
+            Some(at) => at,
+            None => {
+                let conn = schema::open(&links::sibling_path(dir, queue)?, queue)?;
+                files.push((queue.to_owned(), conn, 0));
+                files.len() - 1
+            }
+        };
+        let (_, conn, autos) = &mut files[at];
+        if let Some(dedup) = &job.options.dedup {
+            if let Some(owner) = dedup_keys::flow_owner(conn, dedup, now)? {
+                if child {
+                    let parent = owner.options.parent.as_ref().map(ParentRef::key);
+                    flow::check_dedup_owner(&dedup.id, &owner.id, parent.as_deref())?;
+                }
+                let at = (queue.to_owned(), dedup.id.clone());
+                reserved.owners.insert(at, owner);
+            }
+        }
+        match job.options.job_id.as_deref() {
+            Some(id) if rows::state(conn, id)?.is_some() => Err(CoreError::InvalidConfig(format!(
+                "job_id {id:?} already exists in queue {queue:?}"
+            ))),
+            Some(_) => Ok(()),
+            None => {
+                *autos += 1;
+                Ok(())
+            }
+        }
+    })?;
     for (queue, conn, autos) in files {
-        reserved.insert(queue, rows::reserve_auto_ids(&conn, autos)?);
+        reserved
+            .ids
+            .insert(queue, rows::reserve_auto_ids(&conn, autos)?);
     }
     Ok(reserved)
 }
@@ -95,6 +122,8 @@ struct Remote {
     parents: Vec<RemoteJob>,
     leaves: Vec<RemoteJob>,
     deps: Vec<(String, ParentRef)>,
+    /// Nodes deduplicated into a job there (`Message::Deduplicated`), sent last.
+    duplicates: Vec<(String, RemoteJob)>,
 }
 
 /// This file, inside its transaction, and the files beside it as a flow spans them.
@@ -149,7 +178,7 @@ impl<'a> FileFlow<'a> {
         let id = match &new.options.job_id {
             Some(id) => id.clone(),
             None => {
-                let last = self.reserved.get_mut(queue).ok_or_else(|| {
+                let last = self.reserved.ids.get_mut(queue).ok_or_else(|| {
                     CoreError::Storage(format!("no ids reserved in queue {queue:?}"))
                 })?;
                 *last += 1;
@@ -220,19 +249,35 @@ impl shared::FlowQueues for FileFlow<'_> {
         crate::jobs::lifecycle::groups::check_room(&mut rows, options.iter().copied())
     }
 
+    /// Another queue's, as `reserve_remote` read it.
+    fn dedup_owner(
+        &mut self,
+        queue: &str,
+        dedup: &Dedup,
+        now: Millis,
+    ) -> CoreResult<Option<String>> {
+        if queue != self.env.queue {
+            return Ok(self.reserved.owner(queue, dedup).map(|o| o.id.to_string()));
+        }
+        let owner = dedup_keys::flow_owner(self.conn, dedup, now)?;
+        Ok(owner.map(|owner| owner.id.to_string()))
+    }
+
     fn skip_id(&mut self, queue: &str, custom_id: bool) -> CoreResult<()> {
         if custom_id {
             return Ok(());
         }
         if queue == self.env.queue {
             self.auto_ids()?.take();
-        } else if let Some(last) = self.reserved.get_mut(queue) {
+        } else if let Some(last) = self.reserved.ids.get_mut(queue) {
             *last += 1;
         }
         Ok(())
     }
 
-    /// Only a node of this queue is deduplicated here.
+    /// A node of another queue deduplicated into the owner `reserve_remote` read there is that
+    /// owner, which hears of it by a message (`Message::Deduplicated`: the duplicate's events
+    /// and key, its new parent); one created there takes the key when it is (`relay`).
     fn create_job(
         &mut self,
         queue: &str,
@@ -241,6 +286,24 @@ impl shared::FlowQueues for FileFlow<'_> {
         now: Millis,
     ) -> CoreResult<(Job, bool)> {
         if queue != self.env.queue {
+            let owner = new
+                .options
+                .dedup
+                .as_ref()
+                .and_then(|d| self.reserved.owner(queue, d))
+                .cloned();
+            if let Some(owner) = owner {
+                let duplicate = RemoteJob {
+                    id: owner.id.to_string(),
+                    name: new.name,
+                    data: new.data,
+                    options: new.options,
+                    hold,
+                };
+                let owner_id = duplicate.id.clone();
+                self.remote(queue).duplicates.push((owner_id, duplicate));
+                return Ok((owner, false));
+            }
             return Ok((self.create_remote(queue, new, hold, now)?, true));
         }
         let seq = reserve(self.conn, "seq", 1)?;
@@ -254,9 +317,12 @@ impl shared::FlowQueues for FileFlow<'_> {
         }
     }
 
-    fn adopt(&mut self, _queue: &str, mut owner: Job, parent: &ParentRef) -> CoreResult<Job> {
+    /// Another queue's owner takes its parent when its `Message::Deduplicated` arrives.
+    fn adopt(&mut self, queue: &str, mut owner: Job, parent: &ParentRef) -> CoreResult<Job> {
         owner.options.parent = Some(parent.clone());
-        rows::save(self.conn, &owner)?;
+        if queue == self.env.queue {
+            rows::save(self.conn, &owner)?;
+        }
         Ok(owner)
     }
 
@@ -309,9 +375,9 @@ impl shared::FlowQueues for FileFlow<'_> {
                 at: now,
             };
             links::send(self.conn, self.env, &queue, &message)?;
-            leaves.push((queue, remote.leaves));
+            leaves.push((queue, remote.leaves, remote.duplicates));
         }
-        for (queue, jobs) in leaves {
+        for (queue, jobs, duplicates) in leaves {
             if !jobs.is_empty() {
                 let message = Message::Create {
                     jobs,
@@ -320,11 +386,25 @@ impl shared::FlowQueues for FileFlow<'_> {
                 };
                 links::send(self.conn, self.env, &queue, &message)?;
             }
+            // Last: a new parent there exists by then.
+            for (owner, job) in duplicates {
+                let job = Box::new(job);
+                let message = Message::Deduplicated {
+                    owner,
+                    job,
+                    at: now,
+                };
+                links::send(self.conn, self.env, &queue, &message)?;
+            }
         }
         Ok(())
     }
 
-    fn tell_finished_owner(&mut self, _queue: &str, owner: &Job, now: Millis) -> CoreResult<()> {
+    /// Another queue's owner tells its parent when its `Message::Deduplicated` arrives.
+    fn tell_finished_owner(&mut self, queue: &str, owner: &Job, now: Millis) -> CoreResult<()> {
+        if queue != self.env.queue {
+            return Ok(());
+        }
         match (flow::finished_owner_outcome(owner), &owner.options.parent) {
             (Some(outcome), Some(parent)) => {
                 let mut store = SqlStore::new(self.conn, self.env);

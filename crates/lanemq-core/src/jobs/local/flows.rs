@@ -194,7 +194,7 @@ impl JobFlows for LocalBackend {
                     return Ok(node);
                 }
             }
-            let reserved = backend.reserve_remote(&[&root], "root").await?;
+            let reserved = backend.reserve_remote(&[&root], "root", now).await?;
             backend
                 .call(move |conn, env| {
                     shared::add_flow(&mut FileFlow::new(conn, env, reserved), root, now)
@@ -211,7 +211,7 @@ impl JobFlows for LocalBackend {
         now: Millis,
     ) -> BoxFuture<Vec<AddedNode>> {
         let nodes: Vec<&FlowNode> = children.iter().collect();
-        let reserving = self.reserve_remote(&nodes, "children");
+        let reserving = self.reserve_remote(&nodes, "children", now);
         let backend = self.clone();
         Box::pin(async move {
             let reserved = reserving.await?;

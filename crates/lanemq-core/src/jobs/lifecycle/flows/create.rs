@@ -5,11 +5,12 @@
 //! another store of its group under the same lock; SQLite writes ids reserved in the other
 //! file beforehand and sends the node there by a message after the commit.
 
-use crate::error::CoreResult;
+use crate::error::{CoreError, CoreResult};
 use crate::jobs::contract::NewJob;
 use crate::jobs::flow::{self, AddedNode, FlowNode, ParentRef};
 use crate::jobs::model::{Job, Millis};
-use crate::jobs::options::JobOptions;
+use crate::jobs::options::{Dedup, JobOptions};
+use crate::jobs::parent::child_key;
 
 use super::super::not_found;
 
@@ -26,6 +27,14 @@ pub trait FlowQueues {
     /// leaves there) would take a group past its max_size (`groups::check_room`). A backend
     /// that writes other queues' nodes after the commit checks its home queue only.
     fn check_group_room(&mut self, queue: &str, options: &[&JobOptions]) -> CoreResult<()>;
+    /// The id of the job of `queue` that a node with `dedup` would be deduplicated into, if any
+    /// (`flow::dedup_owner`).
+    fn dedup_owner(
+        &mut self,
+        queue: &str,
+        dedup: &Dedup,
+        now: Millis,
+    ) -> CoreResult<Option<String>>;
     /// Takes the automatic id that a node of `queue` would have taken (none for a custom id).
     fn skip_id(&mut self, queue: &str, custom_id: bool) -> CoreResult<()>;
     /// Writes a checked node's job in `queue` (`hold`: it waits for children); `false` when it
@@ -65,7 +74,7 @@ fn check<Q: FlowQueues>(
     now: Millis,
 ) -> CoreResult<()> {
     let home = queues.home().to_owned();
-    flow::check_nodes(nodes, &home, path, path == "root", |queue, job, child| {
+    flow::check_nodes(nodes, &home, path, |queue, job, child| {
         queues.check_job(queue, job, child, now)
     })?;
     // A node without children waits or is delayed at once: its group's max_size counts it.
@@ -104,7 +113,7 @@ pub fn existing_root<Q: FlowQueues>(
     let Some(job) = queues.load(&home, id)? else {
         return Ok(None);
     };
-    flow::check_nodes(&[root], &home, "root", true, |_, _, _| Ok(()))?;
+    flow::check_nodes(&[root], &home, "root", |_, _, _| Ok(()))?;
     queues.duplicated(&job, now)?;
     existing_node(queues, &home, job).map(Some)
 }
@@ -136,12 +145,67 @@ pub fn add_children<Q: FlowQueues>(
     parent.check_lock(token, now)?;
     let nodes: Vec<&FlowNode> = children.iter().collect();
     check(queues, &nodes, "children", now)?;
+    let lineage = lineage(queues, &home, parent.options.parent.clone(), parent_id)?;
+    check_cycles(queues, &nodes, &home, &lineage, "children", now)?;
     queues.park(parent_id, token, now)?;
     let me = ParentRef {
         queue: home,
         id: parent_id.to_owned(),
     };
     create_all(queues, children, Some(me), now)
+}
+
+/// The keys of the job `id` of `queue` (whose parent is `parent`) and of its ancestors.
+fn lineage<Q: FlowQueues>(
+    queues: &mut Q,
+    queue: &str,
+    mut parent: Option<ParentRef>,
+    id: &str,
+) -> CoreResult<Vec<String>> {
+    let mut keys = vec![child_key(queue, id)];
+    // (bounded, as the Lua walks of a chain are: a chain is never that long)
+    while let Some(up) = parent.take().filter(|_| keys.len() <= 10_000) {
+        keys.push(up.key());
+        parent = queues
+            .load(&up.queue, &up.id)?
+            .and_then(|job| job.options.parent.clone());
+    }
+    Ok(keys)
+}
+
+/// Refuses children (`nodes`, at `path`) of which one would be deduplicated into a job of
+/// `lineage`, the job they are added to and its ancestors (`flow::check_dedup_cycle`); the
+/// nodes under a deduplicated one are not written, so not checked.
+fn check_cycles<Q: FlowQueues>(
+    queues: &mut Q,
+    nodes: &[&FlowNode],
+    queue: &str,
+    lineage: &[String],
+    path: &str,
+    now: Millis,
+) -> CoreResult<()> {
+    for (i, node) in nodes.iter().enumerate() {
+        let at = format!("{path}[{i}]");
+        let queue = node.queue.as_deref().unwrap_or(queue);
+        if let Some(dedup) = &node.job.options.dedup {
+            if let Some(owner) = queues.dedup_owner(queue, dedup, now)? {
+                let key = child_key(queue, &owner);
+                flow::check_dedup_cycle(&dedup.id, &owner, &key, lineage)
+                    .map_err(|e| CoreError::InvalidConfig(format!("flow node {at}: {e}")))?;
+                continue;
+            }
+        }
+        let children: Vec<&FlowNode> = node.children.iter().collect();
+        check_cycles(
+            queues,
+            &children,
+            queue,
+            lineage,
+            &format!("{at}.children"),
+            now,
+        )?;
+    }
+    Ok(())
 }
 
 /// Creates checked nodes under `parent`, in preorder, then tells the new parents of owners

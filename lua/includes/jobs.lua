@@ -433,9 +433,11 @@ end
 -- result.
 -- The loops count (no ipairs: a C call per step) and append with counters (no push2 call, no
 -- # per item): per job, this is most of the script's own work.
-local COMPLETE_READS = {"state", "token", "expires", "opts", "seq"}
+local COMPLETE_READS = {"state", "token", "expires", "opts", "seq", "kids"}
 -- Whether job `id` has a child in its unprocessed set ("1", flows.lua's UNPROCESSED: that
--- library comes after this one). One ZLEXCOUNT, on every completion, as a parent has no mark.
+-- library comes after this one). One ZLEXCOUNT, asked only of a job marked `kids` (flows.lua's
+-- dep_put marks a job once it has had an unprocessed child). A parent that had its children
+-- before the mark existed (an older queue) completes unchecked, as it did then.
 local function has_pending_children(id)
   local low = dep_prefix(id) .. "1"
   return redis.call("ZLEXCOUNT", DEPS, "[" .. low, "(" .. low .. "\255") > 0
@@ -456,7 +458,7 @@ local function complete_jobs(ids, tokens, results)
     if not (state == ACTIVE_TEXT and read[2] == tokens[i] and tonumber(read[3] or "0") > NOW) then
       refused = check_values(id, tokens[i], state, read[2], read[3])
     end
-    if not refused and not seen[id] and has_pending_children(id) then
+    if not refused and read[6] and not seen[id] and has_pending_children(id) then
       refused = {"pending", id}
     end
     if refused and state == COMPLETED_TEXT and read[2] == tokens[i]

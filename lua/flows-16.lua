@@ -174,12 +174,30 @@ local function create_in(queue, mine)
   end
 end
 
--- Decides, before anything is written, which nodes with dedup options (all in the flow's own
--- queue, checked by the client) are deduplicated into an existing job (their `owner`; the
--- nodes under them are `skipped`), as flow.rs dedup_owner does: the key is held and not
--- replaced. A child whose owner has a parent already refuses the flow:
--- {"dedup_parent", node index, owner id, the parent's key}.
-decide_dedup = function(nodes)
+-- Decides, before anything is written, which nodes with dedup options (each in its own
+-- queue's dedup space) are deduplicated into an existing job (their `owner`; the nodes under
+-- them are `skipped`), as flow.rs dedup_owner does: the key is held and not replaced. A child
+-- whose owner has a parent already refuses the flow: {"dedup_parent", node index, owner id,
+-- the parent's key}. Children added to a job (`lineage`: the keys of that job and its
+-- ancestors) refuse one of those as owner: {"dedup_cycle", node index, owner id} (create.rs
+-- check_cycles).
+local function decide_node(k, node, lineage)
+  local key = key_read(node.dedup.id)
+  if held(key) and not (tonumber(key.state) == DELAYED_STATE and node.dedup.replace) then
+    node.owner = key.owner
+    node.owner_state = tonumber(key.state)
+    local parent = parent_of(opts_of(key.owner))
+    if (node.parent > 0 or lineage) and parent then
+      return {"dedup_parent", k, key.owner, parent.queue .. ":" .. parent.id}
+    end
+    if lineage and lineage[home_queue .. ":" .. key.owner] then
+      return {"dedup_cycle", k, key.owner}
+    end
+  end
+  return nil
+end
+
+decide_dedup = function(nodes, lineage)
   for k, node in ipairs(nodes) do
     if node.parent > 0 and (nodes[node.parent].owner or nodes[node.parent].skipped) then
       node.skipped = true
@@ -187,15 +205,8 @@ decide_dedup = function(nodes)
       node.dedup = dedup_of(node.opts)
     end
     if node.dedup then
-      local key = key_read(node.dedup.id)
-      if held(key) and not (tonumber(key.state) == DELAYED_STATE and node.dedup.replace) then
-        node.owner = key.owner
-        node.owner_state = tonumber(key.state)
-        local parent = parent_of(opts_of(key.owner))
-        if node.parent > 0 and parent then
-          return {"dedup_parent", k, key.owner, parent.queue .. ":" .. parent.id}
-        end
-      end
+      local refused = in_queue(node.queue, decide_node, k, node, lineage)
+      if refused then return refused end
     end
   end
   return nil
@@ -278,6 +289,18 @@ local function existing_tree(queue, id, parent, out)
   end)
 end
 
+-- The keys (`<queue>:<id>`) of the job `id` of the own queue and of its ancestors, as a set.
+local function lineage_of(id)
+  local keys = {[home_queue .. ":" .. id] = true}
+  local parent, hops = parent_of(opts_of(id)), 0
+  while parent and hops < 10000 do
+    keys[parent.queue .. ":" .. parent.id] = true
+    parent = parent_of(opts_in(block_base(parent.queue), parent.id))
+    hops = hops + 1
+  end
+  return keys
+end
+
 local function add(own, parent_id, token)
   home_queue = own
   local nodes, queues, order = {}, {}, {}
@@ -311,7 +334,7 @@ local function add(own, parent_id, token)
     refused = takes_children(parent_id)
     if refused then return refused end
   end
-  refused = decide_dedup(nodes)
+  refused = decide_dedup(nodes, parent_id ~= "" and lineage_of(parent_id) or nil)
   if refused then return refused end
   -- A group's max_size refuses the whole flow ({"group_full", group, max_size}).
   for _, queue in ipairs(order) do

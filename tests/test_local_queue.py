@@ -665,7 +665,7 @@ async def test_a_flow_is_shared_by_handles_on_one_file_and_survives_reopening(
 
     queue = LocalJobQueue("flows", tmp_path)
     counts = await queue.get_dependencies_count(root_id)
-    assert counts == {"processed": 2, "unprocessed": 1, "failed": 0, "ignored": 0}
+    assert counts == {"processed": 2, "unprocessed": 1, "failed": 0, "ignored": 0, "missing": 0}
     assert sorted((await queue.get_children_values(root_id)).values()) == [10, 20]
     [last] = await queue.claim("w", lease=10.0)
     assert last.id == kids[2] and last.lock_token is not None

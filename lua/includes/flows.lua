@@ -89,9 +89,12 @@ local function dep_decode(raw)
 end
 
 -- Puts a dependency (a child of `queue`) in `bucket` (with `value`), out of the bucket it was
--- in.
+-- in. A child that becomes unprocessed marks its parent's hash `kids`: only a marked job pays
+-- complete_jobs' pending-children check (a ZLEXCOUNT), so a completion of a job that never had
+-- a child costs no extra call. Every caller puts the dependency after the parent's hash exists.
 local function dep_put(prefix, child_key, bucket, value, queue)
   local old = dep_bucket(prefix, child_key)
+  if bucket == UNPROCESSED then redis.call("HSET", JOB .. string.sub(prefix, 9), "kids", "1") end
   if old then redis.call("ZREM", DEPS, prefix .. old .. child_key) end
   redis.call("ZADD", DEPS, 0, prefix .. bucket .. child_key)
   redis.call("HSET", DEPS_VALUES, prefix .. child_key,

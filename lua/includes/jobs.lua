@@ -424,13 +424,24 @@ end
 -- Completes jobs `ids[i]` held by `tokens[i]` with `results[i]` (JSON). Each job is checked on
 -- its own; a refused one changes nothing. Returns per job 0 when completed (the client reads
 -- any reply that is not a refusal as success: a number costs the reply less than a table), or
--- {kind, message} with kind "missing", "state" or "lock". A job is read with one HMGET and
--- written with an HSET and an HDEL. A completed job keeps its `token` (the HDEL leaves it):
--- the same completion repeated (its reply lost, the worker sends it again) finds it and is
--- answered 0, changing nothing (Job::reported_by); only that path reads the stored result.
+-- {kind, message} with kind "missing", "state", "lock" or "pending" (a parent with a child
+-- still unprocessed, released early by continue_parent_on_failure: BullMQ's moveToFinished
+-- refuses it with -4, after the lock check; lifecycle/finish.rs). A job is read with one
+-- HMGET and written with an HSET and an HDEL. A completed job keeps its `token` (the HDEL
+-- leaves it): the same completion repeated (its reply lost, the worker sends it again) finds it
+-- and is answered 0, changing nothing (Job::reported_by); only that path reads the stored
+-- result.
 -- The loops count (no ipairs: a C call per step) and append with counters (no push2 call, no
 -- # per item): per job, this is most of the script's own work.
-local COMPLETE_READS = {"state", "token", "expires", "opts", "seq"}
+local COMPLETE_READS = {"state", "token", "expires", "opts", "seq", "kids"}
+-- Whether job `id` has a child in its unprocessed set ("1", flows.lua's UNPROCESSED: that
+-- library comes after this one). One ZLEXCOUNT, asked only of a job marked `kids` (flows.lua's
+-- dep_put marks a job once it has had an unprocessed child). A parent that had its children
+-- before the mark existed (an older queue) completes unchecked, as it did then.
+local function has_pending_children(id)
+  local low = dep_prefix(id) .. "1"
+  return redis.call("ZLEXCOUNT", DEPS, "[" .. low, "(" .. low .. "\255") > 0
+end
 local function complete_jobs(ids, tokens, results)
   local out, done, seen, opts = {}, {}, {}, {}
   local members, finished, scored = {}, {}, {}
@@ -446,6 +457,9 @@ local function complete_jobs(ids, tokens, results)
     local refused
     if not (state == ACTIVE_TEXT and read[2] == tokens[i] and tonumber(read[3] or "0") > NOW) then
       refused = check_values(id, tokens[i], state, read[2], read[3])
+    end
+    if not refused and read[6] and not seen[id] and has_pending_children(id) then
+      refused = {"pending", id}
     end
     if refused and state == COMPLETED_TEXT and read[2] == tokens[i]
         and (seen[id] or redis.call("HGET", JOB .. id, "result") or "null") == results[i] then

@@ -77,6 +77,13 @@ class JobStateError(JobError):
     """The job (or queue) is not in a state that allows the operation."""
 
 
+class PendingDependenciesError(JobStateError):
+    """A parent job cannot complete while a child it waits for is unfinished: BullMQ's
+    "pending dependencies" rule, met by a parent that ``continue_parent_on_failure`` released
+    early. Nothing is written: the job stays active and held. A worker's completion of such a
+    parent fails the attempt with this error instead, as BullMQ's worker does."""
+
+
 class LockMismatchError(JobError):
     """The lock token presented does not hold the job's lock: the lease was lost, and another
     worker may own the job now."""
@@ -159,6 +166,7 @@ __all__ = [
     "LaneError",
     "LanemqError",
     "LockMismatchError",
+    "PendingDependenciesError",
     "RateLimitError",
     "ShutdownError",
     "StorageError",

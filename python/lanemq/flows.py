@@ -55,7 +55,9 @@ class Dependencies:
     """A page of a parent's children, each set sorted by child key (``<queue>:<id>``):
     ``processed`` maps completed children to their return values, ``failed`` and ``ignored``
     map children to their failure reasons. ``next_*_cursor`` is the cursor of the next page of
-    that set, None at its end."""
+    that set, None at its end. ``jobs`` holds a snapshot of each child of the page that still
+    exists, by key; ``missing`` the keys (sorted) of those that no longer do (removed by
+    retention or by hand: a completed child's value stays in ``processed``)."""
 
     processed: dict[str, Any]
     unprocessed: list[str]
@@ -65,6 +67,18 @@ class Dependencies:
     next_unprocessed_cursor: int | None = None
     next_failed_cursor: int | None = None
     next_ignored_cursor: int | None = None
+    # (snapshots are read objects: two reads of one page compare equal without them)
+    jobs: dict[str, Job] = field(default_factory=dict, compare=False)
+    missing: list[str] = field(default_factory=list)
+
+    def keys(self) -> list[str]:
+        """The child keys of the page, in every set."""
+        return [*self.processed, *self.unprocessed, *self.failed, *self.ignored]
+
+
+#: The sets `get_dependencies_count` counts, in its order: ``missing`` counts the children
+#: (of any set) whose job no longer exists.
+DEPENDENCY_BUCKETS = ("processed", "unprocessed", "failed", "ignored", "missing")
 
 
 @dataclass(frozen=True, slots=True)

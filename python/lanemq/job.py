@@ -324,8 +324,8 @@ class Job(Generic[DataT, ResultT]):
     async def get_dependencies(self, **page: Any) -> Dependencies:
         return await self._queue.get_dependencies(self.id, **page)
 
-    async def get_dependencies_count(self) -> dict[str, int]:
-        return await self._queue.get_dependencies_count(self.id)
+    async def get_dependencies_count(self, *buckets: str) -> dict[str, int]:
+        return await self._queue.get_dependencies_count(self.id, *buckets)
 
     async def remove_child_dependency(self) -> bool:
         return await self._queue.remove_child_dependency(self.id)

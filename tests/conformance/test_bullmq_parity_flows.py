@@ -218,7 +218,7 @@ async def test_a_continue_parent_on_failure_failure_counts_as_ignored(queue: Job
     assert deps.failed == {} and deps.ignored == {key(queue, bad): "boom"}
     assert await queue.get_ignored_children_failures(root.job.id) == {key(queue, bad): "boom"}
     counts = await queue.get_dependencies_count(root.job.id)
-    assert counts == {"processed": 0, "unprocessed": 1, "failed": 0, "ignored": 1}
+    assert counts == {"processed": 0, "unprocessed": 1, "failed": 0, "ignored": 1, "missing": 0}
 
 
 async def test_the_child_that_fails_its_parent_still_counts_as_failed(queue: JobQueue) -> None:
@@ -345,7 +345,7 @@ async def test_keep_parent_waiting_with_remove_on_fail_moves_the_parent_on(
     assert await queue.get_job(bad.id) is None
     assert await state(queue, root.job.id) == "waiting"
     counts = await queue.get_dependencies_count(root.job.id)
-    assert counts == {"processed": 1, "unprocessed": 0, "failed": 0, "ignored": 0}
+    assert counts == {"processed": 1, "unprocessed": 0, "failed": 0, "ignored": 0, "missing": 0}
 
 
 async def test_keep_parent_waiting_child_removed_by_hand_moves_the_parent_on(
@@ -606,15 +606,7 @@ async def test_a_new_root_with_dedup_and_children_holds_its_key(queue: JobQueue)
     assert sum((await queue.get_job_counts()).values()) == 2
 
 
-async def test_dedup_on_a_node_in_another_queue_is_refused_and_writes_nothing(
-    queue: JobQueue, sibling: Callable[[str], JobQueue]
-) -> None:
-    other = sibling("kids")
-    flow = dedup_flow(FlowJob("a", queue=other.name, options={"dedup": Dedup("d")}))
-    with pytest.raises(ConfigError, match=r"flow node root.children\[0\]: dedup .*own queue"):
-        await queue.add_flow(flow, now=T)
-    assert sum((await queue.get_job_counts()).values()) == 0
-    assert sum((await other.get_job_counts()).values()) == 0
+# (Dedup on a node in another queue, in that queue's dedup space: test_flow_dependencies.py.)
 
 
 async def test_a_child_deduplicated_into_a_job_with_another_parent_writes_nothing(

@@ -33,6 +33,11 @@ pub enum CoreError {
         state: &'static str,
         expected: &'static str,
     },
+    /// A completion of a parent whose children are not all done (BullMQ's "pending
+    /// dependencies", error code -4): a parent released early by `continue_parent_on_failure`
+    /// while a sibling is unfinished. Nothing is written; the job stays active, held.
+    #[error("job {0:?} has pending dependencies: a child it waits for is unfinished")]
+    PendingDependencies(String),
     /// A finishing or renewing call presented a token that does not hold the job's lock.
     #[error("{0}")]
     LockMismatch(String),

@@ -14,6 +14,7 @@ pyo3::import_exception!(lanemq.exceptions, BackendConnectionError);
 pyo3::import_exception!(lanemq.exceptions, BackendAuthenticationError);
 pyo3::import_exception!(lanemq.exceptions, JobNotFoundError);
 pyo3::import_exception!(lanemq.exceptions, JobStateError);
+pyo3::import_exception!(lanemq.exceptions, PendingDependenciesError);
 pyo3::import_exception!(lanemq.exceptions, LockMismatchError);
 pyo3::import_exception!(lanemq.exceptions, GroupMaxSizeExceededError);
 pyo3::import_exception!(lanemq.exceptions, CancelRequestedError);
@@ -31,6 +32,7 @@ pub fn to_py(err: CoreError) -> PyErr {
         CoreError::Authentication(_) => BackendAuthenticationError::new_err(message),
         CoreError::JobNotFound(_) => JobNotFoundError::new_err(message),
         CoreError::JobState { .. } | CoreError::Refused(_) => JobStateError::new_err(message),
+        CoreError::PendingDependencies(_) => PendingDependenciesError::new_err(message),
         CoreError::LockMismatch(_) => LockMismatchError::new_err(message),
         CoreError::GroupFull { .. } => GroupMaxSizeExceededError::new_err(message),
         CoreError::CancelRequested { .. } => CancelRequestedError::new_err(message),

@@ -210,8 +210,9 @@ pub fn job(value: Value) -> CoreResult<Job> {
 }
 
 /// A per-job reply of a transition script: `{kind, detail}` with kind "missing", "state" (detail
-/// = the state code) or "lock" (detail = the message) is the job's error; any other reply is
-/// the script's success value, returned as its items.
+/// = the state code), "lock" (detail = the message) or "pending" (a completion of a parent with
+/// an unfinished child) is the job's error; any other reply is the script's success value,
+/// returned as its items.
 pub fn outcome(id: &str, reply: Value) -> CoreResult<Vec<Value>> {
     let reply = items(reply).unwrap_or_default();
     let detail = || reply.get(1).and_then(text);
@@ -226,6 +227,7 @@ pub fn outcome(id: &str, reply: Value) -> CoreResult<Vec<Value>> {
             expected: "active",
         }),
         Some("lock") => Err(CoreError::LockMismatch(detail().unwrap_or_default())),
+        Some("pending") => Err(CoreError::PendingDependencies(id.to_owned())),
         _ => Ok(reply),
     }
 }

@@ -8,7 +8,7 @@
 
 use lanemq_core::jobs::flow::{self, AddedNode, Dependencies, DependencyCounts, FlowNode};
 use lanemq_core::jobs::{
-    check_payload, BoxFuture, JobFlows, JobOptions, JobState, Millis, ParentRef,
+    check_payload, BoxFuture, Dedup, JobFlows, JobOptions, JobState, Millis, ParentRef,
 };
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
@@ -206,12 +206,29 @@ fn pairs(value: Value) -> CoreResult<Vec<(String, String)>> {
         .collect())
 }
 
+/// The path and dedup options of the node a script refused (its 1-based `index` in preorder,
+/// as the script answers it), from the nodes and their arguments.
+fn refused_node(
+    nodes: &[FlowNode],
+    args: &[String],
+    path: &str,
+    index: &str,
+) -> Option<(String, Dedup)> {
+    let mut paths = Vec::new();
+    node_paths(nodes, path, &mut paths);
+    let i = index.parse::<usize>().ok()?.checked_sub(1)?;
+    let dedup = serde_json::from_str::<JobOptions>(args.get(i * 10 + 3)?)
+        .ok()?
+        .dedup?;
+    Some((paths.get(i)?.clone(), dedup))
+}
+
 impl RedisBackend {
     /// The checks of nodes before anything is written (options, queue name, payload); links
     /// every other queue they name.
     fn check_flow(&self, nodes: &[&FlowNode], path: &str, max_payload: usize) -> CoreResult<()> {
         let mut queues = Vec::new();
-        flow::check_nodes(nodes, &self.queue, path, path == "root", |queue, job, _| {
+        flow::check_nodes(nodes, &self.queue, path, |queue, job, _| {
             // Braces would change the hash tag of the queue's keys.
             if queue.is_empty() || queue.contains(['{', '}']) {
                 return Err(CoreError::InvalidConfig(format!(
@@ -262,19 +279,25 @@ impl RedisBackend {
                 let [index, owner, parent] = fields.as_slice() else {
                     return Err(bad());
                 };
-                let mut paths = Vec::new();
-                node_paths(&nodes, path, &mut paths);
-                let i: usize = index.parse().map_err(|_| bad())?;
-                let at = i
-                    .checked_sub(1)
-                    .and_then(|i| paths.get(i))
-                    .ok_or_else(bad)?;
-                let dedup = args
-                    .get((i - 1) * 10 + 3)
-                    .and_then(|o| serde_json::from_str::<JobOptions>(o).ok())
-                    .and_then(|o| o.dedup)
-                    .ok_or_else(bad)?;
+                let (at, dedup) = refused_node(&nodes, &args, path, index).ok_or_else(bad)?;
                 let refusal = flow::check_dedup_owner(&dedup.id, owner, Some(parent));
+                return Err(match refusal {
+                    Err(CoreError::InvalidConfig(m)) => {
+                        CoreError::InvalidConfig(format!("flow node {at}: {m}"))
+                    }
+                    _ => bad(),
+                });
+            }
+            Some("dedup_cycle") => {
+                let fields: Vec<String> = reply.by_ref().take(2).filter_map(|v| text(&v)).collect();
+                let bad = || CoreError::Storage("redis: bad flow reply".into());
+                let [index, owner] = fields.as_slice() else {
+                    return Err(bad());
+                };
+                let (at, dedup) = refused_node(&nodes, &args, path, index).ok_or_else(bad)?;
+                let key = format!("{}:{owner}", self.queue);
+                let refusal =
+                    flow::check_dedup_cycle(&dedup.id, owner, &key, std::slice::from_ref(&key));
                 return Err(match refusal {
                     Err(CoreError::InvalidConfig(m)) => {
                         CoreError::InvalidConfig(format!("flow node {at}: {m}"))

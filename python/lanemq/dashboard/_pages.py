@@ -259,7 +259,10 @@ class Pages:
 
     async def _children(self, queue: JobQueue, job: Job) -> dict[str, Any] | None:
         """The job's children in a flow, by what became of them (None: it has none)."""
-        counts = await queue.get_dependencies_count(job.id)
+        # (without "missing", which reads every child)
+        counts = await queue.get_dependencies_count(
+            job.id, "processed", "unprocessed", "failed", "ignored"
+        )
         if not any(counts.values()):
             return None
         page = await queue.get_dependencies(job.id, count=CHILDREN_SHOWN)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from .. import _checks, _json, _tracing
 from .._core import JobOptions
 from ..exceptions import ConfigError
-from ..flows import Dependencies, FlowJob, JobNode, flow_args
+from ..flows import DEPENDENCY_BUCKETS, Dependencies, FlowJob, JobNode, flow_args
 from ..job import Job
 from ._base import QueueBase, new_job
 from ._common import _flow_texts, _options
@@ -42,7 +43,8 @@ class QueueFlows(QueueBase):
         it is already; another parent is refused with `JobStateError`) and gains the node's
         children it does not have; so a flow whose root exists returns that job (a
         ``duplicated`` event) with all its children, the new ones added. Dedup options work
-        on every node in this queue: a node deduplicated into the job holding its key is that
+        on every node, in its own queue's dedup space: a node deduplicated into the job
+        holding its key is that
         job, which becomes the parent's child (README, "Differences from BullMQ")."""
         args = flow_args(flow, self._flow_options)
         try:
@@ -86,17 +88,56 @@ class QueueFlows(QueueBase):
         processed, unprocessed, failed, ignored, nxt = await self._core.get_dependencies(
             parent_id, cursors, count
         )
-        return Dependencies(
+        page = Dependencies(
             {k: _json.loads(v) for k, v in processed},
             unprocessed,
             dict(failed),
             dict(ignored),
-            *nxt,
+            next_processed_cursor=nxt[0],
+            next_unprocessed_cursor=nxt[1],
+            next_failed_cursor=nxt[2],
+            next_ignored_cursor=nxt[3],
         )
+        for child_key, job in zip(page.keys(), await self._children(page.keys()), strict=True):
+            if job is None:
+                page.missing.append(child_key)
+            else:
+                page.jobs[child_key] = job
+        page.missing.sort()
+        return page
 
-    async def get_dependencies_count(self, parent_id: str) -> dict[str, int]:
-        """How many children of ``parent_id`` are processed, unprocessed, failed, ignored."""
-        return await self._core.get_dependencies_count(parent_id)
+    async def get_dependencies_count(self, parent_id: str, *buckets: str) -> dict[str, int]:
+        """How many children of ``parent_id`` are in each of ``buckets`` (``processed``,
+        ``unprocessed``, ``failed``, ``ignored``, ``missing``: those whose job no longer
+        exists), in the order asked, repeats dropped; all five when none. An unknown bucket
+        raises `ConfigError` naming it."""
+        for bucket in buckets:
+            if bucket not in DEPENDENCY_BUCKETS:
+                known = ", ".join(DEPENDENCY_BUCKETS)
+                raise ConfigError(f"unknown dependency bucket: {bucket!r} (one of {known})")
+        asked = list(dict.fromkeys(buckets or DEPENDENCY_BUCKETS))
+        counts: dict[str, int] = dict(await self._core.get_dependencies_count(parent_id))
+        if "missing" in asked:
+            children = (await self.get_dependencies(parent_id)).keys()
+            states = await asyncio.gather(
+                *(self.sibling(q).get_state(i) for q, i in map(self._child_ref, children))
+            )
+            counts["missing"] = sum(1 for s in states if s == "unknown")
+        return {bucket: counts[bucket] for bucket in asked}
+
+    def _child_ref(self, child_key: str) -> tuple[str, str]:
+        """A child key's queue name and job id. A queue name has no ``:`` (but this queue's,
+        if it is a Redis queue kept by an older name: tried first)."""
+        own = f"{self.name}:"
+        if child_key.startswith(own):
+            return self.name, child_key[len(own) :]
+        queue, _, job_id = child_key.partition(":")
+        return queue, job_id
+
+    async def _children(self, keys: list[str]) -> list[Job | None]:
+        """The children of these keys as they are now (None: no longer there)."""
+        refs = [self._child_ref(k) for k in keys]
+        return await asyncio.gather(*(self.sibling(q).get_job(i) for q, i in refs))
 
     async def get_children_values(self, parent_id: str) -> dict[str, Any]:
         """The return values of the completed children of ``parent_id``, by child key."""

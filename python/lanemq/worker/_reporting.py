@@ -10,7 +10,13 @@ from collections.abc import Awaitable, Callable
 
 from .._core import OutcomeBatch
 from .._results import result_value
-from ..exceptions import JobCancelledError, JobNotFoundError, JobStateError, LockMismatchError
+from ..exceptions import (
+    JobCancelledError,
+    JobNotFoundError,
+    JobStateError,
+    LockMismatchError,
+    PendingDependenciesError,
+)
 from ..job import Job
 from . import _log as _worker_log
 from ._state import WorkerState, log
@@ -23,6 +29,11 @@ class LockLostWarning(Exception):
     def __init__(self, job_id: str, detail: str) -> None:
         super().__init__(f"job {job_id!r}: outcome not recorded: {detail}")
         self.job_id = job_id
+
+
+# The text of a completion refused because the job is a parent with an unfinished child (the
+# core's `PendingDependencies`): the job is still held, and its attempt fails instead.
+_PENDING = " has pending dependencies"
 
 
 class Reporting(WorkerState):
@@ -97,11 +108,14 @@ class Reporting(WorkerState):
         except Exception:
             self._book.put_back(done)  # reported on the next try
             raise
+        if errors:
+            self._fail_pending(done.jobs, errors)
         self._book.count_completed(len(items) - len(errors))
         lost = dict(errors)
         _worker_log.completed(self.id, done, lost)
         for lost_id, detail in errors:
-            await self._hook("error", LockLostWarning(lost_id, detail))
+            if _PENDING not in detail:
+                await self._hook("error", LockLostWarning(lost_id, detail))
         hooks = self._hooks["completed"]
         if hooks:
             # `_hook`, inline: no coroutine per job, and a hook that returns None (not
@@ -118,6 +132,16 @@ class Reporting(WorkerState):
                         log.exception("worker %s: completed hook %r raised", self.id, callback)
         done.clear()  # (reported: its jobs go now, before the claimed ones start)
         return jobs
+
+    def _fail_pending(self, jobs: list[Job], errors: list[tuple[str, str]]) -> None:
+        """The completions refused for pending dependencies fail their attempts instead (their
+        jobs are still held; reported with the next failures), as BullMQ's worker fails a
+        parent that moveToFinished refuses with "pending dependencies"."""
+        pending = {job_id: detail for job_id, detail in errors if _PENDING in detail}
+        for job in jobs:
+            detail = pending.pop(job.id, None)
+            if detail is not None:
+                self._book.fail(job, PendingDependenciesError(detail), None, True)
 
     # ----------------------------------------------------------------- chores
 

@@ -122,16 +122,15 @@ pub fn unsupported() -> CoreError {
 }
 
 /// Checks a flow (or the children `add_children` adds) before anything is written: every
-/// node's options, no custom id and no dedup id twice in one queue within the flow, dedup
-/// only where `dedup` allows it (`add_children` does not), then `check_node` (the backend's
-/// own checks: the queue exists, the payload fits, the id is free, `check_dedup_owner`) with
-/// the node's resolved queue and whether it is a child (has a parent). Errors name the node
-/// (`root`, `root.children[0]`, ...).
+/// node's options, no custom id and no dedup id twice in one queue within the flow, then
+/// `check_node` (the backend's own checks: the queue
+/// exists, the payload fits, the id is free, `check_dedup_owner`) with the node's resolved
+/// queue and whether it is a child (has a parent). Errors name the node (`root`,
+/// `root.children[0]`, ...).
 pub fn check_nodes(
     nodes: &[&FlowNode],
     queue: &str,
     path: &str,
-    dedup: bool,
     mut check_node: impl FnMut(&str, &NewJob, bool) -> CoreResult<()>,
 ) -> CoreResult<()> {
     let mut ids: HashSet<(String, String)> = HashSet::new();
@@ -161,19 +160,6 @@ pub fn check_nodes(
             crate::jobs::check_queue_name(&queue).map_err(named)?;
         }
         if let Some(options) = &node.job.options.dedup {
-            if !dedup {
-                return Err(named(CoreError::InvalidConfig(format!(
-                    "dedup ({:?}) is not supported on the children add_children adds",
-                    options.id
-                ))));
-            }
-            if queue != home {
-                return Err(named(CoreError::InvalidConfig(format!(
-                    "dedup ({:?}) is supported only on the nodes in the flow's own queue \
-                     ({home:?}), not in {queue:?}",
-                    options.id
-                ))));
-            }
             if !dedup_ids.insert((queue.clone(), options.id.clone())) {
                 return Err(named(CoreError::InvalidConfig(format!(
                     "dedup id {:?} appears twice in queue {queue:?}",
@@ -219,6 +205,24 @@ pub fn check_dedup_owner(
         ))),
         None => Ok(()),
     }
+}
+
+/// Refuses a child of `add_children` deduplicated into `owner` (its key `owner_key`) when the
+/// owner is the job the children are added to or one of its ancestors (`lineage`, their
+/// keys): the job would become its own ancestor. The flow then writes nothing.
+pub fn check_dedup_cycle(
+    dedup_id: &str,
+    owner: &str,
+    owner_key: &str,
+    lineage: &[String],
+) -> CoreResult<()> {
+    if lineage.iter().any(|key| key == owner_key) {
+        return Err(CoreError::InvalidConfig(format!(
+            "dedup ({dedup_id:?}) is held by job {owner:?}, which is the parent these children \
+             are added to or one of its ancestors (a job cannot be its own ancestor)"
+        )));
+    }
+    Ok(())
 }
 
 /// What a finished owner that a flow's child was deduplicated into tells its new parent at
@@ -564,7 +568,7 @@ mod tests {
             ],
         );
         let mut seen = Vec::new();
-        check_nodes(&[&tree], "q1", "root", true, |q, _, _| {
+        check_nodes(&[&tree], "q1", "root", |q, _, _| {
             seen.push(q.to_owned());
             Ok(())
         })
@@ -577,12 +581,12 @@ mod tests {
             None,
             vec![node(Some("x"), None, vec![]), node(Some("x"), None, vec![])],
         );
-        let err = check_nodes(&[&twice], "q1", "root", true, |_, _, _| Ok(()))
+        let err = check_nodes(&[&twice], "q1", "root", |_, _, _| Ok(()))
             .unwrap_err()
             .to_string();
         assert!(err.contains("appears twice in queue \"q1\""), "{err}");
 
-        let err = check_nodes(&[&tree], "q1", "root", true, |q, _, _| {
+        let err = check_nodes(&[&tree], "q1", "root", |q, _, _| {
             if q == "q2" {
                 Err(CoreError::InvalidConfig(format!("unknown queue {q:?}")))
             } else {
@@ -598,17 +602,18 @@ mod tests {
 
         let mut dedup = node(None, None, vec![]);
         dedup.job.options.dedup = Some(Dedup::simple("d"));
-        let err = check_nodes(&[&dedup], "q", "children", false, |_, _, _| Ok(()))
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("flow node children[0]: dedup"), "{err}");
+        // (each queue is a dedup space of its own)
+        let mut elsewhere = dedup.clone();
+        elsewhere.queue = Some("q2".into());
+        let both = node(None, None, vec![dedup.clone(), elsewhere]);
+        check_nodes(&[&both], "q", "root", |_, _, _| Ok(())).unwrap();
         let twice = node(None, None, vec![dedup.clone(), dedup.clone()]);
-        let err = check_nodes(&[&twice], "q", "root", true, |_, _, _| Ok(()))
+        let err = check_nodes(&[&twice], "q", "root", |_, _, _| Ok(()))
             .unwrap_err()
             .to_string();
         assert!(err.contains("dedup id \"d\" appears twice"), "{err}");
         let mut children = Vec::new();
-        check_nodes(&[&twice.children[0]], "q", "root", true, |_, _, child| {
+        check_nodes(&[&twice.children[0]], "q", "root", |_, _, child| {
             children.push(child);
             Ok(())
         })
@@ -618,6 +623,9 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("\"3\", which is already a child of \"q:1\""));
+        let lineage = ["q:5".to_owned(), "p:1".to_owned()];
+        assert!(check_dedup_cycle("d", "1", "p:1", &lineage).is_err());
+        assert!(check_dedup_cycle("d", "1", "q:1", &lineage).is_ok());
     }
 
     #[test]

@@ -29,7 +29,20 @@ pub fn add<S: JobStorage>(
     hold: bool,
     now: Millis,
 ) -> CoreResult<(Job, bool)> {
-    add_deciding(storage, job, seq, hold, now, dedup::on_add)
+    add_deciding(storage, job, None, seq, hold, now, dedup::on_add)
+}
+
+/// `add`, a job created taking the id `id` when given (one reserved for it beforehand: a flow's
+/// node in another SQLite file), else its custom or automatic id.
+pub fn add_as<S: JobStorage>(
+    storage: &mut S,
+    job: NewJob,
+    id: Option<Arc<str>>,
+    seq: u64,
+    hold: bool,
+    now: Millis,
+) -> CoreResult<(Job, bool)> {
+    add_deciding(storage, job, id, seq, hold, now, dedup::on_add)
 }
 
 /// Produces a job scheduler's occurrence whose template has (keep_last) dedup options, as
@@ -41,12 +54,21 @@ pub fn add_occurrence<S: JobStorage>(
     seq: u64,
     now: Millis,
 ) -> CoreResult<(Job, bool)> {
-    add_deciding(storage, job, seq, false, now, dedup::on_add_occurrence)
+    add_deciding(
+        storage,
+        job,
+        None,
+        seq,
+        false,
+        now,
+        dedup::on_add_occurrence,
+    )
 }
 
 fn add_deciding<S: JobStorage>(
     storage: &mut S,
     mut job: NewJob,
+    id: Option<Arc<str>>,
     seq: u64,
     hold: bool,
     now: Millis,
@@ -100,7 +122,10 @@ fn add_deciding<S: JobStorage>(
             return Ok((found.ok_or_else(|| not_found(&owner))?, false));
         }
     };
-    let id = storage.auto_id(&job.options)?;
+    let id = match id {
+        Some(id) => id,
+        None => storage.auto_id(&job.options)?,
+    };
     let created = create_as(storage, job, id, seq, hold, now)?;
     storage.set_dedup_key(&dedup.id, &created.id, expires_at)?;
     Ok((created, true))

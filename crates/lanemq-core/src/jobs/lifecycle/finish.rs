@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::error::CoreResult;
+use crate::error::{CoreError, CoreResult};
 use crate::jobs::constants::{CANCELLED_TRACE_PREFIX, STARTED_LIMIT_REASON};
 use crate::jobs::contract::{FailOutcome, Failure};
 use crate::jobs::events::Text;
@@ -10,10 +10,14 @@ use crate::jobs::jitter;
 use crate::jobs::model::{Job, JobState, Millis};
 
 use super::effects::Effects;
+use super::flows::{Bucket, DependencySets};
 use super::not_found;
 use super::storage::JobStorage;
 
-pub fn complete<S: JobStorage>(
+/// Completes the active job `id` held by `token`. A parent with a child still unprocessed
+/// (released early by `continue_parent_on_failure`) is refused with
+/// `CoreError::PendingDependencies`, after the lock check, writing nothing (BullMQ's rule).
+pub fn complete<S: JobStorage + DependencySets>(
     storage: &mut S,
     id: &str,
     token: &str,
@@ -22,6 +26,7 @@ pub fn complete<S: JobStorage>(
 ) -> CoreResult<()> {
     let result: Arc<str> = Arc::from(result);
     let mut effects = Effects::new();
+    let pending = storage.count_bucket(id, Bucket::Unprocessed)? > 0;
     storage
         .update(id, |job| {
             if job.state == JobState::Completed
@@ -31,6 +36,9 @@ pub fn complete<S: JobStorage>(
                 return Ok(()); // this very completion, sent again: done, nothing to repeat
             }
             job.check_lock(token, now)?;
+            if pending {
+                return Err(CoreError::PendingDependencies(id.to_owned()));
+            }
             job.state = JobState::Completed;
             job.finished_on = Some(now);
             job.return_value = Some(Arc::clone(&result));

@@ -15,7 +15,7 @@ use crate::jobs::contract::NewJob;
 use crate::jobs::flow::{self, AddedNode, FlowNode, ParentRef};
 use crate::jobs::lifecycle::{self, flows as shared};
 use crate::jobs::model::{Job, JobState, Millis};
-use crate::jobs::options::{check_payload, JobOptions};
+use crate::jobs::options::{check_payload, Dedup, JobOptions};
 
 use super::env::Env;
 use super::links::{self, Message, RemoteJob};
@@ -23,8 +23,27 @@ use super::rows::{self, load, reserve, set_meta, AutoIds};
 use super::storage::{self, SqlStore};
 use super::{dedup, dedup_keys, flow_deps, schema};
 
-/// before them (they take the next ones in preorder, as that queue would).
-pub type Reserved = HashMap<String, u64>;
+/// What `reserve_remote` read and reserved in the other files a flow spans, before the flow is
+/// written.
+#[derive(Debug, Default)]
+pub struct Reserved {
+    /// Per queue, the last id before those reserved for the flow's nodes there (they take the
+    /// next ones in preorder, as that queue would).
+    ids: HashMap<String, u64>,
+    /// Per queue and dedup id, the job there that a node with those dedup options is
+    /// deduplicated into (its owner, as read then).
+    owners: HashMap<(String, String), Job>,
+}
+
+impl Reserved {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn owner(&self, queue: &str, dedup: &Dedup) -> Option<&Job> {
+        self.owners.get(&(queue.to_owned(), dedup.id.clone()))
+    }
+}
 
 /// Whether any of these nodes is in another queue than `home`.
 pub fn spans_queues(nodes: &[&FlowNode], home: &str) -> bool {
@@ -38,45 +57,58 @@ pub fn spans_queues(nodes: &[&FlowNode], home: &str) -> bool {
 }
 
 /// Before a flow with jobs in other queues is written, and outside this queue's transaction
-/// (no file is locked while another is): checks its nodes, then reserves their automatic ids
-/// in each other queue's file (a flow refused after that leaves a gap in those ids).
+/// (no file is locked while another is): checks its nodes, and in each other queue's file
+/// which job holds the dedup key of a node with dedup options (a child's must have no parent;
+/// a node whose custom id exists there is that job, not deduplicated), then reserves their
+/// automatic ids there (a flow refused after that leaves a gap in those ids).
 pub fn reserve_remote(
     dir: Option<&PathBuf>,
     home: &str,
     nodes: &[&FlowNode],
     path: &str,
     max_payload_bytes: usize,
+    now: Millis,
 ) -> CoreResult<Reserved> {
     let mut files: Vec<(String, Connection, u64)> = Vec::new();
-    flow::check_nodes(
-        nodes,
-        home,
-        path,
-        path == "root",
-        |queue, job: &NewJob, _| {
-            check_payload(&job.data, max_payload_bytes)?;
-            if queue == home {
-                return Ok(());
-            }
-            let at = match files.iter().position(|(q, _, _)| q == queue) {
-                Some(at) => at,
-                None => {
-                    let conn = schema::open(&links::sibling_path(dir, queue)?, queue)?;
-                    files.push((queue.to_owned(), conn, 0));
-                    files.len() - 1
-                }
-            };
-            let (_, _, autos) = &mut files[at];
-            // (a custom id that exists there is that job: the flow's checks read it)
-            if job.options.job_id.is_none() {
-                *autos += 1;
-            }
-            Ok(())
-        },
-    )?;
     let mut reserved = Reserved::new();
+    flow::check_nodes(nodes, home, path, |queue, job: &NewJob, child| {
+        check_payload(&job.data, max_payload_bytes)?;
+        if queue == home {
+            return Ok(());
+        }
+        let at = match files.iter().position(|(q, _, _)| q == queue) {
+            Some(at) => at,
+            None => {
+                let conn = schema::open(&links::sibling_path(dir, queue)?, queue)?;
+                files.push((queue.to_owned(), conn, 0));
+                files.len() - 1
+            }
+        };
+        let (_, conn, autos) = &mut files[at];
+        // (a custom id that exists there is that job: the flow's checks read it)
+        let existing = match job.options.job_id.as_deref() {
+            Some(id) => rows::state(conn, id)?.is_some(),
+            None => false,
+        };
+        if let (false, Some(dedup)) = (existing, &job.options.dedup) {
+            if let Some(owner) = dedup_keys::flow_owner(conn, dedup, now)? {
+                if child {
+                    let parent = owner.options.parent.as_ref().map(ParentRef::key);
+                    flow::check_dedup_owner(&dedup.id, &owner.id, parent.as_deref())?;
+                }
+                let at = (queue.to_owned(), dedup.id.clone());
+                reserved.owners.insert(at, owner);
+            }
+        }
+        if job.options.job_id.is_none() {
+            *autos += 1;
+        }
+        Ok(())
+    })?;
     for (queue, conn, autos) in files {
-        reserved.insert(queue, rows::reserve_auto_ids(&conn, autos)?);
+        reserved
+            .ids
+            .insert(queue, rows::reserve_auto_ids(&conn, autos)?);
     }
     Ok(reserved)
 }
@@ -91,6 +123,8 @@ struct Remote {
     deps: Vec<(String, ParentRef)>,
     /// Existing jobs there that the flow names (`Message::Attach`), sent after the parents.
     attach: Vec<(String, Option<ParentRef>, bool)>,
+    /// Nodes deduplicated into a job there (`Message::Deduplicated`), sent last.
+    duplicates: Vec<(String, RemoteJob)>,
 }
 
 /// This file, inside its transaction, and the files beside it as a flow spans them.
@@ -145,7 +179,7 @@ impl<'a> FileFlow<'a> {
         let id = match &new.options.job_id {
             Some(id) => id.clone(),
             None => {
-                let last = self.reserved.get_mut(queue).ok_or_else(|| {
+                let last = self.reserved.ids.get_mut(queue).ok_or_else(|| {
                     CoreError::Storage(format!("no ids reserved in queue {queue:?}"))
                 })?;
                 *last += 1;
@@ -208,19 +242,35 @@ impl shared::FlowQueues for FileFlow<'_> {
         crate::jobs::lifecycle::groups::check_room(&mut rows, options.iter().copied())
     }
 
+    /// Another queue's, as `reserve_remote` read it.
+    fn dedup_owner(
+        &mut self,
+        queue: &str,
+        dedup: &Dedup,
+        now: Millis,
+    ) -> CoreResult<Option<String>> {
+        if queue != self.env.queue {
+            return Ok(self.reserved.owner(queue, dedup).map(|o| o.id.to_string()));
+        }
+        let owner = dedup_keys::flow_owner(self.conn, dedup, now)?;
+        Ok(owner.map(|owner| owner.id.to_string()))
+    }
+
     fn skip_id(&mut self, queue: &str, custom_id: bool) -> CoreResult<()> {
         if custom_id {
             return Ok(());
         }
         if queue == self.env.queue {
             self.auto_ids()?.take();
-        } else if let Some(last) = self.reserved.get_mut(queue) {
+        } else if let Some(last) = self.reserved.ids.get_mut(queue) {
             *last += 1;
         }
         Ok(())
     }
 
-    /// Only a node of this queue is deduplicated here.
+    /// A node of another queue deduplicated into the owner `reserve_remote` read there is that
+    /// owner, which hears of it by a message (`Message::Deduplicated`: the duplicate's events
+    /// and key, its new parent); one created there takes the key when it is (`relay`).
     fn create_job(
         &mut self,
         queue: &str,
@@ -229,6 +279,24 @@ impl shared::FlowQueues for FileFlow<'_> {
         now: Millis,
     ) -> CoreResult<(Job, bool)> {
         if queue != self.env.queue {
+            let owner = new
+                .options
+                .dedup
+                .as_ref()
+                .and_then(|d| self.reserved.owner(queue, d))
+                .cloned();
+            if let Some(owner) = owner {
+                let duplicate = RemoteJob {
+                    id: owner.id.to_string(),
+                    name: new.name,
+                    data: new.data,
+                    options: new.options,
+                    hold,
+                };
+                let owner_id = duplicate.id.clone();
+                self.remote(queue).duplicates.push((owner_id, duplicate));
+                return Ok((owner, false));
+            }
             return Ok((self.create_remote(queue, new, hold, now)?, true));
         }
         let seq = reserve(self.conn, "seq", 1)?;
@@ -242,15 +310,20 @@ impl shared::FlowQueues for FileFlow<'_> {
         }
     }
 
-    /// An owner of another queue takes its parent there, after this commit.
+    /// Another queue's job takes its parent there after this commit: an owner that a node was
+    /// deduplicated into when its `Message::Deduplicated` arrives, an existing job (a custom
+    /// id) by `Message::Attach`.
     fn adopt(&mut self, queue: &str, mut owner: Job, parent: &ParentRef) -> CoreResult<Job> {
         owner.options.parent = Some(parent.clone());
-        if queue != self.env.queue {
-            let entry = (owner.id.to_string(), Some(parent.clone()), false);
-            self.remote(queue).attach.push(entry);
-            return Ok(owner);
+        if queue == self.env.queue {
+            rows::save(self.conn, &owner)?;
+        } else {
+            let remote = self.remote(queue);
+            if !remote.duplicates.iter().any(|(id, _)| *id == *owner.id) {
+                let entry = (owner.id.to_string(), Some(parent.clone()), false);
+                remote.attach.push(entry);
+            }
         }
-        rows::save(self.conn, &owner)?;
         Ok(owner)
     }
 
@@ -325,9 +398,9 @@ impl shared::FlowQueues for FileFlow<'_> {
                 };
                 links::send(self.conn, self.env, &queue, &message)?;
             }
-            leaves.push((queue, remote.leaves));
+            leaves.push((queue, remote.leaves, remote.duplicates));
         }
-        for (queue, jobs) in leaves {
+        for (queue, jobs, duplicates) in leaves {
             if !jobs.is_empty() {
                 let message = Message::Create {
                     jobs,
@@ -336,11 +409,22 @@ impl shared::FlowQueues for FileFlow<'_> {
                 };
                 links::send(self.conn, self.env, &queue, &message)?;
             }
+            // Last: a new parent there exists by then.
+            for (owner, job) in duplicates {
+                let job = Box::new(job);
+                let message = Message::Deduplicated {
+                    owner,
+                    job,
+                    at: now,
+                };
+                links::send(self.conn, self.env, &queue, &message)?;
+            }
         }
         Ok(())
     }
 
-    /// (An owner of another queue is told there, by `Message::Attach`.)
+    /// Another queue's job tells its parent when its `Message::Deduplicated` (an owner) or
+    /// `Message::Attach` (an existing job) arrives.
     fn tell_finished_owner(&mut self, queue: &str, owner: &Job, now: Millis) -> CoreResult<()> {
         if queue != self.env.queue {
             return Ok(());

@@ -182,7 +182,7 @@ impl JobFlows for LocalBackend {
         }
         let backend = self.clone();
         Box::pin(async move {
-            let reserved = backend.reserve_remote(&[&root], "root").await?;
+            let reserved = backend.reserve_remote(&[&root], "root", now).await?;
             backend
                 .call(move |conn, env| {
                     shared::add_flow(&mut FileFlow::new(conn, env, reserved), root, now)
@@ -199,7 +199,7 @@ impl JobFlows for LocalBackend {
         now: Millis,
     ) -> BoxFuture<Vec<AddedNode>> {
         let nodes: Vec<&FlowNode> = children.iter().collect();
-        let reserving = self.reserve_remote(&nodes, "children");
+        let reserving = self.reserve_remote(&nodes, "children", now);
         let backend = self.clone();
         Box::pin(async move {
             let reserved = reserving.await?;
@@ -219,7 +219,7 @@ impl JobFlows for LocalBackend {
         now: Millis,
     ) -> BoxFuture<Vec<AddedNode>> {
         let nodes: Vec<&FlowNode> = children.iter().collect();
-        let reserving = self.reserve_remote(&nodes, "children");
+        let reserving = self.reserve_remote(&nodes, "children", now);
         let backend = self.clone();
         Box::pin(async move {
             let reserved = reserving.await?;

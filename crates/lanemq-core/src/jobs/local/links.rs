@@ -55,6 +55,14 @@ pub enum Message {
         hold: bool,
         at: Millis,
     },
+    /// A flow node (`job`, its options naming its parent, if any) deduplicated into the job
+    /// `owner` here, as the sender read the key before writing the flow: the duplicate's key
+    /// and events, and the owner becomes the parent's child (`flow_dedup`).
+    Deduplicated {
+        owner: String,
+        job: Box<RemoteJob>,
+        at: Millis,
+    },
 }
 
 /// A job a flow creates in another queue.

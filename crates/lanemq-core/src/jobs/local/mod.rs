@@ -14,6 +14,7 @@ mod dedup_keys;
 mod doorbell;
 mod env;
 mod events;
+mod flow_dedup;
 mod flow_deps;
 mod flow_files;
 mod flow_sets;
@@ -194,6 +195,7 @@ impl LocalBackend {
         &self,
         nodes: &[&FlowNode],
         path: &'static str,
+        now: Millis,
     ) -> BoxFuture<flow_files::Reserved> {
         if !flow_files::spans_queues(nodes, &self.queue) {
             return Box::pin(async { Ok(flow_files::Reserved::new()) });
@@ -206,7 +208,9 @@ impl LocalBackend {
             .spawn(move || {
                 let refs: Vec<&FlowNode> = owned.iter().collect();
                 let dir = dir.as_deref();
-                let _ = reply.send(flow_files::reserve_remote(dir, &home, &refs, path, max));
+                let _ = reply.send(flow_files::reserve_remote(
+                    dir, &home, &refs, path, max, now,
+                ));
             });
         Box::pin(async move {
             spawned.map_err(|e| CoreError::Storage(format!("cannot start a thread: {e}")))?;

@@ -29,7 +29,7 @@ use super::links::{with_link, Message};
 use super::rows::{self, meta, set_meta, sql};
 use super::storage::{self, SqlStore};
 use super::sync::{sync_outbox, LocalSync};
-use super::{flow_deps, manage};
+use super::{flow_dedup, flow_deps, manage};
 
 fn exec(conn: &Connection, statement: &str) -> CoreResult<()> {
     conn.execute_batch(statement).map_err(sql)
@@ -276,6 +276,11 @@ fn apply(conn: &Connection, env: &mut Env, sender: &str, message: Message) -> Co
                     continue; // taken since it was reserved: that child is not created
                 }
                 let seq = rows::reserve(conn, "seq", 1)?;
+                if job.options.dedup.is_some() {
+                    let created = flow_dedup::create(conn, env, job, seq, at)?;
+                    waiting |= created.state == crate::jobs::model::JobState::Waiting;
+                    continue;
+                }
                 let new = NewJob {
                     name: job.name,
                     data: job.data,
@@ -302,5 +307,8 @@ fn apply(conn: &Connection, env: &mut Env, sender: &str, message: Message) -> Co
             hold,
             at,
         } => attach(&mut SqlStore::new(conn, env), &id, parent, hold, at),
+        Message::Deduplicated { owner, job, at } => {
+            flow_dedup::deduplicated(conn, env, &owner, *job, at)
+        }
     }
 }

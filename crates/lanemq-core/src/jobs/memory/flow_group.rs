@@ -7,7 +7,7 @@ use crate::jobs::contract::NewJob;
 use crate::jobs::flow::{self, AddedNode, FlowNode, ParentRef};
 use crate::jobs::lifecycle::{self, flows as shared};
 use crate::jobs::model::{Job, Millis};
-use crate::jobs::options::{check_payload, JobOptions};
+use crate::jobs::options::{check_payload, Dedup, JobOptions};
 
 use super::store::MemoryStore;
 use super::Queues;
@@ -67,6 +67,18 @@ impl shared::FlowQueues for GroupFlow<'_> {
 
     fn check_group_room(&mut self, queue: &str, options: &[&JobOptions]) -> CoreResult<()> {
         lifecycle::groups::check_room(self.store(queue), options.iter().copied())
+    }
+
+    fn dedup_owner(
+        &mut self,
+        queue: &str,
+        dedup: &Dedup,
+        now: Millis,
+    ) -> CoreResult<Option<String>> {
+        Ok(self
+            .store(queue)
+            .dedup_owner(dedup, now)
+            .map(|owner| owner.id.to_string()))
     }
 
     fn skip_id(&mut self, queue: &str, custom_id: bool) -> CoreResult<()> {

@@ -9,7 +9,8 @@ use crate::error::{CoreError, CoreResult};
 use crate::jobs::contract::NewJob;
 use crate::jobs::flow::{self, AddedNode, FlowNode, ParentRef};
 use crate::jobs::model::{Job, JobState, Millis};
-use crate::jobs::options::JobOptions;
+use crate::jobs::options::{Dedup, JobOptions};
+use crate::jobs::parent::child_key;
 
 use super::super::not_found;
 use super::existing::{check_existing, existing, gains, Above};
@@ -27,6 +28,14 @@ pub trait FlowQueues {
     /// leaves there) would take a group past its max_size (`groups::check_room`). A backend
     /// that writes other queues' nodes after the commit checks its home queue only.
     fn check_group_room(&mut self, queue: &str, options: &[&JobOptions]) -> CoreResult<()>;
+    /// The id of the job of `queue` that a node with `dedup` would be deduplicated into, if any
+    /// (`flow::dedup_owner`).
+    fn dedup_owner(
+        &mut self,
+        queue: &str,
+        dedup: &Dedup,
+        now: Millis,
+    ) -> CoreResult<Option<String>>;
     /// Takes the automatic id that a node of `queue` would have taken (none for a custom id).
     fn skip_id(&mut self, queue: &str, custom_id: bool) -> CoreResult<()>;
     /// Writes a checked node's job in `queue` (`hold`: it waits for children); `false` when it
@@ -74,7 +83,7 @@ fn check<Q: FlowQueues>(
     now: Millis,
 ) -> CoreResult<bool> {
     let home = queues.home().to_owned();
-    flow::check_nodes(nodes, &home, path, path == "root", |queue, job, child| {
+    flow::check_nodes(nodes, &home, path, |queue, job, child| {
         // A node that is an existing job is not deduplicated (as flows-16.lua decides).
         let found = existing(queues, queue, job.options.job_id.as_deref())?;
         queues.check_job(queue, job, child && found.is_none(), now)
@@ -143,6 +152,7 @@ pub fn add_children<Q: FlowQueues>(
         .load(&home, parent_id)?
         .ok_or_else(|| not_found(parent_id))?;
     parent.check_lock(token, now)?;
+    let lineage = lineage(queues, &home, parent.options.parent.clone(), parent_id)?;
     let me = ParentRef {
         queue: home,
         id: parent_id.to_owned(),
@@ -150,6 +160,7 @@ pub fn add_children<Q: FlowQueues>(
     let nodes: Vec<&FlowNode> = children.iter().collect();
     let above = Above::Existing(me.clone());
     check(queues, &nodes, "children", &above, now)?;
+    check_cycles(queues, &nodes, &me.queue, &lineage, "children", now)?;
     queues.park(parent_id, token, now)?;
     let added = create_all(queues, children, Some(me), now)?;
     // Children that were all its own already (and done) leave it nothing to wait for.
@@ -171,13 +182,16 @@ pub fn attach_children<Q: FlowQueues>(
     let parent = queues
         .load(&home, parent_id)?
         .ok_or_else(|| not_found(parent_id))?;
+    let lineage = lineage(queues, &home, parent.options.parent.clone(), parent_id)?;
     let me = ParentRef {
         queue: home,
         id: parent_id.to_owned(),
     };
     let nodes: Vec<&FlowNode> = children.iter().collect();
     let above = Above::Existing(me.clone());
-    if check(queues, &nodes, "children", &above, now)? {
+    let gains = check(queues, &nodes, "children", &above, now)?;
+    check_cycles(queues, &nodes, &me.queue, &lineage, "children", now)?;
+    if gains {
         if !flow::takes_children(parent.state) {
             return Err(CoreError::JobState {
                 id: parent_id.to_owned(),
@@ -188,6 +202,59 @@ pub fn attach_children<Q: FlowQueues>(
         queues.hold(&me.queue, parent_id, now)?;
     }
     create_all(queues, children, Some(me), now)
+}
+
+/// The keys of the job `id` of `queue` (whose parent is `parent`) and of its ancestors.
+fn lineage<Q: FlowQueues>(
+    queues: &mut Q,
+    queue: &str,
+    mut parent: Option<ParentRef>,
+    id: &str,
+) -> CoreResult<Vec<String>> {
+    let mut keys = vec![child_key(queue, id)];
+    // (bounded, as the Lua walks of a chain are: a chain is never that long)
+    while let Some(up) = parent.take().filter(|_| keys.len() <= 10_000) {
+        keys.push(up.key());
+        parent = queues
+            .load(&up.queue, &up.id)?
+            .and_then(|job| job.options.parent.clone());
+    }
+    Ok(keys)
+}
+
+/// Refuses children (`nodes`, at `path`) of which one would be deduplicated into a job of
+/// `lineage`, the job they are added to and its ancestors (`flow::check_dedup_cycle`); the
+/// nodes under a deduplicated one are not written, so not checked.
+fn check_cycles<Q: FlowQueues>(
+    queues: &mut Q,
+    nodes: &[&FlowNode],
+    queue: &str,
+    lineage: &[String],
+    path: &str,
+    now: Millis,
+) -> CoreResult<()> {
+    for (i, node) in nodes.iter().enumerate() {
+        let at = format!("{path}[{i}]");
+        let queue = node.queue.as_deref().unwrap_or(queue);
+        if let Some(dedup) = &node.job.options.dedup {
+            if let Some(owner) = queues.dedup_owner(queue, dedup, now)? {
+                let key = child_key(queue, &owner);
+                flow::check_dedup_cycle(&dedup.id, &owner, &key, lineage)
+                    .map_err(|e| CoreError::InvalidConfig(format!("flow node {at}: {e}")))?;
+                continue;
+            }
+        }
+        let children: Vec<&FlowNode> = node.children.iter().collect();
+        check_cycles(
+            queues,
+            &children,
+            queue,
+            lineage,
+            &format!("{at}.children"),
+            now,
+        )?;
+    }
+    Ok(())
 }
 
 /// Creates checked nodes under `parent`, in preorder, then tells the new parents of owners

@@ -4,13 +4,23 @@
 --       lifo (0/1), delay (ms), parent (the 1-based index of its parent node; 0: the given
 --       parent, or none for ""), hold (0/1: it has children).
 --       Adds a flow (no parent id) or, with the id and token of an active job, parks that job
---       in waiting_children (no attempt used, lock released) and adds its new children. Every
+--       in waiting_children (no attempt used, lock released) and adds its new children. With a
+--       parent id and an empty token (an add's `parent=`), that job, waiting or delayed, moves
+--       to waiting_children (one there stays) and gains the children; another state refuses
+--       with {"state", code} (flow.rs takes_children), a missing job with {"missing"}. Every
 --       node was validated by the client; nodes may be in other queues (whose keys follow).
---       Returns {"ok", {id, seq, order}...}, or writes nothing and returns {"exists", node
---       index} (a custom id is taken) or the parent's lock refusal {kind, message}. A flow
---       (no parent id) whose root's custom id exists in this queue is that job: {"existing",
---       {queue, job, parent index}...} (the job and its children in preorder; parent index
---       1-based, 0 for the root), with only a duplicated event written.
+--       A node whose custom id a job of its queue has is that job (lifecycle/flows/existing.rs):
+--       under a parent it becomes the parent's child unless it is already, and it gains the
+--       node's children it does not have (waiting for them: `hold`); a flow's root that exists
+--       in this queue gets a duplicated event. Returns {"ok", entry...}: {id, seq, order} per
+--       created node, {"existing", {queue, job, parent index}...} for an existing node (the job
+--       and its children in preorder, as they are once written; parent index 1-based, 0 for the
+--       node), {"dedup", the same} for a node deduplicated into its owner. Or it writes nothing
+--       and returns the parent's refusal ({kind, message}, {"missing"}, {"state", code}), or
+--       for the node at an index: {"other_parent", index, parent key} (an existing job with
+--       another parent), {"cycle", index, key of the job it would go under} (its own
+--       descendant), {"node_state", index, state code} (an existing job that gains children
+--       but does not take them).
 --   "deps", id, 4 cursors, count ("" = all)
 --       A page of each bucket (processed, unprocessed, failed, ignored): {"ok", processed
 --       {key, value...}, unprocessed {key...}, failed {key, reason...}, ignored {key,
@@ -43,6 +53,33 @@ local function park(id)
   emit("waiting-children", id, "prev", "active")
 end
 
+-- The job `id`, given children by an add's `parent=` (its state checked), waits for them.
+local function hold(id)
+  local state = tonumber(get("state", id))
+  if state == CHILDREN_STATE then return end
+  local prev = "delayed"
+  if state == WAITING_STATE then
+    waiting_remove(id)
+    prev = "waiting"
+  else
+    redis.call("ZREM", DELAYED, hex(num("seq", id)) .. id)
+  end
+  set("state", id, CHILDREN_STATE)
+  redis.call("ZADD", CHILDREN, NOW_TEXT, hex(num("seq", id)) .. id)
+  emit("waiting-children", id, "prev", prev)
+end
+
+-- Refuses a parent that an add's `parent=` names unless it takes children (flow.rs).
+local function takes_children(id)
+  local state = get("state", id)
+  if not state then return {"missing"} end
+  state = tonumber(state)
+  if state ~= WAITING_STATE and state ~= DELAYED_STATE and state ~= CHILDREN_STATE then
+    return {"state", state}
+  end
+  return nil
+end
+
 -- The nodes of queue `queue` (in preorder) and the index of each among all nodes.
 local function of_queue(nodes, queue)
   local mine, at = {}, {}
@@ -55,19 +92,69 @@ local function of_queue(nodes, queue)
   return mine, at
 end
 
--- The first node (index) of these whose custom id is taken in the queue worked in, or nil.
-local function taken(mine, at)
-  local custom, custom_at = {}, {}
-  for k, node in ipairs(mine) do
-    if node.id ~= "" then
-      custom[#custom + 1] = node.id
-      custom_at[#custom] = at[k]
+-- Whether a job in `state` (a number) takes children (flow.rs takes_children).
+local function takes(state)
+  return state == WAITING_STATE or state == DELAYED_STATE or state == CHILDREN_STATE
+end
+
+-- The key of the job `id` of `queue`'s parent, read in that queue.
+local function parent_key(queue, id)
+  local parent = parent_of(in_queue(queue, opts_of, id))
+  return parent and (parent.queue .. ":" .. parent.id) or nil
+end
+
+-- Whether the job `id` of `queue` is the job `at` ({queue, id}) or one of its ancestors.
+local function ancestor(queue, id, at)
+  local at_queue, at_id, hops = at[1], at[2], 0
+  while hops < 10000 do
+    if at_queue == queue and at_id == id then return true end
+    local parent = parent_of(in_queue(at_queue, opts_of, at_id))
+    if not parent then return false end
+    at_queue, at_id, hops = parent.queue, parent.id, hops + 1
+  end
+  return false
+end
+
+-- Marks the nodes whose custom id a job has (`existing`: its state), as existing.rs checks
+-- them: each under a parent is `attach`ed unless it is its child already (`mine`), and one
+-- that gains a child (`gains`) must take children. `given` is the parent ({queue, id}) that
+-- add_children or an add's parent= gives (nil for a flow). Returns a refusal, or nil and
+-- whether that parent gains a child.
+local function mark_existing(nodes, given)
+  local given_gains = false
+  for k, node in ipairs(nodes) do
+    if node.id ~= "" then node.existing = tonumber(in_queue(node.queue, get, "state", node.id)) end
+    local above = node.parent > 0 and nodes[node.parent] or nil
+    -- The nearest existing job above ({queue, id}): this one must not be it or its ancestor.
+    local anchor, up = given, above
+    while up do
+      if up.existing then anchor = {up.queue, up.id} break end
+      up = up.parent > 0 and nodes[up.parent] or nil
+    end
+    if node.existing and (above or given) then
+      local has = parent_key(node.queue, node.id)
+      local above_key = nil
+      if above and above.existing then above_key = above.queue .. ":" .. above.id
+      elseif not above then above_key = given[1] .. ":" .. given[2] end
+      if has and has ~= above_key then return {"other_parent", k, has} end
+      node.mine = has ~= nil
+      if not has then
+        node.attach = true
+        if anchor and ancestor(node.queue, node.id, anchor) then
+          return {"cycle", k, anchor[1] .. ":" .. anchor[2]}
+        end
+      end
+    end
+    if not node.mine and (above or given) then
+      if above then above.gains = true else given_gains = true end
     end
   end
-  for k, state in ipairs(mget("state", custom)) do
-    if state then return custom_at[k] end
+  for k, node in ipairs(nodes) do
+    if node.existing and node.gains and not takes(node.existing) then
+      return {"node_state", k, node.existing}
+    end
   end
-  return nil
+  return nil, given_gains
 end
 
 -- Creates one queue's nodes: automatic ids from its counter, then the jobs.
@@ -114,7 +201,7 @@ decide_dedup = function(nodes, lineage)
   for k, node in ipairs(nodes) do
     if node.parent > 0 and (nodes[node.parent].owner or nodes[node.parent].skipped) then
       node.skipped = true
-    else
+    elseif not node.existing then
       node.dedup = dedup_of(node.opts)
     end
     if node.dedup then
@@ -138,7 +225,7 @@ create_nodes = function(mine)
     batch, slots = {}, {}
   end
   for k, node in ipairs(mine) do
-    if node.skipped then
+    if node.skipped or node.existing then
       results[k] = false
     elseif node.dedup then
       flush()
@@ -178,10 +265,11 @@ dedup_duplicate = function(node)
   emit("debounced", key.owner, "debounceId", dedup.id)
 end
 
--- The owner a child was deduplicated into becomes its parent's child (its options name the
--- parent); an owner that finished already is noted in `finished`, to tell the parent.
-adopt = function(node, finished)
-  set("opts", node.owner, with_parent(opts_of(node.owner), node.parent_queue, node.parent_id))
+-- The owner a child was deduplicated into (or the existing job it is: `id`) becomes its
+-- parent's child (its options name the parent); one that finished already is noted in
+-- `finished`, to tell the parent.
+adopt = function(node, finished, id)
+  set("opts", id, with_parent(opts_of(id), node.parent_queue, node.parent_id))
   if node.owner_state == COMPLETED_STATE or node.owner_state == FAILED_STATE then
     finished[#finished + 1] = node
   end
@@ -231,23 +319,22 @@ local function add(own, parent_id, token)
     if queue ~= own then block_base(queue) end
   end
   if parent_id ~= "" then
-    local refused = check(parent_id, token)
+    local refused
+    if token == "" then
+      if not get("state", parent_id) then return {"missing"} end
+    else
+      refused = check(parent_id, token)
+    end
     if refused then return refused end
   end
-  -- A flow whose root's custom id exists is that job with its children, as a single add
-  -- returns the existing job (flow.rs root_custom_id).
-  local root = nodes[1]
-  if parent_id == "" and root.id ~= "" and root.queue == own and get("state", root.id) then
-    local out = {}
-    existing_tree(own, root.id, 0, out)
-    emit("duplicated", root.id)
-    return {"existing", out}
+  local given = parent_id ~= "" and {own, parent_id} or nil
+  local refused, given_gains = mark_existing(nodes, given)
+  if refused then return refused end
+  if token == "" and given_gains then
+    refused = takes_children(parent_id)
+    if refused then return refused end
   end
-  for _, queue in ipairs(order) do
-    local index = in_queue(queue, taken, of_queue(nodes, queue))
-    if index then return {"exists", index} end
-  end
-  local refused = decide_dedup(nodes, parent_id ~= "" and lineage_of(parent_id) or nil)
+  refused = decide_dedup(nodes, parent_id ~= "" and lineage_of(parent_id) or nil)
   if refused then return refused end
   -- A group's max_size refuses the whole flow ({"group_full", group, max_size}).
   for _, queue in ipairs(order) do
@@ -255,7 +342,16 @@ local function add(own, parent_id, token)
     if full then return full end
   end
 
-  if parent_id ~= "" then park(parent_id) end
+  local root = nodes[1]
+  if parent_id == "" and root.existing and root.queue == own then emit("duplicated", root.id) end
+  if parent_id ~= "" then
+    if token ~= "" then park(parent_id) elseif given_gains then hold(parent_id) end
+  end
+  for _, node in ipairs(nodes) do
+    if node.existing and node.gains and not node.skipped then
+      in_queue(node.queue, hold, node.id)
+    end
+  end
   -- Every node takes its automatic id, even one not written (as the other backends do).
   for _, queue in ipairs(order) do in_queue(queue, create_in, queue, (of_queue(nodes, queue))) end
   for _, node in ipairs(nodes) do
@@ -279,35 +375,48 @@ local function add(own, parent_id, token)
     for k, result in ipairs(results) do out[at[k]] = result end
   end
   local finished = {}
-  for k, node in ipairs(nodes) do
-    if node.parent_id and not node.skipped then
-      local id = node.owner or node.id
-      if node.owner then
-        in_queue(node.queue, adopt, node, finished)
-        out[k] = {"dedup", {}}
-        in_queue(node.queue, existing_tree, node.queue, id, 0, out[k][2])
+  for _, node in ipairs(nodes) do
+    if node.existing then
+      if node.attach and not node.skipped then
+        node.owner_state = node.existing
+        in_queue(node.queue, adopt, node, finished, node.id)
+        in_queue(node.parent_queue, dep_put, dep_prefix(node.parent_id),
+          node.queue .. ":" .. node.id, UNPROCESSED, nil, node.queue)
       end
+    elseif node.parent_id and not node.skipped then
+      local id = node.owner or node.id
+      if node.owner then in_queue(node.queue, adopt, node, finished, id) end
       in_queue(node.parent_queue, dep_put, dep_prefix(node.parent_id),
         node.queue .. ":" .. id, UNPROCESSED, nil, node.queue)
-    elseif node.owner then
-      out[k] = {"dedup", {}}
-      in_queue(node.queue, existing_tree, node.queue, node.owner, 0, out[k][2])
     end
   end
   -- Finished owners tell their new parents, once every node is written.
   for _, node in ipairs(finished) do
+    local id = node.owner or node.id
     in_queue(node.queue, function()
-      local state = tonumber(get("state", node.owner))
+      local state = tonumber(get("state", id))
       if state == COMPLETED_STATE then
-        flow_on_finish(node.owner, opts_of(node.owner), "completed", get("result", node.owner))
+        flow_on_finish(id, opts_of(id), "completed", get("result", id))
       else
-        flow_on_finish(node.owner, opts_of(node.owner), "failed", get("reason", node.owner))
+        flow_on_finish(id, opts_of(id), "failed", get("reason", id))
       end
     end)
   end
-  -- Nodes not written (under a deduplicated node) have no entry.
+  -- A job parked by add_children whose children were all its own already (and done) has
+  -- nothing to wait for (dependencies.rs release_if_done).
+  if token ~= "" and tonumber(get("state", parent_id)) == CHILDREN_STATE
+    and dep_count(dep_prefix(parent_id), UNPROCESSED) == 0 then
+    release_parent(parent_id, cjson.decode(opts_of(parent_id)))
+  end
+  -- An existing node or an owner is the job with its children as they are now; nodes not
+  -- written (under a deduplicated node) have no entry.
   local compact = {}
   for k, node in ipairs(nodes) do
+    if node.existing or node.owner then
+      local kind = node.existing and "existing" or "dedup"
+      out[k] = {kind, {}}
+      in_queue(node.queue, existing_tree, node.queue, node.owner or node.id, 0, out[k][2])
+    end
     if not node.skipped then compact[#compact + 1] = out[k] end
   end
   return {"ok", compact}

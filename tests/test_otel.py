@@ -352,3 +352,25 @@ async def test_lanes_follow_instrument_and_are_off_by_default(sdk: Sdk) -> None:
 def _no_instrumentation_left() -> Iterator[None]:
     yield
     assert not otel.is_instrumented(), "a test left lanemq.otel instrumented"
+
+
+async def test_an_add_under_a_parent_sends_a_span_the_job_carries(sdk: Sdk) -> None:
+    queue = InMemoryJobQueue("adopted")
+    parent = await queue.add("parent", None)
+    child = await queue.add("child", None, parent={"id": parent.id})
+    send = [
+        s
+        for s in sdk.spans("send adopted")
+        if dict(s.attributes or {})["messaging.lanemq.job.name"] == "child"
+    ]
+    assert [dict(s.attributes or {})["messaging.message.id"] for s in send] == [child.id]
+    assert child.options.telemetry
+
+
+async def test_a_flow_whose_existing_root_has_more_children_is_traced(sdk: Sdk) -> None:
+    queue = InMemoryJobQueue("again")
+    root = FlowJob("root", options={"job_id": "r"}, children=[FlowJob("a")])
+    await queue.add_flow(root, now=1)
+    again = await queue.add_flow(root, now=2)  # r gains a second "a": three rows, two nodes
+    assert len(again.children) == 2
+    assert len(sdk.spans("send again")) == 4

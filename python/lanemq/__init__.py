@@ -45,7 +45,7 @@ from .exceptions import (
     UnknownLaneError,
     UnrecoverableError,
 )
-from .flows import Dependencies, FlowJob, JobNode
+from .flows import Dependencies, FlowJob, JobNode, ParentRef
 from .job import Job
 from .jobs import GroupInfo, GroupLimits, JobPage
 from .lanes import DEFAULT_LANES, Alert, CommandHandle, QueueManager
@@ -120,6 +120,7 @@ __all__ = [
     "LockMismatchError",
     "MemoryGroup",
     "MetricsTime",
+    "ParentRef",
     "PendingDependenciesError",
     "PriorityBoost",
     "QueueEvent",

@@ -435,6 +435,9 @@ class JobQueueCore:
     def add_children(
         self, id: str, token: str, children: list[_FlowNodeArgs], now: int | None = None
     ) -> Awaitable[list[_AddedRow]]: ...
+    def attach_children(
+        self, id: str, children: list[_FlowNodeArgs], now: int | None = None
+    ) -> Awaitable[list[_AddedRow]]: ...
     def get_dependencies(
         self, id: str, cursors: tuple[int, int, int, int], count: int | None = None
     ) -> Awaitable[_DependencyRows]: ...

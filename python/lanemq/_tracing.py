@@ -93,6 +93,14 @@ class Watch:
             return queue._core.add_children(job_id, token, args, now)
         return tracing.add_children(queue, job_id, token, args, now)
 
+    def attach_children(
+        self, queue: JobQueue, job_id: str, args: list[_FlowNodeArgs], now: int | None
+    ) -> Awaitable[list[_AddedRow]]:
+        tracing = self.tracing()
+        if tracing is None:
+            return queue._core.attach_children(job_id, args, now)
+        return tracing.attach_children(queue, job_id, args, now)
+
 
 class Producer(Protocol):
     """What ``producer`` is: the backend calls of the add paths, traced or not. (An
@@ -112,6 +120,10 @@ class Producer(Protocol):
 
     def add_children(
         self, queue: QueueBase, job_id: str, token: str, args: list[_FlowNodeArgs], now: int | None
+    ) -> Awaitable[list[_AddedRow]]: ...
+
+    def attach_children(
+        self, queue: QueueBase, job_id: str, args: list[_FlowNodeArgs], now: int | None
     ) -> Awaitable[list[_AddedRow]]: ...
 
 
@@ -138,12 +150,18 @@ class Direct:
     ) -> Awaitable[list[_AddedRow]]:
         return queue._core.add_children(job_id, token, args, now)
 
+    def attach_children(
+        self, queue: QueueBase, job_id: str, args: list[_FlowNodeArgs], now: int | None
+    ) -> Awaitable[list[_AddedRow]]:
+        return queue._core.attach_children(job_id, args, now)
+
 
 DIRECT = Direct()
 
 #: The instrumentation, a `Watch` for a provider to come, or None (off).
 active: Instrumentation | Watch | None = None
-#: What `JobQueue.add`, `add_bulk`, `add_flow` and `add_children` hand their calls to: ``active``,
+#: What `JobQueue.add`, `add_bulk`, `add_flow` and `add_children` (and an add's ``parent``, by
+#: ``attach_children``) hand their calls to: ``active``,
 #: or `DIRECT` while that is None. Set with it, never on its own (`_choose`).
 producer: Producer = DIRECT
 #: Set by `lanemq.otel.instrument` / `uninstrument`: no automatic switching after either.

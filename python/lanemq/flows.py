@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from . import _json
 from ._checks import job_name
 from ._core import JobOptions
+from .exceptions import ConfigError
 
 if TYPE_CHECKING:
     from ._core import _FlowNodeArgs
@@ -80,6 +81,35 @@ class Dependencies:
 DEPENDENCY_BUCKETS = ("processed", "unprocessed", "failed", "ignored", "missing")
 
 
+@dataclass(frozen=True, slots=True)
+class ParentRef:
+    """The parent an added job becomes a child of (`JobQueue.add`'s ``parent``, BullMQ's
+    ``opts.parent``): the job ``id`` of the queue ``queue`` (None: the queue the job is added
+    to; else a queue of the same backend, as `FlowJob.queue`)."""
+
+    id: str
+    queue: str | None = None
+
+
+def parent_ref(value: ParentRef | dict[str, Any]) -> ParentRef:
+    """A ``parent`` option as `ParentRef`: one, or a dict ``{"id": ..., "queue": ...}``
+    (``queue`` optional); anything else is refused naming it."""
+    if isinstance(value, dict):
+        unknown = sorted(set(value) - {"id", "queue"})
+        if unknown or "id" not in value:
+            raise ConfigError(
+                f"invalid parent: {value!r} (a dict with 'id' and optionally 'queue')"
+            )
+        value = ParentRef(value["id"], value.get("queue"))
+    if not isinstance(value, ParentRef):
+        raise ConfigError(f"invalid parent: {value!r} (a ParentRef or a dict with 'id')")
+    if not isinstance(value.id, str) or not value.id:
+        raise ConfigError(f"invalid parent id: {value.id!r} (a non-empty str)")
+    if value.queue is not None and not isinstance(value.queue, str):
+        raise ConfigError(f"invalid parent queue: {value.queue!r} (a str or None)")
+    return value
+
+
 def flow_args(
     flow: FlowJob, options: Callable[[Any], JobOptions | None], path: str = "root"
 ) -> _FlowNodeArgs:
@@ -94,4 +124,4 @@ def flow_args(
     return (flow.queue, flow.name, data, options(flow.options), children)
 
 
-__all__ = ["Dependencies", "FlowJob", "JobNode"]
+__all__ = ["Dependencies", "FlowJob", "JobNode", "ParentRef"]

@@ -306,7 +306,10 @@ class Job(Generic[DataT, ResultT]):
         """From a processor: adds children (each may have its own) to this active job and
         parks it in ``waiting_children`` (lock released, no attempt used). The worker then does
         not report the job when the processor returns; once the children are done the job is
-        waiting again and runs again (where `get_children_values` reads their results)."""
+        waiting again and runs again (where `get_children_values` reads their results). A
+        child whose custom ``job_id`` exists is that job (as in `JobQueue.add_flow`); when
+        every child given is this job's own already and done, the job is waiting again at
+        once."""
         self._check_lease()
         nodes = await self._queue._add_children(self, list(children), now)
         self._parked = True

@@ -36,6 +36,7 @@ from typing import Any, ParamSpec, TypeVar
 from . import queue as _queue
 from ._core import Backoff, Dedup, JobOptions, KeepJobs
 from ._sync_runtime import SyncJob, SyncQueueBase
+from .flows import ParentRef
 from .job import DataT
 from .observe import QueueMetrics, WorkerInfo
 from .queue import BulkItem, JobQueue, JobResult, QueueStats
@@ -73,6 +74,7 @@ class SyncQueue(SyncQueueBase[Q]):
         max_started_attempts: int | None = None,
         stack_trace_limit: int | None = None,
         repeat: Repeat | dict[str, Any] | None = None,
+        parent: ParentRef | dict[str, Any] | None = None,
         now: int | None = None,
     ) -> SyncJob[DataT, Any]:
         """`JobQueue.add`, blocking, its job as a `SyncJob`.
@@ -99,7 +101,14 @@ class SyncQueue(SyncQueueBase[Q]):
         repeat key (`Repeat.scheduler_key`: the name, ``job_id`` and the repeat), so adding
         the same repeat again adds nothing and returns the pending occurrence;
         `remove_scheduler` (with ``job.scheduler_key``) stops it. ``delay`` is refused with
-        it: the schedule decides when occurrences run."""
+        it: the schedule decides when occurrences run.
+
+        ``parent`` (`ParentRef` or ``{"id": ..., "queue": ...}``, also a key of an ``options``
+        dict; BullMQ's ``opts.parent``): the job becomes a child of that job (of this queue,
+        or of ``queue`` of the same backend), which waits for it as a flow's parent does:
+        waiting or delayed, it moves to ``waiting_children``; an active or finished parent is
+        refused (`JobStateError`), a missing one too (`JobNotFoundError`), adding nothing.
+        Not with ``repeat`` (a schedule's occurrences have no parent)."""
         queue = self.queue
         found = self._runner.call(
             lambda: queue.add(
@@ -121,6 +130,7 @@ class SyncQueue(SyncQueueBase[Q]):
                 max_started_attempts=max_started_attempts,
                 stack_trace_limit=stack_trace_limit,
                 repeat=repeat,
+                parent=parent,
                 now=now,
             )
         )
@@ -131,7 +141,9 @@ class SyncQueue(SyncQueueBase[Q]):
 
         Adds ``(name, data)`` or ``(name, data, options)`` tuples atomically: if any is
         invalid, none is added. ``options`` is `JobOptions` (checked by a type checker), a
-        dict of its fields or None. The result keeps the input order."""
+        dict of its fields or None. The result keeps the input order. A dict may name a
+        ``parent`` (as `add`'s): then every job of the call must name the same one (they are
+        added as its children in one step, or none is)."""
         jobs = list(jobs)
         queue = self.queue
         found = self._runner.call(lambda: queue.add_bulk(jobs, now=now))

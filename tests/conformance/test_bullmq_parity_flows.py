@@ -438,11 +438,10 @@ async def test_re_adding_a_flow_spanning_queues_returns_the_existing_tree(
     other = sibling("kids")
 
     def flow() -> FlowJob:
-        return FlowJob(
-            "root",
-            options={"job_id": "r"},
-            children=[FlowJob("kid", queue=other.name, children=[FlowJob("grandkid")])],
-        )
+        # Custom ids: a node without one is a new job each time (the root gains it).
+        grandkid = FlowJob("grandkid", options={"job_id": "g"})
+        kid = FlowJob("kid", options={"job_id": "k"}, queue=other.name, children=[grandkid])
+        return FlowJob("root", options={"job_id": "r"}, children=[kid])
 
     first = await queue.add_flow(flow(), now=T)
     again = await queue.add_flow(flow(), now=T + 1)
@@ -464,12 +463,15 @@ async def test_a_re_added_flow_with_bad_options_is_still_refused(queue: JobQueue
     assert [e.event for e in await queue.read_events()].count("duplicated") == 0
 
 
-async def test_a_new_flow_with_a_childs_custom_id_taken_writes_nothing(queue: JobQueue) -> None:
+async def test_a_new_flow_with_a_childs_custom_id_taken_attaches_that_job(
+    queue: JobQueue,
+) -> None:
+    # BullMQ's updateExistingJobsParent (more in test_flow_existing_jobs.py).
     await queue.add("taken", None, job_id="a", now=T)
     flow = FlowJob("root", children=[FlowJob("a", options={"job_id": "a"})])
-    with pytest.raises(ConfigError, match='job_id "a" already exists'):
-        await queue.add_flow(flow, now=T + 1)
-    assert sum((await queue.get_job_counts()).values()) == 1
+    root = await queue.add_flow(flow, now=T + 1)
+    assert [c.job.name for c in root.children] == ["taken"]
+    assert sum((await queue.get_job_counts()).values()) == 2
 
 
 async def test_a_childless_root_whose_custom_id_exists_is_the_existing_job(

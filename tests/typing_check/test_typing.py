@@ -154,8 +154,9 @@ def test_sync_add_has_the_signature_of_the_async_add() -> None:
 
 def test_keyword_defaults_are_the_job_options_defaults() -> None:
     params = inspect.signature(JobQueue.add).parameters.values()
-    # (``repeat`` is no job option: it makes a job scheduler instead of the job)
-    not_options = ("now", "repeat")
+    # (``repeat`` is no job option: it makes a job scheduler instead of the job; ``parent``
+    # names the job's parent, which only a flow step writes into its options)
+    not_options = ("now", "repeat", "parent")
     defaults = {
         p.name: p.default for p in params if p.kind is p.KEYWORD_ONLY and p.name not in not_options
     }

@@ -219,6 +219,26 @@ impl JobQueueCore {
         self.resolve(py, future, |nodes| Ok(flows::added(nodes)))
     }
 
+    /// Adds children to the job `id` that is not running (BullMQ's `opts.parent`): it waits
+    /// for them in waiting_children.
+    #[pyo3(signature = (id, children, now=None))]
+    fn attach_children<'py>(
+        &self,
+        py: Python<'py>,
+        id: Text,
+        children: Vec<Bound<'py, PyAny>>,
+        now: Option<Now>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let now = now.core("now")?;
+        let id = id.core("id")?;
+        let children = children
+            .iter()
+            .map(flows::node)
+            .collect::<PyResult<Vec<_>>>()?;
+        let future = self.backend.attach_children(id, children, now);
+        self.resolve(py, future, |nodes| Ok(flows::added(nodes)))
+    }
+
     /// Creates or updates the job scheduler `key`; awaits its pending occurrence. `every`,
     /// `start` and `end` are milliseconds.
     #[pyo3(signature = (key, every, cron, tz, limit, start, end, immediately, name, data,

@@ -7,7 +7,9 @@
 //! flow is linked first (`RedisBackend::link`), so the script gets their keys.
 
 use lanemq_core::jobs::flow::{self, AddedNode, Dependencies, DependencyCounts, FlowNode};
-use lanemq_core::jobs::{check_payload, BoxFuture, Dedup, JobFlows, JobOptions, Millis, ParentRef};
+use lanemq_core::jobs::{
+    check_payload, BoxFuture, Dedup, JobFlows, JobOptions, JobState, Millis, ParentRef,
+};
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
 
@@ -73,11 +75,26 @@ fn build(
         .map(|node| {
             let values = items(placed.next().ok_or_else(short)?)?;
             let field = |i: usize| values.get(i).and_then(text).ok_or_else(short);
-            if field(0)? == "dedup" {
-                // Deduplicated into an existing job: that job with its children as they are
-                // (the node's own children were not written and have no entries).
-                let rows = items(values.get(1).cloned().ok_or_else(short)?)?;
-                return existing_tree(rows);
+            match field(0)?.as_str() {
+                "dedup" => {
+                    // Deduplicated into an existing job: that job with its children as they
+                    // are (the node's own children were not written and have no entries).
+                    let rows = items(values.get(1).cloned().ok_or_else(short)?)?;
+                    return existing_tree(rows);
+                }
+                "existing" => {
+                    // The job its custom id names, with its children as they are now (the
+                    // node's own children have their entries, read past here).
+                    let rows = items(values.get(1).cloned().ok_or_else(short)?)?;
+                    let found = existing_tree(rows)?;
+                    let me = ParentRef {
+                        queue: found.queue.clone(),
+                        id: found.job.id.to_string(),
+                    };
+                    build(node.children, &me.queue, Some(&me), placed, now)?;
+                    return Ok(found);
+                }
+                _ => {}
             }
             let (id, seq, order) = (field(0)?, field(1)?, field(2)?);
             let hold = !node.children.is_empty();
@@ -138,6 +155,48 @@ fn existing_tree(rows: Vec<Value>) -> CoreResult<AddedNode> {
     Ok(root)
 }
 
+/// The refusal of an existing node (`lifecycle::flows::existing`'s, as the script found it):
+/// `{kind, node index, detail}`, the node read from the script's arguments.
+fn node_refusal(kind: &str, reply: impl Iterator<Item = Value>, args: &[String]) -> CoreError {
+    let bad = || CoreError::Storage("redis: bad flow reply".into());
+    let fields: Vec<String> = reply.take(2).filter_map(|v| text(&v)).collect();
+    let [index, detail] = fields.as_slice() else {
+        return bad();
+    };
+    let Some(node) = index
+        .parse::<usize>()
+        .ok()
+        .and_then(|i| i.checked_sub(1))
+        .and_then(|i| args.get(i * 10..i * 10 + 10))
+    else {
+        return bad();
+    };
+    let job = ParentRef {
+        queue: node[0].clone(),
+        id: node[4].clone(),
+    };
+    let key = |detail: &str| {
+        let (queue, id) = detail.split_once(':').unwrap_or((detail, ""));
+        ParentRef {
+            queue: queue.to_owned(),
+            id: id.to_owned(),
+        }
+    };
+    match kind {
+        "other_parent" => flow::other_parent(&job, &key(detail)),
+        "cycle" => flow::cycle(&job, &key(detail)),
+        _ => CoreError::JobState {
+            id: job.id,
+            state: detail
+                .parse::<usize>()
+                .ok()
+                .and_then(|s| JobState::ALL.get(s).copied())
+                .map_or("unknown", JobState::as_str),
+            expected: flow::TAKES_CHILDREN,
+        },
+    }
+}
+
 /// Pairs `key, value, ...` of a dependency page.
 fn pairs(value: Value) -> CoreResult<Vec<(String, String)>> {
     let flat: Vec<String> = items(value)?.iter().filter_map(text).collect();
@@ -186,7 +245,7 @@ impl RedisBackend {
     }
 
     /// Writes checked nodes (under the active job `parent` held by its token, parked by the
-    /// same script).
+    /// same script; or, with an empty token, under a parent that does not run, held there).
     async fn add_nodes(
         &self,
         nodes: Vec<FlowNode>,
@@ -210,28 +269,8 @@ impl RedisBackend {
         let head = reply.next();
         match head.as_ref().and_then(text).as_deref() {
             Some("ok") => {}
-            Some("existing") => {
-                // The root's custom id exists: the flow is that job, as the script read it.
-                let rows = items(reply.next().unwrap_or(Value::Nil))?;
-                return Ok(vec![existing_tree(rows)?]);
-            }
-            Some("exists") => {
-                let index: usize = reply.next().as_ref().and_then(text).map_or(Ok(0), |n| {
-                    n.parse()
-                        .map_err(|_| CoreError::Storage("redis: bad flow reply".into()))
-                })?;
-                let mut paths = Vec::new();
-                node_paths(&nodes, path, &mut paths);
-                let (at, id, queue) = index
-                    .checked_sub(1)
-                    .and_then(|i| {
-                        let node = args.get(i * 10..i * 10 + 10)?;
-                        Some((paths.get(i)?, node[4].clone(), node[0].clone()))
-                    })
-                    .ok_or_else(|| CoreError::Storage("redis: bad flow reply".into()))?;
-                return Err(CoreError::InvalidConfig(format!(
-                    "flow node {at}: job_id {id:?} already exists in queue {queue:?}"
-                )));
+            Some(kind @ ("other_parent" | "cycle" | "node_state")) => {
+                return Err(node_refusal(kind, reply, &args));
             }
             Some("group_full") => return Err(decode::group_full(reply)),
             Some("dedup_parent") => {
@@ -269,7 +308,12 @@ impl RedisBackend {
             _ => {
                 let mut refusal = vec![head.unwrap_or(Value::Nil)];
                 refusal.extend(reply);
-                decode::outcome(parent_id, Value::Array(refusal))?;
+                let refusal = Value::Array(refusal);
+                if token.is_empty() {
+                    checked(parent_id, refusal, flow::TAKES_CHILDREN)?;
+                } else {
+                    decode::outcome(parent_id, refusal)?;
+                }
                 return Err(CoreError::Storage("redis: bad flow reply".into()));
             }
         }
@@ -323,6 +367,22 @@ impl RedisBackend {
         let nodes: Vec<&FlowNode> = children.iter().collect();
         self.check_flow(&nodes, "children", max_payload)?;
         self.add_nodes(children, "children", Some((&parent_id, &token)), now)
+            .await
+    }
+
+    /// Adds children to the job `parent_id` that is not running (`JobFlows::attach_children`):
+    /// the same script as `add_children`, without a token.
+    pub async fn attach_children(
+        &self,
+        parent_id: String,
+        children: Vec<FlowNode>,
+        now: Millis,
+        max_payload: usize,
+    ) -> CoreResult<Vec<AddedNode>> {
+        flow::check_children_count(&parent_id, children.len())?;
+        let nodes: Vec<&FlowNode> = children.iter().collect();
+        self.check_flow(&nodes, "children", max_payload)?;
+        self.add_nodes(children, "children", Some((&parent_id, "")), now)
             .await
     }
 
@@ -437,6 +497,16 @@ impl JobFlows for RedisJobBackend {
         let limit = self.max_payload_bytes();
         call!(self, |b| b
             .add_children(parent_id, token, children, now, limit))
+    }
+
+    fn attach_children(
+        &self,
+        parent_id: String,
+        children: Vec<FlowNode>,
+        now: Millis,
+    ) -> BoxFuture<Vec<AddedNode>> {
+        let limit = self.max_payload_bytes();
+        call!(self, |b| b.attach_children(parent_id, children, now, limit))
     }
 
     fn get_dependencies(

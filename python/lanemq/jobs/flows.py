@@ -36,12 +36,15 @@ class QueueFlows(QueueBase):
     async def add_flow(self, flow: FlowJob, *, now: int | None = None) -> JobNode:
         """Adds a flow: the root on this queue (unless it names another), each child on its
         ``queue`` (default: its parent's) of the same backend. All or nothing: every node is
-        checked first (options, queue, payload; a custom ``job_id`` must be free), then all are
-        written in one step. A node with children is created in ``waiting_children``. A flow
-        of one job (no children) is added as `add` adds it (dedup options included); a flow
-        whose root's custom ``job_id`` exists returns that job with its children as they are
-        (a ``duplicated`` event, nothing else written). Dedup options work on every node, in
-        its own queue's dedup space: a node deduplicated into the job holding its key is that
+        checked first (options, queue, payload, existing jobs), then all are written in one
+        step. A node with children is created in ``waiting_children``. A flow of one job (no
+        children) is added as `add` adds it (dedup options included). A node whose custom
+        ``job_id`` a job of its queue has is that job: it becomes its parent's child (unless
+        it is already; another parent is refused with `JobStateError`) and gains the node's
+        children it does not have; so a flow whose root exists returns that job (a
+        ``duplicated`` event) with all its children, the new ones added. Dedup options work
+        on every node, in its own queue's dedup space: a node deduplicated into the job
+        holding its key is that
         job, which becomes the parent's child (README, "Differences from BullMQ")."""
         args = flow_args(flow, self._flow_options)
         try:

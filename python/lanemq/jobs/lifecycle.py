@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _checks, _json, _tracing
 from .._core import Backoff, Dedup, JobOptions, KeepJobs
 from .._results import result_json
-from ..exceptions import ConfigError
+from ..exceptions import ConfigError, JobNotFoundError
+from ..flows import ParentRef, parent_ref
 from ..job import DataT, Job
 from ..schedulers import Repeat
 from ._base import QueueBase, new_job
@@ -23,6 +24,24 @@ from ._common import (
     _options,
 )
 from .schedulers import add_repeating
+
+if TYPE_CHECKING:
+    from .._core import _FlowNodeArgs
+
+
+def _split_parent(
+    options: JobOptions | dict[str, Any] | None, parent: ParentRef | dict[str, Any] | None
+) -> tuple[JobOptions | dict[str, Any] | None, ParentRef | None]:
+    """The options without a ``parent`` key, and the parent (from the keyword or the dict,
+    not both), checked."""
+    if isinstance(options, dict) and "parent" in options:
+        if parent is not None:
+            raise TypeError("pass parent either in options or as a keyword, not both")
+        options = dict(options)
+        parent = options.pop("parent")
+        if parent is None:
+            return options, None
+    return options, None if parent is None else parent_ref(parent)
 
 
 class QueueLifecycle(QueueBase):
@@ -51,6 +70,7 @@ class QueueLifecycle(QueueBase):
         max_started_attempts: int | None = None,
         stack_trace_limit: int | None = None,
         repeat: Repeat | dict[str, Any] | None = None,
+        parent: ParentRef | dict[str, Any] | None = None,
         now: int | None = None,
     ) -> Job[DataT, Any]:
         """Adds a job. Options are keywords (typed, so a type checker catches a misspelt
@@ -75,7 +95,15 @@ class QueueLifecycle(QueueBase):
         repeat key (`Repeat.scheduler_key`: the name, ``job_id`` and the repeat), so adding
         the same repeat again adds nothing and returns the pending occurrence;
         `remove_scheduler` (with ``job.scheduler_key``) stops it. ``delay`` is refused with
-        it: the schedule decides when occurrences run."""
+        it: the schedule decides when occurrences run.
+
+        ``parent`` (`ParentRef` or ``{"id": ..., "queue": ...}``, also a key of an ``options``
+        dict; BullMQ's ``opts.parent``): the job becomes a child of that job (of this queue,
+        or of ``queue`` of the same backend), which waits for it as a flow's parent does:
+        waiting or delayed, it moves to ``waiting_children``; an active or finished parent is
+        refused (`JobStateError`), a missing one too (`JobNotFoundError`), adding nothing.
+        Not with ``repeat`` (a schedule's occurrences have no parent)."""
+        options, parent = _split_parent(options, parent)
         given = _given_options(
             (
                 job_id,
@@ -95,10 +123,17 @@ class QueueLifecycle(QueueBase):
             )
         )
         if repeat is not None or (isinstance(options, dict) and "repeat" in options):
+            if parent is not None:
+                raise ConfigError(
+                    f"invalid parent: {parent!r} (a job added with repeat makes a scheduler, "
+                    "whose occurrences have no parent)"
+                )
             return await add_repeating(self, name, data, options, given, repeat, now)
         _checks.job_name(name)
         opts = _options(options, given)
         body = _json.dumps_data(data, name)
+        if parent is not None:
+            return (await self._add_under(parent, [(name, body, opts)], now))[0]
         try:
             # (the backend's call, traced while OpenTelemetry tracing is on)
             record = await _tracing.producer.add(self, name, body, opts, _now(now))
@@ -109,24 +144,60 @@ class QueueLifecycle(QueueBase):
     async def add_bulk(self, jobs: Iterable[BulkItem], *, now: int | None = None) -> list[Job]:
         """Adds ``(name, data)`` or ``(name, data, options)`` tuples atomically: if any is
         invalid, none is added. ``options`` is `JobOptions` (checked by a type checker), a
-        dict of its fields or None. The result keeps the input order."""
+        dict of its fields or None. The result keeps the input order. A dict may name a
+        ``parent`` (as `add`'s): then every job of the call must name the same one (they are
+        added as its children in one step, or none is)."""
         items: list[tuple[str, str, JobOptions | None]] = []
+        parents: list[ParentRef | None] = []
         for index, item in enumerate(jobs):
             if len(item) == 2:
                 name, data = item
                 opts = None
+                parents.append(None)
             elif len(item) == 3:
                 name, data, raw = item
+                raw, parent = _split_parent(raw, None)
+                parents.append(parent)
                 opts = _options(raw, {})
             else:
                 raise TypeError(f"job #{index}: expected (name, data[, options]), got {item!r}")
             _checks.job_name(name, f"name of job #{index}")
             items.append((name, _json.dumps_data(data, name, index), opts))
+        named = [p for p in parents if p is not None]
+        if named:
+            if len(named) < len(parents) or len(set(named)) > 1:
+                raise ConfigError(
+                    f"invalid parent: {parents!r} (the jobs of one add_bulk name one parent, "
+                    "or none of them does)"
+                )
+            return await self._add_under(named[0], items, now)
         try:
             added = await _tracing.producer.add_bulk(self, items, _now(now))
         except UnicodeEncodeError as error:
             raise _checks.not_unicode(error, _bulk_texts(items)) from None
         return [new_job(self, record) for record in added]
+
+    async def _add_under(
+        self,
+        parent: ParentRef,
+        items: list[tuple[str, str, JobOptions | None]],
+        now: int | None,
+    ) -> list[Job]:
+        """`add` / `add_bulk` with ``parent``: the jobs, all or none, become children of the
+        parent, which waits for them (its queue's ``attach_children`` adds them, as a flow's
+        children: the same checks and writes)."""
+        holder = self if parent.queue is None else self.sibling(parent.queue)
+        nodes: list[_FlowNodeArgs] = [
+            (self.name, name, body, opts, []) for name, body, opts in items
+        ]
+        try:
+            rows = await _tracing.producer.attach_children(holder, parent.id, nodes, _now(now))
+        except JobNotFoundError:
+            raise JobNotFoundError(
+                f"parent job {parent.id!r} of queue {holder.name!r} not found"
+            ) from None
+        # (an existing job comes with its own children after it: the jobs added are the tops)
+        return [new_job(self, record) for _, record, above in rows if above is None]
 
     def wait_and_claim(
         self, worker_id: str, lease: float, max_jobs: int, timeout: float | None

@@ -146,6 +146,17 @@ class Instrumentation:
             done(rows)
         return rows
 
+    async def attach_children(
+        self, queue: JobQueue, job_id: str, args: list[_FlowNodeArgs], now: int | None
+    ) -> list[_AddedRow]:
+        """An add's ``parent``: ``queue`` holds the parent; each node names its own queue."""
+        spans: list[tuple[Span, str]] = []
+        traced = [self._flow_node(node, queue.name, None, spans) for node in args]
+        with self._flow_sent(spans) as done:
+            rows = await queue._core.attach_children(job_id, traced, now)
+            done([row for row in rows if row[2] is None])
+        return rows
+
     def _flow_node(
         self,
         node: _FlowNodeArgs,
@@ -176,6 +187,10 @@ class Instrumentation:
         the nodes sent, per queue; what it yields records the added ids."""
 
         def done(rows: list[_AddedRow]) -> None:
+            # An existing job (a custom id that exists, a dedup owner) comes back with all its
+            # children, which the flow may not name: then the nodes and rows do not pair up.
+            if len(rows) != len(spans):
+                return
             for (span, _), (_, record, _) in zip(spans, rows, strict=True):
                 span.set_attribute(_MESSAGE_ID, record.id)
 

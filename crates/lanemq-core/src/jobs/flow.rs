@@ -366,6 +366,41 @@ pub fn on_retry(
     }
 }
 
+/// The states a job that is given children by `parent=` takes them in (BullMQ's
+/// `opts.parent`): waiting or delayed (it then waits for them in waiting_children), or
+/// waiting_children already. An active job is refused: its processor, which runs, would finish
+/// it without the child (it adds children with `add_children`); a finished one too.
+pub const TAKES_CHILDREN: &str = "waiting, delayed or waiting_children";
+
+/// Whether a job in `state` may be given children (`TAKES_CHILDREN`).
+pub fn takes_children(state: JobState) -> bool {
+    matches!(
+        state,
+        JobState::Waiting | JobState::Delayed | JobState::WaitingChildren
+    )
+}
+
+/// The refusal of a flow node (or an add's `parent=`) whose custom id names a job that has
+/// another parent: a job has one parent (BullMQ: "the parent job cannot be replaced").
+pub fn other_parent(job: &ParentRef, parent: &ParentRef) -> CoreError {
+    CoreError::Refused(format!(
+        "job {:?} of queue {:?} is already a child of {:?} (a job has one parent)",
+        job.id,
+        job.queue,
+        parent.key()
+    ))
+}
+
+/// The refusal of an existing job made a child under its own descendant `under`.
+pub fn cycle(job: &ParentRef, under: &ParentRef) -> CoreError {
+    CoreError::Refused(format!(
+        "job {:?} of queue {:?} cannot be a child under {:?}, its own descendant",
+        job.id,
+        job.queue,
+        under.key()
+    ))
+}
+
 /// Refuses `add_children` with nothing to add (the parent would wait for nothing).
 pub fn check_children_count(parent_id: &str, count: usize) -> CoreResult<()> {
     if count == 0 {
@@ -591,6 +626,36 @@ mod tests {
         let lineage = ["q:5".to_owned(), "p:1".to_owned()];
         assert!(check_dedup_cycle("d", "1", "p:1", &lineage).is_err());
         assert!(check_dedup_cycle("d", "1", "q:1", &lineage).is_ok());
+    }
+
+    #[test]
+    fn which_parents_take_children_and_refusals_name_the_jobs() {
+        let taking: Vec<JobState> = JobState::ALL
+            .into_iter()
+            .filter(|s| takes_children(*s))
+            .collect();
+        assert_eq!(
+            taking,
+            [
+                JobState::Waiting,
+                JobState::Delayed,
+                JobState::WaitingChildren
+            ]
+        );
+        let job = ParentRef {
+            queue: "q".into(),
+            id: "e".into(),
+        };
+        let parent = ParentRef {
+            queue: "p".into(),
+            id: "1".into(),
+        };
+        let other = other_parent(&job, &parent).to_string();
+        assert!(
+            other.contains(r#""e" of queue "q" is already a child of "p:1""#),
+            "{other}"
+        );
+        assert!(cycle(&job, &parent).to_string().contains("own descendant"));
     }
 
     #[test]

@@ -25,6 +25,19 @@ pub trait JobFlows: Send + Sync + 'static {
         let _ = (parent_id, token, children, now);
         ready(Err(unsupported()))
     }
+    /// Adds children to the job `parent_id` that is not running (BullMQ's `opts.parent` on an
+    /// add): a waiting or delayed parent moves to waiting_children, one there gains them; any
+    /// other state is refused (`flow::TAKES_CHILDREN`), a missing parent is `JobNotFound`, and
+    /// nothing is written then.
+    fn attach_children(
+        &self,
+        parent_id: String,
+        children: Vec<FlowNode>,
+        now: Millis,
+    ) -> BoxFuture<Vec<AddedNode>> {
+        let _ = (parent_id, children, now);
+        ready(Err(unsupported()))
+    }
     /// A page of the dependencies of `parent_id`: each set (processed, unprocessed, failed,
     /// ignored) from its cursor, at most `count` of each (`None`: all).
     fn get_dependencies(

@@ -49,7 +49,7 @@ pub use leases::{
     release_with_reason, renew,
 };
 pub use manage::ManageStorage;
-pub use parents::{park_for_children, release_parent, reopen_parent};
+pub use parents::{hold_for_children, park_for_children, release_parent, reopen_parent};
 pub use removal::{clean, drain, remove};
 pub use storage::{EventField, Gate, JobStorage};
 pub use tables::{DedupKey, DedupTable, SchedulerTable, StoredScheduler};

@@ -3,7 +3,7 @@
 //! retried. Which dependency changed and what it means is `jobs::flow`'s decision; these are
 //! the moves that follow.
 
-use crate::error::CoreResult;
+use crate::error::{CoreError, CoreResult};
 use crate::jobs::flow;
 use crate::jobs::model::{JobState, Millis};
 
@@ -30,6 +30,30 @@ pub fn park_for_children<S: JobStorage>(
         })?
         .ok_or_else(|| not_found(id))?;
     waiting_children(storage, id, "active", now)
+}
+
+/// The job `id`, given children by `parent=`, waits for them: waiting or delayed, it moves
+/// to waiting_children (released once they are done, delayed again by its own delay); one
+/// there already stays. Any other state is refused (`flow::takes_children`), changing nothing.
+pub fn hold_for_children<S: JobStorage>(storage: &mut S, id: &str, now: Millis) -> CoreResult<()> {
+    let prev = storage
+        .update(id, |job| {
+            if !flow::takes_children(job.state) {
+                return Err(CoreError::JobState {
+                    id: id.to_owned(),
+                    state: job.state.as_str(),
+                    expected: flow::TAKES_CHILDREN,
+                });
+            }
+            let prev = job.state;
+            job.state = JobState::WaitingChildren;
+            Ok(prev)
+        })?
+        .ok_or_else(|| not_found(id))?;
+    match prev {
+        JobState::WaitingChildren => Ok(()),
+        prev => waiting_children(storage, id, prev.as_str(), now),
+    }
 }
 
 /// A parent whose children are done: waiting, or delayed by its own delay from now.

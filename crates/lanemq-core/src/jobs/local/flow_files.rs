@@ -57,10 +57,10 @@ pub fn spans_queues(nodes: &[&FlowNode], home: &str) -> bool {
 }
 
 /// Before a flow with jobs in other queues is written, and outside this queue's transaction
-/// (no file is locked while another is): checks its nodes, and in each other queue's file that
-/// their custom ids are free and which job holds the dedup key of a node with dedup options (a
-/// child's must have no parent), then reserves their automatic ids there (a flow refused after
-/// that leaves a gap in those ids).
+/// (no file is locked while another is): checks its nodes, and in each other queue's file
+/// which job holds the dedup key of a node with dedup options (a child's must have no parent;
+/// a node whose custom id exists there is that job, not deduplicated), then reserves their
+/// automatic ids there (a flow refused after that leaves a gap in those ids).
 pub fn reserve_remote(
     dir: Option<&PathBuf>,
     home: &str,
@@ -85,7 +85,12 @@ pub fn reserve_remote(
             }
         };
         let (_, conn, autos) = &mut files[at];
-        if let Some(dedup) = &job.options.dedup {
+        // (a custom id that exists there is that job: the flow's checks read it)
+        let existing = match job.options.job_id.as_deref() {
+            Some(id) => rows::state(conn, id)?.is_some(),
+            None => false,
+        };
+        if let (false, Some(dedup)) = (existing, &job.options.dedup) {
             if let Some(owner) = dedup_keys::flow_owner(conn, dedup, now)? {
                 if child {
                     let parent = owner.options.parent.as_ref().map(ParentRef::key);
@@ -95,16 +100,10 @@ pub fn reserve_remote(
                 reserved.owners.insert(at, owner);
             }
         }
-        match job.options.job_id.as_deref() {
-            Some(id) if rows::state(conn, id)?.is_some() => Err(CoreError::InvalidConfig(format!(
-                "job_id {id:?} already exists in queue {queue:?}"
-            ))),
-            Some(_) => Ok(()),
-            None => {
-                *autos += 1;
-                Ok(())
-            }
+        if job.options.job_id.is_none() {
+            *autos += 1;
         }
+        Ok(())
     })?;
     for (queue, conn, autos) in files {
         reserved
@@ -122,6 +121,8 @@ struct Remote {
     parents: Vec<RemoteJob>,
     leaves: Vec<RemoteJob>,
     deps: Vec<(String, ParentRef)>,
+    /// Existing jobs there that the flow names (`Message::Attach`), sent after the parents.
+    attach: Vec<(String, Option<ParentRef>, bool)>,
     /// Nodes deduplicated into a job there (`Message::Deduplicated`), sent last.
     duplicates: Vec<(String, RemoteJob)>,
 }
@@ -229,14 +230,6 @@ impl shared::FlowQueues for FileFlow<'_> {
                 flow::check_dedup_owner(&dedup.id, &owner.id, parent.as_deref())?;
             }
         }
-        if let Some(id) = job.options.job_id.as_deref() {
-            if rows::state(self.conn, id)?.is_some() {
-                return Err(CoreError::InvalidConfig(format!(
-                    "job_id {id:?} already exists in queue {:?}",
-                    self.env.queue
-                )));
-            }
-        }
         Ok(())
     }
 
@@ -317,11 +310,19 @@ impl shared::FlowQueues for FileFlow<'_> {
         }
     }
 
-    /// Another queue's owner takes its parent when its `Message::Deduplicated` arrives.
+    /// Another queue's job takes its parent there after this commit: an owner that a node was
+    /// deduplicated into when its `Message::Deduplicated` arrives, an existing job (a custom
+    /// id) by `Message::Attach`.
     fn adopt(&mut self, queue: &str, mut owner: Job, parent: &ParentRef) -> CoreResult<Job> {
         owner.options.parent = Some(parent.clone());
         if queue == self.env.queue {
             rows::save(self.conn, &owner)?;
+        } else {
+            let remote = self.remote(queue);
+            if !remote.duplicates.iter().any(|(id, _)| *id == *owner.id) {
+                let entry = (owner.id.to_string(), Some(parent.clone()), false);
+                remote.attach.push(entry);
+            }
         }
         Ok(owner)
     }
@@ -353,6 +354,19 @@ impl shared::FlowQueues for FileFlow<'_> {
         lifecycle::park_for_children(&mut SqlStore::new(self.conn, self.env), id, token, now)
     }
 
+    fn release_if_done(&mut self, id: &str, now: Millis) -> CoreResult<()> {
+        shared::release_if_done(&mut SqlStore::new(self.conn, self.env), id, now)
+    }
+
+    /// A job of another queue waits for its children there, after this commit.
+    fn hold(&mut self, queue: &str, id: &str, now: Millis) -> CoreResult<()> {
+        if queue != self.env.queue {
+            self.remote(queue).attach.push((id.to_owned(), None, true));
+            return Ok(());
+        }
+        lifecycle::hold_for_children(&mut SqlStore::new(self.conn, self.env), id, now)
+    }
+
     fn duplicated(&mut self, job: &Job, now: Millis) -> CoreResult<()> {
         self.env
             .event(self.conn, now, "duplicated", Some(&job.id), None)
@@ -375,6 +389,15 @@ impl shared::FlowQueues for FileFlow<'_> {
                 at: now,
             };
             links::send(self.conn, self.env, &queue, &message)?;
+            for (id, parent, hold) in remote.attach {
+                let message = Message::Attach {
+                    id,
+                    parent,
+                    hold,
+                    at: now,
+                };
+                links::send(self.conn, self.env, &queue, &message)?;
+            }
             leaves.push((queue, remote.leaves, remote.duplicates));
         }
         for (queue, jobs, duplicates) in leaves {
@@ -400,7 +423,8 @@ impl shared::FlowQueues for FileFlow<'_> {
         Ok(())
     }
 
-    /// Another queue's owner tells its parent when its `Message::Deduplicated` arrives.
+    /// Another queue's job tells its parent when its `Message::Deduplicated` (an owner) or
+    /// `Message::Attach` (an existing job) arrives.
     fn tell_finished_owner(&mut self, queue: &str, owner: &Job, now: Millis) -> CoreResult<()> {
         if queue != self.env.queue {
             return Ok(());

@@ -26,7 +26,7 @@ use crate::jobs::options::JobOptions;
 
 use super::env::Env;
 use super::flow_deps::bucket_of;
-use super::flow_files::{FileFlow, Reserved};
+use super::flow_files::FileFlow;
 use super::links::{self, Message};
 use super::manage;
 use super::remote::{remove_remote, tree_locked};
@@ -182,18 +182,6 @@ impl JobFlows for LocalBackend {
         }
         let backend = self.clone();
         Box::pin(async move {
-            if flow::root_custom_id(&root, &home).is_some() {
-                let probe = root.clone();
-                let existing = backend
-                    .call(move |conn, env| {
-                        let mut files = FileFlow::new(conn, env, Reserved::new());
-                        shared::existing_root(&mut files, &probe, now)
-                    })
-                    .await?;
-                if let Some(node) = existing {
-                    return Ok(node);
-                }
-            }
             let reserved = backend.reserve_remote(&[&root], "root", now).await?;
             backend
                 .call(move |conn, env| {
@@ -219,6 +207,26 @@ impl JobFlows for LocalBackend {
                 .call(move |conn, env| {
                     let mut files = FileFlow::new(conn, env, reserved);
                     shared::add_children(&mut files, &parent_id, &token, children, now)
+                })
+                .await
+        })
+    }
+
+    fn attach_children(
+        &self,
+        parent_id: String,
+        children: Vec<FlowNode>,
+        now: Millis,
+    ) -> BoxFuture<Vec<AddedNode>> {
+        let nodes: Vec<&FlowNode> = children.iter().collect();
+        let reserving = self.reserve_remote(&nodes, "children", now);
+        let backend = self.clone();
+        Box::pin(async move {
+            let reserved = reserving.await?;
+            backend
+                .call(move |conn, env| {
+                    let mut files = FileFlow::new(conn, env, reserved);
+                    shared::attach_children(&mut files, &parent_id, children, now)
                 })
                 .await
         })

@@ -45,6 +45,16 @@ pub enum Message {
     },
     /// Removes a child here (`remove_unprocessed_children` of its parent in the sender's queue).
     Remove { child: String, at: Millis },
+    /// A job here that a flow added on the sender's queue names by its custom id (an existing
+    /// node, `lifecycle::flows`): with `hold` it waits for the children that flow gave it;
+    /// with `parent` it becomes that parent's child (told at once if it finished; told as
+    /// removed if it is gone or has another parent by now, so the parent does not wait).
+    Attach {
+        id: String,
+        parent: Option<ParentRef>,
+        hold: bool,
+        at: Millis,
+    },
     /// A flow node (`job`, its options naming its parent, if any) deduplicated into the job
     /// `owner` here, as the sender read the key before writing the flow: the duplicate's key
     /// and events, and the owner becomes the parent's child (`flow_dedup`).

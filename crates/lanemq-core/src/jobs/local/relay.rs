@@ -19,8 +19,10 @@ use rusqlite::{Connection, OptionalExtension};
 
 use crate::error::{CoreError, CoreResult};
 use crate::jobs::contract::NewJob;
-use crate::jobs::flow::ParentRef;
+use crate::jobs::flow::{self, ChildOutcome, ParentRef};
 use crate::jobs::lifecycle;
+use crate::jobs::lifecycle::JobStorage;
+use crate::jobs::model::Millis;
 
 use super::env::Env;
 use super::links::{with_link, Message};
@@ -207,6 +209,45 @@ fn apply_all(
     }
 }
 
+/// `Message::Attach` here: what the checks on the sender's side saw may have changed since (a
+/// parent that cannot have the job any more hears of it as removed).
+fn attach(
+    store: &mut SqlStore<'_>,
+    id: &str,
+    parent: Option<ParentRef>,
+    hold: bool,
+    at: Millis,
+) -> CoreResult<()> {
+    if hold {
+        match lifecycle::hold_for_children(store, id, at) {
+            Ok(()) | Err(CoreError::JobState { .. } | CoreError::JobNotFound(_)) => {}
+            Err(other) => return Err(other),
+        }
+    }
+    let Some(parent) = parent else {
+        return Ok(());
+    };
+    // None: it has another parent; else what its new parent hears now, if anything.
+    let told = store.update_options(id, |job| {
+        Ok(match &job.options.parent {
+            None => {
+                job.options.parent = Some(parent.clone());
+                Some(flow::finished_owner_outcome(job))
+            }
+            Some(has) if has == &parent => Some(None),
+            Some(_) => None,
+        })
+    })?;
+    let outcome = match told {
+        None | Some(None) => Some(ChildOutcome::Removed),
+        Some(Some(outcome)) => outcome,
+    };
+    match outcome {
+        Some(outcome) => lifecycle::flows::on_finish(store, &parent, id, outcome, at),
+        None => Ok(()),
+    }
+}
+
 /// Applies one message from queue `sender` here.
 fn apply(conn: &Connection, env: &mut Env, sender: &str, message: Message) -> CoreResult<()> {
     let child_of = |id: String| ParentRef {
@@ -260,6 +301,12 @@ fn apply(conn: &Connection, env: &mut Env, sender: &str, message: Message) -> Co
             Ok(()) | Err(CoreError::Refused(_) | CoreError::JobNotFound(_)) => Ok(()),
             Err(other) => Err(other),
         },
+        Message::Attach {
+            id,
+            parent,
+            hold,
+            at,
+        } => attach(&mut SqlStore::new(conn, env), &id, parent, hold, at),
         Message::Deduplicated { owner, job, at } => {
             flow_dedup::deduplicated(conn, env, &owner, *job, at)
         }

@@ -13,22 +13,14 @@ use super::store::MemoryStore;
 use super::Queues;
 
 impl MemoryStore {
-    /// This store's checks of a flow node: the payload fits, a custom id is free, and a child
-    /// deduplicated into an existing job takes a job without a parent.
+    /// This store's checks of a flow node: the payload fits, and a child deduplicated into an
+    /// existing job takes a job without a parent (a custom id that exists is that job).
     fn check_flow_job(&self, job: &NewJob, child: bool, now: Millis) -> CoreResult<()> {
         check_payload(&job.data, self.config.max_payload_bytes)?;
         if let (true, Some(dedup)) = (child, &job.options.dedup) {
             if let Some(owner) = self.dedup_owner(dedup, now) {
                 let parent = owner.options.parent.as_ref().map(ParentRef::key);
                 flow::check_dedup_owner(&dedup.id, &owner.id, parent.as_deref())?;
-            }
-        }
-        if let Some(id) = job.options.job_id.as_deref() {
-            if self.jobs.contains_key(id) {
-                return Err(CoreError::InvalidConfig(format!(
-                    "job_id {id:?} already exists in queue {:?}",
-                    self.queue_name()
-                )));
             }
         }
         Ok(())
@@ -157,6 +149,14 @@ impl shared::FlowQueues for GroupFlow<'_> {
         lifecycle::park_for_children(self.home_store(), id, token, now)
     }
 
+    fn release_if_done(&mut self, id: &str, now: Millis) -> CoreResult<()> {
+        shared::release_if_done(self.home_store(), id, now)
+    }
+
+    fn hold(&mut self, queue: &str, id: &str, now: Millis) -> CoreResult<()> {
+        lifecycle::hold_for_children(self.store(queue), id, now)
+    }
+
     fn duplicated(&mut self, job: &Job, now: Millis) -> CoreResult<()> {
         lifecycle::JobStorage::event(self.home_store(), now, "duplicated", Some(&job.id), None)
     }
@@ -181,8 +181,8 @@ impl shared::FlowQueues for GroupFlow<'_> {
     }
 }
 
-/// Adds a flow on queue `at`: a flow of one job is added as a single job; a root whose custom
-/// id exists is that job, with its children; otherwise `lifecycle::flows::add_flow`.
+/// Adds a flow on queue `at`: a flow of one job is added as a single job; otherwise
+/// `lifecycle::flows::add_flow`.
 pub(super) fn add_flow(
     queues: &mut Queues,
     at: usize,
@@ -201,11 +201,7 @@ pub(super) fn add_flow(
             children: Vec::new(),
         });
     }
-    let mut group = GroupFlow::new(queues, at);
-    match shared::existing_root(&mut group, &root, now)? {
-        Some(node) => Ok(node),
-        None => shared::add_flow(&mut group, root, now),
-    }
+    shared::add_flow(&mut GroupFlow::new(queues, at), root, now)
 }
 
 #[cfg(test)]
@@ -241,7 +237,7 @@ mod tests {
     }
 
     #[test]
-    fn a_flow_across_queues_takes_ids_in_preorder_and_an_existing_root_is_returned() {
+    fn a_flow_across_queues_takes_ids_in_preorder_and_an_existing_root_gains_children() {
         let group = MemoryGroup::new();
         group.queue("a", StoreConfig::default());
         group.queue("b", StoreConfig::default());
@@ -259,10 +255,11 @@ mod tests {
         assert_eq!(root.state, JobState::WaitingChildren);
         let pending = shared::unprocessed_children(&mut queues.states[0].store, "root").unwrap();
         assert_eq!(pending.len(), 2);
-        // The same root id again: the existing job with its children, nothing written.
+        // The same root id again: the existing job, which gains the new children (automatic
+        // ids are new jobs), returned with all of them.
         let again = add_flow(&mut queues, 0, flow(Some("root")), T).unwrap();
-        assert_eq!(ids(&again), ["a:root", "a:1", "b:1"]);
+        assert_eq!(ids(&again), ["a:root", "a:1", "a:2", "b:1", "b:2"]);
         let next = add_flow(&mut queues, 0, flow(None), T).unwrap();
-        assert_eq!(ids(&next), ["a:2", "b:2", "a:3"]);
+        assert_eq!(ids(&next), ["a:3", "b:3", "a:4"]);
     }
 }

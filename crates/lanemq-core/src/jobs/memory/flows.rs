@@ -288,6 +288,18 @@ impl JobFlows for MemoryBackend {
         })
     }
 
+    fn attach_children(
+        &self,
+        parent_id: String,
+        children: Vec<FlowNode>,
+        now: Millis,
+    ) -> BoxFuture<Vec<AddedNode>> {
+        self.write_group(|queues, at| {
+            let mut group = GroupFlow::new(queues, at);
+            shared::attach_children(&mut group, &parent_id, children, now)
+        })
+    }
+
     fn get_dependencies(
         &self,
         parent_id: String,

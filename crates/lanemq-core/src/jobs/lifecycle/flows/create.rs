@@ -8,20 +8,21 @@
 use crate::error::{CoreError, CoreResult};
 use crate::jobs::contract::NewJob;
 use crate::jobs::flow::{self, AddedNode, FlowNode, ParentRef};
-use crate::jobs::model::{Job, Millis};
+use crate::jobs::model::{Job, JobState, Millis};
 use crate::jobs::options::{Dedup, JobOptions};
 use crate::jobs::parent::child_key;
 
 use super::super::not_found;
+use super::existing::{check_existing, existing, gains, Above};
 
 /// The queues a flow spans, as the flow steps see them: the queue it is added on ("home")
 /// and the others of its group or directory.
 pub trait FlowQueues {
     /// The name of the queue the flow is added on.
     fn home(&self) -> &str;
-    /// `queue`'s checks of a node before anything is written (the payload fits, a custom id is
-    /// free, a `child` deduplicated into an existing job takes a job without a parent; an
-    /// unknown queue is refused).
+    /// `queue`'s checks of a node before anything is written (the payload fits, a `child`
+    /// deduplicated into an existing job takes a job without a parent; an unknown queue is
+    /// refused). A custom id that exists is the existing job (`existing`), checked there.
     fn check_job(&mut self, queue: &str, job: &NewJob, child: bool, now: Millis) -> CoreResult<()>;
     /// Refuses the flow when its new jobs waiting or delayed in `queue` (`options`, its
     /// leaves there) would take a group past its max_size (`groups::check_room`). A backend
@@ -56,6 +57,12 @@ pub trait FlowQueues {
     /// Parks the active job `id` of home, held by `token`, in waiting_children
     /// (`lifecycle::park_for_children`).
     fn park(&mut self, id: &str, token: &str, now: Millis) -> CoreResult<()>;
+    /// Releases home's job `id`, parked for children, when none is pending
+    /// (`flows::release_if_done`).
+    fn release_if_done(&mut self, id: &str, now: Millis) -> CoreResult<()>;
+    /// The job `id` of `queue`, given children (an add's `parent=`, or a flow's existing
+    /// node), waits for them (`lifecycle::hold_for_children`; checked beforehand).
+    fn hold(&mut self, queue: &str, id: &str, now: Millis) -> CoreResult<()>;
     /// Home's `duplicated` event for its existing job `id`.
     fn duplicated(&mut self, id: &Job, now: Millis) -> CoreResult<()>;
     /// After every node is written, before finished owners are told (SQLite sends the other
@@ -66,17 +73,22 @@ pub trait FlowQueues {
     fn tell_finished_owner(&mut self, queue: &str, owner: &Job, now: Millis) -> CoreResult<()>;
 }
 
-/// The checks of `nodes` in every queue they go to, before anything is written.
+/// The checks of `nodes` (under `above`) in every queue they go to, before anything is
+/// written; whether the job above gains a child.
 fn check<Q: FlowQueues>(
     queues: &mut Q,
     nodes: &[&FlowNode],
     path: &str,
+    above: &Above,
     now: Millis,
-) -> CoreResult<()> {
+) -> CoreResult<bool> {
     let home = queues.home().to_owned();
     flow::check_nodes(nodes, &home, path, |queue, job, child| {
-        queues.check_job(queue, job, child, now)
+        // A node that is an existing job is not deduplicated (as flows-16.lua decides).
+        let found = existing(queues, queue, job.options.job_id.as_deref())?;
+        queues.check_job(queue, job, child && found.is_none(), now)
     })?;
+    let gains = check_existing(queues, nodes, &home, above)?;
     // A node without children waits or is delayed at once: its group's max_size counts it.
     let mut leaves: Vec<(String, &JobOptions)> = Vec::new();
     let mut stack: Vec<(&FlowNode, String)> = nodes.iter().map(|n| (*n, home.clone())).collect();
@@ -95,37 +107,34 @@ fn check<Q: FlowQueues>(
         let options: Vec<&JobOptions> = chunk.iter().map(|(_, o)| *o).collect();
         queues.check_group_room(&chunk[0].0, &options)?;
     }
-    Ok(())
+    Ok(gains)
 }
 
-/// The existing job a flow's root is, when its custom id exists in home
-/// (`flow::root_custom_id`): its node with its children as they are, after a `duplicated`
-/// event; the flow's options are still checked (bad input is refused even then).
-pub fn existing_root<Q: FlowQueues>(
-    queues: &mut Q,
-    root: &FlowNode,
-    now: Millis,
-) -> CoreResult<Option<AddedNode>> {
-    let home = queues.home().to_owned();
-    let Some(id) = flow::root_custom_id(root, &home) else {
-        return Ok(None);
-    };
-    let Some(job) = queues.load(&home, id)? else {
-        return Ok(None);
-    };
-    flow::check_nodes(&[root], &home, "root", |_, _, _| Ok(()))?;
-    queues.duplicated(&job, now)?;
-    existing_node(queues, &home, job).map(Some)
-}
-
-/// Adds a flow: every node checked first, then all written.
+/// Adds a flow: every node checked first, then all written. A root whose custom id exists in
+/// home is that job (after a `duplicated` event), which gains the children it does not have
+/// (none: nothing else is written); it is returned with all its children as they are.
 pub fn add_flow<Q: FlowQueues>(
     queues: &mut Q,
     root: FlowNode,
     now: Millis,
 ) -> CoreResult<AddedNode> {
-    check(queues, &[&root], "root", now)?;
-    Ok(create_all(queues, vec![root], None, now)?.remove(0))
+    check(queues, &[&root], "root", &Above::Root, now)?;
+    let home = queues.home().to_owned();
+    let root_job = match flow::root_custom_id(&root, &home) {
+        Some(id) => queues.load(&home, id)?,
+        None => None,
+    };
+    if let Some(job) = &root_job {
+        queues.duplicated(job, now)?;
+    }
+    let added = create_all(queues, vec![root], None, now)?.remove(0);
+    match root_job {
+        Some(job) => {
+            let job = queues.load(&home, &job.id)?.unwrap_or(job);
+            existing_node(queues, &home, job)
+        }
+        None => Ok(added),
+    }
 }
 
 /// Adds children to the active job `parent_id` of home held by `token` and parks it in
@@ -143,15 +152,55 @@ pub fn add_children<Q: FlowQueues>(
         .load(&home, parent_id)?
         .ok_or_else(|| not_found(parent_id))?;
     parent.check_lock(token, now)?;
-    let nodes: Vec<&FlowNode> = children.iter().collect();
-    check(queues, &nodes, "children", now)?;
     let lineage = lineage(queues, &home, parent.options.parent.clone(), parent_id)?;
-    check_cycles(queues, &nodes, &home, &lineage, "children", now)?;
-    queues.park(parent_id, token, now)?;
     let me = ParentRef {
         queue: home,
         id: parent_id.to_owned(),
     };
+    let nodes: Vec<&FlowNode> = children.iter().collect();
+    let above = Above::Existing(me.clone());
+    check(queues, &nodes, "children", &above, now)?;
+    check_cycles(queues, &nodes, &me.queue, &lineage, "children", now)?;
+    queues.park(parent_id, token, now)?;
+    let added = create_all(queues, children, Some(me), now)?;
+    // Children that were all its own already (and done) leave it nothing to wait for.
+    queues.release_if_done(parent_id, now)?;
+    Ok(added)
+}
+
+/// Adds children to the job `parent_id` of home that is not running (BullMQ's `opts.parent`
+/// on an add): they are checked, then the parent waits for them (unless they are all its
+/// children already: then nothing is written), then they are written.
+pub fn attach_children<Q: FlowQueues>(
+    queues: &mut Q,
+    parent_id: &str,
+    children: Vec<FlowNode>,
+    now: Millis,
+) -> CoreResult<Vec<AddedNode>> {
+    flow::check_children_count(parent_id, children.len())?;
+    let home = queues.home().to_owned();
+    let parent = queues
+        .load(&home, parent_id)?
+        .ok_or_else(|| not_found(parent_id))?;
+    let lineage = lineage(queues, &home, parent.options.parent.clone(), parent_id)?;
+    let me = ParentRef {
+        queue: home,
+        id: parent_id.to_owned(),
+    };
+    let nodes: Vec<&FlowNode> = children.iter().collect();
+    let above = Above::Existing(me.clone());
+    let gains = check(queues, &nodes, "children", &above, now)?;
+    check_cycles(queues, &nodes, &me.queue, &lineage, "children", now)?;
+    if gains {
+        if !flow::takes_children(parent.state) {
+            return Err(CoreError::JobState {
+                id: parent_id.to_owned(),
+                state: parent.state.as_str(),
+                expected: flow::TAKES_CHILDREN,
+            });
+        }
+        queues.hold(&me.queue, parent_id, now)?;
+    }
     create_all(queues, children, Some(me), now)
 }
 
@@ -243,6 +292,9 @@ fn create_node<Q: FlowQueues>(
         children,
     } = node;
     let queue = queue.unwrap_or_else(|| default_queue.to_owned());
+    if let Some(job) = existing(queues, &queue, new.options.job_id.as_deref())? {
+        return with_existing(queues, &queue, job, parent, children, finished, now);
+    }
     let hold = !children.is_empty();
     let custom_id = new.options.job_id.is_some();
     new.options.parent = parent.clone();
@@ -293,21 +345,85 @@ fn adopt_owner<Q: FlowQueues>(
     finished: &mut Vec<(String, Job)>,
 ) -> CoreResult<AddedNode> {
     let owner = match parent {
-        Some(parent) => {
-            let owner = queues.adopt(queue, owner, &parent)?;
-            let me = ParentRef {
-                queue: queue.to_owned(),
-                id: owner.id.to_string(),
-            };
-            queues.depend(&parent, me)?;
-            if owner.state.is_finished() {
-                finished.push((queue.to_owned(), owner.clone()));
-            }
-            owner
-        }
+        Some(parent) => attach(queues, queue, owner, &parent, finished)?,
         None => owner,
     };
     existing_node(queues, queue, owner)
+}
+
+/// The existing job `owner` of `queue` becomes a child of `parent`, which waits for it, or
+/// hears of its finish once the flow is written.
+fn attach<Q: FlowQueues>(
+    queues: &mut Q,
+    queue: &str,
+    owner: Job,
+    parent: &ParentRef,
+    finished: &mut Vec<(String, Job)>,
+) -> CoreResult<Job> {
+    let owner = queues.adopt(queue, owner, parent)?;
+    let me = ParentRef {
+        queue: queue.to_owned(),
+        id: owner.id.to_string(),
+    };
+    queues.depend(parent, me)?;
+    if owner.state.is_finished() {
+        finished.push((queue.to_owned(), owner.clone()));
+    }
+    Ok(owner)
+}
+
+/// A node whose custom id the job `job` of `queue` has is that job (`existing`, checked by
+/// `check_existing`): it becomes the parent's child unless it is already, and waits for the
+/// node's children that it does not have yet. Returned with all its children as they are.
+fn with_existing<Q: FlowQueues>(
+    queues: &mut Q,
+    queue: &str,
+    job: Job,
+    parent: Option<ParentRef>,
+    children: Vec<FlowNode>,
+    finished: &mut Vec<(String, Job)>,
+    now: Millis,
+) -> CoreResult<AddedNode> {
+    let attached = match parent {
+        Some(parent) if job.options.parent.as_ref() != Some(&parent) => {
+            attach(queues, queue, job.clone(), &parent, finished)?;
+            Some(parent)
+        }
+        _ => None,
+    };
+    let me = ParentRef {
+        queue: queue.to_owned(),
+        id: job.id.to_string(),
+    };
+    let held = gains(queues, &children, queue, &me)?;
+    if held {
+        queues.hold(queue, &job.id, now)?;
+    }
+    let written = children
+        .into_iter()
+        .map(|child| create_node(queues, child, queue, Some(me.clone()), finished, now))
+        .collect::<CoreResult<Vec<_>>>()?;
+    // A job of another file gets its changes after the commit (`FlowQueues`): it is returned
+    // as it will be then.
+    let mut job = queues.load(queue, &job.id)?.unwrap_or(job);
+    if attached.is_some() {
+        job.options.parent = attached;
+    }
+    if held && flow::takes_children(job.state) {
+        job.state = JobState::WaitingChildren;
+    }
+    let mut node = existing_node(queues, queue, job)?;
+    for child in written {
+        let known = node
+            .children
+            .iter()
+            .any(|c| c.queue == child.queue && c.job.id == child.job.id);
+        if !known {
+            node.children.push(child);
+        }
+    }
+    flow::sort_children(&mut node);
+    Ok(node)
 }
 
 /// The node of the existing job `job` of `queue`, with its children (in every set) as they

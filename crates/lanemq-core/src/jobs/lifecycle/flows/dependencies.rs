@@ -7,7 +7,7 @@ use crate::error::CoreResult;
 use crate::jobs::flow::{ChildOutcome, Dependencies, DependencyCounts, ParentRef};
 use crate::jobs::model::{JobState, Millis};
 
-use super::super::not_found;
+use super::super::{not_found, release_parent};
 use super::news::apply_child;
 use super::storage::{Bucket, FlowStorage};
 
@@ -86,6 +86,21 @@ pub fn remove_child_dependency<S: FlowStorage>(
     }
     let removed = ChildOutcome::Removed;
     apply_child(storage, &parent.id, &child, removed, now, false).map(Detached::Here)
+}
+
+/// Releases `parent_id`, waiting for children, when none is pending (a job parked by
+/// `add_children` whose children were all its own already).
+pub fn release_if_done<S: FlowStorage>(
+    storage: &mut S,
+    parent_id: &str,
+    now: Millis,
+) -> CoreResult<()> {
+    if storage.job_state(parent_id)? == Some(JobState::WaitingChildren)
+        && storage.count_bucket(parent_id, Bucket::Unprocessed)? == 0
+    {
+        release_parent(storage, parent_id, now)?;
+    }
+    Ok(())
 }
 
 /// The pending children of `parent_id` (of any queue), sorted by key.

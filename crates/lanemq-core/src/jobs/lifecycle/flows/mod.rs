@@ -10,13 +10,14 @@
 
 mod create;
 mod dependencies;
+mod existing;
 mod news;
 mod storage;
 
-pub use create::{add_children, add_flow, existing_root, FlowQueues};
+pub use create::{add_children, add_flow, attach_children, FlowQueues};
 pub use dependencies::{
-    get_dependencies, get_dependencies_count, remove_child_dependency, unprocessed_children,
-    Detached,
+    get_dependencies, get_dependencies_count, release_if_done, remove_child_dependency,
+    unprocessed_children, Detached,
 };
 pub use news::{apply_child, on_finish, on_obliterate, on_retry, rejoin, removal_tells};
 pub use storage::{Bucket, Change, ChildNews, DependencySets, FlowStorage};

@@ -8,7 +8,7 @@ use crate::error::{CoreError, CoreResult};
 use crate::jobs::flow::{self, FlowNode, ParentRef};
 use crate::jobs::model::Job;
 
-use super::create::FlowQueues;
+use super::queues::FlowQueues;
 
 /// What is above a node, as the checks walk down.
 #[derive(Debug, Clone)]

@@ -253,7 +253,7 @@ async def test_flow_example(start: Start) -> None:
     assert out[4:] == [
         "parent books:1: children done, assembling ['pages:1', 'pages:2', 'pages:3']",
         "result: {'pages': 3, 'characters': 52}",
-        "dependencies: {'processed': 3, 'unprocessed': 0, 'failed': 0, 'ignored': 0}",
+        "dependencies: {'processed': 3, 'unprocessed': 0, 'failed': 0, 'ignored': 0, 'missing': 0}",
     ]
 
 

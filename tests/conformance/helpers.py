@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 from lanemq import Job, JobQueue
+from support import EPOCH_MS
 
 
 async def claim_one(queue: JobQueue, now: int, lease: float = 30.0, worker: str = "w") -> Job:
@@ -40,3 +41,31 @@ async def waiting(queue: JobQueue, job: Job, timeout: float = 5.0) -> asyncio.Ta
         await asyncio.sleep(0)
     await queue.get_state(job.id)
     return waiter
+
+
+async def claim_all(queue: JobQueue, now: int = EPOCH_MS) -> list[Job]:
+    """Claims every job claimable at ``now`` (up to 100), with a minute's lease."""
+    return await queue.claim("w", lease=60.0, max_jobs=100, now=now)
+
+
+async def finish_named(
+    queue: JobQueue, name: str, now: int = EPOCH_MS, *, fail: bool = False
+) -> Job:
+    """Claims every job claimable now, finishes the one called ``name`` (with its name as
+    its value, or failed), releases the others."""
+    jobs = await claim_all(queue, now)
+    assert name in [j.name for j in jobs], [j.name for j in jobs]
+    for job in jobs:
+        assert job.lock_token is not None
+        if job.name != name:
+            await queue.release(job.id, job.lock_token, now=now)
+        elif fail:
+            await queue.fail(job.id, job.lock_token, "boom", retry=False, now=now)
+        else:
+            await queue.complete(job.id, job.lock_token, job.name, now=now)
+    return next(j for j in jobs if j.name == name)
+
+
+async def state(queue: JobQueue, job_id: str) -> str:
+    """The state of ``job_id``."""
+    return await queue.get_state(job_id)

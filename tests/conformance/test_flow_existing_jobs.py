@@ -9,32 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from lanemq import FlowJob, Job, JobNode, JobQueue, JobStateError
+from lanemq import FlowJob, JobNode, JobQueue, JobStateError
 from support import EPOCH_MS as T
 
-
-async def claim(queue: JobQueue, now: int = T) -> list[Job]:
-    return await queue.claim("w", lease=60.0, max_jobs=100, now=now)
-
-
-async def run(queue: JobQueue, name: str, now: int = T, *, fail: bool = False) -> Job:
-    """Claims every job claimable now, finishes the one called ``name`` (with its name as
-    its value, or failed), releases the others."""
-    jobs = await claim(queue, now)
-    assert name in [j.name for j in jobs], [j.name for j in jobs]
-    for job in jobs:
-        assert job.lock_token is not None
-        if job.name != name:
-            await queue.release(job.id, job.lock_token, now=now)
-        elif fail:
-            await queue.fail(job.id, job.lock_token, "boom", retry=False, now=now)
-        else:
-            await queue.complete(job.id, job.lock_token, job.name, now=now)
-    return next(j for j in jobs if j.name == name)
-
-
-async def state(queue: JobQueue, job_id: str) -> str:
-    return await queue.get_state(job_id)
+from .helpers import claim_all as claim
+from .helpers import finish_named as run
+from .helpers import state
 
 
 async def total(queue: JobQueue) -> int:

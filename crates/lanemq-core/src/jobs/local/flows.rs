@@ -166,6 +166,31 @@ fn remove_unprocessed_children(
     Ok(removed)
 }
 
+impl LocalBackend {
+    /// Adds `children` under an existing job by `step` (add_children's or an add's `parent=`):
+    /// the ids their other files would take are reserved first, then `step` runs in this
+    /// file's transaction.
+    fn with_children<F>(
+        &self,
+        children: Vec<FlowNode>,
+        now: Millis,
+        step: F,
+    ) -> BoxFuture<Vec<AddedNode>>
+    where
+        F: FnOnce(&mut FileFlow<'_>, Vec<FlowNode>) -> CoreResult<Vec<AddedNode>> + Send + 'static,
+    {
+        let nodes: Vec<&FlowNode> = children.iter().collect();
+        let reserving = self.reserve_remote(&nodes, "children", now);
+        let backend = self.clone();
+        Box::pin(async move {
+            let reserved = reserving.await?;
+            backend
+                .call(move |conn, env| step(&mut FileFlow::new(conn, env, reserved), children))
+                .await
+        })
+    }
+}
+
 impl JobFlows for LocalBackend {
     fn add_flow(&self, root: FlowNode, now: Millis) -> BoxFuture<AddedNode> {
         let home = self.queue.to_string();
@@ -198,17 +223,8 @@ impl JobFlows for LocalBackend {
         children: Vec<FlowNode>,
         now: Millis,
     ) -> BoxFuture<Vec<AddedNode>> {
-        let nodes: Vec<&FlowNode> = children.iter().collect();
-        let reserving = self.reserve_remote(&nodes, "children", now);
-        let backend = self.clone();
-        Box::pin(async move {
-            let reserved = reserving.await?;
-            backend
-                .call(move |conn, env| {
-                    let mut files = FileFlow::new(conn, env, reserved);
-                    shared::add_children(&mut files, &parent_id, &token, children, now)
-                })
-                .await
+        self.with_children(children, now, move |files, children| {
+            shared::add_children(files, &parent_id, &token, children, now)
         })
     }
 
@@ -218,17 +234,8 @@ impl JobFlows for LocalBackend {
         children: Vec<FlowNode>,
         now: Millis,
     ) -> BoxFuture<Vec<AddedNode>> {
-        let nodes: Vec<&FlowNode> = children.iter().collect();
-        let reserving = self.reserve_remote(&nodes, "children", now);
-        let backend = self.clone();
-        Box::pin(async move {
-            let reserved = reserving.await?;
-            backend
-                .call(move |conn, env| {
-                    let mut files = FileFlow::new(conn, env, reserved);
-                    shared::attach_children(&mut files, &parent_id, children, now)
-                })
-                .await
+        self.with_children(children, now, move |files, children| {
+            shared::attach_children(files, &parent_id, children, now)
         })
     }
 

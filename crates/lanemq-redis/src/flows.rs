@@ -379,10 +379,7 @@ impl RedisBackend {
         now: Millis,
         max_payload: usize,
     ) -> CoreResult<Vec<AddedNode>> {
-        flow::check_children_count(&parent_id, children.len())?;
-        let nodes: Vec<&FlowNode> = children.iter().collect();
-        self.check_flow(&nodes, "children", max_payload)?;
-        self.add_nodes(children, "children", Some((&parent_id, "")), now)
+        self.add_children(parent_id, String::new(), children, now, max_payload)
             .await
     }
 

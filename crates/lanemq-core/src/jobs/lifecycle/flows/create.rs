@@ -88,21 +88,9 @@ pub fn add_children<Q: FlowQueues>(
     children: Vec<FlowNode>,
     now: Millis,
 ) -> CoreResult<Vec<AddedNode>> {
-    flow::check_children_count(parent_id, children.len())?;
-    let home = queues.home().to_owned();
-    let parent = queues
-        .load(&home, parent_id)?
-        .ok_or_else(|| not_found(parent_id))?;
+    let (parent, me) = existing_parent(queues, parent_id, &children)?;
     parent.check_lock(token, now)?;
-    let lineage = lineage(queues, &home, parent.options.parent.clone(), parent_id)?;
-    let me = ParentRef {
-        queue: home,
-        id: parent_id.to_owned(),
-    };
-    let nodes: Vec<&FlowNode> = children.iter().collect();
-    let above = Above::Existing(me.clone());
-    check(queues, &nodes, "children", &above, now)?;
-    check_cycles(queues, &nodes, &me.queue, &lineage, "children", now)?;
+    check_children(queues, &children, &parent, &me, now)?;
     queues.park(parent_id, token, now)?;
     let added = create_all(queues, children, Some(me), now)?;
     // Children that were all its own already (and done) leave it nothing to wait for.
@@ -119,21 +107,8 @@ pub fn attach_children<Q: FlowQueues>(
     children: Vec<FlowNode>,
     now: Millis,
 ) -> CoreResult<Vec<AddedNode>> {
-    flow::check_children_count(parent_id, children.len())?;
-    let home = queues.home().to_owned();
-    let parent = queues
-        .load(&home, parent_id)?
-        .ok_or_else(|| not_found(parent_id))?;
-    let lineage = lineage(queues, &home, parent.options.parent.clone(), parent_id)?;
-    let me = ParentRef {
-        queue: home,
-        id: parent_id.to_owned(),
-    };
-    let nodes: Vec<&FlowNode> = children.iter().collect();
-    let above = Above::Existing(me.clone());
-    let gains = check(queues, &nodes, "children", &above, now)?;
-    check_cycles(queues, &nodes, &me.queue, &lineage, "children", now)?;
-    if gains {
+    let (parent, me) = existing_parent(queues, parent_id, &children)?;
+    if check_children(queues, &children, &parent, &me, now)? {
         if !flow::takes_children(parent.state) {
             return Err(CoreError::JobState {
                 id: parent_id.to_owned(),
@@ -144,6 +119,47 @@ pub fn attach_children<Q: FlowQueues>(
         queues.hold(&me.queue, parent_id, now)?;
     }
     create_all(queues, children, Some(me), now)
+}
+
+/// The job `parent_id` of home that `children` go under (add_children, an add's `parent=`),
+/// and its reference.
+fn existing_parent<Q: FlowQueues>(
+    queues: &mut Q,
+    parent_id: &str,
+    children: &[FlowNode],
+) -> CoreResult<(Job, ParentRef)> {
+    flow::check_children_count(parent_id, children.len())?;
+    let home = queues.home().to_owned();
+    let parent = queues
+        .load(&home, parent_id)?
+        .ok_or_else(|| not_found(parent_id))?;
+    let me = ParentRef {
+        queue: home,
+        id: parent_id.to_owned(),
+    };
+    Ok((parent, me))
+}
+
+/// The checks of `children` going under the existing job `parent` (`me`), cycles included,
+/// before anything is written; whether it gains a child.
+fn check_children<Q: FlowQueues>(
+    queues: &mut Q,
+    children: &[FlowNode],
+    parent: &Job,
+    me: &ParentRef,
+    now: Millis,
+) -> CoreResult<bool> {
+    let lineage = lineage(queues, &me.queue, parent.options.parent.clone(), &me.id)?;
+    let nodes: Vec<&FlowNode> = children.iter().collect();
+    let gains = check(
+        queues,
+        &nodes,
+        "children",
+        &Above::Existing(me.clone()),
+        now,
+    )?;
+    check_cycles(queues, &nodes, &me.queue, &lineage, "children", now)?;
+    Ok(gains)
 }
 
 /// The keys of the job `id` of `queue` (whose parent is `parent`) and of its ancestors.

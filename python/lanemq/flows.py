@@ -22,9 +22,12 @@ from ._checks import job_name
 from ._core import JobOptions
 from .exceptions import ConfigError
 
+# (imported at run time, not only for the type checker: pdoc resolves `JobNode.job` and
+# `Dependencies.jobs` through it; job.py imports this module only for the type checker)
+from .job import Job
+
 if TYPE_CHECKING:
     from ._core import _FlowNodeArgs
-    from .job import Job
 
 
 @dataclass(frozen=True, slots=True)

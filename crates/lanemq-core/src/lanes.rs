@@ -4,7 +4,9 @@
 //! The scheduler holds no user code and no clock: every operation takes `now` in microseconds
 //! from an origin chosen by the caller, so the bindings use a monotonic clock and tests drive time.
 
+mod capacity;
 mod config;
+mod dispatch;
 mod metrics;
 mod rate;
 mod scheduler;

@@ -1,16 +1,19 @@
-//! The dispatch decision. `pop` always starts a command from the lane with the lowest effective
-//! priority number that has pending work, a free slot (its own and, with a global cap, one not
-//! reserved by another lane's `min_concurrency`) and a rate-limit token. FIFO within a lane.
-//! Retries wait in a timer heap without holding a slot.
+//! The lanes' dispatcher: commands, their lanes' queues, retries, dead letters, metrics and
+//! alerts. `pop` starts a command from the lane that the dispatch decision (`dispatch`) picks:
+//! the lowest effective priority number that has pending work and, by its capacity
+//! (`capacity`), a free slot (its own and, with a global cap, one not reserved by another
+//! lane's `min_concurrency`) and a rate-limit token. FIFO within a lane. Retries wait in a timer
+//! heap without holding a slot.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use crate::error::{CoreError, CoreResult};
 
+use super::capacity::{Capacity, LocalCapacity};
 use super::config::{AlertThresholds, LaneConfig};
+use super::dispatch::{self, Candidate};
 use super::metrics::LaneMetrics;
-use super::rate::TokenBucket;
 use super::signals::{AlertLevel, AlertWatch, Signal};
 use super::slab::Slab;
 use super::Micros;
@@ -89,19 +92,11 @@ struct Entry<T> {
 struct Lane {
     config: LaneConfig,
     pending: VecDeque<u64>,
-    active: u32,
     retrying: u32,
-    bucket: Option<TokenBucket>,
     metrics: LaneMetrics,
     pressured: bool,
     depth_alert: AlertWatch,
     latency_alert: AlertWatch,
-}
-
-impl Lane {
-    fn unfilled_reservation(&self) -> u32 {
-        self.config.min_concurrency.saturating_sub(self.active)
-    }
 }
 
 /// Why an attempt failed.
@@ -154,8 +149,7 @@ pub struct Scheduler<T = ()> {
     lanes: Vec<Lane>,
     commands: Slab<Entry<T>>,
     retries: BinaryHeap<Reverse<(Micros, u64)>>,
-    global_cap: Option<u32>,
-    total_active: u32,
+    capacity: LocalCapacity,
     accepting: bool,
     dead_letters: VecDeque<DeadLetter>,
     dead_letter_capacity: usize,
@@ -166,14 +160,13 @@ pub struct Scheduler<T = ()> {
 impl<T> Scheduler<T> {
     pub fn new(config: SchedulerConfig, now: Micros) -> CoreResult<Self> {
         config.validate()?;
+        let capacity = LocalCapacity::new(&config.lanes, config.max_concurrency, now);
         let lanes = config
             .lanes
             .into_iter()
             .map(|config| Lane {
-                bucket: config.rate_limit.as_ref().map(|r| TokenBucket::new(r, now)),
                 config,
                 pending: VecDeque::new(),
-                active: 0,
                 retrying: 0,
                 metrics: LaneMetrics::default(),
                 pressured: false,
@@ -185,8 +178,7 @@ impl<T> Scheduler<T> {
             lanes,
             commands: Slab::new(1),
             retries: BinaryHeap::new(),
-            global_cap: config.max_concurrency,
-            total_active: 0,
+            capacity,
             accepting: true,
             dead_letters: VecDeque::new(),
             dead_letter_capacity: config.dead_letter_capacity,
@@ -212,8 +204,7 @@ impl<T> Scheduler<T> {
 
     /// How many commands can run at once: the global cap, or the sum of the lanes' maxima.
     pub fn capacity(&self) -> u32 {
-        let sum = self.lanes.iter().map(|l| l.config.max_concurrency).sum();
-        self.global_cap.map_or(sum, |cap| cap.min(sum))
+        self.capacity.total()
     }
 
     /// Queues a command at the back of its lane and returns its id.
@@ -243,16 +234,12 @@ impl<T> Scheduler<T> {
     pub fn pop(&mut self, now: Micros) -> Option<Started> {
         self.promote_due_retries(now);
         let lane = self.pick_lane(now)?;
+        self.capacity.take(lane, now);
         let state = &mut self.lanes[lane];
         let id = state
             .pending
             .pop_front()
             .expect("picked lane has pending work");
-        state.active += 1;
-        if let Some(bucket) = state.bucket.as_mut() {
-            bucket.take(now);
-        }
-        self.total_active += 1;
         let command = self
             .commands
             .get_mut(id)
@@ -276,48 +263,17 @@ impl<T> Scheduler<T> {
     }
 
     fn pick_lane(&mut self, now: Micros) -> Option<usize> {
-        let unfilled_total: u32 = self.lanes.iter().map(Lane::unfilled_reservation).sum();
-        let mut best: Option<(u32, u32, usize)> = None;
-        for (index, lane) in self.lanes.iter_mut().enumerate() {
-            let Some(&oldest) = lane.pending.front() else {
-                continue;
-            };
-            if lane.active >= lane.config.max_concurrency {
-                continue;
-            }
-            if let Some(cap) = self.global_cap {
-                let free = cap.saturating_sub(self.total_active);
-                let reserved_by_others = unfilled_total - lane.unfilled_reservation();
-                if free <= reserved_by_others {
-                    continue;
-                }
-            }
-            if let Some(bucket) = lane.bucket.as_mut() {
-                if !bucket.available(now) {
-                    continue;
-                }
-            }
-            let boost = match &lane.config.priority_boost {
-                Some(boost) => {
-                    let waited = now.saturating_sub(
-                        self.commands
-                            .get(oldest)
-                            .map_or(now, |e| e.command.ready_at),
-                    );
-                    boost.boost_for(waited)
-                }
-                None => 0,
-            };
-            let key = (
-                lane.config.priority.saturating_sub(boost),
-                lane.config.priority,
-                index,
-            );
-            if best.is_none_or(|b| key < b) {
-                best = Some(key);
-            }
-        }
-        best.map(|(_, _, index)| index)
+        let commands = &self.commands;
+        let candidates = self.lanes.iter().enumerate().filter_map(|(lane, state)| {
+            let &oldest = state.pending.front()?;
+            let ready_at = commands.get(oldest).map_or(now, |e| e.command.ready_at);
+            Some(Candidate {
+                lane,
+                config: &state.config,
+                waited: now.saturating_sub(ready_at),
+            })
+        });
+        dispatch::next_lane(candidates, &mut self.capacity, now)
     }
 
     fn promote_due_retries(&mut self, now: Micros) {
@@ -352,8 +308,7 @@ impl<T> Scheduler<T> {
             });
         }
         let command = command.clone();
-        self.lanes[command.lane].active -= 1;
-        self.total_active -= 1;
+        self.capacity.give_back(command.lane);
         Ok(command)
     }
 
@@ -445,10 +400,7 @@ impl<T> Scheduler<T> {
                 }
                 self.after_depth_change(command.lane);
             }
-            State::Active => {
-                lane.active -= 1;
-                self.total_active -= 1;
-            }
+            State::Active => self.capacity.give_back(command.lane),
             // Its heap entry is skipped when it comes due.
             State::Retrying => lane.retrying -= 1,
         }
@@ -462,12 +414,11 @@ impl<T> Scheduler<T> {
             .retries
             .peek()
             .map(|Reverse((due, _))| due.saturating_sub(now));
-        for lane in &mut self.lanes {
-            if lane.pending.is_empty() || lane.active >= lane.config.max_concurrency {
+        for (index, lane) in self.lanes.iter().enumerate() {
+            if lane.pending.is_empty() {
                 continue;
             }
-            if let Some(bucket) = lane.bucket.as_mut() {
-                let wait = bucket.wait_time(now);
+            if let Some(wait) = self.capacity.token_wait(index, now) {
                 wake = Some(wake.map_or(wait, |w| w.min(wait)));
             }
         }
@@ -520,11 +471,12 @@ impl<T> Scheduler<T> {
     pub fn stats(&self) -> Vec<LaneStats> {
         self.lanes
             .iter()
-            .map(|lane| LaneStats {
+            .enumerate()
+            .map(|(index, lane)| LaneStats {
                 lane_id: lane.config.lane_id.clone(),
                 priority: lane.config.priority,
                 pending: lane.pending.len(),
-                active: lane.active,
+                active: self.capacity.active(index),
                 retrying: lane.retrying,
                 min_concurrency: lane.config.min_concurrency,
                 max_concurrency: lane.config.max_concurrency,

@@ -6,16 +6,18 @@ arguments."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest
-from cli_support import Result, lanemq
+from cli_support import EMAIL_URL as URL
+from cli_support import email_cli as q
+from cli_support import (
+    email_queue,  # noqa: F401 (the `queue` fixture)
+    lanemq,
+)
 from lanemq import Job, LocalJobQueue, RedisJobQueue, list_queue_names
 from redis_support import MakeServer, Resp, free_port
 from support import redis_prefix
 
-URL = "local:./data"
 SUMMARY_KEYS = {
     "id",
     "name",
@@ -57,19 +59,6 @@ SCHEDULER_KEYS = {
     "next_run",
     "job_id",
 }
-
-
-@pytest.fixture
-async def queue(tmp_path: Path) -> AsyncIterator[LocalJobQueue]:
-    opened = LocalJobQueue("email", tmp_path / "data")
-    try:
-        yield opened
-    finally:
-        await opened.close()
-
-
-async def q(tmp_path: Path, *args: str, stdin: str = "") -> Result:
-    return await lanemq("queue", URL, "email", *args, cwd=tmp_path, stdin=stdin)
 
 
 async def _fill(queue: LocalJobQueue) -> dict[str, Job]:

@@ -5,27 +5,13 @@ criteria (exit 2)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest
-from cli_support import Result, lanemq
+from cli_support import email_cli as q
+from cli_support import (
+    email_queue,  # noqa: F401 (the `queue` fixture)
+)
 from lanemq import LocalJobQueue
-
-URL = "local:./data"
-
-
-@pytest.fixture
-async def queue(tmp_path: Path) -> AsyncIterator[LocalJobQueue]:
-    opened = LocalJobQueue("email", tmp_path / "data")
-    try:
-        yield opened
-    finally:
-        await opened.close()
-
-
-async def q(tmp_path: Path, *args: str, stdin: str = "") -> Result:
-    return await lanemq("queue", URL, "email", *args, cwd=tmp_path, stdin=stdin)
 
 
 async def _fill(queue: LocalJobQueue) -> None:

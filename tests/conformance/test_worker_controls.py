@@ -22,6 +22,19 @@ async def echo(job: Job) -> Any:
     return job.data
 
 
+def held_until_gate() -> tuple[asyncio.Event, asyncio.Event, Callable[[Job], Awaitable[str]]]:
+    """A processor that sets ``started`` when it runs and returns "done" once ``gate`` is set."""
+    started = asyncio.Event()
+    gate = asyncio.Event()
+
+    async def held(job: Job) -> str:
+        started.set()
+        await gate.wait()
+        return "done"
+
+    return started, gate, held
+
+
 def count_turns(worker: JobWorker) -> list[int]:
     """Counts the turns of ``worker``'s run loop (one item per turn)."""
     turns: list[int] = []
@@ -82,14 +95,7 @@ async def test_a_paused_worker_takes_no_job_while_other_workers_go_on(queue: Job
 async def test_pause_waits_for_the_running_jobs_to_finish_and_be_reported(
     queue: JobQueue,
 ) -> None:
-    started = asyncio.Event()
-    gate = asyncio.Event()
-
-    async def held(job: Job) -> str:
-        started.set()
-        await gate.wait()
-        return "done"
-
+    started, gate, held = held_until_gate()
     job = await queue.add("h", None)
     async with JobWorker(queue, held) as worker:
         await asyncio.wait_for(started.wait(), LIMIT)
@@ -104,14 +110,7 @@ async def test_pause_waits_for_the_running_jobs_to_finish_and_be_reported(
 
 
 async def test_pause_without_waiting_returns_while_jobs_run(queue: JobQueue) -> None:
-    started = asyncio.Event()
-    gate = asyncio.Event()
-
-    async def held(job: Job) -> str:
-        started.set()
-        await gate.wait()
-        return "done"
-
+    started, gate, held = held_until_gate()
     job = await queue.add("h", None)
     async with JobWorker(queue, held) as worker:
         await asyncio.wait_for(started.wait(), LIMIT)

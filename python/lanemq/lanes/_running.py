@@ -155,6 +155,8 @@ class Running(ManagerState):
             self._notify_drained()
 
     def _cancel(self, handle: CommandHandle[Any]) -> bool:
+        if self._shared is not None:
+            return self._shared.cancel(handle)
         if handle._state == PENDING:
             self._settle_cancelled(handle)
         else:

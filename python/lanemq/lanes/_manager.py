@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, ParamSpec, Protocol, TypeVar, overload
 
 from .. import _tracing
-from .._core import AlertConfig, DeadLetter, LaneConfig, LaneScheduler
+from .._core import AlertConfig, DeadLetter, LaneConfig, LaneDispatcher
 from ..events import Event, EventBus, Subscription
 from ..exceptions import ConfigError, DrainTimeoutError, ShutdownError, UnknownLaneError
 from ..observability.metrics_sink import LaneMetricsSink
@@ -109,7 +109,7 @@ class QueueManager(Running):
         lane_list = list(lanes)
         # lanemq.otel's span per command (True, or None: as lanemq.otel.instrument says).
         self._tracing = _tracing.lane_tracing(tracing)
-        self._core = LaneScheduler(lane_list, max_concurrency, dead_letter_capacity, alerts)
+        self._core = LaneDispatcher(lane_list, max_concurrency, dead_letter_capacity, alerts)
         self._lane_index = {lane_id: i for i, lane_id in enumerate(self._core.lane_ids())}
         self._lane_ids = self._core.lane_ids()
         # Only with a sink: None keeps the hot path to one `is not None` test per step.

@@ -1,7 +1,7 @@
-"""`QueueManager`: named lanes of asyncio work, dispatched by priority by the Rust scheduler.
+"""`QueueManager`: named lanes of asyncio work, dispatched by priority by the Rust dispatcher.
 
 How it runs: the manager keeps a pool of runner tasks, as many as commands may run at once.
-A runner asks the scheduler for the next command (one call that also reports the previous
+A runner asks the dispatcher for the next command (one call that also reports the previous
 command's completion), awaits it in its own task, and repeats; it parks on a future when nothing
 may start, and a submit, a freed slot or a timer (retry backoff, rate-limit token) wakes it (a
 submit wakes one only if no runner is already on its way; a woken runner that finds work wakes

@@ -27,6 +27,7 @@ __all__ = [
     "JobRecord",
     "KeepJobs",
     "LaneConfig",
+    "LaneDispatcher",
     "LaneScheduler",
     "MemoryGroupCore",
     "OutcomeBatch",
@@ -170,14 +171,14 @@ class DeadLetter:
     def failed_at(self) -> int: ...
 
 @final
-class LaneScheduler:
+class LaneDispatcher:
     def __new__(
         cls,
         lanes: list[LaneConfig],
         max_concurrency: int | None = None,
         dead_letter_capacity: int = 1000,
         alerts: AlertConfig | None = None,
-    ) -> LaneScheduler: ...
+    ) -> LaneDispatcher: ...
     def lane_ids(self) -> list[str]: ...
     def lane_index(self, lane_id: str) -> int: ...
     def lane_timeout(self, lane: int) -> float | None: ...
@@ -205,6 +206,9 @@ class LaneScheduler:
     def dead_letters(self) -> list[DeadLetter]: ...
     def add_dead_letter(self, letter: DeadLetter) -> None: ...
     def take_signals(self) -> list[tuple[str, str, str, float]]: ...
+
+# The old name of LaneDispatcher (a scheduler makes repeatable jobs here), kept for old imports.
+LaneScheduler = LaneDispatcher
 
 @final
 class DurableJournal:

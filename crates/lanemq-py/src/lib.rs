@@ -19,7 +19,7 @@ mod job_queue_hot;
 mod job_queue_renewals;
 mod job_record;
 mod lane_config;
-mod lane_scheduler;
+mod lane_dispatcher;
 mod ready;
 mod redis_queue;
 mod runtime;
@@ -46,7 +46,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lane_config::LaneConfig>()?;
     m.add_class::<lane_config::AlertConfig>()?;
     m.add_class::<dead_letter::DeadLetter>()?;
-    m.add_class::<lane_scheduler::LaneScheduler>()?;
+    m.add_class::<lane_dispatcher::LaneDispatcher>()?;
+    // The class's name before the lanes' dispatcher was renamed (a scheduler makes repeatable
+    // jobs here): the same class, so old imports and isinstance checks keep working.
+    m.add("LaneScheduler", m.getattr("LaneDispatcher")?)?;
     m.add_class::<durable_journal::DurableJournal>()?;
     m.add_class::<job_options::Backoff>()?;
     m.add_class::<job_options::KeepJobs>()?;

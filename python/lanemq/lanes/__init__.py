@@ -1,4 +1,4 @@
-"""`QueueManager`: named lanes of asyncio work, dispatched by priority by the Rust scheduler
+"""`QueueManager`: named lanes of asyncio work, dispatched by priority by the Rust dispatcher
 (how it runs: `lanemq.lanes._manager`). `CommandHandle` is what a submit returns; `Alert` is
 what ``on_alert`` callbacks are given."""
 

@@ -1,7 +1,7 @@
-"""`QueueManager`: named lanes of asyncio work, dispatched by priority by the Rust scheduler.
+"""`QueueManager`: named lanes of asyncio work, dispatched by priority by the Rust dispatcher.
 
 How it runs: the manager keeps a pool of runner tasks, as many as commands may run at once.
-A runner asks the scheduler for the next command (one call that also reports the previous
+A runner asks the dispatcher for the next command (one call that also reports the previous
 command's completion), awaits it in its own task, and repeats; it parks on a future when nothing
 may start, and a submit, a freed slot or a timer (retry backoff, rate-limit token) wakes it (a
 submit wakes one only if no runner is already on its way; a woken runner that finds work wakes
@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, ParamSpec, Protocol, TypeVar, overload
 
 from .. import _tracing
-from .._core import AlertConfig, DeadLetter, LaneConfig, LaneScheduler
+from .._core import AlertConfig, DeadLetter, LaneConfig, LaneDispatcher
 from .._redis_url import redact_url
 from ..events import Event, EventBus, Subscription
 from ..exceptions import ConfigError, DrainTimeoutError, ShutdownError, UnknownLaneError
@@ -125,7 +125,7 @@ class QueueManager(Running):
                 )
         # lanemq.otel's span per command (True, or None: as lanemq.otel.instrument says).
         self._tracing = _tracing.lane_tracing(tracing)
-        self._core = LaneScheduler(lane_list, max_concurrency, dead_letter_capacity, alerts)
+        self._core = LaneDispatcher(lane_list, max_concurrency, dead_letter_capacity, alerts)
         self._lane_index = {lane_id: i for i, lane_id in enumerate(self._core.lane_ids())}
         self._lane_ids = self._core.lane_ids()
         # Only with a sink: None keeps the hot path to one `is not None` test per step.

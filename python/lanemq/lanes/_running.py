@@ -1,4 +1,4 @@
-"""`QueueManager`'s runners: each asks the scheduler for the next command, awaits it in its
+"""`QueueManager`'s runners: each asks the dispatcher for the next command, awaits it in its
 own task, and settles it (completed, failed and retried or dead-lettered, timed out,
 cancelled); a runner parks when nothing may start. Also the done callbacks of finished
 handles, run together once per turn of the loop."""

@@ -13,7 +13,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._core import AlertConfig, LaneScheduler
+from .._core import AlertConfig, LaneDispatcher
 from ..events import EventBus
 from ..storage import LocalStorage
 from ._handle import CommandHandle
@@ -63,7 +63,7 @@ def alert_threshold(config: AlertConfig | None, kind: str, level: str) -> float 
 class ManagerState:
     """The attributes `QueueManager.__init__` sets that the parts of the class use."""
 
-    _core: LaneScheduler
+    _core: LaneDispatcher
     _lane_ids: list[str]
     _timeouts: list[float | None]
     _feed: MetricsFeed | None

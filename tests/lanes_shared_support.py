@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 from lanemq import LaneConfig, QueueManager
-
 from support import Child, Spawn
 
 # A child: argv = backend, name, lanes as JSON ([[id, priority, min, max, rate_permits|null]]),

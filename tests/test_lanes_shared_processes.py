@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from lanemq import CommandFailedError
-
 from lanes_shared_support import Workers, most_at_once, runs, shared_backend
 from support import CHILD_WAIT, Spawn, wait_until
 

@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from .._core import DeadLetter, LaneConfig, LocalLaneStore, RedisLaneStore, RetryPolicy
+from .._core import DeadLetter, LaneConfig, RetryPolicy
 from ..exceptions import CommandFailedError, CommandTimeoutError, ConfigError
 from ..observability.metrics_sink import LaneMetricsSink
 from ._handle import DONE, FAILED, CommandHandle
@@ -121,6 +121,9 @@ class SharedLanes:
         return self._opening
 
     async def _open(self) -> None:
+        # (Imported here: the stores' classes are the backends', read when one is opened.)
+        from .._core import LocalLaneStore, RedisLaneStore
+
         directory = local_directory(self.backend)
         if directory is not None:
             store: LaneStore = await LocalLaneStore.open(directory, self.name)
@@ -149,19 +152,28 @@ class SharedLanes:
             loop.create_task(self._heartbeat()),
         ]
 
+    def _is_open(self) -> bool:
+        opening = self._opening
+        return (
+            opening is not None
+            and opening.done()
+            and not opening.cancelled()
+            and opening.exception() is None
+        )
+
     def _names(self) -> list[str]:
         return sorted(self.manager._registry) if self._runs_named else []
 
     def names_changed(self) -> None:
         """A handler was registered: the store learns at once that this process runs it."""
-        if self._opening is not None and self._opening.done() and not self._closing:
+        if self._is_open() and not self._closing:
             self.manager._spawn(self._renew())
 
     async def stop_running_named(self) -> None:
         """Shutting down: this process takes no more named commands (its own callables still
         run, since no other process can run them)."""
         self._runs_named = False
-        if self._opening is not None and self._opening.done() and not self._closing:
+        if self._is_open() and not self._closing:
             await self._renew()
 
     async def close(self) -> None:

@@ -210,6 +210,24 @@ class SharedLanes:
         atomic; this keeps its answer from being lost to a cancelled caller)."""
         return await asyncio.shield(call)
 
+    async def report(self, operation: Callable[..., Awaitable[bool]], *args: Any) -> bool:
+        """Tells the store how a held command ended (``operation(pid, *args)``), trying again
+        while the backend cannot be reached: the command stays held meanwhile, renewed by the
+        heartbeat, and an answer lost would leave it held for good. False when the store says
+        this process no longer holds it."""
+        delay = 0.05
+        while True:
+            try:
+                return await self.store_call(operation(self.pid, *args))
+            except Exception:
+                if self._closing and delay > 1.0:
+                    # Closing: give up; the lease, no longer renewed, frees it in time.
+                    log.exception("lanes %r: cannot report command %s", self.name, args[0])
+                    return False
+                log.warning("lanes %r: cannot report command %s; retrying", self.name, args[0])
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+
     # ---------------------------------------------------------------- submitting
 
     def submit(
@@ -283,6 +301,16 @@ class SharedLanes:
     # ------------------------------------------------------------------ dispatch
 
     async def _dispatch(self) -> None:
+        while True:
+            try:
+                await self._dispatch_once()
+            except Exception:
+                # The backend is unreachable (or answered oddly): say so, and try again soon;
+                # the commands held meanwhile stay held as long as the heartbeat gets through.
+                log.exception("lanes %r: cannot reach the backend to dispatch", self.name)
+                await asyncio.sleep(min(1.0, self.lease / 3))
+
+    async def _dispatch_once(self) -> None:
         store, pid = self.store, self.pid
         while True:
             wake_in: int | None = None

@@ -68,7 +68,7 @@ async def execute(shared: SharedLanes, command: ClaimedCommand) -> None:
         elif why == LOST:
             log.warning("command %s: its lease was lost; another process runs it", handle.id)
         else:  # the manager closes, or the handle (an own callable) was cancelled
-            await shared.store_call(shared.store.release(shared.pid, handle.id))
+            await shared.report(shared.store.release, handle.id)
             shared.settle_cancelled(handle)
         return
     except Exception as error:
@@ -87,7 +87,7 @@ async def execute(shared: SharedLanes, command: ClaimedCommand) -> None:
             problem = TypeError(f"the result of {name!r} is not JSON-serialisable: {error}")
             await _failed(shared, command, problem, timed_out=False, retryable=False)
             return
-    if not await shared.store_call(shared.store.complete(shared.pid, handle.id, text)):
+    if not await shared.report(shared.store.complete, handle.id, text):
         log.warning("command %s: completed after its lease was lost", handle.id)
     manager._emit_for("queue.command.completed", handle)
     shared.feed.completed(handle)
@@ -127,10 +127,13 @@ async def _failed(
         delay = retry.delay_for(command.attempt)
     text = f"{type(error).__name__}: {error}"
     retry_in_ms = None if delay is None else max(0, round(delay * 1000))
-    reported = await shared.store_call(
-        shared.store.fail(
-            shared.pid, handle.id, text, retry_in_ms, handle.command_type, shared.letter_limit
-        )
+    reported = await shared.report(
+        shared.store.fail,
+        handle.id,
+        text,
+        retry_in_ms,
+        handle.command_type,
+        shared.letter_limit,
     )
     if not reported:
         log.warning("command %s: failed after its lease was lost", handle.id)

@@ -130,6 +130,16 @@ async def test_callables_run_only_in_their_owner(lane_store: MakeStore) -> None:
     assert claimed == [(callable_id, 0, None, None, 1, "p1")]
 
 
+async def test_leave_drops_the_pending_callables(lane_store: MakeStore) -> None:
+    store = await store_with(lane_store, [spec("a", 0, 10)], pids=("p1", "p2"))
+    await store.enqueue("p2", 0, None, "p2", None)
+    [id_] = await named(store, 0, 1)
+    assert await store.stats() == [(2, 0, 0)]
+    await store.leave("p2")
+    assert await store.stats() == [(1, 0, 0)]
+    assert await claim_ids(store, "p1") == [id_]
+
+
 async def test_rate_tokens_limit_starts_and_claim_returns_the_wait(
     lane_store: MakeStore,
 ) -> None:
@@ -237,7 +247,7 @@ async def test_fail_for_good_gives_the_error_and_a_capped_dead_letter(
     assert [letter[:5] for letter in letters] == [
         (id_, "n", "a", f"ValueError: {id_}", 1) for id_ in ids[1:]
     ]
-    assert all(letter[5] > 1e9 for letter in letters)
+    assert all(letter[5] > 1e12 for letter in letters)
     outcomes = await store.outcomes("submitter")
     assert outcomes == [(id_, False, f"ValueError: {id_}") for id_ in ids]
     assert await store.outcomes("submitter") == []
@@ -341,6 +351,8 @@ async def test_bad_input_names_the_value_and_changes_nothing(lane_store: MakeSto
         await store.setup("{}", [spec("a", 0, 0)], None)
     with pytest.raises(ConfigError, match="rate_per_ms"):
         await store.setup("{}", [("a", 0, 0, 1, 2, None, None, [])], None)
+    with pytest.raises(ConfigError, match="global_max: 1 "):
+        await store.setup("{}", [spec("a", 0, 2, min_concurrency=2)], 1)
     with pytest.raises(ConfigError, match="setup first"):
         await store.enqueue("p1", 0, "n", None, "null")
     await store.setup("{}", [spec("a", 0, 1)], None)

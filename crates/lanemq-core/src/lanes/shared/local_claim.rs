@@ -191,6 +191,47 @@ fn runner(
     }
 }
 
+/// Lane `lane`'s pending commands in FIFO order, each marked by `runner`, up to the first
+/// `free` that someone can run: no more can start in one claim, and nobody's are left out
+/// (they block nothing), so a long lane costs a claim only what it can start.
+fn pending(
+    tx: &Transaction<'_>,
+    lane: usize,
+    free: u32,
+    now: i64,
+    runner: impl Fn(Option<&str>, Option<&str>) -> Runner,
+) -> CoreResult<Vec<Pending>> {
+    let mut found = Vec::new();
+    if free == 0 {
+        return Ok(found);
+    }
+    let mut stmt = tx
+        .prepare_cached(
+            "SELECT id, name, owner, queued_at FROM commands
+             WHERE state = 'pending' AND lane = ?1 ORDER BY seq",
+        )
+        .map_err(sql)?;
+    let mut rows = stmt.query([lane as i64]).map_err(sql)?;
+    while let Some(row) = rows.next().map_err(sql)? {
+        let name: Option<String> = row.get(1).map_err(sql)?;
+        let owner: Option<String> = row.get(2).map_err(sql)?;
+        let runner = runner(name.as_deref(), owner.as_deref());
+        if runner == Runner::Nobody {
+            continue;
+        }
+        let queued_at: i64 = row.get(3).map_err(sql)?;
+        found.push(Pending {
+            id: row.get(0).map_err(sql)?,
+            waited: ms_to_micros(u64::try_from(now - queued_at).unwrap_or(0)),
+            runner,
+        });
+        if found.len() >= free as usize {
+            break;
+        }
+    }
+    Ok(found)
+}
+
 /// Per lane: how many commands run (across processes) and how many `pid` holds.
 fn running(tx: &Transaction<'_>, pid: &str, lanes: usize) -> CoreResult<(Vec<u32>, Vec<u32>)> {
     let mut active = vec![0; lanes];
@@ -298,36 +339,11 @@ impl LocalLaneStore {
                     held_by_me,
                 })
                 .collect();
-            {
-                let mut stmt = tx
-                    .prepare_cached(
-                        "SELECT id, lane, name, owner, queued_at FROM commands
-                         WHERE state = 'pending' ORDER BY lane, seq",
-                    )
-                    .map_err(sql)?;
-                let rows = stmt
-                    .query_map([], |r| {
-                        Ok((
-                            r.get::<_, i64>(0)?,
-                            r.get::<_, i64>(1)?,
-                            r.get::<_, Option<String>>(2)?,
-                            r.get::<_, Option<String>>(3)?,
-                            r.get::<_, i64>(4)?,
-                        ))
-                    })
-                    .map_err(sql)?;
-                for row in rows {
-                    let (id, lane, name, owner, queued_at) = row.map_err(sql)?;
-                    let Some(lane) = usize::try_from(lane).ok().and_then(|l| lanes.get_mut(l))
-                    else {
-                        continue;
-                    };
-                    lane.pending.push(Pending {
-                        id,
-                        waited: ms_to_micros(u64::try_from(now - queued_at).unwrap_or(0)),
-                        runner: runner(&live, pid, name.as_deref(), owner.as_deref()),
-                    });
-                }
+            for (index, lane) in lanes.iter_mut().enumerate() {
+                let free = lane.config.max_concurrency.saturating_sub(active[index]);
+                lane.pending = pending(tx, index, free, now, |name, owner| {
+                    runner(&live, pid, name, owner)
+                })?;
             }
             let saved = buckets(tx, &configs)?;
             let mut capacity =

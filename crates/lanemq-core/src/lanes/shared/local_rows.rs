@@ -132,7 +132,7 @@ pub fn push_letter(
             .unwrap_or(DEFAULT_LETTER_LIMIT),
     };
     let (id, command_type, lane_id, error, attempts) = letter;
-    let failed_at = now_ms() as f64 / 1000.0;
+    let failed_at = now_ms();
     tx.execute(
         "INSERT INTO letters (command_id, command_type, lane_id, error, attempts, failed_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",

@@ -19,8 +19,8 @@ use crate::jobs::local::doorbell::Ring;
 
 /// (id, ok, text): an outcome for a command's submitter.
 pub type Outcome = (i64, bool, String);
-/// (command_id, command_type, lane_id, error, attempts, failed_at in unix seconds).
-pub type LetterRecord = (i64, String, String, String, i64, f64);
+/// (command_id, command_type, lane_id, error, attempts, failed_at in unix milliseconds).
+pub type LetterRecord = (i64, String, String, String, i64, i64);
 
 pub struct LocalLaneStore {
     /// None once closed.
@@ -93,10 +93,17 @@ impl LocalLaneStore {
         lanes: &[LaneSpec],
         global_max: Option<i64>,
     ) -> CoreResult<String> {
-        configs(lanes)?;
-        if let Some(cap) = global_max.filter(|&cap| cap < 1 || cap > i64::from(u32::MAX)) {
+        let reserved: i64 = configs(lanes)?
+            .iter()
+            .map(|c| i64::from(c.min_concurrency))
+            .sum();
+        // As the in-process scheduler: a cap below the reservations could start nothing.
+        if let Some(cap) =
+            global_max.filter(|&cap| cap < reserved.max(1) || cap > i64::from(u32::MAX))
+        {
             return Err(CoreError::InvalidConfig(format!(
-                "invalid global_max: {cap} (must be at least 1)"
+                "invalid global_max: {cap} (must be at least 1 and at least the sum of the \
+                 lanes' min_concurrency ({reserved}))"
             )));
         }
         let lanes_json =
@@ -176,7 +183,8 @@ impl LocalLaneStore {
                 tx.execute(&format!("DELETE FROM {table} WHERE pid = ?1"), [pid])
                     .map_err(sql)?;
             }
-            Ok(())
+            // Commands owed to it (by turns, or its names) may now be another's to run.
+            wake_all(tx)
         })
     }
 

@@ -31,6 +31,9 @@ CREATE TABLE IF NOT EXISTS commands (
 );
 CREATE INDEX IF NOT EXISTS commands_by_lane ON commands (state, lane, seq);
 CREATE INDEX IF NOT EXISTS commands_by_holder ON commands (holder);
+CREATE INDEX IF NOT EXISTS commands_by_owner ON commands (owner);
+-- A lane's back is past every seq (MAX over this index).
+CREATE INDEX IF NOT EXISTS commands_by_seq ON commands (seq);
 -- names: JSON list; idle: its latest claim took nothing (or it has not claimed yet).
 CREATE TABLE IF NOT EXISTS processes (
     pid TEXT PRIMARY KEY,
@@ -57,7 +60,7 @@ CREATE TABLE IF NOT EXISTS letters (
     lane_id TEXT NOT NULL,
     error TEXT NOT NULL,
     attempts INTEGER NOT NULL,
-    failed_at REAL NOT NULL
+    failed_at INTEGER NOT NULL
 );
 -- A counter per process, raised by every wake; `wait` compares it with the one it saw last.
 CREATE TABLE IF NOT EXISTS wakes (pid TEXT PRIMARY KEY, count INTEGER NOT NULL);

@@ -22,6 +22,10 @@ use crate::lanes::LaneConfig;
 /// (id, lane index, name, payload, attempt, submitter): a command a claim gave its process.
 pub type Claimed = (i64, i64, Option<String>, Option<String>, i64, String);
 
+/// How long a recovered process's lost ids wait for its `renew` (one that renews later is
+/// told nothing, but its outcomes are refused all the same: the ids are advice).
+const LOST_KEPT_MS: i64 = 3_600_000;
+
 /// A live process as the plan needs it: its names and whether it is idle.
 struct Live {
     names: HashSet<String>,
@@ -39,15 +43,21 @@ pub fn recover(tx: &Transaction<'_>, now: i64) -> CoreResult<()> {
         pids.collect::<rusqlite::Result<_>>().map_err(sql)?
     };
     for pid in &expired {
-        recover_one(tx, pid)?;
+        recover_one(tx, pid, now)?;
     }
+    // A process that never renews again (it crashed) would leave its lost ids for ever.
+    tx.execute(
+        "DELETE FROM lost WHERE lost_at < ?1",
+        [now.saturating_sub(LOST_KEPT_MS)],
+    )
+    .map_err(sql)?;
     if !expired.is_empty() {
         wake_all(tx)?;
     }
     Ok(())
 }
 
-fn recover_one(tx: &Transaction<'_>, pid: &str) -> CoreResult<()> {
+fn recover_one(tx: &Transaction<'_>, pid: &str, now: i64) -> CoreResult<()> {
     type Held = (i64, i64, Option<String>, String, i64, bool);
     let held: Vec<Held> = {
         // Newest first, so that each going to the front leaves the oldest in front.
@@ -73,8 +83,8 @@ fn recover_one(tx: &Transaction<'_>, pid: &str) -> CoreResult<()> {
     };
     for (id, lane, name, submitter, attempts, recovered) in held {
         tx.execute(
-            "INSERT INTO lost (pid, id) VALUES (?1, ?2)",
-            params![pid, id],
+            "INSERT INTO lost (pid, id, lost_at) VALUES (?1, ?2, ?3)",
+            params![pid, id, now],
         )
         .map_err(sql)?;
         match name {
@@ -380,9 +390,11 @@ impl LocalLaneStore {
                     spend(tx, lane, config, bucket, count, now_us)?;
                 }
             }
+            // Idle: it asked for work and got none. A claim of 0 is a busy process's: were it
+            // idle, the turns would keep leaving it commands it does not come for.
             tx.execute(
                 "UPDATE processes SET idle = ?2 WHERE pid = ?1",
-                params![pid, claimed.is_empty()],
+                params![pid, claimed.is_empty() && max_n > 0],
             )
             .map_err(sql)?;
             Ok((claimed, timed_wait(tx, now, decided.token_wait)?))

@@ -331,6 +331,18 @@ async def test_wait_is_woken_by_enqueue_and_complete_and_returns_at_timeout(
     assert await one.outcomes("p1") == [(id_, True, "null")]
 
 
+async def test_a_cancelled_wait_leaves_the_wake_to_the_next(lane_store: MakeStore) -> None:
+    one = await store_with(lane_store, [spec("a", 0, 10)], pids=("p1",))
+    two = await lane_store("lanes")
+    await two.join("p2", ["n"], LEASE)
+    cancelled = asyncio.ensure_future(two.wait("p2", 60_000))
+    await asyncio.sleep(0.05)
+    cancelled.cancel()
+    await named(one, 0, 1)
+    await asyncio.sleep(0.05)  # the cancelled wait's runtime task sees the wake meanwhile
+    await asyncio.wait_for(two.wait("p2", 60_000), WAIT)
+
+
 async def test_stats_and_clear_all(lane_store: MakeStore) -> None:
     store = await store_with(lane_store, [spec("a", 0, 1), spec("b", 1, 5)])
     await named(store, 0, 2)

@@ -11,6 +11,7 @@ mod dispatch;
 mod dispatcher;
 mod metrics;
 mod rate;
+pub mod shared;
 mod signals;
 mod slab;
 #[cfg(test)]

@@ -20,6 +20,7 @@ mod job_queue_renewals;
 mod job_record;
 mod lane_config;
 mod lane_dispatcher;
+mod local_lane_store;
 mod ready;
 mod redis_queue;
 mod runtime;
@@ -50,6 +51,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // The class's name before the lanes' dispatcher was renamed (a scheduler makes repeatable
     // jobs here): the same class, so old imports and isinstance checks keep working.
     m.add("LaneScheduler", m.getattr("LaneDispatcher")?)?;
+    m.add_class::<local_lane_store::LocalLaneStore>()?;
     m.add_class::<durable_journal::DurableJournal>()?;
     m.add_class::<job_options::Backoff>()?;
     m.add_class::<job_options::KeepJobs>()?;

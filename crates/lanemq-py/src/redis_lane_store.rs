@@ -282,11 +282,19 @@ impl RedisLaneStore {
         awaitable(py, future)
     }
 
-    fn wait<'py>(&self, py: Python<'py>, pid: Text, timeout_ms: i64) -> PyResult<Bound<'py, PyAny>> {
+    fn wait<'py>(
+        &self,
+        py: Python<'py>,
+        pid: Text,
+        timeout_ms: i64,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let pid = pid.core("pid")?;
         let timeout_ms = millis("timeout_ms", timeout_ms, 0)?;
         let store = Arc::clone(&self.store);
-        awaitable(py, Box::pin(async move { store.wait(&pid, timeout_ms).await }))
+        awaitable(
+            py,
+            Box::pin(async move { store.wait(&pid, timeout_ms).await }),
+        )
     }
 
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

@@ -89,8 +89,11 @@ impl RedisLaneStore {
     pub async fn renew(&self, pid: &str, names: &[String], lease_ms: u64) -> CoreResult<Vec<u64>> {
         refuse_lease(lease_ms)?;
         let rest = [pid.to_owned(), lease_ms.to_string()];
-        self.run(&args("renew", rest.into_iter().chain(names.iter().cloned())))
-            .await
+        self.run(&args(
+            "renew",
+            rest.into_iter().chain(names.iter().cloned()),
+        ))
+        .await
     }
 
     pub async fn leave(&self, pid: &str) -> CoreResult<()> {

@@ -45,7 +45,10 @@ impl LaneSpec {
                 return Err(invalid(lane, "rate_per_ms", per_ms, "must be at least 1"));
             }
             // (the bucket counts permits * per_ms units in a Lua double: exact below 2^53)
-            if permits.checked_mul(per_ms).is_none_or(|units| units >= 1 << 53) {
+            if permits
+                .checked_mul(per_ms)
+                .is_none_or(|units| units >= 1 << 53)
+            {
                 return Err(invalid(
                     lane,
                     "rate_permits * rate_per_ms",
@@ -56,7 +59,12 @@ impl LaneSpec {
         }
         if let Some((deadline, steps)) = &self.boost {
             if *deadline < 1 {
-                return Err(invalid(lane, "boost_deadline_ms", deadline, "must be at least 1"));
+                return Err(invalid(
+                    lane,
+                    "boost_deadline_ms",
+                    deadline,
+                    "must be at least 1",
+                ));
             }
             for (fraction, _) in steps {
                 if !(0.0..=1.0).contains(fraction) {
@@ -132,10 +140,18 @@ mod tests {
         assert!(error.contains("\"email\" min_concurrency: 3"), "{error}");
         let mut bad = lane();
         bad.rate = Some((0, 10));
-        assert!(bad.check().unwrap_err().to_string().contains("rate_permits: 0"));
+        assert!(bad
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("rate_permits: 0"));
         let mut bad = lane();
         bad.boost = Some((10, vec![(1.5, 1)]));
-        assert!(bad.check().unwrap_err().to_string().contains("boost step: 1.5"));
+        assert!(bad
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("boost step: 1.5"));
         assert!(lane().check().is_ok());
     }
 }

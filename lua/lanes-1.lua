@@ -59,6 +59,15 @@ local function renew()
   return ids
 end
 
+-- A held named command given back unfinished (released, or held by a process that leaves):
+-- to the front of its lane, its attempt given back too (it did not run to an end; a recovery
+-- keeps the attempt, as the command may have run).
+local function give_back(id, c)
+  redis.call("HSET", cmd_key(id), "state", "pending", "attempt", tonumber(c.attempt) - 1)
+  redis.call("HDEL", cmd_key(id), "holder")
+  redis.call("LPUSH", lane_key(c.lane), id)
+end
+
 -- ARGV: pid. Drops its pending callables, gives back anything it still holds (named: to the
 -- front of its lane; callables dropped) and forgets it.
 local function leave()
@@ -70,9 +79,7 @@ local function leave()
       changed = true
       free_slot(c.lane)
       if c.name then
-        redis.call("HSET", cmd_key(id), "state", "pending")
-        redis.call("HDEL", cmd_key(id), "holder")
-        redis.call("LPUSH", lane_key(c.lane), id)
+        give_back(id, c)
       else
         redis.call("DEL", cmd_key(id))
       end
@@ -178,9 +185,7 @@ local function release()
   if not c then return false end
   finish(pid, id, c)
   if c.name then
-    redis.call("HSET", cmd_key(id), "state", "pending")
-    redis.call("HDEL", cmd_key(id), "holder")
-    redis.call("LPUSH", lane_key(c.lane), id)
+    give_back(id, c)
   else
     redis.call("DEL", cmd_key(id))
   end
@@ -218,8 +223,9 @@ local function outcomes()
   return taken
 end
 
--- Per lane: {pending, active, retrying}.
+-- Per lane: {pending, active, retrying} (none before `setup`).
 local function stats()
+  if redis.call("HEXISTS", META, "lanes") == 0 then return {} end
   local lanes = stored_lanes()
   local retrying = {}
   for _, id in ipairs(redis.call("ZRANGE", RETRY, 0, -1)) do

@@ -51,12 +51,13 @@ fn lane_spec(lane: LaneTuple) -> PyResult<LaneSpec> {
             millis("rate_permits", permits, 1)?,
             millis("rate_per_ms", per_ms, 1)?,
         )),
-        _ => {
-            return Err(invalid(
-                "rate",
-                format!("{permits:?}/{per_ms:?}"),
-                "rate_permits and rate_per_ms are both None or both set",
-            ))
+        (Some(permits), None) => {
+            let why = format!("must be set with rate_permits ({permits})");
+            return Err(invalid("rate_per_ms", "None", &why));
+        }
+        (None, Some(per_ms)) => {
+            let why = format!("must be set with rate_per_ms ({per_ms})");
+            return Err(invalid("rate_permits", "None", &why));
         }
     };
     let boost = match deadline {

@@ -10,6 +10,7 @@ mod dispatch;
 mod metrics;
 mod rate;
 mod scheduler;
+pub mod shared;
 mod signals;
 mod slab;
 #[cfg(test)]

@@ -20,6 +20,7 @@ mod job_queue_renewals;
 mod job_record;
 mod lane_config;
 mod lane_scheduler;
+mod local_lane_store;
 mod ready;
 mod redis_lane_store;
 mod redis_queue;
@@ -48,6 +49,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lane_config::AlertConfig>()?;
     m.add_class::<dead_letter::DeadLetter>()?;
     m.add_class::<lane_scheduler::LaneScheduler>()?;
+    m.add_class::<local_lane_store::LocalLaneStore>()?;
     m.add_class::<durable_journal::DurableJournal>()?;
     m.add_class::<job_options::Backoff>()?;
     m.add_class::<job_options::KeepJobs>()?;

@@ -72,11 +72,9 @@ end
 -- front of its lane; callables dropped) and forgets it.
 local function leave()
   local pid = ARGV[2]
-  local changed = false
   for _, id in ipairs(redis.call("SMEMBERS", proc_key("held", pid))) do
     local c = command(id)
     if c then
-      changed = true
       free_slot(c.lane)
       if c.name then
         give_back(id, c)
@@ -98,7 +96,8 @@ local function leave()
     proc_key("wake", pid), proc_key("lost", pid), proc_key("outcomes", pid))
   redis.call("SREM", IDLE, pid)
   redis.call("ZREM", PROCS, pid)
-  if changed then wake_all() end
+  -- (what claims owed it may be another process's to claim now)
+  wake_all()
   return true
 end
 

@@ -132,7 +132,7 @@ async def test_a_password_never_shows_in_errors_or_reprs(tmp_path: Path) -> None
 async def test_bad_input_is_refused_naming_the_value_and_changes_nothing(
     store: RedisLaneStore, redis_url: str
 ) -> None:
-    with pytest.raises(ConfigError, match="min_concurrency: 3"):
+    with pytest.raises(ConfigError, match=r"min_concurrency \(3\)"):
         await store.setup(CONFIG, [lane("email", min_concurrency=3)], None)
     with pytest.raises(ConfigError, match="rate"):
         await store.setup(CONFIG, [("email", 0, 0, 1, 5, None, None, [])], None)

@@ -54,8 +54,8 @@ local function push_outcome(submitter, id, ok, text)
   wake(submitter)
 end
 
--- A dead letter: {id, command type, lane id, error, attempts, failed at (unix seconds, as
--- text so cjson keeps its milliseconds)}, the newest `limit` kept.
+-- A dead letter: {id, command type, lane id, error, attempts, failed at (unix ms)}, the
+-- newest `limit` kept.
 local function push_letter(id, command_type, lane, error, attempts, limit)
   if limit == nil then
     limit = tonumber(redis.call("HGET", META, "letter_limit")) or DEFAULT_LETTER_LIMIT
@@ -66,9 +66,9 @@ local function push_letter(id, command_type, lane, error, attempts, limit)
   end
   local lanes = stored_lanes()
   local lane_id = lanes[tonumber(lane) + 1].id
-  local failed_at = string.format("%.3f", NOW / 1000)
+  -- (cjson writes 14 significant digits: unix ms are exact until the year 5138)
   redis.call("RPUSH", LETTERS, cjson.encode({tonumber(id), command_type, lane_id, error,
-    tonumber(attempts), failed_at}))
+    tonumber(attempts), NOW}))
   redis.call("LTRIM", LETTERS, -limit, -1)
 end
 

@@ -6,7 +6,8 @@
 use std::sync::Arc;
 
 use lanemq_core::jobs::BoxFuture;
-use lanemq_redis::{Claimed, LaneSpec, Letter, Outcome, RedisLaneStore as Store};
+use lanemq_core::lanes::shared::LaneSpec;
+use lanemq_redis::{Claimed, Letter, Outcome, RedisLaneStore as Store};
 use pyo3::prelude::*;
 
 use crate::bridge::count;
@@ -42,41 +43,18 @@ fn command_id(value: i64) -> PyResult<u64> {
     Ok(value as u64)
 }
 
+/// The tuple as the core's `LaneSpec`, which `setup` checks (as the local store does).
 fn lane_spec(lane: LaneTuple) -> PyResult<LaneSpec> {
-    let (id, priority, min, max, permits, per_ms, deadline, steps) = lane;
-    let id = id.core("lane id")?;
-    let rate = match (permits, per_ms) {
-        (None, None) => None,
-        (Some(permits), Some(per_ms)) => Some((
-            millis("rate_permits", permits, 1)?,
-            millis("rate_per_ms", per_ms, 1)?,
-        )),
-        (Some(permits), None) => {
-            let why = format!("must be set with rate_permits ({permits})");
-            return Err(invalid("rate_per_ms", "None", &why));
-        }
-        (None, Some(per_ms)) => {
-            let why = format!("must be set with rate_per_ms ({per_ms})");
-            return Err(invalid("rate_permits", "None", &why));
-        }
-    };
-    let boost = match deadline {
-        None => None,
-        Some(deadline) => {
-            let steps = steps
-                .into_iter()
-                .map(|(fraction, boost)| Ok((fraction, count("boost", boost, 0)?)))
-                .collect::<PyResult<Vec<_>>>()?;
-            Some((millis("boost_deadline_ms", deadline, 1)?, steps))
-        }
-    };
+    let (lane_id, priority, min, max, permits, per_ms, deadline, steps) = lane;
     Ok(LaneSpec {
-        id,
-        priority: count("priority", priority, 0)?,
-        min_concurrency: count("min_concurrency", min, 0)?,
-        max_concurrency: count("max_concurrency", max, 1)?,
-        rate,
-        boost,
+        lane_id: lane_id.core("lane id")?,
+        priority,
+        min_concurrency: min,
+        max_concurrency: max,
+        rate_permits: permits,
+        rate_per_ms: per_ms,
+        boost_deadline_ms: deadline,
+        boost_steps: steps,
     })
 }
 
@@ -125,9 +103,6 @@ impl RedisLaneStore {
             .into_iter()
             .map(lane_spec)
             .collect::<PyResult<Vec<_>>>()?;
-        let global_max = global_max
-            .map(|cap| count("global_max", cap, 1))
-            .transpose()?;
         let store = Arc::clone(&self.store);
         awaitable(
             py,

@@ -7,16 +7,19 @@
 mod common;
 
 use common::{raw, Server};
-use lanemq_redis::{LaneSpec, RedisLaneStore};
+use lanemq_core::lanes::shared::LaneSpec;
+use lanemq_redis::RedisLaneStore;
 
-fn lane(id: &str, max_concurrency: u32) -> LaneSpec {
+fn lane(id: &str, max_concurrency: i64) -> LaneSpec {
     LaneSpec {
-        id: id.to_owned(),
+        lane_id: id.to_owned(),
         priority: 0,
         min_concurrency: 0,
         max_concurrency,
-        rate: None,
-        boost: None,
+        rate_permits: None,
+        rate_per_ms: None,
+        boost_deadline_ms: None,
+        boost_steps: vec![],
     }
 }
 

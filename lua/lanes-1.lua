@@ -42,8 +42,9 @@ end
 -- ARGV: pid, lease_ms, names... Returns the ids a recovery took from it since it last looked.
 local function renew()
   local pid = ARGV[2]
-  -- (Not `pid` itself: its lease is being extended in this very step.)
-  recover(pid)
+  -- (`pid` too, if its lease ended: a renewal too late finds its commands gone, as another
+  -- process's claim would have made them)
+  recover()
   local live = redis.call("ZSCORE", PROCS, pid)
   local lost = {}
   if not live then
@@ -108,7 +109,7 @@ local function enqueue()
   if lane == nil or lane < 0 or lane >= #lanes or lane % 1 ~= 0 then
     error({err = "LANEMQ_BAD_LANE " .. ARGV[3] .. " " .. #lanes})
   end
-  recover(nil)
+  recover()
   local id = redis.call("HINCRBY", META, "id", 1)
   local name, owner, payload = optional(ARGV[4]), optional(ARGV[5]), optional(ARGV[6])
   local fields = {"lane", lane, "submitter", ARGV[2], "state", "pending", "attempt", 0,
@@ -265,7 +266,7 @@ end
 local function claim()
   local pid, max_n = ARGV[2], tonumber(ARGV[3])
   local lanes = stored_lanes()
-  recover(nil)
+  recover()
   promote_retries()
   if not redis.call("ZSCORE", PROCS, pid) then
     -- (a process that is not live runs nothing: it joins, or renews, first)

@@ -350,6 +350,8 @@ local function claim()
 
   local claimed = {}
   local taken = 0
+  -- (taken out of their lists after the last page is read: `at` pages by offset)
+  local taken_from = {}
   while taken < max_n do
     local best, best_key
     for i = 1, n do
@@ -382,7 +384,7 @@ local function claim()
       local lane = i - 1
       local attempt = redis.call("HINCRBY", cmd_key(id), "attempt", 1)
       redis.call("HSET", cmd_key(id), "state", "running", "holder", pid)
-      redis.call("LREM", lane_key(lane), 1, id)
+      taken_from[#taken_from + 1] = {lane, id}
       redis.call("SADD", proc_key("held", pid), id)
       redis.call("HINCRBY", ACTIVE, lane, 1)
       if not c.name then redis.call("SREM", proc_key("owned", pid), id) end
@@ -423,6 +425,9 @@ local function claim()
         k = k + 1
       end
     end
+  end
+  for _, entry in ipairs(taken_from) do
+    redis.call("LREM", lane_key(entry[1]), 1, entry[2])
   end
   if taken == 0 then
     redis.call("SADD", IDLE, pid)

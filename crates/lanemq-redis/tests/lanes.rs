@@ -145,3 +145,28 @@ async fn clear_all_deletes_the_stores_keys_only() {
         "new"
     );
 }
+
+#[tokio::test]
+async fn a_claim_reads_a_long_lane_page_by_page_in_order() {
+    let server = Server::start(&[]);
+    let store = RedisLaneStore::open(&server.url(), "long").expect("opens");
+    store
+        .setup("{}", &[lane("bulk", 1_000)], None)
+        .await
+        .unwrap();
+    store.join("p", &["send".to_owned()], 60_000).await.unwrap();
+    let mut runnable = Vec::new();
+    for n in 0..330 {
+        // (every third one is a name nobody runs: passed over, left pending)
+        let name = if n % 3 == 0 { "nobody" } else { "send" };
+        let id = store
+            .enqueue("p", 0, Some(name), None, Some("{}"))
+            .await
+            .unwrap();
+        if name == "send" {
+            runnable.push(id);
+        }
+    }
+    assert_eq!(claimed_ids(&store, "p", 1_000).await, runnable);
+    assert_eq!(store.stats().await.unwrap(), vec![(110, 220, 0)]);
+}

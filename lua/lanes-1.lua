@@ -406,7 +406,11 @@ local function claim()
   end
 
   -- What falls due next: the earliest retry, and each rate-held lane's next token where this
-  -- process could run its pending command and the lane has a slot.
+  -- process could run a pending command and the lane has a slot. The search for such a command
+  -- stops after SCAN_FOR_MINE commands (a lane full of other processes' work would cost every
+  -- claim a read of all of it): past that, the token counts anyway, and the worst it does is
+  -- wake this process for a claim that takes nothing.
+  local SCAN_FOR_MINE = 1000
   local wait
   local first = redis.call("ZRANGE", RETRY, 0, 0, "WITHSCORES")
   if #first > 0 then wait = math.max(0, tonumber(first[2]) - NOW) end
@@ -417,7 +421,8 @@ local function claim()
       while true do
         local id, c = at(i, k)
         if not id then break end
-        if (c.name and mine[c.name]) or (not c.name and c.owner == pid) then
+        if (c.name and mine[c.name]) or (not c.name and c.owner == pid)
+            or k - cursor[i] >= SCAN_FOR_MINE then
           local token = math.ceil((spec.rt - units[i]) / spec.rp)
           if not wait or token < wait then wait = token end
           break

@@ -1,8 +1,9 @@
 -- The shared lanes' store (python/lanemq/lanes/_store.py is the contract; lua/README.md,
--- "Shared lanes", the keys): the helpers of lua/lanes-1.lua, which is loaded behind this file
--- (crates/lanemq-redis/src/lanes/script.rs). Not composed into the jobs' library: the store
--- is its own script, called with one key, the store's `meta` hash; every other key is built
--- from its name, so it carries the store's hash tag and lives in its Redis Cluster slot.
+-- "Shared lanes", the keys): the helpers of lua/includes/lanes_claim.lua and lua/lanes-1.lua,
+-- loaded behind this file (crates/lanemq-redis/src/lanes/script.rs). Not composed into the
+-- jobs' library: the store is its own script, called with one key, the store's `meta` hash;
+-- every other key is built from its name, so it carries the store's hash tag and lives in its
+-- Redis Cluster slot.
 local META = KEYS[1]
 local BASE = string.sub(META, 1, -5)
 local PROCS, IDLE, RETRY, ACTIVE, BUCKETS, LETTERS =

@@ -3,8 +3,8 @@ a store on a real 3-master Redis Cluster and behind Sentinel, the blocking `wait
 connection of its own (the store's other calls go on meanwhile), passwords kept out of errors
 and reprs, refusals that change nothing; and the dispatch over several processes, as the
 Lua script makes it (priority and boost, owed commands, turns, rate tokens, the global cap's
-reservations, recovery of an expired lease). The contract every store shares is
-tests/test_lane_store_contract.py's."""
+reservations, recovery of an expired lease), and OS processes sharing one store. The contract
+every store shares is tests/test_lane_store_contract.py's."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from lanemq._core import RedisLaneStore
 from lanemq.lanes._store import LaneSpec
 from redis_sentinel_support import RedisSentinelSet
 from redis_support import RedisServer, Resp, free_port
-from support import WAIT
+from support import WAIT, WAIT_FOR_GO, Spawn, start_together
 
 CONFIG = '{"lanes": "as the test wrote them"}'
 
@@ -37,8 +37,13 @@ def lane(
     return (lane_id, priority, min_concurrency, max_concurrency, permits, per_ms, deadline, steps)
 
 
-async def opened(url: str) -> AsyncIterator[RedisLaneStore]:
-    store = await RedisLaneStore.open(url, f"lanes-{uuid.uuid4().hex[:8]}")
+def store_name() -> str:
+    """A store name of the test's own (the session's redis-server is shared)."""
+    return f"lanes-{uuid.uuid4().hex[:8]}"
+
+
+async def opened(url: str, name: str | None = None) -> AsyncIterator[RedisLaneStore]:
+    store = await RedisLaneStore.open(url, name or store_name())
     try:
         yield store
     finally:
@@ -272,3 +277,53 @@ async def test_retries_cancel_and_callables(store: RedisLaneStore) -> None:
     assert [(o[0], o[1]) for o in cancelled] == [(named, False)]
     assert cancelled[0][2].startswith("CancelledError: ")
     assert await store.stats() == [(0, 0, 0)]
+
+
+#: A child process: joins the Redis store given (URL, name), then (once let go) claims and
+#: completes up to two commands at a time, waiting on its wake list when it gets none, until
+#: the lane is empty; prints each id it ran, then "done".
+CLAIMER = (
+    WAIT_FOR_GO
+    + """
+from lanemq._core import RedisLaneStore
+
+async def main() -> None:
+    store = await RedisLaneStore.open(sys.argv[1], sys.argv[2])
+    pid = sys.argv[3]
+    await store.join(pid, ["n"], 60_000)
+    await wait_for_go()
+    while True:
+        claimed, _ = await store.claim(pid, 2)
+        for command in claimed:
+            print(command[0], flush=True)
+            assert await store.complete(pid, command[0], "null")
+        if not claimed:
+            if (await store.stats())[0][:2] == (0, 0):
+                break
+            await store.wait(pid, 50)
+    await store.leave(pid)
+    print("done", flush=True)
+
+asyncio.run(main())
+"""
+)
+
+
+async def test_three_os_processes_run_every_command_once(
+    redis_url: str, tmp_path: Path, spawn: Spawn
+) -> None:
+    name = store_name()
+    async for store in opened(redis_url, name):
+        await store.setup(CONFIG, [lane("bulk", max_concurrency=4)], None)
+        await store.join("parent", [], 60_000)
+        ids = [await store.enqueue("parent", 0, "n", None, "{}") for _ in range(60)]
+        arguments = [(redis_url, name, f"child-{i}") for i in range(3)]
+        children = await start_together(spawn, CLAIMER, arguments, tmp_path / "go")
+        ran: list[int] = []
+        for child in children:
+            while (line := await child.line()) != "done":
+                ran.append(int(line))
+        assert sorted(ran) == ids
+        outcomes = await store.outcomes("parent")
+        assert sorted(outcome[0] for outcome in outcomes) == ids
+        assert all(ok for _, ok, _ in outcomes)

@@ -9,6 +9,7 @@ every store shares is tests/test_lane_store_contract.py's."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -42,6 +43,7 @@ def store_name() -> str:
     return f"lanes-{uuid.uuid4().hex[:8]}"
 
 
+@contextlib.asynccontextmanager
 async def opened(url: str, name: str | None = None) -> AsyncIterator[RedisLaneStore]:
     store = await RedisLaneStore.open(url, name or store_name())
     try:
@@ -53,7 +55,7 @@ async def opened(url: str, name: str | None = None) -> AsyncIterator[RedisLaneSt
 
 @pytest.fixture
 async def store(redis_url: str) -> AsyncIterator[RedisLaneStore]:
-    async for opened_store in opened(redis_url):
+    async with opened(redis_url) as opened_store:
         yield opened_store
 
 
@@ -84,12 +86,12 @@ async def round_trip(store: RedisLaneStore) -> None:
 
 
 async def test_a_store_on_a_three_master_cluster_works(redis_cluster3_url: str) -> None:
-    async for store in opened(redis_cluster3_url):
+    async with opened(redis_cluster3_url) as store:
         await round_trip(store)
 
 
 async def test_a_store_behind_sentinel_works(sentinel_set: RedisSentinelSet) -> None:
-    async for store in opened(sentinel_set.url):
+    async with opened(sentinel_set.url) as store:
         await round_trip(store)
 
 
@@ -313,7 +315,7 @@ async def test_three_os_processes_run_every_command_once(
     redis_url: str, tmp_path: Path, spawn: Spawn
 ) -> None:
     name = store_name()
-    async for store in opened(redis_url, name):
+    async with opened(redis_url, name) as store:
         await store.setup(CONFIG, [lane("bulk", max_concurrency=4)], None)
         await store.join("parent", [], 60_000)
         ids = [await store.enqueue("parent", 0, "n", None, "{}") for _ in range(60)]

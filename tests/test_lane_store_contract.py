@@ -21,7 +21,8 @@ from support import WAIT_FOR_GO, Spawn, start_together
 
 WAIT = 5.0  # upper bound for anything awaited in a test; never reached when things work
 LEASE = 60_000  # a lease no test outlives
-SHORT_LEASE = 200  # a lease a recovery test lets expire
+SHORT_LEASE = 400  # a lease a recovery test lets expire (long enough for its steps before)
+RETRY_MS = 500  # a retry's wait, long enough for the steps that must come before it
 LEASE_EXPIRED = "LeaseExpiredError: the process running it stopped renewing its lease"
 
 
@@ -174,6 +175,14 @@ async def test_turns_spread_a_lane_over_idle_processes(lane_store: MakeStore) ->
     assert await claim_ids(store, "p3") == ids[2:]
 
 
+async def test_a_claim_of_nothing_is_not_idle(lane_store: MakeStore) -> None:
+    store = await store_with(lane_store, [spec("a", 0, 2)], pids=("p1", "p2"))
+    ids = await named(store, 0, 2)
+    # p2 asks for no work (it is busy): the turns leave it nothing.
+    assert await claim_ids(store, "p2", 0) == []
+    assert await claim_ids(store, "p1") == ids
+
+
 async def test_recovery_requeues_once_then_dead_letters(lane_store: MakeStore) -> None:
     store = await store_with(lane_store, [spec("a", 0, 10)], pids=())
     await store.join("submitter", [], LEASE)
@@ -222,13 +231,13 @@ async def test_retry_waits_then_goes_to_the_back_of_its_lane(lane_store: MakeSto
     store = await store_with(lane_store, [spec("a", 0, 10)])
     [first] = await named(store, 0, 1)
     assert await claim_ids(store, "p1") == [first]
-    assert await store.fail("p1", first, "ValueError: again", 300, "n", 10)
+    assert await store.fail("p1", first, "ValueError: again", RETRY_MS, "n", 10)
     assert await store.stats() == [(0, 0, 1)]
     claimed, wait = await store.claim("p1", 10)
-    assert claimed == [] and wait is not None and 0 < wait <= 300
+    assert claimed == [] and wait is not None and 0 < wait <= RETRY_MS
     [second] = await named(store, 0, 1)
     assert await claim_ids(store, "p1") == [second]
-    await asyncio.sleep(0.35)
+    await asyncio.sleep(RETRY_MS * 1.2 / 1000)
     claimed, _ = await store.claim("p1", 10)
     assert [(command[0], command[4]) for command in claimed] == [(first, 2)]
     assert await store.outcomes("p1") == []
@@ -320,6 +329,18 @@ async def test_wait_is_woken_by_enqueue_and_complete_and_returns_at_timeout(
     assert await two.complete("p2", id_, "null")
     await asyncio.wait_for(waiting, WAIT)
     assert await one.outcomes("p1") == [(id_, True, "null")]
+
+
+async def test_a_cancelled_wait_leaves_the_wake_to_the_next(lane_store: MakeStore) -> None:
+    one = await store_with(lane_store, [spec("a", 0, 10)], pids=("p1",))
+    two = await lane_store("lanes")
+    await two.join("p2", ["n"], LEASE)
+    cancelled = asyncio.ensure_future(two.wait("p2", 60_000))
+    await asyncio.sleep(0.05)
+    cancelled.cancel()
+    await named(one, 0, 1)
+    await asyncio.sleep(0.05)  # the cancelled wait's runtime task sees the wake meanwhile
+    await asyncio.wait_for(two.wait("p2", 60_000), WAIT)
 
 
 async def test_stats_and_clear_all(lane_store: MakeStore) -> None:

@@ -196,7 +196,9 @@ impl LocalLaneStore {
     }
 
     /// Waits on the runtime (not a blocking thread): between its checks of the wake counter
-    /// it sleeps on the file's doorbell.
+    /// it sleeps on the file's doorbell. The wake is recorded as seen only when it reaches the
+    /// awaiting caller (the hub converts no outcome for a cancelled future), so a cancelled
+    /// wait leaves it to the next.
     fn wait<'py>(
         &self,
         py: Python<'py>,
@@ -204,8 +206,19 @@ impl LocalLaneStore {
         timeout_ms: i64,
     ) -> PyResult<Bound<'py, PyAny>> {
         let store = Arc::clone(&self.store);
-        let future: BoxFuture<()> = Box::pin(store.wait(pid, timeout_ms));
-        ready::resolve(py, future, Ok, false)
+        let future: BoxFuture<Option<i64>> =
+            Box::pin(Arc::clone(&store).wait(pid.clone(), timeout_ms));
+        ready::resolve(
+            py,
+            future,
+            move |woken| {
+                if let Some(count) = woken {
+                    store.saw(&pid, count);
+                }
+                Ok(())
+            },
+            false,
+        )
     }
 
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

@@ -4,7 +4,7 @@
 
 use rusqlite::{params, OptionalExtension, Transaction};
 
-use super::local_claim::delete;
+use super::local_recover::delete;
 use super::local_rows::{front_seq, lane_id, now_ms, push_letter, push_outcome, wake_all};
 use super::local_store::LocalLaneStore;
 use super::schema::sql;

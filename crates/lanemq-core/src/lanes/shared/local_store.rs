@@ -1,8 +1,10 @@
 //! `LocalLaneStore`: the shared lanes' store in a SQLite file that every process on the host
 //! opens (`<directory>/<name>.lanes.db`). Every operation is one `BEGIN IMMEDIATE` transaction,
 //! so what one process decides holds against every other; the semantics are the contract's
-//! (python/lanemq/lanes/_store.py). Claims are in `local_claim.rs`, a command's end in
-//! `local_ends.rs`, waits in `local_wait.rs`.
+//! (python/lanemq/lanes/_store.py). Here: opening, the transactions, setup, enqueue, clear_all.
+//! Processes are in `local_processes.rs`, claims in `local_claim.rs` (over `local_inputs.rs`,
+//! after `local_recover.rs`), a command's end in `local_ends.rs`, outcomes and counts in
+//! `local_reads.rs`, waits in `local_wait.rs`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -121,73 +123,6 @@ impl LocalLaneStore {
         })
     }
 
-    /// Makes `pid` a live process running `names`, idle until a claim takes something.
-    pub fn join(&self, pid: &str, names: &[String], lease_ms: i64) -> CoreResult<()> {
-        check_lease(lease_ms)?;
-        let names = serde_json::to_string(names).map_err(|e| CoreError::Storage(e.to_string()))?;
-        let count = self.write(|tx| {
-            tx.execute(
-                "INSERT INTO processes (pid, names, lease_until, idle) VALUES (?1, ?2, ?3, 1)
-                 ON CONFLICT (pid) DO UPDATE SET names = excluded.names,
-                     lease_until = excluded.lease_until",
-                params![pid, names, now_ms().saturating_add(lease_ms)],
-            )
-            .map_err(sql)?;
-            wake_count(tx, pid)
-        })?;
-        // Wakes from before it joined are not for this process's first wait.
-        self.seen
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(pid.to_owned())
-            .or_insert(count);
-        Ok(())
-    }
-
-    /// Extends `pid`'s lease (joining it again if it was recovered); returns the ids a
-    /// recovery took from it since its previous renewal.
-    pub fn renew(&self, pid: &str, names: &[String], lease_ms: i64) -> CoreResult<Vec<i64>> {
-        check_lease(lease_ms)?;
-        let names = serde_json::to_string(names).map_err(|e| CoreError::Storage(e.to_string()))?;
-        self.write(|tx| {
-            super::local_claim::recover(tx, now_ms())?;
-            tx.execute(
-                "INSERT INTO processes (pid, names, lease_until, idle) VALUES (?1, ?2, ?3, 1)
-                 ON CONFLICT (pid) DO UPDATE SET names = excluded.names,
-                     lease_until = excluded.lease_until",
-                params![pid, names, now_ms().saturating_add(lease_ms)],
-            )
-            .map_err(sql)?;
-            let mut stmt = tx
-                .prepare_cached("DELETE FROM lost WHERE pid = ?1 RETURNING id")
-                .map_err(sql)?;
-            let mut lost = stmt
-                .query_map([pid], |r| r.get::<_, i64>(0))
-                .map_err(sql)?
-                .collect::<rusqlite::Result<Vec<_>>>()
-                .map_err(sql)?;
-            lost.sort_unstable();
-            Ok(lost)
-        })
-    }
-
-    /// Forgets `pid` and drops its pending callables.
-    pub fn leave(&self, pid: &str) -> CoreResult<()> {
-        self.write(|tx| {
-            tx.execute(
-                "DELETE FROM commands WHERE owner = ?1 AND state != 'running'",
-                [pid],
-            )
-            .map_err(sql)?;
-            for table in ["processes", "lost", "wakes"] {
-                tx.execute(&format!("DELETE FROM {table} WHERE pid = ?1"), [pid])
-                    .map_err(sql)?;
-            }
-            // Commands owed to it (by turns, or its names) may now be another's to run.
-            wake_all(tx)
-        })
-    }
-
     /// Adds a pending command at the back of lane `lane`; returns its id.
     pub fn enqueue(
         &self,
@@ -223,7 +158,7 @@ impl LocalLaneStore {
                 )));
             }
             let now = now_ms();
-            super::local_claim::recover(tx, now)?;
+            super::local_recover::recover(tx, now)?;
             let seq = rows::back_seq(tx)?;
             tx.execute(
                 "INSERT INTO commands (lane, name, owner, payload, submitter, state, seq, queued_at)
@@ -234,84 +169,6 @@ impl LocalLaneStore {
             let id = tx.last_insert_rowid();
             wake_all(tx)?;
             Ok(id)
-        })
-    }
-
-    /// Takes the outcomes for commands `pid` submitted, oldest first.
-    pub fn outcomes(&self, pid: &str) -> CoreResult<Vec<Outcome>> {
-        self.write(|tx| {
-            let mut stmt = tx
-                .prepare_cached(
-                    "DELETE FROM outcomes WHERE submitter = ?1 RETURNING seq, id, ok, text",
-                )
-                .map_err(sql)?;
-            let mut taken = stmt
-                .query_map([pid], |r| {
-                    Ok((r.get::<_, i64>(0)?, (r.get(1)?, r.get(2)?, r.get(3)?)))
-                })
-                .map_err(sql)?
-                .collect::<rusqlite::Result<Vec<(i64, Outcome)>>>()
-                .map_err(sql)?;
-            taken.sort_by_key(|(seq, _)| *seq);
-            Ok(taken.into_iter().map(|(_, outcome)| outcome).collect())
-        })
-    }
-
-    /// Per lane: (pending, active, retrying).
-    pub fn stats(&self) -> CoreResult<Vec<(i64, i64, i64)>> {
-        self.read(|tx| {
-            let mut stats = vec![(0, 0, 0); rows::lane_count(tx)?];
-            let mut stmt = tx
-                .prepare_cached("SELECT lane, state, COUNT(*) FROM commands GROUP BY lane, state")
-                .map_err(sql)?;
-            let counts = stmt
-                .query_map([], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, i64>(2)?,
-                    ))
-                })
-                .map_err(sql)?;
-            for count in counts {
-                let (lane, state, n) = count.map_err(sql)?;
-                let Some(entry) = usize::try_from(lane).ok().and_then(|l| stats.get_mut(l)) else {
-                    continue;
-                };
-                match state.as_str() {
-                    "pending" => entry.0 = n,
-                    "running" => entry.1 = n,
-                    _ => entry.2 = n,
-                }
-            }
-            Ok(stats)
-        })
-    }
-
-    /// The dead letters kept, oldest first.
-    pub fn dead_letters(&self) -> CoreResult<Vec<LetterRecord>> {
-        self.read(|tx| {
-            let mut stmt = tx
-                .prepare_cached(
-                    "SELECT command_id, command_type, lane_id, error, attempts, failed_at
-                     FROM letters ORDER BY seq",
-                )
-                .map_err(sql)?;
-            let letters = stmt
-                .query_map([], |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                    ))
-                })
-                .map_err(sql)?
-                .collect::<rusqlite::Result<Vec<LetterRecord>>>()
-                .map_err(sql)?;
-            Ok(letters)
         })
     }
 
@@ -344,13 +201,4 @@ pub(super) fn wake_count(tx: &Transaction<'_>, pid: &str) -> CoreResult<i64> {
         .optional()
         .map_err(sql)?
         .unwrap_or(0))
-}
-
-fn check_lease(lease_ms: i64) -> CoreResult<()> {
-    if lease_ms < 1 {
-        return Err(CoreError::InvalidConfig(format!(
-            "invalid lease_ms: {lease_ms} (must be at least 1)"
-        )));
-    }
-    Ok(())
 }

@@ -2,6 +2,10 @@
 //! previous `wait` returned at, or at its timeout. Between checks it sleeps on the file's
 //! doorbell (`jobs::local::doorbell`: a directory watch that hears every process's commit),
 //! with a slow poll as a safety net; where no watch could be set it polls every few ms.
+//!
+//! A wait does not use up the wake it found: its caller records it (`saw`) once the wake is
+//! delivered, so a wait whose caller went away (a cancelled asyncio future, whose runtime task
+//! still runs to its end) leaves the wake to the next wait.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,16 +19,24 @@ const WATCHED_POLL: Duration = Duration::from_millis(100);
 const UNWATCHED_POLL: Duration = Duration::from_millis(3);
 
 impl LocalLaneStore {
-    /// Whether `pid` was woken since its previous `wait` returned; if so, that wake is seen.
-    fn take_wake(&self, pid: &str) -> CoreResult<bool> {
+    /// `pid`'s wake counter if it moved since the wake `saw` recorded last.
+    fn new_wake(&self, pid: &str) -> CoreResult<Option<i64>> {
         let count = self.read(|tx| wake_count(tx, pid))?;
-        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-        let previous = seen.insert(pid.to_owned(), count);
-        Ok(previous != Some(count))
+        let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        Ok((seen.get(pid) != Some(&count)).then_some(count))
     }
 
-    /// Returns when `pid` was woken since its previous `wait` returned, or after `timeout_ms`.
-    pub async fn wait(self: Arc<Self>, pid: String, timeout_ms: i64) -> CoreResult<()> {
+    /// Records that `pid`'s wait returned at wake counter `count` (what `wait` gave).
+    pub fn saw(&self, pid: &str, count: i64) {
+        self.seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(pid.to_owned(), count);
+    }
+
+    /// Returns `pid`'s wake counter when it was woken since its previous wait returned (the
+    /// caller passes it to `saw`), or None after `timeout_ms`.
+    pub async fn wait(self: Arc<Self>, pid: String, timeout_ms: i64) -> CoreResult<Option<i64>> {
         let timeout = u64::try_from(timeout_ms).map_err(|_| {
             CoreError::InvalidConfig(format!(
                 "invalid timeout_ms: {timeout_ms} (must be at least 0)"
@@ -43,12 +55,12 @@ impl LocalLaneStore {
             rung.as_mut().enable();
             let store = Arc::clone(&self);
             let who = pid.clone();
-            let woken = tokio::task::spawn_blocking(move || store.take_wake(&who))
+            let woken = tokio::task::spawn_blocking(move || store.new_wake(&who))
                 .await
                 .map_err(|e| CoreError::Storage(format!("lanes store wait failed: {e}")))??;
             let now = Instant::now();
-            if woken || now >= deadline {
-                return Ok(());
+            if woken.is_some() || now >= deadline {
+                return Ok(woken);
             }
             let nap = poll.min(deadline - now);
             tokio::select! {

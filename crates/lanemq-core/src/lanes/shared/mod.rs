@@ -5,6 +5,10 @@
 
 mod local_claim;
 mod local_ends;
+mod local_inputs;
+mod local_processes;
+mod local_reads;
+mod local_recover;
 mod local_rows;
 mod local_store;
 mod local_wait;

@@ -41,8 +41,9 @@ CREATE TABLE IF NOT EXISTS processes (
     lease_until INTEGER NOT NULL,
     idle INTEGER NOT NULL
 );
--- Commands a recovery took from a process that may still believe it holds them (`renew`).
-CREATE TABLE IF NOT EXISTS lost (pid TEXT NOT NULL, id INTEGER NOT NULL);
+-- Commands a recovery took (at lost_at) from a process that may still believe it holds them:
+-- its next `renew` takes them.
+CREATE TABLE IF NOT EXISTS lost (pid TEXT NOT NULL, id INTEGER NOT NULL, lost_at INTEGER NOT NULL);
 -- units: decimal text (a u128); updated: microseconds.
 CREATE TABLE IF NOT EXISTS rates (lane INTEGER PRIMARY KEY, units TEXT NOT NULL, updated INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS outcomes (

@@ -1,0 +1,89 @@
+//! The local store's live processes: `join`, `renew` (which recovers first, and tells a
+//! recovered process the ids it lost) and `leave`. A process's lease covers every command it
+//! holds; `idle` feeds the turns of the shared plan.
+
+use rusqlite::params;
+
+use super::local_recover::recover;
+use super::local_rows::{now_ms, wake_all};
+use super::local_store::{wake_count, LocalLaneStore};
+use super::schema::sql;
+use crate::error::{CoreError, CoreResult};
+
+impl LocalLaneStore {
+    /// Makes `pid` a live process running `names`, idle until a claim takes something.
+    pub fn join(&self, pid: &str, names: &[String], lease_ms: i64) -> CoreResult<()> {
+        check_lease(lease_ms)?;
+        let names = serde_json::to_string(names).map_err(|e| CoreError::Storage(e.to_string()))?;
+        let count = self.write(|tx| {
+            tx.execute(
+                "INSERT INTO processes (pid, names, lease_until, idle) VALUES (?1, ?2, ?3, 1)
+                 ON CONFLICT (pid) DO UPDATE SET names = excluded.names,
+                     lease_until = excluded.lease_until",
+                params![pid, names, now_ms().saturating_add(lease_ms)],
+            )
+            .map_err(sql)?;
+            wake_count(tx, pid)
+        })?;
+        // Wakes from before it joined are not for this process's first wait.
+        self.seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(pid.to_owned())
+            .or_insert(count);
+        Ok(())
+    }
+
+    /// Extends `pid`'s lease (joining it again if it was recovered); returns the ids a
+    /// recovery took from it since its previous renewal.
+    pub fn renew(&self, pid: &str, names: &[String], lease_ms: i64) -> CoreResult<Vec<i64>> {
+        check_lease(lease_ms)?;
+        let names = serde_json::to_string(names).map_err(|e| CoreError::Storage(e.to_string()))?;
+        self.write(|tx| {
+            recover(tx, now_ms())?;
+            tx.execute(
+                "INSERT INTO processes (pid, names, lease_until, idle) VALUES (?1, ?2, ?3, 1)
+                 ON CONFLICT (pid) DO UPDATE SET names = excluded.names,
+                     lease_until = excluded.lease_until",
+                params![pid, names, now_ms().saturating_add(lease_ms)],
+            )
+            .map_err(sql)?;
+            let mut stmt = tx
+                .prepare_cached("DELETE FROM lost WHERE pid = ?1 RETURNING id")
+                .map_err(sql)?;
+            let mut lost = stmt
+                .query_map([pid], |r| r.get::<_, i64>(0))
+                .map_err(sql)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(sql)?;
+            lost.sort_unstable();
+            Ok(lost)
+        })
+    }
+
+    /// Forgets `pid` and drops its pending callables.
+    pub fn leave(&self, pid: &str) -> CoreResult<()> {
+        self.write(|tx| {
+            tx.execute(
+                "DELETE FROM commands WHERE owner = ?1 AND state != 'running'",
+                [pid],
+            )
+            .map_err(sql)?;
+            for table in ["processes", "lost", "wakes"] {
+                tx.execute(&format!("DELETE FROM {table} WHERE pid = ?1"), [pid])
+                    .map_err(sql)?;
+            }
+            // Commands owed to it (by turns, or its names) may now be another's to run.
+            wake_all(tx)
+        })
+    }
+}
+
+fn check_lease(lease_ms: i64) -> CoreResult<()> {
+    if lease_ms < 1 {
+        return Err(CoreError::InvalidConfig(format!(
+            "invalid lease_ms: {lease_ms} (must be at least 1)"
+        )));
+    }
+    Ok(())
+}

@@ -6,11 +6,12 @@ python/lanemq/lanes/_store.py), on every backend of ``BACKENDS``. A test gets a 
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from lanemq._core import LocalLaneStore
+from lanemq._core import LocalLaneStore, RedisLaneStore
 from lanemq.lanes._store import LaneSpec, LaneStore
 
 MakeStore = Callable[[str], Awaitable[LaneStore]]
@@ -22,8 +23,20 @@ async def open_local(request: pytest.FixtureRequest, tmp_path: Path, name: str) 
     return await LocalLaneStore.open(tmp_path / "lanes", name)
 
 
-BACKENDS = ["local"]
-OPENERS: dict[str, Opener] = {"local": open_local}
+#: A test's own suffix of its Redis stores' names: the session's redis-server is shared, and
+#: the same name opened twice in one test is one store.
+_REDIS_SUFFIX = pytest.StashKey[str]()
+
+
+async def open_redis(request: pytest.FixtureRequest, tmp_path: Path, name: str) -> LaneStore:
+    """The Redis store ``name`` (made the test's own) on the session's redis-server."""
+    url: str = request.getfixturevalue("redis_url")
+    suffix = request.node.stash.setdefault(_REDIS_SUFFIX, uuid.uuid4().hex[:12])
+    return await RedisLaneStore.open(url, f"{name}-{suffix}")
+
+
+BACKENDS = ["local", "redis"]
+OPENERS: dict[str, Opener] = {"local": open_local, "redis": open_redis}
 
 
 @pytest.fixture(name="lane_store", params=BACKENDS)

@@ -1,8 +1,9 @@
 -- The shared lanes' store (python/lanemq/lanes/_store.py is the contract; lua/README.md,
--- "Shared lanes", the keys): the helpers of lua/lanes-1.lua, which is loaded behind this file
--- (crates/lanemq-redis/src/lanes/script.rs). Not composed into the jobs' library: the store
--- is its own script, called with one key, the store's `meta` hash; every other key is built
--- from its name, so it carries the store's hash tag and lives in its Redis Cluster slot.
+-- "Shared lanes", the keys): the helpers of lua/includes/lanes_claim.lua and lua/lanes-1.lua,
+-- loaded behind this file (crates/lanemq-redis/src/lanes/script.rs). Not composed into the
+-- jobs' library: the store is its own script, called with one key, the store's `meta` hash;
+-- every other key is built from its name, so it carries the store's hash tag and lives in its
+-- Redis Cluster slot.
 local META = KEYS[1]
 local BASE = string.sub(META, 1, -5)
 local PROCS, IDLE, RETRY, ACTIVE, BUCKETS, LETTERS =
@@ -54,8 +55,8 @@ local function push_outcome(submitter, id, ok, text)
   wake(submitter)
 end
 
--- A dead letter: {id, command type, lane id, error, attempts, failed at (unix seconds, as
--- text so cjson keeps its milliseconds)}, the newest `limit` kept.
+-- A dead letter: {id, command type, lane id, error, attempts, failed at (unix ms)}, the
+-- newest `limit` kept.
 local function push_letter(id, command_type, lane, error, attempts, limit)
   if limit == nil then
     limit = tonumber(redis.call("HGET", META, "letter_limit")) or DEFAULT_LETTER_LIMIT
@@ -66,9 +67,9 @@ local function push_letter(id, command_type, lane, error, attempts, limit)
   end
   local lanes = stored_lanes()
   local lane_id = lanes[tonumber(lane) + 1].id
-  local failed_at = string.format("%.3f", NOW / 1000)
+  -- (cjson writes 14 significant digits: unix ms are exact until the year 5138)
   redis.call("RPUSH", LETTERS, cjson.encode({tonumber(id), command_type, lane_id, error,
-    tonumber(attempts), failed_at}))
+    tonumber(attempts), NOW}))
   redis.call("LTRIM", LETTERS, -limit, -1)
 end
 
@@ -85,53 +86,52 @@ local function command(id)
   return c
 end
 
--- Forgets the expired processes (their lease ended at or before now), but `spare` (a `renew`
--- whose process is extending its lease in this very call): each held named command goes back
--- to the front of its lane once, or else fails for good; each held or pending callable of the
--- process is dropped; the ids it held are kept for its `renew` (`lost:<pid>`). Wakes every
--- live process when it recovered one.
-local function recover(spare)
-  local expired = redis.call("ZRANGEBYSCORE", PROCS, "-inf", NOW)
-  local recovered = false
-  for _, pid in ipairs(expired) do
-    if pid ~= spare then
-      recovered = true
-      local lost = proc_key("lost", pid)
-      for _, id in ipairs(redis.call("SMEMBERS", proc_key("held", pid))) do
-        local c = command(id)
-        if c then
-          redis.call("SADD", lost, id)
-          free_slot(c.lane)
-          if c.name and not c.recovered then
-            redis.call("HSET", cmd_key(id), "state", "pending", "recovered", "1")
-            redis.call("HDEL", cmd_key(id), "holder")
-            redis.call("LPUSH", lane_key(c.lane), id)
-          else
-            if c.name then
-              push_letter(id, c.name, c.lane, LEASE_EXPIRED, c.attempt)
-              push_outcome(c.submitter, id, false, LEASE_EXPIRED)
-            end
-            redis.call("DEL", cmd_key(id))
-          end
-        end
-      end
-      for _, id in ipairs(redis.call("SMEMBERS", proc_key("owned", pid))) do
-        local c = command(id)
-        if c and c.state == "pending" then
-          redis.call("LREM", lane_key(c.lane), 1, id)
-        elseif c and c.state == "retry" then
-          redis.call("ZREM", RETRY, id)
+-- Forgets expired process `pid`: each held named command goes back to the front of its lane
+-- once, or else fails for good; each held or pending callable of the process is dropped; the
+-- ids it held are kept for its `renew` (`lost:<pid>`).
+local function forget_expired(pid)
+  local lost = proc_key("lost", pid)
+  for _, id in ipairs(redis.call("SMEMBERS", proc_key("held", pid))) do
+    local c = command(id)
+    if c then
+      redis.call("SADD", lost, id)
+      free_slot(c.lane)
+      if c.name and not c.recovered then
+        redis.call("HSET", cmd_key(id), "state", "pending", "recovered", "1")
+        redis.call("HDEL", cmd_key(id), "holder")
+        redis.call("LPUSH", lane_key(c.lane), id)
+      else
+        if c.name then
+          push_letter(id, c.name, c.lane, LEASE_EXPIRED, c.attempt)
+          push_outcome(c.submitter, id, false, LEASE_EXPIRED)
         end
         redis.call("DEL", cmd_key(id))
       end
-      redis.call("PEXPIRE", lost, LOST_TTL_MS)
-      redis.call("DEL", proc_key("held", pid), proc_key("owned", pid), proc_key("names", pid),
-        proc_key("wake", pid))
-      redis.call("SREM", IDLE, pid)
-      redis.call("ZREM", PROCS, pid)
     end
   end
-  if recovered then wake_all() end
+  for _, id in ipairs(redis.call("SMEMBERS", proc_key("owned", pid))) do
+    local c = command(id)
+    if c and c.state == "pending" then
+      redis.call("LREM", lane_key(c.lane), 1, id)
+    elseif c and c.state == "retry" then
+      redis.call("ZREM", RETRY, id)
+    end
+    redis.call("DEL", cmd_key(id))
+  end
+  redis.call("PEXPIRE", lost, LOST_TTL_MS)
+  redis.call("DEL", proc_key("held", pid), proc_key("owned", pid), proc_key("names", pid),
+    proc_key("wake", pid))
+  redis.call("SREM", IDLE, pid)
+  redis.call("ZREM", PROCS, pid)
+end
+
+-- Recovers the processes whose lease ended at or before now, then wakes every live one.
+local function recover()
+  local expired = redis.call("ZRANGEBYSCORE", PROCS, "-inf", NOW)
+  for _, pid in ipairs(expired) do
+    forget_expired(pid)
+  end
+  if #expired > 0 then wake_all() end
 end
 
 -- The retries due now go back to the back of their lanes, earliest first (then lower id).

@@ -22,6 +22,7 @@ mod lane_config;
 mod lane_dispatcher;
 mod local_lane_store;
 mod ready;
+mod redis_lane_store;
 mod redis_queue;
 mod runtime;
 mod scheduler_record;
@@ -60,6 +61,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<job_record::JobRecord>()?;
     m.add_class::<job_queue::JobQueueCore>()?;
     m.add_class::<redis_queue::RedisQueueCore>()?;
+    m.add_class::<redis_lane_store::RedisLaneStore>()?;
     m.add_class::<flows::MemoryGroupCore>()?;
     m.add_class::<scheduler_record::SchedulerRecord>()?;
     m.add_class::<ready::Ready>()?;

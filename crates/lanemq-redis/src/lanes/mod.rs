@@ -4,7 +4,8 @@
 //! connections (`topology`). Its files: the lanes as the store dispatches them and the
 //! records it returns (`spec`), the script and its replies' errors (`script`), the store and
 //! how a call reaches its server (`store`), the operations (`ops`), and the blocking wait on a
-//! connection of its own (`wait`).
+//! connection of its own (`wait`). The lanes are the core's `LaneSpec`, checked as the local
+//! store checks them.
 
 mod ops;
 mod script;
@@ -12,5 +13,5 @@ mod spec;
 mod store;
 mod wait;
 
-pub use spec::{Claimed, LaneSpec, Letter, Outcome};
+pub use spec::{Claimed, Letter, Outcome};
 pub use store::RedisLaneStore;

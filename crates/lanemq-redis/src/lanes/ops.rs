@@ -5,7 +5,9 @@ use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
 
 use super::script::optional;
-use super::spec::{Claimed, LaneSpec, Letter, Outcome};
+use lanemq_core::lanes::shared::LaneSpec;
+
+use super::spec::{lanes_json, Claimed, Letter, Outcome};
 use super::store::RedisLaneStore;
 use crate::decode::{text, unexpected};
 
@@ -48,33 +50,12 @@ impl RedisLaneStore {
         &self,
         config: &str,
         lanes: &[LaneSpec],
-        global_max: Option<u32>,
+        global_max: Option<i64>,
     ) -> CoreResult<String> {
-        if lanes.is_empty() {
-            return Err(CoreError::InvalidConfig(
-                "invalid lanes: [] (the store needs at least one lane)".to_owned(),
-            ));
-        }
-        for lane in lanes {
-            lane.check()?;
-        }
-        if global_max == Some(0) {
-            return Err(CoreError::InvalidConfig(
-                "invalid global_max: 0 (must be at least 1)".to_owned(),
-            ));
-        }
-        let lanes = serde_json::Value::Array(lanes.iter().map(LaneSpec::to_json).collect());
+        let lanes = lanes_json(lanes, global_max)?;
         let global = global_max.map(|cap| cap.to_string());
-        let reply: Value = self
-            .run(&args(
-                "setup",
-                [
-                    config.to_owned(),
-                    lanes.to_string(),
-                    optional(global.as_deref()),
-                ],
-            ))
-            .await?;
+        let rest = [config.to_owned(), lanes, optional(global.as_deref())];
+        let reply: Value = self.run(&args("setup", rest)).await?;
         text(&reply).ok_or_else(|| unexpected("setup's config"))
     }
 
@@ -89,8 +70,11 @@ impl RedisLaneStore {
     pub async fn renew(&self, pid: &str, names: &[String], lease_ms: u64) -> CoreResult<Vec<u64>> {
         refuse_lease(lease_ms)?;
         let rest = [pid.to_owned(), lease_ms.to_string()];
-        self.run(&args("renew", rest.into_iter().chain(names.iter().cloned())))
-            .await
+        self.run(&args(
+            "renew",
+            rest.into_iter().chain(names.iter().cloned()),
+        ))
+        .await
     }
 
     pub async fn leave(&self, pid: &str) -> CoreResult<()> {
@@ -217,20 +201,8 @@ impl RedisLaneStore {
         stored
             .iter()
             .map(|json| {
-                // (failed_at is stored as text, so that cjson keeps its milliseconds)
-                let (id, kind, lane, error, attempts, failed_at): (
-                    u64,
-                    String,
-                    String,
-                    String,
-                    u64,
-                    String,
-                ) = serde_json::from_str(json)
-                    .map_err(|e| unexpected(&format!("a dead letter {json:?}: {e}")))?;
-                let failed_at = failed_at
-                    .parse()
-                    .map_err(|_| unexpected(&format!("a dead letter's time {failed_at:?}")))?;
-                Ok((id, kind, lane, error, attempts, failed_at))
+                serde_json::from_str::<Letter>(json)
+                    .map_err(|e| unexpected(&format!("a dead letter {json:?}: {e}")))
             })
             .collect()
     }

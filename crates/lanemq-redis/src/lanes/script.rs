@@ -1,6 +1,7 @@
-//! The store's script: `lua/includes/lanes.lua` (its helpers) in front of `lua/lanes-1.lua`
-//! (the operations), run by EVALSHA (redis-rs loads it again when the server answers NOSCRIPT).
-//! It is not part of the jobs' FUNCTION library: the store is one script with one key, and
+//! The store's script: `lua/includes/lanes.lua` (its helpers) and
+//! `lua/includes/lanes_claim.lua` (the dispatch) in front of `lua/lanes-1.lua` (the
+//! operations), run by EVALSHA (redis-rs loads it again when the server answers NOSCRIPT). It
+//! is not part of the jobs' FUNCTION library: the store is one script with one key, and
 //! keeping it apart leaves the library's hash, so the jobs' scripts on a server, as they were.
 
 use std::sync::LazyLock;
@@ -10,6 +11,7 @@ use lanemq_core::CoreError;
 pub(super) static LANES: LazyLock<redis::Script> = LazyLock::new(|| {
     redis::Script::new(concat!(
         include_str!("../../../../lua/includes/lanes.lua"),
+        include_str!("../../../../lua/includes/lanes_claim.lua"),
         include_str!("../../../../lua/lanes-1.lua"),
     ))
 });

@@ -107,7 +107,9 @@ impl RedisLaneStore {
             }
             redirects += 1;
             match route::redirect(&error) {
-                Some(redirect) if self.target.route.is_some() && redirects < route::MAX_REDIRECTS => {
+                Some(redirect)
+                    if self.target.route.is_some() && redirects < route::MAX_REDIRECTS =>
+                {
                     self.target.error_noted(&error);
                     // (EVALSHA cannot go behind ASKING: the call waits for the migration)
                     self.target.follow_redirect(redirect, false).await?;

@@ -204,7 +204,9 @@ impl PriorityBoost {
     /// shared by processes store them so the store boosts as the in-process dispatcher does.
     #[getter]
     fn steps(&self) -> Vec<(f64, u32)> {
-        self.inner.as_ref().map_or_else(Vec::new, |b| b.steps.clone())
+        self.inner
+            .as_ref()
+            .map_or_else(Vec::new, |b| b.steps.clone())
     }
     /// The boost applied after waiting `waited` seconds.
     fn boost_for(&self, waited: f64) -> PyResult<u32> {

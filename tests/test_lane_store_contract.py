@@ -343,6 +343,24 @@ async def test_a_cancelled_wait_leaves_the_wake_to_the_next(lane_store: MakeStor
     await asyncio.wait_for(two.wait("p2", 60_000), WAIT)
 
 
+async def test_a_recovered_process_that_renews_is_woken_again(lane_store: MakeStore) -> None:
+    one = await store_with(lane_store, [spec("a", 0, 10)], pids=("p1",))
+    two = await lane_store("lanes")
+    await two.join("p2", ["n"], SHORT_LEASE)
+    await one.enqueue("p1", 0, "n", None, "null")
+    await asyncio.wait_for(two.wait("p2", 60_000), WAIT)  # p2 saw its counter at 1
+    await asyncio.sleep(SHORT_LEASE * 2 / 1000)
+    await one.enqueue("p1", 0, "n", None, "null")  # recovers p2: forgotten
+    assert await two.renew("p2", ["n"], LEASE) == []
+    # Nothing woke it since it joined again; its new counter starts afresh, so its first
+    # wake (1 again) is not taken for the one it saw before.
+    waiting = asyncio.ensure_future(two.wait("p2", 60_000))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    await one.enqueue("p1", 0, "n", None, "null")
+    await asyncio.wait_for(waiting, WAIT)
+
+
 async def test_stats_and_clear_all(lane_store: MakeStore) -> None:
     store = await store_with(lane_store, [spec("a", 0, 1), spec("b", 1, 5)])
     await named(store, 0, 2)

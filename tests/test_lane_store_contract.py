@@ -343,6 +343,24 @@ async def test_a_cancelled_wait_leaves_the_wake_to_the_next(lane_store: MakeStor
     await asyncio.wait_for(two.wait("p2", 60_000), WAIT)
 
 
+async def test_a_recovered_process_that_renews_is_woken_again(lane_store: MakeStore) -> None:
+    one = await store_with(lane_store, [spec("a", 0, 10)], pids=("p1",))
+    two = await lane_store("lanes")
+    await two.join("p2", ["n"], SHORT_LEASE)
+    await one.enqueue("p1", 0, "n", None, "null")
+    await asyncio.wait_for(two.wait("p2", 60_000), WAIT)  # p2 saw its counter at 1
+    await asyncio.sleep(SHORT_LEASE * 2 / 1000)
+    await one.enqueue("p1", 0, "n", None, "null")  # recovers p2: forgotten
+    assert await two.renew("p2", ["n"], LEASE) == []
+    # Nothing woke it since it joined again; its new counter starts afresh, so its first
+    # wake (1 again) is not taken for the one it saw before.
+    waiting = asyncio.ensure_future(two.wait("p2", 60_000))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    await one.enqueue("p1", 0, "n", None, "null")
+    await asyncio.wait_for(waiting, WAIT)
+
+
 async def test_stats_and_clear_all(lane_store: MakeStore) -> None:
     store = await store_with(lane_store, [spec("a", 0, 1), spec("b", 1, 5)])
     await named(store, 0, 2)
@@ -367,23 +385,26 @@ async def test_bad_store_names_are_refused(tmp_path: Path, name: str) -> None:
 
 
 async def test_bad_input_names_the_value_and_changes_nothing(lane_store: MakeStore) -> None:
+    # Each message names the field and its value (in each backend's words).
     store = await lane_store("lanes")
-    with pytest.raises(ConfigError, match="max_concurrency: 0"):
+    with pytest.raises(ConfigError, match=r"max_concurrency\b.*\b0\b"):
         await store.setup("{}", [spec("a", 0, 0)], None)
     with pytest.raises(ConfigError, match="rate_per_ms"):
         await store.setup("{}", [("a", 0, 0, 1, 2, None, None, [])], None)
-    with pytest.raises(ConfigError, match="global_max: 1 "):
+    with pytest.raises(ConfigError, match=r"global_max\b.*\b1\b"):
         await store.setup("{}", [spec("a", 0, 2, min_concurrency=2)], 1)
-    with pytest.raises(ConfigError, match="setup first"):
+    with pytest.raises(ConfigError, match="setup"):
         await store.enqueue("p1", 0, "n", None, "null")
     await store.setup("{}", [spec("a", 0, 1)], None)
-    with pytest.raises(ConfigError, match="invalid lane: 3"):
+    with pytest.raises(ConfigError, match=r"lane\b.*\b3\b"):
         await store.enqueue("p1", 3, "n", None, "null")
-    with pytest.raises(ConfigError, match="exactly one"):
+    with pytest.raises(ConfigError, match="owner"):
         await store.enqueue("p1", 0, "n", "p1", "null")
-    with pytest.raises(ConfigError, match="lease_ms: 0"):
+    with pytest.raises(ConfigError, match=r"lease_ms\b.*\b0\b"):
         await store.join("p1", ["n"], 0)
     assert await store.stats() == [(0, 0, 0)]
+    # Nothing was stored by the refused setups: the first good one's lanes hold.
+    assert await store.setup('{"other": 1}', [spec("b", 0, 5)], None) == "{}"
 
 
 #: A child process: joins store ``lanes`` of the directory given, then (once let go) claims

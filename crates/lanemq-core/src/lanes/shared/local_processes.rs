@@ -2,7 +2,7 @@
 //! recovered process the ids it lost) and `leave`. A process's lease covers every command it
 //! holds; `idle` feeds the turns of the shared plan.
 
-use rusqlite::params;
+use rusqlite::{params, Transaction};
 
 use super::local_recover::recover;
 use super::local_rows::{now_ms, wake_all};
@@ -14,23 +14,13 @@ impl LocalLaneStore {
     /// Makes `pid` a live process running `names`, idle until a claim takes something.
     pub fn join(&self, pid: &str, names: &[String], lease_ms: i64) -> CoreResult<()> {
         check_lease(lease_ms)?;
-        let names = serde_json::to_string(names).map_err(|e| CoreError::Storage(e.to_string()))?;
+        let names = names_json(names)?;
         let count = self.write(|tx| {
-            tx.execute(
-                "INSERT INTO processes (pid, names, lease_until, idle) VALUES (?1, ?2, ?3, 1)
-                 ON CONFLICT (pid) DO UPDATE SET names = excluded.names,
-                     lease_until = excluded.lease_until",
-                params![pid, names, now_ms().saturating_add(lease_ms)],
-            )
-            .map_err(sql)?;
+            upsert(tx, pid, &names, lease_ms)?;
             wake_count(tx, pid)
         })?;
         // Wakes from before it joined are not for this process's first wait.
-        self.seen
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(pid.to_owned())
-            .or_insert(count);
+        self.saw(pid, count);
         Ok(())
     }
 
@@ -38,16 +28,10 @@ impl LocalLaneStore {
     /// recovery took from it since its previous renewal.
     pub fn renew(&self, pid: &str, names: &[String], lease_ms: i64) -> CoreResult<Vec<i64>> {
         check_lease(lease_ms)?;
-        let names = serde_json::to_string(names).map_err(|e| CoreError::Storage(e.to_string()))?;
-        self.write(|tx| {
+        let names = names_json(names)?;
+        let (lost, rejoined) = self.write(|tx| {
             recover(tx, now_ms())?;
-            tx.execute(
-                "INSERT INTO processes (pid, names, lease_until, idle) VALUES (?1, ?2, ?3, 1)
-                 ON CONFLICT (pid) DO UPDATE SET names = excluded.names,
-                     lease_until = excluded.lease_until",
-                params![pid, names, now_ms().saturating_add(lease_ms)],
-            )
-            .map_err(sql)?;
+            let rejoined = upsert(tx, pid, &names, lease_ms)?.then(|| wake_count(tx, pid));
             let mut stmt = tx
                 .prepare_cached("DELETE FROM lost WHERE pid = ?1 RETURNING id")
                 .map_err(sql)?;
@@ -57,8 +41,13 @@ impl LocalLaneStore {
                 .collect::<rusqlite::Result<Vec<_>>>()
                 .map_err(sql)?;
             lost.sort_unstable();
-            Ok(lost)
-        })
+            Ok((lost, rejoined.transpose()?))
+        })?;
+        // Its recovery deleted its wake counter: the new one starts afresh.
+        if let Some(count) = rejoined {
+            self.saw(pid, count);
+        }
+        Ok(lost)
     }
 
     /// Forgets `pid` and drops its pending callables.
@@ -75,8 +64,38 @@ impl LocalLaneStore {
             }
             // Commands owed to it (by turns, or its names) may now be another's to run.
             wake_all(tx)
-        })
+        })?;
+        self.seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(pid);
+        Ok(())
     }
+}
+
+/// Makes `pid` live with `names` (JSON) and a lease of `lease_ms` from now; true when it was
+/// not live (a new process, or one recovered since: idle, as it has claimed nothing yet).
+fn upsert(tx: &Transaction<'_>, pid: &str, names: &str, lease_ms: i64) -> CoreResult<bool> {
+    let lease_until = now_ms().saturating_add(lease_ms);
+    let renewed = tx
+        .execute(
+            "UPDATE processes SET names = ?2, lease_until = ?3 WHERE pid = ?1",
+            params![pid, names, lease_until],
+        )
+        .map_err(sql)?;
+    if renewed > 0 {
+        return Ok(false);
+    }
+    tx.execute(
+        "INSERT INTO processes (pid, names, lease_until, idle) VALUES (?1, ?2, ?3, 1)",
+        params![pid, names, lease_until],
+    )
+    .map_err(sql)?;
+    Ok(true)
+}
+
+fn names_json(names: &[String]) -> CoreResult<String> {
+    serde_json::to_string(names).map_err(|e| CoreError::Storage(e.to_string()))
 }
 
 fn check_lease(lease_ms: i64) -> CoreResult<()> {

@@ -88,8 +88,11 @@ fn recover_one(tx: &Transaction<'_>, pid: &str, now: i64) -> CoreResult<()> {
     }
     tx.execute("DELETE FROM commands WHERE owner = ?1", [pid])
         .map_err(sql)?;
-    tx.execute("DELETE FROM processes WHERE pid = ?1", [pid])
-        .map_err(sql)?;
+    // Forgotten, wake counter and all (a `renew` that joins it again starts a new one).
+    for table in ["processes", "wakes"] {
+        tx.execute(&format!("DELETE FROM {table} WHERE pid = ?1"), [pid])
+            .map_err(sql)?;
+    }
     Ok(())
 }
 

@@ -176,7 +176,9 @@ local function claim()
   for _, entry in ipairs(taken_from) do
     redis.call("LREM", lane_key(entry[1]), 1, entry[2])
   end
-  if taken == 0 then
+  -- Idle: it asked for work and got none. (A claim of 0 is a busy process's: were it idle,
+  -- the turns would keep leaving it commands it does not come for.)
+  if taken == 0 and max_n > 0 then
     redis.call("SADD", IDLE, pid)
   else
     redis.call("SREM", IDLE, pid)

@@ -143,6 +143,8 @@ async def test_a_password_never_shows_in_errors_or_reprs(tmp_path: Path) -> None
         good = f"redis://:s3cret-pw@127.0.0.1:{server.port}/0"
         store = await RedisLaneStore.open(good, "guarded")
         assert "s3cret-pw" not in repr(store) and "***" in repr(store)
+        assert store.url == f"redis://:***@127.0.0.1:{server.port}/0"
+        assert store.name == "guarded"
         store.close()
         with pytest.raises(BackendAuthenticationError) as refused:
             await RedisLaneStore.open(f"redis://:wr0ng-pw@127.0.0.1:{server.port}/0", "g")

@@ -344,6 +344,18 @@ impl RedisLaneStore {
         self.store.close();
     }
 
+    /// The store's name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.store.name()
+    }
+
+    /// The URL it was opened with, its password masked.
+    #[getter]
+    fn url(&self) -> &str {
+        self.store.masked_url()
+    }
+
     /// The URL with its password masked, and the store's name.
     fn __repr__(&self) -> String {
         format!(

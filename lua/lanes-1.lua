@@ -216,6 +216,13 @@ local function cancel()
   return true
 end
 
+-- ARGV: pid. Gives back the wake token a wait took for a caller that no longer waited (its
+-- awaitable was cancelled), so the process's next wait sees it.
+local function rewake()
+  wake(ARGV[2])
+  return true
+end
+
 -- ARGV: pid. The outcomes for it, oldest first, as JSON texts; taken.
 local function outcomes()
   local list = proc_key("outcomes", ARGV[2])
@@ -263,7 +270,8 @@ end
 
 local ops = {setup = setup, join = join, renew = renew, leave = leave, enqueue = enqueue,
   claim = claim, complete = complete, fail = fail, release = release, cancel = cancel,
-  outcomes = outcomes, stats = stats, dead_letters = dead_letters, clear_all = clear_all}
+  outcomes = outcomes, rewake = rewake, stats = stats, dead_letters = dead_letters,
+  clear_all = clear_all}
 local run = ops[op]
 if not run then
   error({err = "LANEMQ_BAD_OP " .. tostring(op)})

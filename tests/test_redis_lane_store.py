@@ -19,8 +19,8 @@ from lanemq import BackendAuthenticationError, BackendConnectionError, ConfigErr
 from lanemq._core import RedisLaneStore
 from lanemq.lanes._store import LaneSpec
 from redis_sentinel_support import RedisSentinelSet
-from redis_support import RedisServer, Resp, free_port
-from support import WAIT, WAIT_FOR_GO, Spawn, start_together
+from redis_support import RedisServer, Resp, address, free_port
+from support import WAIT, WAIT_FOR_GO, Spawn, eventually, start_together
 
 CONFIG = '{"lanes": "as the test wrote them"}'
 
@@ -113,6 +113,27 @@ async def test_the_blocking_wait_does_not_hold_up_the_stores_other_calls(
     await asyncio.wait_for(waiting, WAIT)
 
 
+async def test_a_cancelled_wait_lets_go_of_its_connection(
+    store: RedisLaneStore, redis_url: str
+) -> None:
+    host, port = address(redis_url)
+
+    async def blocked_clients_are(count: int) -> bool:
+        with Resp(host, port) as raw:
+            info = raw.command("INFO", "clients")
+        assert isinstance(info, str)
+        return int(info.split("blocked_clients:")[1].split()[0]) == count
+
+    await store.setup(CONFIG, [lane("email")], None)
+    await store.join("sleeper", ["send"], 60_000)
+    await store.wait("sleeper", 0)  # (its token of the join, if any, taken)
+    waiting = asyncio.ensure_future(store.wait("sleeper", 600_000))
+    await eventually(lambda: blocked_clients_are(1), "the wait's BLPOP")
+    waiting.cancel()
+    # It stops at the end of its current BLPOP (a second at most), not after ten minutes.
+    await eventually(lambda: blocked_clients_are(0), "the cancelled wait's end")
+
+
 async def test_a_password_never_shows_in_errors_or_reprs(tmp_path: Path) -> None:
     server = RedisServer(tmp_path / "guarded")
     server.start()
@@ -122,6 +143,8 @@ async def test_a_password_never_shows_in_errors_or_reprs(tmp_path: Path) -> None
         good = f"redis://:s3cret-pw@127.0.0.1:{server.port}/0"
         store = await RedisLaneStore.open(good, "guarded")
         assert "s3cret-pw" not in repr(store) and "***" in repr(store)
+        assert store.url == f"redis://:***@127.0.0.1:{server.port}/0"
+        assert store.name == "guarded"
         store.close()
         with pytest.raises(BackendAuthenticationError) as refused:
             await RedisLaneStore.open(f"redis://:wr0ng-pw@127.0.0.1:{server.port}/0", "g")

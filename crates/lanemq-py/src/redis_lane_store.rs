@@ -3,12 +3,14 @@
 //! `lanemq_redis::RedisLaneStore`). Its async methods return awaitables the tokio runtime
 //! resolves; arguments are checked here, each refusal a `ConfigError` naming the value.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use lanemq_core::jobs::BoxFuture;
 use lanemq_core::lanes::shared::LaneSpec;
 use lanemq_redis::{Claimed, Letter, Outcome, RedisLaneStore as Store};
 use pyo3::prelude::*;
+use pyo3::types::PyCFunction;
 
 use crate::bridge::count;
 use crate::core_args::{CoreArg, Text};
@@ -68,6 +70,32 @@ where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
     resolve(py, future, Ok, false)
+}
+
+/// A wake token a `wait` took, given back (`RedisLaneStore::rewake`) unless it reached the
+/// awaiting caller (`disarm`).
+struct Rewake {
+    store: Arc<Store>,
+    pid: Option<String>,
+}
+
+impl Rewake {
+    fn disarm(&mut self) {
+        self.pid = None;
+    }
+}
+
+impl Drop for Rewake {
+    fn drop(&mut self) {
+        if let Some(pid) = self.pid.take() {
+            let store = Arc::clone(&self.store);
+            // (A failure has nobody to tell: the next wait then runs to its timeout, and the
+            // caller's loop claims after it anyway.)
+            crate::runtime::runtime().spawn(async move {
+                let _ = store.rewake(&pid).await;
+            });
+        }
+    }
 }
 
 #[pyclass(frozen, name = "RedisLaneStore", module = "lanemq._core")]
@@ -258,6 +286,11 @@ impl RedisLaneStore {
         awaitable(py, future)
     }
 
+    /// Waits on a blocking connection of its own. A wake token it took that never reaches an
+    /// awaiting caller (the awaitable was cancelled: the hub drops the outcome, and with it
+    /// the `Rewake`) goes back, so a cancelled wait leaves the wake to the next; and once
+    /// cancelled it stops at its current BLPOP's end instead of holding a connection until its
+    /// timeout.
     fn wait<'py>(
         &self,
         py: Python<'py>,
@@ -267,10 +300,28 @@ impl RedisLaneStore {
         let pid = pid.core("pid")?;
         let timeout_ms = millis("timeout_ms", timeout_ms, 0)?;
         let store = Arc::clone(&self.store);
-        awaitable(
-            py,
-            Box::pin(async move { store.wait(&pid, timeout_ms).await }),
-        )
+        let abandoned = Arc::new(AtomicBool::new(false));
+        let seen = Arc::clone(&abandoned);
+        let future: BoxFuture<Option<Rewake>> = Box::pin(async move {
+            let taken = store.wait(&pid, timeout_ms, &seen).await?;
+            Ok(taken.then(|| Rewake {
+                store,
+                pid: Some(pid),
+            }))
+        });
+        let delivered = |taken: Option<Rewake>| {
+            if let Some(mut rewake) = taken {
+                rewake.disarm();
+            }
+            Ok(())
+        };
+        let awaitable = resolve(py, future, delivered, false)?;
+        // (done: delivered, when the wait is over anyway, or cancelled)
+        let on_done = PyCFunction::new_closure(py, None, None, move |_args, _kwargs| {
+            abandoned.store(true, Ordering::Release);
+        })?;
+        awaitable.call_method1("add_done_callback", (on_done,))?;
+        Ok(awaitable)
     }
 
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -291,6 +342,18 @@ impl RedisLaneStore {
 
     fn close(&self) {
         self.store.close();
+    }
+
+    /// The store's name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.store.name()
+    }
+
+    /// The URL it was opened with, its password masked.
+    #[getter]
+    fn url(&self) -> &str {
+        self.store.masked_url()
     }
 
     /// The URL with its password masked, and the store's name.

@@ -1,10 +1,13 @@
 //! The shared lanes' store (`RedisLaneStore`, `lua/lanes-1.lua`) on a real redis-server:
 //! what the Python tests (tests/test_redis_lane_store.py, the shared contract tests) do not
 //! reach: a release goes back to the front of its lane, `leave` drops the process's pending
-//! callables, dead letters are capped, and `clear_all` leaves no key of the store behind while
-//! another store's keys stay.
+//! callables, dead letters are capped, `clear_all` leaves no key of the store behind while
+//! another store's keys stay, a long lane is read page by page, and an abandoned wait leaves
+//! the wake (and `rewake` gives one back).
 
 mod common;
+
+use std::sync::atomic::AtomicBool;
 
 use common::{raw, Server};
 use lanemq_core::lanes::shared::LaneSpec;
@@ -169,4 +172,25 @@ async fn a_claim_reads_a_long_lane_page_by_page_in_order() {
     }
     assert_eq!(claimed_ids(&store, "p", 1_000).await, runnable);
     assert_eq!(store.stats().await.unwrap(), vec![(110, 220, 0)]);
+}
+
+#[tokio::test]
+async fn an_abandoned_wait_leaves_the_wake_and_rewake_gives_one_back() {
+    let server = Server::start(&[]);
+    let store = store(&server, "wakes").await;
+    let (waiting, abandoned) = (AtomicBool::new(false), AtomicBool::new(true));
+    store.wait("p", 0, &waiting).await.unwrap(); // (the join's token, if any, taken)
+    store
+        .enqueue("p", 0, Some("send"), None, Some("{}"))
+        .await
+        .unwrap();
+    // A wait whose caller is gone takes nothing; the next one finds the wake.
+    assert!(!store.wait("p", 60_000, &abandoned).await.unwrap());
+    assert!(store.wait("p", 60_000, &waiting).await.unwrap());
+    assert!(!store.wait("p", 0, &waiting).await.unwrap());
+    // A token taken for a caller that then stopped waiting goes back; one token at most.
+    store.rewake("p").await.unwrap();
+    store.rewake("p").await.unwrap();
+    assert!(store.wait("p", 60_000, &waiting).await.unwrap());
+    assert!(!store.wait("p", 0, &waiting).await.unwrap());
 }

@@ -1,12 +1,11 @@
 //! The contract's operations, each one call of the store's script (`lua/lanes-1.lua` says
 //! what each does), with their arguments checked first and their replies read.
 
+use lanemq_core::lanes::shared::LaneSpec;
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
 
 use super::script::optional;
-use lanemq_core::lanes::shared::LaneSpec;
-
 use super::spec::{lanes_json, Claimed, Letter, Outcome};
 use super::store::RedisLaneStore;
 use crate::decode::{text, unexpected};
@@ -34,8 +33,9 @@ fn optional_text(value: &Value) -> Option<String> {
     }
 }
 
+/// Refuses a lease the store could not keep exactly: its end (now, about 2^41 ms, plus the
+/// lease) is a sorted set's score, a double, exact below 2^53.
 fn refuse_lease(lease_ms: u64) -> CoreResult<()> {
-    // (Redis scores are doubles: exact, with the clock added, far beyond any sane lease)
     if lease_ms >= 1 << 50 {
         return Err(CoreError::InvalidConfig(format!(
             "invalid lease_ms: {lease_ms} (must be below 2^50)"

@@ -23,8 +23,8 @@ pub struct RedisLaneStore {
     name: String,
     /// The URL with its password masked, for reprs and messages.
     masked_url: String,
-    /// `<prefix>:{<name>}:`, which every key of the store starts with.
-    pub(super) base: String,
+    /// Its keys: `<prefix>:{<name>}:...`, a queue's layout of names.
+    keys: Keys,
 }
 
 impl RedisLaneStore {
@@ -37,13 +37,13 @@ impl RedisLaneStore {
                 "invalid store name: {name:?} (must be non-empty, without '{{' or '}}')"
             )));
         }
-        let base = format!("{PREFIX}:{{{name}}}:");
+        let keys = Keys::new(PREFIX, name);
         let options = ServerOptions::default();
         let target = if is_cluster_url(url) || is_sentinel_url(url) {
             let cluster = Cluster::shared(url, &options)?;
             let seed = cluster.first_seed()?;
-            // (`Route` finds the slot of the queue's `meta` key: the store's is the same key)
-            let route = Route::new(cluster, &Keys::new(PREFIX, name));
+            // (`Route` finds the slot of the `meta` key: the store's, as a queue's)
+            let route = Route::new(cluster, &keys);
             Target::new(seed, Some(route))
         } else {
             Target::new(Server::shared(url, &options)?, None)
@@ -52,7 +52,7 @@ impl RedisLaneStore {
             target,
             name: name.to_owned(),
             masked_url: mask_url(url),
-            base,
+            keys,
         })
     }
 
@@ -75,9 +75,9 @@ impl RedisLaneStore {
             .map_err(|e| self.target.error(e))
     }
 
-    /// The key `<base><suffix>`.
+    /// The store's key `suffix` (`meta`, `wake:<pid>`, ...).
     pub(super) fn key(&self, suffix: &str) -> String {
-        format!("{}{suffix}", self.base)
+        self.keys.key(suffix)
     }
 
     /// Runs the store's script with `args` (the operation's name first). A redirection means

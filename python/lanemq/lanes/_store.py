@@ -67,8 +67,9 @@ Claimed = tuple[int, int, str | None, str | None, int, str]
 # ``"ClassName: message"``, or ``"CancelledError: ..."`` for a cancelled command.
 Outcome = tuple[int, bool, str]
 
-# (command_id, command_type, lane_id, error, attempts, failed_at (unix seconds)).
-LetterRecord = tuple[int, str, str, str, int, float]
+# (command_id, command_type, lane_id, error, attempts, failed_at (unix milliseconds, as
+#  `DeadLetter.failed_at`)).
+LetterRecord = tuple[int, str, str, str, int, int]
 
 
 class LaneStore(Protocol):

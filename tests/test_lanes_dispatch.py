@@ -532,3 +532,14 @@ async def test_non_callable_without_execute_is_rejected() -> None:
         assert m.stats()["a"]["pending"] == 0
     finally:
         await m.close()
+
+
+def test_old_core_class_name_is_the_dispatcher() -> None:
+    # The lanes' dispatcher was once `LaneScheduler`; code that imported that name from
+    # lanemq._core still gets the same class, and it still dispatches.
+    from lanemq._core import LaneDispatcher, LaneScheduler
+
+    assert LaneScheduler is LaneDispatcher
+    core = LaneScheduler([LaneConfig("only", priority=0, max_concurrency=1)])
+    core.push(0, "handle")
+    assert core.pop() == "handle"

@@ -356,3 +356,44 @@ async def test_a_command_killed_as_it_finishes_does_not_run_again(tmp_path: Path
         # The completion was journaled before the handle resolved: nothing is replayed.
         assert await replayed(tmp_path / "store", "work") == [], f"trial {trial}"
     assert runs.read_text().split() == ["7"] * 5
+
+
+async def test_dead_letters_of_ad_hoc_commands_with_a_name_survive_a_restart(
+    tmp_path: Path,
+) -> None:
+    class Resize:
+        command_type = "resize-image"
+
+        async def execute(self) -> None:
+            raise OSError("disk full")
+
+    async def fetch_page() -> None:
+        raise ValueError("404")
+
+    async with make_manager(tmp_path) as a:
+        for command in (Resize(), fetch_page, lambda: 1 / 0):
+            with pytest.raises((OSError, ValueError, ZeroDivisionError)):
+                await asyncio.wait_for(a.submit_nowait("query", command), WAIT)
+        assert len(a.dead_letters()) == 3
+    async with make_manager(tmp_path) as b:
+        kept = [(letter.command_type, letter.error) for letter in b.dead_letters()]
+    # A lambda's letter is not kept: it names nothing a restarted process could recognise.
+    assert kept == [
+        ("resize-image", "OSError: disk full"),
+        (fetch_page.__qualname__, "ValueError: 404"),
+    ]
+
+
+async def test_clear_all_empties_the_storage(tmp_path: Path) -> None:
+    storage = LocalStorage(tmp_path)
+    await storage.open()
+    await storage.store_command("query", "fetch", {"n": 1})
+    stored = await storage.store_command("query", "fetch", {"n": 2})
+    await storage.bury(stored, None)
+    await storage.clear_all()
+    storage.close()
+    again = LocalStorage(tmp_path)
+    await again.open()
+    assert again.pending_commands() == []
+    assert again.dead_letters() == []
+    again.close()

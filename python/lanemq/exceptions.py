@@ -40,6 +40,19 @@ class CommandTimeoutError(LanemqError, TimeoutError):
     """A lane command ran past its lane's timeout."""
 
 
+class CommandFailedError(LanemqError):
+    """A lane command failed where the caller cannot hold its exception object: it ran in
+    another process sharing the lanes (`QueueManager(backend=...)`). ``error_type`` is the
+    class name of the original error and ``error_message`` its message; the exception's text
+    is ``"ClassName: message"``. ``LeaseExpiredError`` names a command whose process stopped
+    renewing its lease twice over, so it was not run a third time."""
+
+    def __init__(self, error_type: str, message: str) -> None:
+        super().__init__(f"{error_type}: {message}" if message else error_type)
+        self.error_type = error_type
+        self.error_message = message
+
+
 class DrainTimeoutError(LanemqError, TimeoutError):
     """`drain()` gave up before every in-flight command finished."""
 
@@ -151,6 +164,7 @@ __all__ = [
     "BackendAuthenticationError",
     "BackendConnectionError",
     "CancelRequestedError",
+    "CommandFailedError",
     "CommandNotFoundError",
     "CommandStateError",
     "CommandTimeoutError",

@@ -43,6 +43,7 @@ class LocalStorage:
         self._commands: list[tuple[str, str, str, Any]] = []
         self._letters: list[DeadLetter] = []
         self._letter_keys: deque[str] = deque()
+        self._live: set[str] = set()  # every key the journal holds (for clear_all)
 
     async def open(self) -> None:
         """Opens the journal (once) and loads what it holds."""
@@ -50,6 +51,7 @@ class LocalStorage:
             return
         journal = await asyncio.to_thread(DurableJournal, self.path, f"lanes:{self._name}")
         for key, value in journal.take_entries():
+            self._live.add(key)
             record = json.loads(value)
             if key.startswith(COMMAND):
                 self._commands.append((key, record["lane"], record["name"], record["payload"]))
@@ -82,15 +84,18 @@ class LocalStorage:
             raise TypeError(f"payload of {name!r} is not JSON-serialisable: {error}") from None
         key = f"{COMMAND}{uuid.uuid4().hex}"
         await self._require().put(key, body)
+        self._live.add(key)
         return key
 
     async def forget(self, key: str) -> None:
         await self._require().delete(key)
+        self._live.discard(key)
 
-    async def bury(self, key: str, letter: DeadLetter | None) -> None:
+    async def bury(self, key: str | None, letter: DeadLetter | None) -> None:
         """Replaces a stored command by its dead letter, in one atomic write, dropping the
-        oldest stored letters past the limit."""
-        ops: list[tuple[str, str | None]] = [(key, None)]
+        oldest stored letters past the limit. ``key`` None: keeps the letter of a command that
+        was never stored (an ad-hoc one)."""
+        ops: list[tuple[str, str | None]] = [] if key is None else [(key, None)]
         if letter is not None and self._limit > 0:
             letter_key = f"{LETTER}{uuid.uuid4().hex}"
             record = {
@@ -106,6 +111,22 @@ class LocalStorage:
             while len(self._letter_keys) > self._limit:
                 ops.append((self._letter_keys.popleft(), None))
         await self._require().apply(ops)
+        for op_key, value in ops:
+            if value is None:
+                self._live.discard(op_key)
+            else:
+                self._live.add(op_key)
+
+    async def clear_all(self) -> None:
+        """Deletes every stored command and dead letter, in one atomic write."""
+        journal = self._require()
+        ops: list[tuple[str, str | None]] = [(key, None) for key in sorted(self._live)]
+        if ops:
+            await journal.apply(ops)
+        self._live.clear()
+        self._commands = []
+        self._letters = []
+        self._letter_keys.clear()
 
     def close(self) -> None:
         """Releases the file and its lock."""

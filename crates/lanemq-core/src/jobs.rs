@@ -26,7 +26,7 @@ pub mod jitter;
 pub mod lifecycle;
 
 pub use lifecycle::Gate;
-mod local;
+pub(crate) mod local;
 mod memory;
 pub mod metrics;
 mod model;

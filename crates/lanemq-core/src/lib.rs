@@ -1,6 +1,6 @@
 //! lanemq's pure-Rust core. Nothing here knows Python: the bindings crate wraps these types.
 //!
-//! - [`lanes`]: the in-process lane scheduler (priorities, capacity, rate limits, retries,
+//! - [`lanes`]: the in-process lanes' dispatcher (priorities, capacity, rate limits, retries,
 //!   dead letters, metrics) that `QueueManager` drives.
 //! - [`journal`]: the append-only, fsynced file that makes named lane commands durable.
 //! - [`schedule`]: when the runs of a repeatable job (every N ms, or a cron pattern in a time

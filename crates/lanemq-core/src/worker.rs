@@ -4,7 +4,7 @@
 //! after errors, and the counters. Once per turn of the worker's loop, [`WorkerBook::turn`]
 //! says what the loop does next: report, call (report and claim), or wait for work.
 //!
-//! Like the lane scheduler it holds no user code, no I/O and no clock: `now` is given in
+//! Like the lanes' dispatcher it holds no user code, no I/O and no clock: `now` is given in
 //! microseconds from an origin the caller chose. What it keeps of a job (the running task, the
 //! job object, an outcome's values) is the caller's payload, which it never looks into.
 

@@ -200,6 +200,14 @@ impl PriorityBoost {
     fn deadline(&self) -> Option<f64> {
         self.inner.as_ref().map(|b| micros_to_seconds(b.deadline))
     }
+    /// The (remaining fraction of the deadline, boost) pairs; empty when disabled. Lanes
+    /// shared by processes store them so the store boosts as the in-process dispatcher does.
+    #[getter]
+    fn steps(&self) -> Vec<(f64, u32)> {
+        self.inner
+            .as_ref()
+            .map_or_else(Vec::new, |b| b.steps.clone())
+    }
     /// The boost applied after waiting `waited` seconds.
     fn boost_for(&self, waited: f64) -> PyResult<u32> {
         let waited = seconds_to_micros("waited", waited)?;

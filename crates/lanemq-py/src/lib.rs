@@ -19,8 +19,10 @@ mod job_queue_hot;
 mod job_queue_renewals;
 mod job_record;
 mod lane_config;
-mod lane_scheduler;
+mod lane_dispatcher;
+mod local_lane_store;
 mod ready;
+mod redis_lane_store;
 mod redis_queue;
 mod runtime;
 mod scheduler_record;
@@ -46,7 +48,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lane_config::LaneConfig>()?;
     m.add_class::<lane_config::AlertConfig>()?;
     m.add_class::<dead_letter::DeadLetter>()?;
-    m.add_class::<lane_scheduler::LaneScheduler>()?;
+    m.add_class::<lane_dispatcher::LaneDispatcher>()?;
+    // The class's name before the lanes' dispatcher was renamed (a scheduler makes repeatable
+    // jobs here): the same class, so old imports and isinstance checks keep working.
+    m.add("LaneScheduler", m.getattr("LaneDispatcher")?)?;
+    m.add_class::<local_lane_store::LocalLaneStore>()?;
     m.add_class::<durable_journal::DurableJournal>()?;
     m.add_class::<job_options::Backoff>()?;
     m.add_class::<job_options::KeepJobs>()?;
@@ -55,6 +61,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<job_record::JobRecord>()?;
     m.add_class::<job_queue::JobQueueCore>()?;
     m.add_class::<redis_queue::RedisQueueCore>()?;
+    m.add_class::<redis_lane_store::RedisLaneStore>()?;
     m.add_class::<flows::MemoryGroupCore>()?;
     m.add_class::<scheduler_record::SchedulerRecord>()?;
     m.add_class::<ready::Ready>()?;

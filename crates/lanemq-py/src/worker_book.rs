@@ -2,7 +2,7 @@
 //! by its asyncio task, by address: the book holds the task, so no other object has that
 //! address while the job runs, and the task's done callback finds the job with no dict on the
 //! Python side. An outcome keeps its job and the tuple the queue's batch call takes, made when
-//! the outcome is recorded. Time is a monotonic clock read here, as in `LaneScheduler`.
+//! the outcome is recorded. Time is a monotonic clock read here, as in `LaneDispatcher`.
 
 use std::collections::HashSet;
 use std::time::Instant;

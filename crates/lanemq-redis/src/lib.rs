@@ -12,7 +12,9 @@
 //!   call machinery, the hot path's arguments and replies);
 //! - the contract: `RedisJobBackend` (`job_backend`), each concern in the file of its name
 //!   (`lifecycle`, `reads` and `counts`, `admin`, `events`, `dedup`, `flows`, `schedulers`,
-//!   `observe`), the blocking waits (`waits`) and the calls a wire makes (`wire_calls`).
+//!   `observe`), the blocking waits (`waits`) and the calls a wire makes (`wire_calls`);
+//! - the shared lanes' store, `RedisLaneStore` (`lanes/`), beside the queues: it uses the parts
+//!   and `topology/`, no queue.
 
 mod admin;
 mod backend;
@@ -26,6 +28,7 @@ mod flows;
 mod groups;
 mod job_backend;
 mod keys;
+mod lanes;
 mod lifecycle;
 mod observe;
 mod reads;
@@ -41,6 +44,7 @@ mod wire_calls;
 pub use backend::RedisBackend;
 pub use job_backend::RedisJobBackend;
 pub use keys::Keys;
+pub use lanes::{Claimed, Letter, Outcome, RedisLaneStore};
 pub use topology::cluster::{is_cluster_url, slot_of, Cluster};
 pub use topology::connect::{describe, is_tls, mask_url, EvictionPolicy};
 pub use topology::sentinel::is_sentinel_url;

@@ -97,7 +97,7 @@ def read_config(path: Path) -> list[Target]:
     return targets
 
 
-def _import(target: Target) -> Any:
+def import_target(target: Target) -> Any:
     """The object ``target`` names."""
     module_name, colon, attr_path = target.spec.partition(":")
     if not colon or not module_name or not attr_path:
@@ -115,7 +115,7 @@ def _import(target: Target) -> Any:
         raise target.error(f"importing {module_name!r} failed: {error}") from None
     except Exception as error:
         log.error("importing %s failed", module_name, exc_info=True)
-        raise target.error(f"importing {module_name!r} raised {_describe(error)}") from None
+        raise target.error(f"importing {module_name!r} raised {describe_error(error)}") from None
     for part in attr_path.split("."):
         try:
             value = getattr(value, part)
@@ -135,16 +135,16 @@ def _workers(value: Any) -> list[JobWorker] | None:
 
 async def workers_of(target: Target) -> list[JobWorker]:
     """The workers ``target`` names (a factory is called, and awaited if async)."""
-    value = _import(target)
+    value = import_target(target)
     found = _workers(value)
     if found is not None:
         return found
     if not callable(value):
         raise target.error(
-            f"is {_kind(value)}; expected a JobWorker, a list of them, or a function "
+            f"is {kind_of(value)}; expected a JobWorker, a list of them, or a function "
             "without arguments that returns one"
         )
-    if _needs_arguments(value):
+    if needs_arguments(value):
         # Likely a processor (``async def send(job)``) named by mistake: say so rather than
         # call it and report its TypeError.
         raise target.error(
@@ -158,10 +158,10 @@ async def workers_of(target: Target) -> list[JobWorker]:
             made = await made
     except Exception as error:
         log.error("calling %s failed", target.spec, exc_info=True)
-        raise target.error(f"calling it raised {_describe(error)}") from None
+        raise target.error(f"calling it raised {describe_error(error)}") from None
     found = _workers(made)
     if found is None:
-        raise target.error(f"returned {_kind(made)}; expected a JobWorker or a list of them")
+        raise target.error(f"returned {kind_of(made)}; expected a JobWorker or a list of them")
     return found
 
 
@@ -197,7 +197,7 @@ async def resolve(targets: Iterable[Target], concurrency: int | None) -> list[Jo
     return workers
 
 
-def _needs_arguments(value: Any) -> bool:
+def needs_arguments(value: Any) -> bool:
     """Whether calling ``value`` without arguments cannot work (a required parameter)."""
     try:
         parameters = inspect.signature(value).parameters.values()
@@ -210,12 +210,12 @@ def _needs_arguments(value: Any) -> bool:
     )
 
 
-def _kind(value: Any) -> str:
+def kind_of(value: Any) -> str:
     text = repr(value)
     if len(text) > 60:
         text = text[:57] + "..."
     return f"{text} (type {type(value).__name__})"
 
 
-def _describe(error: BaseException) -> str:
+def describe_error(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__

@@ -69,7 +69,7 @@ class CommandHandle(Generic[T]):
         kwargs: dict[str, Any] | None,
         is_async: bool,
     ) -> None:
-        self.id = 0  # set once the scheduler has it
+        self.id = 0  # set once the dispatcher has it
         self.lane = lane
         self.is_async = is_async
         self._manager = manager

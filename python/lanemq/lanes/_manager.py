@@ -1,7 +1,7 @@
-"""`QueueManager`: named lanes of asyncio work, dispatched by priority by the Rust scheduler.
+"""`QueueManager`: named lanes of asyncio work, dispatched by priority by the Rust dispatcher.
 
 How it runs: the manager keeps a pool of runner tasks, as many as commands may run at once.
-A runner asks the scheduler for the next command (one call that also reports the previous
+A runner asks the dispatcher for the next command (one call that also reports the previous
 command's completion), awaits it in its own task, and repeats; it parks on a future when nothing
 may start, and a submit, a freed slot or a timer (retry backoff, rate-limit token) wakes it (a
 submit wakes one only if no runner is already on its way; a woken runner that finds work wakes
@@ -17,12 +17,14 @@ import asyncio
 import contextlib
 import functools
 import inspect
+import json
 import math
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, ParamSpec, Protocol, TypeVar, overload
 
 from .. import _tracing
-from .._core import AlertConfig, DeadLetter, LaneConfig, LaneScheduler
+from .._core import AlertConfig, DeadLetter, LaneConfig, LaneDispatcher
+from .._redis_url import redact_url
 from ..events import Event, EventBus, Subscription
 from ..exceptions import ConfigError, DrainTimeoutError, ShutdownError, UnknownLaneError
 from ..observability.metrics_sink import LaneMetricsSink
@@ -30,6 +32,8 @@ from ..storage import LocalStorage
 from ._handle import PENDING, CommandHandle
 from ._metrics_feed import MetricsFeed
 from ._running import Running
+from ._shared import SharedLanes
+from ._shared_config import checked_backend, checked_lease, checked_name
 from ._state import Alert
 
 T = TypeVar("T")
@@ -104,12 +108,24 @@ class QueueManager(Running):
         metrics_sink: LaneMetricsSink | None = None,
         tracing: bool | None = None,
         close_timeout: float = 8.0,
+        backend: str | None = None,
+        name: str = "agents",
+        lease: float = 10.0,
     ) -> None:
         self._close_timeout = _checked_close_timeout(close_timeout)
         lane_list = list(lanes)
+        if backend is not None:
+            backend = checked_backend(backend)
+            name = checked_name(name)
+            lease = checked_lease(lease)
+            if storage is not None:
+                raise ConfigError(
+                    "storage= and backend= together: backend= is durable by itself (drop "
+                    "storage=, or drop backend= for one process's durable lanes)"
+                )
         # lanemq.otel's span per command (True, or None: as lanemq.otel.instrument says).
         self._tracing = _tracing.lane_tracing(tracing)
-        self._core = LaneScheduler(lane_list, max_concurrency, dead_letter_capacity, alerts)
+        self._core = LaneDispatcher(lane_list, max_concurrency, dead_letter_capacity, alerts)
         self._lane_index = {lane_id: i for i, lane_id in enumerate(self._core.lane_ids())}
         self._lane_ids = self._core.lane_ids()
         # Only with a sink: None keeps the hot path to one `is not None` test per step.
@@ -144,6 +160,33 @@ class QueueManager(Running):
         self._started = False
         self._shutting_down = False
         self._stopping = False
+        self._backend = backend
+        self._name = name
+        # With backend=: the store shared by every manager of that backend and name dispatches
+        # (SharedLanes); the Rust dispatcher above then only checks the lanes and keeps them.
+        self._shared: SharedLanes | None = None
+        if backend is not None:
+            self._shared = SharedLanes(
+                self,
+                backend,
+                name,
+                lease,
+                lane_list,
+                max_concurrency,
+                dead_letter_capacity,
+                metrics_sink,
+            )
+
+    @property
+    def backend(self) -> str | None:
+        """The backend whose managers of the same `name` share these lanes (``"local:DIR"`` or
+        a Redis URL, its password masked), or None: the lanes are this process's own."""
+        return None if self._backend is None else redact_url(self._backend)
+
+    @property
+    def name(self) -> str:
+        """The name under which managers of one backend share their lanes."""
+        return self._name
 
     @classmethod
     def with_default_lanes(cls, max_concurrency: int | None = None, **options: Any) -> QueueManager:
@@ -157,6 +200,14 @@ class QueueManager(Running):
     async def start(self) -> None:
         """Starts dispatching (replaying stored named commands first, if there is storage)."""
         if self._started:
+            return
+        if self._shared is not None:
+            self._started = True
+            try:
+                await self._shared.open()
+            except BaseException:
+                self._started = False
+                raise
             return
         if self._storage is not None:
             await self._storage.open()
@@ -179,6 +230,10 @@ class QueueManager(Running):
         if self._shutting_down:
             return
         self._shutting_down = True
+        if self._shared is not None:
+            self._emit("queue.shutdown.started", in_flight=self._shared.in_flight)
+            await self._shared.stop_running_named()
+            return
         self._core.shutdown()
         self._emit("queue.shutdown.started", in_flight=self._core.in_flight)
         if not self._started and self._core.in_flight:
@@ -186,10 +241,13 @@ class QueueManager(Running):
 
     async def drain(self, timeout: float | None = None) -> None:
         """Waits until no command is pending, running or waiting to retry; raises
-        `DrainTimeoutError` (a `TimeoutError`) if that takes longer than ``timeout`` seconds."""
-        if not self._core.in_flight:
+        `DrainTimeoutError` (a `TimeoutError`) if that takes longer than ``timeout`` seconds.
+        With ``backend=``: the commands this process submitted or runs."""
+        if not self.in_flight:
             return
-        if not self._started:
+        if self._shared is not None:
+            await self._shared.open()
+        elif not self._started:
             self._start_runners()
         waiter = self._loop().create_future()
         self._drained.append(waiter)
@@ -197,7 +255,7 @@ class QueueManager(Running):
             await asyncio.wait_for(asyncio.shield(waiter), timeout)
         except asyncio.TimeoutError:
             raise DrainTimeoutError(
-                f"drain timed out after {timeout}s with {self._core.in_flight} commands in flight"
+                f"drain timed out after {timeout}s with {self.in_flight} commands in flight"
             ) from None
         finally:
             if waiter in self._drained:
@@ -207,6 +265,10 @@ class QueueManager(Running):
         """Shuts down, cancels whatever is still in flight, and stops the runners."""
         await self.shutdown()
         self._stopping = True
+        if self._shared is not None:
+            await self._shared.close()
+            self._bus.close()
+            return
         for handle in self._core.waiting():
             if handle._state == PENDING:
                 # Not finished, so a stored (named) command stays stored and runs again.
@@ -279,6 +341,9 @@ class QueueManager(Running):
         )
         if self._tracing is not None:
             self._tracing.wrap(handle)
+        if self._shared is not None:
+            self._shared.submit(handle, None, None)
+            return handle
         handle.id = self._core.push(lane, handle)
         if self._feed is not None:
             self._feed.submitted(handle)
@@ -342,6 +407,8 @@ class QueueManager(Running):
         if not callable(handler):
             raise TypeError(f"handler for {name!r} must be callable, got {handler!r}")
         self._registry[name] = handler
+        if self._shared is not None:
+            self._shared.names_changed()
 
     async def submit_named(
         self, lane_id: str, name: str, payload: Any = None
@@ -350,7 +417,14 @@ class QueueManager(Running):
         `CommandHandle` (await the handle for the result), not the result as `submit` does: the
         call awaits only the durable write, and lanes that outlive a process build on the
         handle. With storage, the command is on disk before this returns and runs again after
-        a restart if it did not finish."""
+        a restart if it did not finish.
+
+        With ``backend=``, the command is held by the backend before this returns, and runs in
+        whichever process sharing the lanes registered ``name`` (this one need not have); its
+        result or error (a `CommandFailedError` naming the original class and message) comes
+        back to this handle."""
+        if self._shared is not None:
+            return await self._submit_shared(lane_id, name, payload)
         if name not in self._registry:
             raise LookupError(f"no command registered as {name!r}")
         if lane_id not in self._lane_index:
@@ -362,6 +436,25 @@ class QueueManager(Running):
             await self._storage.open()
             key = await self._storage.store_command(lane_id, name, payload)
         return self._submit_named_handle(lane_id, name, payload, key)
+
+    async def _submit_shared(self, lane_id: str, name: str, payload: Any) -> CommandHandle[Any]:
+        assert self._shared is not None
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"invalid command name: {name!r}")
+        lane = self._lane_index.get(lane_id)
+        if lane is None:
+            raise self._unknown_lane(lane_id)
+        if self._shutting_down:
+            raise ShutdownError(f"the queue manager is shut down; cannot submit to {lane_id!r}")
+        try:
+            text = json.dumps(payload, allow_nan=False)
+        except (TypeError, ValueError) as error:
+            raise TypeError(f"payload of {name!r} is not JSON-serialisable: {error}") from None
+        if not self._started:
+            await self.start()
+        handle = self._shared.named_handle(lane, name, payload)
+        await self._shared.submit(handle, name, text)
+        return handle
 
     def _submit_named_handle(
         self, lane_id: str, name: str, payload: Any, key: str | None
@@ -391,25 +484,45 @@ class QueueManager(Running):
         self._alert_callbacks.append(callback)
 
     def stats(self) -> dict[str, dict[str, int]]:
-        """Per lane: priority, pending, active, retrying, min_concurrency, max_concurrency."""
+        """Per lane: priority, pending, active, retrying, min_concurrency, max_concurrency.
+        With ``backend=``: across every process, as the latest `refresh` read them."""
+        if self._shared is not None:
+            return self._shared.stats()
         return self._core.stats()
+
+    async def refresh(self) -> None:
+        """With ``backend=``: reads the shared lanes' counts (`stats`) and dead letters
+        (`dead_letters`) from the backend now; each process also does so every third of its
+        ``lease``. Without ``backend=`` there is nothing to read."""
+        if self._shared is not None:
+            await self._shared.open()
+            await self._shared.refresh()
 
     def metrics(self) -> dict[str, dict[str, Any]]:
         """Per lane: submitted, started, completed, failed, timed_out, retried, dead_lettered,
         cancelled (since the manager was made, or the last `reset_metrics`), and ``latency`` /
         ``queue_wait`` percentiles (p50, p90, p95, p99, seconds, with the ``count`` of samples)
-        over the latest 4096 samples of each lane."""
+        over the latest 4096 samples of each lane. With ``backend=``: what this process
+        submitted and ran."""
+        if self._shared is not None:
+            return self._shared.recorder.metrics()
         return self._core.metrics()
 
     def reset_metrics(self) -> None:
         """Counts `metrics()` from zero again (counters, and the latency and queue-wait samples
         behind the percentiles), and resets the ``metrics_sink``, if any."""
+        if self._shared is not None:
+            self._shared.recorder.reset()
+            return
         self._core.reset_metrics()
         if self._feed is not None:
             self._feed.sink.reset()
 
     def dead_letters(self) -> list[DeadLetter]:
-        """Commands that failed for good, oldest first (the newest are kept)."""
+        """Commands that failed for good, oldest first (the newest are kept). With
+        ``backend=``: of every process, durable, as the latest `refresh` read them."""
+        if self._shared is not None:
+            return list(self._shared.letters_seen)
         return self._core.dead_letters()
 
     @property
@@ -418,5 +531,8 @@ class QueueManager(Running):
 
     @property
     def in_flight(self) -> int:
-        """Commands pending, running or waiting to retry."""
+        """Commands pending, running or waiting to retry (with ``backend=``: those this
+        process submitted or runs)."""
+        if self._shared is not None:
+            return self._shared.in_flight
         return self._core.in_flight

@@ -2,8 +2,8 @@
 turning those moments into the sink's counters and durations. A manager without a sink has no
 feed and pays nothing for it.
 
-The moments and what is counted mirror the Rust scheduler's own metrics
-(crates/lanemq-core/src/lanes/scheduler.rs), so a sink sees what `QueueManager.metrics()`
+The moments and what is counted mirror the Rust dispatcher's own metrics
+(crates/lanemq-core/src/lanes/dispatcher.rs), so a sink sees what `QueueManager.metrics()`
 counts: ``queue_wait`` runs from the submit (or the retry's due time) to the start, ``latency``
 from the start to the end of an attempt that completed or failed (not of one cancelled)."""
 

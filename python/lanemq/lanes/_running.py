@@ -1,4 +1,4 @@
-"""`QueueManager`'s runners: each asks the scheduler for the next command, awaits it in its
+"""`QueueManager`'s runners: each asks the dispatcher for the next command, awaits it in its
 own task, and settles it (completed, failed and retried or dead-lettered, timed out,
 cancelled); a runner parks when nothing may start. Also the done callbacks of finished
 handles, run together once per turn of the loop."""
@@ -132,7 +132,8 @@ class Running(ManagerState):
             self._emit_for("queue.command.failed", handle, attempt=attempt, error=text)
             handle._finish(FAILED, error)
             key = self._durable.pop(handle.id, None)
-            if key is not None and self._storage is not None:
+            if self._storage is not None and (key is not None or _nameable(handle)):
+                # An ad-hoc command's letter is kept too when it says what it was.
                 self._spawn(self._storage.bury(key, core.dead_letters()[-1]))
             if self._drained and not core.in_flight:
                 self._notify_drained()
@@ -155,6 +156,8 @@ class Running(ManagerState):
             self._notify_drained()
 
     def _cancel(self, handle: CommandHandle[Any]) -> bool:
+        if self._shared is not None:
+            return self._shared.cancel(handle)
         if handle._state == PENDING:
             self._settle_cancelled(handle)
         else:
@@ -295,3 +298,9 @@ class Running(ManagerState):
         key = self._durable.pop(command_id, None)
         if key is not None and self._storage is not None:
             self._spawn(self._storage.forget(key))
+
+
+def _nameable(handle: CommandHandle[Any]) -> bool:
+    """Whether an ad-hoc command has a name worth keeping its dead letter under after a
+    restart: a ``command_type`` or a function's name, not a lambda's."""
+    return "<lambda>" not in handle.command_type

@@ -11,13 +11,16 @@ import inspect
 import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._core import AlertConfig, LaneScheduler
+from .._core import AlertConfig, LaneDispatcher
 from ..events import EventBus
 from ..storage import LocalStorage
 from ._handle import CommandHandle
 from ._metrics_feed import MetricsFeed
+
+if TYPE_CHECKING:
+    from ._shared import SharedLanes
 
 log = logging.getLogger("lanemq.lanes")
 
@@ -60,7 +63,7 @@ def alert_threshold(config: AlertConfig | None, kind: str, level: str) -> float 
 class ManagerState:
     """The attributes `QueueManager.__init__` sets that the parts of the class use."""
 
-    _core: LaneScheduler
+    _core: LaneDispatcher
     _lane_ids: list[str]
     _timeouts: list[float | None]
     _feed: MetricsFeed | None
@@ -79,6 +82,10 @@ class ManagerState:
     _background: set[asyncio.Task[Any]]
     _watch_signals: bool
     _stopping: bool
+    _shared: SharedLanes | None
+    _registry: dict[str, Callable[[Any], Any]]
+    _autostart: bool
+    _started: bool
 
     def _loop(self) -> asyncio.AbstractEventLoop:
         if self._event_loop is None:

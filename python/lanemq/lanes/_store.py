@@ -52,6 +52,7 @@ since its previous `wait` returned, or at its timeout.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Protocol
 
 # (lane_id, priority, min_concurrency, max_concurrency, rate_permits, rate_per_ms,
@@ -75,49 +76,49 @@ LetterRecord = tuple[int, str, str, str, int, int]
 class LaneStore(Protocol):
     """The shared lanes' store (see the module's docstring for the semantics)."""
 
-    async def setup(self, config: str, lanes: list[LaneSpec], global_max: int | None) -> str:
+    def setup(self, config: str, lanes: list[LaneSpec], global_max: int | None) -> Awaitable[str]:
         """Stores the lanes (and ``config``, their settings as JSON text) if the store has none
         yet, atomically; returns the stored ``config``, which the caller compares with its own.
         Dispatch always uses the stored lanes."""
         ...
 
-    async def join(self, pid: str, names: list[str], lease_ms: int) -> None:
+    def join(self, pid: str, names: list[str], lease_ms: int) -> Awaitable[None]:
         """Makes ``pid`` a live process running ``names``, its lease ending in ``lease_ms``."""
         ...
 
-    async def renew(self, pid: str, names: list[str], lease_ms: int) -> list[int]:
+    def renew(self, pid: str, names: list[str], lease_ms: int) -> Awaitable[list[int]]:
         """Extends ``pid``'s lease (and its names, which may have grown), joining it again if
         it had been recovered; returns the ids this process may believe it holds but no longer
         does (recovered by another process meanwhile): their outcomes will be refused."""
         ...
 
-    async def leave(self, pid: str) -> None:
+    def leave(self, pid: str) -> Awaitable[None]:
         """Forgets ``pid`` (a manager that closes): drops its pending callables. Its held
         commands must have been completed, failed or released before."""
         ...
 
-    async def enqueue(
+    def enqueue(
         self, submitter: str, lane: int, name: str | None, owner: str | None, payload: str | None
-    ) -> int:
+    ) -> Awaitable[int]:
         """Adds a pending command at the back of lane number ``lane``: a named command
         (``name`` and its ``payload`` as JSON text; any live process that registered ``name``
         may run it) or a callable that only process ``owner`` runs (``payload`` None). Returns
         its id (positive, increasing). Its outcome goes to ``submitter``."""
         ...
 
-    async def claim(self, pid: str, max_n: int) -> tuple[list[Claimed], int | None]:
+    def claim(self, pid: str, max_n: int) -> Awaitable[tuple[list[Claimed], int | None]]:
         """Recovers expired processes, moves due retries back to their lanes (at the back),
         then dispatches, claiming at most ``max_n`` commands this process can run. Also returns
         the milliseconds until a retry falls due or a rate token comes for a lane with a
         pending command this process can run (None: nothing timed)."""
         ...
 
-    async def complete(self, pid: str, command_id: int, result: str) -> bool:
+    def complete(self, pid: str, command_id: int, result: str) -> Awaitable[bool]:
         """Ends a held command with its result (JSON text) for its submitter and frees its
         slot. False, and nothing changed, when ``pid`` no longer holds it."""
         ...
 
-    async def fail(
+    def fail(
         self,
         pid: str,
         command_id: int,
@@ -125,7 +126,7 @@ class LaneStore(Protocol):
         retry_in_ms: int | None,
         command_type: str,
         letter_limit: int,
-    ) -> bool:
+    ) -> Awaitable[bool]:
         """Ends a held command's attempt with ``error`` (``"ClassName: message"``) and frees its
         slot: with ``retry_in_ms`` it waits that long, holding no slot, then goes back to its
         lane; without, it fails for good: its error goes to its submitter and a dead letter is
@@ -133,34 +134,34 @@ class LaneStore(Protocol):
         holds it."""
         ...
 
-    async def release(self, pid: str, command_id: int) -> bool:
+    def release(self, pid: str, command_id: int) -> Awaitable[bool]:
         """Gives a held command back unfinished (its process is closing): it goes back to the
         front of its lane (a callable: is dropped) and its slot is free."""
         ...
 
-    async def cancel(self, command_id: int) -> bool:
+    def cancel(self, command_id: int) -> Awaitable[bool]:
         """Withdraws a pending or retry-waiting command (its submitter gets a
         ``"CancelledError: ..."`` outcome). False when it is running or gone."""
         ...
 
-    async def outcomes(self, pid: str) -> list[Outcome]:
+    def outcomes(self, pid: str) -> Awaitable[list[Outcome]]:
         """Takes the outcomes that arrived for commands ``pid`` submitted, oldest first."""
         ...
 
-    async def wait(self, pid: str, timeout_ms: int) -> None:
+    def wait(self, pid: str, timeout_ms: int) -> Awaitable[None]:
         """Returns when ``pid`` was woken since the previous `wait` returned (at once if it
         was), or after ``timeout_ms``."""
         ...
 
-    async def stats(self) -> list[tuple[int, int, int]]:
+    def stats(self) -> Awaitable[list[tuple[int, int, int]]]:
         """Per lane, in lane order: (pending, active, retrying), across every process."""
         ...
 
-    async def dead_letters(self) -> list[LetterRecord]:
+    def dead_letters(self) -> Awaitable[list[LetterRecord]]:
         """The dead letters kept, oldest first."""
         ...
 
-    async def clear_all(self) -> None:
+    def clear_all(self) -> Awaitable[None]:
         """Deletes everything the store holds (settings, commands, processes, letters)."""
         ...
 

@@ -65,6 +65,27 @@ impl LocalCapacity {
         }
     }
 
+    /// The counters as a store shared by processes loaded them: `active[lane]` commands
+    /// holding a slot of each lane, and each lane's rate bucket as saved (None: a fresh one).
+    pub fn loaded(
+        lanes: &[LaneConfig],
+        global_cap: Option<u32>,
+        active: &[u32],
+        mut buckets: Vec<Option<TokenBucket>>,
+        now: Micros,
+    ) -> Self {
+        let mut capacity = Self::new(lanes, global_cap, now);
+        buckets.resize_with(capacity.lanes.len(), || None);
+        for ((slots, &count), bucket) in capacity.lanes.iter_mut().zip(active).zip(buckets) {
+            slots.active = count;
+            if bucket.is_some() {
+                slots.bucket = bucket;
+            }
+        }
+        capacity.total_active = capacity.lanes.iter().map(|l| l.active).sum();
+        capacity
+    }
+
     /// How many commands can run at once: the global cap, or the sum of the lanes' maxima.
     pub fn total(&self) -> u32 {
         let sum = self.lanes.iter().map(|l| l.max).sum();

@@ -36,6 +36,19 @@ impl TokenBucket {
         }
     }
 
+    /// A bucket as it was saved (`units` and `updated` from `saved`): how a store shared by
+    /// processes keeps a lane's tokens between claims.
+    pub fn restored(limit: &RateLimit, units: u128, updated: Micros) -> Self {
+        let mut bucket = Self::new(limit, updated);
+        bucket.units = units.min(bucket.capacity);
+        bucket
+    }
+
+    /// The bucket's state to save: (units, updated).
+    pub fn saved(&self) -> (u128, Micros) {
+        (self.units, self.updated)
+    }
+
     pub fn available(&mut self, now: Micros) -> bool {
         self.refresh(now);
         self.units >= self.cost

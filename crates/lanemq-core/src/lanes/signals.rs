@@ -1,4 +1,4 @@
-//! Edge-triggered notices the scheduler raises for the bindings to turn into events and alert
+//! Edge-triggered notices the dispatcher raises for the bindings to turn into events and alert
 //! callbacks: lane pressure and idleness, and queue-depth and latency alerts.
 
 use super::Micros;

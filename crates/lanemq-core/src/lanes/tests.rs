@@ -1,4 +1,4 @@
-//! Scheduler behaviour, driven with explicit time.
+//! Dispatcher behaviour, driven with explicit time.
 
 use super::*;
 use crate::error::CoreError;
@@ -7,19 +7,19 @@ fn lane(id: &str, priority: u32, max: u32) -> LaneConfig {
     LaneConfig::new(id, priority, max)
 }
 
-fn scheduler(lanes: Vec<LaneConfig>, cap: Option<u32>) -> Scheduler {
-    let config = SchedulerConfig {
+fn dispatcher(lanes: Vec<LaneConfig>, cap: Option<u32>) -> Dispatcher {
+    let config = DispatcherConfig {
         lanes,
         max_concurrency: cap,
         dead_letter_capacity: 2,
         alerts: AlertThresholds::default(),
     };
-    Scheduler::<()>::new(config, 0).unwrap()
+    Dispatcher::<()>::new(config, 0).unwrap()
 }
 
 #[test]
 fn lowest_priority_number_starts_first_and_fifo_within_lane() {
-    let mut s = scheduler(vec![lane("prompt", 5, 2), lane("control", 1, 3)], None);
+    let mut s = dispatcher(vec![lane("prompt", 5, 2), lane("control", 1, 3)], None);
     let p1 = s.push(0, 0, ()).unwrap();
     let c1 = s.push(1, 0, ()).unwrap();
     let c2 = s.push(1, 0, ()).unwrap();
@@ -31,7 +31,7 @@ fn lowest_priority_number_starts_first_and_fifo_within_lane() {
 
 #[test]
 fn full_lane_does_not_block_lower_lane() {
-    let mut s = scheduler(vec![lane("hi", 0, 1), lane("lo", 1, 1)], None);
+    let mut s = dispatcher(vec![lane("hi", 0, 1), lane("lo", 1, 1)], None);
     s.push(0, 0, ()).unwrap();
     s.push(0, 0, ()).unwrap();
     let lo = s.push(1, 0, ()).unwrap();
@@ -42,7 +42,7 @@ fn full_lane_does_not_block_lower_lane() {
 
 #[test]
 fn min_concurrency_is_reserved_under_a_global_cap() {
-    let mut s = scheduler(vec![lane("hi", 0, 10), lane("lo", 1, 10)], Some(3));
+    let mut s = dispatcher(vec![lane("hi", 0, 10), lane("lo", 1, 10)], Some(3));
     for _ in 0..5 {
         s.push(0, 0, ()).unwrap();
     }
@@ -56,22 +56,22 @@ fn min_concurrency_is_reserved_under_a_global_cap() {
 
 #[test]
 fn global_cap_below_reservations_is_refused() {
-    let config = SchedulerConfig {
+    let config = DispatcherConfig {
         lanes: vec![lane("a", 0, 2), lane("b", 1, 2)],
         max_concurrency: Some(1),
         ..Default::default()
     };
-    let err = Scheduler::<()>::new(config, 0).unwrap_err().to_string();
+    let err = Dispatcher::<()>::new(config, 0).unwrap_err().to_string();
     assert!(err.contains("max_concurrency (1)"), "{err}");
 }
 
 #[test]
 fn duplicate_lane_ids_are_refused() {
-    let config = SchedulerConfig {
+    let config = DispatcherConfig {
         lanes: vec![lane("a", 0, 2), lane("a", 1, 2)],
         ..Default::default()
     };
-    assert!(Scheduler::<()>::new(config, 0)
+    assert!(Dispatcher::<()>::new(config, 0)
         .unwrap_err()
         .to_string()
         .contains("duplicate lane_id"));
@@ -84,7 +84,7 @@ fn rate_limit_spends_tokens_only_on_starts() {
         permits: 1,
         per: 1_000_000,
     });
-    let mut s = scheduler(vec![limited], None);
+    let mut s = dispatcher(vec![limited], None);
     // Idle time does not waste the token.
     let a = s.push(0, 5_000_000, ()).unwrap();
     let b = s.push(0, 5_000_000, ()).unwrap();
@@ -98,7 +98,7 @@ fn rate_limit_spends_tokens_only_on_starts() {
 fn retry_waits_without_a_slot_then_dead_letters() {
     let mut config = lane("work", 0, 1);
     config.retry = RetryPolicy::fixed(1, 2_000);
-    let mut s = scheduler(vec![config], None);
+    let mut s = dispatcher(vec![config], None);
     let id = s.push(0, 0, ()).unwrap();
     let other = s.push(0, 0, ()).unwrap();
     assert_eq!(s.pop(0).unwrap().attempt, 1);
@@ -137,7 +137,7 @@ fn retry_waits_without_a_slot_then_dead_letters() {
 fn unretryable_failure_dead_letters_at_once_and_dlq_keeps_newest() {
     let mut config = lane("work", 0, 3);
     config.retry = RetryPolicy::fixed(5, 1);
-    let mut s = scheduler(vec![config], None);
+    let mut s = dispatcher(vec![config], None);
     let ids: Vec<u64> = (0..3).map(|_| s.push(0, 0, ()).unwrap()).collect();
     for &id in &ids {
         s.pop(0).unwrap();
@@ -154,7 +154,7 @@ fn unretryable_failure_dead_letters_at_once_and_dlq_keeps_newest() {
 fn boost_lets_an_old_low_lane_command_overtake() {
     let mut low = lane("low", 3, 1);
     low.priority_boost = Some(PriorityBoost::standard(1_000));
-    let mut s = scheduler(vec![lane("high", 1, 1), low], Some(2));
+    let mut s = dispatcher(vec![lane("high", 1, 1), low], Some(2));
     let old = s.push(1, 0, ()).unwrap();
     let fresh = s.push(0, 900, ()).unwrap();
     // At 900 us the old command has 10 % of its deadline left: boost 3, priority 0 < 1.
@@ -165,7 +165,7 @@ fn boost_lets_an_old_low_lane_command_overtake() {
 
 #[test]
 fn cancel_pending_and_stale_completion_is_refused() {
-    let mut s = scheduler(vec![lane("a", 0, 1)], None);
+    let mut s = dispatcher(vec![lane("a", 0, 1)], None);
     let a = s.push(0, 0, ()).unwrap();
     let b = s.push(0, 0, ()).unwrap();
     s.cancel(b).unwrap();
@@ -184,7 +184,7 @@ fn cancel_pending_and_stale_completion_is_refused() {
 fn pressure_then_idle_are_signalled_once() {
     let mut config = lane("a", 0, 1);
     config.pressure_threshold = Some(2);
-    let mut s = scheduler(vec![config], None);
+    let mut s = dispatcher(vec![config], None);
     let ids: Vec<u64> = (0..3).map(|_| s.push(0, 0, ()).unwrap()).collect();
     assert_eq!(
         s.take_signals(),
@@ -202,7 +202,7 @@ fn pressure_then_idle_are_signalled_once() {
 
 #[test]
 fn shutdown_refuses_pushes() {
-    let mut s = scheduler(vec![lane("a", 0, 1)], None);
+    let mut s = dispatcher(vec![lane("a", 0, 1)], None);
     s.shutdown();
     assert_eq!(s.push(0, 0, ()), Err(CoreError::Shutdown));
 }

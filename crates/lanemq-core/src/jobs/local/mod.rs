@@ -11,7 +11,7 @@ mod admin;
 mod cancels;
 mod dedup;
 mod dedup_keys;
-mod doorbell;
+pub(crate) mod doorbell;
 mod env;
 mod events;
 mod flow_dedup;

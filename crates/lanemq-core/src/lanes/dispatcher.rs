@@ -19,7 +19,7 @@ use super::slab::Slab;
 use super::Micros;
 
 #[derive(Debug, Clone, Default)]
-pub struct SchedulerConfig {
+pub struct DispatcherConfig {
     pub lanes: Vec<LaneConfig>,
     /// A cap over all lanes; `None` means each lane is limited only by its own maximum.
     pub max_concurrency: Option<u32>,
@@ -27,7 +27,7 @@ pub struct SchedulerConfig {
     pub alerts: AlertThresholds,
 }
 
-impl SchedulerConfig {
+impl DispatcherConfig {
     fn validate(&self) -> CoreResult<()> {
         if self.lanes.is_empty() {
             return Err(CoreError::InvalidConfig(
@@ -145,7 +145,7 @@ pub struct Started {
 }
 
 #[derive(Debug)]
-pub struct Scheduler<T = ()> {
+pub struct Dispatcher<T = ()> {
     lanes: Vec<Lane>,
     commands: Slab<Entry<T>>,
     retries: BinaryHeap<Reverse<(Micros, u64)>>,
@@ -157,8 +157,8 @@ pub struct Scheduler<T = ()> {
     signals: Vec<Signal>,
 }
 
-impl<T> Scheduler<T> {
-    pub fn new(config: SchedulerConfig, now: Micros) -> CoreResult<Self> {
+impl<T> Dispatcher<T> {
+    pub fn new(config: DispatcherConfig, now: Micros) -> CoreResult<Self> {
         config.validate()?;
         let capacity = LocalCapacity::new(&config.lanes, config.max_concurrency, now);
         let lanes = config

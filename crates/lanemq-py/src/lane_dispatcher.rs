@@ -1,7 +1,7 @@
-//! `LaneScheduler`: the Rust lane scheduler as the Python `QueueManager` drives it. Each command
-//! carries the manager's handle object, so `pop` hands the runner the handle itself and Python
-//! keeps no id-to-handle map. Time is a monotonic clock read here, so Python never passes
-//! timestamps on the hot path.
+//! `LaneDispatcher`: the Rust lanes' dispatcher as the Python `QueueManager` drives it. Each
+//! command carries the manager's handle object, so `pop` hands the runner the handle itself and
+//! Python keeps no id-to-handle map. Time is a monotonic clock read here, so Python never passes
+//! timestamps on the hot path. `lanemq._core` also exports it as `LaneScheduler`, its old name.
 
 use std::time::Instant;
 
@@ -17,13 +17,13 @@ use crate::errors::to_py;
 use crate::lane_config::{AlertConfig, LaneConfig};
 
 #[pyclass(module = "lanemq._core")]
-pub struct LaneScheduler {
+pub struct LaneDispatcher {
     /// `None` only after the garbage collector cleared a dropped manager's handles.
-    core: core::Scheduler<Option<Py<PyAny>>>,
+    core: core::Dispatcher<Option<Py<PyAny>>>,
     origin: Instant,
 }
 
-impl LaneScheduler {
+impl LaneDispatcher {
     fn now(&self) -> Micros {
         self.origin.elapsed().as_micros() as Micros
     }
@@ -36,7 +36,7 @@ impl LaneScheduler {
 }
 
 #[pymethods]
-impl LaneScheduler {
+impl LaneDispatcher {
     #[new]
     #[pyo3(signature = (lanes, max_concurrency=None, dead_letter_capacity=1000, alerts=None))]
     fn new(
@@ -45,7 +45,7 @@ impl LaneScheduler {
         dead_letter_capacity: i64,
         alerts: Option<AlertConfig>,
     ) -> PyResult<Self> {
-        let config = core::SchedulerConfig {
+        let config = core::DispatcherConfig {
             lanes: lanes.into_iter().map(|l| l.inner).collect(),
             max_concurrency: max_concurrency
                 .map(|m| count("max_concurrency", m, 1))
@@ -55,7 +55,7 @@ impl LaneScheduler {
         };
         let origin = Instant::now();
         Ok(Self {
-            core: core::Scheduler::new(config, 0).map_err(to_py)?,
+            core: core::Dispatcher::new(config, 0).map_err(to_py)?,
             origin,
         })
     }

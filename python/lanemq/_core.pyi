@@ -9,7 +9,7 @@ from typing import Any, Literal, final
 from typing_extensions import disjoint_base
 
 from .job import Job
-from .lanes._store import Claimed, LaneSpec, LetterRecord, Outcome
+from .lanes._store import Claimed, LaneSpec, LetterRecord, NewCommand, Outcome
 
 __version__: str
 # "debug" or "release": the build this binary is, so benches can say which one they measured.
@@ -241,8 +241,12 @@ class LocalLaneStore:
     def enqueue(
         self, submitter: str, lane: int, name: str | None, owner: str | None, payload: str | None
     ) -> Awaitable[int]: ...
+    def enqueue_many(self, submitter: str, commands: list[NewCommand]) -> Awaitable[list[int]]: ...
     def claim(self, pid: str, max_n: int) -> Awaitable[tuple[list[Claimed], int | None]]: ...
     def complete(self, pid: str, command_id: int, result: str) -> Awaitable[bool]: ...
+    def complete_many(
+        self, pid: str, results: list[tuple[int, str]]
+    ) -> Awaitable[list[bool]]: ...
     def fail(
         self,
         pid: str,
@@ -750,8 +754,12 @@ class RedisLaneStore:
     def enqueue(
         self, submitter: str, lane: int, name: str | None, owner: str | None, payload: str | None
     ) -> Awaitable[int]: ...
+    def enqueue_many(self, submitter: str, commands: list[NewCommand]) -> Awaitable[list[int]]: ...
     def claim(self, pid: str, max_n: int) -> Awaitable[tuple[list[Claimed], int | None]]: ...
     def complete(self, pid: str, command_id: int, result: str) -> Awaitable[bool]: ...
+    def complete_many(
+        self, pid: str, results: list[tuple[int, str]]
+    ) -> Awaitable[list[bool]]: ...
     def fail(
         self,
         pid: str,

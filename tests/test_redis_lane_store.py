@@ -180,6 +180,11 @@ async def test_bad_input_is_refused_naming_the_value_and_changes_nothing(
         await store.complete("p", -1, "null")
     with pytest.raises(ConfigError, match="exactly one"):
         await store.enqueue("p", 0, "send", "p", "{}")
+    # A batch is checked whole before anything is sent: one bad entry refuses it.
+    with pytest.raises(ConfigError, match="lane: -1"):
+        await store.enqueue_many("p", [(0, "send", None, "{}"), (-1, "send", None, "{}")])
+    with pytest.raises(ConfigError, match="command_id: 0"):
+        await store.complete_many("p", [(1, "null"), (0, "null")])
     assert await store.stats() == [(0, 0, 0)]
     with pytest.raises(ConfigError, match="store name"):
         await RedisLaneStore.open(redis_url, "a{b}")

@@ -1,10 +1,11 @@
 """The shared lanes' store on Redis (`lanemq._core.RedisLaneStore`), what is Redis-specific:
-a store on a real 3-master Redis Cluster and behind Sentinel, the blocking `wait` on a
-connection of its own (the store's other calls go on meanwhile), passwords kept out of errors
-and reprs, refusals that change nothing; and the dispatch over several processes, as the
-Lua script makes it (priority and boost, owed commands, turns, rate tokens, the global cap's
-reservations, recovery of an expired lease), and OS processes sharing one store. The contract
-every store shares is tests/test_lane_store_contract.py's."""
+a store, and `QueueManager`s sharing their lanes through it, on a real 3-master Redis Cluster
+and behind Sentinel; the blocking `wait` on a connection of its own (the store's other calls
+go on meanwhile; a cancelled one lets go of it); passwords kept out of errors and reprs;
+refusals that change nothing; the dispatch over several processes, as the Lua script makes it
+(priority and boost, owed commands, turns, rate tokens, the global cap's reservations,
+recovery of an expired lease); and OS processes sharing one store. The contract every store
+shares is tests/test_lane_store_contract.py's."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ the local backend (one SQLite file) and on Redis, against the in-process manager
 
 Run it (release build installed, e.g. ``maturin develop --release``)::
 
-    python benches/lanes_distributed.py [--commands 2000] [--backlog 1000] [--probes 200]
+    python benches/lanes_distributed.py [--commands 2000] [--backlog 2000] [--probes 200]
         [--probe-gap 2] [--prompt-ms 5] [--processes 1,2,4] [--backends local,redis]
         [--slots 8] [--repeat 3]
     python benches/lanes_distributed.py --quick      # a smoke run: small sizes, one round
@@ -289,7 +289,7 @@ def print_table(setups: list[Setup], results: dict[Setup, Results]) -> None:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--commands", type=int, default=2_000, help="commands per throughput run")
-    parser.add_argument("--backlog", type=int, default=1_000, help="prompt commands queued first")
+    parser.add_argument("--backlog", type=int, default=2_000, help="prompt commands queued first")
     parser.add_argument("--probes", type=int, default=200, help="control commands timed")
     parser.add_argument("--probe-gap", type=float, default=2.0, help="ms between two probes")
     parser.add_argument(

@@ -71,7 +71,7 @@ def worker_command(
     # The supervisor imports the target too (and calls a factory once), to refuse a bad
     # target or in-process lanes before starting any process.
     manager = asyncio.run(manager_of(named))
-    if count > 1 and getattr(manager, "backend", None) is None:
+    if count > 1 and manager.backend is None:
         raise click.UsageError(
             f"target {target!r} gives a QueueManager without a backend: its lanes live in "
             f"one process's memory and cannot be shared by {count} processes; pass backend= "

@@ -8,18 +8,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from ..observability.metrics_sink import LaneMetricsSink
+from ..observability.metrics_sink import COUNTERS, KINDS, LaneMetricsSink
 
-COUNTERS = (
-    "submitted",
-    "started",
-    "completed",
-    "failed",
-    "timed_out",
-    "retried",
-    "dead_lettered",
-    "cancelled",
-)
 SAMPLES = 4096  # the latest samples per lane and kind, as the Rust dispatcher keeps
 
 
@@ -49,8 +39,7 @@ class MetricsRecorder:
     def reset_own(self) -> None:
         self._counts = {lane: dict.fromkeys(COUNTERS, 0) for lane in self._lane_ids}
         self._samples = {
-            lane: {"latency": deque(maxlen=SAMPLES), "queue_wait": deque(maxlen=SAMPLES)}
-            for lane in self._lane_ids
+            lane: {kind: deque(maxlen=SAMPLES) for kind in KINDS} for lane in self._lane_ids
         }
 
     def increment(self, lane: str, counter: str, n: int = 1) -> None:
@@ -72,7 +61,7 @@ class MetricsRecorder:
         report: dict[str, dict[str, Any]] = {}
         for lane in self._lane_ids:
             entry: dict[str, Any] = dict(self._counts[lane])
-            entry["latency"] = _percentiles(self._samples[lane]["latency"])
-            entry["queue_wait"] = _percentiles(self._samples[lane]["queue_wait"])
+            for kind in KINDS:
+                entry[kind] = _percentiles(self._samples[lane][kind])
             report[lane] = entry
         return report

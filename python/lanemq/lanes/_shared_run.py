@@ -69,22 +69,23 @@ async def execute(shared: SharedLanes, command: ClaimedCommand) -> None:
             timer.cancel()
     why = command.why
     command.why = why or REPORTING  # the body is over: nothing interrupts its report
-    try:
-        if not isinstance(error, asyncio.CancelledError):
-            if error is None:
-                await _completed(shared, command, result)
-            else:
-                await _failed(shared, command, error, timed_out=False)
-        elif why == TIMEOUT:
-            text = f"command {handle.id} in lane {handle.lane_id!r} timed out after {timeout}s"
-            await _failed(shared, command, CommandTimeoutError(text), timed_out=True)
-        elif why == LOST:
-            log.warning("command %s: its lease was lost; another process runs it", handle.id)
-        else:  # the manager closes, or the handle (an own callable) was cancelled
-            await shared.report(shared.store.release, handle.id)
-            shared.settle_cancelled(handle)
-    finally:
-        shared.running.pop(handle.id, None)
+    # Its local slot is free before the store hears of its end: the wake that the report
+    # sends every process (this one too) must find a free slot here, or this process would
+    # wait again without claiming, its wake spent.
+    shared.running.pop(handle.id, None)
+    if not isinstance(error, asyncio.CancelledError):
+        if error is None:
+            await _completed(shared, command, result)
+        else:
+            await _failed(shared, command, error, timed_out=False)
+    elif why == TIMEOUT:
+        text = f"command {handle.id} in lane {handle.lane_id!r} timed out after {timeout}s"
+        await _failed(shared, command, CommandTimeoutError(text), timed_out=True)
+    elif why == LOST:
+        log.warning("command %s: its lease was lost; another process runs it", handle.id)
+    else:  # the manager closes, or the handle (an own callable) was cancelled
+        await shared.report(shared.store.release, handle.id)
+        shared.settle_cancelled(handle)
 
 
 async def _completed(shared: SharedLanes, command: ClaimedCommand, result: Any) -> None:

@@ -103,17 +103,10 @@ local function leave()
   return true
 end
 
--- ARGV: submitter, lane index, name, owner, payload (optional each). Returns the new id.
-local function enqueue()
-  local lanes = stored_lanes()
-  local lane = tonumber(ARGV[3])
-  if lane == nil or lane < 0 or lane >= #lanes or lane % 1 ~= 0 then
-    error({err = "LANEMQ_BAD_LANE " .. ARGV[3] .. " " .. #lanes})
-  end
-  recover()
+-- Adds a pending command at the back of lane `lane` (checked); returns its id.
+local function add_command(submitter, lane, name, owner, payload)
   local id = redis.call("HINCRBY", META, "id", 1)
-  local name, owner, payload = optional(ARGV[4]), optional(ARGV[5]), optional(ARGV[6])
-  local fields = {"lane", lane, "submitter", ARGV[2], "state", "pending", "attempt", 0,
+  local fields = {"lane", lane, "submitter", submitter, "state", "pending", "attempt", 0,
     "ready", NOW}
   if name then
     fields[#fields + 1], fields[#fields + 2] = "name", name
@@ -126,8 +119,28 @@ local function enqueue()
   end
   redis.call("HSET", cmd_key(id), unpack(fields))
   redis.call("RPUSH", lane_key(lane), id)
-  wake_all()
   return id
+end
+
+-- ARGV: submitter, then per command: lane index, name, owner, payload (optional each).
+-- Every lane is checked before anything is written (a script's error undoes nothing), so a
+-- bad one refuses the batch; one wake for the whole batch. Returns the new ids, in order.
+local function enqueue_many()
+  local lanes = stored_lanes()
+  for i = 3, #ARGV, 4 do
+    local lane = tonumber(ARGV[i])
+    if lane == nil or lane < 0 or lane >= #lanes or lane % 1 ~= 0 then
+      error({err = "LANEMQ_BAD_LANE " .. ARGV[i] .. " " .. #lanes})
+    end
+  end
+  recover()
+  local ids = {}
+  for i = 3, #ARGV, 4 do
+    ids[#ids + 1] = add_command(ARGV[2], tonumber(ARGV[i]), optional(ARGV[i + 1]),
+      optional(ARGV[i + 2]), optional(ARGV[i + 3]))
+  end
+  wake_all()
+  return ids
 end
 
 -- Whether `pid` holds command `id`; its fields if so.
@@ -143,16 +156,29 @@ local function finish(pid, id, c)
   redis.call("SREM", proc_key("held", pid), id)
 end
 
--- ARGV: pid, id, result. A callable's outcome is its owner's to settle: only its slot frees.
-local function complete()
-  local pid, id = ARGV[2], ARGV[3]
+-- Ends command `id` with `result` if `pid` holds it (no wake: the caller wakes once). A
+-- callable's outcome is its owner's to settle: only its slot frees.
+local function complete_one(pid, id, result)
   local c = held(pid, id)
   if not c then return false end
   finish(pid, id, c)
-  if c.name then push_outcome(c.submitter, id, true, ARGV[4]) end
+  if c.name then push_outcome(c.submitter, id, true, result) end
   redis.call("DEL", cmd_key(id))
-  wake_all()
   return true
+end
+
+-- ARGV: pid, then per command: id, result. Returns per command 1 (ended) or 0 (`pid` did
+-- not hold it); one wake for the batch when any ended.
+local function complete_many()
+  local pid = ARGV[2]
+  local done, any = {}, false
+  for i = 3, #ARGV, 2 do
+    local ended = complete_one(pid, ARGV[i], ARGV[i + 1])
+    done[#done + 1] = ended and 1 or 0
+    any = any or ended
+  end
+  if any then wake_all() end
+  return done
 end
 
 -- ARGV: pid, id, error, retry_in_ms (optional), command type, letter limit.
@@ -268,9 +294,9 @@ local function clear_all()
   return true
 end
 
-local ops = {setup = setup, join = join, renew = renew, leave = leave, enqueue = enqueue,
-  claim = claim, complete = complete, fail = fail, release = release, cancel = cancel,
-  outcomes = outcomes, rewake = rewake, stats = stats, dead_letters = dead_letters,
+local ops = {setup = setup, join = join, renew = renew, leave = leave,
+  enqueue_many = enqueue_many, claim = claim, complete_many = complete_many, fail = fail,
+  release = release, cancel = cancel, outcomes = outcomes, rewake = rewake, stats = stats, dead_letters = dead_letters,
   clear_all = clear_all}
 local run = ops[op]
 if not run then

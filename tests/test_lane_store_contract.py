@@ -16,7 +16,7 @@ from lane_store_support import (
 )
 from lanemq import ConfigError
 from lanemq._core import LocalLaneStore
-from lanemq.lanes._store import LaneSpec, LaneStore
+from lanemq.lanes._store import LaneSpec, LaneStore, NewCommand
 from support import WAIT_FOR_GO, Spawn, start_together
 
 WAIT = 5.0  # upper bound for anything awaited in a test; never reached when things work
@@ -375,6 +375,119 @@ async def test_stats_and_clear_all(lane_store: MakeStore) -> None:
     assert await store.setup('{"new": 1}', [spec("c", 0, 1)], None) == '{"new": 1}'
     assert await store.stats() == [(0, 0, 0)]
     assert not await store.complete("p1", a, "null")
+
+
+async def test_enqueue_many_adds_in_order_and_returns_the_ids(lane_store: MakeStore) -> None:
+    store = await store_with(lane_store, [spec("a", 0, 10), spec("b", 1, 10)])
+    ids = await store.enqueue_many(
+        "p1",
+        [
+            (1, "n", None, '"b0"'),
+            (0, "n", None, '"a0"'),
+            (0, None, "p1", None),
+            (0, "n", None, '"a1"'),
+        ],
+    )
+    assert len(ids) == 4 and ids == sorted(ids) and ids[0] > 0
+    assert await store.stats() == [(3, 0, 0), (1, 0, 0)]
+    [later] = await named(store, 0, 1)
+    assert later > ids[-1]
+    claimed, _ = await store.claim("p1", 10)
+    assert claimed == [
+        (ids[1], 0, "n", '"a0"', 1, "p1"),
+        (ids[2], 0, None, None, 1, "p1"),
+        (ids[3], 0, "n", '"a1"', 1, "p1"),
+        (later, 0, "n", "0", 1, "p1"),
+        (ids[0], 1, "n", '"b0"', 1, "p1"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [(3, "n", None, "null"), (0, "n", "p1", "null"), (0, None, None, None), (0, None, "p1", "{}")],
+    ids=["bad-lane", "name-and-owner", "neither", "payload-on-a-callable"],
+)
+async def test_a_bad_command_refuses_the_whole_batch(
+    lane_store: MakeStore, bad: NewCommand
+) -> None:
+    store = await store_with(lane_store, [spec("a", 0, 10)])
+    with pytest.raises(ConfigError) as alone:
+        await store.enqueue("p1", *bad)
+    with pytest.raises(ConfigError) as batched:
+        await store.enqueue_many("p1", [(0, "n", None, "1"), bad, (0, "n", None, "2")])
+    # The batch's error is the one `enqueue` gives, and nothing of the batch was written.
+    assert str(batched.value) == str(alone.value)
+    assert await store.stats() == [(0, 0, 0)]
+    assert await claim_ids(store, "p1") == []
+
+
+async def test_empty_batches_write_nothing_and_wake_nobody(lane_store: MakeStore) -> None:
+    store = await store_with(lane_store, [spec("a", 0, 10)])
+    waiting = asyncio.ensure_future(store.wait("p1", 60_000))
+    assert await store.enqueue_many("p1", []) == []
+    assert await store.complete_many("p1", []) == []
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    waiting.cancel()
+    assert await store.stats() == [(0, 0, 0)]
+
+
+async def test_complete_many_ends_what_the_process_holds_and_refuses_the_rest(
+    lane_store: MakeStore,
+) -> None:
+    # p2 alone runs "n"; p1 submits and runs nothing of it.
+    store = await store_with(lane_store, [spec("a", 0, 10)], pids=("p2",))
+    await store.join("p1", ["other"], LEASE)
+    first, second = await store.enqueue_many("p1", [(0, "n", None, "0"), (0, "n", None, "1")])
+    [own] = await store.enqueue_many("p2", [(0, None, "p2", None)])
+    assert await claim_ids(store, "p2") == [first, second, own]
+    [pending] = await named(store, 0, 1)
+    # Held by p2, not p1: refused, nothing changed.
+    assert await store.complete_many("p1", [(first, "null")]) == [False]
+    assert await store.stats() == [(1, 3, 0)]
+    done = await store.complete_many(
+        "p2",
+        [
+            (first, '{"r": 0}'),
+            (pending, "null"),
+            (own, "null"),
+            (999_999, "null"),
+            (second, '{"r": 1}'),
+            (first, "again"),
+        ],
+    )
+    assert done == [True, False, True, False, True, False]
+    assert await store.stats() == [(1, 0, 0)]
+    # Each named command's outcome goes to its submitter; a callable's to nobody.
+    assert await store.outcomes("p1") == [(first, True, '{"r": 0}'), (second, True, '{"r": 1}')]
+    assert await store.outcomes("p2") == []
+
+
+async def test_a_batch_wakes_each_process_once(lane_store: MakeStore) -> None:
+    # p1 submits and runs nothing of it (so turns leave every command to p2).
+    one = await store_with(lane_store, [spec("a", 0, 10)], pids=("p1",), names=("other",))
+    two = await lane_store("lanes")
+    await two.join("p2", ["n"], LEASE)
+    ids = await one.enqueue_many("p1", [(0, "n", None, str(i)) for i in range(3)])
+    await asyncio.wait_for(two.wait("p2", 60_000), WAIT)
+    await asyncio.wait_for(one.wait("p1", 60_000), WAIT)
+    # The three commands woke each process once: their next waits wait.
+    second = asyncio.ensure_future(two.wait("p2", 60_000))
+    first = asyncio.ensure_future(one.wait("p1", 60_000))
+    await asyncio.sleep(0.05)
+    assert not second.done() and not first.done()
+    assert await claim_ids(two, "p2") == ids
+    assert await two.complete_many("p2", [(id_, "null") for id_ in ids]) == [True] * 3
+    await asyncio.wait_for(second, WAIT)
+    await asyncio.wait_for(first, WAIT)
+    # Three ends (and three outcomes for p1) were one wake each too.
+    second = asyncio.ensure_future(two.wait("p2", 60_000))
+    first = asyncio.ensure_future(one.wait("p1", 60_000))
+    await asyncio.sleep(0.05)
+    assert not second.done() and not first.done()
+    second.cancel()
+    first.cancel()
+    assert await one.outcomes("p1") == [(id_, True, "null") for id_ in ids]
 
 
 @pytest.mark.parametrize("name", ["", "a/b", ".", ".."])

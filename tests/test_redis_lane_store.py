@@ -1,10 +1,11 @@
 """The shared lanes' store on Redis (`lanemq._core.RedisLaneStore`), what is Redis-specific:
-a store on a real 3-master Redis Cluster and behind Sentinel, the blocking `wait` on a
-connection of its own (the store's other calls go on meanwhile), passwords kept out of errors
-and reprs, refusals that change nothing; and the dispatch over several processes, as the
-Lua script makes it (priority and boost, owed commands, turns, rate tokens, the global cap's
-reservations, recovery of an expired lease), and OS processes sharing one store. The contract
-every store shares is tests/test_lane_store_contract.py's."""
+a store, and `QueueManager`s sharing their lanes through it, on a real 3-master Redis Cluster
+and behind Sentinel; the blocking `wait` on a connection of its own (the store's other calls
+go on meanwhile; a cancelled one lets go of it); passwords kept out of errors and reprs;
+refusals that change nothing; the dispatch over several processes, as the Lua script makes it
+(priority and boost, owed commands, turns, rate tokens, the global cap's reservations,
+recovery of an expired lease); and OS processes sharing one store. The contract every store
+shares is tests/test_lane_store_contract.py's."""
 
 from __future__ import annotations
 
@@ -15,12 +16,18 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from lanemq import BackendAuthenticationError, BackendConnectionError, ConfigError
+from lanemq import (
+    BackendAuthenticationError,
+    BackendConnectionError,
+    ConfigError,
+    LaneConfig,
+    QueueManager,
+)
 from lanemq._core import RedisLaneStore
 from lanemq.lanes._store import LaneSpec
 from redis_sentinel_support import RedisSentinelSet
 from redis_support import RedisServer, Resp, address, free_port
-from support import WAIT, WAIT_FOR_GO, Spawn, eventually, start_together
+from support import WAIT, WAIT_FOR_GO, Spawn, eventually, start_together, wait_until
 
 CONFIG = '{"lanes": "as the test wrote them"}'
 
@@ -93,6 +100,50 @@ async def test_a_store_on_a_three_master_cluster_works(redis_cluster3_url: str) 
 async def test_a_store_behind_sentinel_works(sentinel_set: RedisSentinelSet) -> None:
     async with opened(sentinel_set.url) as store:
         await round_trip(store)
+
+
+async def managers_share_lanes(url: str) -> None:
+    """Two `QueueManager`s on ``url`` sharing one global slot: one runs "double", the other
+    submits it; a control command submitted behind work commands starts before them."""
+    lanes = [LaneConfig("control", 0, 0, 1), LaneConfig("work", 5, 0, 1)]
+    name = store_name()
+    runner = QueueManager(lanes, max_concurrency=1, backend=url, name=name)
+    submitter = QueueManager(lanes, max_concurrency=1, backend=url, name=name)
+    started: list[int] = []
+    gate = asyncio.Event()
+
+    async def double(payload: int) -> int:
+        started.append(payload)
+        if payload == 0:
+            await gate.wait()  # (holds the one slot while the others are submitted)
+        return payload * 2
+
+    async def all_submitted() -> bool:
+        # (a manager enqueues what it was given in a task of its own)
+        return await store.stats() == [(1, 0, 0), (2, 1, 0)]
+
+    runner.register("double", double)
+    async with opened(url, name) as store:  # (cleared once the managers closed)
+        async with runner, submitter:
+            handles = [await submitter.submit_named("work", "double", 0)]
+            await wait_until(lambda: started == [0], "the first work command's start")
+            handles += [await submitter.submit_named("work", "double", n) for n in (1, 2)]
+            handles.append(await submitter.submit_named("control", "double", -1))
+            await eventually(all_submitted, "the commands in the store")
+            gate.set()
+            assert await asyncio.wait_for(asyncio.gather(*handles), WAIT) == [0, 2, 4, -2]
+            assert started == [0, -1, 1, 2]
+            assert await store.stats() == [(0, 0, 0), (0, 0, 0)]
+
+
+async def test_queue_managers_share_lanes_on_a_three_master_cluster(
+    redis_cluster3_url: str,
+) -> None:
+    await managers_share_lanes(redis_cluster3_url)
+
+
+async def test_queue_managers_share_lanes_behind_sentinel(sentinel_set: RedisSentinelSet) -> None:
+    await managers_share_lanes(sentinel_set.url)
 
 
 async def test_the_blocking_wait_does_not_hold_up_the_stores_other_calls(
@@ -180,6 +231,11 @@ async def test_bad_input_is_refused_naming_the_value_and_changes_nothing(
         await store.complete("p", -1, "null")
     with pytest.raises(ConfigError, match="exactly one"):
         await store.enqueue("p", 0, "send", "p", "{}")
+    # A batch is checked whole before anything is sent: one bad entry refuses it.
+    with pytest.raises(ConfigError, match="lane: -1"):
+        await store.enqueue_many("p", [(0, "send", None, "{}"), (-1, "send", None, "{}")])
+    with pytest.raises(ConfigError, match="command_id: 0"):
+        await store.complete_many("p", [(1, "null"), (0, "null")])
     assert await store.stats() == [(0, 0, 0)]
     with pytest.raises(ConfigError, match="store name"):
         await RedisLaneStore.open(redis_url, "a{b}")

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use lanemq_core::jobs::BoxFuture;
-use lanemq_core::lanes::shared::{self, LaneSpec};
+use lanemq_core::lanes::shared::{self, LaneSpec, NewCommand};
 use lanemq_core::{CoreError, CoreResult};
 use pyo3::prelude::*;
 
@@ -134,6 +134,17 @@ impl LocalLaneStore {
         })
     }
 
+    /// `enqueue` of each (lane, name, owner, payload), in order, in one transaction.
+    fn enqueue_many<'py>(
+        &self,
+        py: Python<'py>,
+        submitter: String,
+        commands: Vec<NewCommand>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let store = Arc::clone(&self.store);
+        blocking(py, move || store.enqueue_many(&submitter, &commands))
+    }
+
     fn claim<'py>(&self, py: Python<'py>, pid: String, max_n: i64) -> PyResult<Bound<'py, PyAny>> {
         let store = Arc::clone(&self.store);
         blocking(py, move || store.claim(&pid, max_n))
@@ -148,6 +159,17 @@ impl LocalLaneStore {
     ) -> PyResult<Bound<'py, PyAny>> {
         let store = Arc::clone(&self.store);
         blocking(py, move || store.complete(&pid, command_id, &result))
+    }
+
+    /// `complete` of each (command_id, result), in one transaction.
+    fn complete_many<'py>(
+        &self,
+        py: Python<'py>,
+        pid: String,
+        results: Vec<(i64, String)>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let store = Arc::clone(&self.store);
+        blocking(py, move || store.complete_many(&pid, &results))
     }
 
     #[pyo3(signature = (pid, command_id, error, retry_in_ms, command_type, letter_limit))]

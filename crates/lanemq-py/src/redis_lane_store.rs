@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use lanemq_core::jobs::BoxFuture;
 use lanemq_core::lanes::shared::LaneSpec;
-use lanemq_redis::{Claimed, Letter, Outcome, RedisLaneStore as Store};
+use lanemq_redis::{Claimed, Letter, NewCommand, Outcome, RedisLaneStore as Store};
 use pyo3::prelude::*;
 use pyo3::types::PyCFunction;
 
@@ -28,6 +28,9 @@ type LaneTuple = (
     Option<i64>,
     Vec<(f64, i64)>,
 );
+
+/// (lane, name, owner, payload): a command as `enqueue_many` takes it from Python.
+type CommandTuple = (i64, Option<Text>, Option<Text>, Option<Text>);
 
 /// A count of milliseconds (>= `min`); the error names `field`.
 fn millis(field: &str, value: i64, min: i64) -> PyResult<u64> {
@@ -207,6 +210,32 @@ impl RedisLaneStore {
         )
     }
 
+    /// `enqueue` of each (lane, name, owner, payload), in order, in one script call.
+    fn enqueue_many<'py>(
+        &self,
+        py: Python<'py>,
+        submitter: Text,
+        commands: Vec<CommandTuple>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let submitter = submitter.core("submitter")?;
+        let commands = commands
+            .into_iter()
+            .map(|(lane, name, owner, payload)| {
+                Ok((
+                    count("lane", lane, 0)?,
+                    name.core("name")?,
+                    owner.core("owner")?,
+                    payload.core("payload")?,
+                ))
+            })
+            .collect::<PyResult<Vec<NewCommand>>>()?;
+        let store = Arc::clone(&self.store);
+        awaitable(
+            py,
+            Box::pin(async move { store.enqueue_many(&submitter, &commands).await }),
+        )
+    }
+
     fn claim<'py>(&self, py: Python<'py>, pid: Text, max_n: i64) -> PyResult<Bound<'py, PyAny>> {
         let pid = pid.core("pid")?;
         let max_n = count("max_n", max_n, 0)?;
@@ -229,6 +258,25 @@ impl RedisLaneStore {
         awaitable(
             py,
             Box::pin(async move { store.complete(&pid, id, &result).await }),
+        )
+    }
+
+    /// `complete` of each (command_id, result), in one script call.
+    fn complete_many<'py>(
+        &self,
+        py: Python<'py>,
+        pid: Text,
+        results: Vec<(i64, Text)>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let pid = pid.core("pid")?;
+        let results = results
+            .into_iter()
+            .map(|(id, result)| Ok((self::command_id(id)?, result.core("result")?)))
+            .collect::<PyResult<Vec<_>>>()?;
+        let store = Arc::clone(&self.store);
+        awaitable(
+            py,
+            Box::pin(async move { store.complete_many(&pid, &results).await }),
         )
     }
 

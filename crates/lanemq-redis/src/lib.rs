@@ -44,7 +44,7 @@ mod wire_calls;
 pub use backend::RedisBackend;
 pub use job_backend::RedisJobBackend;
 pub use keys::Keys;
-pub use lanes::{Claimed, Letter, Outcome, RedisLaneStore};
+pub use lanes::{Claimed, Letter, NewCommand, Outcome, RedisLaneStore};
 pub use topology::cluster::{is_cluster_url, slot_of, Cluster};
 pub use topology::connect::{describe, is_tls, mask_url, EvictionPolicy};
 pub use topology::sentinel::is_sentinel_url;

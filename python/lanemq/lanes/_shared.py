@@ -68,6 +68,10 @@ def _named_stub(name: str) -> Callable[..., Any]:
     return named
 
 
+# The most commands one call enqueues (or completes): a bound on one store step's length.
+BATCH = 500
+
+
 class SharedLanes:
     def __init__(
         self,
@@ -103,6 +107,14 @@ class SharedLanes:
             tuple[CommandHandle[Any], str | None, str | None, asyncio.Future[None]]
         ] = deque()
         self._queued = asyncio.Event()
+        # Completions waiting for the call that reports them together (`complete`).
+        self._completions: list[tuple[int, str, asyncio.Future[bool]]] = []
+        self._completing: asyncio.Task[None] | None = None
+        self._executing: set[asyncio.Task[None]] = set()
+        # The batch the pump is writing (out of the queue, not yet numbered).
+        self._writing: list[
+            tuple[CommandHandle[Any], str | None, str | None, asyncio.Future[None]]
+        ] = []
         self._opening: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._closing = False
@@ -186,9 +198,10 @@ class SharedLanes:
             return  # it never opened: nothing to give back
         for command in list(self.running.values()):
             command.interrupt(CLOSE)
-        tasks = [c.task for c in self.running.values() if c.task is not None]
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        if self._executing:  # the bodies interrupted, and every end reported
+            await asyncio.gather(*self._executing, return_exceptions=True)
+        if self._completing is not None:
+            await asyncio.gather(self._completing, return_exceptions=True)
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -196,8 +209,9 @@ class SharedLanes:
             if handle._state < DONE:
                 await self.store_call(self.store.cancel(handle.id))
                 self.settle_cancelled(handle)
-        for handle, _, _, _ in self._queue:
+        for handle, _, _, _ in [*self._writing, *self._queue]:
             self.settle_cancelled(handle)
+        self._writing = []
         self._queue.clear()
         for handle in list(self.remote.values()):
             # The command stays in the store and runs; this process can no longer hear of it.
@@ -210,7 +224,33 @@ class SharedLanes:
         atomic; this keeps its answer from being lost to a cancelled caller)."""
         return await asyncio.shield(call)
 
-    async def report(self, operation: Callable[..., Awaitable[bool]], *args: Any) -> bool:
+    async def complete(self, command_id: int, result: str) -> bool:
+        """Reports a command's completion (``complete``): the completions reported while one
+        call is on its way go together in the next (``complete_many``), one step of the store
+        and one wake of the other processes for all of them."""
+        done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._completions.append((command_id, result, done))
+        if self._completing is None:
+            self._completing = asyncio.get_running_loop().create_task(self._complete_all())
+        return await asyncio.shield(done)
+
+    async def _complete_all(self) -> None:
+        try:
+            await asyncio.sleep(0)  # the completions of this turn of the loop join in
+            while self._completions:
+                batch = self._completions[:BATCH]
+                del self._completions[:BATCH]
+                pairs = [(command_id, result) for command_id, result, _ in batch]
+                answers = await self.report(self.store.complete_many, pairs)
+                if not answers:  # given up at close: none reported
+                    answers = [False] * len(batch)
+                for (_, _, done), answer in zip(batch, answers, strict=True):
+                    if not done.done():
+                        done.set_result(bool(answer))
+        finally:
+            self._completing = None
+
+    async def report(self, operation: Callable[..., Awaitable[T]], *args: Any) -> T:
         """Tells the store how a held command ended (``operation(pid, *args)``), trying again
         while the backend cannot be reached: the command stays held meanwhile, renewed by the
         heartbeat, and an answer lost would leave it held for good. False when the store says
@@ -222,9 +262,9 @@ class SharedLanes:
             except Exception:
                 if self._closing and delay > 1.0:
                     # Closing: give up; the lease, no longer renewed, frees it in time.
-                    log.exception("lanes %r: cannot report command %s", self.name, args[0])
-                    return False
-                log.warning("lanes %r: cannot report command %s; retrying", self.name, args[0])
+                    log.exception("lanes %r: cannot report %s", self.name, args[0])
+                    return cast(T, False)
+                log.warning("lanes %r: cannot report %s; retrying", self.name, args[0])
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
 
@@ -261,39 +301,54 @@ class SharedLanes:
             await self._queued.wait()
             self._queued.clear()
             while self._queue:
-                handle, name, payload, written = self._queue[0]
-                owner = None if name is not None else self.pid
+                # Everything queued goes in one atomic call, in submit order (FIFO per lane).
+                batch = [self._queue.popleft() for _ in range(min(BATCH, len(self._queue)))]
+                self._writing = batch
+                entries = [
+                    (handle.lane, name, None if name is not None else self.pid, payload)
+                    for handle, name, payload, _ in batch
+                ]
                 try:
-                    command_id = await self.store_call(
-                        self.store.enqueue(self.pid, handle.lane, name, owner, payload)
-                    )
+                    ids = await self.store_call(self.store.enqueue_many(self.pid, entries))
                 except Exception as error:
-                    self._queue.popleft()
-                    if not written.done():
-                        written.set_exception(error)
-                        written.exception()
-                    if handle._state < DONE:
-                        handle._finish(FAILED, error)
+                    self._writing = []
+                    for handle, _, _, written in batch:
+                        if not written.done():
+                            written.set_exception(error)
+                            written.exception()  # retrieved: submit_named raises it
+                        if handle._state < DONE:
+                            handle._finish(FAILED, error)
                     continue
-                self._queue.popleft()
-                if not written.done():
-                    written.set_result(None)
-                handle.id = command_id
-                self.feed.submitted(handle)
-                self.manager._emit_for("queue.command.submitted", handle)
-                if handle._state >= DONE:  # cancelled while it was being written
-                    self.manager._spawn(self.store_call(self.store.cancel(command_id)))
-                    self.settled(command_id)
-                elif name is None:
-                    self.own[command_id] = handle
-                    claimed = self._orphans.pop(command_id, None)
-                    if claimed is not None:
-                        self._start(claimed)
-                else:
-                    self.remote[command_id] = handle
-                    early = self._early.pop(command_id, None)
-                    if early is not None:
-                        self._settle_remote(command_id, *early)
+                self._writing = []
+                for (handle, name, _, written), command_id in zip(batch, ids, strict=True):
+                    self._written(handle, name, written, command_id)
+
+    def _written(
+        self,
+        handle: CommandHandle[Any],
+        name: str | None,
+        written: asyncio.Future[None],
+        command_id: int,
+    ) -> None:
+        """The store holds ``handle``'s command as ``command_id``."""
+        if not written.done():
+            written.set_result(None)
+        handle.id = command_id
+        self.feed.submitted(handle)
+        self.manager._emit_for("queue.command.submitted", handle)
+        if handle._state >= DONE:  # cancelled while it was being written
+            self.manager._spawn(self.store_call(self.store.cancel(command_id)))
+            self.settled(command_id)
+        elif name is None:
+            self.own[command_id] = handle
+            claimed = self._orphans.pop(command_id, None)
+            if claimed is not None:
+                self._start(claimed)
+        else:
+            self.remote[command_id] = handle
+            early = self._early.pop(command_id, None)
+            if early is not None:
+                self._settle_remote(command_id, *early)
 
     def named_handle(self, lane: int, name: str, payload: Any) -> CommandHandle[Any]:
         return CommandHandle(self.manager, lane, _named_stub(name), (payload,), None, True)
@@ -350,7 +405,10 @@ class SharedLanes:
             _retype(handle, name)
             command = ClaimedCommand(handle, attempt, own=False)
         self.running[command_id] = command
-        command.task = asyncio.get_running_loop().create_task(execute(self, command))
+        task = asyncio.get_running_loop().create_task(execute(self, command))
+        command.task = task
+        self._executing.add(task)
+        task.add_done_callback(self._executing.discard)
 
     def _settle_remote(self, command_id: int, ok: bool, text: str) -> None:
         handle = self.remote.pop(command_id, None)
@@ -400,7 +458,7 @@ class SharedLanes:
         if handle.id in self.remote:
             self.manager._spawn(self.store_call(self.store.cancel(handle.id)))
             return True
-        for entry in self._queue:
+        for entry in [*self._writing, *self._queue]:
             if entry[0] is handle:
                 self.settle_cancelled(handle)  # the pump withdraws it once written
                 return True
@@ -408,7 +466,8 @@ class SharedLanes:
 
     @property
     def in_flight(self) -> int:
-        return len(self._queue) + len(self.own) + len(self.remote) + len(self.running)
+        queued = len(self._queue) + len(self._writing)
+        return queued + len(self.own) + len(self.remote) + len(self.running)
 
     # ----------------------------------------------------------------- heartbeat
 

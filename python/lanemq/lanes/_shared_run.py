@@ -25,6 +25,7 @@ TIMEOUT = "timeout"
 CLOSE = "close"
 LOST = "lost"
 CANCEL = "cancel"
+REPORTING = "reporting"  # (not a cause: the body has ended, and its end is being reported)
 
 
 class ClaimedCommand:
@@ -54,30 +55,41 @@ async def execute(shared: SharedLanes, command: ClaimedCommand) -> None:
     manager._emit_for("queue.command.started", handle, attempt=command.attempt)
     shared.feed.started(handle)
     timeout = manager._timeouts[handle.lane]
-    loop = asyncio.get_running_loop()
     timer = None
     if timeout is not None:
-        timer = loop.call_later(timeout, command.interrupt, TIMEOUT)
+        timer = asyncio.get_running_loop().call_later(timeout, command.interrupt, TIMEOUT)
+    result: Any = None
+    error: BaseException | None = None
     try:
         result = await _call(handle)
-    except asyncio.CancelledError:
-        why = command.why
-        if why == TIMEOUT:
-            text = f"command {handle.id} in lane {handle.lane_id!r} timed out after {timeout}s"
-            await _failed(shared, command, CommandTimeoutError(text), timed_out=True)
-        elif why == LOST:
-            log.warning("command %s: its lease was lost; another process runs it", handle.id)
-        else:  # the manager closes, or the handle (an own callable) was cancelled
-            await shared.report(shared.store.release, handle.id)
-            shared.settle_cancelled(handle)
-        return
-    except Exception as error:
-        await _failed(shared, command, error, timed_out=False)
-        return
+    except (Exception, asyncio.CancelledError) as raised:
+        error = raised
     finally:
         if timer is not None:
             timer.cancel()
-        shared.running.pop(handle.id, None)
+    why = command.why
+    command.why = why or REPORTING  # the body is over: nothing interrupts its report
+    # Its local slot is free before the store hears of its end: the wake that the report
+    # sends every process (this one too) must find a free slot here, or this process would
+    # wait again without claiming, its wake spent.
+    shared.running.pop(handle.id, None)
+    if not isinstance(error, asyncio.CancelledError):
+        if error is None:
+            await _completed(shared, command, result)
+        else:
+            await _failed(shared, command, error, timed_out=False)
+    elif why == TIMEOUT:
+        text = f"command {handle.id} in lane {handle.lane_id!r} timed out after {timeout}s"
+        await _failed(shared, command, CommandTimeoutError(text), timed_out=True)
+    elif why == LOST:
+        log.warning("command %s: its lease was lost; another process runs it", handle.id)
+    else:  # the manager closes, or the handle (an own callable) was cancelled
+        await shared.report(shared.store.release, handle.id)
+        shared.settle_cancelled(handle)
+
+
+async def _completed(shared: SharedLanes, command: ClaimedCommand, result: Any) -> None:
+    handle = command.handle
     text = "null"
     if not command.own:
         try:
@@ -87,9 +99,9 @@ async def execute(shared: SharedLanes, command: ClaimedCommand) -> None:
             problem = TypeError(f"the result of {name!r} is not JSON-serialisable: {error}")
             await _failed(shared, command, problem, timed_out=False, retryable=False)
             return
-    if not await shared.report(shared.store.complete, handle.id, text):
+    if not await shared.complete(handle.id, text):
         log.warning("command %s: completed after its lease was lost", handle.id)
-    manager._emit_for("queue.command.completed", handle)
+    shared.manager._emit_for("queue.command.completed", handle)
     shared.feed.completed(handle)
     if command.own:
         handle._finish(DONE, result)

@@ -46,8 +46,9 @@ its slot (and `fail` keeps its dead letter).
 
 **Wakes:** `enqueue`, a command's end (`complete`, `fail`, `release`, `cancel`) and a recovery
 wake every live process (a Redis list per process holding at most one token; a counter on
-local), and an outcome wakes its submitter; `wait` returns when the process has been woken
-since its previous `wait` returned, or at its timeout.
+local); a batch (`enqueue_many`, `complete_many`) wakes them once. An outcome wakes its
+submitter; `wait` returns when the process has been woken since its previous `wait` returned,
+or at its timeout.
 """
 
 from __future__ import annotations
@@ -59,6 +60,10 @@ from typing import Protocol
 #  boost_deadline_ms, boost_steps): a lane as the store dispatches it. The rate fields are both
 # None or both set; boost_steps are (remaining fraction, boost) pairs, as `PriorityBoost` has.
 LaneSpec = tuple[str, int, int, int, int | None, int | None, int | None, list[tuple[float, int]]]
+
+# (lane index, name, owner, payload): a command as `LaneStore.enqueue` takes it, for
+# `enqueue_many`.
+NewCommand = tuple[int, str | None, str | None, str | None]
 
 # (id, lane index, name or None for a callable, payload JSON text or None, attempt (1 at the
 #  first run), submitter process id): a command `claim` gave this process.
@@ -106,6 +111,13 @@ class LaneStore(Protocol):
         its id (positive, increasing). Its outcome goes to ``submitter``."""
         ...
 
+    def enqueue_many(self, submitter: str, commands: list[NewCommand]) -> Awaitable[list[int]]:
+        """`enqueue` of each command, in order (FIFO within a lane), in one atomic step with
+        one wake of every live process for the batch; returns their ids in that order. A bad
+        command refuses the whole batch with `enqueue`'s error, nothing written; an empty
+        batch returns [] and writes nothing."""
+        ...
+
     def claim(self, pid: str, max_n: int) -> Awaitable[tuple[list[Claimed], int | None]]:
         """Recovers expired processes, moves due retries back to their lanes (at the back),
         then dispatches, claiming at most ``max_n`` commands this process can run. Also returns
@@ -116,6 +128,12 @@ class LaneStore(Protocol):
     def complete(self, pid: str, command_id: int, result: str) -> Awaitable[bool]:
         """Ends a held command with its result (JSON text) for its submitter and frees its
         slot. False, and nothing changed, when ``pid`` no longer holds it."""
+        ...
+
+    def complete_many(self, pid: str, results: list[tuple[int, str]]) -> Awaitable[list[bool]]:
+        """`complete` of each (command_id, result), in one atomic step with one wake of every
+        live process for the batch (when any ended); returns per entry what `complete` would
+        have (False for an id ``pid`` does not hold: the others still end)."""
         ...
 
     def fail(

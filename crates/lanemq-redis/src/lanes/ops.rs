@@ -1,5 +1,6 @@
 //! The contract's operations, each one call of the store's script (`lua/lanes-1.lua` says
-//! what each does), with their arguments checked first and their replies read.
+//! what each does), with their arguments checked first and their replies read. Enqueues and
+//! completes, batches, are in `batch.rs`.
 
 use lanemq_core::lanes::shared::LaneSpec;
 use lanemq_core::{CoreError, CoreResult};
@@ -10,12 +11,12 @@ use super::spec::{lanes_json, Claimed, Letter, Outcome};
 use super::store::RedisLaneStore;
 use crate::decode::{text, unexpected};
 
-fn args(op: &str, rest: impl IntoIterator<Item = String>) -> Vec<String> {
+pub(super) fn args(op: &str, rest: impl IntoIterator<Item = String>) -> Vec<String> {
     std::iter::once(op.to_owned()).chain(rest).collect()
 }
 
 /// A script's `true` (1) or `false` (nil).
-fn truth(value: &Value) -> bool {
+pub(super) fn truth(value: &Value) -> bool {
     matches!(value, Value::Int(1))
 }
 
@@ -82,35 +83,6 @@ impl RedisLaneStore {
         Ok(())
     }
 
-    /// Adds a named command (`name`, any live process that registered it runs it) or a
-    /// callable (`owner`, the one process that runs it): exactly one of the two.
-    pub async fn enqueue(
-        &self,
-        submitter: &str,
-        lane: u32,
-        name: Option<&str>,
-        owner: Option<&str>,
-        payload: Option<&str>,
-    ) -> CoreResult<u64> {
-        if name.is_some() == owner.is_some() {
-            return Err(CoreError::InvalidConfig(format!(
-                "invalid command: name {name:?} and owner {owner:?} (exactly one must be set: a \
-                 named command or a callable of its owner)"
-            )));
-        }
-        self.run(&args(
-            "enqueue",
-            [
-                submitter.to_owned(),
-                lane.to_string(),
-                optional(name),
-                optional(owner),
-                optional(payload),
-            ],
-        ))
-        .await
-    }
-
     /// Claims at most `max_n` commands; also the ms until something timed falls due.
     pub async fn claim(&self, pid: &str, max_n: u32) -> CoreResult<(Vec<Claimed>, Option<u64>)> {
         let reply: Vec<Value> = self
@@ -139,11 +111,6 @@ impl RedisLaneStore {
             ));
         }
         Ok((claimed, wait))
-    }
-
-    pub async fn complete(&self, pid: &str, command_id: u64, result: &str) -> CoreResult<bool> {
-        let rest = [pid.to_owned(), command_id.to_string(), result.to_owned()];
-        Ok(truth(&self.run(&args("complete", rest)).await?))
     }
 
     pub async fn fail(

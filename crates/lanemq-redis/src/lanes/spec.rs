@@ -60,6 +60,9 @@ pub(super) fn lanes_json(lanes: &[LaneSpec], global_max: Option<i64>) -> CoreRes
 /// attempt (1 at the first run), submitter).
 pub type Claimed = (u64, u32, Option<String>, Option<String>, u64, String);
 
+/// (lane index, name, owner, payload): a command as `enqueue` takes it.
+pub type NewCommand = (u32, Option<String>, Option<String>, Option<String>);
+
 /// (id, ok, text): the result as JSON text, or the error as `"ClassName: message"`.
 pub type Outcome = (u64, bool, String);
 

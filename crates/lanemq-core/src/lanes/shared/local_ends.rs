@@ -1,6 +1,7 @@
 //! A command's end on the local store: `complete`, `fail`, `release` (fenced: only the process
-//! holding it may end it) and `cancel` (of a command not running). Each wakes every live
-//! process, as a freed slot may let any of them start something.
+//! holding it may end it), `complete_many` (a batch of completes in one transaction) and
+//! `cancel` (of a command not running). Each wakes every live process (once per batch), as a
+//! freed slot may let any of them start something.
 
 use rusqlite::{params, OptionalExtension, Transaction};
 
@@ -40,19 +41,40 @@ fn held(tx: &Transaction<'_>, pid: &str, id: i64) -> CoreResult<Option<Held>> {
     .map_err(sql)
 }
 
+/// Ends held command `id` with `result` (no wake: the caller wakes once for its batch).
+fn complete_one(tx: &Transaction<'_>, pid: &str, id: i64, result: &str) -> CoreResult<bool> {
+    let Some(command) = held(tx, pid, id)? else {
+        return Ok(false);
+    };
+    delete(tx, id)?;
+    if command.name.is_some() {
+        push_outcome(tx, &command.submitter, id, true, result)?;
+    }
+    Ok(true)
+}
+
 impl LocalLaneStore {
     /// Ends held command `id` with `result` (its submitter's outcome, for a named command).
     pub fn complete(&self, pid: &str, id: i64, result: &str) -> CoreResult<bool> {
+        let done = self.complete_many(pid, &[(id, result.to_owned())])?;
+        Ok(done.first().copied().unwrap_or(false))
+    }
+
+    /// `complete` of each (id, result), in order, in one transaction with one wake of every
+    /// live process (if any ended): per command, whether `pid` held it (the others still end).
+    pub fn complete_many(&self, pid: &str, results: &[(i64, String)]) -> CoreResult<Vec<bool>> {
+        if results.is_empty() {
+            return Ok(Vec::new());
+        }
         self.write(|tx| {
-            let Some(command) = held(tx, pid, id)? else {
-                return Ok(false);
-            };
-            delete(tx, id)?;
-            if command.name.is_some() {
-                push_outcome(tx, &command.submitter, id, true, result)?;
+            let mut done = Vec::with_capacity(results.len());
+            for (id, result) in results {
+                done.push(complete_one(tx, pid, *id, result)?);
             }
-            wake_all(tx)?;
-            Ok(true)
+            if done.contains(&true) {
+                wake_all(tx)?;
+            }
+            Ok(done)
         })
     }
 

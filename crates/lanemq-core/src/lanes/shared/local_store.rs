@@ -1,19 +1,18 @@
 //! `LocalLaneStore`: the shared lanes' store in a SQLite file that every process on the host
 //! opens (`<directory>/<name>.lanes.db`). Every operation is one `BEGIN IMMEDIATE` transaction,
 //! so what one process decides holds against every other; the semantics are the contract's
-//! (python/lanemq/lanes/_store.py). Here: opening, the transactions, setup, enqueue, clear_all.
-//! Processes are in `local_processes.rs`, claims in `local_claim.rs` (over `local_inputs.rs`,
-//! after `local_recover.rs`), a command's end in `local_ends.rs`, outcomes and counts in
-//! `local_reads.rs`, waits in `local_wait.rs`.
-
+//! (python/lanemq/lanes/_store.py). Here: opening, the transactions, setup, clear_all.
+//! Enqueues are in `local_enqueue.rs`, processes in `local_processes.rs`, claims in
+//! `local_claim.rs` (over `local_inputs.rs`, after `local_recover.rs`), a command's end in
+//! `local_ends.rs`, outcomes and counts in `local_reads.rs`, waits in `local_wait.rs`.
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use rusqlite::{params, Connection, Transaction, TransactionBehavior};
+use rusqlite::{Connection, Transaction, TransactionBehavior};
 use tokio::sync::Notify;
 
-use super::local_rows::{self as rows, now_ms, set_setting, setting, wake_all};
+use super::local_rows::{set_setting, setting};
 use super::schema::{self, sql, ALL_TABLES};
 use super::spec::{configs, LaneSpec};
 use crate::error::{CoreError, CoreResult};
@@ -120,55 +119,6 @@ impl LocalLaneStore {
                 set_setting(tx, "global_max", &cap.to_string())?;
             }
             Ok(config.to_owned())
-        })
-    }
-
-    /// Adds a pending command at the back of lane `lane`; returns its id.
-    pub fn enqueue(
-        &self,
-        submitter: &str,
-        lane: i64,
-        name: Option<&str>,
-        owner: Option<&str>,
-        payload: Option<&str>,
-    ) -> CoreResult<i64> {
-        match (name, owner) {
-            (Some(_), None) | (None, Some(_)) => {}
-            _ => {
-                return Err(CoreError::InvalidConfig(format!(
-                    "a command has a name or an owner, exactly one (got name {name:?}, owner \
-                     {owner:?})"
-                )))
-            }
-        }
-        if owner.is_some() && payload.is_some() {
-            return Err(CoreError::InvalidConfig(
-                "a callable has no payload (got one)".into(),
-            ));
-        }
-        self.write(|tx| {
-            let lanes = rows::lane_count(tx)?;
-            if lanes == 0 {
-                rows::stored_lanes(tx)?;
-            }
-            if usize::try_from(lane).map_or(true, |l| l >= lanes) {
-                return Err(CoreError::InvalidConfig(format!(
-                    "invalid lane: {lane} (the store has lanes 0 to {})",
-                    lanes - 1
-                )));
-            }
-            let now = now_ms();
-            super::local_recover::recover(tx, now)?;
-            let seq = rows::back_seq(tx)?;
-            tx.execute(
-                "INSERT INTO commands (lane, name, owner, payload, submitter, state, seq, queued_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?7)",
-                params![lane, name, owner, payload, submitter, seq, now],
-            )
-            .map_err(sql)?;
-            let id = tx.last_insert_rowid();
-            wake_all(tx)?;
-            Ok(id)
         })
     }
 

@@ -5,6 +5,7 @@
 
 mod local_claim;
 mod local_ends;
+mod local_enqueue;
 mod local_inputs;
 mod local_processes;
 mod local_reads;
@@ -17,6 +18,7 @@ mod schema;
 mod spec;
 
 pub use local_claim::Claimed;
+pub use local_enqueue::NewCommand;
 pub use local_store::{LetterRecord, LocalLaneStore, Outcome};
 pub use plan::{plan, Pending, Plan, PlanLane, Runner};
 pub use spec::{configs, ms_to_micros, LaneSpec};

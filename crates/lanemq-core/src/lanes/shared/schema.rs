@@ -2,7 +2,7 @@
 //! so every process's connection reads while one writes).
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
@@ -106,12 +106,35 @@ pub fn open(path: &Path) -> CoreResult<Connection> {
     let conn = Connection::open(path)
         .map_err(|e| CoreError::Storage(format!("{}: cannot open: {e}", path.display())))?;
     conn.busy_timeout(BUSY).map_err(sql)?;
+    // Processes that open a new file at once meet here: switching it to WAL takes a lock that
+    // SQLite refuses at once (SQLITE_BUSY, no busy handler) while another connection holds
+    // it, so the set-up is tried again until it goes through.
+    let deadline = Instant::now() + BUSY;
+    let mut pause = Duration::from_millis(2);
+    loop {
+        match initialise(&conn) {
+            Ok(()) => return Ok(conn),
+            Err(error) if is_busy(&error) && Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            Err(error) => return Err(sql(error)),
+        }
+    }
+}
+
+/// WAL mode and the tables (each idempotent).
+fn initialise(conn: &Connection) -> rusqlite::Result<()> {
     // WAL persists in the file; NORMAL syncs at checkpoints only: a lane's commands are work
     // in flight whose processes hold them in memory too, not the durable journal.
-    conn.pragma_update(None, "journal_mode", "WAL")
-        .map_err(sql)?;
-    conn.pragma_update(None, "synchronous", "NORMAL")
-        .map_err(sql)?;
-    conn.execute_batch(TABLES).map_err(sql)?;
-    Ok(conn)
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.execute_batch(TABLES)
+}
+
+fn is_busy(error: &rusqlite::Error) -> bool {
+    matches!(
+        error.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }

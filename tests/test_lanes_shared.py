@@ -260,3 +260,39 @@ async def test_stats_and_events_across_managers(shared_backend: str) -> None:
             if keys.count("queue.command.completed") == 2:
                 break
     assert keys.count("queue.command.started") == 2
+
+
+async def test_a_shared_lane_queue_is_a_distributed_queue_over_the_same_lanes(
+    shared_backend: str,
+) -> None:
+    from lanemq.lanes import DistributedQueue, SharedLaneQueue
+
+    lane_list = lanes(control=1, work=2)
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    queue = await SharedLaneQueue.open(shared_backend, lane_list, name=name, names=["double"])
+    taker: DistributedQueue = queue
+    assert taker.partitions == ["control", "work"]
+    assert taker.worker_id != ""
+    async with QueueManager(lane_list, backend=shared_backend, name=name) as submitter:
+        handle = await submitter.submit_named("work", "double", 21)
+        first = await taker.enqueue("control", "double", 1)  # control first: strict priority
+        [urgent, queued] = await taker.dequeue(max_items=5)
+        assert (urgent.id, urgent.partition, urgent.payload, urgent.attempt) == (
+            first,
+            "control",
+            1,
+            1,
+        )
+        assert (queued.id, queued.partition, queued.name, queued.payload) == (
+            handle.id,
+            "work",
+            "double",
+            21,
+        )
+        assert await taker.complete(queued.id, queued.payload * 2)
+        assert await asyncio.wait_for(handle, WAIT) == 42  # the result went to the submitter
+        assert await taker.complete(urgent.id, 2)
+        assert not await taker.complete(urgent.id, 2)  # no longer held
+        assert await taker.renew() == []
+        assert await taker.dequeue() == []
+    await queue.close()

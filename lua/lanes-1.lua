@@ -85,15 +85,7 @@ local function leave()
       end
     end
   end
-  for _, id in ipairs(redis.call("SMEMBERS", proc_key("owned", pid))) do
-    local c = command(id)
-    if c and c.state == "pending" then
-      redis.call("LREM", lane_key(c.lane), 1, id)
-    elseif c and c.state == "retry" then
-      redis.call("ZREM", RETRY, id)
-    end
-    redis.call("DEL", cmd_key(id))
-  end
+  drop_owned(pid)
   redis.call("DEL", proc_key("held", pid), proc_key("owned", pid), proc_key("names", pid),
     proc_key("wake", pid), proc_key("lost", pid), proc_key("outcomes", pid))
   redis.call("SREM", IDLE, pid)

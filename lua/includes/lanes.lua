@@ -86,6 +86,20 @@ local function command(id)
   return c
 end
 
+-- Drops the callables `pid` owns that wait (pending or for a retry): only it could run
+-- them, and it is gone (expired, or leaving).
+local function drop_owned(pid)
+  for _, id in ipairs(redis.call("SMEMBERS", proc_key("owned", pid))) do
+    local c = command(id)
+    if c and c.state == "pending" then
+      redis.call("LREM", lane_key(c.lane), 1, id)
+    elseif c and c.state == "retry" then
+      redis.call("ZREM", RETRY, id)
+    end
+    redis.call("DEL", cmd_key(id))
+  end
+end
+
 -- Forgets expired process `pid`: each held named command goes back to the front of its lane
 -- once, or else fails for good; each held or pending callable of the process is dropped; the
 -- ids it held are kept for its `renew` (`lost:<pid>`).
@@ -109,15 +123,7 @@ local function forget_expired(pid)
       end
     end
   end
-  for _, id in ipairs(redis.call("SMEMBERS", proc_key("owned", pid))) do
-    local c = command(id)
-    if c and c.state == "pending" then
-      redis.call("LREM", lane_key(c.lane), 1, id)
-    elseif c and c.state == "retry" then
-      redis.call("ZREM", RETRY, id)
-    end
-    redis.call("DEL", cmd_key(id))
-  end
+  drop_owned(pid)
   redis.call("PEXPIRE", lost, LOST_TTL_MS)
   redis.call("DEL", proc_key("held", pid), proc_key("owned", pid), proc_key("names", pid),
     proc_key("wake", pid))

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from lanemq import Backoff, ConfigError, Job, JobQueue, JobWorker, UnrecoverableError
+from support import EPOCH_MS as T
 
 from .helpers import stored_job
 
@@ -276,3 +277,20 @@ async def test_a_bad_custom_backoff_name_is_refused_and_adds_nothing(
     with pytest.raises(ConfigError, match="invalid backoff strategy name"):
         await queue.add("x", None, backoff=Backoff.custom(bad))
     assert await queue.count_pending() == 0
+
+
+async def test_a_failure_reported_without_a_worker_retries_a_custom_backoff_at_once(
+    queue: JobQueue,
+) -> None:
+    # Only a worker knows the strategies: `queue.fail` without `delay=` retries at once,
+    # with `delay=` after it, alike on every backend (the Lua script included).
+    job = await queue.add("x", None, attempts=3, backoff=Backoff.custom("s"), now=T)
+    (claimed,) = await queue.claim("w", now=T)
+    assert claimed.lock_token is not None
+    assert await queue.fail(job.id, claimed.lock_token, "down", now=T) is True
+    assert await queue.get_state(job.id) == "waiting"
+    (again,) = await queue.claim("w", now=T + 1)
+    assert again.lock_token is not None
+    assert await queue.fail(job.id, again.lock_token, "down", delay=3.0, now=T + 1) is True
+    stored = await stored_job(queue, job.id)
+    assert (stored.state, stored.delay_until) == ("delayed", T + 1 + 3000)

@@ -448,6 +448,26 @@ mod tests {
     }
 
     #[test]
+    fn a_custom_backoff_stores_its_name_and_waits_nothing_by_itself() {
+        let custom = Backoff {
+            kind: BackoffKind::Custom,
+            delay: 0,
+            jitter: 0.0,
+            name: Some("linear".into()),
+        };
+        let json = serde_json::to_string(&custom).unwrap();
+        assert_eq!(
+            json,
+            r#"{"kind":"custom","delay":0,"jitter":0.0,"name":"linear"}"#
+        );
+        assert_eq!(serde_json::from_str::<Backoff>(&json).unwrap(), custom);
+        // (the worker's strategy gives the delay, sent with the failure)
+        assert_eq!(custom.delay_for(3, 0.5), 0);
+        let fixed = r#"{"kind":"fixed","delay":5,"jitter":0.0}"#;
+        assert_eq!(serde_json::from_str::<Backoff>(fixed).unwrap().name, None);
+    }
+
+    #[test]
     fn dedup_rules() {
         let ok = Dedup {
             ttl: Some(1000),

@@ -294,3 +294,21 @@ async def test_a_failure_reported_without_a_worker_retries_a_custom_backoff_at_o
     assert await queue.fail(job.id, again.lock_token, "down", delay=3.0, now=T + 1) is True
     stored = await stored_job(queue, job.id)
     assert (stored.state, stored.delay_until) == ("delayed", T + 1 + 3000)
+
+
+async def test_batch_processors_follow_the_worker_s_rule(queue: JobQueue) -> None:
+    worker = JobWorker(queue, no_retry_on=KeyError)
+
+    @worker.processor(no_retry_on=())  # the default processor's rule is its own
+    async def default(job: Job) -> None:
+        raise KeyError(job.name)
+
+    @worker.batch_processor("many", size=2, min_size=1, timeout=0)
+    async def many(jobs: list[Job]) -> list[None]:
+        raise KeyError("batch")
+
+    batched = await queue.add("many", None, attempts=2, backoff=Backoff.fixed(60))
+    other = await queue.add("other", None, attempts=2, backoff=Backoff.fixed(60))
+    await run_one(worker)
+    assert (await stored_job(queue, batched.id)).state == "failed"
+    assert (await stored_job(queue, other.id)).state == "delayed"

@@ -72,9 +72,11 @@ class WorkerState:
     _backoff_strategies: dict[str, BackoffStrategy]
 
     def _retry_policy_for(self, name: str) -> RetryPolicy:
-        """The retry policy of the processor that runs jobs called ``name``."""
+        """The retry policy of the processor that runs jobs called ``name``: its own, else the
+        worker's (a batch processor has none of its own; the default processor runs the
+        names no other processor has)."""
         own = self._retry_policies
-        if not own:
+        if not own or name in self._batchers:
             return self._retry_policy
         return own.get(name if name in self._handlers else None, self._retry_policy)
 

@@ -118,8 +118,9 @@ class JobWorker(Controls):
     class or a tuple of them) only those exceptions are retried, and an exception in
     ``no_retry_on`` never is; any other fails its job for good at once, as `UnrecoverableError`
     does (the attempts left are not used). ``@worker.processor(name, retry_on=...,
-    no_retry_on=...)`` sets either for one processor's jobs, in place of the worker's. They
-    apply to what a processor raises (not to timeouts or cancellations).
+    no_retry_on=...)`` sets either for one processor's jobs, in place of the worker's (a batch
+    processor's jobs follow the worker's). They apply to what a processor raises (not to
+    timeouts or cancellations).
 
     Custom backoff (BullMQ's ``backoffStrategy``): ``backoff_strategies={"name": fn}``
     registers ``fn(attempts_made, error, job) -> seconds`` (an int or float >= 0; it may be

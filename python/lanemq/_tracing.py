@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ._core import JobOptions, JobRecord, _AddedRow, _FlowNodeArgs
     from .job import Job
     from .jobs._base import QueueBase
+    from .jobs.lifecycle import FailItem
     from .otel import Instrumentation, LaneTracing
     from .queue import JobQueue
     from .worker import JobWorker
@@ -180,9 +181,7 @@ class Outcomes(Protocol):
         self, items: Iterable[tuple[str, str, Any]], worker_id: str, lease: float, max_jobs: int
     ) -> tuple[list[tuple[str, str]], list[Job]]: ...
 
-    async def fail_many(
-        self, items: Iterable[tuple[str, str, str | BaseException, str | None, bool]]
-    ) -> list[tuple[str, bool, str | None]]: ...
+    async def fail_many(self, items: Iterable[FailItem]) -> list[tuple[str, bool, str | None]]: ...
 
 
 def start() -> None:

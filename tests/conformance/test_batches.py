@@ -55,6 +55,28 @@ async def test_fail_many_retries_fails_and_reports_per_item(queue: JobQueue) -> 
     assert await queue.get_state(kept.id) == "active"
 
 
+async def test_fail_many_items_may_carry_their_own_delay(queue: JobQueue) -> None:
+    # A sixth value replaces the backoff (a worker's custom backoff strategy sends it); None
+    # keeps it.
+    own = await queue.add("job", 1, attempts=2, backoff=Backoff.fixed(1.0), now=T)
+    kept = await queue.add("job", 2, attempts=2, backoff=Backoff.fixed(1.0), now=T)
+    at_once = await queue.add("job", 3, attempts=2, backoff=Backoff.fixed(1.0), now=T)
+    jobs = {job.id: job for job in await queue.claim("w", lease=10.0, max_jobs=3, now=T)}
+    outcomes = await queue.fail_many(
+        [
+            (own.id, jobs[own.id].lock_token or "", "boom", None, True, 7.5),
+            (kept.id, jobs[kept.id].lock_token or "", "boom", None, True, None),
+            (at_once.id, jobs[at_once.id].lock_token or "", "boom", None, True, 0),
+        ],
+        now=T + 1,
+    )
+    assert [retried for _, retried, _ in outcomes] == [True, True, True]
+    own_job, kept_job = await queue.get_job(own.id), await queue.get_job(kept.id)
+    assert own_job is not None and own_job.delay_until == T + 1 + 7500
+    assert kept_job is not None and kept_job.delay_until == T + 1 + 1000
+    assert await queue.get_state(at_once.id) == "waiting"
+
+
 async def test_fail_many_with_retry_false_is_terminal(queue: JobQueue) -> None:
     job = await queue.add("job", None, attempts=3, now=T)
     [claimed] = await queue.claim("w", lease=10.0, now=T)

@@ -148,6 +148,25 @@ def typed_processors(queue: InMemoryJobQueue) -> None:
     print(send, report)
 
 
+def typed_retry_rules(queue: InMemoryJobQueue) -> None:
+    async def linear(attempts_made: int, error: BaseException, job: Job) -> float:
+        return 5.0 * attempts_made
+
+    worker = JobWorker(
+        queue,
+        retry_on=(ConnectionError, TimeoutError),
+        no_retry_on=KeyError,
+        backoff_strategies={"linear": linear, "fixed": lambda n, error, job: 1},
+    )
+
+    @worker.processor("charge", no_retry_on=(ValueError,))
+    async def charge(job: Job) -> None:
+        raise ConnectionError("down")
+
+    backoff: Backoff = Backoff.custom("linear")
+    print(charge, backoff.name)
+
+
 def typed_sync_jobs() -> str:
     with LocalJobQueue("email", "./lanemq-data") as queue:
         job: SyncJob[EmailData, SendResult] = queue.add("send", EmailData(to="ops@example.com"))

@@ -26,6 +26,29 @@ impl Backoff {
                 kind: BackoffKind::Fixed,
                 delay,
                 jitter: 0.0,
+                name: None,
+            },
+        })
+    }
+
+    /// The strategy registered as `name` on the worker (`JobWorker(backoff_strategies=...)`)
+    /// computes each retry's delay; only the name is stored with the job.
+    #[staticmethod]
+    fn custom(name: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let name = text("backoff strategy name", name)?;
+        if name.is_empty() {
+            return Err(invalid(
+                "backoff strategy name",
+                "''",
+                "must be a non-empty string",
+            ));
+        }
+        Ok(Self {
+            inner: core::Backoff {
+                kind: BackoffKind::Custom,
+                delay: 0,
+                jitter: 0.0,
+                name: Some(name),
             },
         })
     }
@@ -39,6 +62,7 @@ impl Backoff {
             kind: BackoffKind::Exponential,
             delay,
             jitter,
+            name: None,
         };
         inner.validate().map_err(to_py)?;
         Ok(Self { inner })
@@ -49,7 +73,13 @@ impl Backoff {
         match self.inner.kind {
             BackoffKind::Fixed => "fixed",
             BackoffKind::Exponential => "exponential",
+            BackoffKind::Custom => "custom",
         }
+    }
+    /// The worker's strategy a custom backoff names (None for the others).
+    #[getter]
+    fn name(&self) -> Option<&str> {
+        self.inner.name.as_deref()
     }
     #[getter]
     fn delay(&self) -> f64 {
@@ -66,6 +96,9 @@ impl Backoff {
         ))
     }
     fn __repr__(&self) -> String {
+        if let Some(name) = &self.inner.name {
+            return format!("Backoff.custom({name:?})");
+        }
         format!(
             "Backoff.{}({}, jitter={})",
             self.kind(),
@@ -485,7 +518,7 @@ fn backoff_of(value: &Bound<'_, PyAny>) -> PyResult<Backoff> {
         invalid(
             "backoff",
             value.repr().map_or_else(|_| "?".into(), |r| r.to_string()),
-            "must be a Backoff: Backoff.fixed(seconds) or Backoff.exponential(seconds)",
+            "must be a Backoff: Backoff.fixed(seconds), Backoff.exponential(seconds) or Backoff.custom(name)",
         )
     })
 }

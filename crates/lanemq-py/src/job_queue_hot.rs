@@ -184,24 +184,25 @@ impl JobQueueCore {
         hot_call!(self, py, complete_many(items, now), convert)
     }
 
-    /// Fails `(id, token, error, stacktrace, retry)` items; awaits `(id, retried, error)`.
+    /// Fails `(id, token, error, stacktrace, retry, delay)` items (`delay`: ms overriding the
+    /// backoff, or None); awaits `(id, retried, error)`.
     #[allow(clippy::type_complexity)]
     fn fail_many<'py>(
         &self,
         py: Python<'py>,
-        items: Vec<(Text, Text, Text, Option<Text>, bool)>,
+        items: Vec<(Text, Text, Text, Option<Text>, bool, Option<u64>)>,
         now: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
         let items = items
             .into_iter()
-            .map(|(id, token, error, stacktrace, retry)| {
+            .map(|(id, token, error, stacktrace, retry, delay)| {
                 Ok(Failure {
                     id: id.core("id")?,
                     token: token.core("token")?,
                     error: error.core("error")?,
                     stacktrace: stacktrace.core("stacktrace")?,
                     retry,
-                    delay: None,
+                    delay,
                 })
             })
             .collect::<PyResult<Vec<_>>>()?;

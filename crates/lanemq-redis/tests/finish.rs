@@ -104,6 +104,7 @@ async fn fixed_backoff_retries_once_then_fails_for_good() {
                 kind: BackoffKind::Fixed,
                 delay: 2000,
                 jitter: 0.0,
+                name: None,
             });
         })],
     )
@@ -170,6 +171,7 @@ async fn exponential_backoff_doubles_and_jitter_takes_off_up_to_its_fraction() {
                 kind: BackoffKind::Exponential,
                 delay: 1000,
                 jitter,
+                name: None,
             });
         }
     };
@@ -245,6 +247,7 @@ async fn an_explicit_delay_overrides_the_backoff() {
                     kind: BackoffKind::Fixed,
                     delay: 5000,
                     jitter: 0.0,
+                    name: None,
                 });
             }),
             job("zero", |o| {
@@ -253,6 +256,7 @@ async fn an_explicit_delay_overrides_the_backoff() {
                     kind: BackoffKind::Fixed,
                     delay: 5000,
                     jitter: 0.0,
+                    name: None,
                 });
             }),
             job("plain", |o| o.attempts = 3),
@@ -715,6 +719,7 @@ async fn mirrors_the_memory_store() {
         kind: BackoffKind::Exponential,
         delay: 100,
         jitter: 0.0,
+        name: None,
     });
     let jobs = vec![
         job("a", |o| {

@@ -28,6 +28,20 @@ from .schedulers import add_repeating
 if TYPE_CHECKING:
     from .._core import _FlowNodeArgs
 
+FailItem = (
+    tuple[str, str, str | BaseException, str | None, bool]
+    | tuple[str, str, str | BaseException, str | None, bool, float | None]
+)
+"""What `JobQueue.fail_many` takes: ``(job_id, token, error, stacktrace, retry)``, with an
+optional ``delay`` (seconds before the retry, in place of the job's backoff)."""
+
+
+def _fail_item(item: FailItem) -> tuple[str, str, str, str | None, bool, int | None]:
+    job_id, token, error, stacktrace, retry = item[:5]
+    delay = item[5] if len(item) == 6 else None
+    delay_ms = None if delay is None else _ms("delay", delay)
+    return job_id, token, _error_text(error), stacktrace, retry, delay_ms
+
 
 def _split_parent(
     options: JobOptions | dict[str, Any] | None, parent: ParentRef | dict[str, Any] | None
@@ -308,13 +322,15 @@ class QueueLifecycle(QueueBase):
 
     async def fail_many(
         self,
-        items: Iterable[tuple[str, str, str | BaseException, str | None, bool]],
+        items: Iterable[FailItem],
         *,
         now: int | None = None,
     ) -> list[tuple[str, bool, str | None]]:
-        """Fails ``(job_id, token, error, stacktrace, retry)`` items in one step; returns
-        ``(job_id, retried, error)`` per item (error set if it could not be failed)."""
-        encoded = [(i, t, _error_text(e), s, r) for i, t, e, s, r in items]
+        """Fails ``(job_id, token, error, stacktrace, retry)`` items in one step (an item may
+        add a sixth value, ``delay``: seconds before its retry in place of the backoff, or
+        None); returns ``(job_id, retried, error)`` per item (error set if it could not be
+        failed)."""
+        encoded = [_fail_item(item) for item in items]
         return await self._core.fail_many(encoded, _now(now))
 
     async def renew(self, job_id: str, token: str, lease: float, *, now: int | None = None) -> None:

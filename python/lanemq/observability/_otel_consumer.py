@@ -32,6 +32,7 @@ from ._otel_spans import (
 
 if TYPE_CHECKING:
     from ..job import Job
+    from ..jobs.lifecycle import FailItem
     from ..lanes import CommandHandle
     from ..queue import JobQueue
     from ..worker import JobWorker
@@ -149,9 +150,7 @@ class TracedOutcomes:
             span.set_attribute("messaging.lanemq.settle.refused", len(refused))
         return refused, jobs
 
-    async def fail_many(
-        self, items: Iterable[tuple[str, str, str | BaseException, str | None, bool]]
-    ) -> list[tuple[str, bool, str | None]]:
+    async def fail_many(self, items: Iterable[FailItem]) -> list[tuple[str, bool, str | None]]:
         batch = list(items)
         with self._tracing.settling(batch, "failed") as span:
             outcomes = await self._queue.fail_many(batch)

@@ -19,6 +19,7 @@ from ..exceptions import (
 )
 from ..job import Job
 from . import _log as _worker_log
+from ._retries import with_custom_delays
 from ._state import WorkerState, log
 
 
@@ -49,7 +50,10 @@ class Reporting(WorkerState):
             await self._report(done, 0)
         failed = book.take_failures()
         if failed:
-            items = failed.items
+            # A custom backoff's delay is the worker's to compute (its strategy is a function
+            # here, a name in the job): it goes with the failure, so every backend retries
+            # after it as after any explicit delay.
+            items = await with_custom_delays(self._backoff_strategies, failed.jobs, failed.items)
             try:
                 outcomes = await self._outcomes.fail_many(items)
             except Exception:

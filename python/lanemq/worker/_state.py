@@ -17,7 +17,8 @@ from .. import _tracing
 from .._core import WorkerBook
 from ..exceptions import ConfigError
 from . import _log as _worker_log
-from ._calls import AsyncProcessor
+from ._calls import AsyncProcessor, Processor
+from ._retries import BackoffStrategy, RetryPolicy
 
 if TYPE_CHECKING:
     from ..queue import JobQueue
@@ -65,6 +66,19 @@ class WorkerState:
     _idle_waiters: list[asyncio.Future[None]]
     _drain_waiters: list[asyncio.Future[None]]
     _recheck: bool
+    _handlers: dict[str, Processor]
+    _retry_policy: RetryPolicy
+    _retry_policies: dict[str | None, RetryPolicy]
+    _backoff_strategies: dict[str, BackoffStrategy]
+
+    def _retry_policy_for(self, name: str) -> RetryPolicy:
+        """The retry policy of the processor that runs jobs called ``name``: its own, else the
+        worker's (a batch processor has none of its own; the default processor runs the
+        names no other processor has)."""
+        own = self._retry_policies
+        if not own or name in self._batchers:
+            return self._retry_policy
+        return own.get(name if name in self._handlers else None, self._retry_policy)
 
     @property
     def _wake(self) -> asyncio.Future[None] | None:

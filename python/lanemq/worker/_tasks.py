@@ -199,7 +199,9 @@ class Tasks(Reporting):
             log.debug("worker %s: rate limited: claims paused for %ss", self.id, raised.delay)
         else:
             assert raised is not None  # (a task that returned was recorded above)
-            retry = not isinstance(raised, UnrecoverableError)
+            retry = not isinstance(raised, UnrecoverableError) and self._retry_policy_for(
+                job.name
+            ).allows(raised)
             book.fail(job, raised, _trace(raised), retry)
         self._poke()
 

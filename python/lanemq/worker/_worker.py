@@ -46,6 +46,13 @@ from ._calls import (
 from ._close import check_seconds, wind_down
 from ._controls import Controls, check_block_timeout, checked_limiter
 from ._observe import WorkerObserver, check_observe
+from ._retries import (
+    BackoffStrategy,
+    ExceptionTypes,
+    RetryPolicy,
+    checked_exception_types,
+    checked_strategies,
+)
 from ._signals import SignalHandlers
 from ._state import HOOKS, checked_concurrency
 from ._stepping import step
@@ -107,6 +114,21 @@ class JobWorker(Controls):
     times in all (counted across workers, by a log line on the job each time), then failed;
     each postponement calls the ``error`` hooks with an `UnknownJobNameWarning`.
 
+    Retries by exception type (celery's ``autoretry_for``): with ``retry_on`` (an exception
+    class or a tuple of them) only those exceptions are retried, and an exception in
+    ``no_retry_on`` never is; any other fails its job for good at once, as `UnrecoverableError`
+    does (the attempts left are not used). ``@worker.processor(name, retry_on=...,
+    no_retry_on=...)`` sets either for one processor's jobs, in place of the worker's (a batch
+    processor's jobs follow the worker's). They apply to what a processor raises (not to
+    timeouts or cancellations).
+
+    Custom backoff (BullMQ's ``backoffStrategy``): ``backoff_strategies={"name": fn}``
+    registers ``fn(attempts_made, error, job) -> seconds`` (an int or float >= 0; it may be
+    ``async def``; ``attempts_made`` is 1 at the first retry), used by the jobs added with
+    ``backoff=Backoff.custom("name")``: at each retry the worker computes the delay and the
+    job is delayed that long. A name this worker does not know, a strategy that raises or one
+    that returns anything else fails the job for good with a `ConfigError` saying so.
+
     Observation (`lanemq.observe`): while ``run()`` runs, the worker heartbeats its
     `WorkerInfo` every ``heartbeat_interval`` seconds (at least 1; its entry lives three
     intervals), so `JobQueue.get_workers` lists it, and it leaves the registry at close. With
@@ -131,6 +153,9 @@ class JobWorker(Controls):
         heartbeat_interval: float = 5.0,
         block_timeout: float | None = None,
         limiter: tuple[int, float] | None = None,
+        retry_on: ExceptionTypes | None = None,
+        no_retry_on: ExceptionTypes | None = None,
+        backoff_strategies: dict[str, BackoffStrategy] | None = None,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"invalid concurrency: {concurrency} (must be >= 1)")
@@ -149,6 +174,15 @@ class JobWorker(Controls):
         block_timeout = stalled_interval if block_timeout is None else block_timeout
         check_block_timeout(block_timeout)
         limit = checked_limiter(limiter)
+        # Which exceptions a failed attempt is retried for: the worker's, and the processors'
+        # own (keyed by their job name, None for the default one), each keyword in place of
+        # the worker's.
+        self._retry_policy = RetryPolicy(
+            checked_exception_types("retry_on", retry_on),
+            checked_exception_types("no_retry_on", no_retry_on),
+        )
+        self._retry_policies: dict[str | None, RetryPolicy] = {}
+        self._backoff_strategies = checked_strategies(backoff_strategies)
         self.queue = queue
         self._remote = queue.remote
         # The running jobs, the outcomes waiting to be reported, the calls in flight, pause,
@@ -236,14 +270,30 @@ class JobWorker(Controls):
     def processor(self, name: P, /) -> P: ...
 
     @overload
-    def processor(self, name: str | None = None) -> Callable[[P], P]: ...
+    def processor(
+        self,
+        name: str | None = None,
+        *,
+        retry_on: ExceptionTypes | None = None,
+        no_retry_on: ExceptionTypes | None = None,
+    ) -> Callable[[P], P]: ...
 
-    def processor(self, name: str | P | None = None) -> Callable[[P], P] | P:
+    def processor(
+        self,
+        name: str | P | None = None,
+        *,
+        retry_on: ExceptionTypes | None = None,
+        no_retry_on: ExceptionTypes | None = None,
+    ) -> Callable[[P], P] | P:
         """Registers ``async def f(job)`` (or a plain ``def``, run in a thread) for jobs
         called ``name`` (every name when None): ``@worker.processor("send")``. Used bare,
         ``@worker.processor`` registers the function under its own ``__name__``, as
         ``@worker.processor("<its name>")`` would. A ``name`` that is neither a str, None nor
-        a function raises `TypeError`."""
+        a function raises `TypeError`. ``retry_on`` / ``no_retry_on`` (an exception class or a
+        tuple of them) replace the worker's same keyword for this processor's jobs; either
+        that is not raises `ConfigError`."""
+        policy = self._retry_policy.overridden(retry_on, no_retry_on)
+        own = retry_on is not None or no_retry_on is not None
         if callable(name):
             fn = name
             label = getattr(fn, "__name__", None)
@@ -265,6 +315,10 @@ class JobWorker(Controls):
                 self._default_handler = fn
             else:
                 self._handlers[name] = fn
+            if own:
+                self._retry_policies[name] = policy
+            else:
+                self._retry_policies.pop(name, None)  # (a processor registered again)
             self._rebuild()
             return fn
 

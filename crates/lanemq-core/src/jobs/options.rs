@@ -50,23 +50,32 @@ impl Default for StoreConfig {
 pub enum BackoffKind {
     Fixed,
     Exponential,
+    /// A strategy registered on the worker by `name`: exception classes and functions cannot
+    /// live in stored options, so the worker computes the delay and reports it with the
+    /// failure (`Failure::delay`).
+    Custom,
 }
 
 /// The wait before a retry: `delay` every time (fixed), or `delay * 2^(n-1)` before retry n
-/// (exponential); `jitter` (0..=1) takes up to that fraction off at random.
+/// (exponential); `jitter` (0..=1) takes up to that fraction off at random. A custom one
+/// names the worker's strategy in `name`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Backoff {
     pub kind: BackoffKind,
     pub delay: Millis,
     #[serde(default)]
     pub jitter: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 impl Backoff {
     /// The delay before retry number `retry` (1-based); `random` in 0..1 drives the jitter.
     pub fn delay_for(&self, retry: u32, random: f64) -> Millis {
         let base = match self.kind {
-            BackoffKind::Fixed => self.delay as f64,
+            // (its `delay`, 0: a failure reported without the worker's delay retries at once,
+            // as the Lua script computes it too)
+            BackoffKind::Fixed | BackoffKind::Custom => self.delay as f64,
             BackoffKind::Exponential => {
                 self.delay as f64 * 2f64.powi(retry.saturating_sub(1).min(52) as i32)
             }
@@ -424,6 +433,7 @@ mod tests {
             kind: BackoffKind::Exponential,
             delay: 1000,
             jitter: 0.0,
+            name: None,
         };
         assert_eq!((exp.delay_for(1, 0.5), exp.delay_for(3, 0.5)), (1000, 4000));
         let jittered = Backoff { jitter: 0.5, ..exp };
@@ -432,8 +442,29 @@ mod tests {
             kind: BackoffKind::Fixed,
             delay: 2000,
             jitter: 0.0,
+            name: None,
         };
         assert_eq!(fixed.delay_for(5, 0.0), 2000);
+    }
+
+    #[test]
+    fn a_custom_backoff_stores_its_name_and_waits_nothing_by_itself() {
+        let custom = Backoff {
+            kind: BackoffKind::Custom,
+            delay: 0,
+            jitter: 0.0,
+            name: Some("linear".into()),
+        };
+        let json = serde_json::to_string(&custom).unwrap();
+        assert_eq!(
+            json,
+            r#"{"kind":"custom","delay":0,"jitter":0.0,"name":"linear"}"#
+        );
+        assert_eq!(serde_json::from_str::<Backoff>(&json).unwrap(), custom);
+        // (the worker's strategy gives the delay, sent with the failure)
+        assert_eq!(custom.delay_for(3, 0.5), 0);
+        let fixed = r#"{"kind":"fixed","delay":5,"jitter":0.0}"#;
+        assert_eq!(serde_json::from_str::<Backoff>(fixed).unwrap().name, None);
     }
 
     #[test]

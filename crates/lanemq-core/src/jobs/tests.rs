@@ -98,6 +98,7 @@ fn retry_waits_out_the_backoff_then_fails_for_good() {
         kind: BackoffKind::Fixed,
         delay: 2000,
         jitter: 0.0,
+        name: None,
     };
     let id = add(
         &mut s,

@@ -10,7 +10,7 @@ import os
 import re
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -53,30 +53,45 @@ class Supervisor:
         return self.children()
 
 
+Start = Callable[..., Awaitable[Supervisor]]
+
+
 @pytest.fixture
-async def supervisor(tmp_path: Path) -> AsyncIterator[Supervisor]:
+async def start(tmp_path: Path) -> AsyncIterator[Start]:
+    """Starts ``python -m lanemq worker args... --reload`` in ``tmp_path`` (where ``app.py``
+    is); a supervisor or child still running at teardown is killed, by PID."""
     (tmp_path / "app.py").write_text(APP.format(answer="v1"))
     await LocalJobQueue("jobs", tmp_path / "data").close()
-    stderr = tmp_path / "supervisor.stderr"
-    with stderr.open("wb") as err:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            *("-m", "lanemq", "worker", "app:worker", "--reload", "--grace", "5"),
-            cwd=tmp_path,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=err,
-        )
-    running = Supervisor(proc, stderr)
+    started: list[Supervisor] = []
+
+    async def run(*args: str) -> Supervisor:
+        stderr = tmp_path / f"supervisor-{len(started) + 1}.stderr"
+        with stderr.open("wb") as err:
+            proc = await asyncio.create_subprocess_exec(
+                *(sys.executable, "-m", "lanemq", "worker", *args, "--reload", "--grace", "5"),
+                cwd=tmp_path,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=err,
+            )
+        started.append(Supervisor(proc, stderr))
+        return started[-1]
+
     try:
-        yield running
+        yield run
     finally:
-        if proc.returncode is None:
-            for pid in running.children():  # (by PID: the children are in their own sessions)
-                if alive(pid):
-                    os.kill(pid, signal.SIGKILL)
-            proc.kill()
-            await proc.wait()
+        for running in started:
+            if running.proc.returncode is None:
+                for pid in running.children():  # (by PID: children have their own sessions)
+                    if alive(pid):
+                        os.kill(pid, signal.SIGKILL)
+                running.proc.kill()
+                await running.proc.wait()
+
+
+@pytest.fixture
+async def supervisor(start: Start) -> Supervisor:
+    return await start("app:worker")
 
 
 def alive(pid: int) -> bool:
@@ -117,6 +132,52 @@ async def test_an_edited_module_restarts_the_worker_with_the_new_code(
         assert supervisor.children() == [first, second]
         assert not alive(second)
         assert f"worker process {second} exited with code 0" in supervisor.stderr()
+    finally:
+        await queue.close()
+
+
+async def test_an_edited_config_file_restarts_the_worker_even_outside_the_reload_dirs(
+    tmp_path: Path, start: Start
+) -> None:
+    config = tmp_path / "workers.toml"
+    config.write_text('[[workers]]\ntarget = "app:worker"\n')
+    (tmp_path / "src").mkdir()
+    supervisor = await start("--config", "workers.toml", "--reload-dir", "src")
+    (first,) = await supervisor.until_children(1)
+    queue = LocalJobQueue("jobs", tmp_path / "data")
+    try:
+        assert await result_of(queue) == "v1"
+        config.write_text('[[workers]]\ntarget = "app:worker"\nconcurrency = 2\n')
+        _, second = await supervisor.until_children(2)
+        assert second != first and "changed: workers.toml" in supervisor.stderr()
+        assert await result_of(queue) == "v1"
+        supervisor.proc.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(supervisor.proc.wait(), EXIT_WAIT) == 0
+        assert not alive(second)
+    finally:
+        await queue.close()
+
+
+async def test_a_module_that_breaks_waits_for_the_fix(
+    tmp_path: Path, supervisor: Supervisor
+) -> None:
+    queue = LocalJobQueue("jobs", tmp_path / "data")
+    try:
+        await supervisor.until_children(1)
+        assert await result_of(queue) == "v1"
+        (tmp_path / "app.py").write_text("this is not python\n")
+        _, broken = await supervisor.until_children(2)
+
+        async def reported() -> bool:
+            return f"worker process {broken} exited with code 2" in supervisor.stderr()
+
+        await eventually(reported, "the broken child's exit")
+        assert supervisor.proc.returncode is None  # the supervisor waits for a change
+        (tmp_path / "app.py").write_text(APP.format(answer="v3"))
+        await supervisor.until_children(3)
+        assert await result_of(queue) == "v3"
+        supervisor.proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(supervisor.proc.wait(), EXIT_WAIT) == 0
     finally:
         await queue.close()
 

@@ -121,6 +121,7 @@ async def test_an_edited_module_restarts_the_worker_with_the_new_code(
         assert await result_of(queue) == "v2"
         assert not alive(first)  # stopped before the new one started
         assert "changed: app.py" in supervisor.stderr()
+        assert "waiting for a change" not in supervisor.stderr()  # (a restart, not a crash)
 
         # A file that is not Python source changes nothing.
         (tmp_path / "notes.txt").write_text("not code")

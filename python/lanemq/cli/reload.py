@@ -66,6 +66,9 @@ class Supervisor:
         self.stopping = asyncio.Event()
         self.signals = 0
         self._exits: set[asyncio.Task[None]] = set()
+        # The children already sent SIGTERM by a restart or stop (a second one from us would be
+        # their "release the running jobs at once"; and their exit is no surprise to report).
+        self._stopped: set[int] = set()
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
@@ -126,7 +129,7 @@ class Supervisor:
 
     async def _report_exit(self, child: asyncio.subprocess.Process) -> None:
         code = await child.wait()
-        if child is self.child and not self.stopping.is_set() and code is not None:
+        if child.pid not in self._stopped and not self.stopping.is_set():
             # (an import error, say: the next change starts it again)
             log.warning(
                 "worker process %d exited with code %d; waiting for a change", child.pid, code
@@ -145,7 +148,9 @@ class Supervisor:
         child = self.child
         if child is None:
             return 0
-        self._signal_child(signal.SIGTERM)
+        if child.pid not in self._stopped:
+            self._stopped.add(child.pid)
+            self._signal_child(signal.SIGTERM)
         code = await child.wait()
         log.info("worker process %d exited with code %d", child.pid, code)
         return code

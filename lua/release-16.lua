@@ -1,8 +1,9 @@
 -- release: ARGV = now, max_events, job id, token. Gives an active job back to the front of its
--- priority in waiting without using an attempt, also once its lease ran out; a job whose
--- cancel was requested (cancel-16.lua) fails for good with the request's reason instead (its
--- attempt counted, as any failure's), as a cancelled waiting job does. Returns {} when released (or so failed), or {kind, message}
--- with kind "missing", "state" or "lock".
+-- priority in waiting without using an attempt, and without its start time and progress,
+-- also once its lease ran out; a job whose cancel was requested (cancel-16.lua) fails for
+-- good with the request's reason instead (its attempt counted, as any failure's), as a
+-- cancelled waiting job does. Returns {} when released (or so failed), or {kind, message} with
+-- kind "missing", "state" or "lock".
 local now, max_events = tonumber(ARGV[1]), ARGV[2]
 local id, token = ARGV[3], ARGV[4]
 
@@ -22,6 +23,9 @@ if cancel then
 end
 unlock(id)
 set("attempts", id, math.max(num("attempts", id) - 1, 0))
+-- (as if never started: no start time, and no progress of the run given back; Job::forget_run)
+set("processed", id, nil)
+set("progress", id, nil)
 to_waiting(id, true)
 emit("waiting", id, "prev", "active")
 return {}

@@ -149,6 +149,28 @@ async def test_jobs_lists_by_state_with_limit_and_order(
     assert empty.out.strip() == "(no jobs)"
 
 
+async def test_jobs_text_shows_the_failure_reason_cut_to_its_column(
+    tmp_path: Path, queue: LocalJobQueue
+) -> None:
+    jobs = await _fill(queue)
+    long = await queue.add("parse", None)
+    (claimed,) = await queue.claim("test", 60, 1)
+    assert claimed.id == long.id
+    reason = "KeyError: " + "x" * 100 + "\nsecond line of the reason"
+    await queue.fail(long.id, claimed.lock_token or "", reason, retry=False)
+    text = await q(tmp_path, "jobs", "--state", "failed")
+    assert text.code == 0, text.err
+    header, *rows = text.out.splitlines()
+    assert header.split()[-1] == "FAILURE"
+    by_id = {row.split()[0]: row for row in rows}
+    assert by_id[jobs["failed"].id].endswith("ValueError: boom")
+    cut = "KeyError: " + "x" * 47 + "..."
+    assert by_id[long.id].endswith(cut) and "second line" not in by_id[long.id]
+    # a table without failures keeps its columns
+    done = await q(tmp_path, "jobs", "--state", "completed")
+    assert "FAILURE" not in done.out
+
+
 async def test_show_prints_fields_data_result_failure_and_logs(
     tmp_path: Path, queue: LocalJobQueue
 ) -> None:

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ParamSpec, TypeVar
 
 from . import queue as _queue
+from . import urls as _urls
 from ._core import Backoff, Dedup, JobOptions, KeepJobs
 from ._sync_runtime import SyncJob, SyncQueueBase
 from .flows import ParentRef
@@ -508,4 +509,18 @@ RedisJobQueue = _sync_factory(_queue.RedisJobQueue)
 #: `SyncQueue` over a `lanemq.InMemoryJobQueue` (process-local; for tests).
 InMemoryJobQueue = _sync_factory(_queue.InMemoryJobQueue)
 
-__all__ = ["InMemoryJobQueue", "LocalJobQueue", "RedisJobQueue", "SyncJob", "SyncQueue"]
+
+def from_url(url: str, name: str, **options: Any) -> SyncQueue[JobQueue]:
+    """`lanemq.from_url`, returning a `SyncQueue` over the queue ``name`` at ``url``
+    (``redis://...``, ``local:DIR``, ``memory://``, ...; same forms, options and errors)."""
+    return SyncQueue(_urls.from_url(url, name, **options))
+
+
+__all__ = [
+    "InMemoryJobQueue",
+    "LocalJobQueue",
+    "RedisJobQueue",
+    "SyncJob",
+    "SyncQueue",
+    "from_url",
+]

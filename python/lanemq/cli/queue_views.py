@@ -55,7 +55,25 @@ def jobs_text(jobs: list[Job]) -> str:
         # (a GROUP column only where groups are used: other tables stay as they were)
         headers = (*headers[:2], "GROUP", *headers[2:])
         rows = [(*row[:2], job.group or "", *row[2:]) for row, job in zip(rows, jobs, strict=True)]
+    if any(job.failed_reason for job in jobs):
+        # (last, so a long reason cannot push the other columns out of a terminal's width)
+        headers = (*headers, "FAILURE")
+        rows = [(*row, _reason_cell(job)) for row, job in zip(rows, jobs, strict=True)]
     return table(headers, rows, numeric=("PRIORITY",))
+
+
+#: How much of a failure reason a ``jobs`` row shows; ``show ID`` prints all of it.
+FAILURE_WIDTH = 60
+
+
+def _reason_cell(job: Job) -> str:
+    """The reason's first line, cut to `FAILURE_WIDTH` with ``...`` (a traceback-like
+    reason would otherwise make every row as wide as its longest line)."""
+    reason = (job.failed_reason or "").strip().splitlines()
+    first = reason[0] if reason else ""
+    if len(first) > FAILURE_WIDTH or len(reason) > 1:
+        return first[: FAILURE_WIDTH - 3] + "..."  # (ASCII: any terminal's encoding prints it)
+    return first
 
 
 def job_detail(job: Job, logs: list[str], log_count: int) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from ..queue import JobQueue
 from ..worker import JobWorker
 from .logs import configure_logging, log_level_option
 from .metrics import MetricsEndpoint, prometheus_module
+from .reload import run_supervisor
 from .targets import Target, importable_cwd, read_config, resolve
 
 log = logging.getLogger("lanemq.cli")
@@ -61,6 +62,20 @@ DEFAULT_GRACE = 8.0
     show_default=True,
     help="Address the metrics endpoint listens on (0.0.0.0: every interface).",
 )
+@click.option(
+    "--reload",
+    is_flag=True,
+    help="For development: run the workers in a child process and restart it (gracefully, "
+    "as SIGTERM stops it) when a *.py file under the --reload-dir directories or the --config "
+    "file changes (needs the lanemq[reload] extra).",
+)
+@click.option(
+    "--reload-dir",
+    "reload_dirs",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="A directory --reload watches (repeatable; default: the current directory).",
+)
 def worker_command(
     targets: Sequence[str],
     config_file: Path | None,
@@ -69,6 +84,8 @@ def worker_command(
     log_level: str,
     metrics_port: int | None,
     metrics_addr: str,
+    reload: bool,
+    reload_dirs: Sequence[Path],
 ) -> None:
     """Run the job workers that TARGETs name until SIGTERM or SIGINT.
 
@@ -87,8 +104,21 @@ def worker_command(
     With --metrics-port, every worker is instrumented and http://ADDR:PORT/metrics serves
     their job counters and histograms, their queues' counts and the process's metrics.
 
+    With --reload (for development), this process watches the source files and runs the
+    workers in a child process, which it restarts when a *.py file under a --reload-dir (the
+    current directory by default) or the --config file changes: the old child stops as on
+    SIGTERM (jobs get --grace, then go back to waiting) before the new one starts.
+
     A bad TARGET exits with code 2 before anything runs."""
     configure_logging(log_level)
+    if reload:
+        args = _child_args(targets, config_file, concurrency, grace, log_level, metrics_port)
+        watched = list(reload_dirs) or [Path.cwd()]
+        raise SystemExit(
+            run_supervisor([*args, "--metrics-addr", metrics_addr], watched, config_file)
+        )
+    if reload_dirs:
+        raise click.UsageError("--reload-dir goes with --reload")
     importable_cwd()
     named = [Target(spec) for spec in targets]
     if config_file is not None:
@@ -101,6 +131,25 @@ def worker_command(
         metrics = (metrics_port, metrics_addr)
     code = asyncio.run(_serve(named, concurrency, grace, metrics))
     raise SystemExit(code)
+
+
+def _child_args(
+    targets: Sequence[str],
+    config_file: Path | None,
+    concurrency: int | None,
+    grace: float,
+    log_level: str,
+    metrics_port: int | None,
+) -> list[str]:
+    """This command's options for the child --reload runs, without --reload."""
+    args = [*targets, "--grace", str(grace), "--log-level", log_level]
+    if config_file is not None:
+        args += ["--config", str(config_file)]
+    if concurrency is not None:
+        args += ["--concurrency", str(concurrency)]
+    if metrics_port is not None:
+        args += ["--metrics-port", str(metrics_port)]
+    return args
 
 
 async def _serve(

@@ -360,8 +360,9 @@ class QueueLifecycle(QueueBase):
 
     async def release(self, job_id: str, token: str, *, now: int | None = None) -> None:
         """Gives an active job back: waiting, at the front of its priority, attempt unused,
-        no stall counted. A lease that ran out still gives back while ``token`` holds the job
-        (stalled recovery did not take it)."""
+        no stall counted, as if never started (no ``processed_on``, the progress reset). A
+        lease that ran out still gives back while ``token`` holds the job (stalled recovery
+        did not take it)."""
         await self._core.release(job_id, token, now)
 
     async def recover_stalled(self, *, now: int | None = None) -> tuple[list[str], list[str]]:

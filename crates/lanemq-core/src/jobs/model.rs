@@ -155,6 +155,14 @@ impl Job {
         }
     }
 
+    /// Forgets what the run that is given back left on the job (its start time and progress):
+    /// a released job waits as if it had never started, and the run that takes it next
+    /// starts afresh instead of showing the interrupted run's state.
+    pub fn forget_run(&mut self) {
+        self.processed_on = None;
+        self.progress = Arc::clone(&NO_PROGRESS);
+    }
+
     /// The id of the dedup key the job was added under, if any.
     pub fn dedup_id(&self) -> Option<&str> {
         self.options.dedup.as_ref().map(|d| d.id.as_str())

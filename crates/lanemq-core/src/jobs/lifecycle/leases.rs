@@ -106,7 +106,8 @@ pub fn move_to_delayed<S: JobStorage>(
     effects.apply(storage, now)
 }
 
-/// Gives an active job back to the front of its priority without using an attempt; one whose
+/// Gives an active job back to the front of its priority without using an attempt, without the
+/// start time and progress of the run that gives it back (`Job::forget_run`); one whose
 /// cancellation was requested fails for good with the reason instead (`release_with_reason`).
 pub fn release<S: JobStorage>(
     storage: &mut S,
@@ -136,6 +137,7 @@ pub fn release_with_reason<S: JobStorage>(
                 return Ok(());
             }
             job.attempts_made = job.attempts_made.saturating_sub(1);
+            job.forget_run();
             super::to_waiting(job, seq, true);
             effects.event("waiting", Some(&job.id), Some(("prev", "active".into())));
             Ok(())

@@ -38,7 +38,7 @@ def checked_exception_types(field: str, value: object) -> tuple[type[BaseExcepti
 
 
 @dataclass(frozen=True)
-class RetryPolicy:
+class RetryTypes:
     """Which exceptions a failed attempt may be retried for: those in ``retry_on`` (None:
     any), unless in ``no_retry_on``."""
 
@@ -50,11 +50,11 @@ class RetryPolicy:
             return False
         return self.retry_on is None or isinstance(error, self.retry_on)
 
-    def overridden(self, retry_on: object, no_retry_on: object) -> RetryPolicy:
+    def overridden(self, retry_on: object, no_retry_on: object) -> RetryTypes:
         """This policy with the keywords a processor gives (None: the worker's) in place."""
         own_retry_on = checked_exception_types("retry_on", retry_on)
         own_no_retry_on = checked_exception_types("no_retry_on", no_retry_on)
-        return RetryPolicy(
+        return RetryTypes(
             self.retry_on if own_retry_on is None else own_retry_on,
             self.no_retry_on if own_no_retry_on is None else own_no_retry_on,
         )

@@ -18,7 +18,7 @@ from .._core import WorkerBook
 from ..exceptions import ConfigError
 from . import _log as _worker_log
 from ._calls import AsyncProcessor, Processor
-from ._retries import BackoffStrategy, RetryPolicy
+from ._retries import BackoffStrategy, RetryTypes
 
 if TYPE_CHECKING:
     from ..queue import JobQueue
@@ -67,11 +67,11 @@ class WorkerState:
     _drain_waiters: list[asyncio.Future[None]]
     _recheck: bool
     _handlers: dict[str, Processor]
-    _retry_policy: RetryPolicy
-    _retry_policies: dict[str | None, RetryPolicy]
+    _retry_policy: RetryTypes
+    _retry_policies: dict[str | None, RetryTypes]
     _backoff_strategies: dict[str, BackoffStrategy]
 
-    def _retry_policy_for(self, name: str) -> RetryPolicy:
+    def _retry_policy_for(self, name: str) -> RetryTypes:
         """The retry policy of the processor that runs jobs called ``name``: its own, else the
         worker's (a batch processor has none of its own; the default processor runs the
         names no other processor has)."""

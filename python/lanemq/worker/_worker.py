@@ -49,7 +49,7 @@ from ._observe import WorkerObserver, check_observe
 from ._retries import (
     BackoffStrategy,
     ExceptionTypes,
-    RetryPolicy,
+    RetryTypes,
     checked_exception_types,
     checked_strategies,
 )
@@ -177,11 +177,11 @@ class JobWorker(Controls):
         # Which exceptions a failed attempt is retried for: the worker's, and the processors'
         # own (keyed by their job name, None for the default one), each keyword in place of
         # the worker's.
-        self._retry_policy = RetryPolicy(
+        self._retry_policy = RetryTypes(
             checked_exception_types("retry_on", retry_on),
             checked_exception_types("no_retry_on", no_retry_on),
         )
-        self._retry_policies: dict[str | None, RetryPolicy] = {}
+        self._retry_policies: dict[str | None, RetryTypes] = {}
         self._backoff_strategies = checked_strategies(backoff_strategies)
         self.queue = queue
         self._remote = queue.remote

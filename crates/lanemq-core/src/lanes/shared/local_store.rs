@@ -60,16 +60,7 @@ impl LocalLaneStore {
         &self,
         op: impl FnOnce(&Transaction<'_>) -> CoreResult<T>,
     ) -> CoreResult<T> {
-        let mut guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        let conn = guard
-            .as_mut()
-            .ok_or_else(|| CoreError::Storage("the lanes store is closed".into()))?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql)?;
-        let out = op(&tx)?;
-        tx.commit().map_err(sql)?;
-        Ok(out)
+        self.transaction(TransactionBehavior::Immediate, true, op)
     }
 
     /// Runs `op` in a read transaction (it writes nothing, so it rings no doorbell).
@@ -77,14 +68,27 @@ impl LocalLaneStore {
         &self,
         op: impl FnOnce(&Transaction<'_>) -> CoreResult<T>,
     ) -> CoreResult<T> {
+        self.transaction(TransactionBehavior::Deferred, false, op)
+    }
+
+    /// Runs `op` in a transaction of the store's one connection; with `commit`, commits it
+    /// when `op` succeeds (else it rolls back as it is dropped).
+    fn transaction<T>(
+        &self,
+        behavior: TransactionBehavior,
+        commit: bool,
+        op: impl FnOnce(&Transaction<'_>) -> CoreResult<T>,
+    ) -> CoreResult<T> {
         let mut guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         let conn = guard
             .as_mut()
             .ok_or_else(|| CoreError::Storage("the lanes store is closed".into()))?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Deferred)
-            .map_err(sql)?;
-        op(&tx)
+        let tx = conn.transaction_with_behavior(behavior).map_err(sql)?;
+        let out = op(&tx)?;
+        if commit {
+            tx.commit().map_err(sql)?;
+        }
+        Ok(out)
     }
 
     /// Stores the lanes and `config` unless some are stored; returns the stored config.

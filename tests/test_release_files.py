@@ -79,3 +79,15 @@ def test_the_wheels_are_built_with_the_pinned_toolchain() -> None:
     [build] = steps_using(job, "PyO3/maturin-action")
     assert build["with"]["rust-toolchain"] == "${{ steps.rust.outputs.channel }}"
 
+
+def test_the_test_command_keeps_out_of_the_venv_the_readme_installs_into() -> None:
+    # scripts/test's `maturin develop` replaces the lanemq of the venv it builds into with a
+    # debug build: that must not be the venv the README's `pip install .` fills.
+    readme = (ROOT / "README.md").read_text()
+    readme_venv = re.search(r"python3 -m venv (\S+) && \. \1/bin/activate", readme)
+    assert readme_venv is not None
+    test_venv = re.search(
+        r"^venv=\$\{LANEMQ_VENV:-\$root/(\S+)\}$", (ROOT / "scripts/test").read_text(), re.MULTILINE
+    )
+    assert test_venv is not None
+    assert test_venv.group(1) != readme_venv.group(1)

@@ -1,5 +1,6 @@
 """The release files: the workflow that publishes on a tag (.github/workflows/release.yml,
-which cannot run here, so its shape is checked instead) and the pinned toolchain it builds with."""
+which cannot run here, so its shape is checked instead), the pinned toolchain it builds with,
+and the test command's venv, kept apart from the one the README installs a release build into."""
 
 from __future__ import annotations
 

@@ -94,6 +94,12 @@ class QueueManager(Running):
     Leaving ``async with`` shuts down, waits at most ``close_timeout`` seconds (default 8;
     ``math.inf``: no limit) for the commands in flight, or not at all when the body raised,
     then cancels what is left (`close`).
+
+    ``backend`` (``"local:DIR"`` or a Redis URL) shares the lanes with every manager of the
+    same backend and ``name``, in any process or host: the caps, rate limits and priority
+    order hold across all of them, a named command runs wherever its name is registered, and
+    each process's slots are leased for ``lease`` seconds (renewed every third of it), so a
+    process that dies gives them back in that time. Without it the lanes are this process's.
     """
 
     def __init__(

@@ -380,8 +380,14 @@ class QueueManager(Running):
 
     async def submit(self, lane_id: str, command: Any, /, *args: Any, **kwargs: Any) -> Any:
         """Runs ``command(*args, **kwargs)`` in ``lane_id`` and returns its result (or raises
-        its error, `CommandTimeoutError` on the lane's timeout). Unlike `submit_named`, which
-        returns the handle, this awaits the command itself."""
+        its error, `CommandTimeoutError` on the lane's timeout).
+
+        The callable runs in this process and is not stored: a crash loses it. `submit_named`
+        differs: it runs a command registered by name, with a JSON payload, wherever that
+        name is registered (with ``backend=``), stores it first (with ``storage=`` or
+        ``backend=``) and returns its `CommandHandle` rather than its result. Use this for
+        work of the moment, `submit_named` for work that must survive a crash or run in
+        another process."""
         return await self.submit_nowait(lane_id, command, *args, **kwargs)
 
     def _unknown_lane(self, lane_id: str) -> UnknownLaneError:
@@ -419,11 +425,14 @@ class QueueManager(Running):
     async def submit_named(
         self, lane_id: str, name: str, payload: Any = None
     ) -> CommandHandle[Any]:
-        """Submits the registered command ``name`` with a JSON ``payload`` and returns its
-        `CommandHandle` (await the handle for the result), not the result as `submit` does: the
-        call awaits only the durable write, and lanes that outlive a process build on the
-        handle. With storage, the command is on disk before this returns and runs again after
-        a restart if it did not finish.
+        """Submits the command registered as ``name`` (`register`) with a JSON ``payload`` and
+        returns its `CommandHandle` once it is stored: await the handle for the result.
+
+        `submit` differs: it runs any callable, with any arguments, in this process, stores
+        nothing, and returns the result itself. This call awaits only the durable write, so a
+        caller may wait for the result later or never. With ``storage=``, the command is on
+        disk before this returns and runs again after a restart if it did not finish; without
+        ``storage=`` or ``backend=`` it is held in memory only, as with `submit`.
 
         With ``backend=``, the command is held by the backend before this returns, and runs in
         whichever process sharing the lanes registered ``name`` (this one need not have); its

@@ -128,3 +128,28 @@ def test_an_operator_searches_by_data_and_opens_a_job(tmp_path: Path, page: Page
         expect(rows).to_have_count(1)
         rows.first.locator("td a").first.click()
         expect(page.locator("dd.job-state")).to_have_text("failed")
+
+
+async def add_jobs(directory: Path, count: int) -> None:
+    queue = LocalJobQueue("q", directory)
+    try:
+        await queue.add_bulk([("send", {"n": n}) for n in range(count)])
+    finally:
+        await queue.close()
+
+
+def test_the_counts_move_without_a_reload(tmp_path: Path, page: Page) -> None:
+    data = tmp_path / "data"
+    run(fill(data))
+    with serve(f"local:{data}", "--queue", "q", cwd=tmp_path) as server:
+        for path, waiting in (
+            ("/", page.locator('tr[data-queue="q"] [data-state="waiting"]')),
+            ("/queues/q", page.locator('table.counts [data-state="waiting"]')),
+        ):
+            page.goto(server.url + path)
+            before = int(waiting.inner_text())
+            # A marker of this very document: a reload would lose it.
+            page.evaluate("window.lanemqMarker = 'this document'")
+            run(add_jobs(data, 3))
+            expect(waiting).to_have_text(str(before + 3))
+            assert page.evaluate("window.lanemqMarker") == "this document", path

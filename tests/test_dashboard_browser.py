@@ -153,3 +153,44 @@ def test_the_counts_move_without_a_reload(tmp_path: Path, page: Page) -> None:
             run(add_jobs(data, 3))
             expect(waiting).to_have_text(str(before + 3))
             assert page.evaluate("window.lanemqMarker") == "this document", path
+
+
+PHONE = {"width": 390, "height": 844}
+
+
+def test_the_pages_fit_a_phone(tmp_path: Path, browser: Browser) -> None:
+    data = tmp_path / "data"
+    job_id = run(fill(data))
+    context = browser.new_context(
+        viewport=PHONE, is_mobile=True, has_touch=True, device_scale_factor=2
+    )
+    phone = context.new_page()
+    phone.set_default_timeout(STEP_MS)
+    try:
+        with serve(f"local:{data}", "--queue", "q", cwd=tmp_path) as server:
+            for path in (
+                "/",
+                "/queues/q",
+                "/queues/q/jobs/failed",
+                f"/queues/q/job/{job_id}",
+                "/queues/q/search?q=send",
+            ):
+                phone.goto(server.url + path)
+                expect(phone.locator("main h1")).to_be_visible()
+                # A phone's browser widens the page to its content (window.innerWidth
+                # grows with it): nothing may stick out of the phone's own width.
+                widths = phone.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+                assert widths == [PHONE["width"], PHONE["width"]], (path, widths)
+                expect(phone.locator("header.top a.brand")).to_be_in_viewport()
+
+            # The nav's links are there to tap: from the job's page to its queue, then home.
+            phone.goto(f"{server.url}/queues/q/job/{job_id}")
+            crumb = phone.locator("nav.crumbs a", has_text="q").first
+            expect(crumb).to_be_in_viewport()
+            crumb.tap()
+            expect(phone.locator("main h1")).to_contain_text("q")
+            assert phone.url == f"{server.url}/queues/q"
+            phone.locator("header.top a.brand").tap()
+            expect(phone.locator("main h1")).to_have_text("Queues")
+    finally:
+        context.close()

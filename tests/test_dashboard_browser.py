@@ -139,12 +139,14 @@ async def add_jobs(directory: Path, count: int) -> None:
 
 
 def test_the_counts_move_without_a_reload(tmp_path: Path, page: Page) -> None:
+    """The overview's counts, a queue page's and a job list's total."""
     data = tmp_path / "data"
     run(fill(data))
     with serve(f"local:{data}", "--queue", "q", cwd=tmp_path) as server:
         for path, waiting in (
             ("/", page.locator('tr[data-queue="q"] [data-state="waiting"]')),
             ("/queues/q", page.locator('table.counts [data-state="waiting"]')),
+            ("/queues/q/jobs/waiting", page.locator('h1 [data-state="waiting"]')),
         ):
             page.goto(server.url + path)
             before = int(waiting.inner_text())

@@ -1,8 +1,8 @@
-"""``GET /api/counts``: the job counts per state of the queues as JSON, which the overview
-and a queue's page read every few seconds to update their numbers in place (no reload).
-``?queue=NAME`` reads that queue only (a queue's page needs no other). It sits behind the
-same host check and access token as the pages, and is never cached (the guard's
-``cache-control: no-store``)."""
+"""``GET /api/counts``: the job counts per state of the queues as JSON, which the overview,
+a queue's page and a job list read every few seconds to update their numbers in place (no
+reload). ``?queue=NAME`` reads that queue only (the pages of one queue need no other).
+It sits behind the same host check and access token as the pages, and is never cached
+(the guard's ``cache-control: no-store``)."""
 
 from __future__ import annotations
 

@@ -89,6 +89,24 @@ async def test_the_queue_page_shows_counts_limits_and_schedulers(
     assert f'<a href="/queues/{queue.name}/schedulers">1</a>' in html
 
 
+async def test_every_page_links_the_favicon_the_app_serves(
+    queue: JobQueue, client: TestClient
+) -> None:
+    for path in ("/", page_of(queue), "/nowhere"):
+        html = client.get(path).text
+        assert '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">' in html
+    icon = client.get("/static/favicon.svg")
+    assert icon.status_code == 200
+    assert icon.headers["content-type"] == "image/svg+xml"
+    assert icon.text.startswith("<svg ") and "</svg>" in icon.text
+    # Mounted, the link carries the mount path.
+    api = FastAPI()
+    api.mount("/ops", app([queue]))
+    with local_client(api) as mounted:
+        assert 'href="/ops/static/favicon.svg"' in mounted.get("/ops/").text
+        assert mounted.get("/ops/static/favicon.svg").status_code == 200
+
+
 async def test_a_state_is_paged_and_ordered(queue: JobQueue, client: TestClient) -> None:
     added = [await queue.add("send", {"i": i}) for i in range(30)]
     first = client.get(f"{page_of(queue)}/jobs/waiting")

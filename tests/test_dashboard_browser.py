@@ -128,3 +128,71 @@ def test_an_operator_searches_by_data_and_opens_a_job(tmp_path: Path, page: Page
         expect(rows).to_have_count(1)
         rows.first.locator("td a").first.click()
         expect(page.locator("dd.job-state")).to_have_text("failed")
+
+
+async def add_jobs(directory: Path, count: int) -> None:
+    queue = LocalJobQueue("q", directory)
+    try:
+        await queue.add_bulk([("send", {"n": n}) for n in range(count)])
+    finally:
+        await queue.close()
+
+
+def test_the_counts_move_without_a_reload(tmp_path: Path, page: Page) -> None:
+    """The overview's counts, a queue page's and a job list's total."""
+    data = tmp_path / "data"
+    run(fill(data))
+    with serve(f"local:{data}", "--queue", "q", cwd=tmp_path) as server:
+        for path, waiting in (
+            ("/", page.locator('tr[data-queue="q"] [data-state="waiting"]')),
+            ("/queues/q", page.locator('table.counts [data-state="waiting"]')),
+            ("/queues/q/jobs/waiting", page.locator('h1 [data-state="waiting"]')),
+        ):
+            page.goto(server.url + path)
+            before = int(waiting.inner_text())
+            # A marker of this very document: a reload would lose it.
+            page.evaluate("window.lanemqMarker = 'this document'")
+            run(add_jobs(data, 3))
+            expect(waiting).to_have_text(str(before + 3))
+            assert page.evaluate("window.lanemqMarker") == "this document", path
+
+
+PHONE = {"width": 390, "height": 844}
+
+
+def test_the_pages_fit_a_phone(tmp_path: Path, browser: Browser) -> None:
+    data = tmp_path / "data"
+    job_id = run(fill(data))
+    context = browser.new_context(
+        viewport=PHONE, is_mobile=True, has_touch=True, device_scale_factor=2
+    )
+    phone = context.new_page()
+    phone.set_default_timeout(STEP_MS)
+    try:
+        with serve(f"local:{data}", "--queue", "q", cwd=tmp_path) as server:
+            for path in (
+                "/",
+                "/queues/q",
+                "/queues/q/jobs/failed",
+                f"/queues/q/job/{job_id}",
+                "/queues/q/search?q=send",
+            ):
+                phone.goto(server.url + path)
+                expect(phone.locator("main h1")).to_be_visible()
+                # A phone's browser widens the page to its content (window.innerWidth
+                # grows with it): nothing may stick out of the phone's own width.
+                widths = phone.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+                assert widths == [PHONE["width"], PHONE["width"]], (path, widths)
+                expect(phone.locator("header.top a.brand")).to_be_in_viewport()
+
+            # The nav's links are there to tap: from the job's page to its queue, then home.
+            phone.goto(f"{server.url}/queues/q/job/{job_id}")
+            crumb = phone.locator("nav.crumbs a", has_text="q").first
+            expect(crumb).to_be_in_viewport()
+            crumb.tap()
+            expect(phone.locator("main h1")).to_contain_text("q")
+            assert phone.url == f"{server.url}/queues/q"
+            phone.locator("header.top a.brand").tap()
+            expect(phone.locator("main h1")).to_have_text("Queues")
+    finally:
+        context.close()

@@ -51,6 +51,18 @@ async def test_the_groups_page_lists_groups_with_counts_and_state(
     assert re.search(rf'<a href="{page_of(queue)}/groups">2</a>', queue_page)
 
 
+async def test_the_queue_page_shows_groups_only_once_there_are_some(
+    queue: JobQueue, client: TestClient
+) -> None:
+    before = client.get(page_of(queue)).text
+    assert "<dt>Groups</dt>" not in before and f"{page_of(queue)}/groups" not in before
+    await queue.add("prompt", 1, group="tenant-a")
+    after = client.get(page_of(queue)).text
+    assert f'<dt>Groups</dt><dd><a href="{page_of(queue)}/groups">1</a></dd>' in after
+    groups = client.get(f"{page_of(queue)}/groups").text
+    assert group_rows(groups) == ["tenant-a"]
+
+
 async def test_pause_resume_and_remove_a_group(queue: JobQueue, client: TestClient) -> None:
     await queue.add("prompt", 1, group="tenant-a")
     await queue.add("prompt", 2, group="tenant-a", delay=3600)

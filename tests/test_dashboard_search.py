@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from html import unescape
 
 import pytest
 from conformance.backends import queue_fixture
@@ -85,6 +86,12 @@ async def test_bad_queries_are_400_pages_naming_them(client: TestClient, queue: 
         response = client.get(f"/queues/{queue.name}/search", params=params)
         assert response.status_code == 400, params
         assert named in response.text
+        # Said above the search box, which keeps the query to correct; no job listed.
+        problem = re.search(r'<p class="problem" role="alert">([^<]*)</p>', response.text)
+        assert problem is not None and named in unescape(problem.group(1)), params
+        assert 'role="search"' in response.text and row_ids(response.text) == []
+    kept = client.get(f"/queues/{queue.name}/search", params={"q": "a..b=1"}).text
+    assert 'name="q" value="a..b=1"' in kept
 
 
 async def test_the_token_guards_the_search_page(queue: JobQueue) -> None:

@@ -13,6 +13,7 @@ from starlette.staticfiles import StaticFiles
 from ..queue import JobQueue
 from ._actions import HANDLERS, Actions, SignIn
 from ._hosts import LOOPBACK, AllowedHosts
+from ._live import LiveCounts
 from ._pages import Pages
 from ._render import Renderer
 from ._search import SearchPage
@@ -67,6 +68,7 @@ def app(
         Route("/", pages.overview, name="overview"),
         Route(SIGN_IN, sign_in.form, methods=["GET"]),
         Route(SIGN_IN, sign_in.submit, methods=["POST"]),
+        Route("/api/counts", LiveCounts(source).endpoint),
         Route(queue, pages.queue),
         Route(f"{queue}/jobs/{{state}}", pages.jobs),
         Route(f"{queue}/lookup", pages.lookup),

@@ -24,6 +24,7 @@ from ..exceptions import (
     StorageError,
 )
 from ._security import Guard, asked_path
+from ._times import duration, job_times
 
 log = logging.getLogger("lanemq.dashboard")
 
@@ -78,8 +79,8 @@ class Renderer:
             trim_blocks=True,
             lstrip_blocks=True,
         )
-        self.env.filters.update(when=when, iso=iso, pretty=pretty, q=path_part)
-        self.env.globals.update(version=__version__, ago=ago)
+        self.env.filters.update(when=when, iso=iso, pretty=pretty, q=path_part, duration=duration)
+        self.env.globals.update(version=__version__, ago=ago, job_times=job_times)
 
     def page(
         self, request: Request, template: str, status_code: int = 200, **context: Any

@@ -11,6 +11,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from ..exceptions import ConfigError
 from ..queue import STATES
 from ._pages import PAGE_SIZE, check_state, whole_number
 from ._render import Renderer
@@ -45,7 +46,8 @@ def criteria(query: str) -> dict[str, Any]:
 
 
 class SearchPage:
-    """The search page of a queue; bad criteria are a 400 page naming them (`ConfigError`)."""
+    """The search page of a queue; bad criteria (`ConfigError`), a bad state or cursor are
+    a 400 page naming them, the search box above keeping the query."""
 
     def __init__(self, source: QueueSource, render: Renderer) -> None:
         self.source = source
@@ -54,22 +56,28 @@ class SearchPage:
     async def page(self, request: Request) -> Response:
         queue = await self.source.get(request.path_params["queue"])
         query = request.query_params.get("q", "").strip()
-        if len(query) > MAX_QUERY:
-            raise HTTPException(400, f"the query is longer than {MAX_QUERY} characters")
         state = request.query_params.get("state", "")
-        states = [check_state(state, 400)] if state else []
-        cursor = whole_number(request, "cursor", 0, 0, 2**63 - 1)
         page = None
-        if query:
-            found = criteria(query)
-            page = await queue.search_jobs(*states, **found, cursor=cursor, count=PAGE_SIZE)
+        problem = None
+        try:
+            if len(query) > MAX_QUERY:
+                raise HTTPException(400, f"the query is longer than {MAX_QUERY} characters")
+            states = [check_state(state, 400)] if state else []
+            cursor = whole_number(request, "cursor", 0, 0, 2**63 - 1)
+            if query:
+                found = criteria(query)
+                page = await queue.search_jobs(*states, **found, cursor=cursor, count=PAGE_SIZE)
+        except (HTTPException, ConfigError) as error:
+            # A bad query is shown above the search box, which keeps it to be corrected.
+            problem = error.detail if isinstance(error, HTTPException) else str(error)
         return self.render.page(
             request,
             "search.html",
+            400 if problem else 200,
             queue=queue,
-            query=query,
-            state=state,
+            query=query[:MAX_QUERY],
+            state=state if state in STATES else "",
             states=STATES,
-            cursor=cursor,
             page=page,
+            problem=problem,
         )

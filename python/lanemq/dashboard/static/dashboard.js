@@ -1,5 +1,5 @@
-// lanemq dashboard: the per-minute charts, confirmations of destructive actions, and the
-// optional auto-refresh. Plain JavaScript, served by the app: no build step, no CDN.
+// lanemq dashboard: the per-minute charts, confirmations of destructive actions, the live
+// counts, and the optional auto-refresh. Plain JavaScript, served by the app: no build step, no CDN.
 "use strict";
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -98,6 +98,50 @@ function autoRefresh() {
   }, 5000);
 }
 
+// Live counts: a table marked data-live-counts (the overview's, a queue page's) reads its
+// URL (GET /api/counts, JSON) every LIVE_MS and puts the new numbers in place, so the counts
+// move without reloading the page. Nothing is asked while the tab is hidden (a hidden tab
+// polling every few seconds is load on the backend for no one); it catches up when shown.
+const LIVE_MS = 3000;
+
+function liveCounts() {
+  const tables = document.querySelectorAll("[data-live-counts]");
+  if (!tables.length) return;
+  let busy = false;
+  const update = (table, queues) => {
+    for (const row of table.querySelectorAll("[data-queue]")) {
+      // (matched by value, not by a CSS selector: a queue's name may hold any character)
+      const queue = queues.find((q) => q.name === row.dataset.queue);
+      if (!queue) continue;
+      for (const link of row.querySelectorAll("[data-state]")) {
+        const value = queue.counts[link.dataset.state];
+        if (value !== undefined && link.textContent !== String(value)) link.textContent = String(value);
+      }
+      const workers = row.querySelector("[data-workers]");
+      if (workers) workers.textContent = String(queue.workers);
+    }
+  };
+  const poll = async () => {
+    if (busy || document.hidden) return;
+    busy = true;
+    try {
+      for (const table of tables) {
+        const response = await fetch(table.dataset.liveCounts, {
+          headers: { accept: "application/json" }, cache: "no-store", credentials: "same-origin",
+        });
+        // (signed out, or the queue is gone: keep the numbers shown, try again later)
+        if (response.ok) update(table, (await response.json()).queues);
+      }
+    } catch (error) {
+      // The server is down or restarting: the next tick tries again.
+    } finally {
+      busy = false;
+    }
+  };
+  window.setInterval(poll, LIVE_MS);
+  document.addEventListener("visibilitychange", () => { if (!document.hidden) poll(); });
+}
+
 // The notice of an action (?done=) is shown once: a reload should not repeat it.
 function forgetNotice() {
   const url = new URL(window.location.href);
@@ -112,4 +156,5 @@ document.addEventListener("DOMContentLoaded", () => {
   for (const holder of document.querySelectorAll("[data-chart]")) drawChart(holder);
   confirmations();
   autoRefresh();
+  liveCounts();
 });

@@ -54,8 +54,7 @@ class QueueAdmin(QueueBase):
         await self._core.retry_job(job_id, reset_attempts, now)
 
     async def update_priority(self, job_id: str, priority: int, lifo: bool = False) -> None:
-        """Changes a waiting or delayed job's priority (and LIFO placement), moving it in the
-        order."""
+        """Changes a job's priority (and LIFO placement); a waiting job moves in the order."""
         await self._core.update_priority(job_id, priority, lifo)
 
     async def update_data(self, job_id: str, data: Any) -> None:

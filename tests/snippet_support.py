@@ -64,6 +64,10 @@ def python_blocks(text: str, source: str) -> list[Snippet]:
             body.append(lines[index])
             index += 1
         start = index - len(body)  # 1-based line of the opening fence
+        if index == len(lines):
+            # (a line of prose that starts with backticks opens a fence that hides every block
+            # after it, from the reader and from these tests alike)
+            raise ValueError(f"{source}:{start}: a fence that is never closed")
         if info and info[0] in ("python", "py"):
             code = "\n".join(body) + "\n"
             found.append(Snippet(source, start, section, code, tuple(info[1:])))

@@ -27,6 +27,13 @@ def test_python_blocks_are_found_with_their_flags() -> None:
     ]
 
 
+def test_a_fence_that_never_closes_is_an_error() -> None:
+    # Prose that starts a line with backticks opens a fence: the blocks after it would vanish.
+    text = "# A\ntext\n```` ```python no-run ```` in prose\n```python\nx = 1\n```\n"
+    with pytest.raises(ValueError, match=r"doc\.md:3: a fence that is never closed"):
+        python_blocks(text, "doc.md")
+
+
 @pytest.mark.parametrize("snippet", RUNNABLE, ids=[snippet.name for snippet in RUNNABLE])
 def test_snippet_runs(snippet: Snippet, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     run_snippet(snippet, tmp_path, lambda: str(request.getfixturevalue("redis_url")))

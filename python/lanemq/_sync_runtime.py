@@ -133,22 +133,27 @@ class SyncJob(Generic[DataT, ResultT]):
 
     @property
     def id(self) -> str:
+        """The job's id."""
         return self._job.id
 
     @property
     def name(self) -> str:
+        """The job's name: which processor runs it."""
         return self._job.name
 
     @property
     def queue_name(self) -> str:
+        """The name of the queue the job is in."""
         return self._job.queue.name
 
     @property
     def data(self) -> DataT:
+        """The payload, decoded from JSON."""
         return self._job.data
 
     @property
     def options(self) -> JobOptions:
+        """The job's options (`JobOptions`), as it was added with."""
         return self._job.options
 
     @property
@@ -158,14 +163,17 @@ class SyncJob(Generic[DataT, ResultT]):
 
     @property
     def priority(self) -> int:
+        """The job's priority: 0 (none, first) or 1 to 2,097,151, lower first."""
         return self._job.priority
 
     @property
     def attempts_made(self) -> int:
+        """Attempts that ended (failed, or completed), as `Job.attempts_made`."""
         return self._job.attempts_made
 
     @property
     def stalled_count(self) -> int:
+        """How many times the job stalled (its lease ran out while it ran)."""
         return self._job.stalled_count
 
     @property
@@ -175,42 +183,54 @@ class SyncJob(Generic[DataT, ResultT]):
 
     @property
     def delay_until(self) -> int:
+        """When a delayed job becomes ready, in ms since the Unix epoch (0: not delayed)."""
         return self._job.delay_until
 
     @property
     def processed_on(self) -> int | None:
+        """When the latest attempt started, in milliseconds since the Unix epoch, or None."""
         return self._job.processed_on
 
     @property
     def finished_on(self) -> int | None:
+        """When the job completed or failed for good, in milliseconds since the Unix epoch, or
+        None."""
         return self._job.finished_on
 
     @property
     def progress(self) -> Any:
+        """The progress the processor reported (`update_progress`): any JSON value, 0 by default."""
         return self._job.progress
 
     @property
     def return_value(self) -> Any:
+        """The processor's return value once the job completed, else None."""
         return self._job.return_value
 
     @property
     def failed_reason(self) -> str | None:
+        """Why the job's latest attempt failed, or None."""
         return self._job.failed_reason
 
     @property
     def stacktrace(self) -> list[str]:
+        """The stack traces of failed attempts, newest last (at most the job's
+        `stack_trace_limit`)."""
         return self._job.stacktrace
 
     @property
     def dedup_id(self) -> str | None:
+        """The id of the dedup key the job was added under (`Dedup.id`), if any."""
         return self._job.dedup_id
 
     @property
     def scheduler_key(self) -> str | None:
+        """The key of the job scheduler that produced this job (an occurrence), if any."""
         return self._job.scheduler_key
 
     @property
     def parent_key(self) -> str | None:
+        """The key of this job's parent in a flow (``<queue>:<id>``), if it has one."""
         return self._job.parent_key
 
     def refresh(self) -> SyncJob[DataT, ResultT]:
@@ -219,6 +239,7 @@ class SyncJob(Generic[DataT, ResultT]):
         return self
 
     def get_state(self) -> str:
+        """The job's state now (read again, not the snapshot's), or ``unknown`` if it is gone."""
         return self._owner._runner.call(self._job.get_state)
 
     def wait(self, timeout: float | None = None) -> ResultT:
@@ -230,16 +251,21 @@ class SyncJob(Generic[DataT, ResultT]):
     def get_logs(
         self, start: int = 0, end: int = -1, ascending: bool = True
     ) -> tuple[list[str], int]:
+        """Log lines ``start..=end`` (negative indexes count from the end) and the total count."""
         job = self._job
         return self._owner._runner.call(lambda: job.get_logs(start, end, ascending))
 
     def remove(self) -> None:
+        """Removes the job with its children (`JobQueue.remove`); refused with `JobStateError`
+        while a worker holds it."""
         self._owner._runner.call(self._job.remove)
 
     def retry(self) -> None:
+        """Runs this failed (or completed) job again (`JobQueue.retry_job`)."""
         self._owner._runner.call(self._job.retry)
 
     def promote(self) -> None:
+        """Makes this delayed job ready now (`JobQueue.promote`)."""
         self._owner._runner.call(self._job.promote)
 
     def __repr__(self) -> str:
@@ -268,6 +294,7 @@ class SyncQueueBase(Generic[Q]):
 
     @property
     def closed(self) -> bool:
+        """Whether `close` was called: calls then raise `RuntimeError`."""
         return self._runner.closed
 
     def __enter__(self: _S) -> _S:

@@ -70,6 +70,8 @@ class Subscription(AsyncIterator[Event]):
         self._waiter: asyncio.Future[None] | None = None
 
     def matches(self, key: str) -> bool:
+        """Whether an event named ``key`` is one this subscription takes (by its keys and
+        prefixes), before its ``where``."""
         return self._match_all or key in self._exact or key.startswith(self._prefixes)
 
     def _offer(self, event: Event) -> None:
@@ -158,6 +160,9 @@ class EventBus:
         buffer: int = 10_000,
         where: Callable[[Event], bool] | None = None,
     ) -> Subscription:
+        """A new `Subscription` to the events whose key is in ``keys`` (a key ending in ``*`` is a
+        prefix; none: every event), buffering at most ``buffer`` of them; ``where`` filters
+        further. `ValueError` for a ``buffer`` below 1."""
         if buffer < 1:
             raise ValueError(f"invalid buffer: {buffer} (must be at least 1)")
         subscription = Subscription(self, keys, buffer, where)
@@ -170,6 +175,8 @@ class EventBus:
         self.active = bool(self._subscriptions)
 
     def emit(self, key: str, **payload: Any) -> None:
+        """Sends the event ``key`` with ``payload`` to every subscription that takes it; builds
+        nothing when none does."""
         event: Event | None = None
         for subscription in self._subscriptions:
             if subscription.matches(key):
@@ -178,5 +185,6 @@ class EventBus:
                 subscription._offer(event)
 
     def close(self) -> None:
+        """Closes every subscription: their iterators end."""
         for subscription in self._subscriptions:
             subscription.close()

@@ -82,10 +82,13 @@ class Job(Generic[DataT, ResultT]):
 
     @property
     def id(self) -> str:
+        """The job's id: an automatic one (``"1"``, ``"2"``, ...) or the ``job_id`` it was added
+        with."""
         return self._record.id
 
     @property
     def name(self) -> str:
+        """The job's name: which processor runs it."""
         return self._record.name
 
     @property
@@ -98,6 +101,7 @@ class Job(Generic[DataT, ResultT]):
 
     @property
     def options(self) -> JobOptions:
+        """The options the job was added with (`JobOptions`)."""
         return self._record.options
 
     @property
@@ -107,10 +111,13 @@ class Job(Generic[DataT, ResultT]):
 
     @property
     def state(self) -> str:
+        """The job's state when this snapshot was read (``waiting``, ``delayed``, ``active``,
+        ``waiting_children``, ``completed`` or ``failed``); `get_state` reads it now."""
         return self._record.state
 
     @property
     def priority(self) -> int:
+        """The job's priority: 0 (none, first) or 1 to 2,097,151, lower first."""
         return self._record.priority
 
     @property
@@ -129,6 +136,8 @@ class Job(Generic[DataT, ResultT]):
 
     @property
     def stalled_count(self) -> int:
+        """How many times the job stalled (its lease ran out while it ran); past the job's
+        ``max_stalled_count`` it fails."""
         return self._record.stalled_count
 
     @property
@@ -138,31 +147,40 @@ class Job(Generic[DataT, ResultT]):
 
     @property
     def delay_until(self) -> int:
+        """When a delayed job becomes ready, in ms since the Unix epoch (0: not delayed)."""
         return self._record.delay_until
 
     @property
     def processed_on(self) -> int | None:
+        """When the latest attempt started, in milliseconds since the Unix epoch, or None."""
         return self._record.processed_on
 
     @property
     def finished_on(self) -> int | None:
+        """When the job completed or failed for good, in milliseconds since the Unix epoch, or
+        None."""
         return self._record.finished_on
 
     @property
     def progress(self) -> Any:
+        """The progress the processor reported (`update_progress`): any JSON value, 0 by default."""
         return _json.loads(self._record.progress)
 
     @property
     def return_value(self) -> Any:
+        """The processor's return value once the job completed, else None."""
         value = self._record.return_value
         return None if value is None else _json.loads(value)
 
     @property
     def failed_reason(self) -> str | None:
+        """Why the job's latest attempt failed (``"ValueError: bad input"``), or None."""
         return self._record.failed_reason
 
     @property
     def stacktrace(self) -> list[str]:
+        """The stack traces of failed attempts, newest last (at most the job's
+        ``stack_trace_limit``)."""
         return self._record.stacktrace
 
     @property
@@ -182,14 +200,18 @@ class Job(Generic[DataT, ResultT]):
 
     @property
     def parent_id(self) -> str | None:
+        """The id of this job's parent in a flow, if it has one."""
         return self._record.parent_id
 
     @property
     def parent_queue(self) -> str | None:
+        """The queue of this job's parent in a flow, if it has one."""
         return self._record.parent_queue
 
     @property
     def lock_token(self) -> str | None:
+        """The token of the worker's lease on this job, while a worker holds it (a claimed
+        snapshot); None otherwise."""
         return self._record.lock_token
 
     @property
@@ -223,6 +245,7 @@ class Job(Generic[DataT, ResultT]):
 
     @property
     def queue(self) -> JobQueue:
+        """The `JobQueue` this job is in (from a processor: ``await job.queue.rate_limit(30)``)."""
         return self._queue
 
     @property
@@ -254,6 +277,7 @@ class Job(Generic[DataT, ResultT]):
         return self
 
     async def get_state(self) -> str:
+        """The job's state now, read from the queue (``unknown`` if it is gone)."""
         return await self._queue.get_state(self.id)
 
     async def wait(self, timeout: float | None = None) -> ResultT:
@@ -267,6 +291,8 @@ class Job(Generic[DataT, ResultT]):
             raise LockMismatchError(f"job {self.id!r}: the lease was lost; the write is refused")
 
     async def update_progress(self, value: Any) -> None:
+        """Records the job's progress, any JSON value (a percentage, a dict); raises
+        `LockMismatchError` from a processor whose lease was lost."""
         self._check_lease()
         await self._queue._write_progress(self, value)
 
@@ -277,6 +303,8 @@ class Job(Generic[DataT, ResultT]):
         return await self._queue.add_log(self.id, line, keep)
 
     async def update_data(self, data: DataT) -> None:
+        """Replaces the job's data (JSON) and this snapshot's; raises `LockMismatchError` from a
+        processor whose lease was lost."""
         self._check_lease()
         await self.ensure_lease()
         await self._queue.update_data(self.id, data)
@@ -316,29 +344,43 @@ class Job(Generic[DataT, ResultT]):
         return nodes
 
     async def get_children_values(self) -> dict[str, Any]:
+        """The results of this flow parent's completed children, keyed by ``<queue>:<id>``."""
         return await self._queue.get_children_values(self.id)
 
     async def get_ignored_children_failures(self) -> dict[str, str]:
+        """The failure reasons of the children whose failure this parent ignored
+        (``parent_policy``), keyed by ``<queue>:<id>``."""
         return await self._queue.get_ignored_children_failures(self.id)
 
     async def get_dependencies(self, **page: Any) -> Dependencies:
+        """A page of this parent's children by bucket (`Dependencies`); ``page`` as
+        `JobQueue.get_dependencies` takes it."""
         return await self._queue.get_dependencies(self.id, **page)
 
     async def get_dependencies_count(self, *buckets: str) -> dict[str, int]:
+        """How many children this parent has in each bucket (``processed``, ``unprocessed``,
+        ``failed``, ``ignored``, ``missing``): all, or those named."""
         return await self._queue.get_dependencies_count(self.id, *buckets)
 
     async def remove_child_dependency(self) -> bool:
+        """Detaches this job from its flow parent (which no longer waits for it); True if it had
+        one."""
         return await self._queue.remove_child_dependency(self.id)
 
     async def remove_unprocessed_children(self) -> int:
+        """Removes this parent's pending children, each with its tree; returns how many were
+        removed."""
         return await self._queue.remove_unprocessed_children(self.id)
 
     async def get_logs(
         self, start: int = 0, end: int = -1, ascending: bool = True
     ) -> tuple[list[str], int]:
+        """Log lines ``start..=end`` (negative indexes count from the end) and the total count."""
         return await self._queue.get_logs(self.id, start, end, ascending)
 
     async def remove(self) -> None:
+        """Removes the job with its children (`JobQueue.remove`); refused with `JobStateError`
+        while a worker holds it."""
         await self._queue.remove(self.id)
 
     async def retry(self, *, reset_attempts: bool = False) -> None:
@@ -346,6 +388,7 @@ class Job(Generic[DataT, ResultT]):
         await self._queue.retry_job(self.id, reset_attempts=reset_attempts)
 
     async def promote(self) -> None:
+        """Makes this delayed job ready now (`JobQueue.promote`)."""
         await self._queue.promote(self.id)
 
     def to_dict(self) -> dict[str, Any]:
@@ -409,6 +452,7 @@ class JobSync:
         return asyncio.run_coroutine_threadsafe(method(*args), loop).result()
 
     def update_progress(self, value: Any) -> None:
+        """Records the job's progress (`Job.update_progress`), blocking until it is written."""
         self._call(self._job.update_progress, value)
 
     def log(self, line: str, keep: int = 0) -> int:
@@ -416,6 +460,7 @@ class JobSync:
         return self._call(self._job.log, line, keep)
 
     def update_data(self, data: Any) -> None:
+        """Replaces the job's data (`Job.update_data`), blocking until it is written."""
         self._call(self._job.update_data, data)
 
     def ensure_lease(self) -> None:
@@ -432,14 +477,17 @@ class JobSync:
         return self._call(self._job.add_children, list(children))
 
     def get_children_values(self) -> dict[str, Any]:
+        """The results of this flow parent's completed children (`Job.get_children_values`)."""
         return self._call(self._job.get_children_values)
 
     def get_logs(
         self, start: int = 0, end: int = -1, ascending: bool = True
     ) -> tuple[list[str], int]:
+        """Log lines ``start..=end`` and the total count (`Job.get_logs`)."""
         return self._call(self._job.get_logs, start, end, ascending)
 
     def get_state(self) -> str:
+        """The job's state now (`Job.get_state`)."""
         return self._call(self._job.get_state)
 
     def refresh(self) -> Job:

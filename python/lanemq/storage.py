@@ -88,6 +88,7 @@ class LocalStorage:
         return key
 
     async def forget(self, key: str) -> None:
+        """Deletes a stored command (it finished): it no longer runs at the next start."""
         await self._require().delete(key)
         self._live.discard(key)
 

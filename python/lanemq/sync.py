@@ -151,7 +151,9 @@ class SyncQueue(SyncQueueBase[Q]):
         return [self._view(job) for job in found]
 
     def get_job(self, job_id: str) -> SyncJob | None:
-        """`JobQueue.get_job`, blocking, its job as a `SyncJob`."""
+        """`JobQueue.get_job`, blocking, its job as a `SyncJob`.
+
+        The job ``job_id``, or None if there is none."""
         queue = self.queue
         found = self._runner.call(lambda: queue.get_job(job_id))
         return None if found is None else self._view(found)
@@ -286,7 +288,10 @@ class SyncQueue(SyncQueueBase[Q]):
         return self._runner.call(lambda: queue.get_deduplication_ttl(dedup_id, now=now))
 
     def finished_result(self, job_id: str) -> JobResult:
-        """`JobQueue.finished_result`, blocking."""
+        """`JobQueue.finished_result`, blocking.
+
+        Whether the job finished, and how, without waiting (`JobResult`: ``completed`` with its
+        value, ``failed`` with its reason, ``pending`` with its state, or ``missing``)."""
         queue = self.queue
         return self._runner.call(lambda: queue.finished_result(job_id))
 
@@ -378,12 +383,16 @@ class SyncQueue(SyncQueueBase[Q]):
         self._runner.call(lambda: queue.pause(now=now))
 
     def resume(self, *, now: int | None = None) -> None:
-        """`JobQueue.resume`, blocking."""
+        """`JobQueue.resume`, blocking.
+
+        Hands out jobs again after `pause`, waking idle workers."""
         queue = self.queue
         self._runner.call(lambda: queue.resume(now=now))
 
     def is_paused(self) -> bool:
-        """`JobQueue.is_paused`, blocking."""
+        """`JobQueue.is_paused`, blocking.
+
+        Whether the queue is paused (`pause`)."""
         queue = self.queue
         return self._runner.call(lambda: queue.is_paused())
 

@@ -3,6 +3,8 @@
 use lanemq_core::lanes as core;
 use pyo3::prelude::*;
 
+/// A command that failed for good (its retries spent, or `UnrecoverableError`), as
+/// `QueueManager.dead_letters()` lists it: which command, in which lane, why and when.
 #[pyclass(frozen, from_py_object, module = "lanemq._core")]
 #[derive(Clone)]
 pub struct DeadLetter {
@@ -31,22 +33,27 @@ impl DeadLetter {
             },
         }
     }
+    /// The command's id, as its handle's `id`.
     #[getter]
     fn command_id(&self) -> u64 {
         self.inner.command_id
     }
+    /// The command's type: the callable's name, or the registered name.
     #[getter]
     fn command_type(&self) -> &str {
         &self.inner.command_type
     }
+    /// The lane the command ran in.
     #[getter]
     fn lane_id(&self) -> &str {
         &self.inner.lane_id
     }
+    /// The final error, as `"ExceptionType: message"`.
     #[getter]
     fn error(&self) -> &str {
         &self.inner.error
     }
+    /// How many times the command ran.
     #[getter]
     fn attempts(&self) -> u32 {
         self.inner.attempts

@@ -68,6 +68,7 @@ impl Backoff {
         Ok(Self { inner })
     }
 
+    /// `"fixed"`, `"exponential"` or `"custom"`.
     #[getter]
     fn kind(&self) -> &'static str {
         match self.inner.kind {
@@ -81,10 +82,12 @@ impl Backoff {
     fn name(&self) -> Option<&str> {
         self.inner.name.as_deref()
     }
+    /// The base delay in seconds (the fixed delay, or the first exponential one; 0 for custom).
     #[getter]
     fn delay(&self) -> f64 {
         millis_to_seconds(self.inner.delay)
     }
+    /// Up to this fraction (0..1) of each exponential delay is taken off at random.
     #[getter]
     fn jitter(&self) -> f64 {
         self.inner.jitter
@@ -212,6 +215,7 @@ impl Dedup {
         Ok(Self { inner })
     }
 
+    /// The deduplication key: an add with the same id while it is held adds nothing.
     #[getter]
     fn id(&self) -> &str {
         &self.inner.id
@@ -221,14 +225,17 @@ impl Dedup {
     fn ttl(&self) -> Option<f64> {
         self.inner.ttl.map(millis_to_seconds)
     }
+    /// Whether each duplicate restarts the ttl (debounce).
     #[getter]
     fn extend(&self) -> bool {
         self.inner.extend
     }
+    /// Whether a duplicate replaces a holder that is still delayed.
     #[getter]
     fn replace(&self) -> bool {
         self.inner.replace
     }
+    /// Whether the latest duplicate added while the holder runs is added once it finishes.
     #[getter]
     fn keep_last(&self) -> bool {
         self.inner.keep_last
@@ -404,6 +411,7 @@ impl JobOptions {
     fn group(&self) -> Option<&str> {
         self.inner.group.as_deref()
     }
+    /// Starts after which the job fails instead of starting again, or None.
     #[getter]
     fn max_started_attempts(&self) -> Option<u32> {
         self.inner.max_started_attempts
@@ -414,38 +422,47 @@ impl JobOptions {
         self.inner.stack_trace_limit
     }
 
+    /// The custom job id, or None for an automatic one.
     #[getter]
     fn job_id(&self) -> Option<&str> {
         self.inner.job_id.as_deref()
     }
+    /// 0 (none, first) or 1 to 2,097,151, lower first.
     #[getter]
     fn priority(&self) -> u32 {
         self.inner.priority
     }
+    /// Whether the job goes to the front of its priority instead of the back.
     #[getter]
     fn lifo(&self) -> bool {
         self.inner.lifo
     }
+    /// Seconds to wait before the job becomes ready.
     #[getter]
     fn delay(&self) -> f64 {
         millis_to_seconds(self.inner.delay)
     }
+    /// How many times the job may run (1: no retry).
     #[getter]
     fn attempts(&self) -> u32 {
         self.inner.attempts
     }
+    /// The wait before each retry (`Backoff`), or None to retry at once.
     #[getter]
     fn backoff(&self) -> Option<Backoff> {
         self.inner.backoff.clone().map(|inner| Backoff { inner })
     }
+    /// Seconds an attempt may run before it fails with `TimeoutError`, or None.
     #[getter]
     fn timeout(&self) -> Option<f64> {
         self.inner.timeout.map(millis_to_seconds)
     }
+    /// Stalls (lease expiries) after which the job fails instead of running again.
     #[getter]
     fn max_stalled_count(&self) -> u32 {
         self.inner.max_stalled_count
     }
+    /// The job's `Dedup` key and mode, or None.
     #[getter]
     fn dedup(&self) -> Option<Dedup> {
         self.inner.dedup.clone().map(|inner| Dedup { inner })

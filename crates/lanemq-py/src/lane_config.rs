@@ -78,18 +78,22 @@ impl RetryPolicy {
         })
     }
 
+    /// How many times a failed command is retried (0: never).
     #[getter]
     fn max_retries(&self) -> u32 {
         self.inner.max_retries
     }
+    /// Seconds before the first retry.
     #[getter]
     fn initial_delay(&self) -> f64 {
         micros_to_seconds(self.inner.initial_delay)
     }
+    /// What each retry's delay is multiplied by for the next (1.0: a fixed delay).
     #[getter]
     fn multiplier(&self) -> f64 {
         self.inner.multiplier
     }
+    /// The cap on a retry's delay, in seconds.
     #[getter]
     fn max_delay(&self) -> f64 {
         micros_to_seconds(self.inner.max_delay)
@@ -137,22 +141,27 @@ impl RateLimit {
     fn new(permits: i64, per: f64) -> PyResult<Self> {
         Self::build(permits, positive_seconds("per", per)?)
     }
+    /// At most `permits` command starts per second.
     #[staticmethod]
     fn per_second(permits: i64) -> PyResult<Self> {
         Self::build(permits, 1_000_000)
     }
+    /// At most `permits` command starts per minute.
     #[staticmethod]
     fn per_minute(permits: i64) -> PyResult<Self> {
         Self::build(permits, 60_000_000)
     }
+    /// At most `permits` command starts per hour.
     #[staticmethod]
     fn per_hour(permits: i64) -> PyResult<Self> {
         Self::build(permits, 3_600_000_000)
     }
+    /// How many command starts each window allows (also the largest burst).
     #[getter]
     fn permits(&self) -> u32 {
         self.inner.permits
     }
+    /// The window, in seconds.
     #[getter]
     fn per(&self) -> f64 {
         micros_to_seconds(self.inner.per)
@@ -192,10 +201,12 @@ impl PriorityBoost {
             inner: Some(core::PriorityBoost::aggressive(deadline)),
         })
     }
+    /// No boost: the lane keeps its priority however long its commands wait.
     #[staticmethod]
     fn disabled() -> Self {
         Self { inner: None }
     }
+    /// The wait, in seconds, the boost steps are fractions of (None when disabled).
     #[getter]
     fn deadline(&self) -> Option<f64> {
         self.inner.as_ref().map(|b| micros_to_seconds(b.deadline))
@@ -289,38 +300,47 @@ impl LaneConfig {
         })
     }
 
+    /// The lane's name, as `submit` takes it.
     #[getter]
     fn lane_id(&self) -> &str {
         &self.inner.lane_id
     }
+    /// The lane's priority number: lower starts first (0 is the highest).
     #[getter]
     fn priority(&self) -> u32 {
         self.inner.priority
     }
+    /// Slots reserved for this lane under the manager's global `max_concurrency`.
     #[getter]
     fn min_concurrency(&self) -> u32 {
         self.inner.min_concurrency
     }
+    /// At most this many of the lane's commands run at once.
     #[getter]
     fn max_concurrency(&self) -> u32 {
         self.inner.max_concurrency
     }
+    /// Seconds a command may run before `CommandTimeoutError` (None: no limit).
     #[getter]
     fn timeout(&self) -> Option<f64> {
         self.inner.timeout.map(micros_to_seconds)
     }
+    /// The lane's `RetryPolicy` for failed commands.
     #[getter]
     fn retry(&self) -> RetryPolicy {
         self.retry.clone()
     }
+    /// The lane's `RateLimit` on command starts, or None.
     #[getter]
     fn rate_limit(&self) -> Option<RateLimit> {
         self.rate_limit.clone()
     }
+    /// The lane's `PriorityBoost` for commands that wait long, or None.
     #[getter]
     fn priority_boost(&self) -> Option<PriorityBoost> {
         self.priority_boost.clone()
     }
+    /// Pending commands at which a `queue.lane.pressure` event fires (None: never).
     #[getter]
     fn pressure_threshold(&self) -> Option<u32> {
         self.inner.pressure_threshold
@@ -371,18 +391,22 @@ impl AlertConfig {
         inner.validate().map_err(to_py)?;
         Ok(Self { inner })
     }
+    /// Pending commands in a lane at which a warning alert fires, or None.
     #[getter]
     fn queue_depth_warning(&self) -> Option<u32> {
         self.inner.queue_depth_warning
     }
+    /// Pending commands in a lane at which a critical alert fires, or None.
     #[getter]
     fn queue_depth_critical(&self) -> Option<u32> {
         self.inner.queue_depth_critical
     }
+    /// Run latency, in seconds, at which a warning alert fires, or None.
     #[getter]
     fn latency_warning(&self) -> Option<f64> {
         self.inner.latency_warning.map(micros_to_seconds)
     }
+    /// Run latency, in seconds, at which a critical alert fires, or None.
     #[getter]
     fn latency_critical(&self) -> Option<f64> {
         self.inner.latency_critical.map(micros_to_seconds)

@@ -54,12 +54,15 @@ class QueueAdmin(QueueBase):
         await self._core.retry_job(job_id, reset_attempts, now)
 
     async def update_priority(self, job_id: str, priority: int, lifo: bool = False) -> None:
+        """Changes a job's priority (and LIFO placement); a waiting job moves in the order."""
         await self._core.update_priority(job_id, priority, lifo)
 
     async def update_data(self, job_id: str, data: Any) -> None:
+        """Replaces a job's data (JSON; `TypeError` for anything JSON cannot hold)."""
         await self._core.update_data(job_id, _json.dumps(data, f"data of job {job_id!r}"))
 
     async def update_progress(self, job_id: str, value: Any, *, now: int | None = None) -> None:
+        """Records a job's progress, any JSON value (a percentage, a dict)."""
         await self._core.update_progress(job_id, _json.dumps(value, "progress"), now)
 
     async def _write_progress(self, job: Job, value: Any) -> None:
@@ -67,6 +70,8 @@ class QueueAdmin(QueueBase):
         await self.update_progress(job.id, value)
 
     async def add_log(self, job_id: str, line: str, keep: int = 0) -> int:
+        """Appends a log line to a job (keeping the newest ``keep`` when > 0) and returns the
+        count; `ConfigError` for a negative ``keep``."""
         if keep < 0:
             raise ConfigError(f"invalid keep: {keep} (must be >= 0)")
         return await self._core.add_log(job_id, str(line), keep)
@@ -78,6 +83,8 @@ class QueueAdmin(QueueBase):
         return await self._core.get_logs(job_id, start, end, ascending)
 
     async def clear_logs(self, job_id: str, keep: int = 0) -> None:
+        """Deletes a job's log lines, keeping the newest ``keep``; `ConfigError` for a negative
+        ``keep``."""
         if keep < 0:
             raise ConfigError(f"invalid keep: {keep} (must be >= 0)")
         await self._core.clear_logs(job_id, keep)
@@ -85,6 +92,8 @@ class QueueAdmin(QueueBase):
     async def save_stacktrace(
         self, job_id: str, lines: list[str], reason: str | None = None
     ) -> None:
+        """Adds the stack trace ``lines`` of a failed attempt to a job (and its ``failed_reason``
+        when given), as a worker does."""
         await self._core.save_stacktrace(job_id, list(lines), reason)
 
     async def remove(self, job_id: str, *, now: int | None = None) -> None:
@@ -100,9 +109,11 @@ class QueueAdmin(QueueBase):
         await self._core.pause(now)
 
     async def resume(self, *, now: int | None = None) -> None:
+        """Hands out jobs again after `pause`, waking idle workers."""
         await self._core.resume(now)
 
     async def is_paused(self) -> bool:
+        """Whether the queue is paused (`pause`)."""
         return await self._core.is_paused()
 
     async def drain(self, delayed: bool = False, *, now: int | None = None) -> int:
@@ -132,9 +143,11 @@ class QueueAdmin(QueueBase):
         await self._core.set_rate_limit(max_jobs, duration)
 
     async def get_rate_limit(self) -> tuple[int, float] | None:
+        """The windowed limit `set_rate_limit` set, ``(max_jobs, duration)``, or None."""
         return await self._core.get_rate_limit()
 
     async def clear_rate_limit(self) -> None:
+        """Removes the windowed limit `set_rate_limit` set."""
         await self._core.clear_rate_limit()
 
     async def rate_limit(self, seconds: float, *, now: int | None = None) -> None:
@@ -171,7 +184,9 @@ class QueueAdmin(QueueBase):
         await self._core.set_max_active(max_active)
 
     async def get_max_active(self) -> int | None:
+        """The limit on active jobs `set_max_active` set, or None."""
         return await self._core.get_max_active()
 
     async def is_maxed(self) -> bool:
+        """Whether as many jobs are active as `set_max_active` allows, so claims return nothing."""
         return await self._core.is_maxed()

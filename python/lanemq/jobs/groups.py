@@ -110,6 +110,7 @@ class QueueGroups(QueueBase):
         await self._core.resume_group(group, now)
 
     async def is_group_paused(self, group: str) -> bool:
+        """Whether ``group`` is paused (`pause_group`); known for a group with no jobs yet too."""
         check_group(group)
         return await self._core.is_group_paused(group)
 

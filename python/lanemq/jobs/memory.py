@@ -27,6 +27,7 @@ class MemoryGroup:
 
     @property
     def queue_names(self) -> list[str]:
+        """The names of the queues this group holds."""
         return self._core.queue_names()
 
 

@@ -53,6 +53,7 @@ class QueueReads(QueueBase):
         return record
 
     async def get_job(self, job_id: str) -> Job | None:
+        """The job ``job_id``, or None if there is none."""
         record = await self._core.get_job(job_id)
         return None if record is None else new_job(self, record)
 
@@ -81,6 +82,7 @@ class QueueReads(QueueBase):
         return await self._core.count_pending()
 
     async def get_counts_per_priority(self, *priorities: int) -> dict[int, int]:
+        """How many waiting jobs each of ``priorities`` has."""
         return await self._core.get_counts_per_priority(list(priorities))
 
     async def list_jobs(
@@ -120,6 +122,8 @@ class QueueReads(QueueBase):
         return JobResult("missing")
 
     async def finished_result(self, job_id: str) -> JobResult:
+        """Whether the job finished, and how, without waiting (`JobResult`: ``completed`` with its
+        value, ``failed`` with its reason, ``pending`` with its state, or ``missing``)."""
         return self._result(*await self._core.finished_result(job_id))
 
     async def _wait_finished(self, job_id: str, timeout: float | None) -> Any:

@@ -146,6 +146,7 @@ class QueueSchedulers(QueueBase):
         return await upsert(self, key, spec, end_ms, immediately, name, body, opts, now)
 
     async def get_scheduler(self, key: str) -> JobScheduler | None:
+        """The job scheduler ``key``, or None if there is none."""
         record = await self._core.get_scheduler(key)
         return None if record is None else JobScheduler._from_record(record)
 
@@ -158,6 +159,7 @@ class QueueSchedulers(QueueBase):
         return [JobScheduler._from_record(record) for record in records]
 
     async def count_schedulers(self) -> int:
+        """How many job schedulers the queue has."""
         return await self._core.count_schedulers()
 
     async def remove_scheduler(self, key: str, *, now: int | None = None) -> bool:

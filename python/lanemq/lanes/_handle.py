@@ -85,6 +85,7 @@ class CommandHandle(Generic[T]):
 
     @property
     def lane_id(self) -> str:
+        """The name of the lane the command was submitted to."""
         return self._manager._lane_ids[self.lane]
 
     @property
@@ -98,12 +99,15 @@ class CommandHandle(Generic[T]):
         return str(getattr(fn, "__qualname__", None) or type(fn).__name__)
 
     def done(self) -> bool:
+        """Whether the command finished: it returned, raised or was cancelled."""
         return self._state >= DONE
 
     def running(self) -> bool:
+        """Whether the command has started and not finished."""
         return RUNNING <= self._state < DONE
 
     def cancelled(self) -> bool:
+        """Whether the command was cancelled (`cancel`, or the manager's close)."""
         return self._state == FAILED and isinstance(self._outcome, asyncio.CancelledError)
 
     def result(self) -> T:

@@ -54,7 +54,9 @@ class Executable(Protocol[T_co]):
     """A command object: ``async def execute(self)``, and optionally a ``command_type``
     attribute that names it in events, metrics and dead letters."""
 
-    def execute(self) -> Awaitable[T_co]: ...
+    def execute(self) -> Awaitable[T_co]:
+        """Runs the command; what it returns is the command's result."""
+        ...
 
 
 def _checked_close_timeout(value: object) -> float:
@@ -542,6 +544,7 @@ class QueueManager(Running):
 
     @property
     def lane_ids(self) -> list[str]:
+        """The manager's lane ids, in the order its lanes were given."""
         return list(self._lane_ids)
 
     @property

@@ -161,13 +161,17 @@ class SharedLaneQueue:
 
     @property
     def worker_id(self) -> str:
+        """This worker's id in the shared lanes (``host:pid:random``)."""
         return self._worker_id
 
     @property
     def partitions(self) -> list[str]:
+        """The lane ids, which `enqueue` takes as partitions."""
         return list(self._partitions)
 
     async def enqueue(self, partition: str, name: str, payload: Any = None) -> int:
+        """Submits the named command ``name`` with its JSON ``payload`` to the lane ``partition``
+        and returns its id; `UnknownLaneError` for an unknown lane."""
         if partition not in self._partitions:
             raise UnknownLaneError(f"unknown partition: {partition!r} ({self._partitions})")
         text = json.dumps(payload, allow_nan=False)
@@ -175,6 +179,8 @@ class SharedLaneQueue:
         return await self._store.enqueue(self._worker_id, lane, name, None, text)
 
     async def dequeue(self, max_items: int = 1) -> list[QueuedCommand]:
+        """Takes up to ``max_items`` commands the shared lanes let this worker start now (by
+        priority, caps and rate limits); an empty list when none may."""
         claimed, _ = await self._store.claim(self._worker_id, max_items)
         return [
             QueuedCommand(
@@ -188,6 +194,8 @@ class SharedLaneQueue:
         ]
 
     async def complete(self, command_id: int, result: Any = None) -> bool:
+        """Records a command's result (JSON) and frees its slot; False if this worker no longer
+        held it (its lease lapsed)."""
         text = json.dumps(result, allow_nan=False)
         return await self._store.complete(self._worker_id, command_id, text)
 

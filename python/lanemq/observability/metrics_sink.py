@@ -57,6 +57,7 @@ class Observations:
     max: float = 0.0
 
     def add(self, seconds: float) -> None:
+        """Records one duration."""
         self.count += 1
         self.total += seconds
         if seconds > self.max:
@@ -72,13 +73,16 @@ class InMemoryMetricsSink:
         self.observations: dict[str, dict[str, Observations]] = {}
 
     def increment(self, lane: str, counter: str, n: int = 1) -> None:
+        """Adds ``n`` to the lane's counter (one of `COUNTERS`)."""
         counts = self.counters.setdefault(lane, {})
         counts[counter] = counts.get(counter, 0) + n
 
     def observe(self, lane: str, kind: str, seconds: float) -> None:
+        """Records one duration of the lane (``kind``: one of `KINDS`)."""
         self.observations.setdefault(lane, {}).setdefault(kind, Observations()).add(seconds)
 
     def reset(self) -> None:
+        """Forgets every count and duration."""
         self.counters.clear()
         self.observations.clear()
 

@@ -118,6 +118,7 @@ class _Monitor:
 
     @property
     def running(self) -> bool:
+        """Whether the monitor's polling task runs (between `start` and `stop`)."""
         return self._task is not None and not self._task.done()
 
     async def check(self) -> list[MonitorAlert]:

@@ -60,6 +60,7 @@ class OTelMetricsSink:
         self._lane_attributes: dict[str, dict[str, Any]] = {}
 
     def increment(self, lane: str, counter: str, n: int = 1) -> None:
+        """Adds ``n`` to the commands counter, the lane and the counter's name as attributes."""
         attributes = self._event_attributes.get((lane, counter))
         if attributes is None:
             attributes = self._event_attributes[lane, counter] = {
@@ -69,6 +70,8 @@ class OTelMetricsSink:
         self._commands.add(n, attributes)
 
     def observe(self, lane: str, kind: str, seconds: float) -> None:
+        """Records one duration of the lane in the histogram of its ``kind`` (``latency`` or
+        ``queue_wait``)."""
         histogram = self._durations.get(kind)
         if histogram is not None:
             histogram.record(seconds, self._for_lane(lane))

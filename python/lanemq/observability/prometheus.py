@@ -227,6 +227,8 @@ class LanemqCollector:
         return list(_families(_Snapshot()))
 
     def collect(self) -> Iterator[Metric]:
+        """The metric families with their samples, as prometheus-client's registry asks for them at
+        a scrape."""
         return _families(self._snapshot)
 
 
@@ -378,6 +380,7 @@ class PrometheusMetricsSink:
         return sibling
 
     def increment(self, lane: str, counter: str, n: int = 1) -> None:
+        """Adds ``n`` to the lane's counter (one of `COUNTERS`)."""
         child = self._events.get((lane, counter))
         if child is None:
             child = self._events[lane, counter] = self._shared[0].labels(
@@ -386,6 +389,7 @@ class PrometheusMetricsSink:
         child.inc(n)
 
     def observe(self, lane: str, kind: str, seconds: float) -> None:
+        """Records one duration of the lane (``latency`` or ``queue_wait``)."""
         child = self._durations.get((lane, kind))
         if child is None:
             histogram = self._shared[1] if kind == "latency" else self._shared[2]
@@ -393,6 +397,7 @@ class PrometheusMetricsSink:
         child.observe(seconds)
 
     def reset(self) -> None:
+        """Removes this manager's series, as `QueueManager.reset_metrics` asks."""
         events, self._events = self._events, {}
         durations, self._durations = self._durations, {}
         for lane, counter in events:

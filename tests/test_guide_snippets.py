@@ -24,6 +24,13 @@ def test_the_guide_pages_have_runnable_snippets() -> None:
         "docs/guide/workers.md",
         "docs/guide/deployment.md",
         "docs/guide/observability.md",
+        "docs/guide/flows.md",
+        "docs/guide/schedulers.md",
+        "docs/guide/groups.md",
+        "docs/guide/lanes.md",
+        "docs/guide/migrating/bullmq.md",
+        "docs/guide/migrating/celery.md",
+        "docs/guide/migrating/arq.md",
     } <= pages
 
 

@@ -1,5 +1,5 @@
 """lanemq on Redis vs. BullMQ (Node), BullMQ (Python), saq, streaq, taskiq and ChasquiMQ: the
-same workloads, one run, with issue 18's targets and floors.
+same workloads, one run, with issue 32's targets and floors.
 
 Run it (lanemq built in release mode and importable by the Python that runs this file, or
 pass ``--lanemq-python``)::

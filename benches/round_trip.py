@@ -9,6 +9,12 @@ least an asyncio caller can pay for one; redis-py adds its client's Python on to
 add pays the loop-socket round trip, its binding, and the add function in Redis (INFO
 commandstats, printed as "in Redis"). Each line is one run of --calls calls, alternating,
 --rounds times.
+
+"client CPU" is this process's CPU per call (``time.process_time``: every thread, the event
+loop's and the binding's runtime thread). Unlike the wall time, a busy machine does not inflate
+it: lanemq add's client CPU less the loop-socket PING's is what the binding adds to a call
+beyond the least an asyncio caller pays, the part of add_single's time over its floor that the
+client owns.
 """
 
 import argparse
@@ -50,17 +56,21 @@ async def measure(port, calls, rounds):
         ("redis-py EVAL 'return 1'", eval_return, "cmdstat_eval"),
         ("loop-socket PING", loop_ping, None),
     ]
-    print(f"{'call':26} {'per second':>11} {'us per call':>12} {'in Redis':>9}")
+    print(f"{'call':26} {'per second':>11} {'us per call':>12} {'in Redis':>9} {'client CPU':>11}")
     for _ in range(rounds):
         for label, call, stat in cases:
             sync.config_resetstat()
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             for i in range(calls):
                 await call(i)
             elapsed = time.perf_counter() - start
+            used = (time.process_time() - cpu) * 1e6 / calls
             server = sync.info("commandstats").get(stat, {}).get("usec", 0) if stat else 0
             inside = f"{server / calls:8.1f}" if stat else "       -"
-            print(f"{label:26} {calls / elapsed:11,.0f} {elapsed * 1e6 / calls:12.1f} {inside}")
+            print(
+                f"{label:26} {calls / elapsed:11,.0f} {elapsed * 1e6 / calls:12.1f} {inside} "
+                f"{used:11.1f}"
+            )
     pinger.close()
     await client.aclose()
     await queue.close()

@@ -11,11 +11,12 @@ import pytest
 BENCHES = Path(__file__).resolve().parent.parent / "benches"
 sys.path.insert(0, str(BENCHES))
 
-from comparison.report import compute_floors  # noqa: E402
+from comparison.report import Floors, compute_floors, targets  # noqa: E402
 from comparison.specs import Counts, rows_for, scaled_for  # noqa: E402
 from comparison.targets import (  # noqa: E402
     at_most_target,
     backlog_target,
+    cpu_us_per_job,
     floor_rate,
     latency_floor_ms,
     latency_target,
@@ -65,6 +66,31 @@ def test_rate_target_without_results_is_not_applicable() -> None:
 def test_process_floor_uses_its_own_tolerance() -> None:
     assert rate_target("t", 86.0, 100.0, 6, floor=100.0, tolerance=0.15).verdict == "PASS (floor)"
     assert rate_target("t", 84.0, 100.0, 6, floor=100.0, tolerance=0.15).verdict == "FAIL"
+
+
+def test_a_floor_only_target_ignores_the_ratio_but_shows_it() -> None:
+    # add_single >= 90% of its floor: 3x BullMQ does not pass it, 91% of the floor does.
+    check = rate_target("t", 300.0, 100.0, None, floor=1_000.0)
+    assert check.verdict == "FAIL"
+    assert "3.00x" in check.detail and "30% of the floor" in check.detail
+    check = rate_target("t", 910.0, 100.0, None, floor=1_000.0)
+    assert check.verdict == "PASS"
+    assert rate_target("t", 910.0, 100.0, None).verdict == "N/A"
+    # latency p50 <= 1.1x its floor: 0.5x BullMQ's does not pass it, 1.09x the floor does.
+    assert latency_target("t", 0.7, 1.4, None, floor=0.5).verdict == "FAIL"
+    assert latency_target("t", 0.545, 0.5, None, floor=0.5).verdict == "PASS"
+    assert latency_target("t", 0.5, 1.0, None).verdict == "N/A"
+
+
+def test_a_ratio_only_latency_target_has_no_floor() -> None:
+    assert latency_target("t", 0.29, 1.0, 0.3).verdict == "PASS"
+    assert latency_target("t", 0.31, 1.0, 0.3).verdict == "FAIL"
+
+
+def test_cpu_per_job_is_main_thread_seconds_over_jobs() -> None:
+    assert cpu_us_per_job(0.12, 20_000) == pytest.approx(6.0)
+    assert cpu_us_per_job(None, 20_000) is None
+    assert cpu_us_per_job(0.12, 0) is None
 
 
 def test_latency_target_is_lower_is_better() -> None:
@@ -143,3 +169,41 @@ def test_paired_ratio_is_the_median_of_the_rounds_ratios() -> None:
     check = rate_target("t", 100.0, 80.0, 2, paired=2.5)
     assert check.verdict == "PASS"
     assert "2.50x (median of the rounds' ratios)" in check.detail
+
+
+def test_the_report_checks_exactly_issue_32s_targets() -> None:
+    counts = Counts(10, 50, 10, 20, [1, 10, 100], 10, 2.0, backlog=500, backlog_small=10)
+
+    def pair(own: float, node: float, field: str = "value") -> dict[str, dict[str, object]]:
+        return {"lanemq": {field: own}, "bullmq-node": {field: node}}
+
+    results: dict[str, dict[str, dict[str, object]]] = {
+        "add_single": pair(9_500.0, 7_000.0),
+        "process@1": pair(8_000.0, 6_000.0),
+        "process@10": pair(80_000.0, 19_000.0),
+        "process@100": pair(80_000.0, 22_000.0),
+        "add_bulk": pair(180_000.0, 35_000.0),
+        "latency p50": pair(0.36, 0.5, "p50"),
+        "latency p99": pair(0.9, 3.6, "p99"),
+        "memory/job": pair(190.0, 210.0, "bytes_per_job"),
+        "backlog 500": {"lanemq": {"value": 70_000.0}},
+        "backlog 10": {"lanemq": {"value": 75_000.0}},
+    }
+    floors = Floors(add_single=10_000.0, process_1=10_000.0, latency_ms=0.34, process_100=1e5)
+    checks = targets(rows_for(counts), results, floors, 5.5)  # type: ignore[arg-type]
+    assert [(check.text, check.verdict) for check in checks] == [
+        ("add_single >= 90% of its floor", "PASS"),
+        ("process@1 >= 90% of its floor", "FAIL"),
+        ("latency p50 <= 1.1x its floor", "PASS"),
+        ("process@10 >= 4x BullMQ Node", "PASS"),
+        ("process@100 >= 6x BullMQ Node, or >= 85% of the memory backend's rate", "FAIL"),
+        ("add_bulk >= 5x BullMQ Node", "PASS"),
+        ("latency p99 <= 0.3x BullMQ Node's", "PASS"),
+        (
+            "Redis CPU per job at process@100 <= 6 us (INFO cpu: the server's main-thread CPU "
+            "per job)",
+            "PASS",
+        ),
+        ("memory per waiting job <= BullMQ Node's", "PASS"),
+        ("backlog 500 within 15% of backlog 10 (lanemq, claim+complete at 100)", "PASS"),
+    ]

@@ -1,9 +1,10 @@
-"""Issue 18's targets as pure functions: the floors computed from what a run measured, and
+"""Issue 32's targets as pure functions: the floors computed from what a run measured, and
 each check's verdict (PASS / FAIL / N/A) with the criterion that decided it.
 
-A rate target passes on its ratio to BullMQ (Node) or, where it has one, on being within a
-tolerance of its floor (the least this machine allows, measured in the same run); a latency
-target likewise on its ratio or its floor. ``tests/test_compare_targets.py`` checks the rules.
+A rate target passes on its ratio to BullMQ (Node), on being within a tolerance of its floor
+(the least this machine allows, measured in the same run), or on either where it has both; a
+latency target likewise. A target judged on its floor alone still shows the ratio, for
+information. ``tests/test_compare_targets.py`` checks the rules.
 """
 
 from __future__ import annotations
@@ -70,22 +71,23 @@ def rate_target(
     text: str,
     own: float | None,
     reference: float | None,
-    factor: float,
+    factor: float | None,
     floor: float | None = None,
     tolerance: float = 0.10,
     floor_name: str = "floor",
     paired: float | None = None,
 ) -> Target:
     """PASS when ``own >= factor * reference``, or (with a floor) ``own >= (1 - tolerance) *
-    floor``; the detail says which held. `paired`, when given, is the ratio to judge instead
-    of own / reference (the median of the rounds' own ratios, see `paired_ratio`)."""
+    floor``; the detail says which held. A `factor` of None judges on the floor alone (the
+    ratio is shown). `paired`, when given, is the ratio to judge instead of own / reference
+    (the median of the rounds' own ratios, see `paired_ratio`)."""
     if own is None:
         return Target(text, "N/A", "no lanemq result")
     parts: list[str] = []
     by_ratio = by_floor = False
     if reference:
         ratio = paired if paired is not None else own / reference
-        by_ratio = ratio >= factor
+        by_ratio = factor is not None and ratio >= factor
         parts.append(
             f"{ratio:.2f}x{PAIRED if paired is not None else ''} "
             f"({own:,.0f} vs {reference:,.0f} jobs/s)"
@@ -94,46 +96,48 @@ def rate_target(
         share = own / floor
         by_floor = share >= 1 - tolerance
         parts.append(f"{share:.0%} of the {floor_name} {floor:,.0f} jobs/s")
-    if not parts:
-        return Target(text, "N/A", "no reference result and no floor")
-    return Target(text, decide(by_ratio, by_floor, floor is not None), "; ".join(parts))
+    if not (floor if factor is None else parts):
+        return Target(text, "N/A", "no floor" if factor is None else "no reference and no floor")
+    return Target(text, decide(by_ratio, by_floor, factor, floor), "; ".join(parts))
 
 
 def latency_target(
     text: str,
     own: float | None,
     reference: float | None,
-    factor: float,
+    factor: float | None,
     floor: float | None = None,
     tolerance: float = 0.10,
     paired: float | None = None,
 ) -> Target:
     """PASS when ``own <= factor * reference`` (ms), or (with a floor) ``own <= (1 +
-    tolerance) * floor``; `paired` as in `rate_target`."""
+    tolerance) * floor``; `factor` and `paired` as in `rate_target`."""
     if own is None:
         return Target(text, "N/A", "no lanemq result")
     parts: list[str] = []
     by_ratio = by_floor = False
     if reference:
         ratio = paired if paired is not None else own / reference
-        by_ratio = ratio <= factor
+        by_ratio = factor is not None and ratio <= factor
         parts.append(
             f"{ratio:.2f}x{PAIRED if paired is not None else ''} ({own:.3f} vs {reference:.3f} ms)"
         )
     if floor:
         by_floor = own <= floor * (1 + tolerance)
         parts.append(f"{own / floor:.2f}x the floor {floor:.3f} ms")
-    if not parts:
-        return Target(text, "N/A", "no reference result and no floor")
-    return Target(text, decide(by_ratio, by_floor, floor is not None), "; ".join(parts))
+    if not (floor if factor is None else parts):
+        return Target(text, "N/A", "no floor" if factor is None else "no reference and no floor")
+    return Target(text, decide(by_ratio, by_floor, factor, floor), "; ".join(parts))
 
 
-def decide(by_ratio: bool, by_floor: bool, has_floor: bool) -> str:
-    """The verdict, naming the criterion that passed (the ratio first)."""
+def decide(by_ratio: bool, by_floor: bool, factor: float | None, floor: float | None) -> str:
+    """The verdict, naming the criterion that passed (the ratio first) when the target has
+    two."""
+    both = factor is not None and bool(floor)
     if by_ratio:
-        return "PASS (ratio)" if has_floor else "PASS"
+        return "PASS (ratio)" if both else "PASS"
     if by_floor:
-        return "PASS (floor)"
+        return "PASS (floor)" if both else "PASS"
     return "FAIL"
 
 
@@ -174,6 +178,15 @@ def script_commands_in(lua_dir: Path) -> frozenset[str]:
     for path in sorted(lua_dir.rglob("*.lua")):
         names.update(match.lower() for match in pattern.findall(path.read_text()))
     return frozenset(names)
+
+
+def cpu_us_per_job(cpu_seconds: float | None, jobs: int) -> float | None:
+    """Microseconds of the server's main-thread CPU (INFO cpu, read around the run) per job:
+    unlike commandstats' wall-clock usec, a server starved of its core does not inflate it,
+    and it counts what runs outside the commands (the event loop, reading and writing)."""
+    if cpu_seconds is None or jobs <= 0:
+        return None
+    return cpu_seconds * 1e6 / jobs
 
 
 def server_us_per_job(

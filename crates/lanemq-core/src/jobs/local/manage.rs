@@ -29,10 +29,9 @@ fn int(n: usize) -> i64 {
 }
 
 /// Appends a line (`?2`, written at `?3`) as number `max(n) + 1` of the job's log and returns
-/// that number. A job's
-/// lines are always numbered without gaps (appends take the next number, trims and clears
-/// drop the oldest), so a log's length is its newest number minus its oldest, plus one: two
-/// seeks of the primary key, whatever the log's length.
+/// that number. A job's lines are always numbered without gaps (appends take the next number,
+/// trims and clears drop the oldest), so a log's length is its newest number minus its oldest,
+/// plus one: two seeks of the primary key, whatever the log's length.
 const APPEND_LOG: &str = "INSERT INTO logs (job_id, n, line, at) VALUES \
      (?1, (SELECT COALESCE(max(n), 0) + 1 FROM logs WHERE job_id = ?1), ?2, ?3) RETURNING n";
 /// The oldest and the newest line numbers of a log (NULL when it is empty): two statements,

@@ -69,8 +69,9 @@ class QueueAdmin(QueueBase):
     async def add_log(
         self, job_id: str, line: str, keep: int = 0, *, now: int | None = None
     ) -> int:
-        """Appends a line to the job's log (keeping the newest ``keep`` when > 0), recorded as
-        written at ``now`` (ms since the epoch; None: the clock); returns the line count."""
+        """Appends a log line to a job (keeping the newest ``keep`` when > 0), recorded as
+        written at ``now`` (ms since the epoch; None: the clock), and returns the count;
+        `ConfigError` for a negative ``keep``."""
         if keep < 0:
             raise ConfigError(f"invalid keep: {keep} (must be >= 0)")
         return await self._core.add_log(job_id, str(line), keep, now)

@@ -1,6 +1,9 @@
--- A job's log lines, a JSON array in LOGS (absent when empty). ARGV = now, max_events, op,
--- job id, then by op:
---   "add", line, keep     appends a line; with keep > 0 only the newest keep lines stay.
+-- A job's log lines, a JSON array in LOGS (absent when empty): each line `[time, text]`, time
+-- the call's NOW in ms, or a bare string, a line written before lines had times (kept as it
+-- is: trimming moves whole elements, whatever their kind; `log_lines.rs` reads both). ARGV =
+-- now, max_events, op, job id, then by op:
+--   "add", line, keep     appends a line written at NOW; with keep > 0 only the newest keep
+--                         lines stay.
 --                         Returns {"ok", number of lines}.
 --   "clear", keep         keeps only the newest keep lines (0 clears them). Returns {"ok"}.
 -- A missing job returns {"missing"}.
@@ -19,7 +22,7 @@ local function newest(keep)
 end
 
 if op == "add" then
-  lines[#lines + 1] = ARGV[5]
+  lines[#lines + 1] = {NOW, ARGV[5]}
   lines = newest(tonumber(ARGV[6]))
 elseif op == "clear" then
   local keep = tonumber(ARGV[5])

@@ -20,13 +20,15 @@ GENERATED = ROOT / "python" / "lanemq" / "sync.py"
 # The public calls of SyncQueue and SyncJob before the sync API was generated.
 SYNC_QUEUE_API = """
 add add_bulk call clean close closed count_pending drain finished_result get_deduplication_ttl
-get_job get_job_count get_job_counts get_metrics get_rate_limit_ttl get_state get_stats
+get_job get_job_count get_job_counts get_log_entries get_logs get_metrics get_rate_limit_ttl
+get_state get_stats
 get_workers is_paused list_jobs list_jobs_with_total list_queues pause promote promote_due
 promote_jobs publish_event rate_limit remove remove_jobs remove_rate_limit_key resume retry_job
 search_jobs wait
 """.split()
 SYNC_JOB_API = """
-attempts_made created_at data dedup_id delay_until failed_reason finished_on get_logs get_state
+attempts_made created_at data dedup_id delay_until failed_reason finished_on get_log_entries
+get_logs get_state
 id name options parent_key priority processed_on progress promote queue_name refresh remove
 retry return_value scheduler_key stacktrace stalled_count state wait
 """.split()

@@ -47,7 +47,7 @@ from .exceptions import (
     UnrecoverableError,
 )
 from .flows import Dependencies, FlowJob, JobNode, ParentRef
-from .job import Job
+from .job import Job, LogEntry
 from .jobs import GroupInfo, GroupLimits, JobPage
 from .lanes import DEFAULT_LANES, Alert, CommandHandle, QueueManager
 from .observability.observe import MetricsTime, QueueMetrics, WorkerInfo
@@ -120,6 +120,7 @@ __all__ = [
     "LocalStorage",
     "LockLostWarning",
     "LockMismatchError",
+    "LogEntry",
     "MemoryGroup",
     "MetricsTime",
     "ParentRef",

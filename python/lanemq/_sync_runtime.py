@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 
 from ._core import JobOptions
 from .exceptions import JobNotFoundError
-from .job import DataT, Job, ResultT
+from .job import DataT, Job, LogEntry, ResultT
 from .queue import JobQueue
 
 Q = TypeVar("Q", bound=JobQueue)
@@ -254,6 +254,13 @@ class SyncJob(Generic[DataT, ResultT]):
         """Log lines ``start..=end`` (negative indexes count from the end) and the total count."""
         job = self._job
         return self._owner._runner.call(lambda: job.get_logs(start, end, ascending))
+
+    def get_log_entries(
+        self, start: int = 0, end: int = -1, ascending: bool = True
+    ) -> tuple[list[LogEntry], int]:
+        """`get_logs` with each line's time (`Job.get_log_entries`)."""
+        job = self._job
+        return self._owner._runner.call(lambda: job.get_log_entries(start, end, ascending))
 
     def remove(self) -> None:
         """Removes the job with its children (`JobQueue.remove`); refused with `JobStateError`

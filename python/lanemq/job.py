@@ -1,5 +1,6 @@
 """`Job`: a job as a queue returned it, with the calls a processor makes on it; `JobSync`:
-blocking versions of those calls for a plain ``def`` processor's thread."""
+blocking versions of those calls for a plain ``def`` processor's thread; `LogEntry`: a line of
+a job's log with its time."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Coroutine, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic
 
 if sys.version_info >= (3, 13):
@@ -30,6 +32,17 @@ T = TypeVar("T")
 DataT = TypeVar("DataT", default=Any)
 #: The type of a job's result (what its processor returns, as JSON gives it back).
 ResultT = TypeVar("ResultT", default=Any)
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    """A line of a job's log (`JobQueue.get_log_entries`): ``text`` exactly as written, and
+    ``time``, when it was written, in ms since the epoch (the clock of the call that wrote it,
+    as the job's other times). ``time`` is None for a line stored by a version of lanemq that
+    kept no times."""
+
+    time: int | None
+    text: str
 
 
 class Job(Generic[DataT, ResultT]):
@@ -378,6 +391,12 @@ class Job(Generic[DataT, ResultT]):
         """Log lines ``start..=end`` (negative indexes count from the end) and the total count."""
         return await self._queue.get_logs(self.id, start, end, ascending)
 
+    async def get_log_entries(
+        self, start: int = 0, end: int = -1, ascending: bool = True
+    ) -> tuple[list[LogEntry], int]:
+        """`get_logs` with each line's time (`JobQueue.get_log_entries`)."""
+        return await self._queue.get_log_entries(self.id, start, end, ascending)
+
     async def remove(self) -> None:
         """Removes the job with its children (`JobQueue.remove`); refused with `JobStateError`
         while a worker holds it."""
@@ -485,6 +504,12 @@ class JobSync:
     ) -> tuple[list[str], int]:
         """Log lines ``start..=end`` and the total count (`Job.get_logs`)."""
         return self._call(self._job.get_logs, start, end, ascending)
+
+    def get_log_entries(
+        self, start: int = 0, end: int = -1, ascending: bool = True
+    ) -> tuple[list[LogEntry], int]:
+        """`get_logs` with each line's time (`Job.get_log_entries`)."""
+        return self._call(self._job.get_log_entries, start, end, ascending)
 
     def get_state(self) -> str:
         """The job's state now (`Job.get_state`)."""

@@ -38,7 +38,7 @@ from . import urls as _urls
 from ._core import Backoff, Dedup, JobOptions, KeepJobs
 from ._sync_runtime import SyncJob, SyncQueueBase
 from .flows import ParentRef
-from .job import DataT
+from .job import DataT, LogEntry
 from .observe import QueueMetrics, WorkerInfo
 from .queue import BulkItem, JobQueue, JobResult, QueueStats
 from .schedulers import Repeat
@@ -294,6 +294,25 @@ class SyncQueue(SyncQueueBase[Q]):
         value, ``failed`` with its reason, ``pending`` with its state, or ``missing``)."""
         queue = self.queue
         return self._runner.call(lambda: queue.finished_result(job_id))
+
+    def get_logs(
+        self, job_id: str, start: int = 0, end: int = -1, ascending: bool = True
+    ) -> tuple[list[str], int]:
+        """`JobQueue.get_logs`, blocking.
+
+        Log lines ``start..=end`` and the total count."""
+        queue = self.queue
+        return self._runner.call(lambda: queue.get_logs(job_id, start, end, ascending))
+
+    def get_log_entries(
+        self, job_id: str, start: int = 0, end: int = -1, ascending: bool = True
+    ) -> tuple[list[LogEntry], int]:
+        """`JobQueue.get_log_entries`, blocking.
+
+        Log lines ``start..=end`` as `LogEntry` (each line's text and when it was written:
+        ms since the epoch, None for a line an older version stored), and the total count."""
+        queue = self.queue
+        return self._runner.call(lambda: queue.get_log_entries(job_id, start, end, ascending))
 
     def remove(self, job_id: str, *, now: int | None = None) -> None:
         """`JobQueue.remove`, blocking.

@@ -56,7 +56,7 @@ pub use memory::{Claimed, MemoryBackend, MemoryGroup, MemoryStore};
 pub use metrics::{Metrics, MetricsKind};
 pub use model::{
     check_max_active, check_rate_limit, next_ready_at, rate_limit_end, rate_limited_until,
-    wall_clock_ms, FinishedResult, Job, JobState, Lock, Millis, JOB_STATES_COUNT,
+    wall_clock_ms, FinishedResult, Job, JobState, Lock, LogLine, Millis, JOB_STATES_COUNT,
     MAX_RATE_LIMIT_END,
 };
 pub use options::{

@@ -5,8 +5,8 @@
 //! process) and `redis_queue.rs` (Redis).
 
 use lanemq_core::jobs::{
-    Dependencies, DependencyCounts, FinishedResult, Job, JobScheduler, JobState, Metrics, Millis,
-    QueueStats, StreamEvent, WorkerEntry,
+    Dependencies, DependencyCounts, FinishedResult, Job, JobScheduler, JobState, LogLine, Metrics,
+    Millis, QueueStats, StreamEvent, WorkerEntry,
 };
 use pyo3::prelude::*;
 
@@ -111,7 +111,12 @@ forwards! {
     fn wait_finished(id: Text, timeout: Option<Secs> = None) -> finished {
         wait_finished(id, timeout)
     }
-    fn get_logs(id: Text, start: i64, end: i64, ascending: bool) -> Ok {
+    /// Awaits `(lines, total)`: the texts of lines `start..=end` and how many the log holds.
+    fn get_logs(id: Text, start: i64, end: i64, ascending: bool) -> log_texts {
+        get_logs(id, start, end, ascending)
+    }
+    /// Awaits `(entries, total)` as `get_logs`, each entry `(time in ms or None, text)`.
+    fn get_log_entries(id: Text, start: i64, end: i64, ascending: bool) -> log_entries {
         get_logs(id, start, end, ascending)
     }
     /// The names of the queues this queue's backend holds, sorted.
@@ -143,7 +148,10 @@ forwards! {
     fn update_progress(id: Text, progress: Text, now: Option<Now> = None) -> unit {
         update_progress(id, progress, now)
     }
-    fn add_log(id: Text, line: Text, keep: usize) -> Ok { add_log(id, line, keep) }
+    /// Appends a line written at `now` (ms; None: the wall clock); awaits the line count.
+    fn add_log(id: Text, line: Text, keep: usize, now: Option<Now> = None) -> Ok {
+        add_log(id, line, keep, now)
+    }
     fn clear_logs(id: Text, keep: usize) -> unit { clear_logs(id, keep) }
     fn save_stacktrace(id: Text, lines: Vec<Text>, reason: Option<Text> = None) -> unit {
         save_stacktrace(id, lines, reason)
@@ -290,6 +298,20 @@ fn search_page((jobs, next): (Vec<Job>, Option<usize>)) -> PyResult<SearchPage> 
 
 fn page((jobs, total): (Vec<Job>, usize)) -> PyResult<(Vec<JobRecord>, usize)> {
     Ok((records(jobs)?, total))
+}
+
+/// `get_logs` as it always answered: the texts alone.
+fn log_texts((lines, total): (Vec<LogLine>, usize)) -> PyResult<(Vec<String>, usize)> {
+    Ok((lines.into_iter().map(|line| line.text).collect(), total))
+}
+
+/// A log line as Python's `LogEntry` is made from: its time (None for a line stored without
+/// one) and its text.
+type LogEntryRow = (Option<Millis>, String);
+
+fn log_entries((lines, total): (Vec<LogLine>, usize)) -> PyResult<(Vec<LogEntryRow>, usize)> {
+    let rows = lines.into_iter().map(|line| (line.time, line.text));
+    Ok((rows.collect(), total))
 }
 
 /// `get_stats` as Python receives it.

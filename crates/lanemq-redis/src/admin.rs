@@ -9,7 +9,7 @@
 
 use lanemq_core::jobs::{
     check_log_line, check_payload, index_range, rate_limit_end, wall_clock_ms, BoxFuture, JobAdmin,
-    JobFilter, JobOptions, JobState, Millis,
+    JobFilter, JobOptions, JobState, LogLine, Millis,
 };
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
@@ -18,6 +18,7 @@ use crate::backend::RedisBackend;
 use crate::counts::{count_jobs, gate_of};
 use crate::decode::{checked, count, items, text, unexpected};
 use crate::job_backend::{call, RedisJobBackend};
+use crate::log_lines::decode_log;
 use crate::scripts::{self, LuaScript};
 
 /// About how many keys (or entries of the logs) one call of `remove_orphaned_jobs`'s script
@@ -172,24 +173,31 @@ impl RedisBackend {
             .map(drop)
     }
 
-    /// Appends a log line; with `keep > 0` only the newest `keep` lines stay. Returns the
-    /// number of lines kept.
-    pub async fn add_log(&self, id: String, line: String, keep: usize) -> CoreResult<usize> {
+    /// Appends a log line written at `now` (stored with it, see `log_lines`); with `keep > 0`
+    /// only the newest `keep` lines stay. Returns the number of lines kept.
+    pub async fn add_log(
+        &self,
+        id: String,
+        line: String,
+        keep: usize,
+        now: Millis,
+    ) -> CoreResult<usize> {
         let keep = keep.to_string();
         let reply = self
-            .change_job(&scripts::LOGS, &id, 0, &["add", &id, &line, &keep], "")
+            .change_job(&scripts::LOGS, &id, now, &["add", &id, &line, &keep], "")
             .await?;
         count(reply.first())
     }
 
-    /// Log lines `start..=end` (negative counts from the end) and the total number of lines.
+    /// Log lines `start..=end` (negative counts from the end) with their times, and the total
+    /// number of lines.
     pub async fn get_logs(
         &self,
         id: String,
         start: i64,
         end: i64,
         ascending: bool,
-    ) -> CoreResult<(Vec<String>, usize)> {
+    ) -> CoreResult<(Vec<LogLine>, usize)> {
         let mut pipe = redis::pipe();
         pipe.cmd("HEXISTS").arg(self.keys.job(&id)).arg("state");
         pipe.cmd("HGET").arg(self.keys.key("logs")).arg(&id);
@@ -197,10 +205,8 @@ impl RedisBackend {
         if !exists {
             return Err(CoreError::JobNotFound(id));
         }
-        let mut lines: Vec<String> = match raw {
-            Some(raw) => {
-                serde_json::from_str(&raw).map_err(|e| unexpected(&format!("logs: {e}")))?
-            }
+        let mut lines = match raw {
+            Some(raw) => decode_log(&raw)?,
             None => Vec::new(),
         };
         if !ascending {
@@ -455,11 +461,11 @@ impl JobAdmin for RedisJobBackend {
         call!(self, |b| b.update_progress(id, progress, now))
     }
 
-    fn add_log(&self, id: String, line: String, keep: usize) -> BoxFuture<usize> {
+    fn add_log(&self, id: String, line: String, keep: usize, now: Millis) -> BoxFuture<usize> {
         let limit = self.max_payload_bytes();
         call!(self, |b| async move {
             check_log_line(&id, &line, limit)?;
-            b.add_log(id, line, keep).await
+            b.add_log(id, line, keep, now).await
         })
     }
 

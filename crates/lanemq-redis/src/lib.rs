@@ -30,6 +30,7 @@ mod job_backend;
 mod keys;
 mod lanes;
 mod lifecycle;
+mod log_lines;
 mod observe;
 mod reads;
 mod replicas;

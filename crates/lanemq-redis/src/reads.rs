@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use lanemq_core::jobs::{
-    index_range, BoxFuture, FinishedResult, Job, JobFilter, JobReads, JobState, Millis, QueueStats,
-    SEARCH_SCAN_LIMIT,
+    index_range, BoxFuture, FinishedResult, Job, JobFilter, JobReads, JobState, LogLine, Millis,
+    QueueStats, SEARCH_SCAN_LIMIT,
 };
 use lanemq_core::CoreResult;
 use redis::Value;
@@ -403,7 +403,7 @@ impl JobReads for RedisJobBackend {
         start: i64,
         end: i64,
         ascending: bool,
-    ) -> BoxFuture<(Vec<String>, usize)> {
+    ) -> BoxFuture<(Vec<LogLine>, usize)> {
         call!(self, |b| b.get_logs(id, start, end, ascending))
     }
 

@@ -4,7 +4,9 @@
 mod common;
 
 use common::{backend, completion, job, raw, store_field, stored_field, Server, T};
-use lanemq_core::jobs::{Completion, Failure, FinishedResult, Job, JobState, NewJob, MAX_PRIORITY};
+use lanemq_core::jobs::{
+    Completion, Failure, FinishedResult, Job, JobState, LogLine, NewJob, MAX_PRIORITY,
+};
 use lanemq_core::CoreError;
 use lanemq_redis::RedisBackend;
 
@@ -207,7 +209,10 @@ async fn retry_job_runs_a_completed_job_again() {
         complete(&redis, 1, T + 1).await,
         std::slice::from_ref(&done)
     );
-    redis.add_log(done.clone(), "kept".into(), 0).await.unwrap();
+    redis
+        .add_log(done.clone(), "kept".into(), 0, T)
+        .await
+        .unwrap();
 
     // Attempts kept (BullMQ's job.retry() without resetAttemptsMade).
     redis.retry_job(done.clone(), false, T + 2).await.unwrap();
@@ -544,7 +549,7 @@ async fn logs_keep_the_newest_lines_and_page_like_the_memory_store() {
     for i in 1..=5 {
         assert_eq!(
             redis
-                .add_log(id.clone(), format!("line {i}"), 0)
+                .add_log(id.clone(), format!("line {i}"), 0, T + i as u64)
                 .await
                 .unwrap(),
             i
@@ -552,10 +557,20 @@ async fn logs_keep_the_newest_lines_and_page_like_the_memory_store() {
     }
     // keep-N: the newest N stay.
     assert_eq!(
-        redis.add_log(id.clone(), "line 6".into(), 3).await.unwrap(),
+        redis
+            .add_log(id.clone(), "line 6".into(), 3, T + 6)
+            .await
+            .unwrap(),
         3
     );
-    let s = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    // Each line carries the time of its call ("line N" was written at T + N).
+    let line = |text: &str| LogLine {
+        time: text
+            .strip_prefix("line ")
+            .map(|n| T + n.parse::<u64>().unwrap()),
+        text: text.into(),
+    };
+    let s = |v: &[&str]| v.iter().map(|s| line(s)).collect::<Vec<_>>();
     assert_eq!(
         logs(0, -1, true).await.unwrap(),
         (s(&["line 4", "line 5", "line 6"]), 3)
@@ -575,23 +590,36 @@ async fn logs_keep_the_newest_lines_and_page_like_the_memory_store() {
 
     // Lines JSON must escape survive as they were written.
     let odd = "quote \" slash / back \\ tab \t ünï 😀 {}[]";
-    redis.add_log(id.clone(), odd.into(), 0).await.unwrap();
-    assert_eq!(logs(-1, -1, true).await.unwrap(), (s(&[odd]), 4));
+    redis.add_log(id.clone(), odd.into(), 0, T).await.unwrap();
+    let odd_line = LogLine {
+        time: Some(T),
+        text: odd.into(),
+    };
+    assert_eq!(
+        logs(-1, -1, true).await.unwrap(),
+        (vec![odd_line.clone()], 4)
+    );
 
     redis.clear_logs(id.clone(), 2).await.unwrap();
-    assert_eq!(logs(0, -1, true).await.unwrap(), (s(&["line 6", odd]), 2));
+    assert_eq!(
+        logs(0, -1, true).await.unwrap(),
+        (vec![line("line 6"), odd_line], 2)
+    );
     redis.clear_logs(id.clone(), 5).await.unwrap();
     assert_eq!(logs(0, -1, true).await.unwrap().1, 2);
     redis.clear_logs(id.clone(), 0).await.unwrap();
     assert_eq!(logs(0, -1, true).await.unwrap(), (vec![], 0));
     assert_eq!(
-        redis.add_log(id.clone(), "again".into(), 1).await.unwrap(),
+        redis
+            .add_log(id.clone(), "again".into(), 1, T)
+            .await
+            .unwrap(),
         1
     );
 
     let missing = CoreError::JobNotFound("nope".into());
     assert_eq!(
-        redis.add_log("nope".into(), "x".into(), 0).await,
+        redis.add_log("nope".into(), "x".into(), 0, T).await,
         Err(missing.clone())
     );
     assert_eq!(
@@ -608,7 +636,10 @@ async fn remove_is_refused_under_a_live_lock() {
     let jobs = add(&redis, vec![job("a", |_| {}), job("w", |_| {})], T).await;
     let (a, w) = (jobs[0].id.to_string(), jobs[1].id.to_string());
     redis.claim("w", LEASE, 1, T).await.unwrap();
-    redis.add_log(a.clone(), "a log".into(), 0).await.unwrap();
+    redis
+        .add_log(a.clone(), "a log".into(), 0, T)
+        .await
+        .unwrap();
 
     let refused = redis.remove(a.clone(), T + LEASE - 1).await.unwrap_err();
     assert_eq!(
@@ -852,7 +883,7 @@ async fn obliterate_force_leaves_no_key_of_the_queue() {
     complete(&redis, 1, T).await;
     redis.claim("w", LEASE, 1, T).await.unwrap();
     redis
-        .add_log(jobs[1].id.to_string(), "log".into(), 0)
+        .add_log(jobs[1].id.to_string(), "log".into(), 0, T)
         .await
         .unwrap();
     redis.set_rate_limit(5, 1000).await.unwrap();
@@ -963,7 +994,7 @@ fn futures_are_send(redis: &RedisBackend) {
     send(redis.update_priority(id(), 0, false));
     send(redis.update_data(id(), id()));
     send(redis.update_progress(id(), id(), 0));
-    send(redis.add_log(id(), id(), 0));
+    send(redis.add_log(id(), id(), 0, T));
     send(redis.get_logs(id(), 0, -1, true));
     send(redis.clear_logs(id(), 0));
     send(redis.save_stacktrace(id(), vec![], None));

@@ -15,6 +15,7 @@ from starlette.responses import RedirectResponse, Response
 
 from ..job import Job
 from ..queue import STATES, JobQueue, QueueStats
+from ._logs import log_rows
 from ._render import Renderer, path_part, pretty
 from ._source import QueueSource
 
@@ -191,8 +192,8 @@ class Pages:
         job = await queue.get_job(job_id)
         if job is None:
             raise HTTPException(404, f"no job {job_id!r} in queue {queue.name!r}")
-        logs, log_count = await queue.get_logs(job.id, 0, LOG_LINES - 1, ascending=False)
-        logs.reverse()  # the newest lines, oldest first
+        entries, log_count = await queue.get_log_entries(job.id, 0, LOG_LINES - 1, ascending=False)
+        logs = log_rows(entries[::-1])  # the newest lines, oldest first, with their times
         return self.render.page(
             request,
             "job.html",

@@ -6,7 +6,7 @@ from typing import Any
 
 from .. import _json
 from ..exceptions import ConfigError
-from ..job import Job
+from ..job import Job, LogEntry
 from ._base import QueueBase
 
 
@@ -69,18 +69,29 @@ class QueueAdmin(QueueBase):
         await job.ensure_lease()
         await self.update_progress(job.id, value)
 
-    async def add_log(self, job_id: str, line: str, keep: int = 0) -> int:
-        """Appends a log line to a job (keeping the newest ``keep`` when > 0) and returns the
-        count; `ConfigError` for a negative ``keep``."""
+    async def add_log(
+        self, job_id: str, line: str, keep: int = 0, *, now: int | None = None
+    ) -> int:
+        """Appends a log line to a job (keeping the newest ``keep`` when > 0), recorded as
+        written at ``now`` (ms since the epoch; None: the clock), and returns the count;
+        `ConfigError` for a negative ``keep``."""
         if keep < 0:
             raise ConfigError(f"invalid keep: {keep} (must be >= 0)")
-        return await self._core.add_log(job_id, str(line), keep)
+        return await self._core.add_log(job_id, str(line), keep, now)
 
     async def get_logs(
         self, job_id: str, start: int = 0, end: int = -1, ascending: bool = True
     ) -> tuple[list[str], int]:
         """Log lines ``start..=end`` and the total count."""
         return await self._core.get_logs(job_id, start, end, ascending)
+
+    async def get_log_entries(
+        self, job_id: str, start: int = 0, end: int = -1, ascending: bool = True
+    ) -> tuple[list[LogEntry], int]:
+        """Log lines ``start..=end`` as `LogEntry` (each line's text and when it was written:
+        ms since the epoch, None for a line an older version stored), and the total count."""
+        rows, total = await self._core.get_log_entries(job_id, start, end, ascending)
+        return [LogEntry(time, text) for time, text in rows], total
 
     async def clear_logs(self, job_id: str, keep: int = 0) -> None:
         """Deletes a job's log lines, keeping the newest ``keep``; `ConfigError` for a negative

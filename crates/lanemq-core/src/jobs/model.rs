@@ -68,6 +68,15 @@ pub struct Lock {
     pub expires_at: Millis,
 }
 
+/// A line of a job's log and when it was written (ms since the epoch, on the clock of the call
+/// that wrote it, as the job's other times). `None` for a line stored by a version that kept
+/// no times: such data stays readable, so the time is optional rather than made up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogLine {
+    pub time: Option<Millis>,
+    pub text: String,
+}
+
 /// A job as stored. `data`, `progress` and `return_value` are JSON text: the store never
 /// parses user payloads, it only keeps and returns them. Text fields are shared (`Arc<str>`),
 /// so the snapshots that claims and reads hand out copy no payload.
@@ -92,7 +101,7 @@ pub struct Job {
     pub return_value: Option<Arc<str>>,
     pub failed_reason: Option<String>,
     pub stacktrace: Vec<String>,
-    pub logs: Vec<String>,
+    pub logs: Vec<LogLine>,
     pub lock: Option<Lock>,
     /// The token of the attempt whose report (its completion, or its failure: failed for good
     /// or retried) last moved the job, until a claim starts another attempt: that report sent

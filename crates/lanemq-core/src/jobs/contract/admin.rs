@@ -24,7 +24,9 @@ pub trait JobAdmin: Send + Sync + 'static {
     fn update_priority(&self, id: String, priority: u32, lifo: bool) -> BoxFuture<()>;
     fn update_data(&self, id: String, data: String) -> BoxFuture<()>;
     fn update_progress(&self, id: String, progress: String, now: Millis) -> BoxFuture<()>;
-    fn add_log(&self, id: String, line: String, keep: usize) -> BoxFuture<usize>;
+    /// Appends a log line written at `now`; with `keep > 0` only the newest `keep` stay.
+    /// Resolves to how many lines the log holds.
+    fn add_log(&self, id: String, line: String, keep: usize, now: Millis) -> BoxFuture<usize>;
     fn clear_logs(&self, id: String, keep: usize) -> BoxFuture<()>;
     fn save_stacktrace(
         &self,

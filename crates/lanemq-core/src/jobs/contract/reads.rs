@@ -1,6 +1,6 @@
 //! Reading jobs and counts; nothing here changes the queue.
 
-use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
+use crate::jobs::model::{FinishedResult, Job, JobState, LogLine, Millis};
 use crate::jobs::search::JobFilter;
 
 use super::BoxFuture;
@@ -51,13 +51,14 @@ pub trait JobReads: Send + Sync + 'static {
     /// Resolves when the job completes, fails for good or disappears; after `timeout` ms it
     /// resolves with `NotFinished`.
     fn wait_finished(&self, id: String, timeout: Option<Millis>) -> BoxFuture<FinishedResult>;
+    /// Log lines `start..=end` with their times, and how many the log holds.
     fn get_logs(
         &self,
         id: String,
         start: i64,
         end: i64,
         ascending: bool,
-    ) -> BoxFuture<(Vec<String>, usize)>;
+    ) -> BoxFuture<(Vec<LogLine>, usize)>;
     /// The names of the queues this queue's backend holds, sorted, this one included: the
     /// queues of its memory group, the queue files beside its file, the queues under its Redis
     /// prefix (what a dashboard lists).

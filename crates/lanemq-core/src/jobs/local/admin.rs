@@ -45,8 +45,8 @@ impl JobAdmin for LocalBackend {
         self.call_store(move |s| manage::update_progress(s, &id, &progress, now))
     }
 
-    fn add_log(&self, id: String, line: String, keep: usize) -> BoxFuture<usize> {
-        self.call_store(move |s| manage::add_log(s, &id, &line, keep))
+    fn add_log(&self, id: String, line: String, keep: usize, now: Millis) -> BoxFuture<usize> {
+        self.call_store(move |s| manage::add_log(s, &id, &line, keep, now))
     }
 
     fn clear_logs(&self, id: String, keep: usize) -> BoxFuture<()> {

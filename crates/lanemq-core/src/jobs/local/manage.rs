@@ -9,7 +9,7 @@ use rusqlite::Connection;
 
 use crate::error::CoreResult;
 use crate::jobs::lifecycle::{self, ManageStorage};
-use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
+use crate::jobs::model::{FinishedResult, Job, JobState, LogLine, Millis};
 
 use super::env::Env;
 use super::rows::{self, code, load, order_of, set_meta, sql, COLUMNS};
@@ -28,12 +28,12 @@ fn int(n: usize) -> i64 {
     n.min(i64::MAX as usize) as i64
 }
 
-/// Appends a line as number `max(n) + 1` of the job's log and returns that number. A job's
-/// lines are always numbered without gaps (appends take the next number, trims and clears
-/// drop the oldest), so a log's length is its newest number minus its oldest, plus one: two
-/// seeks of the primary key, whatever the log's length.
-const APPEND_LOG: &str = "INSERT INTO logs (job_id, n, line) VALUES \
-     (?1, (SELECT COALESCE(max(n), 0) + 1 FROM logs WHERE job_id = ?1), ?2) RETURNING n";
+/// Appends a line (`?2`, written at `?3`) as number `max(n) + 1` of the job's log and returns
+/// that number. A job's lines are always numbered without gaps (appends take the next number,
+/// trims and clears drop the oldest), so a log's length is its newest number minus its oldest,
+/// plus one: two seeks of the primary key, whatever the log's length.
+const APPEND_LOG: &str = "INSERT INTO logs (job_id, n, line, at) VALUES \
+     (?1, (SELECT COALESCE(max(n), 0) + 1 FROM logs WHERE job_id = ?1), ?2, ?3) RETURNING n";
 /// The oldest and the newest line numbers of a log (NULL when it is empty): two statements,
 /// as SQLite seeks the index for a lone `min` or `max` but scans for both together.
 const FIRST_LOG: &str = "SELECT min(n) FROM logs WHERE job_id = ?1";
@@ -124,11 +124,12 @@ impl ManageStorage for SqlStore<'_> {
             .then(|| Arc::from(id)))
     }
 
-    fn append_log(&mut self, id: &str, line: &str) -> CoreResult<usize> {
+    fn append_log(&mut self, id: &str, line: &str, time: Millis) -> CoreResult<usize> {
+        let at = time.min(i64::MAX as u64) as i64;
         let newest: i64 = self
             .conn
             .prepare_cached(APPEND_LOG)
-            .and_then(|mut stmt| stmt.query_row((id, line), |r| r.get(0)))
+            .and_then(|mut stmt| stmt.query_row((id, line, at), |r| r.get(0)))
             .map_err(sql)?;
         let oldest = self.log_number(FIRST_LOG, id)?.unwrap_or(newest);
         Ok((newest - oldest + 1).max(0) as usize)
@@ -165,16 +166,20 @@ impl ManageStorage for SqlStore<'_> {
         skip: usize,
         take: usize,
         ascending: bool,
-    ) -> CoreResult<Vec<String>> {
+    ) -> CoreResult<Vec<LogLine>> {
         let query = if ascending {
-            "SELECT line FROM logs WHERE job_id = ?1 ORDER BY n LIMIT ?2 OFFSET ?3"
+            "SELECT line, at FROM logs WHERE job_id = ?1 ORDER BY n LIMIT ?2 OFFSET ?3"
         } else {
-            "SELECT line FROM logs WHERE job_id = ?1 ORDER BY n DESC LIMIT ?2 OFFSET ?3"
+            "SELECT line, at FROM logs WHERE job_id = ?1 ORDER BY n DESC LIMIT ?2 OFFSET ?3"
         };
         let mut stmt = self.conn.prepare_cached(query).map_err(sql)?;
+        // `at` is NULL for a line written before the column was added (no time known).
         let lines = stmt
             .query_map(rusqlite::params![id, int(take), int(skip)], |r| {
-                r.get::<_, String>(0)
+                Ok(LogLine {
+                    text: r.get(0)?,
+                    time: r.get::<_, Option<i64>>(1)?.map(|at| at.max(0) as Millis),
+                })
             })
             .map_err(sql)?;
         lines.collect::<rusqlite::Result<Vec<_>>>().map_err(sql)
@@ -284,7 +289,7 @@ mod tests {
         let max = env.max_payload_bytes;
         let (job, _) = lifecycle::add(&mut SqlStore::new(&conn, &mut env), new, max, 1).unwrap();
         let log = |conn: &Connection, env: &mut Env, keep: usize| {
-            add_log(&mut SqlStore::new(conn, env), &job.id, "a line", keep).unwrap()
+            add_log(&mut SqlStore::new(conn, env), &job.id, "a line", keep, 1).unwrap()
         };
         let append = |conn: &mut Connection, env: &mut Env, keep: usize| {
             vm_steps(conn, |conn| log(conn, env, keep))

@@ -7,7 +7,7 @@ use tokio::sync::oneshot;
 
 use crate::jobs::contract::{BoxFuture, JobReads, QueueStats};
 use crate::jobs::lifecycle::manage;
-use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
+use crate::jobs::model::{FinishedResult, Job, JobState, LogLine, Millis};
 use crate::jobs::search::JobFilter;
 
 use super::{rows, LocalBackend};
@@ -147,7 +147,7 @@ impl JobReads for LocalBackend {
         start: i64,
         end: i64,
         ascending: bool,
-    ) -> BoxFuture<(Vec<String>, usize)> {
+    ) -> BoxFuture<(Vec<LogLine>, usize)> {
         self.direct_store(move |s| manage::get_logs(s, &id, start, end, ascending))
     }
 

@@ -51,6 +51,7 @@ CREATE TABLE IF NOT EXISTS logs (
     job_id TEXT NOT NULL,
     n INTEGER NOT NULL,
     line TEXT NOT NULL,
+    at INTEGER,
     PRIMARY KEY (job_id, n)
 ) WITHOUT ROWID;
 -- AUTOINCREMENT: ids are never reused, even after the stream is emptied.
@@ -151,12 +152,14 @@ CREATE TABLE IF NOT EXISTS workers (
 );
 ";
 
-/// Columns added since format 1 was first written (added to older files when they are opened;
-/// older readers ignore them).
-const ADDED_COLUMNS: [(&str, &str); 3] = [
-    ("events", "extra_key"),
-    ("events", "extra_value"),
-    ("jobs", "grp"),
+/// Columns added since format 1 was first written, with their types (added to older files
+/// when they are opened; older readers ignore them). `logs.at` is when a line was written:
+/// NULL for the lines of an older file, whose time is unknown.
+const ADDED_COLUMNS: [(&str, &str, &str); 4] = [
+    ("events", "extra_key", "TEXT"),
+    ("events", "extra_value", "TEXT"),
+    ("jobs", "grp", "TEXT"),
+    ("logs", "at", "INTEGER"),
 ];
 
 /// Groups (`lifecycle::groups`), made after `ADDED_COLUMNS` (their indexes need `jobs.grp`, the
@@ -477,7 +480,7 @@ fn draft_counter() -> u64 {
 
 /// Adds the `ADDED_COLUMNS` that a file written before them lacks.
 fn add_columns(conn: &Connection, path: &Path) -> CoreResult<()> {
-    for (table, column) in ADDED_COLUMNS {
+    for (table, column, kind) in ADDED_COLUMNS {
         let present: i64 = conn
             .query_row(
                 "SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2",
@@ -486,7 +489,7 @@ fn add_columns(conn: &Connection, path: &Path) -> CoreResult<()> {
             )
             .map_err(|e| storage(path, "cannot read the schema", e))?;
         if present == 0 {
-            conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} TEXT"))
+            conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {kind}"))
                 .map_err(|e| storage(path, "cannot upgrade the schema", e))?;
             if column == "grp" {
                 // Jobs written before the column carry their group in their options only.

@@ -45,8 +45,8 @@ impl JobAdmin for MemoryBackend {
         self.write(|s| manage::update_progress(&mut s.store, &id, &progress, now))
     }
 
-    fn add_log(&self, id: String, line: String, keep: usize) -> BoxFuture<usize> {
-        self.read(|store| manage::add_log(store, &id, &line, keep))
+    fn add_log(&self, id: String, line: String, keep: usize, now: Millis) -> BoxFuture<usize> {
+        self.read(|store| manage::add_log(store, &id, &line, keep, now))
     }
 
     fn clear_logs(&self, id: String, keep: usize) -> BoxFuture<()> {

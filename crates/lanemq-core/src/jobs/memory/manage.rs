@@ -10,7 +10,7 @@ use super::job_id::JobId;
 use super::store::MemoryStore;
 use crate::jobs::events::{check_custom_event, StreamEvent, Text, CUSTOM_EVENT};
 use crate::jobs::lifecycle::ManageStorage;
-use crate::jobs::model::{Job, JobState, Millis};
+use crate::jobs::model::{Job, JobState, LogLine, Millis};
 
 impl MemoryStore {
     pub fn get_job(&self, id: &str) -> Option<Job> {
@@ -57,7 +57,7 @@ impl MemoryStore {
         crate::jobs::lifecycle::remove(self, id, now)
     }
 
-    fn logs_mut(&mut self, id: &str) -> Option<&mut Vec<String>> {
+    fn logs_mut(&mut self, id: &str) -> Option<&mut Vec<LogLine>> {
         self.jobs.get_mut(id).map(|job| &mut job.logs)
     }
 
@@ -148,9 +148,12 @@ impl ManageStorage for MemoryStore {
         }))
     }
 
-    fn append_log(&mut self, id: &str, line: &str) -> CoreResult<usize> {
+    fn append_log(&mut self, id: &str, line: &str, time: Millis) -> CoreResult<usize> {
         Ok(self.logs_mut(id).map_or(0, |logs| {
-            logs.push(line.to_owned());
+            logs.push(LogLine {
+                time: Some(time),
+                text: line.to_owned(),
+            });
             logs.len()
         }))
     }
@@ -173,7 +176,7 @@ impl ManageStorage for MemoryStore {
         skip: usize,
         take: usize,
         ascending: bool,
-    ) -> CoreResult<Vec<String>> {
+    ) -> CoreResult<Vec<LogLine>> {
         let Some(job) = self.jobs.get(id) else {
             return Ok(Vec::new());
         };

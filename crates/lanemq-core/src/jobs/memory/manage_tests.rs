@@ -5,7 +5,7 @@ use crate::error::CoreError;
 use crate::jobs::contract::NewJob;
 use crate::jobs::lifecycle::manage::*;
 use crate::jobs::lifecycle::{add as add_job, claim};
-use crate::jobs::model::{JobState, Millis};
+use crate::jobs::model::{JobState, LogLine, Millis};
 use crate::jobs::options::{JobOptions, StoreConfig};
 use crate::jobs::MemoryStore;
 
@@ -72,21 +72,26 @@ fn a_log_keeps_its_newest_lines_and_reports_how_many_it_holds() {
     let mut s = MemoryStore::new(StoreConfig::default());
     let id = add(&mut s, 0);
     for (i, held) in [(0, 1), (1, 2), (2, 3)] {
-        assert_eq!(add_log(&mut s, &id, &format!("l{i}"), 0).unwrap(), held);
+        assert_eq!(add_log(&mut s, &id, &format!("l{i}"), 0, i).unwrap(), held);
     }
-    assert_eq!(add_log(&mut s, &id, "l3", 2).unwrap(), 2);
+    assert_eq!(add_log(&mut s, &id, "l3", 2, 3).unwrap(), 2);
+    // Each line keeps the time it was written at ("lN" at N).
+    let line = |n: u64| LogLine {
+        time: Some(n),
+        text: format!("l{n}"),
+    };
     assert_eq!(
         get_logs(&mut s, &id, 0, -1, true).unwrap(),
-        (vec!["l2".into(), "l3".into()], 2)
+        (vec![line(2), line(3)], 2)
     );
     assert_eq!(
         get_logs(&mut s, &id, 0, 0, false).unwrap(),
-        (vec!["l3".into()], 2)
+        (vec![line(3)], 2)
     );
     clear_logs(&mut s, &id, 0).unwrap();
     assert_eq!(get_logs(&mut s, &id, 0, -1, true).unwrap(), (vec![], 0));
     assert!(matches!(
-        add_log(&mut s, "missing", "l", 0),
+        add_log(&mut s, "missing", "l", 0, 7),
         Err(CoreError::JobNotFound(_))
     ));
 }

@@ -7,7 +7,7 @@ use tokio::sync::oneshot;
 
 use crate::jobs::contract::{ready, BoxFuture, JobReads, QueueStats};
 use crate::jobs::lifecycle::manage;
-use crate::jobs::model::{FinishedResult, Job, JobState, Millis};
+use crate::jobs::model::{FinishedResult, Job, JobState, LogLine, Millis};
 use crate::jobs::search::JobFilter;
 
 use super::MemoryBackend;
@@ -110,7 +110,7 @@ impl JobReads for MemoryBackend {
         start: i64,
         end: i64,
         ascending: bool,
-    ) -> BoxFuture<(Vec<String>, usize)> {
+    ) -> BoxFuture<(Vec<LogLine>, usize)> {
         self.read(|store| manage::get_logs(store, &id, start, end, ascending))
     }
 

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use crate::error::CoreResult;
-use crate::jobs::model::{Job, JobState, Millis};
+use crate::jobs::model::{Job, JobState, LogLine, Millis};
 
 use super::super::flows::FlowStorage;
 
@@ -35,8 +35,9 @@ pub trait ManageStorage: FlowStorage {
     /// such job.
     fn set_progress(&mut self, id: &str, progress: &Arc<str>) -> CoreResult<Option<Arc<str>>>;
 
-    /// Appends `line` to the log of job `id` (which exists); returns how many lines it holds.
-    fn append_log(&mut self, id: &str, line: &str) -> CoreResult<usize>;
+    /// Appends `line`, written at `time`, to the log of job `id` (which exists); returns how
+    /// many lines it holds.
+    fn append_log(&mut self, id: &str, line: &str, time: Millis) -> CoreResult<usize>;
     /// Drops all but the newest `keep` lines of the log of job `id` (0: every line).
     fn keep_newest_logs(&mut self, id: &str, keep: usize) -> CoreResult<()>;
     /// How many lines the log of job `id` holds (0 for no such job).
@@ -49,7 +50,7 @@ pub trait ManageStorage: FlowStorage {
         skip: usize,
         take: usize,
         ascending: bool,
-    ) -> CoreResult<Vec<String>>;
+    ) -> CoreResult<Vec<LogLine>>;
 
     fn set_paused(&mut self, paused: bool) -> CoreResult<()>;
     /// The windowed rate limit: at most `.0` claims per `.1` ms (`None`: no limit).

@@ -11,9 +11,7 @@ use super::{ops, LocalBackend};
 
 impl JobLifecycle for LocalBackend {
     fn add(&self, job: NewJob, now: Millis) -> BoxFuture<(Job, bool)> {
-        // A single awaited add gains most from skipping the writer thread: see
-        // `call_store_alone` (benches/embedded.py measures both sides of it).
-        self.call_store_alone(move |s| {
+        self.call_store(move |s| {
             let max = s.env.max_payload_bytes;
             lifecycle::add(s, job, max, now)
         })

@@ -171,25 +171,6 @@ impl LocalBackend {
         self.direct(move |conn, env| storage::run(conn, env, op))
     }
 
-    /// `call_store`, committed on the caller's thread when the writer has none of this
-    /// queue's operations and the file's lock is free (`pool::Handle::try_alone`): a lone
-    /// operation then answers without crossing threads, so its future is ready at once.
-    /// For operations that one caller awaits alone (a single `add`); a burst of them from
-    /// many tasks of one loop commits one by one, where the writer would group them.
-    fn call_store_alone<T, F>(&self, op: F) -> BoxFuture<T>
-    where
-        T: Send + 'static,
-        F: FnOnce(&mut SqlStore<'_>) -> CoreResult<T> + Send + 'static,
-    {
-        let f = move |conn: &Connection, env: &mut Env| storage::run(conn, env, op);
-        let (reply, answer) = oneshot::channel();
-        let sent = match self.slot.try_alone(Box::new(Call::new(f, reply, true))) {
-            Ok(()) => true,
-            Err(op) => self.slot.send(op),
-        };
-        Self::answered(sent, answer)
-    }
-
     fn send<T, F>(&self, f: F, guarded: bool) -> BoxFuture<T>
     where
         T: Send + 'static,
@@ -197,14 +178,6 @@ impl LocalBackend {
     {
         let (reply, answer) = oneshot::channel();
         let sent = self.slot.send(Box::new(Call::new(f, reply, guarded)));
-        Self::answered(sent, answer)
-    }
-
-    /// The answer of an operation given to the writer (or run at once), as a future.
-    fn answered<T: Send + 'static>(
-        sent: bool,
-        answer: oneshot::Receiver<CoreResult<T>>,
-    ) -> BoxFuture<T> {
         Box::pin(async move {
             if !sent {
                 return Err(CoreError::Storage("the local queue is closed".into()));

@@ -19,9 +19,9 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use rusqlite::config::DbConfig;
 use rusqlite::Connection;
@@ -39,19 +39,8 @@ const MAX_OPEN: usize = 96;
 /// The most writer threads, whatever the number of cores.
 const MAX_WRITERS: usize = 8;
 
-/// A queue's slot, shared by its writer thread and its handle: the handle commits a lone
-/// operation through it on the caller's thread (`Handle::try_alone`) when the writer has none
-/// of the queue's operations; the lock keeps the two from using the connection at once.
-type SharedSlot = Arc<Mutex<Slot>>;
-
-fn lock(slot: &SharedSlot) -> MutexGuard<'_, Slot> {
-    // (a panic inside an operation is caught before it unwinds past the lock; a poisoned
-    // lock still guards a consistent slot)
-    slot.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 enum Message {
-    Open(u64, SharedSlot),
+    Open(u64, Box<Slot>),
     Op(u64, Box<dyn Op>),
     Forget(u64),
 }
@@ -68,10 +57,6 @@ pub struct Slot {
     used: u64,
     /// Whether the writer opened the file yet (it then delivers what the outbox holds).
     started: bool,
-    /// The queue's operations sent to the writer and not answered yet (shared with its
-    /// handle): an operation may run on the caller's thread only when none are, so a caller's
-    /// operations still run in the order it made them.
-    queued: Arc<AtomicUsize>,
 }
 
 impl Slot {
@@ -84,7 +69,6 @@ impl Slot {
             conn: None,
             used: 0,
             started: false,
-            queued: Arc::new(AtomicUsize::new(0)),
         }
     }
 
@@ -115,47 +99,12 @@ impl Slot {
 pub struct Handle {
     id: u64,
     writer: Sender<Message>,
-    slot: SharedSlot,
-    queued: Arc<AtomicUsize>,
 }
 
 impl Handle {
     /// Queues `op`; false when the writer thread is gone.
     pub fn send(&self, op: Box<dyn Op>) -> bool {
-        self.queued.fetch_add(1, Ordering::AcqRel);
-        let sent = self.writer.send(Message::Op(self.id, op)).is_ok();
-        if !sent {
-            self.queued.fetch_sub(1, Ordering::AcqRel);
-        }
-        sent
-    }
-
-    /// Runs `op` alone and commits it on this thread, answering it before returning, if the
-    /// writer has none of the queue's operations, nobody holds the slot, its file is open and
-    /// no process holds the file's write lock (`writer::try_commit_alone`); otherwise gives it
-    /// back untouched for `send`. It saves the two thread hand-offs of a call through the
-    /// writer (about 100 us from an asyncio loop) where group commit has nothing to group.
-    pub fn try_alone(&self, op: Box<dyn Op>) -> Result<(), Box<dyn Op>> {
-        if self.queued.load(Ordering::Acquire) != 0 {
-            return Err(op);
-        }
-        let Ok(mut guard) = self.slot.try_lock() else {
-            return Err(op);
-        };
-        let slot = &mut *guard;
-        let Some(conn) = slot.conn.as_ref() else {
-            return Err(op); // closed, or evicted: the writer (re)opens it
-        };
-        if slot.env.closing {
-            return Err(op);
-        }
-        let (env, shared) = (&mut slot.env, &slot.shared);
-        // Caught here, as the writer catches it: a bug in an operation must not unwind
-        // through the caller (its reply is dropped, so the caller hears the queue closed).
-        catch_unwind(AssertUnwindSafe(|| {
-            writer::try_commit_alone(conn, env, shared, op)
-        }))
-        .unwrap_or(Ok(()))
+        self.writer.send(Message::Op(self.id, op)).is_ok()
     }
 }
 
@@ -173,17 +122,10 @@ pub fn register(slot: Slot) -> CoreResult<Handle> {
     slot.path.hash(&mut hasher);
     let writer = writers[(hasher.finish() % writers.len() as u64) as usize].clone();
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    let queued = Arc::clone(&slot.queued);
-    let slot = Arc::new(Mutex::new(slot));
     writer
-        .send(Message::Open(id, Arc::clone(&slot)))
+        .send(Message::Open(id, Box::new(slot)))
         .map_err(|_| CoreError::Storage("the local writer thread stopped".into()))?;
-    Ok(Handle {
-        id,
-        writer,
-        slot,
-        queued,
-    })
+    Ok(Handle { id, writer })
 }
 
 fn writers() -> CoreResult<&'static [Sender<Message>]> {
@@ -216,7 +158,7 @@ fn closed() -> CoreError {
 }
 
 struct Writer {
-    slots: HashMap<u64, SharedSlot>,
+    slots: HashMap<u64, Slot>,
     /// The most connections this thread keeps open.
     budget: usize,
     clock: u64,
@@ -243,7 +185,7 @@ impl Writer {
             while let Some(message) = next {
                 match message {
                     Message::Open(id, slot) => {
-                        self.slots.insert(id, slot);
+                        self.slots.insert(id, *slot);
                     }
                     Message::Op(id, op) => {
                         let at = *index.entry(id).or_insert_with(|| {
@@ -262,22 +204,11 @@ impl Writer {
                 next = messages.try_recv().ok();
             }
             for (id, batch) in batches {
-                let count = batch.len();
-                let queued = self
-                    .slots
-                    .get(&id)
-                    .map(|slot| Arc::clone(&lock(slot).queued));
                 let ran = catch_unwind(AssertUnwindSafe(|| self.run_batch(id, batch)));
                 if ran.is_err() {
                     // A bug in one queue's operation must not stop the other queues of the
                     // thread: that queue is closed (its callers hear so), the rest go on.
-                    if let Some(slot) = self.slots.remove(&id) {
-                        lock(&slot).close_connections();
-                    }
-                }
-                // After the answers: until then the queue's next operation goes behind these.
-                if let Some(queued) = queued {
-                    queued.fetch_sub(count, Ordering::AcqRel);
+                    self.slots.remove(&id);
                 }
             }
             for id in forgotten {
@@ -294,34 +225,30 @@ impl Writer {
             }
             return;
         }
-        let shared_slot = Arc::clone(self.slots.get(&id).expect("connected"));
-        let mut guard = lock(&shared_slot);
-        let slot = &mut *guard;
+        let slot = self.slots.get_mut(&id).expect("connected");
         let conn = slot.conn.as_ref().expect("connected");
         let (committed, wrote) = writer::commit(conn, &mut slot.env, &mut batch);
         if slot.env.closing {
             // Closing the connection checkpoints the WAL and removes it; `close()` answers
             // only after that, so the file is whole and alone when it returns.
-            self.slots.remove(&id);
+            let mut slot = self.slots.remove(&id).expect("present");
             slot.close_connections();
+            writer::answer(batch, &committed, &mut slot.env, &slot.shared, wrote);
+        } else {
+            writer::answer(batch, &committed, &mut slot.env, &slot.shared, wrote);
         }
-        writer::answer(batch, &committed, &mut slot.env, &slot.shared, wrote);
     }
 
     /// Makes sure queue `id`'s file is open, closing others first if the budget is spent.
     fn connect(&mut self, id: u64) -> CoreResult<()> {
         self.clock += 1;
-        let shared_slot = Arc::clone(self.slots.get(&id).ok_or_else(closed)?);
-        {
-            let mut slot = lock(&shared_slot);
-            slot.used = self.clock;
-            if slot.conn.is_some() {
-                return Ok(());
-            }
+        let slot = self.slots.get_mut(&id).ok_or_else(closed)?;
+        slot.used = self.clock;
+        if slot.conn.is_some() {
+            return Ok(());
         }
         self.make_room(id);
-        let mut guard = lock(&shared_slot);
-        let slot = &mut *guard;
+        let slot = self.slots.get_mut(&id).expect("present");
         let conn = schema::reopen(&slot.path, &slot.env.queue, slot.sync)?;
         if !slot.started {
             slot.started = true;
@@ -333,33 +260,20 @@ impl Writer {
         Ok(())
     }
 
-    /// Closes the least recently used connections (not `keep`'s) until one more fits. (It
-    /// locks one slot at a time: a caller committing through its slot holds no other lock.)
+    /// Closes the least recently used connections (not `keep`'s) until one more fits.
     fn make_room(&mut self, keep: u64) {
         loop {
-            let open: usize = self
-                .slots
-                .values()
-                .map(|slot| lock(slot).open_connections())
-                .sum();
+            let open: usize = self.slots.values().map(Slot::open_connections).sum();
             if open < self.budget {
                 return;
             }
             let oldest = self
                 .slots
-                .iter()
-                .filter(|(id, _)| **id != keep)
-                .filter_map(|(_, slot)| {
-                    let used = {
-                        let guard = lock(slot);
-                        (guard.open_connections() > 0).then_some(guard.used)
-                    };
-                    used.map(|used| (used, slot))
-                })
-                .min_by_key(|(used, _)| *used)
-                .map(|(_, slot)| Arc::clone(slot));
+                .iter_mut()
+                .filter(|(id, slot)| **id != keep && slot.open_connections() > 0)
+                .min_by_key(|(_, slot)| slot.used);
             match oldest {
-                Some(slot) => lock(&slot).evict(),
+                Some((_, slot)) => slot.evict(),
                 None => return,
             }
         }

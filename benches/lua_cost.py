@@ -11,6 +11,10 @@ cost of a call). After each phase it dumps the
 counters and prints the instructions per call or job inside EVALSHA (or FCALL), and how many of
 them the commands' execution (scriptCall) took; the rest is Lua, argument and reply conversion,
 and the GC.
+
+With --cpu it runs the same workload on a plain redis-server instead and prints the server's
+main-thread CPU (INFO cpu, user + sys) per call or job: the unit `compare.py` reports, without
+the client in it. Noisy on a shared machine: compare two script versions run alternately.
 """
 
 import argparse
@@ -58,6 +62,11 @@ def main():
     p.add_argument(
         "--fcall", action="store_true", help="call the library's functions (library.lua) by FCALL"
     )
+    p.add_argument(
+        "--cpu",
+        action="store_true",
+        help="no valgrind: the server's main-thread CPU (INFO cpu) per call or job, in us",
+    )
     a = p.parse_args()
     # The KEYS of queue `bench`, as the client sends them (written by dump_composed_scripts).
     with open(os.path.join(a.scripts, "keys.txt")) as listed:
@@ -65,12 +74,15 @@ def main():
     with open(os.path.join(a.scripts, "options.json")) as options:
         opts = options.read()
     out_dir = tempfile.mkdtemp(prefix="lua_cost.")
+    under_valgrind = [
+        "valgrind",
+        "--tool=callgrind",
+        "--dump-instr=no",
+        f"--callgrind-out-file={out_dir}/cg.out",
+    ]
     vg = subprocess.Popen(
         [
-            "valgrind",
-            "--tool=callgrind",
-            "--dump-instr=no",
-            f"--callgrind-out-file={out_dir}/cg.out",
+            *([] if a.cpu else under_valgrind),
             "redis-server",
             "--port",
             str(a.port),
@@ -91,7 +103,17 @@ def main():
             time.sleep(0.3)
     phases = []
 
+    def main_thread_cpu():
+        info = r.info("cpu")
+        return info["used_cpu_user_main_thread"] + info["used_cpu_sys_main_thread"]
+
+    cpu_marks = []
+
     def dump(name, units):
+        if a.cpu:
+            cpu_marks.append(main_thread_cpu())
+            phases.append((name, units))
+            return
         trigger = f"phase{len(phases) + 1}"  # callgrind_control takes no spaces here
         subprocess.run(
             ["callgrind_control", "-d", trigger, str(vg.pid)], check=True, stdout=subprocess.DEVNULL
@@ -132,7 +154,12 @@ def main():
     CC(now, jobs, 0, "s")
     for first in range(0, a.prefill, 1000):
         ADD(now, *[job(i) for i in range(first, min(first + 1000, a.prefill))])
-    subprocess.run(["callgrind_control", "-z", str(vg.pid)], check=True, stdout=subprocess.DEVNULL)
+    if a.cpu:
+        cpu_marks.append(main_thread_cpu())
+    else:
+        subprocess.run(
+            ["callgrind_control", "-z", str(vg.pid)], check=True, stdout=subprocess.DEVNULL
+        )
     for i in range(a.single):
         now += 1
         ADD(now, job(i))
@@ -162,6 +189,11 @@ def main():
     dump("renew of no job (per call)", a.empty)
     r.shutdown(nosave=True)
     vg.wait()
+    if a.cpu:
+        for k, (name, units) in enumerate(phases, 1):
+            used = (cpu_marks[k] - cpu_marks[k - 1]) * 1e6 / units
+            print(f"{name:40} {used:9.2f} us of the server's main thread")
+        return
     for k, (name, units) in enumerate(phases, 1):
         path = f"{out_dir}/cg.out.{k}"
         entry = "fcallCommand" if a.fcall else "evalShaCommand"

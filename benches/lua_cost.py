@@ -15,7 +15,8 @@ and the GC.
 With --cpu it runs the same workload on a plain redis-server instead and prints the server's
 main-thread CPU (INFO cpu, user + sys) per call or job: the unit `compare.py` reports, without
 the client in it. Noisy on a shared machine: compare two script versions run alternately.
-With --floor it then runs --bulk jobs through FLOOR_LIBRARY, the job-hash commands alone.
+With --floor it then runs --bulk jobs through FLOOR_LIBRARY, the job-hash commands alone
+(floor_probe), and --bulk more through its lean_probe, one command a job.
 """
 
 import argparse
@@ -47,7 +48,8 @@ FLOOR_LIBRARY = """#!lua name=lanemq_floor_probe
 local DONE = {"state", "token", "expires", "opts", "seq", "kids", "cancel"}
 local CLAIM = {"seq", "attempts", "name", "data", "opts", "created", "delay"}
 redis.register_function("floor_probe", function(keys, args)
-  local waiting0, active, completed, events = keys[2] .. ":0", keys[4], keys[6], keys[9]
+  local waiting0, active, completed = keys[2] .. ":0", keys[4], keys[6]
+  local events = keys[9] .. ":probe" -- "*" ids: not the queue's own stream
   local job = string.sub(keys[1], 1, -5) .. "job:"
   local now, n = args[1], tonumber(args[2])
   local members, scored, ev = {}, {}, {}
@@ -79,6 +81,46 @@ redis.register_function("floor_probe", function(keys, args)
     ev[#ev + 1] = "active"; ev[#ev + 1] = id; ev[#ev + 1] = "prev"; ev[#ev + 1] = "waiting"
   end
   if #act > 0 then redis.call("ZADD", active, unpack(act)) end
+  if #ev > 0 then redis.call("XADD", events, "*", "ts", now, unpack(ev)) end
+  return out
+end)
+-- The same batch with one command a job: the claim reads each job (its payload for the
+-- worker) and writes nothing of it (the batch's lock in one HSET of its own), the completion
+-- writes each job once and reads nothing of it (the client sends the member).
+redis.register_function("lean_probe", function(keys, args)
+  local waiting0, active, completed = keys[2] .. ":0", keys[4], keys[6]
+  local events = keys[9] .. ":probe" -- "*" ids: not the queue's own stream
+  local job = string.sub(keys[1], 1, -5) .. "job:"
+  local now, n = args[1], tonumber(args[2])
+  local members, scored, ev = {}, {}, {}
+  for i = 3, #args do
+    local m = args[i]
+    local id = string.sub(m, 15)
+    redis.call("HSET", job .. id, "state", "4", "finished", now)
+    members[#members + 1] = m
+    scored[#scored + 1] = now; scored[#scored + 1] = m
+    ev[#ev + 1] = "completed"; ev[#ev + 1] = id; ev[#ev + 1] = "returnvalue"; ev[#ev + 1] = "null"
+  end
+  if #members > 0 then
+    redis.call("ZREM", active, unpack(members))
+    redis.call("ZADD", completed, unpack(scored))
+  end
+  local listed = redis.call("LPOP", waiting0, n) or {}
+  local out, act, locks = {}, {}, {}
+  for i = 1, #listed do
+    local m = listed[i]
+    local id = string.sub(m, 15)
+    local f = redis.call("HMGET", job .. id, unpack(CLAIM))
+    act[#act + 1] = now; act[#act + 1] = m
+    locks[#locks + 1] = id; locks[#locks + 1] = now
+    out[i] = {m, f[3], f[4], f[5] or "{}", "0", 0, f[1], f[6], f[7], 1, false, false, false,
+      false, "s-" .. i}
+    ev[#ev + 1] = "active"; ev[#ev + 1] = id; ev[#ev + 1] = "prev"; ev[#ev + 1] = "waiting"
+  end
+  if #act > 0 then
+    redis.call("ZADD", active, unpack(act))
+    redis.call("HSET", keys[1] .. ":locks", unpack(locks))
+  end
   if #ev > 0 then redis.call("XADD", events, "*", "ts", now, unpack(ev)) end
   return out
 end)
@@ -257,6 +299,22 @@ def main():
             if not ids:
                 break
         dump("floor probe batch 50 (per job)", done)
+        ADD(now, *[job(i) for i in range(a.bulk)])
+        if a.cpu:
+            cpu_marks[-1] = main_thread_cpu()
+        else:
+            subprocess.run(
+                ["callgrind_control", "-z", str(vg.pid)], check=True, stdout=subprocess.DEVNULL
+            )
+        done, ids = 0, []
+        while True:
+            now += 1
+            rows = r.fcall("lean_probe", len(keys), *keys, now, 50, *ids)
+            done += len(ids)
+            ids = [row[0] for row in rows]
+            if not ids:
+                break
+        dump("lean probe, a command a job (per job)", done)
     r.shutdown(nosave=True)
     vg.wait()
     if a.cpu:

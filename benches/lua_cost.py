@@ -11,6 +11,12 @@ cost of a call). After each phase it dumps the
 counters and prints the instructions per call or job inside EVALSHA (or FCALL), and how many of
 them the commands' execution (scriptCall) took; the rest is Lua, argument and reply conversion,
 and the GC.
+
+With --cpu it runs the same workload on a plain redis-server instead and prints the server's
+main-thread CPU (INFO cpu, user + sys) per call or job: the unit `compare.py` reports, without
+the client in it. Noisy on a shared machine: compare two script versions run alternately.
+With --floor it then runs --bulk jobs through FLOOR_LIBRARY, the job-hash commands alone
+(floor_probe), and --bulk more through its lean_probe, one command a job.
 """
 
 import argparse
@@ -32,6 +38,93 @@ def inclusive(path, function):
     ).stdout
     m = re.search(r"^\s*([\d,]+) .*:" + function + r" ", out, re.M)
     return int(m.group(1).replace(",", "")) if m else 0
+
+
+# --floor: the job-hash commands a batch's complete-and-claim makes (an HMGET and an HSET of
+# each job completed, an HMGET and an HSET of each job claimed), the batch's ZREM, ZADDs, LPOP
+# and XADD, and the claimed rows returned as claim_jobs returns them, with no other logic: what
+# the hash-per-job design costs before its semantics (lua/README.md, "Redis work per job").
+FLOOR_LIBRARY = """#!lua name=lanemq_floor_probe
+local DONE = {"state", "token", "expires", "opts", "seq", "kids", "cancel"}
+local CLAIM = {"seq", "attempts", "name", "data", "opts", "created", "delay"}
+redis.register_function("floor_probe", function(keys, args)
+  local waiting0, active, completed = keys[2] .. ":0", keys[4], keys[6]
+  local events = keys[9] .. ":probe" -- "*" ids: not the queue's own stream
+  local job = string.sub(keys[1], 1, -5) .. "job:"
+  local now, n = args[1], tonumber(args[2])
+  local members, scored, ev = {}, {}, {}
+  for i = 3, #args do
+    local id = args[i]
+    local f = redis.call("HMGET", job .. id, unpack(DONE))
+    redis.call("HSET", job .. id, "state", "4", "finished", now, "expires", "0")
+    local m = string.format("%014x", tonumber(f[5])) .. id
+    members[#members + 1] = m
+    scored[#scored + 1] = now; scored[#scored + 1] = m
+    ev[#ev + 1] = "completed"; ev[#ev + 1] = id; ev[#ev + 1] = "returnvalue"; ev[#ev + 1] = "null"
+  end
+  if #members > 0 then
+    redis.call("ZREM", active, unpack(members))
+    redis.call("ZADD", completed, unpack(scored))
+  end
+  local listed = redis.call("LPOP", waiting0, n) or {}
+  local out, act = {}, {}
+  for i = 1, #listed do
+    local id = string.sub(listed[i], 15)
+    local f = redis.call("HMGET", job .. id, unpack(CLAIM))
+    local prefix = string.format("%014x", tonumber(f[1]))
+    local token = prefix .. ".s-" .. i
+    redis.call("HSET", job .. id, "state", "2", "attempts", "1", "processed", now, "token", token,
+      "worker", "w1", "expires", now)
+    act[#act + 1] = now; act[#act + 1] = prefix .. id
+    out[i] = {id, f[3], f[4], f[5] or "{}", "0", 0, f[1], f[6], f[7], 1, false, false, false,
+      false, token}
+    ev[#ev + 1] = "active"; ev[#ev + 1] = id; ev[#ev + 1] = "prev"; ev[#ev + 1] = "waiting"
+  end
+  if #act > 0 then redis.call("ZADD", active, unpack(act)) end
+  if #ev > 0 then redis.call("XADD", events, "*", "ts", now, unpack(ev)) end
+  return out
+end)
+-- The same batch with one command a job: the claim reads each job (its payload for the
+-- worker) and writes nothing of it (the batch's lock in one HSET of its own), the completion
+-- writes each job once and reads nothing of it (the client sends the member).
+redis.register_function("lean_probe", function(keys, args)
+  local waiting0, active, completed = keys[2] .. ":0", keys[4], keys[6]
+  local events = keys[9] .. ":probe" -- "*" ids: not the queue's own stream
+  local job = string.sub(keys[1], 1, -5) .. "job:"
+  local now, n = args[1], tonumber(args[2])
+  local members, scored, ev = {}, {}, {}
+  for i = 3, #args do
+    local m = args[i]
+    local id = string.sub(m, 15)
+    redis.call("HSET", job .. id, "state", "4", "finished", now)
+    members[#members + 1] = m
+    scored[#scored + 1] = now; scored[#scored + 1] = m
+    ev[#ev + 1] = "completed"; ev[#ev + 1] = id; ev[#ev + 1] = "returnvalue"; ev[#ev + 1] = "null"
+  end
+  if #members > 0 then
+    redis.call("ZREM", active, unpack(members))
+    redis.call("ZADD", completed, unpack(scored))
+  end
+  local listed = redis.call("LPOP", waiting0, n) or {}
+  local out, act, locks = {}, {}, {}
+  for i = 1, #listed do
+    local m = listed[i]
+    local id = string.sub(m, 15)
+    local f = redis.call("HMGET", job .. id, unpack(CLAIM))
+    act[#act + 1] = now; act[#act + 1] = m
+    locks[#locks + 1] = id; locks[#locks + 1] = now
+    out[i] = {m, f[3], f[4], f[5] or "{}", "0", 0, f[1], f[6], f[7], 1, false, false, false,
+      false, "s-" .. i}
+    ev[#ev + 1] = "active"; ev[#ev + 1] = id; ev[#ev + 1] = "prev"; ev[#ev + 1] = "waiting"
+  end
+  if #act > 0 then
+    redis.call("ZADD", active, unpack(act))
+    redis.call("HSET", keys[1] .. ":locks", unpack(locks))
+  end
+  if #ev > 0 then redis.call("XADD", events, "*", "ts", now, unpack(ev)) end
+  return out
+end)
+"""
 
 
 def main():
@@ -58,6 +151,16 @@ def main():
     p.add_argument(
         "--fcall", action="store_true", help="call the library's functions (library.lua) by FCALL"
     )
+    p.add_argument(
+        "--floor",
+        action="store_true",
+        help="then --bulk jobs through a probe making only the job-hash commands (batch 50)",
+    )
+    p.add_argument(
+        "--cpu",
+        action="store_true",
+        help="no valgrind: the server's main-thread CPU (INFO cpu) per call or job, in us",
+    )
     a = p.parse_args()
     # The KEYS of queue `bench`, as the client sends them (written by dump_composed_scripts).
     with open(os.path.join(a.scripts, "keys.txt")) as listed:
@@ -65,12 +168,15 @@ def main():
     with open(os.path.join(a.scripts, "options.json")) as options:
         opts = options.read()
     out_dir = tempfile.mkdtemp(prefix="lua_cost.")
+    under_valgrind = [
+        "valgrind",
+        "--tool=callgrind",
+        "--dump-instr=no",
+        f"--callgrind-out-file={out_dir}/cg.out",
+    ]
     vg = subprocess.Popen(
         [
-            "valgrind",
-            "--tool=callgrind",
-            "--dump-instr=no",
-            f"--callgrind-out-file={out_dir}/cg.out",
+            *([] if a.cpu else under_valgrind),
             "redis-server",
             "--port",
             str(a.port),
@@ -91,7 +197,17 @@ def main():
             time.sleep(0.3)
     phases = []
 
+    def main_thread_cpu():
+        info = r.info("cpu")
+        return info["used_cpu_user_main_thread"] + info["used_cpu_sys_main_thread"]
+
+    cpu_marks = []
+
     def dump(name, units):
+        if a.cpu:
+            cpu_marks.append(main_thread_cpu())
+            phases.append((name, units))
+            return
         trigger = f"phase{len(phases) + 1}"  # callgrind_control takes no spaces here
         subprocess.run(
             ["callgrind_control", "-d", trigger, str(vg.pid)], check=True, stdout=subprocess.DEVNULL
@@ -132,7 +248,12 @@ def main():
     CC(now, jobs, 0, "s")
     for first in range(0, a.prefill, 1000):
         ADD(now, *[job(i) for i in range(first, min(first + 1000, a.prefill))])
-    subprocess.run(["callgrind_control", "-z", str(vg.pid)], check=True, stdout=subprocess.DEVNULL)
+    if a.cpu:
+        cpu_marks.append(main_thread_cpu())
+    else:
+        subprocess.run(
+            ["callgrind_control", "-z", str(vg.pid)], check=True, stdout=subprocess.DEVNULL
+        )
     for i in range(a.single):
         now += 1
         ADD(now, job(i))
@@ -160,8 +281,47 @@ def main():
     for _ in range(a.empty):
         call("renew", now, 30000)
     dump("renew of no job (per call)", a.empty)
+    if a.floor:
+        r.function_load(FLOOR_LIBRARY, replace=True)
+        ADD(now, *[job(i) for i in range(a.bulk)])
+        if a.cpu:
+            cpu_marks[-1] = main_thread_cpu()
+        else:
+            subprocess.run(
+                ["callgrind_control", "-z", str(vg.pid)], check=True, stdout=subprocess.DEVNULL
+            )
+        done, ids = 0, []
+        while True:
+            now += 1
+            rows = r.fcall("floor_probe", len(keys), *keys, now, 50, *ids)
+            done += len(ids)
+            ids = [row[0] for row in rows]
+            if not ids:
+                break
+        dump("floor probe batch 50 (per job)", done)
+        ADD(now, *[job(i) for i in range(a.bulk)])
+        if a.cpu:
+            cpu_marks[-1] = main_thread_cpu()
+        else:
+            subprocess.run(
+                ["callgrind_control", "-z", str(vg.pid)], check=True, stdout=subprocess.DEVNULL
+            )
+        done, ids = 0, []
+        while True:
+            now += 1
+            rows = r.fcall("lean_probe", len(keys), *keys, now, 50, *ids)
+            done += len(ids)
+            ids = [row[0] for row in rows]
+            if not ids:
+                break
+        dump("lean probe, a command a job (per job)", done)
     r.shutdown(nosave=True)
     vg.wait()
+    if a.cpu:
+        for k, (name, units) in enumerate(phases, 1):
+            used = (cpu_marks[k] - cpu_marks[k - 1]) * 1e6 / units
+            print(f"{name:40} {used:9.2f} us of the server's main thread")
+        return
     for k, (name, units) in enumerate(phases, 1):
         path = f"{out_dir}/cg.out.{k}"
         entry = "fcallCommand" if a.fcall else "evalShaCommand"

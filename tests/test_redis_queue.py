@@ -265,6 +265,45 @@ async def test_stale_token_is_refused_after_the_job_moved_on(redis_url: str) -> 
         await queue.obliterate(force=True)
 
 
+async def test_a_completed_job_holds_no_lock_while_its_lease_would_last(redis_url: str) -> None:
+    """A completion writes the job with one command (lua/README.md, "Redis work per job"): it
+    keeps its worker, its expiry becomes 0, and only an active job's token is a lock. So a
+    job completed well within its lease reads without a lock, a repeat of its completion is
+    answered, and removing or cleaning it is not refused as locked."""
+    prefix = redis_prefix()
+    queue = RedisJobQueue("completed-lock", redis_url, prefix=prefix)
+    try:
+        kept, removed, cleaned = [await queue.add("task", {"n": n}) for n in range(3)]
+        claimed = await queue.claim("worker-a", lease=3600.0, max_jobs=3)
+        token = {job.id: job.lock_token or "" for job in claimed}
+        assert set(token) == {kept.id, removed.id, cleaned.id}
+        for job_id, held in token.items():
+            await queue.complete(job_id, held, "ok")
+
+        done = await queue.get_job(kept.id)
+        assert done is not None
+        assert (done.state, done.lock_token, done.return_value) == ("completed", None, "ok")
+        await queue.complete(kept.id, token[kept.id], "ok")  # a repeat: answered, no change
+        with Resp.of(redis_url) as raw:
+            record = f"{prefix}:{{completed-lock}}:job:{kept.id}"
+            assert raw.command("HGET", record, "expires") == "0"
+            assert raw.command("HGET", record, "worker") == "worker-a"
+
+        await queue.remove(removed.id)
+        assert await queue.get_job(removed.id) is None
+        assert sorted(await queue.clean(0.0, state="completed")) == sorted([kept.id, cleaned.id])
+        assert await queue.get_job_counts() == {
+            "waiting": 0,
+            "delayed": 0,
+            "active": 0,
+            "waiting_children": 0,
+            "completed": 0,
+            "failed": 0,
+        }
+    finally:
+        await queue.obliterate(force=True)
+
+
 # ------------------------------------------------------- jobs of every kind, keys
 
 

@@ -296,7 +296,12 @@ local STATE_NAMES = {[WAITING_STATE] = "waiting", [DELAYED_STATE] = "delayed",
   [ACTIVE_STATE] = "active", [CHILDREN_STATE] = "waiting_children",
   [COMPLETED_STATE] = "completed", [FAILED_STATE] = "failed"}
 
-local function live_lock(id) return get("token", id) and num("expires", id) > NOW end
+-- Only an active job's lock is live: a completed job keeps its last `worker` and `expires`
+-- (complete_jobs).
+local function live_lock(id)
+  local f = fields(id, LOCK_READS)
+  return tonumber(f[1]) == ACTIVE_STATE and f[2] and tonumber(f[3] or "0") > NOW
+end
 
 -- Children removed by this script ({parent, id, queue}): their parents hear of it once the
 -- removal is recorded (settle_removals), as on the other backends.

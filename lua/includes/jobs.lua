@@ -427,13 +427,16 @@ end
 -- {kind, message} with kind "missing", "state", "lock" or "pending" (a parent with a child
 -- still unprocessed, released early by continue_parent_on_failure: BullMQ's moveToFinished
 -- refuses it with -4, after the lock check; lifecycle/finish.rs). A job is read with one
--- HMGET and written with an HSET and an HDEL. A completed job keeps its `token` (the HDEL
--- leaves it): the same completion repeated (its reply lost, the worker sends it again) finds it
+-- HMGET and written with one HSET: its `worker` stays and its `expires` becomes 0, since only
+-- an active job's are a lock (decode.rs, `live_lock`), and an HDEL cost a `redis.call` per job,
+-- 5-10k instructions of the scripting layer (lua/README.md, "Redis work per job"); a cancel
+-- request, read with the rest, is deleted only where there is one. A completed job keeps its
+-- `token`: the same completion repeated (its reply lost, the worker sends it again) finds it
 -- and is answered 0, changing nothing (Job::reported_by); only that path reads the stored
 -- result.
 -- The loops count (no ipairs: a C call per step) and append with counters (no push2 call, no
 -- # per item): per job, this is most of the script's own work.
-local COMPLETE_READS = {"state", "token", "expires", "opts", "seq", "kids"}
+local COMPLETE_READS = {"state", "token", "expires", "opts", "seq", "kids", "cancel"}
 -- Whether job `id` has a child in its unprocessed set ("1", flows.lua's UNPROCESSED: that
 -- library comes after this one). One ZLEXCOUNT, asked only of a job marked `kids` (flows.lua's
 -- dep_put marks a job once it has had an unprocessed child). A parent that had its children
@@ -444,7 +447,7 @@ local function has_pending_children(id)
 end
 local function complete_jobs(ids, tokens, results)
   local out, done, seen, opts = {}, {}, {}, {}
-  local members, finished, scored = {}, {}, {}
+  local members, finished, scored, cancelled = {}, {}, {}, {}
   local n = 0
   for i = 1, #ids do
     local id = ids[i]
@@ -478,6 +481,7 @@ local function complete_jobs(ids, tokens, results)
       members[n] = member
       scored[2 * n - 1] = NOW_TEXT; scored[2 * n] = member
       finished[n] = id
+      cancelled[n] = read[7]
     end
   end
 
@@ -486,13 +490,16 @@ local function complete_jobs(ids, tokens, results)
     for k = 1, n do
       local id, result = finished[k], results[done[k]]
       local key = JOB .. id
-      -- (with a cancel request, which leaves active with the job: lua/README.md)
-      redis.call("HDEL", key, "worker", "expires", "cancel")
+      -- A cancel request leaves active with the job (lua/README.md, Cancellation).
+      if cancelled[k] then redis.call("HDEL", key, "cancel") end
       -- A null result is not written (a completed job without one reads as null, decode.rs).
+      -- `expires` 0: an older version sharing the queue (lua/README.md) reads a job with a
+      -- worker and a future expiry as locked, whatever its state.
       if result ~= "null" then
-        redis.call("HSET", key, "state", COMPLETED_TEXT, "finished", NOW_TEXT, "result", result)
+        redis.call("HSET", key, "state", COMPLETED_TEXT, "finished", NOW_TEXT, "expires", "0",
+          "result", result)
       else
-        redis.call("HSET", key, "state", COMPLETED_TEXT, "finished", NOW_TEXT)
+        redis.call("HSET", key, "state", COMPLETED_TEXT, "finished", NOW_TEXT, "expires", "0")
       end
       local json = opts[done[k]]
       if json ~= "{}" then

@@ -166,11 +166,12 @@ pub fn job(value: Value) -> CoreResult<Job> {
         .copied()
         .ok_or_else(|| unexpected("job state"))?;
     let arc = |i: usize| shared(&v[i]).unwrap_or_else(|| Arc::from(""));
-    // A job that a report moved keeps the token of its attempt, without a worker or an
-    // expiry (`complete_jobs`, `fail-16.lua`): that is no lock (`Job::reported_by`).
+    // A job that a report moved keeps the token of its attempt (`Job::reported_by`): a
+    // failed or retried one without a worker or an expiry (`fail-16.lua`), a completed one
+    // with them (`complete_jobs` saves an HDEL a job); only an active job's are a lock.
     let token = text(&v[18]);
     let (lock, reported_by) = match token {
-        Some(token) if v[19] != Value::Nil => (
+        Some(token) if state == JobState::Active && v[19] != Value::Nil => (
             Some(Lock {
                 token,
                 worker_id: arc(19),

@@ -5,7 +5,7 @@
 //! share with the wire).
 
 use lanemq_core::jobs::{
-    BoxFuture, Completion, FailOutcome, Failure, Job, JobLifecycle, Millis, NewJob,
+    BoxFuture, Completion, FailOutcome, Failure, Job, JobLifecycle, JobState, Millis, NewJob,
 };
 use lanemq_core::{CoreError, CoreResult};
 use redis::Value;
@@ -153,19 +153,23 @@ impl RedisBackend {
         Ok(outcome)
     }
 
-    /// Whether `token` holds the job's live lock.
+    /// Whether `token` holds the job's live lock. Only an active job's is one: a completed job
+    /// keeps its last token, worker and expiry (`complete_jobs` in lua/includes/jobs.lua).
     pub async fn holds_lock(&self, id: String, token: String, now: Millis) -> CoreResult<bool> {
-        let mut pipe = redis::pipe();
-        let job = self.keys.job(&id);
-        pipe.cmd("HGET").arg(&job).arg("token");
-        pipe.cmd("HGET").arg(&job).arg("expires");
         let mut connection = self.connection().await?;
-        let (held, expires): (Option<String>, Option<String>) = pipe
-            .query_async(&mut connection)
-            .await
-            .map_err(|e| self.target.error(e))?;
+        let (state, held, expires): (Option<String>, Option<String>, Option<String>) =
+            redis::cmd("HMGET")
+                .arg(self.keys.job(&id))
+                .arg("state")
+                .arg("token")
+                .arg("expires")
+                .query_async(&mut connection)
+                .await
+                .map_err(|e| self.target.error(e))?;
+        let active = state.and_then(|s| s.parse::<usize>().ok())
+            == JobState::ALL.iter().position(|s| *s == JobState::Active);
         let expires = expires.and_then(|e| e.parse::<Millis>().ok());
-        Ok(held.as_deref() == Some(token.as_str()) && expires.is_some_and(|e| e > now))
+        Ok(active && held.as_deref() == Some(token.as_str()) && expires.is_some_and(|e| e > now))
     }
 }
 

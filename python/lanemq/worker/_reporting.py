@@ -127,9 +127,13 @@ class Reporting(WorkerState):
             for job, item in zip(done.jobs, items, strict=True):
                 if lost and job.id in lost:
                     continue
+                # `result_value`, inline: a None result (most) is no call of its own.
+                value = item[2]
+                if value is not None:
+                    value = result_value(value)
                 for callback in hooks:
                     try:
-                        outcome = callback(job, result_value(item[2]))
+                        outcome = callback(job, value)
                         if outcome is not None and inspect.isawaitable(outcome):
                             await outcome
                     except Exception:

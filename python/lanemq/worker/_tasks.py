@@ -77,10 +77,13 @@ class Tasks(Reporting):
                 _worker_log.started(self.id, job)
             coroutine: Any = processor(job) if guard is None else _if_held(processor, job, guard)
             guard = expires
+            # Named after its job: asyncio would otherwise format a "Task-<n>" name per task,
+            # a visible part of a job's cost (and the job's id says more in a task dump).
+            name = job._record.id
             if direct:
-                task: asyncio.Task[Any] = task_type(coroutine, loop=loop)
+                task: asyncio.Task[Any] = task_type(coroutine, loop=loop, name=name)
             else:
-                task = loop.create_task(coroutine)
+                task = loop.create_task(coroutine, name=name)
             timeout = start(task, job)  # (the job's timeout, read by the book)
             if timeout is not None:
                 timers[task] = loop.call_later(timeout, self._time_out, task)

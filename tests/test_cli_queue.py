@@ -6,6 +6,8 @@ arguments."""
 
 from __future__ import annotations
 
+import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 from cli_support import EMAIL_URL as URL
@@ -43,6 +45,7 @@ DETAIL_KEYS = SUMMARY_KEYS | {
     "scheduler_key",
     "dedup_id",
     "logs",
+    "log_times",
     "log_count",
 }
 SCHEDULER_KEYS = {
@@ -181,11 +184,18 @@ async def test_show_prints_fields_data_result_failure_and_logs(
     assert failed["failed_reason"] == "ValueError: boom"
     assert (failed["attempts_made"], failed["attempts"]) == (1, 3)
     assert failed["logs"] == ["first line", "second line"] and failed["log_count"] == 2
+    first, second = failed["log_times"]
+    assert isinstance(first, int) and first <= second <= int(time.time() * 1000)
     newest = (await q(tmp_path, "show", jobs["failed"].id, "--logs", "1", "--json")).json()
     assert newest["logs"] == ["second line"] and newest["log_count"] == 2
     text = (await q(tmp_path, "show", jobs["failed"].id)).out
     assert "failure:\n  ValueError: boom" in text
-    assert "logs (2):\n  first line\n  second line" in text
+    stamps = [
+        datetime.fromtimestamp(at // 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        + f".{at % 1000:03d}"
+        for at in failed["log_times"]
+    ]
+    assert f"logs (2, UTC):\n  {stamps[0]}  first line\n  {stamps[1]}  second line" in text
     done = await q(tmp_path, "show", "welcome:b")
     assert done.code == 0
     assert '"to": "b@example.com"' in done.out

@@ -18,6 +18,16 @@ def when(ms: int | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
+def when_ms(ms: int) -> str:
+    """Epoch milliseconds as UTC ``YYYY-MM-DD HH:MM:SS.mmm``: a log line's time, so lines
+    written in one burst stay apart."""
+    # The seconds and the milliseconds from the integer apart: a float of ms / 1000 may land a
+    # hair under the millisecond it names.
+    seconds, millis = divmod(ms, 1000)
+    moment = datetime.fromtimestamp(seconds, tz=timezone.utc)
+    return f"{moment:%Y-%m-%d %H:%M:%S}.{millis:03d}"
+
+
 def cell(value: Any) -> str:
     if value is None:
         return "-"

@@ -17,6 +17,7 @@ import click
 from .._redis_url import CLUSTER_SCHEMES, SENTINEL_SCHEMES
 from .._retry_failed import retry_failed
 from ..exceptions import ConfigError, JobNotFoundError, JobStateError, LaneError
+from ..job import LogEntry
 from ..queue import STATES, JobQueue, RedisJobQueue
 from ..urls import from_url, local_queue_file, redact_url
 from .output import emit_json
@@ -250,11 +251,11 @@ def jobs(ref: QueueRef, states: tuple[str, ...], limit: int, desc: bool) -> None
 def show(ref: QueueRef, job_id: str, log_lines: int, full: bool) -> None:
     """One job: its fields, data, result or failure, and logs."""
 
-    async def read(queue: JobQueue) -> tuple[Any, list[str], int]:
+    async def read(queue: JobQueue) -> tuple[Any, list[LogEntry], int]:
         job = await queue.get_job(job_id)
         if job is None:
             raise JobNotFoundError(f'job "{job_id}" not found')  # (as the queue says it)
-        logs, count = await queue.get_logs(job_id, -log_lines if log_lines else 0, -1)
+        logs, count = await queue.get_log_entries(job_id, -log_lines if log_lines else 0, -1)
         return job, logs, count
 
     job, logs, count = _run(ref, read)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..job import Job
+from .._format import when_ms
+from ..job import Job, LogEntry
 from ..schedulers import JobScheduler
 from .output import clipped, indented, pairs, pretty, table, when
 
@@ -76,9 +77,11 @@ def _reason_cell(job: Job) -> str:
     return first
 
 
-def job_detail(job: Job, logs: list[str], log_count: int) -> dict[str, Any]:
+def job_detail(job: Job, logs: list[LogEntry], log_count: int) -> dict[str, Any]:
     """What ``show`` prints: the summary's keys and the rest of the job; ``logs`` are the
-    newest lines (oldest first), ``log_count`` how many the job has in all."""
+    newest lines (oldest first; their texts, and in ``log_times`` when each was written, ms
+    since the epoch or None for a line an older version stored), ``log_count`` how many the
+    job has in all."""
     return {
         **job_summary(job),
         "attempts": job.options.attempts,
@@ -92,12 +95,13 @@ def job_detail(job: Job, logs: list[str], log_count: int) -> dict[str, Any]:
         "parent_key": job.parent_key,
         "scheduler_key": job.scheduler_key,
         "dedup_id": job.dedup_id,
-        "logs": logs,
+        "logs": [entry.text for entry in logs],
+        "log_times": [entry.time for entry in logs],
         "log_count": log_count,
     }
 
 
-def job_text(job: Job, logs: list[str], log_count: int, *, full: bool = False) -> str:
+def job_text(job: Job, logs: list[LogEntry], log_count: int, *, full: bool = False) -> str:
     """What ``show`` prints for people; a large data or result is cut unless ``full``."""
     fields: list[tuple[str, Any]] = [
         ("id", job.id),
@@ -136,7 +140,11 @@ def job_text(job: Job, logs: list[str], log_count: int, *, full: bool = False) -
         parts += ["stacktrace (newest last):", indented("\n".join(job.stacktrace))]
     if log_count:
         shown = f"newest {len(logs)} of {log_count}" if len(logs) < log_count else str(log_count)
-        parts += [f"logs ({shown}):", indented("\n".join(logs))]
+        lines = [
+            entry.text if entry.time is None else f"{when_ms(entry.time)}  {entry.text}"
+            for entry in logs
+        ]
+        parts += [f"logs ({shown}, UTC):", indented("\n".join(lines))]
     return "\n".join(parts)
 
 

@@ -5,8 +5,8 @@ stored without a time (by an older version) is shown as its text alone."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
 
+from .._format import when_ms
 from ..job import LogEntry
 
 
@@ -28,9 +28,5 @@ def log_rows(entries: list[LogEntry]) -> list[LogRow]:
 def _row(entry: LogEntry) -> LogRow:
     if entry.time is None:
         return LogRow(None, None, entry.text)
-    # The seconds and the milliseconds from the integer apart: a float of ms / 1000 may land a
-    # hair under the millisecond it names.
-    seconds, millis = divmod(entry.time, 1000)
-    moment = datetime.fromtimestamp(seconds, tz=timezone.utc)
-    stamp = f"{moment:%Y-%m-%d %H:%M:%S}.{millis:03d}"
-    return LogRow(stamp, f"{moment:%Y-%m-%dT%H:%M:%S}.{millis:03d}Z", entry.text)
+    stamp = when_ms(entry.time)
+    return LogRow(stamp, stamp.replace(" ", "T") + "Z", entry.text)

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from redis_support import RedisServer, Resp, RespError
+from redis_support import RedisServer, Resp, RespError, free_port
 
 WAIT = 30.0  # upper bound for the cluster to form or fail over; never reached when it works
 
@@ -34,14 +34,7 @@ class RedisCluster:
             pytest.fail("redis-cli is not on PATH (scripts/test installs it)")
         try:
             for node in self.nodes:
-                node.start(
-                    "--cluster-enabled", "yes",
-                    "--cluster-node-timeout", "1000",
-                    "--cluster-config-file", str(node.directory / "nodes.conf"),
-                    # A replica syncs at once (the default waits 5 s for more replicas); one
-                    # that never synced would not take over from a failed master.
-                    "--repl-diskless-sync-delay", "0",
-                )  # fmt: skip
+                self._start_node(node)
             create = [cli, "--cluster", "create"]
             create += [f"127.0.0.1:{node.port}" for node in self.nodes]
             create += ["--cluster-replicas", str(self.replicas), "--cluster-yes"]
@@ -53,6 +46,27 @@ class RedisCluster:
         except BaseException:
             self.stop()
             raise
+
+    @staticmethod
+    def _start_node(node: RedisServer) -> None:
+        # A port found free may be taken before the server binds it (or its bus port, + 10000)
+        # by another process of a busy machine: the node then exits at start. A new port is
+        # tried, twice at most, before the fixture fails.
+        for attempt in range(3):
+            try:
+                node.start(
+                    "--cluster-enabled", "yes",
+                    "--cluster-node-timeout", "1000",
+                    "--cluster-config-file", str(node.directory / "nodes.conf"),
+                    # A replica syncs at once (the default waits 5 s for more replicas); one
+                    # that never synced would not take over from a failed master.
+                    "--repl-diskless-sync-delay", "0",
+                )  # fmt: skip
+                return
+            except pytest.fail.Exception:
+                if attempt == 2:
+                    raise
+                node.port = free_port()
 
     def wait_ok(self, nodes: list[RedisServer] | None = None) -> None:
         """Until every (running) node says cluster_state:ok and sees every slot served."""

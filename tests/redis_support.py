@@ -22,14 +22,22 @@ WAIT = 10.0  # upper bound for a server to start or stop; never reached when thi
 
 
 def free_port() -> int:
-    """A free loopback port below 55536: a cluster-mode server also listens on port + 10000,
-    which must exist (above it, the server exits at start)."""
+    """A free loopback port below 55536 whose port + 10000 is free too: a cluster-mode server
+    also listens there (the cluster bus), and exits at start when it cannot (above 65535, or
+    taken: with many servers and clients on the machine, a bus port that is some connection's
+    ephemeral port made a cluster fixture fail now and then)."""
     while True:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = int(probe.getsockname()[1])
-        if port < 55536:
-            return port
+        if port >= 55536:
+            continue
+        with socket.socket() as bus:
+            try:
+                bus.bind(("127.0.0.1", port + 10000))
+            except OSError:
+                continue
+        return port
 
 
 def queue_key(queue: RedisJobQueue, name: str) -> str:

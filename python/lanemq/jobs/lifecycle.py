@@ -14,6 +14,7 @@ from ..job import DataT, Job
 from ..schedulers import Repeat
 from ._base import QueueBase, new_job
 from ._common import (
+    _OPTION_DEFAULTS,
     BulkItem,
     _bulk_texts,
     _encoded,
@@ -117,25 +118,36 @@ class QueueLifecycle(QueueBase):
         waiting or delayed, it moves to ``waiting_children``; an active or finished parent is
         refused (`JobStateError`), a missing one too (`JobNotFoundError`), adding nothing.
         Not with ``repeat`` (a schedule's occurrences have no parent)."""
-        options, parent = _split_parent(options, parent)
-        given = _given_options(
-            (
-                job_id,
-                priority,
-                lifo,
-                delay,
-                attempts,
-                backoff,
-                timeout,
-                remove_on_complete,
-                remove_on_fail,
-                max_stalled_count,
-                dedup,
-                group,
-                max_started_attempts,
-                stack_trace_limit,
-            )
+        keywords = (
+            job_id,
+            priority,
+            lifo,
+            delay,
+            attempts,
+            backoff,
+            timeout,
+            remove_on_complete,
+            remove_on_fail,
+            max_stalled_count,
+            dedup,
+            group,
+            max_started_attempts,
+            stack_trace_limit,
         )
+        if options is None and parent is None and repeat is None and keywords == _OPTION_DEFAULTS:
+            # The common add, no options at all: what the full path below does for it, with
+            # none of its steps that have nothing to do (an awaited add is a few microseconds
+            # of Python on top of its round trip; benches/history/18.md, "The add path").
+            if type(name) is not str or not name:
+                _checks.job_name(name)
+            body = _json.dumps_data(data, name)
+            try:
+                record = await _tracing.producer.add(self, name, body, None, _now(now))
+            except UnicodeEncodeError as error:
+                raise _checks.not_unicode(error, [("job name", name), ("data", data)]) from None
+            return new_job(self, record)
+        options, parent = _split_parent(options, parent)
+        given = _given_options(keywords)
         if repeat is not None or (isinstance(options, dict) and "repeat" in options):
             if parent is not None:
                 raise ConfigError(

@@ -1,0 +1,62 @@
+//! Checkpoints of a `sync="normal"` file, kept on its writer thread.
+//!
+//! A `sync="normal"` queue commits gathered adds on the caller's thread (an asyncio loop's,
+//! `pool::Handle::try_alone`). SQLite's auto-checkpoint runs in the commit that passes its
+//! threshold, on whichever thread commits, and syncs the file: 0.2-2 s stalls of the loop on a
+//! shared disk (benches/history/18.md). So its hook is replaced by this one: past the same
+//! threshold, a writer-thread commit checkpoints at once, as SQLite would; a caller-thread
+//! commit only marks the checkpoint due, and the caller asks the writer for it.
+
+use std::os::raw::c_int;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use rusqlite::hooks::Wal;
+use rusqlite::Connection;
+
+use crate::error::CoreResult;
+
+use super::rows::sql;
+
+/// SQLite's own auto-checkpoint threshold, in WAL pages.
+const PAGES: c_int = 1000;
+
+/// Shared by a queue's connection hook, its handle and its writer.
+#[derive(Default)]
+pub struct Checkpoints {
+    /// Set while a commit runs on the caller's thread: the hook must not checkpoint then.
+    pub on_caller: AtomicBool,
+    /// The WAL passed the threshold in a caller-thread commit: the writer checkpoints next.
+    due: AtomicBool,
+}
+
+impl Checkpoints {
+    /// Whether a checkpoint fell due (and is now the asker's to request).
+    pub fn take_due(&self) -> bool {
+        self.due.swap(false, Ordering::AcqRel)
+    }
+}
+
+/// Replaces `conn`'s auto-checkpoint by the hook above.
+pub fn install(conn: &mut Connection, checkpoints: Arc<Checkpoints>) -> CoreResult<()> {
+    conn.wal_hook(Some(move |wal: &mut Wal, pages: c_int| {
+        if pages < PAGES {
+            return Ok(());
+        }
+        if checkpoints.on_caller.load(Ordering::Acquire) {
+            checkpoints.due.store(true, Ordering::Release);
+            return Ok(());
+        }
+        checkpoints.due.store(false, Ordering::Release);
+        // Passive, as SQLite's own; its failure (a reader in the way) is not the commit's:
+        // an error returned here would fail a COMMIT that succeeded.
+        let _ = wal.checkpoint();
+        Ok(())
+    }))
+    .map_err(sql)
+}
+
+/// A passive checkpoint, outside any transaction (the writer's, when a caller asked for it).
+pub fn run(conn: &Connection) {
+    let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+}

@@ -28,12 +28,22 @@ pub struct Checkpoints {
     pub on_caller: AtomicBool,
     /// The WAL passed the threshold in a caller-thread commit: the writer checkpoints next.
     due: AtomicBool,
+    /// A checkpoint asked of the writer and not run yet. One at a time: the hook reports the
+    /// WAL past the threshold at every commit until the log starts over, and a request per add
+    /// woke the writer (and held the slot) once per add.
+    requested: AtomicBool,
 }
 
 impl Checkpoints {
-    /// Whether a checkpoint fell due (and is now the asker's to request).
+    /// Whether a checkpoint fell due and none is asked for yet: the caller then asks the
+    /// writer for it (and `ran` says when it did).
     pub fn take_due(&self) -> bool {
-        self.due.swap(false, Ordering::AcqRel)
+        self.due.swap(false, Ordering::AcqRel) && !self.requested.swap(true, Ordering::AcqRel)
+    }
+
+    /// The checkpoint asked for ran.
+    pub fn ran(&self) {
+        self.requested.store(false, Ordering::Release);
     }
 }
 
@@ -57,6 +67,7 @@ pub fn install(conn: &mut Connection, checkpoints: Arc<Checkpoints>) -> CoreResu
 }
 
 /// A passive checkpoint, outside any transaction (the writer's, when a caller asked for it).
-pub fn run(conn: &Connection) {
+pub fn run(conn: &Connection, checkpoints: &Checkpoints) {
     let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+    checkpoints.ran();
 }

@@ -302,8 +302,11 @@ impl Writer {
             }
             for id in checkpoints {
                 if let Some(slot) = self.slots.get(&id) {
-                    if let Some(conn) = &lock(slot).conn {
-                        checkpoint::run(conn);
+                    let slot = lock(slot);
+                    match &slot.conn {
+                        Some(conn) => checkpoint::run(conn, &slot.checkpoints),
+                        // (evicted meanwhile: SQLite's next commit past the threshold asks again)
+                        None => slot.checkpoints.ran(),
                     }
                 }
             }

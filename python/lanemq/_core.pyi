@@ -510,6 +510,9 @@ class JobQueueCore:
     def add(
         self, name: str, data: str, options: JobOptions | None, now: int
     ) -> Awaitable[JobRecord]: ...
+    def add_gathered(
+        self, jobs: list[tuple[str, str, JobOptions | None, int]]
+    ) -> list[Awaitable[JobRecord]]: ...
     def add_bulk(
         self, jobs: list[tuple[str, str, JobOptions | None]], now: int
     ) -> Awaitable[list[JobRecord]]: ...

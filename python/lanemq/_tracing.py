@@ -67,7 +67,7 @@ class Watch:
     ) -> Awaitable[JobRecord]:
         tracing = self.tracing()
         if tracing is None:
-            return queue._core.add(name, body, options, now)
+            return queue._add_one(name, body, options, now)
         return tracing.add(queue, name, body, options, now)
 
     def add_bulk(
@@ -134,7 +134,7 @@ class Direct:
     def add(
         self, queue: QueueBase, name: str, body: str, options: JobOptions | None, now: int
     ) -> Awaitable[JobRecord]:
-        return queue._core.add(name, body, options, now)
+        return queue._add_one(name, body, options, now)
 
     def add_bulk(
         self, queue: QueueBase, items: list[tuple[str, str, JobOptions | None]], now: int

@@ -64,6 +64,26 @@ impl JobQueueCore {
         hot_call!(self, py, add(job, now), |(job, _)| Ok(JobRecord::from(job)))
     }
 
+    /// Separate adds gathered by the caller (one event-loop iteration's), as
+    /// `(name, data, options, now)`: an awaitable for each, answering what `add` answers.
+    /// The local queue commits them in one transaction, on this thread when it can (see
+    /// `JobLifecycle::add_gathered`); their awaitables are then already resolved.
+    fn add_gathered<'py>(
+        &self,
+        py: Python<'py>,
+        jobs: Vec<(String, String, Option<JobOptions>, u64)>,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let jobs = jobs
+            .into_iter()
+            .map(|(n, d, o, now)| (new_job(n, d, o), now))
+            .collect();
+        self.backend
+            .add_gathered(jobs)
+            .into_iter()
+            .map(|added| self.resolve(py, added, |(job, _)| Ok(JobRecord::from(job))))
+            .collect()
+    }
+
     fn add_bulk<'py>(
         &self,
         py: Python<'py>,

@@ -10,7 +10,9 @@ from .._core import JobQueueCore
 from ..job import Job
 
 if TYPE_CHECKING:
-    from .._core import JobRecord
+    from collections.abc import Awaitable
+
+    from .._core import JobOptions, JobRecord
     from .queue import JobQueue
 
 _Q = TypeVar("_Q", bound="QueueBase")
@@ -40,6 +42,12 @@ class QueueBase:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
+
+    def _add_one(
+        self, name: str, body: str, options: JobOptions | None, now: int
+    ) -> Awaitable[JobRecord]:
+        """The backend's add of one job (a local queue may gather them, `LocalJobQueue`)."""
+        return self._core.add(name, body, options, now)
 
     async def close(self) -> None:
         """Releases the backend's resources (a local queue's file) once pending operations are

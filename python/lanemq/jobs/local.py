@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import os
 import weakref
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import Literal, TypeAlias, get_args
+from typing import TYPE_CHECKING, Literal, TypeAlias, get_args
 
 from .. import _checks
 from .._core import JobQueueCore
 from ..exceptions import ConfigError
 from ._common import _check_name_type, _open, _register
+from ._gathered import GatheredAdds
 from .queue import JobQueue
+
+if TYPE_CHECKING:
+    from .._core import JobOptions, JobRecord
 
 #: How a `LocalJobQueue` syncs its commits (its ``sync=``).
 LocalSync: TypeAlias = Literal["full", "normal"]
@@ -59,11 +64,21 @@ class LocalJobQueue(JobQueue):
         #: ``"full"`` or ``"normal"``, as given.
         self.sync: LocalSync = sync
         self._settings = (max_payload_bytes, max_events)
+        # `sync="normal"` adds commit once per loop iteration, on the loop's thread when they
+        # can (`GatheredAdds`); a full sync's fsync stays on the writer thread.
+        self._gathered = GatheredAdds(core) if sync == "normal" else None
         _register(_local_queues, str(target.resolve()), self)
 
     def __repr__(self) -> str:
         synced = "" if self.sync == "full" else f", sync={self.sync!r}"
         return f"LocalJobQueue({self.name!r}, path={str(self.path)!r}{synced})"
+
+    def _add_one(
+        self, name: str, body: str, options: JobOptions | None, now: int
+    ) -> Awaitable[JobRecord]:
+        if self._gathered is None:
+            return self._core.add(name, body, options, now)
+        return self._gathered.gather(name, body, options, now)
 
     def sibling(self, name: str) -> JobQueue:
         """The queue ``name`` whose file is beside this one's: one this process opened, or a

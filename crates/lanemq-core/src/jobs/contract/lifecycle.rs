@@ -11,6 +11,14 @@ use super::{BoxFuture, Completion, FailOutcome, Failure, NewJob};
 
 pub trait JobLifecycle: Send + Sync + 'static {
     fn add(&self, job: NewJob, now: Millis) -> BoxFuture<(Job, bool)>;
+    /// Separate adds that one caller gathered (an event loop's iteration), each answered as
+    /// `add` answers it, in order. A backend may commit them together (the local one does, on
+    /// the caller's thread when it can); by default each is an `add`.
+    fn add_gathered(&self, jobs: Vec<(NewJob, Millis)>) -> Vec<BoxFuture<(Job, bool)>> {
+        jobs.into_iter()
+            .map(|(job, now)| self.add(job, now))
+            .collect()
+    }
     /// All or nothing: every job is validated before any is written.
     fn add_bulk(&self, jobs: Vec<NewJob>, now: Millis) -> BoxFuture<Vec<(Job, bool)>>;
 

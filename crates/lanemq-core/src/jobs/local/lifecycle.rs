@@ -7,6 +7,7 @@ use crate::jobs::contract::{BoxFuture, Completion, FailOutcome, Failure, JobLife
 use crate::jobs::lifecycle;
 use crate::jobs::model::{wall_clock_ms, Job, Millis};
 
+use super::storage::SqlStore;
 use super::{ops, LocalBackend};
 
 impl JobLifecycle for LocalBackend {
@@ -15,6 +16,16 @@ impl JobLifecycle for LocalBackend {
             let max = s.env.max_payload_bytes;
             lifecycle::add(s, job, max, now)
         })
+    }
+
+    fn add_gathered(&self, jobs: Vec<(NewJob, Millis)>) -> Vec<BoxFuture<(Job, bool)>> {
+        let adds = jobs.into_iter().map(|(job, now)| {
+            move |s: &mut SqlStore<'_>| {
+                let max = s.env.max_payload_bytes;
+                lifecycle::add(s, job, max, now)
+            }
+        });
+        self.call_store_gathered(adds.collect())
     }
 
     fn add_bulk(&self, jobs: Vec<NewJob>, now: Millis) -> BoxFuture<Vec<(Job, bool)>> {

@@ -6,6 +6,7 @@
 //! normal sync).
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use rusqlite::Connection;
 use tokio::sync::{oneshot, Notify};
@@ -113,7 +114,49 @@ pub fn commit(
     batch: &mut [Box<dyn Op>],
 ) -> (CoreResult<()>, bool) {
     let changes_before = conn.total_changes();
-    let committed = exec(conn, "BEGIN IMMEDIATE").and_then(|()| {
+    let began = exec(conn, "BEGIN IMMEDIATE");
+    finish_transaction(conn, env, batch, began, changes_before)
+}
+
+/// `commit` and `answer` of `batch`, on the caller's thread, if the file's write lock is free
+/// at once; if another process holds it, gives `batch` back untouched (the writer waits for
+/// the lock, the caller's thread must not). The commit is the same transaction, synced the
+/// same way, answered after it, as the writer's.
+pub fn try_commit_alone(
+    conn: &Connection,
+    env: &mut Env,
+    shared: &Shared,
+    mut batch: Vec<Box<dyn Op>>,
+) -> Result<(), Vec<Box<dyn Op>>> {
+    let changes_before = conn.total_changes();
+    if conn.busy_timeout(Duration::ZERO).is_err() {
+        return Err(batch);
+    }
+    let began = exec(conn, "BEGIN IMMEDIATE");
+    // Restored before anything else runs: once the transaction holds the write lock, the
+    // commit waits only for readers that a checkpoint may wait for, as the writer's does.
+    let restored = conn.busy_timeout(super::schema::BUSY);
+    if began.is_err() || restored.is_err() {
+        if began.is_ok() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        return Err(batch);
+    }
+    let (committed, wrote) = finish_transaction(conn, env, &mut batch, began, changes_before);
+    answer(batch, &committed, env, shared, wrote);
+    Ok(())
+}
+
+/// Runs `batch` in the transaction `began` opened (if it did) and commits it; then delivers
+/// the flow messages it wrote. See `commit`.
+fn finish_transaction(
+    conn: &Connection,
+    env: &mut Env,
+    batch: &mut [Box<dyn Op>],
+    began: CoreResult<()>,
+    changes_before: u64,
+) -> (CoreResult<()>, bool) {
+    let committed = began.and_then(|()| {
         for op in batch.iter_mut() {
             op.run(conn, env);
         }

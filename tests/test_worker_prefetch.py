@@ -61,11 +61,12 @@ async def test_a_bad_prefetch_raises_config_error_naming_it(
         JobWorker(in_process, Gated(), prefetch=bad)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("prefetch", [2, None])  # (None: as many as the concurrency)
 async def test_active_jobs_stay_within_concurrency_plus_prefetch_and_start_in_claim_order(
-    queue: JobQueue,
+    queue: JobQueue, prefetch: int | None
 ) -> None:
     gated = Gated()
-    worker = JobWorker(queue, gated, concurrency=2, prefetch=2)
+    worker = JobWorker(queue, gated, concurrency=2, prefetch=prefetch)
     jobs = [await queue.add("j", i) for i in range(10)]
     task = asyncio.get_running_loop().create_task(worker.run())
     try:

@@ -136,7 +136,7 @@ impl WorkerBook {
 #[pymethods]
 impl WorkerBook {
     /// `prefetch`: jobs a remote worker may claim ahead beyond its concurrency (None: as
-    /// many as the concurrency; 0: none); in process none are.
+    /// many as the concurrency, up to 10; 0: none); in process none are.
     #[new]
     #[pyo3(signature = (concurrency, remote, prefetch=None))]
     fn new(concurrency: i64, remote: bool, prefetch: Option<i64>) -> PyResult<Self> {

@@ -108,7 +108,7 @@ class WorkerState:
 
 def checked_prefetch(value: object) -> int | None:
     """The jobs a worker may claim ahead beyond its concurrency: None (as many as the
-    concurrency) or an integer >= 0."""
+    concurrency, up to 10) or an integer >= 0."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 2**32 - 1:

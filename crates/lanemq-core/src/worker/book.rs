@@ -12,6 +12,12 @@ use crate::lanes::Micros;
 const FIRST_BACKOFF: Micros = 100_000;
 const MAX_BACKOFF: Micros = 5_000_000;
 
+/// The default bound of the jobs claimed ahead: the concurrency, up to this. Claiming ahead
+/// pays where a call carries few jobs (concurrency 10: CPU per job 0.77x on both sides); at
+/// concurrency 100 a call already carries 50 and no gain was measured, so a larger default
+/// would only hoard jobs (benches/history/18.md, "Claim ahead, built").
+const DEFAULT_PREFETCH_CAP: u32 = 10;
+
 /// The kinds of outcome a worker reports, each in its own call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -50,7 +56,7 @@ pub struct WorkerBook<K, R, O> {
     pub(super) calls: u32,
     claiming: u32,
     /// On a remote backend, how many jobs beyond the concurrency may be claimed ahead (`None`:
-    /// as many as the concurrency). A job claimed ahead is active and leased but not started:
+    /// as many as the concurrency, up to `DEFAULT_PREFETCH_CAP`). A job claimed ahead is active and leased but not started:
     /// it starts, in claim order, when a slot frees, so a call claims twice the jobs and its
     /// fixed cost is spread over them (benches/history/18.md).
     prefetch: Option<u32>,
@@ -138,7 +144,8 @@ impl<K: Hash + Eq, R, O> WorkerBook<K, R, O> {
     }
 
     /// Sets how many jobs beyond the concurrency may be claimed ahead on a remote backend
-    /// (`None`: as many as the concurrency; in process a call returns at once and none are).
+    /// (`None`: as many as the concurrency, up to `DEFAULT_PREFETCH_CAP`; in process a call
+    /// returns at once and none are).
     pub fn set_prefetch(&mut self, prefetch: Option<u32>) {
         self.prefetch = prefetch;
     }
@@ -146,7 +153,8 @@ impl<K: Hash + Eq, R, O> WorkerBook<K, R, O> {
     /// How many jobs beyond the concurrency may be claimed ahead now.
     pub fn prefetch(&self) -> u32 {
         if self.remote {
-            self.prefetch.unwrap_or(self.concurrency)
+            self.prefetch
+                .unwrap_or(self.concurrency.min(DEFAULT_PREFETCH_CAP))
         } else {
             0
         }

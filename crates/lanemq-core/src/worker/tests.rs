@@ -440,6 +440,11 @@ fn in_process_and_by_default_nothing_is_claimed_ahead() {
     let mut remote = book(4, true);
     remote.set_prefetch(Some(2));
     assert_eq!((remote.prefetch(), remote.share()), (2, 3));
+    remote.set_prefetch(None);
+    assert_eq!(remote.prefetch(), 4, "the concurrency");
+    let mut wide = book(100, true);
+    wide.set_prefetch(None);
+    assert_eq!(wide.prefetch(), 10, "up to 10 by default");
 }
 
 #[test]

@@ -89,12 +89,12 @@ class JobWorker(Controls):
     quarter less CPU per job on both sides (benches/history/18.md). Their leases are renewed
     with the running jobs' (stalled recovery does not take them while the worker lives); a
     cancel drops one; close (graceful or forced) gives them back to waiting at once, their
-    attempt unused; a paused worker still starts them. The trade: a held job waits for this worker's slots though another worker may be
-    idle, and a job of higher priority added meanwhile starts after the ones held (at most
-    ``prefetch`` of them): set ``prefetch=0`` where that matters more than the throughput. A
-    held job that waited longer than its lease (as written at its claim) is given back
-    unstarted, as any job whose lease ran out before it started. In memory a call returns at
-    once and nothing is claimed ahead.
+    attempt unused; a paused worker still starts them. The trade: a held job waits for this
+    worker's slots though another worker may be idle, and a job of higher priority added
+    meanwhile starts after the ones held (at most ``prefetch`` of them): set ``prefetch=0``
+    where that matters more than the throughput. A held job that waited longer than its lease
+    (as written at its claim) is given back unstarted, as any job whose lease ran out before it
+    started. In memory a call returns at once and nothing is claimed ahead.
 
     A plain ``def f(job)`` processor (one that is not an ``async def`` function, a
     `functools.partial` of one, or an object with an ``async def __call__``) runs in the

@@ -113,9 +113,22 @@ class Loop(Cancels):
             self._book.call_done(claim, 0)  # cancelled: its claim holds no slot any more
             raise
         self._book.call_done(claim, len(jobs))
-        if jobs:
+        if jobs and self._book.claimable()[1] > 0:
+            self._give_back_in_pause(jobs)
+        elif jobs:
             self._start_all(self._book.admit(jobs))  # (the rest held, claimed ahead)
         return bool(jobs)
+
+    def _give_back_in_pause(self, jobs: list[Job]) -> None:
+        """Jobs a call in flight claimed (ahead) after a `RateLimitError` paused claims: they
+        must not start in the pause, so they go back too, released before the job that was
+        rate limited (each release goes to the front: the queue keeps the claim order)."""
+        book = self._book
+        earlier = book.take_releases()
+        for job in reversed(jobs):
+            book.release(job)
+        for job in earlier.jobs:
+            book.release(job)
 
     def _exchange_done(self, task: asyncio.Task[bool]) -> None:
         self._exchanges.discard(task)

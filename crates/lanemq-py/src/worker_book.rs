@@ -4,7 +4,7 @@
 //! Python side. An outcome keeps its job and the tuple the queue's batch call takes, made when
 //! the outcome is recorded. Time is a monotonic clock read here, as in `LaneDispatcher`.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::time::Instant;
 
 use lanemq_core::lanes::Micros;
@@ -90,6 +90,9 @@ pub struct WorkerBook {
     watched: Option<Watched>,
     /// The future the worker's loop waits on, if it waits: the first job to end sets it.
     wake: Option<Py<PyAny>>,
+    /// The jobs claimed ahead (remote backends), in claim order: active and leased, started
+    /// as slots free (`admit`, `due`); the core counts them.
+    ahead: VecDeque<Py<PyAny>>,
 }
 
 struct Watched {
@@ -102,6 +105,20 @@ struct Watched {
 }
 
 impl WorkerBook {
+    /// Takes the held jobs, oldest first, that the free slots let start now.
+    fn start_due(&mut self) -> Vec<Py<PyAny>> {
+        let n = (self.core.open() as usize).min(self.ahead.len());
+        self.core.unhold_ahead(n as u32);
+        self.ahead.drain(..n).collect()
+    }
+
+    fn held_jobs<'a>(&'a self) -> impl Iterator<Item = &'a Py<PyAny>> + 'a {
+        self.core
+            .running_jobs()
+            .map(|running| &running.job)
+            .chain(&self.ahead)
+    }
+
     fn now(&self) -> Micros {
         self.origin.elapsed().as_micros() as Micros
     }
@@ -118,16 +135,75 @@ impl WorkerBook {
 
 #[pymethods]
 impl WorkerBook {
+    /// `prefetch`: jobs a remote worker may claim ahead beyond its concurrency (None: as
+    /// many as the concurrency, up to 10; 0: none); in process none are.
     #[new]
-    fn new(concurrency: i64, remote: bool) -> PyResult<Self> {
+    #[pyo3(signature = (concurrency, remote, prefetch=None))]
+    fn new(concurrency: i64, remote: bool, prefetch: Option<i64>) -> PyResult<Self> {
         let concurrency = count("concurrency", concurrency, 1)?;
+        let prefetch = prefetch.map(|n| count("prefetch", n, 0)).transpose()?;
+        let mut core = Book::new(concurrency, remote).map_err(to_py)?;
+        core.set_prefetch(prefetch);
         Ok(Self {
-            core: Book::new(concurrency, remote).map_err(to_py)?,
+            core,
             origin: Instant::now(),
             error: None,
             watched: None,
             wake: None,
+            ahead: VecDeque::new(),
         })
+    }
+
+    /// Jobs that may be claimed ahead beyond the concurrency now (0 in process).
+    #[getter]
+    fn prefetch(&self) -> u32 {
+        self.core.prefetch()
+    }
+
+    /// Jobs claimed ahead, not started yet.
+    #[getter]
+    fn ahead(&self) -> u32 {
+        self.core.ahead()
+    }
+
+    /// `jobs` a claim returned: those the free slots let start now, the held ones first (in
+    /// claim order); the rest are held, claimed ahead. The common case (nothing held, room
+    /// for all) returns `jobs` itself.
+    fn admit<'py>(&mut self, jobs: &Bound<'py, PyList>) -> PyResult<Bound<'py, PyAny>> {
+        let py = jobs.py();
+        if self.ahead.is_empty() && jobs.len() <= self.core.open() as usize {
+            return Ok(jobs.clone().into_any());
+        }
+        self.core.hold_ahead(jobs.len() as u32);
+        self.ahead.extend(jobs.iter().map(Bound::unbind));
+        Ok(PyList::new(py, self.start_due())?.into_any())
+    }
+
+    /// The held jobs the free slots let start now, oldest first (taken from the book).
+    fn due(&mut self) -> Vec<Py<PyAny>> {
+        self.start_due()
+    }
+
+    /// Every held job, oldest first (taken from the book): close gives them back.
+    fn take_ahead(&mut self) -> Vec<Py<PyAny>> {
+        self.core.unhold_ahead(self.ahead.len() as u32);
+        self.ahead.drain(..).collect()
+    }
+
+    /// The held job `job_id`, taken from the book (its cancel drops it); None if not held.
+    fn drop_ahead(&mut self, py: Python<'_>, job_id: &str) -> PyResult<Option<Py<PyAny>>> {
+        let mut found = None;
+        for (at, job) in self.ahead.iter().enumerate() {
+            let (id, _) = lease(job.bind(py))?;
+            if id.cast::<PyString>()?.to_str()? == job_id {
+                found = Some(at);
+                break;
+            }
+        }
+        Ok(found.and_then(|at| {
+            self.core.unhold_ahead(1);
+            self.ahead.remove(at)
+        }))
     }
 
     #[getter]
@@ -307,14 +383,16 @@ impl WorkerBook {
             .collect()
     }
 
-    /// `(job_id, token)` of every running job that holds a lease (not parked), to renew.
+    /// `(job_id, token)` of every running or held job that holds a lease (not parked), to
+    /// renew: a job claimed ahead is renewed with the running ones, so stalled recovery never
+    /// takes it while this worker lives.
     fn leases<'py>(
         &self,
         py: Python<'py>,
     ) -> PyResult<Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>> {
-        let mut held = Vec::with_capacity(self.core.running());
-        for running in self.core.running_jobs() {
-            let job = running.job.bind(py);
+        let mut held = Vec::with_capacity(self.core.running() + self.ahead.len());
+        for job in self.held_jobs() {
+            let job = job.bind(py);
             if !parked(job)? {
                 held.push(lease(job)?);
             }
@@ -322,12 +400,12 @@ impl WorkerBook {
         Ok(held)
     }
 
-    /// The running jobs whose id is one of `ids`.
+    /// The running or held jobs whose id is one of `ids`.
     fn holding(&self, py: Python<'_>, ids: Vec<String>) -> PyResult<Vec<Py<PyAny>>> {
         let ids: HashSet<String> = ids.into_iter().collect();
         let mut found = Vec::new();
-        for running in self.core.running_jobs() {
-            let job = running.job.bind(py);
+        for job in self.held_jobs() {
+            let job = job.bind(py);
             let id = job.getattr(intern!(py, "id"))?;
             if ids.contains(id.cast::<PyString>()?.to_str()?) {
                 found.push(job.clone().unbind());
@@ -536,6 +614,9 @@ impl WorkerBook {
             visit.call(&running.task)?;
             visit.call(&running.job)?;
         }
+        for job in &self.ahead {
+            visit.call(job)?;
+        }
         for recorded in self.core.outcomes() {
             visit.call(&recorded.job)?;
             visit.call(&recorded.item)?;
@@ -557,6 +638,7 @@ impl WorkerBook {
 
     fn __clear__(&mut self) {
         self.core.clear();
+        self.ahead.clear();
         self.error = None;
         self.watched = None;
         self.wake = None;

@@ -152,6 +152,16 @@ class Cancels(Tasks):
         processor is cancelled (`run_batch`)."""
         found = self._book.running_job(job_id)
         if found is None:
+            held = self._book.drop_ahead(job_id)
+            if held is not None:  # claimed ahead, not started: dropped, failed for good
+                held.cancelled = True
+                held.lease_lost = True
+                log.info(
+                    "worker %s: job %s cancelled before it started: %s", self.id, job_id, reason
+                )
+                self._book.fail(held, reason, f"JobCancelledError: {reason}", False)
+                self._poke()
+                return
             # Not here, or claimed by this worker and not started yet: the claim's answer may
             # still be on its way. Which one the job's lock says (`_await_start`).
             if self._loop is not None:

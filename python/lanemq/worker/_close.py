@@ -33,6 +33,7 @@ async def wind_down(worker: JobWorker) -> None:
     loop = worker._loop
     assert loop is not None
     book = worker._book
+    await release_ahead(worker)
     while book.running and not worker._force:
         deadline = worker._deadline
         if deadline is not None and loop.time() >= deadline:
@@ -55,6 +56,21 @@ async def wind_down(worker: JobWorker) -> None:
     if book.running:
         await asyncio.gather(*book.tasks(), return_exceptions=True)
     await worker._flush()
+
+
+async def release_ahead(worker: JobWorker) -> None:
+    """Gives the jobs claimed ahead (never started) back to waiting at once, their attempt
+    unused, whether or not close is forced: no other worker should wait for this one's grace."""
+    held = worker._book.take_ahead()
+    if not held:
+        return
+    for job in held:
+        worker._book.release(job)
+    try:
+        await worker._flush()
+    except Exception as error:  # kept; the last flush tries again
+        log.warning("worker %s: releasing jobs claimed ahead failed: %s", worker.id, error)
+        await worker._hook("error", error)
 
 
 def release_running(worker: JobWorker) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 from .._core import OutcomeBatch, WorkerTurn
 from ..job import Job
 from ._cancels import Cancels
-from ._state import retrieve
+from ._state import log, retrieve
 
 
 class Loop(Cancels):
@@ -32,6 +32,8 @@ class Loop(Cancels):
         no call in flight); or make the calls that report completions and claim, on a remote
         backend up to two in flight (so jobs a call returned run while the backend works on
         the next), in process one, awaited here; or sleep until there is work."""
+        if self._book.ahead:
+            self._start_ahead()
         turn = self._book.turn()  # raises what a call that failed since the last turn raised
         if turn.flush:
             await self._settle()
@@ -53,7 +55,7 @@ class Loop(Cancels):
         nothing ready; a rate limit's pause is waited out). A waiter that came since the last
         claim asks for one more first: returns True then, and the loop turns again, claiming
         (the claim that found nothing may have been made before its jobs were added)."""
-        if self._book.running or self._exchanges:
+        if self._book.running or self._exchanges or self._book.ahead:
             return False
         for waiter in self._drain_waiters:
             if not waiter.done():
@@ -74,6 +76,24 @@ class Loop(Cancels):
         self._idle_waiters.clear()
         return False
 
+    def _start_ahead(self) -> None:
+        """Starts the jobs claimed ahead that the free slots let start, oldest first (before
+        the turn claims more). One whose lease a renewal found lost is not started: another
+        worker may run it."""
+        due = self._book.due()
+        if not due:
+            return
+        kept = [job for job in due if not job.lease_lost]
+        if len(kept) < len(due):
+            log.warning(
+                "worker %s: %d job(s) claimed ahead lost their lease before they started: "
+                "not started",
+                self.id,
+                len(due) - len(kept),
+            )
+        if kept:
+            self._start_all(kept)
+
     def _launch(self, loop: asyncio.AbstractEventLoop, done: OutcomeBatch, claim: int) -> None:
         task = loop.create_task(self._call(done, claim))
         self._exchanges.add(task)
@@ -93,9 +113,22 @@ class Loop(Cancels):
             self._book.call_done(claim, 0)  # cancelled: its claim holds no slot any more
             raise
         self._book.call_done(claim, len(jobs))
-        if jobs:
-            self._start_all(jobs)
+        if jobs and self._book.claimable()[1] > 0:
+            self._give_back_in_pause(jobs)
+        elif jobs:
+            self._start_all(self._book.admit(jobs))  # (the rest held, claimed ahead)
         return bool(jobs)
+
+    def _give_back_in_pause(self, jobs: list[Job]) -> None:
+        """Jobs a call in flight claimed (ahead) after a `RateLimitError` paused claims: they
+        must not start in the pause, so they go back too, released before the job that was
+        rate limited (each release goes to the front: the queue keeps the claim order)."""
+        book = self._book
+        earlier = book.take_releases()
+        for job in reversed(jobs):
+            book.release(job)
+        for job in earlier.jobs:
+            book.release(job)
 
     def _exchange_done(self, task: asyncio.Task[bool]) -> None:
         self._exchanges.discard(task)
@@ -173,4 +206,4 @@ class Loop(Cancels):
         jobs = await claim
         self._book.idled(asked, len(jobs))  # a short claim: the queue is empty
         if jobs:
-            self._start_all(jobs)
+            self._start_all(self._book.admit(jobs))

@@ -106,6 +106,16 @@ class WorkerState:
                 log.exception("worker %s: %s hook %r raised", self.id, event, callback)
 
 
+def checked_prefetch(value: object) -> int | None:
+    """The jobs a worker may claim ahead beyond its concurrency: None (as many as the
+    concurrency, up to 10) or an integer >= 0."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 2**32 - 1:
+        raise ConfigError(f"invalid prefetch: {value!r} (must be None or an integer >= 0)")
+    return value
+
+
 def checked_concurrency(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigError(f"invalid concurrency: {value!r} (must be an integer >= 1)")

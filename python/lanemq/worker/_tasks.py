@@ -198,6 +198,10 @@ class Tasks(Reporting):
             # As BullMQ's worker.rateLimit(): every consumer of the queue waits, not only this
             # worker (set by `_flush` before the job goes back), and this worker pauses too.
             self._hold_queue = max(self._hold_queue, raised.delay)
+            # The jobs claimed ahead go back too (they must not start in the pause), before
+            # it: each release goes to the front, so the queue keeps the claim order.
+            for held in reversed(book.take_ahead()):
+                book.release(held)
             book.release(job, raised.delay)  # and claims pause that long
             log.debug("worker %s: rate limited: claims paused for %ss", self.id, raised.delay)
         else:

@@ -12,6 +12,12 @@ use crate::lanes::Micros;
 const FIRST_BACKOFF: Micros = 100_000;
 const MAX_BACKOFF: Micros = 5_000_000;
 
+/// The default bound of the jobs claimed ahead: the concurrency, up to this. Claiming ahead
+/// pays where a call carries few jobs (concurrency 10: CPU per job 0.77x on both sides); at
+/// concurrency 100 a call already carries 50 and no gain was measured, so a larger default
+/// would only hoard jobs (benches/history/18.md, "Claim ahead, built").
+const DEFAULT_PREFETCH_CAP: u32 = 10;
+
 /// The kinds of outcome a worker reports, each in its own call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -49,6 +55,13 @@ pub struct WorkerBook<K, R, O> {
     /// Calls a turn planned that have not returned yet, and the slots their claims may fill.
     pub(super) calls: u32,
     claiming: u32,
+    /// On a remote backend, how many jobs beyond the concurrency may be claimed ahead (`None`:
+    /// as many as the concurrency, up to `DEFAULT_PREFETCH_CAP`). A job claimed ahead is active and leased but not started:
+    /// it starts, in claim order, when a slot frees, so a call claims twice the jobs and its
+    /// fixed cost is spread over them (benches/history/18.md).
+    prefetch: Option<u32>,
+    /// Jobs claimed ahead and not started yet (the bindings keep the jobs themselves).
+    ahead: u32,
     /// The last claim came back short: the queue is empty, so claim again only along with a
     /// report (or after waiting for a job).
     pub(super) starved: bool,
@@ -97,6 +110,8 @@ impl<K: Hash + Eq, R, O> WorkerBook<K, R, O> {
             released: Vec::new(),
             calls: 0,
             claiming: 0,
+            prefetch: Some(0), // (none unless asked: `set_prefetch`)
+            ahead: 0,
             starved: false,
             healthy: true,
             unseen_failure: false,
@@ -122,9 +137,52 @@ impl<K: Hash + Eq, R, O> WorkerBook<K, R, O> {
     }
 
     /// The most one call claims while the loop overlaps calls or waits for work: half the
-    /// concurrency (rounded up), so two calls in flight together fill it.
+    /// concurrency and the jobs it may claim ahead (rounded up), so two calls in flight
+    /// together fill both.
     pub fn share(&self) -> u32 {
-        self.concurrency.div_ceil(2).max(1)
+        self.capacity().div_ceil(2).max(1)
+    }
+
+    /// Sets how many jobs beyond the concurrency may be claimed ahead on a remote backend
+    /// (`None`: as many as the concurrency, up to `DEFAULT_PREFETCH_CAP`; in process a call
+    /// returns at once and none are).
+    pub fn set_prefetch(&mut self, prefetch: Option<u32>) {
+        self.prefetch = prefetch;
+    }
+
+    /// How many jobs beyond the concurrency may be claimed ahead now.
+    pub fn prefetch(&self) -> u32 {
+        if self.remote {
+            self.prefetch
+                .unwrap_or(self.concurrency.min(DEFAULT_PREFETCH_CAP))
+        } else {
+            0
+        }
+    }
+
+    /// The jobs this worker may hold at once: running, claimed ahead or being claimed.
+    fn capacity(&self) -> u32 {
+        self.concurrency.saturating_add(self.prefetch())
+    }
+
+    /// `n` jobs a call returned are held, claimed ahead, until slots free.
+    pub fn hold_ahead(&mut self, n: u32) {
+        self.ahead = self.ahead.saturating_add(n);
+    }
+
+    /// `n` jobs claimed ahead left the book (started, released or dropped).
+    pub fn unhold_ahead(&mut self, n: u32) {
+        debug_assert!(self.ahead >= n, "jobs that were held");
+        self.ahead = self.ahead.saturating_sub(n);
+    }
+
+    pub fn ahead(&self) -> u32 {
+        self.ahead
+    }
+
+    /// Slots no running job holds: how many jobs claimed ahead may start now.
+    pub fn open(&self) -> u32 {
+        u64::from(self.concurrency).saturating_sub(self.running.len() as u64) as u32
     }
 
     pub fn is_remote(&self) -> bool {
@@ -161,11 +219,23 @@ impl<K: Hash + Eq, R, O> WorkerBook<K, R, O> {
         self.running.values()
     }
 
-    /// Slots no running job and no claim in flight holds (0 when the concurrency was lowered
-    /// below what runs).
+    /// Slots no running job, no job claimed ahead and no claim in flight holds (0 when the
+    /// concurrency was lowered below what runs): what a claim that starts its jobs at once
+    /// may take (`claimable`: `run_once`, the idle check).
     pub fn free(&self) -> u32 {
-        let held = (self.running.len() as u64).saturating_add(u64::from(self.claiming));
-        u64::from(self.concurrency).saturating_sub(held) as u32
+        self.room_within(self.concurrency)
+    }
+
+    /// As `free`, with the jobs that may be claimed ahead: what the loop's calls may claim.
+    pub(super) fn room(&self) -> u32 {
+        self.room_within(self.capacity())
+    }
+
+    fn room_within(&self, bound: u32) -> u32 {
+        let held = (self.running.len() as u64)
+            .saturating_add(u64::from(self.claiming))
+            .saturating_add(u64::from(self.ahead));
+        u64::from(bound).saturating_sub(held) as u32
     }
 
     // ------------------------------------------------------------------------ outcomes
@@ -289,10 +359,12 @@ impl<K: Hash + Eq, R, O> WorkerBook<K, R, O> {
         } else {
             self.window.started
         };
+        // (jobs claimed ahead start later, each counted then: they are taken room already)
         limit
             .max
             .saturating_sub(started)
             .saturating_sub(self.claiming)
+            .saturating_sub(self.ahead)
     }
 
     /// How long until the claim limit's window closes, when it leaves no room (0 otherwise).
@@ -383,6 +455,7 @@ impl<K: Hash + Eq, R, O> WorkerBook<K, R, O> {
     /// clears a dropped worker); counters and state stay.
     pub fn clear(&mut self) {
         self.running.clear();
+        self.ahead = 0;
         self.completed.clear();
         self.failed.clear();
         self.released.clear();

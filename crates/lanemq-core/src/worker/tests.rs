@@ -404,3 +404,58 @@ fn a_claim_limit_must_allow_a_job_per_some_time() {
     assert!(book.set_limit(Some(ClaimLimit { max: 1, per: 0 })).is_err());
     assert!(!book.has_limit());
 }
+
+#[test]
+fn remote_claims_ahead_up_to_the_prefetch_and_starts_them_as_slots_free() {
+    let mut book = book(4, true);
+    book.set_prefetch(None); // as many ahead as the concurrency: 8 in all
+    let (first, _) = calls(book.turn(0));
+    assert_eq!(claims(&first), [4, 4]);
+    book.call_done(4, 4);
+    book.call_done(4, 4);
+    run(&mut book, 0..4);
+    book.hold_ahead(4);
+    assert_eq!((book.open(), book.free()), (0, 0));
+    let (none, _) = calls(book.turn(0));
+    assert!(none.is_empty(), "running and ahead fill the bound");
+    book.finish(&0);
+    book.record(Outcome::Completed, "a");
+    assert_eq!(book.open(), 1, "one held job may start");
+    book.unhold_ahead(1);
+    book.start(4, "job");
+    let (next, _) = calls(book.turn(0));
+    assert_eq!(
+        claims(&next),
+        [1],
+        "the bound: 4 running, 3 ahead, 1 to claim"
+    );
+}
+
+#[test]
+fn in_process_and_by_default_nothing_is_claimed_ahead() {
+    let mut local = book(4, false);
+    local.set_prefetch(Some(4));
+    assert_eq!(local.prefetch(), 0);
+    assert_eq!(book(4, true).prefetch(), 0);
+    let mut remote = book(4, true);
+    remote.set_prefetch(Some(2));
+    assert_eq!((remote.prefetch(), remote.share()), (2, 3));
+    remote.set_prefetch(None);
+    assert_eq!(remote.prefetch(), 4, "the concurrency");
+    let mut wide = book(100, true);
+    wide.set_prefetch(None);
+    assert_eq!(wide.prefetch(), 10, "up to 10 by default");
+}
+
+#[test]
+fn jobs_claimed_ahead_count_against_the_claim_limit() {
+    let mut book = book(2, true);
+    book.set_prefetch(None);
+    book.set_limit(Some(ClaimLimit {
+        max: 3,
+        per: SECOND,
+    }))
+    .unwrap();
+    book.hold_ahead(2);
+    assert_eq!(book.limit_room(0), 1);
+}

@@ -57,18 +57,21 @@ impl<K: Hash + Eq, R, O> WorkerBook<K, R, O> {
         if !self.failed.is_empty() || !self.released.is_empty() {
             return Turn::Flush;
         }
+        // The calls claim ahead too (`room`); the idle wait's claim starts its jobs at once.
+        let room = self.room().min(self.limit_room(now));
         let free = self.free().min(self.limit_room(now));
         let paused_for = self.paused_for(now);
-        let can_claim = free > 0 && paused_for == 0 && !self.is_held();
+        let claims_open = paused_for == 0 && !self.is_held();
+        let can_claim = free > 0 && claims_open;
         let share = self.share();
         let mut calls = Vec::new();
         if self.remote {
             let most = if self.healthy { 2 } else { 1 };
-            let mut left = free;
+            let mut left = room;
             while self.calls < most {
                 // Claim along with every report; without one, not again until the queue may
                 // have a job (a claim that came back short means it was empty).
-                let claim = if can_claim && (!self.completed.is_empty() || !self.starved) {
+                let claim = if claims_open && (!self.completed.is_empty() || !self.starved) {
                     left.min(share)
                 } else {
                     0

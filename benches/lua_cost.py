@@ -283,38 +283,30 @@ def main():
     dump("renew of no job (per call)", a.empty)
     if a.floor:
         r.function_load(FLOOR_LIBRARY, replace=True)
-        ADD(now, *[job(i) for i in range(a.bulk)])
-        if a.cpu:
-            cpu_marks[-1] = main_thread_cpu()
-        else:
-            subprocess.run(
-                ["callgrind_control", "-z", str(vg.pid)], check=True, stdout=subprocess.DEVNULL
-            )
-        done, ids = 0, []
-        while True:
-            now += 1
-            rows = r.fcall("floor_probe", len(keys), *keys, now, 50, *ids)
-            done += len(ids)
-            ids = [row[0] for row in rows]
-            if not ids:
-                break
-        dump("floor probe batch 50 (per job)", done)
-        ADD(now, *[job(i) for i in range(a.bulk)])
-        if a.cpu:
-            cpu_marks[-1] = main_thread_cpu()
-        else:
-            subprocess.run(
-                ["callgrind_control", "-z", str(vg.pid)], check=True, stdout=subprocess.DEVNULL
-            )
-        done, ids = 0, []
-        while True:
-            now += 1
-            rows = r.fcall("lean_probe", len(keys), *keys, now, 50, *ids)
-            done += len(ids)
-            ids = [row[0] for row in rows]
-            if not ids:
-                break
-        dump("lean probe, a command a job (per job)", done)
+
+        def probe(function: str, label: str) -> None:
+            # A fresh backlog, the counters zeroed, then the probe claims and completes it in
+            # batches of 50 until none is left.
+            nonlocal now
+            ADD(now, *[job(i) for i in range(a.bulk)])
+            if a.cpu:
+                cpu_marks[-1] = main_thread_cpu()
+            else:
+                subprocess.run(
+                    ["callgrind_control", "-z", str(vg.pid)], check=True, stdout=subprocess.DEVNULL
+                )
+            done, ids = 0, []
+            while True:
+                now += 1
+                rows = r.fcall(function, len(keys), *keys, now, 50, *ids)
+                done += len(ids)
+                ids = [row[0] for row in rows]
+                if not ids:
+                    break
+            dump(label, done)
+
+        probe("floor_probe", "floor probe batch 50 (per job)")
+        probe("lean_probe", "lean probe, a command a job (per job)")
     r.shutdown(nosave=True)
     vg.wait()
     if a.cpu:

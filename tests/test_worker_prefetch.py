@@ -79,7 +79,9 @@ async def test_active_jobs_stay_within_concurrency_plus_prefetch_and_start_in_cl
         await until(lambda: _completed(queue, 10))
         assert gated.started == [job.id for job in jobs]
     finally:
-        await worker.close()
+        # (a grace: a failed assertion above leaves the gated job running; close must not
+        # wait for it, or the test hangs instead of reporting the failure)
+        await worker.close(grace=1.0)
         await stop(task)
 
 
@@ -104,7 +106,9 @@ async def test_in_memory_nothing_is_claimed_ahead(in_process: JobQueue) -> None:
         gated.gate.set()
         await until(lambda: _completed(in_process, 6))
     finally:
-        await worker.close()
+        # (a grace: a failed assertion above leaves the gated job running; close must not
+        # wait for it, or the test hangs instead of reporting the failure)
+        await worker.close(grace=1.0)
         await stop(task)
 
 
@@ -143,14 +147,16 @@ async def test_a_held_jobs_lease_is_renewed_so_stalled_recovery_leaves_it(
     queue: JobQueue,
 ) -> None:
     gated = Gated()
-    worker = JobWorker(queue, gated, concurrency=1, prefetch=1, lease=0.5, renew_every=0.1)
+    # (a lease of 1 s renewed every 0.1 s: ten renewals to a lease, so a busy machine's slow
+    # moment does not let it lapse)
+    worker = JobWorker(queue, gated, concurrency=1, prefetch=1, lease=1.0, renew_every=0.1)
     stalled: list[str] = []
     worker.on("stalled", stalled.append)
     jobs = [await queue.add("j", i) for i in range(2)]
     task = asyncio.get_running_loop().create_task(worker.run())
     try:
         await until(lambda: _ge(queue, 2))
-        await asyncio.sleep(1.5)  # three leases: only renewals keep the held job's
+        await asyncio.sleep(2.5)  # two and a half leases: only renewals keep the held job's
         recovered, failed = await queue.recover_stalled()
         assert (recovered, failed) == ([], [])
         assert gated.started == [jobs[0].id]
@@ -159,7 +165,9 @@ async def test_a_held_jobs_lease_is_renewed_so_stalled_recovery_leaves_it(
         assert gated.started == [job.id for job in jobs]
         assert stalled == []
     finally:
-        await worker.close()
+        # (a grace: a failed assertion above leaves the gated job running; close must not
+        # wait for it, or the test hangs instead of reporting the failure)
+        await worker.close(grace=1.0)
         await stop(task)
 
 
@@ -178,7 +186,9 @@ async def test_cancelling_a_held_job_drops_it_unstarted(queue: JobQueue) -> None
         await until(lambda: _completed(queue, 1))
         assert gated.started == [jobs[0].id]
     finally:
-        await worker.close()
+        # (a grace: a failed assertion above leaves the gated job running; close must not
+        # wait for it, or the test hangs instead of reporting the failure)
+        await worker.close(grace=1.0)
         await stop(task)
 
 

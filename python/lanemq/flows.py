@@ -22,8 +22,9 @@ from ._checks import job_name
 from ._core import JobOptions
 from .exceptions import ConfigError
 
-# (imported at run time, not only for the type checker: pdoc resolves `JobNode.job` and
-# `Dependencies.jobs` through it; job.py imports this module only for the type checker)
+# (imported at run time, not only for the type checker: the reference (mkdocstrings) and
+# `typing.get_type_hints` resolve `JobNode.job` and `Dependencies.jobs` through it; job.py
+# imports this module only for the type checker)
 from .job import Job
 
 if TYPE_CHECKING:

@@ -80,13 +80,13 @@ class Job(Generic[DataT, ResultT]):
         self._queue = queue
         self._record = record
         self._data: Any = _UNSET
-        #: Set by the worker when a renewal found the lease gone: stop, another worker may
-        #: own the job now.
         self.lease_lost = False
-        #: Set by the worker when the job's cancellation was requested (`JobQueue.cancel`): a
-        #: plain ``def`` processor, running in a thread the worker cannot stop, checks it and
-        #: returns early; an ``async def`` one is cancelled (`asyncio.CancelledError`).
+        """Set by the worker when a renewal found the lease gone: stop, another worker may
+        own the job now."""
         self.cancelled = False
+        """Set by the worker when the job's cancellation was requested (`JobQueue.cancel`):
+        a plain ``def`` processor, running in a thread the worker cannot stop, checks it and
+        returns early; an ``async def`` one is cancelled (`asyncio.CancelledError`)."""
         #: Set by `add_children`: the job waits for its children and the worker does not
         #: report it when its processor returns.
         self._parked = False

@@ -33,7 +33,8 @@ class JobQueue(
 ):
     """The job contract over a backend core. Subclasses choose the backend."""
 
-    # (declared here too, where pdoc looks for `JobQueue`'s attributes; `QueueBase` sets it)
+    # (declared here too, so the class itself names its attributes for readers and the
+    # reference (docs/reference/jobs.md); `QueueBase` sets it)
     name: str
 
     def sibling(self, name: str) -> JobQueue:
@@ -52,8 +53,9 @@ _EVERY_CLASS_HAS = frozenset(("__module__", "__qualname__", "__doc__", "__dict__
 
 def _hold_the_parts_as_own(queue: type) -> None:
     """Puts the parts' methods (the same objects) in ``queue``'s own namespace, as they were
-    before the split: pdoc then documents them in full on `JobQueue` rather than listing them
-    as inherited from classes it does not document, and a lookup stops at the first class."""
+    before the split: `vars(JobQueue)` and `help(JobQueue)` show the whole contract on the class
+    itself, not spread over base classes no page documents, and a lookup stops at the first
+    class. (The reference renders the parts' methods through `inherited_members`.)"""
     for part in (QueueBase, *queue.__mro__[1:-2]):
         for name, value in vars(part).items():
             if name not in _EVERY_CLASS_HAS and name not in vars(queue):

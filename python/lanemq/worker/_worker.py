@@ -258,6 +258,8 @@ class JobWorker(Controls):
         # The tasks of the calls that report completions and claim on a remote backend (at
         # most two in flight).
         self._exchanges: set[asyncio.Task[bool]] = set()
+        # The last of them that claimed: the next one admits its jobs after this one's (`_call`).
+        self._last_claim: asyncio.Task[bool] | None = None
         self._closing = False
         self._force = False
         # When close()'s grace ends (loop time), and the tasks it cancelled then: their jobs

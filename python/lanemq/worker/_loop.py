@@ -120,12 +120,12 @@ class Loop(Cancels):
             raise
         try:
             if after is not None and not after.done():
-                # Its reply came second though its claim ran first (the server took the jobs
-                # at its head): the calls a worker makes while its queue's wire opens go the
-                # ordinary way, through the runtime, and one made next on the wire overtakes
-                # them; a wire call that continues as an ordinary one (a scheduler's job's
-                # upkeep) does too, as do completed hooks that await. Admitting in reply
-                # order started a later job first, and held the earlier one.
+                # The earlier call's reply is not in yet, though its claim ran first and took
+                # the queue's head: replies cross when the calls a worker makes while its
+                # queue's wire opens go the ordinary way (through the runtime) and one made
+                # next on the wire overtakes them, when a wire call goes on as an ordinary one
+                # (a claimed scheduler job's upkeep), or when completed hooks await. Admitting
+                # in reply order started the later job first and held the earlier one.
                 await asyncio.wait((after,))
         finally:
             self._admit(claim, jobs)  # (even if cancelled: the jobs were claimed)

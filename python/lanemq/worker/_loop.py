@@ -95,15 +95,21 @@ class Loop(Cancels):
             self._start_all(kept)
 
     def _launch(self, loop: asyncio.AbstractEventLoop, done: OutcomeBatch, claim: int) -> None:
-        task = loop.create_task(self._call(done, claim))
+        after = self._last_claim if claim else None
+        task = loop.create_task(self._call(done, claim, after))
+        if claim:
+            self._last_claim = task
         self._exchanges.add(task)
         task.add_done_callback(self._exchange_done)
 
-    async def _call(self, done: OutcomeBatch, claim: int) -> bool:
+    async def _call(
+        self, done: OutcomeBatch, claim: int, after: asyncio.Task[bool] | None = None
+    ) -> bool:
         """A call of a turn: reports the completions ``done``, claims up to ``claim`` jobs and
         starts them, and tells the book how it went (the next turn raises a failure). Returns
         whether the loop should turn again at once rather than wait for work: jobs came, or
-        the call failed."""
+        the call failed. ``after``: the call that claimed before this one; its jobs are
+        admitted first."""
         try:
             jobs = await self._report(done, claim)
         except Exception as error:
@@ -112,12 +118,27 @@ class Loop(Cancels):
         except BaseException:
             self._book.call_done(claim, 0)  # cancelled: its claim holds no slot any more
             raise
+        try:
+            if after is not None and not after.done():
+                # The earlier call's reply is not in yet, though its claim ran first and took
+                # the queue's head: replies cross when the calls a worker makes while its
+                # queue's wire opens go the ordinary way (through the runtime) and one made
+                # next on the wire overtakes them, when a wire call goes on as an ordinary one
+                # (a claimed scheduler job's upkeep), or when completed hooks await. Admitting
+                # in reply order started the later job first and held the earlier one.
+                await asyncio.wait((after,))
+        finally:
+            self._admit(claim, jobs)  # (even if cancelled: the jobs were claimed)
+        return bool(jobs)
+
+    def _admit(self, claim: int, jobs: list[Job]) -> None:
+        """Tells the book a call claimed ``jobs`` of ``claim`` and starts them, or holds
+        them while the slots are full (claimed ahead), or gives them back in a pause."""
         self._book.call_done(claim, len(jobs))
         if jobs and self._book.claimable()[1] > 0:
             self._give_back_in_pause(jobs)
         elif jobs:
             self._start_all(self._book.admit(jobs))  # (the rest held, claimed ahead)
-        return bool(jobs)
 
     def _give_back_in_pause(self, jobs: list[Job]) -> None:
         """Jobs a call in flight claimed (ahead) after a `RateLimitError` paused claims: they

@@ -50,6 +50,7 @@ class WorkerState:
     _hold_queue: float
     _wake_future: asyncio.Future[None] | None
     _exchanges: set[asyncio.Task[bool]]
+    _last_claim: asyncio.Task[bool] | None
     _closing: bool
     _force: bool
     _releasing: set[asyncio.Task[Any]]

@@ -83,7 +83,7 @@ class JobWorker(Controls):
     workers. `pause` / `resume` stop and restart this worker's claims alone.
 
     On a remote backend (Redis, local) the worker claims ahead: up to ``prefetch`` jobs beyond
-    its concurrency (0, the default: none; None: as many as the concurrency, up to 10) are
+    its concurrency (None, the default: as many as the concurrency, up to 10; 0: none) are
     claimed and held active and leased, but not started; they start in claim order as slots
     free, so at low concurrency each call to the backend claims twice the jobs and costs a
     quarter less CPU per job on both sides (benches/history/18.md). Their leases are renewed
@@ -170,7 +170,7 @@ class JobWorker(Controls):
         retry_on: ExceptionTypes | None = None,
         no_retry_on: ExceptionTypes | None = None,
         backoff_strategies: dict[str, BackoffStrategy] | None = None,
-        prefetch: int | None = 0,
+        prefetch: int | None = None,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"invalid concurrency: {concurrency} (must be >= 1)")
@@ -258,6 +258,8 @@ class JobWorker(Controls):
         # The tasks of the calls that report completions and claim on a remote backend (at
         # most two in flight).
         self._exchanges: set[asyncio.Task[bool]] = set()
+        # The last of them that claimed: the next one admits its jobs after this one's (`_call`).
+        self._last_claim: asyncio.Task[bool] | None = None
         self._closing = False
         self._force = False
         # When close()'s grace ends (loop time), and the tasks it cancelled then: their jobs

@@ -474,6 +474,7 @@ async def test_delayed_error_parks_job_without_using_attempt(queue: JobQueue) ->
 
 
 async def test_rate_limit_error_releases_job_and_pauses_claiming(queue: JobQueue) -> None:
+    PAUSE = 0.4
     loop = asyncio.get_running_loop()
     runs: list[tuple[str, int, float]] = []
     first = asyncio.Event()
@@ -482,7 +483,7 @@ async def test_rate_limit_error_releases_job_and_pauses_claiming(queue: JobQueue
         runs.append((job.id, job.attempts_started, loop.time()))
         if len(runs) == 1:
             first.set()
-            raise RateLimitError(delay=0.1)
+            raise RateLimitError(delay=PAUSE)
         return f"ok:{job.id}"
 
     failed: list[str] = []
@@ -492,9 +493,15 @@ async def test_rate_limit_error_releases_job_and_pauses_claiming(queue: JobQueue
     b = await queue.add("r", None, attempts=1)
     async with running(worker):
         await asyncio.wait_for(first.wait(), LIMIT)
-        await asyncio.sleep(0.03)  # well inside the 0.1 s pause
-        assert await queue.get_state(a.id) == "waiting"
-        assert await queue.get_state(b.id) == "waiting"
+        # Both wait again inside the pause: the release may follow a claim already in flight
+        # (claimed ahead, given back), so it is awaited, not read once after a fixed sleep.
+        states: list[str] = []
+        while loop.time() < runs[0][2] + PAUSE / 2:
+            states = [await queue.get_state(a.id), await queue.get_state(b.id)]
+            if states == ["waiting", "waiting"]:
+                break
+            await asyncio.sleep(0.005)
+        assert states == ["waiting", "waiting"]
         assert await asyncio.wait_for(a.wait(), LIMIT) == f"ok:{a.id}"
         assert await asyncio.wait_for(b.wait(), LIMIT) == f"ok:{b.id}"
 
@@ -505,7 +512,7 @@ async def test_rate_limit_error_releases_job_and_pauses_claiming(queue: JobQueue
         (a.id, 1),
         (b.id, 1),
     ]
-    assert runs[1][2] - runs[0][2] >= 0.1 - 0.005
+    assert runs[1][2] - runs[0][2] >= PAUSE - 0.005
     assert failed == []
     stored = await queue.get_job(a.id)
     assert stored is not None

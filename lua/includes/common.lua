@@ -1,19 +1,23 @@
 -- Shared by every lanemq script: a script is loaded with the helpers of this file (and of
 -- jobs.lua, flows.lua, schedulers.lua) that it reaches, in front of it (see
 -- crates/lanemq-redis/src/compose.rs: keep helpers at the top level).
--- Every script receives the same KEYS, in this order (see lua/README.md for what each holds),
--- for its queue and then, for flows spanning queues, the same 16 for each queue linked to it
--- (flows.lua). The names below are the keys of the queue the script is working in: bind()
--- points them at another queue's block, and every helper follows (they are upvalues).
+-- Every script receives its queue's META (`<base>meta`, base `<prefix>:{<queue>}:`) and a key
+-- nothing writes (`<base>guard`: with it missing, Redis Cluster runs no call while the queue's
+-- slot migrates, keys.rs's GUARD), then, for flows spanning queues, the same two of each queue
+-- linked to it (flows.lua). The names below are the keys of the queue the script is working
+-- in, built from its META's name (lua/README.md says what each holds): bind() points them at
+-- another queue's, and every helper follows (they are upvalues). Built, not sent: 16 keys made
+-- each request some 700 bytes, parsed by the server and made Lua values on every call
+-- (benches/history/19.md, "One call's cost outside the function"). A built key carries META's
+-- hash tag, so it is in the declared keys' slot, all Redis Cluster checks (DESIGN.md's "Keys a
+-- script may build").
 -- (metrics-2.lua and workers-2.lua get two keys of their own instead, and use none of these.)
-local BLOCK = 16
+local BLOCK = 2
 local META, WAITING, DELAYED, ACTIVE, CHILDREN, COMPLETED, FAILED, LOGS, EVENTS, MARKER
--- Waiting jobs of priority 0 (the default, claimed first) are a list built from WAITING's name:
--- `waiting:0` (see `waiting_add`).
+-- Waiting jobs of priority 0 (the default, claimed first) are a list, `waiting:0` (see
+-- `waiting_add`).
 local WAITING0
--- A job's fields are one hash, `<base>job:<id>`, built from META's name (`<base>meta`): it
--- carries the queue's hash tag, so it is in the slot of the keys the script was given (the
--- rule DESIGN.md's "Keys a script may build" states). JOB is `<base>job:`.
+-- A job's fields are one hash, `<base>job:<id>`. JOB is `<base>job:`.
 local JOB
 -- After the state sets: the dedup keys (jobs.lua), the job schedulers (schedulers.lua) and
 -- the flow dependencies (flows.lua).
@@ -22,17 +26,19 @@ local FIELDS = {"name", "data", "opts", "state", "prio", "ord", "seq", "created"
   "processed", "finished", "attempts", "stalled", "progress", "result", "reason", "trace",
   "token", "worker", "expires"}
 
--- Points the key names at the block of keys starting after KEYS[base] (0: the script's queue).
+-- Points the key names at the queue whose META is KEYS[base + 1] (0: the script's queue).
 local function bind(base)
-  local K = KEYS
-  META, WAITING, DELAYED, ACTIVE, CHILDREN = K[base + 1], K[base + 2], K[base + 3], K[base + 4],
-    K[base + 5]
-  COMPLETED, FAILED, LOGS, EVENTS, MARKER = K[base + 6], K[base + 7], K[base + 8], K[base + 9],
-    K[base + 10]
+  META = KEYS[base + 1]
+  local B = string.sub(META, 1, -5)
+  WAITING, DELAYED, ACTIVE, CHILDREN = B .. "waiting", B .. "delayed", B .. "active",
+    B .. "children"
+  COMPLETED, FAILED, LOGS, EVENTS, MARKER = B .. "completed", B .. "failed", B .. "logs",
+    B .. "events", B .. "marker"
   WAITING0 = WAITING .. ":0"
-  JOB = string.sub(META, 1, -5) .. "job:"
-  DEDUP, DEDUP_EXPIRY, SCHEDULERS, SCHEDULERS_NEXT, DEPS, DEPS_VALUES = K[base + 11],
-    K[base + 12], K[base + 13], K[base + 14], K[base + 15], K[base + 16]
+  JOB = B .. "job:"
+  DEDUP, DEDUP_EXPIRY, SCHEDULERS, SCHEDULERS_NEXT, DEPS, DEPS_VALUES = B .. "dedup",
+    B .. "dedup:expiry", B .. "schedulers", B .. "schedulers:next", B .. "deps",
+    B .. "deps:values"
 end
 bind(0)
 

@@ -14,7 +14,8 @@
 --
 -- Flows may span queues. A parent's dependencies live in the parent's queue, so a child's
 -- transition works in its parent's queue too (in_queue), in the same script: the client passes
--- the keys of the queues linked to its own after its own (KEYS blocks of 16). A script that
+-- the keys of each queue linked to its own after its own (a KEYS block of BLOCK keys per
+-- queue, META first: bind() builds the rest). A script that
 -- meets a queue whose keys it was not given fails before it writes anything, with the error
 -- LANEMQ_NEED_QUEUE <queue name in hex>; the client then links that queue and runs it again
 -- (crates/lanemq-redis/src/backend/call.rs). On Redis Cluster, such queues must share a slot (a

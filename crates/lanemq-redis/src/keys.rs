@@ -1,9 +1,11 @@
 //! The key layout (documented in `lua/README.md`). Every key of a queue starts with
 //! `<prefix>:{<queue>}:`, so a queue lives on one Redis Cluster slot. The scripts are handed the
-//! queue's fixed keys (`script_keys`); a job's fields are one hash, `<base>job:<id>`, which the
-//! scripts build from that prefix (it carries the queue's hash tag, so it is in the same slot).
-//! What the queue keeps for observation (metrics, workers) has keys of its own outside the
-//! scripts' block (`Keys::metrics`, `Keys::workers`).
+//! queue's META and a key that never exists (`script_keys`), and build its other keys from
+//! META's name (`QUEUE_KEYS`, in the order `bind` in `lua/includes/common.lua` names them), as
+//! they build a job's hash, `<base>job:<id>`: each carries the queue's hash tag, so it is in
+//! the declared keys' slot.
+//! What the queue keeps for observation (metrics, workers) has keys of its own, which its
+//! scripts are given (`Keys::metrics`, `Keys::workers`).
 
 use lanemq_core::jobs::MetricsKind;
 
@@ -49,6 +51,34 @@ pub const STATE_SETS: [&str; 6] = [
     "failed",
 ];
 
+/// The queue's fixed keys, in the order `bind` (`lua/includes/common.lua`) names them, each
+/// `<base><name>`: the scripts are given the first, META, and build the others from its name.
+pub const QUEUE_KEYS: [&str; 16] = [
+    "meta",
+    "waiting",
+    "delayed",
+    "active",
+    "children",
+    "completed",
+    "failed",
+    "logs",
+    "events",
+    "marker",
+    "dedup",
+    "dedup:expiry",
+    "schedulers",
+    "schedulers:next",
+    "deps",
+    "deps:values",
+];
+
+/// A key of the queue that nothing writes, given to every script beside META: Redis Cluster
+/// serves no call whose declared keys are missing in part while their slot migrates (ASK or
+/// TRYAGAIN, the call not run), so a script never runs mid-migration, where the keys it builds
+/// could be found moved after its first writes (`topology/route.rs`). The 16 fixed keys, given
+/// until session 19, did this as some of them were missing in most queues.
+pub const GUARD: &str = "guard";
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Keys {
     base: String,
@@ -74,24 +104,11 @@ impl Keys {
         format!("{}job:{id}", self.base)
     }
 
-    /// Every key a script may touch, in the order `lua/includes/common.lua` names them (its
-    /// `KEYS`).
-    pub fn script_keys(&self) -> Vec<String> {
-        const AFTER_STATES: [&str; 3] = ["logs", "events", "marker"];
-        const AFTER_MARKER: [&str; 6] = [
-            "dedup",
-            "dedup:expiry",
-            "schedulers",
-            "schedulers:next",
-            "deps",
-            "deps:values",
-        ];
-        let queue = std::iter::once("meta")
-            .chain(STATE_SETS)
-            .chain(AFTER_STATES);
-        let mut keys: Vec<String> = queue.map(|k| self.key(k)).collect();
-        keys.extend(AFTER_MARKER.iter().map(|k| self.key(k)));
-        keys
+    /// The keys a script of this queue is given (its `KEYS`): META, from whose name the
+    /// scripts build the others (`QUEUE_KEYS`), and `GUARD`. A flow's script gets those of the
+    /// queues linked to it after them.
+    pub fn script_keys(&self) -> [String; 2] {
+        [self.key(QUEUE_KEYS[0]), self.key(GUARD)]
     }
 
     /// The keys of a metrics series, the KEYS of `lua/metrics-2.lua`: its hash (`count`,
@@ -127,9 +144,13 @@ mod tests {
         assert_eq!(keys.key("waiting"), "lanemq:{email}:waiting");
         assert_eq!(keys.key(WAITING_LIST), "lanemq:{email}:waiting:0");
         assert_eq!(keys.job("42"), "lanemq:{email}:job:42");
-        let all = keys.script_keys();
-        assert_eq!(all.len(), 16, "the scripts are named <operation>-16.lua");
-        assert!(all.iter().all(|k| k.starts_with("lanemq:{email}:")));
+        assert_eq!(
+            keys.script_keys(),
+            ["lanemq:{email}:meta", "lanemq:{email}:guard"]
+        );
+        assert!(STATE_SETS.iter().all(|set| QUEUE_KEYS.contains(set)));
+        assert!(!QUEUE_KEYS.contains(&GUARD));
+        let all: Vec<String> = QUEUE_KEYS.iter().map(|name| keys.key(name)).collect();
         let observed = keys.observed();
         assert_eq!(observed.len(), 6);
         assert!(observed.iter().all(|k| k.starts_with("lanemq:{email}:")));

@@ -33,14 +33,15 @@ pub struct RedisBackend {
     pub(crate) keys: Keys,
     /// The queue's name (flows name their jobs `<queue>:<id>`).
     pub(crate) queue: String,
-    /// Every key a script may touch, in the order `lua/includes/common.lua` expects.
-    script_keys: Vec<String>,
+    /// The keys a script is given: META, from whose name it builds the others, and the guard
+    /// (`Keys::script_keys`).
+    script_keys: [String; 2],
     /// The same as the RESP arguments of a request (`request`), packed once.
     packed_keys: Vec<u8>,
     pub(crate) max_events: usize,
-    /// Queues linked to this one by flows: each name and its keys, which every script gets
-    /// after this queue's (see `lua/includes/flows.lua`).
-    linked: Mutex<Vec<(String, Vec<String>)>>,
+    /// Queues linked to this one by flows: each name and its keys, which every script that
+    /// follows flows gets after this queue's (see `lua/includes/flows.lua`).
+    linked: Mutex<Vec<(String, [String; 2])>>,
     prefix: String,
     random: RandomState,
     calls: AtomicU64,
@@ -125,7 +126,6 @@ impl RedisBackend {
     ) -> Self {
         let keys = Keys::new(prefix, queue);
         let script_keys = keys.script_keys();
-        debug_assert_eq!(script_keys.len(), 16);
         let mut packed_keys = Vec::new();
         for key in &script_keys {
             resp::bulk(&mut packed_keys, key.as_bytes());

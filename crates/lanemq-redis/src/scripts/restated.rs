@@ -11,7 +11,7 @@ use lanemq_core::jobs::{event_names, JobState};
 
 use super::{file_name, COMMON, FLOWS, JOBS, OPS, SCHEDULERS};
 use crate::events::{stream_event_name as known_event_name, stream_field_name as field_name};
-use crate::keys::{Keys, JOB_FIELDS};
+use crate::keys::{Keys, JOB_FIELDS, QUEUE_KEYS};
 
 // ------------------------------------------------------------------ reading Lua source
 
@@ -373,7 +373,7 @@ fn the_field_list_is_job_fields() {
 }
 
 #[test]
-fn bind_names_the_keys_in_script_keys_order() {
+fn bind_builds_the_block_from_meta_in_keys_order() {
     let common = code(COMMON);
     let body = common
         .split("local function bind(base)\n")
@@ -388,46 +388,37 @@ fn bind_names_the_keys_in_script_keys_order() {
             _ => lines.push(line.to_owned()),
         }
     }
-    let offset = |value: &str| -> usize {
-        let n = value
-            .strip_prefix("K[base + ")
-            .and_then(|v| v.strip_suffix(']'));
-        n.and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("not a key: {value}"))
-    };
-    let mut bound: Vec<(usize, String)> = Vec::new();
-    for statement in lines.iter().filter(|s| !s.trim().starts_with("local ")) {
+    // META is the one key given; `local B` its base, `<prefix>:{<queue>}:`; each other key of
+    // the block is `B .. "<name>"`. The job hashes' prefix (JOB) and the keys built from a
+    // bound one (`waiting:0`) are no keys of the block.
+    let mut bound: Vec<(String, String)> = Vec::new();
+    for statement in &lines {
         let (names, values) = assignment(statement);
-        if values.len() == 1 && values[0].contains(" .. ") {
-            // A key built from one bound above (the list `waiting:0` from `waiting`, the job
-            // hashes' prefix from `meta`'s): it carries that key's hash tag and is no key of
-            // the block.
-            let from = values[0]
-                .split(" .. ")
-                .next()
-                .unwrap_or_default()
-                .trim_start_matches("string.sub(")
-                .split(',')
-                .next()
-                .unwrap_or_default();
-            assert!(bound.iter().any(|(_, name)| name == from), "{statement}");
-        } else {
-            assert_eq!(names.len(), values.len(), "{statement}");
-            for (name, value) in names.iter().zip(values) {
-                bound.push((offset(value), (*name).to_owned()));
+        assert_eq!(names.len(), values.len(), "{statement}");
+        for (name, value) in names.iter().zip(values) {
+            if *name == "B" {
+                assert_eq!(value, "string.sub(META, 1, -5)", "{statement}");
+            } else if *name == "JOB" {
+                assert_eq!(value, "B .. \"job:\"", "{statement}");
+            } else if value == "KEYS[base + 1]" {
+                bound.push(("meta".to_owned(), (*name).to_owned()));
+            } else if let Some(key) = value.strip_prefix("B .. ") {
+                bound.push((key.trim_matches('"').to_owned(), (*name).to_owned()));
+            } else {
+                let from = value.split(" .. ").next().unwrap_or_default();
+                assert!(bound.iter().any(|(_, n)| n == from), "{statement}");
             }
         }
     }
-    bound.sort();
-    let keys = Keys::new("p", "q").script_keys();
-    let expected: Vec<(usize, String)> = keys
+    let expected: Vec<(String, String)> = QUEUE_KEYS
         .iter()
-        .enumerate()
-        .map(|(i, key)| {
-            let key = key.strip_prefix("p:{q}:").unwrap();
-            (i + 1, key.to_uppercase().replace(':', "_"))
-        })
+        .map(|key| ((*key).to_owned(), key.to_uppercase().replace(':', "_")))
         .collect();
     assert_eq!(bound, expected);
-    assert_eq!(constant("BLOCK"), keys.len().to_string());
+    // The keys each queue's block has (META, the guard): flows.lua steps through the linked
+    // queues' blocks by it.
+    assert_eq!(
+        constant("BLOCK"),
+        Keys::new("p", "q").script_keys().len().to_string()
+    );
 }

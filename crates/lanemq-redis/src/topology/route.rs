@@ -17,11 +17,11 @@ use super::server::Server;
 use crate::keys::Keys;
 
 /// How many redirections (or waits for a changing cluster) one call follows before it fails:
-/// with `SETTLE_WAIT`, about 5 s for a migration of the queue's slot to end. (A script gets
-/// the queue's 16 keys, some of which do not exist in most queues; while its slot migrates,
-/// the old master answers ASK or TRYAGAIN for such a call and the new one, even after ASKING,
-/// TRYAGAIN: Redis serves no multi-key call with keys missing on a slot in migration, so the
-/// call waits for the migration to end.)
+/// with `SETTLE_WAIT`, about 5 s for a migration of the queue's slot to end. (A script is
+/// given the queue's `meta` and its guard, a key that never exists (`keys::GUARD`); while its
+/// slot migrates, the old master answers ASK or TRYAGAIN for such a call and the new one, even
+/// after ASKING, TRYAGAIN: Redis serves no multi-key call with keys missing on a slot in
+/// migration, so the call waits for the migration to end.)
 pub(crate) const MAX_REDIRECTS: usize = 100;
 
 /// How long a call waits for a cluster that is changing (TRYAGAIN, CLUSTERDOWN) to settle

@@ -447,7 +447,7 @@ local function has_pending_children(id)
 end
 local function complete_jobs(ids, tokens, results)
   local out, done, seen, opts = {}, {}, {}, {}
-  local members, finished, scored, cancelled = {}, {}, {}, {}
+  local members, finished, returned, scored, cancelled = {}, {}, {}, {}, {}
   local n = 0
   for i = 1, #ids do
     local id = ids[i]
@@ -481,6 +481,7 @@ local function complete_jobs(ids, tokens, results)
       members[n] = member
       scored[2 * n - 1] = NOW_TEXT; scored[2 * n] = member
       finished[n] = id
+      returned[n] = results[i]
       cancelled[n] = read[7]
     end
   end
@@ -488,7 +489,7 @@ local function complete_jobs(ids, tokens, results)
   if n > 0 then
     zrem(ACTIVE, members)
     for k = 1, n do
-      local id, result = finished[k], results[done[k]]
+      local id, result = finished[k], returned[k]
       local key = JOB .. id
       -- A cancel request leaves active with the job (lua/README.md, Cancellation).
       if cancelled[k] then redis.call("HDEL", key, "cancel") end
@@ -508,10 +509,7 @@ local function complete_jobs(ids, tokens, results)
       end
     end
     zadd(COMPLETED, scored)
-    reserve_events(n)
-    for k = 1, n do
-      emit("completed", finished[k], "returnvalue", results[done[k]])
-    end
+    emit_each("completed", finished, n, "returnvalue", returned)
     -- Then, job by job, what follows a finish in the order every backend keeps (lua/README.md):
     -- its dedup key, its parent, its retention last (which may delete it).
     for k = 1, n do
@@ -836,8 +834,7 @@ local function claim_jobs(worker, lease, max_jobs, seed)
           again[2], again[3], again[4], token}
       end
       zadd(ACTIVE, active)
-      reserve_events(n)
-      for i = 1, n do emit("active", ids[i], "prev", "waiting") end
+      emit_each("active", ids, n, "prev", nil, "waiting")
       -- Occurrences of job schedulers produce their next ones after the loop, so a claim never
       -- claims the occurrence it produced. Only options naming a scheduler are decoded.
       for i = 1, n do

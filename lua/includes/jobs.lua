@@ -436,7 +436,7 @@ end
 -- result.
 -- The loops count (no ipairs: a C call per step) and append with counters (no push2 call, no
 -- # per item): per job, this is most of the script's own work.
-local COMPLETE_READS = {"state", "token", "expires", "opts", "seq", "kids", "cancel"}
+local COMPLETE_READS = {"state", "token", "expires", "opts", "kids", "cancel"}
 -- Whether job `id` has a child in its unprocessed set ("1", flows.lua's UNPROCESSED: that
 -- library comes after this one). One ZLEXCOUNT, asked only of a job marked `kids` (flows.lua's
 -- dep_put marks a job once it has had an unprocessed child). A parent that had its children
@@ -461,7 +461,7 @@ local function complete_jobs(ids, tokens, results)
     if not (state == ACTIVE_TEXT and read[2] == tokens[i] and tonumber(read[3] or "0") > NOW) then
       refused = check_values(id, tokens[i], state, read[2], read[3])
     end
-    if not refused and read[6] and not seen[id] and has_pending_children(id) then
+    if not refused and read[5] and not seen[id] and has_pending_children(id) then
       refused = {"pending", id}
     end
     if refused and state == COMPLETED_TEXT and read[2] == tokens[i]
@@ -477,12 +477,21 @@ local function complete_jobs(ids, tokens, results)
       out[i] = 0
       n = n + 1
       done[n] = i
-      local member = hex(tonumber(read[5])) .. id
+      -- The token is the one the claim stored (checked above), and a claim's token starts
+      -- with the job's member prefix, 14 hex digits of its seq, then "." (claim_jobs): the
+      -- member comes from it, without a format. A token made before tokens carried it (no
+      -- "." there: after an upgrade with jobs in flight) has its member from `seq`.
+      local token, member = tokens[i]
+      if string.byte(token, 15) == 46 then
+        member = string.sub(token, 1, 14) .. id
+      else
+        member = hex(tonumber(redis.call("HGET", JOB .. id, "seq"))) .. id
+      end
       members[n] = member
       scored[2 * n - 1] = NOW_TEXT; scored[2 * n] = member
       finished[n] = id
       returned[n] = results[i]
-      cancelled[n] = read[7]
+      cancelled[n] = read[6]
     end
   end
 

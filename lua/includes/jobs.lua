@@ -436,7 +436,8 @@ end
 -- result.
 -- The loops count (no ipairs: a C call per step) and append with counters (no push2 call, no
 -- # per item): per job, this is most of the script's own work.
-local COMPLETE_READS = {"state", "token", "expires", "opts", "kids", "cancel"}
+-- Its HMGET's fields are written out in the call (constants of the function): unpack() of a
+-- table is a C call per job.
 -- Whether job `id` has a child in its unprocessed set ("1", flows.lua's UNPROCESSED: that
 -- library comes after this one). One ZLEXCOUNT, asked only of a job marked `kids` (flows.lua's
 -- dep_put marks a job once it has had an unprocessed child). A parent that had its children
@@ -451,7 +452,8 @@ local function complete_jobs(ids, tokens, results)
   local n = 0
   for i = 1, #ids do
     local id = ids[i]
-    local read = redis.call("HMGET", JOB .. id, unpack(COMPLETE_READS))
+    local read = redis.call("HMGET", JOB .. id, "state", "token", "expires", "opts", "kids",
+      "cancel")
     -- A job named twice in one batch: the second sees it completed, as it would one by one.
     local state = seen[id] and COMPLETED_TEXT or read[1]
     local json = read[4] or "{}"
@@ -607,13 +609,14 @@ end
 -- schedulers.lua, which the scripts that claim load after this file.
 local scheduler_on_claim
 
--- What a claim reads of each job (the client gets all but attempts as they are), and of a job
+-- What a claim reads of each job ("seq", "attempts", "name", "data", "opts", "created",
+-- "delay", written out in claim_jobs' HMGET: no unpack() per job; the client gets all but
+-- attempts as they are), and of a job
 -- tried before (attempts stored) the fields only such a job may have: edit-16.lua stores
 -- attempts 0 with a progress or trace set before the first claim, fail_for_good's reason is
 -- cleared or comes with attempts before a job waits again, and stalls and failures follow
 -- claims. A first claim does not look for those four (each field absent from a job's hash is
 -- a scan of all of it).
-local CLAIM_READS = {"seq", "attempts", "name", "data", "opts", "created", "delay"}
 local RETRY_READS = {"stalled", "progress", "reason", "trace"}
 local NO_RETRY_FIELDS = {false, false, false, false}
 
@@ -821,7 +824,8 @@ local function claim_jobs(worker, lease, max_jobs, seed)
       for i = 1, n do
         local id = ids[i]
         local key = JOB .. id
-        local f = redis.call("HMGET", key, unpack(CLAIM_READS))
+        local f = redis.call("HMGET", key, "seq", "attempts", "name", "data", "opts", "created",
+          "delay")
         local seq = f[1]
         local prefix = hex(tonumber(seq))
         -- A first attempt (no count stored) needs no tonumber or format, both costly in Lua

@@ -618,14 +618,19 @@ local scheduler_on_claim
 -- claims. A first claim does not look for those four (each field absent from a job's hash is
 -- a scan of all of it).
 local RETRY_READS = {"stalled", "progress", "reason", "trace"}
-local NO_RETRY_FIELDS = {false, false, false, false}
 
 -- Promotes due delayed jobs, then (unless paused or in a rate-limit wait, and within the rate
 -- limit's window and the active cap)
 -- moves up to max_jobs from the front of waiting to active, each locked with a fresh token
--- (`seed`-n) until now + lease. Returns per claimed job only what the client cannot know:
--- {id, name, data, opts, prio, ord, seq, created, delay, attempts, stalled, progress, reason,
--- trace, token}; the state, lock and processed time are the ones this call set.
+-- (`seed`-n) until now + lease. Returns only what the client cannot know, in one flat list
+-- (`decode::claimed_jobs`): nothing when it claimed none, else how many it claimed, then per
+-- job CLAIM_ROW values: {waiting member (the order in hex, then the id), name, data, opts,
+-- prio, seq, created, delay, attempts, token}; then, for each job claimed before (attempts
+-- stored), its position from 1 and its {stalled, progress, reason, trace}. The state, lock and
+-- processed time are the ones this call set. One table for the batch, not one per job, and
+-- no values a first attempt cannot have: the FCALL's reply is made value by value, and each
+-- table in it is probed for the error and status shapes first (lua/README.md, "Redis work
+-- per job").
 -- Groups whose rate window ended (due by META `group_rated_next`, which the claim reads with
 -- its settings) join the turns again if they are claimable: O(log n) each. Returns whether
 -- one did.
@@ -724,6 +729,7 @@ local function claimable_left()
   return tonumber(head[2]) < GROUP_OFFSET or redis.call("EXISTS", groups_key("turns")) == 1
 end
 
+local CLAIM_ROW = 10
 local function claim_jobs(worker, lease, max_jobs, seed)
   local now = NOW
   promote_due()
@@ -765,12 +771,12 @@ local function claim_jobs(worker, lease, max_jobs, seed)
     allowed = math.min(allowed, max_active - active_count())
   end
 
-  local claimed = {}
+  local claimed, taken = {}, 0
   if allowed > 0 then
     -- Priority 0 first (the list), then the sorted set. A waiting member is the job's order
     -- (hex, offset) and id, and a sorted set's score the priority: the replies carry both, so
     -- no field hash is read (each read of a big hash misses the cache, benches/history/5-10.md).
-    local ids, ord, prio, n = {}, {}, {}, 0
+    local ids, members, prio, n = {}, {}, {}, 0
     -- Groups take turns only while META `group_turns` is set (cleared once they are gone).
     local turns = settings[6] and groups_key("turns")
     if turns and redis.call("EXISTS", turns) == 0 then
@@ -779,19 +785,13 @@ local function claim_jobs(worker, lease, max_jobs, seed)
     end
     if turns then
       -- Groups have claimable jobs: they (and the ungrouped jobs) take turns.
-      local members = {}
       n = claim_turns(turns, allowed, members, prio)
-      for i = 1, n do
-        local m = members[i]
-        ids[i] = string.sub(m, 15)
-        ord[i] = tonumber(string.sub(m, 1, 14), 16) - ORDER_OFFSET
-      end
+      for i = 1, n do ids[i] = string.sub(members[i], 15) end
     else
       local listed = redis.call("LPOP", WAITING0, allowed) or {}
+      members = listed
       for i = 1, #listed do
-        local m = listed[i]
-        ids[i] = string.sub(m, 15)
-        ord[i] = tonumber(string.sub(m, 1, 14), 16) - ORDER_OFFSET
+        ids[i] = string.sub(listed[i], 15)
         prio[i] = "0"
       end
       n = #listed
@@ -802,8 +802,8 @@ local function claim_jobs(worker, lease, max_jobs, seed)
           local m, score = popped[2 * k - 1], popped[2 * k]
           if tonumber(score) < GROUP_OFFSET then
             n = n + 1
+            members[n] = m
             ids[n] = string.sub(m, 15)
-            ord[n] = tonumber(string.sub(m, 1, 14), 16) - ORDER_OFFSET
             prio[n] = score
           else
             -- A held group's job (no group is in the turns): it stays.
@@ -820,7 +820,8 @@ local function claim_jobs(worker, lease, max_jobs, seed)
       -- A token is the job's member prefix, ".", the claim's seed (the client's random) and
       -- "-<n>": unique per claim and per job of it.
       local dot_seed = "." .. seed
-      local active, opts = {}, {}
+      local active, opts, retried, r = {}, {}, nil, 0
+      claimed[1] = n
       for i = 1, n do
         local id = ids[i]
         local key = JOB .. id
@@ -831,21 +832,28 @@ local function claim_jobs(worker, lease, max_jobs, seed)
         -- A first attempt (no count stored) needs no tonumber or format, both costly in Lua
         -- (benches/history/5-10.md).
         local before, tried_n, tried_text = f[2], 1, "1"
-        local again = NO_RETRY_FIELDS
         if before then
           tried_n = tonumber(before) + 1
           tried_text = string.format("%d", tried_n)
-          again = redis.call("HMGET", key, unpack(RETRY_READS))
+          local again = redis.call("HMGET", key, unpack(RETRY_READS))
+          retried = retried or {}
+          retried[r + 1] = i
+          for k = 1, 4 do retried[r + 1 + k] = again[k] end
+          r = r + 5
         end
         local token = prefix .. dot_seed .. token_suffix(i)
         redis.call("HSET", key, "state", ACTIVE_TEXT, "attempts", tried_text, "processed",
           NOW_TEXT, "token", token, "worker", worker, "expires", until_text)
         active[2 * i - 1] = until_text; active[2 * i] = prefix .. id
-        local json = f[5] or "{}"
-        opts[i] = json
-        claimed[i] = {id, f[3], f[4], json, prio[i], ord[i], seq, f[6], f[7], tried_n, again[1],
-          again[2], again[3], again[4], token}
+        opts[i] = f[5] or "{}"
+        local c = 1 + (i - 1) * CLAIM_ROW
+        claimed[c + 1] = members[i]; claimed[c + 2] = f[3]; claimed[c + 3] = f[4]
+        claimed[c + 4] = f[5]; claimed[c + 5] = prio[i]; claimed[c + 6] = seq
+        claimed[c + 7] = f[6]; claimed[c + 8] = f[7]; claimed[c + 9] = tried_n
+        claimed[c + 10] = token
       end
+      local c = 1 + n * CLAIM_ROW
+      for k = 1, r do claimed[c + k] = retried[k] end
       zadd(ACTIVE, active)
       emit_each("active", ids, n, "prev", nil, "waiting")
       -- Occurrences of job schedulers produce their next ones after the loop, so a claim never
@@ -858,14 +866,15 @@ local function claim_jobs(worker, lease, max_jobs, seed)
         end
       end
     end
-    if rate_max > 0 then redis.call("HINCRBY", META, "rate_count", #claimed) end
+    if rate_max > 0 then redis.call("HINCRBY", META, "rate_count", n) end
+    taken = n
     -- Jobs left over: wake another idle worker (each wake-up pops the marker for one). As
     -- wake(0) does, without reading again whether the queue is paused: it is not.
-    if #claimed > 0 and claimable_left() then
+    if n > 0 and claimable_left() then
       redis.call("ZADD", MARKER, "LT", "0", "w")
     end
   end
-  if #claimed == 0 and waiting_count() == 0
+  if taken == 0 and waiting_count() == 0
       and not redis.call("HGET", META, "drained") then
     redis.call("HSET", META, "drained", "1")
     emit("drained")

@@ -447,6 +447,7 @@ local function has_pending_children(id)
   return redis.call("ZLEXCOUNT", DEPS, "[" .. low, "(" .. low .. "\255") > 0
 end
 local function complete_jobs(ids, tokens, results)
+  local NOW_B11 = tonumber(NOW_TEXT, 11)
   local out, done, seen, opts = {}, {}, {}, {}
   local members, finished, returned, scored, cancelled = {}, {}, {}, {}, {}
   local n = 0
@@ -458,9 +459,14 @@ local function complete_jobs(ids, tokens, results)
     local state = seen[id] and COMPLETED_TEXT or read[1]
     local json = read[4] or "{}"
     opts[i] = json
-    -- The usual case first, without a call; anything else is check_values' to judge.
+    -- The usual case first, without a call; anything else is check_values' to judge. The
+    -- expiry is compared as a base-11 number with NOW's (NOW_B11): only the claim and the
+    -- renewal write it, as digits without leading zeros (int()), and such strings keep their
+    -- decimal order in base 11; a base other than 10 parses with strtoul, where tonumber(x)
+    -- runs strtod twice (1,200 instructions a job, lua_cost.py).
     local refused
-    if not (state == ACTIVE_TEXT and read[2] == tokens[i] and tonumber(read[3] or "0") > NOW) then
+    if not (state == ACTIVE_TEXT and read[2] == tokens[i]
+        and (tonumber(read[3] or "0", 11) or 0) > NOW_B11) then
       refused = check_values(id, tokens[i], state, read[2], read[3])
     end
     if not refused and read[5] and not seen[id] and has_pending_children(id) then

@@ -447,7 +447,7 @@ local function has_pending_children(id)
   return redis.call("ZLEXCOUNT", DEPS, "[" .. low, "(" .. low .. "\255") > 0
 end
 local function complete_jobs(ids, tokens, results)
-  local NOW_B11 = tonumber(NOW_TEXT, 11)
+  local NOW_B11 = tonumber(NOW_TEXT, 11) or math.huge
   local out, done, seen, opts = {}, {}, {}, {}
   local members, finished, returned, scored, cancelled = {}, {}, {}, {}, {}
   local n = 0

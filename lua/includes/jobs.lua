@@ -55,6 +55,9 @@ local function create_jobs(specs, compact)
   local grouped_waiting, grouped = nil, nil
   local w, d, h = 0, 0, 0
   local out = {}
+  -- A job's fields beyond the five every job has, the first e of them: one table for the
+  -- batch (unpack reads only those), not one a job.
+  local extra = {}
   for k = 1, count do
     local spec = specs[k]
     if spec.dup then
@@ -66,7 +69,7 @@ local function create_jobs(specs, compact)
       local order = seq
       next_seq = next_seq + 1
       local state
-      local extra, e = {}, 0
+      local e = 0
       if spec.opts ~= "{}" then extra[1] = "opts"; extra[2] = spec.opts; e = 2 end
       if spec.prio ~= "0" then extra[e + 1] = "prio"; extra[e + 2] = spec.prio; e = e + 2 end
       local g = spec.opts ~= "{}" and group_of(spec.opts)

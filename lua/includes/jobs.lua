@@ -837,7 +837,8 @@ local function claim_jobs(worker, lease, max_jobs, seed)
         local f = redis.call("HMGET", key, "seq", "attempts", "name", "data", "opts", "created",
           "delay")
         local seq = f[1]
-        local prefix = hex(tonumber(seq))
+        -- The text itself: string.format converts it with one strtod, tonumber with two.
+        local prefix = hex(seq)
         -- A first attempt (no count stored) needs no tonumber or format, both costly in Lua
         -- (benches/history/5-10.md).
         local before, tried_n, tried_text = f[2], 1, "1"

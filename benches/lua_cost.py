@@ -630,9 +630,21 @@ def main():
     def ADD(now, *jobs):
         return call("add", now, a.max_events, *[x for j in jobs for x in j])
 
+    def claimed(reply):
+        # (id, token) of each claimed job: a row of 15 values each (id first, token last), or
+        # claim_jobs' flat reply, the count then 10 values a job (the waiting member first,
+        # the token last; decode::claimed_jobs).
+        if reply and isinstance(reply[0], list):
+            return [(row[0], row[14]) for row in reply]
+        n = reply[0] if reply else 0
+        return [(reply[1 + 10 * k][14:], reply[10 + 10 * k]) for k in range(n)]
+
     def CC(now, done, n, seed):
-        completions = [x for j in done for x in (j[0], j[14], "null")]
-        return call("complete_claim", now, a.max_events, "w1", 30000, n, seed, *completions)
+        completions = [x for j in done for x in (*j, "null")]
+        refused, jobs = call(
+            "complete_claim", now, a.max_events, "w1", 30000, n, seed, *completions
+        )
+        return refused, claimed(jobs)
 
     def check(refused):
         assert not [o for o in refused if o not in ([], 0)], refused

@@ -10,13 +10,18 @@
 -- derives every new job's id, seq and order (`decode::added_jobs`), which saves a table per
 -- job here and in the reply. A batch that would take a group past its max_size writes nothing
 -- and returns {"group_full", group, max_size} (groups_room).
+-- A job of no delay ("0") and default options ("{}") is read with no tonumber (two strtod in
+-- Lua 5.1) and no search of its options: interned strings compare as pointers.
 local specs, deduplicating, grouped = {}, false, false
 for i = 3, #ARGV, 7 do
-  local spec = {name = ARGV[i], data = ARGV[i + 1], opts = ARGV[i + 2], id = ARGV[i + 3],
-    prio = ARGV[i + 4], lifo = ARGV[i + 5] == "1", delay = tonumber(ARGV[i + 6])}
-  spec.dedup = dedup_of(spec.opts)
-  deduplicating = deduplicating or spec.dedup ~= nil
-  grouped = grouped or (spec.opts ~= "{}" and string.find(spec.opts, '"group":"', 1, true) ~= nil)
+  local delay, opts = ARGV[i + 6], ARGV[i + 2]
+  local spec = {name = ARGV[i], data = ARGV[i + 1], opts = opts, id = ARGV[i + 3],
+    prio = ARGV[i + 4], lifo = ARGV[i + 5] == "1", delay = delay == "0" and 0 or tonumber(delay)}
+  if opts ~= "{}" then
+    spec.dedup = dedup_of(opts)
+    deduplicating = deduplicating or spec.dedup ~= nil
+    grouped = grouped or string.find(opts, '"group":"', 1, true) ~= nil
+  end
   specs[#specs + 1] = spec
 end
 

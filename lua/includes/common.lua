@@ -448,6 +448,30 @@ local function emit(event, id, key, value, key2, value2)
   if c >= ENTRY_ARGS then flush_events() end
 end
 
+-- n events of one kind, one per job, each with one field: `event ids[k] key values[k]` (or
+-- `key value` for all, when `value` is given); their ids reserved at once. What n
+-- emit() calls write, without a call per event: a batch's completions and claims emit one
+-- event a job (lua/README.md, "Redis work per job").
+local function emit_each(event, ids, n, key, values, value)
+  reserve_events(n)
+  local first = event_next
+  event_next = first + n
+  if MAX_EVENTS_N <= 0 then return end
+  if entry_argc > 0 and first ~= entry_last + 1 then flush_events() end
+  local a, c, events = entry_args, entry_argc, entry_events
+  for k = 1, n do
+    a[c + 1] = event; a[c + 2] = ids[k]; a[c + 3] = key
+    a[c + 4] = value or values[k]
+    c, events = c + 4, events + 1
+    if c >= ENTRY_ARGS then
+      entry_argc, entry_last, entry_events = c, first + k - 1, events
+      flush_events()
+      c, events = 0, 0
+    end
+  end
+  entry_argc, entry_last, entry_events = c, first + n - 1, events
+end
+
 -- Wakes idle workers (BZPOPMIN on MARKER); score = when the work is due: a worker popping a due
 -- marker claims at once, one popping a later one recomputes its wait. A paused queue wakes
 -- nobody (resuming does).

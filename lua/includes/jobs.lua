@@ -55,6 +55,9 @@ local function create_jobs(specs, compact)
   local grouped_waiting, grouped = nil, nil
   local w, d, h = 0, 0, 0
   local out = {}
+  -- A job's fields beyond the five every job has, the first e of them: one table for the
+  -- batch (unpack reads only those), not one a job.
+  local extra = {}
   for k = 1, count do
     local spec = specs[k]
     if spec.dup then
@@ -66,7 +69,7 @@ local function create_jobs(specs, compact)
       local order = seq
       next_seq = next_seq + 1
       local state
-      local extra, e = {}, 0
+      local e = 0
       if spec.opts ~= "{}" then extra[1] = "opts"; extra[2] = spec.opts; e = 2 end
       if spec.prio ~= "0" then extra[e + 1] = "prio"; extra[e + 2] = spec.prio; e = e + 2 end
       local g = spec.opts ~= "{}" and group_of(spec.opts)
@@ -436,7 +439,8 @@ end
 -- result.
 -- The loops count (no ipairs: a C call per step) and append with counters (no push2 call, no
 -- # per item): per job, this is most of the script's own work.
-local COMPLETE_READS = {"state", "token", "expires", "opts", "seq", "kids", "cancel"}
+-- Its HMGET's fields are written out in the call (constants of the function): unpack() of a
+-- table is a C call per job.
 -- Whether job `id` has a child in its unprocessed set ("1", flows.lua's UNPROCESSED: that
 -- library comes after this one). One ZLEXCOUNT, asked only of a job marked `kids` (flows.lua's
 -- dep_put marks a job once it has had an unprocessed child). A parent that had its children
@@ -446,22 +450,29 @@ local function has_pending_children(id)
   return redis.call("ZLEXCOUNT", DEPS, "[" .. low, "(" .. low .. "\255") > 0
 end
 local function complete_jobs(ids, tokens, results)
+  local NOW_B11 = tonumber(NOW_TEXT, 11) or math.huge
   local out, done, seen, opts = {}, {}, {}, {}
-  local members, finished, scored, cancelled = {}, {}, {}, {}
+  local members, finished, returned, scored, cancelled = {}, {}, {}, {}, {}
   local n = 0
   for i = 1, #ids do
     local id = ids[i]
-    local read = redis.call("HMGET", JOB .. id, unpack(COMPLETE_READS))
+    local read = redis.call("HMGET", JOB .. id, "state", "token", "expires", "opts", "kids",
+      "cancel")
     -- A job named twice in one batch: the second sees it completed, as it would one by one.
     local state = seen[id] and COMPLETED_TEXT or read[1]
     local json = read[4] or "{}"
     opts[i] = json
-    -- The usual case first, without a call; anything else is check_values' to judge.
+    -- The usual case first, without a call; anything else is check_values' to judge. The
+    -- expiry is compared as a base-11 number with NOW's (NOW_B11): only the claim and the
+    -- renewal write it, as digits without leading zeros (int()), and such strings keep their
+    -- decimal order in base 11; a base other than 10 parses with strtoul, where tonumber(x)
+    -- runs strtod twice (1,200 instructions a job, lua_cost.py).
     local refused
-    if not (state == ACTIVE_TEXT and read[2] == tokens[i] and tonumber(read[3] or "0") > NOW) then
+    if not (state == ACTIVE_TEXT and read[2] == tokens[i]
+        and (tonumber(read[3] or "0", 11) or 0) > NOW_B11) then
       refused = check_values(id, tokens[i], state, read[2], read[3])
     end
-    if not refused and read[6] and not seen[id] and has_pending_children(id) then
+    if not refused and read[5] and not seen[id] and has_pending_children(id) then
       refused = {"pending", id}
     end
     if refused and state == COMPLETED_TEXT and read[2] == tokens[i]
@@ -477,18 +488,28 @@ local function complete_jobs(ids, tokens, results)
       out[i] = 0
       n = n + 1
       done[n] = i
-      local member = hex(tonumber(read[5])) .. id
+      -- The token is the one the claim stored (checked above), and a claim's token starts
+      -- with the job's member prefix, 14 hex digits of its seq, then "." (claim_jobs): the
+      -- member comes from it, without a format. A token made before tokens carried it (no
+      -- "." there: after an upgrade with jobs in flight) has its member from `seq`.
+      local token, member = tokens[i]
+      if string.byte(token, 15) == 46 then
+        member = string.sub(token, 1, 14) .. id
+      else
+        member = hex(tonumber(redis.call("HGET", JOB .. id, "seq"))) .. id
+      end
       members[n] = member
       scored[2 * n - 1] = NOW_TEXT; scored[2 * n] = member
       finished[n] = id
-      cancelled[n] = read[7]
+      returned[n] = results[i]
+      cancelled[n] = read[6]
     end
   end
 
   if n > 0 then
     zrem(ACTIVE, members)
     for k = 1, n do
-      local id, result = finished[k], results[done[k]]
+      local id, result = finished[k], returned[k]
       local key = JOB .. id
       -- A cancel request leaves active with the job (lua/README.md, Cancellation).
       if cancelled[k] then redis.call("HDEL", key, "cancel") end
@@ -508,10 +529,7 @@ local function complete_jobs(ids, tokens, results)
       end
     end
     zadd(COMPLETED, scored)
-    reserve_events(n)
-    for k = 1, n do
-      emit("completed", finished[k], "returnvalue", results[done[k]])
-    end
+    emit_each("completed", finished, n, "returnvalue", returned)
     -- Then, job by job, what follows a finish in the order every backend keeps (lua/README.md):
     -- its dedup key, its parent, its retention last (which may delete it).
     for k = 1, n do
@@ -600,22 +618,28 @@ end
 -- schedulers.lua, which the scripts that claim load after this file.
 local scheduler_on_claim
 
--- What a claim reads of each job (the client gets all but attempts as they are), and of a job
+-- What a claim reads of each job ("seq", "attempts", "name", "data", "opts", "created",
+-- "delay", written out in claim_jobs' HMGET: no unpack() per job; the client gets all but
+-- attempts as they are), and of a job
 -- tried before (attempts stored) the fields only such a job may have: edit-16.lua stores
 -- attempts 0 with a progress or trace set before the first claim, fail_for_good's reason is
 -- cleared or comes with attempts before a job waits again, and stalls and failures follow
 -- claims. A first claim does not look for those four (each field absent from a job's hash is
 -- a scan of all of it).
-local CLAIM_READS = {"seq", "attempts", "name", "data", "opts", "created", "delay"}
 local RETRY_READS = {"stalled", "progress", "reason", "trace"}
-local NO_RETRY_FIELDS = {false, false, false, false}
 
 -- Promotes due delayed jobs, then (unless paused or in a rate-limit wait, and within the rate
 -- limit's window and the active cap)
 -- moves up to max_jobs from the front of waiting to active, each locked with a fresh token
--- (`seed`-n) until now + lease. Returns per claimed job only what the client cannot know:
--- {id, name, data, opts, prio, ord, seq, created, delay, attempts, stalled, progress, reason,
--- trace, token}; the state, lock and processed time are the ones this call set.
+-- (`seed`-n) until now + lease. Returns only what the client cannot know, in one flat list
+-- (`decode::claimed_jobs`): nothing when it claimed none, else how many it claimed, then per
+-- job CLAIM_ROW values: {waiting member (the order in hex, then the id), name, data, opts,
+-- prio, seq, created, delay, attempts, token}; then, for each job claimed before (attempts
+-- stored), its position from 1 and its {stalled, progress, reason, trace}. The state, lock and
+-- processed time are the ones this call set. One table for the batch, not one per job, and
+-- no values a first attempt cannot have: the FCALL's reply is made value by value, and each
+-- table in it is probed for the error and status shapes first (lua/README.md, "Redis work
+-- per job").
 -- Groups whose rate window ended (due by META `group_rated_next`, which the claim reads with
 -- its settings) join the turns again if they are claimable: O(log n) each. Returns whether
 -- one did.
@@ -714,6 +738,7 @@ local function claimable_left()
   return tonumber(head[2]) < GROUP_OFFSET or redis.call("EXISTS", groups_key("turns")) == 1
 end
 
+local CLAIM_ROW = 10
 local function claim_jobs(worker, lease, max_jobs, seed)
   local now = NOW
   promote_due()
@@ -755,12 +780,12 @@ local function claim_jobs(worker, lease, max_jobs, seed)
     allowed = math.min(allowed, max_active - active_count())
   end
 
-  local claimed = {}
+  local claimed, taken = {}, 0
   if allowed > 0 then
     -- Priority 0 first (the list), then the sorted set. A waiting member is the job's order
     -- (hex, offset) and id, and a sorted set's score the priority: the replies carry both, so
     -- no field hash is read (each read of a big hash misses the cache, benches/history/5-10.md).
-    local ids, ord, prio, n = {}, {}, {}, 0
+    local ids, members, prio, n = {}, {}, {}, 0
     -- Groups take turns only while META `group_turns` is set (cleared once they are gone).
     local turns = settings[6] and groups_key("turns")
     if turns and redis.call("EXISTS", turns) == 0 then
@@ -769,19 +794,13 @@ local function claim_jobs(worker, lease, max_jobs, seed)
     end
     if turns then
       -- Groups have claimable jobs: they (and the ungrouped jobs) take turns.
-      local members = {}
       n = claim_turns(turns, allowed, members, prio)
-      for i = 1, n do
-        local m = members[i]
-        ids[i] = string.sub(m, 15)
-        ord[i] = tonumber(string.sub(m, 1, 14), 16) - ORDER_OFFSET
-      end
+      for i = 1, n do ids[i] = string.sub(members[i], 15) end
     else
       local listed = redis.call("LPOP", WAITING0, allowed) or {}
+      members = listed
       for i = 1, #listed do
-        local m = listed[i]
-        ids[i] = string.sub(m, 15)
-        ord[i] = tonumber(string.sub(m, 1, 14), 16) - ORDER_OFFSET
+        ids[i] = string.sub(listed[i], 15)
         prio[i] = "0"
       end
       n = #listed
@@ -792,8 +811,8 @@ local function claim_jobs(worker, lease, max_jobs, seed)
           local m, score = popped[2 * k - 1], popped[2 * k]
           if tonumber(score) < GROUP_OFFSET then
             n = n + 1
+            members[n] = m
             ids[n] = string.sub(m, 15)
-            ord[n] = tonumber(string.sub(m, 1, 14), 16) - ORDER_OFFSET
             prio[n] = score
           else
             -- A held group's job (no group is in the turns): it stays.
@@ -810,34 +829,43 @@ local function claim_jobs(worker, lease, max_jobs, seed)
       -- A token is the job's member prefix, ".", the claim's seed (the client's random) and
       -- "-<n>": unique per claim and per job of it.
       local dot_seed = "." .. seed
-      local active, opts = {}, {}
+      local active, opts, retried, r = {}, {}, nil, 0
+      claimed[1] = n
       for i = 1, n do
         local id = ids[i]
         local key = JOB .. id
-        local f = redis.call("HMGET", key, unpack(CLAIM_READS))
+        local f = redis.call("HMGET", key, "seq", "attempts", "name", "data", "opts", "created",
+          "delay")
         local seq = f[1]
-        local prefix = hex(tonumber(seq))
+        -- The text itself: string.format converts it with one strtod, tonumber with two.
+        local prefix = hex(seq)
         -- A first attempt (no count stored) needs no tonumber or format, both costly in Lua
         -- (benches/history/5-10.md).
         local before, tried_n, tried_text = f[2], 1, "1"
-        local again = NO_RETRY_FIELDS
         if before then
           tried_n = tonumber(before) + 1
           tried_text = string.format("%d", tried_n)
-          again = redis.call("HMGET", key, unpack(RETRY_READS))
+          local again = redis.call("HMGET", key, unpack(RETRY_READS))
+          retried = retried or {}
+          retried[r + 1] = i
+          for k = 1, 4 do retried[r + 1 + k] = again[k] end
+          r = r + 5
         end
         local token = prefix .. dot_seed .. token_suffix(i)
         redis.call("HSET", key, "state", ACTIVE_TEXT, "attempts", tried_text, "processed",
           NOW_TEXT, "token", token, "worker", worker, "expires", until_text)
         active[2 * i - 1] = until_text; active[2 * i] = prefix .. id
-        local json = f[5] or "{}"
-        opts[i] = json
-        claimed[i] = {id, f[3], f[4], json, prio[i], ord[i], seq, f[6], f[7], tried_n, again[1],
-          again[2], again[3], again[4], token}
+        opts[i] = f[5] or "{}"
+        local c = 1 + (i - 1) * CLAIM_ROW
+        claimed[c + 1] = members[i]; claimed[c + 2] = f[3]; claimed[c + 3] = f[4]
+        claimed[c + 4] = f[5]; claimed[c + 5] = prio[i]; claimed[c + 6] = seq
+        claimed[c + 7] = f[6]; claimed[c + 8] = f[7]; claimed[c + 9] = tried_n
+        claimed[c + 10] = token
       end
+      local c = 1 + n * CLAIM_ROW
+      for k = 1, r do claimed[c + k] = retried[k] end
       zadd(ACTIVE, active)
-      reserve_events(n)
-      for i = 1, n do emit("active", ids[i], "prev", "waiting") end
+      emit_each("active", ids, n, "prev", nil, "waiting")
       -- Occurrences of job schedulers produce their next ones after the loop, so a claim never
       -- claims the occurrence it produced. Only options naming a scheduler are decoded.
       for i = 1, n do
@@ -848,14 +876,15 @@ local function claim_jobs(worker, lease, max_jobs, seed)
         end
       end
     end
-    if rate_max > 0 then redis.call("HINCRBY", META, "rate_count", #claimed) end
+    if rate_max > 0 then redis.call("HINCRBY", META, "rate_count", n) end
+    taken = n
     -- Jobs left over: wake another idle worker (each wake-up pops the marker for one). As
     -- wake(0) does, without reading again whether the queue is paused: it is not.
-    if #claimed > 0 and claimable_left() then
+    if n > 0 and claimable_left() then
       redis.call("ZADD", MARKER, "LT", "0", "w")
     end
   end
-  if #claimed == 0 and waiting_count() == 0
+  if taken == 0 and waiting_count() == 0
       and not redis.call("HGET", META, "drained") then
     redis.call("HSET", META, "drained", "1")
     emit("drained")

@@ -110,36 +110,112 @@ pub fn added_jobs(reply: Value, jobs: Vec<NewJob>, now: Millis) -> CoreResult<Ve
     Ok(jobs)
 }
 
-/// A job from `claim-16.lua`'s reply: the stored fields it returns, then the token; the lock,
+/// Values per claimed job in `claim_jobs`' reply (lua/includes/jobs.lua): its waiting member
+/// (the order in 14 hex digits, offset by 2^52, then the id), name, data, options, priority,
+/// seq, created, delay, attempts, token.
+const CLAIM_ROW: usize = 10;
+/// Values per job claimed before, after the rows: its position from 1, then its stalled
+/// count, progress, failure reason and stack trace (a first attempt has none of them).
+const RETRY_ROW: usize = 5;
+/// The offset of a waiting member's order (`ORDER_OFFSET` in lua/includes/common.lua).
+const ORDER_OFFSET: i64 = 1 << 52;
+
+/// The jobs of `claim_jobs`' reply: empty when it claimed none, else their count, then
+/// `CLAIM_ROW` values per job, then `RETRY_ROW` values per job claimed before. The lock,
 /// state and processed time are what the claim set.
-pub fn claimed(value: Value, worker: &str, lease: Millis, now: Millis) -> CoreResult<Job> {
+pub fn claimed_jobs(
+    value: Value,
+    worker: &str,
+    lease: Millis,
+    now: Millis,
+) -> CoreResult<Vec<Job>> {
     let mut v = items(value)?;
-    if v.len() != 15 {
-        return Err(unexpected("a claimed job with the wrong number of fields"));
+    if v.is_empty() {
+        return Ok(Vec::new());
     }
-    let mut get = |i: usize| std::mem::replace(&mut v[i], Value::Nil);
-    let nil = Value::Nil;
+    let n = number(&v[0]).ok_or_else(|| unexpected("the count of claimed jobs"))? as usize;
+    let rows_end = 1 + n * CLAIM_ROW;
+    if v.len() < rows_end || !(v.len() - rows_end).is_multiple_of(RETRY_ROW) {
+        return Err(unexpected("a claim reply of the wrong length"));
+    }
+    let mut again: Vec<Option<Vec<Value>>> = vec![None; n];
+    for tried in v.split_off(rows_end).chunks(RETRY_ROW) {
+        let position = number(&tried[0])
+            .and_then(|p| usize::try_from(p).ok())
+            .filter(|p| (1..=n).contains(p))
+            .ok_or_else(|| unexpected("a claimed job's position"))?;
+        again[position - 1] = Some(tried[1..].to_vec());
+    }
+    let mut values = v.into_iter().skip(1);
+    again
+        .into_iter()
+        .map(|again| {
+            let row: Vec<Value> = values.by_ref().take(CLAIM_ROW).collect();
+            claimed(row, again, worker, lease, now)
+        })
+        .collect()
+}
+
+/// One job of `claimed_jobs`: its `CLAIM_ROW` values, and the fields of a job claimed before.
+fn claimed(
+    row: Vec<Value>,
+    again: Option<Vec<Value>>,
+    worker: &str,
+    lease: Millis,
+    now: Millis,
+) -> CoreResult<Job> {
+    let mut row = row.into_iter();
+    let mut get = || row.next().unwrap_or(Value::Nil);
+    let (id, order) = match get() {
+        Value::BulkString(member) if member.len() > 14 => {
+            let order = std::str::from_utf8(&member[..14])
+                .ok()
+                .and_then(|hex| i64::from_str_radix(hex, 16).ok())
+                .ok_or_else(|| unexpected("a claimed job's member"))?;
+            (
+                Value::BulkString(member[14..].to_vec()),
+                order - ORDER_OFFSET,
+            )
+        }
+        _ => return Err(unexpected("a claimed job's member")),
+    };
+    let [stalled, progress, reason, trace] = match again {
+        Some(fields) => <[Value; 4]>::try_from(fields)
+            .map_err(|_| unexpected("a claimed job's retry fields"))?,
+        None => [Value::Nil, Value::Nil, Value::Nil, Value::Nil],
+    };
+    let (name, data, opts, prio, seq, created, delay, attempts, token) = (
+        get(),
+        get(),
+        get(),
+        get(),
+        get(),
+        get(),
+        get(),
+        get(),
+        get(),
+    );
     // Laid out as `job(id)` would: id, then JOB_FIELDS order.
     let row = vec![
-        get(0),                                        // id
-        get(1),                                        // name
-        get(2),                                        // data
-        get(3),                                        // opts
-        Value::Int(2),                                 // state: active
-        get(4),                                        // prio
-        get(5),                                        // ord
-        get(6),                                        // seq
-        get(7),                                        // created
-        get(8),                                        // delay
-        Value::Int(now as i64),                        // processed
-        nil.clone(),                                   // finished
-        get(9),                                        // attempts
-        get(10),                                       // stalled
-        get(11),                                       // progress
-        nil,                                           // result
-        get(12),                                       // reason
-        get(13),                                       // trace
-        get(14),                                       // token
+        id,
+        name,
+        data,
+        opts,
+        Value::Int(2), // state: active
+        prio,
+        Value::Int(order),
+        seq,
+        created,
+        delay,
+        Value::Int(now as i64), // processed
+        Value::Nil,             // finished
+        attempts,
+        stalled,
+        progress,
+        Value::Nil, // result
+        reason,
+        trace,
+        token,
         Value::BulkString(worker.as_bytes().to_vec()), // worker
         Value::Int((now + lease) as i64),              // expires
     ];

@@ -475,6 +475,42 @@ async fn a_token_made_before_tokens_carried_the_member_still_completes() {
 }
 
 #[tokio::test]
+async fn a_claim_reads_back_first_attempts_and_a_job_claimed_before_as_stored() {
+    // claim_jobs returns a first attempt's fields alone and a job claimed before's retry
+    // fields after all the rows, by position (decode::claimed_jobs): each claimed job must
+    // read as its stored hash does, whatever its place in the batch.
+    let server = Server::start(&[]);
+    let redis = backend(&server).await;
+    add(&redis, vec![job("a", |_| {}), job("b", |_| {})], T).await;
+    let b = redis.claim("w", LEASE, 2, T).await.unwrap().remove(1);
+    let id = b.id.to_string();
+    // (A release clears the run's progress; the stack trace and reason stay.)
+    redis
+        .save_stacktrace(id.clone(), vec!["at b".into()], Some("boom".into()))
+        .await
+        .unwrap();
+    redis
+        .release(id.clone(), b.lock.unwrap().token, T + 1)
+        .await
+        .unwrap();
+    // A LIFO job goes in front of the released b, and d behind it.
+    add(
+        &redis,
+        vec![job("c", |o| o.lifo = true), job("d", |_| {})],
+        T + 2,
+    )
+    .await;
+    let claimed = redis.claim("w", LEASE, 3, T + 3).await.unwrap();
+    let names: Vec<&str> = claimed.iter().map(|j| &*j.name).collect();
+    assert_eq!(names, ["c", "b", "d"]);
+    assert_eq!(claimed[1].failed_reason.as_deref(), Some("boom"));
+    assert_eq!(claimed[1].stacktrace, ["at b"]);
+    for job in &claimed {
+        assert_eq!(job, &get(&redis, &job.id).await);
+    }
+}
+
+#[tokio::test]
 async fn update_data_progress_and_stacktrace() {
     let server = Server::start(&[]);
     let redis = backend(&server).await;

@@ -41,7 +41,11 @@ async fn claim_script_only(redis: &RedisBackend, server: &Server, now: u64) -> u
     invocation.arg("10").arg("seed");
     let mut raw = common::raw(server).await;
     let claimed: Vec<redis::Value> = invocation.invoke_async(&mut raw).await.unwrap();
-    claimed.len()
+    // claim_jobs' reply: empty, or how many it claimed first (decode::claimed_jobs).
+    match claimed.first() {
+        Some(redis::Value::Int(n)) => *n as usize,
+        _ => 0,
+    }
 }
 
 #[tokio::test]

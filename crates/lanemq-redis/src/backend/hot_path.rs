@@ -80,10 +80,7 @@ impl RedisBackend {
         lease: Millis,
         now: Millis,
     ) -> CoreResult<Vec<Job>> {
-        items(reply)?
-            .into_iter()
-            .map(|job| decode::claimed(job, worker_id, lease, now))
-            .collect()
+        decode::claimed_jobs(reply, worker_id, lease, now)
     }
 
     pub(crate) fn completed(

@@ -195,6 +195,17 @@ fn emits() -> Vec<(String, Vec<String>)> {
             let args = split_top(&code[at + "emit(".len()..]);
             out.push((file.clone(), args.into_iter().map(str::to_owned).collect()));
         }
+        // emit_each(event, ids, n, key, values, value): n events `event ids[k] key value`, as
+        // emit(event, id, key, value) would write each.
+        for (at, _) in code.match_indices("emit_each(") {
+            if code[..at].ends_with("function ") {
+                continue;
+            }
+            let args = split_top(&code[at + "emit_each(".len()..]);
+            let value = args.get(5).copied().unwrap_or(args[4]);
+            let each = [args[0], args[1], args[3], value];
+            out.push((file.clone(), each.into_iter().map(str::to_owned).collect()));
+        }
     }
     out
 }

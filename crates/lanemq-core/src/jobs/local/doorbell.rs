@@ -5,7 +5,9 @@
 //! FSEvents or kqueue elsewhere, through the `notify` crate) reports each commit of any
 //! process. A waiter's own checks are reads: they write nothing to the `-wal`, so they do not
 //! ring the bell themselves, and an idle waiter costs nothing. One watcher serves the whole
-//! process (one OS thread); each open queue registers its file's paths with it.
+//! process (one OS thread); a queue registers its file's paths with it when it first waits
+//! (`writer::Shared::listen`): a process that only adds watches nothing, so its own writes
+//! wake no thread.
 //!
 //! Where no watch can be set (the OS refused one: a limit on watches, an unsupported
 //! filesystem), `Ring::start` returns None and waiters fall back to a short poll.

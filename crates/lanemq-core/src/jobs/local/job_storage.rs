@@ -77,7 +77,7 @@ impl JobStorage for SqlStore<'_> {
 
     fn insert(&mut self, job: Job) -> CoreResult<()> {
         save(self.conn, &job)?;
-        count_delta(self.conn, job.state, 1)?;
+        self.count_created(job.state)?;
         if job.state == JobState::Waiting {
             self.undrain()?;
         }
@@ -208,6 +208,7 @@ impl JobStorage for SqlStore<'_> {
     }
 
     fn count(&mut self, state: JobState) -> CoreResult<usize> {
+        self.write_created()?;
         count(self.conn, state)
     }
 

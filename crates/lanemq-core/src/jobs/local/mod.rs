@@ -42,7 +42,7 @@ mod sync;
 mod writer;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rusqlite::Connection;
@@ -96,12 +96,9 @@ impl LocalBackend {
         // Checked (and made, if new) here; the writer opens it again on first use and closes
         // it when other files need the room.
         schema::check(path, queue, sync)?;
+        let file = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
         let changed = Arc::new(tokio::sync::Notify::new());
-        let shared = Arc::new(Shared {
-            ring: doorbell::Ring::start(path, Arc::clone(&changed)),
-            changed,
-            waiters: Mutex::new(Default::default()),
-        });
+        let shared = Arc::new(Shared::new(file.clone(), changed));
         let mut env = Env::new(queue, config.max_payload_bytes, config.max_events);
         let dir = path
             .file_name()
@@ -109,7 +106,6 @@ impl LocalBackend {
             .map(|_| path.parent().unwrap_or(Path::new("")).to_path_buf());
         env.dir = dir.clone();
         env.sync = sync;
-        let file = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
         let slot = pool::register(pool::Slot::new(file, sync, env, Arc::clone(&shared)))?;
         Ok(Self {
             slot: Arc::new(slot),
@@ -125,9 +121,10 @@ impl LocalBackend {
         &self.path
     }
 
-    /// How long a waiter may go without re-reading the file.
+    /// How long a waiter may go without re-reading the file (`Shared::listen`: the first call
+    /// registers the file with the doorbell).
     fn poll_period(&self) -> Duration {
-        if self.shared.ring.is_some() {
+        if self.shared.listen() {
             DOORBELL_BACKSTOP
         } else {
             CROSS_PROCESS_POLL
@@ -268,6 +265,7 @@ impl LocalBackend {
         let backend = self.clone();
         Box::pin(async move {
             let deadline = timeout.map(|t| tokio::time::Instant::now() + Duration::from_millis(t));
+            backend.shared.listen(); // (before the first look)
             loop {
                 let notified = backend.shared.changed.notified();
                 tokio::pin!(notified);

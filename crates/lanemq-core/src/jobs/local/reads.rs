@@ -94,6 +94,7 @@ impl JobReads for LocalBackend {
             // later is found missing by a later look: an event after the start tells how it
             // ended. (This process's finishes tell the waiter, registered above.)
             let mut start = None;
+            backend.shared.listen(); // (before the first look)
             loop {
                 // Armed before the look: a commit of another process after it still wakes us.
                 let notified = backend.shared.changed.notified();

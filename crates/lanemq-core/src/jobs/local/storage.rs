@@ -12,10 +12,10 @@ use rusqlite::Connection;
 use crate::error::CoreResult;
 use crate::jobs::contract::NewJob;
 use crate::jobs::lifecycle;
-use crate::jobs::model::{Job, JobState, Millis};
+use crate::jobs::model::{Job, JobState, Millis, JOB_STATES_COUNT};
 
 use super::env::Env;
-use super::rows::{count_delta, load, set_meta, sql, AutoIds};
+use super::rows::{code, count_delta, load, set_meta, sql, AutoIds};
 
 /// Where an operation's automatic job ids come from, and when the last one taken is written.
 enum AutoIdSource<'a> {
@@ -40,6 +40,10 @@ pub struct SqlStore<'a> {
     /// leaving active drops its request only when some request exists, so the common case
     /// (none) costs one read per operation, not a write per job.
     pub(super) cancels_stored: Option<bool>,
+    /// The jobs this operation created, by state, not yet added to `counts`: a store that
+    /// calls `done` adds them there once per state, not with one UPDATE per job (a 1,000-job
+    /// add_bulk made 1,000); None for a store without `done`, which adds each at once.
+    created: Option<[i64; JOB_STATES_COUNT]>,
 }
 
 impl<'a> SqlStore<'a> {
@@ -62,15 +66,42 @@ impl<'a> SqlStore<'a> {
         Self {
             conn,
             env,
-            auto_ids,
             undrained: false,
             cancels_stored: None,
+            created: matches!(auto_ids, AutoIdSource::Batch(_)).then_some([0; JOB_STATES_COUNT]),
+            auto_ids,
         }
     }
 
-    /// Writes what the store kept back (the automatic ids an add batch took). Operations of
-    /// `adding` call it last.
-    pub fn done(self) -> CoreResult<()> {
+    /// Counts a job created in `state` (see `created`).
+    pub(super) fn count_created(&mut self, state: JobState) -> CoreResult<()> {
+        match &mut self.created {
+            Some(created) => {
+                created[code(state) as usize] += 1;
+                Ok(())
+            }
+            None => count_delta(self.conn, state, 1),
+        }
+    }
+
+    /// Adds the jobs created so far to `counts`: before `counts` is read, and at `done`.
+    pub(super) fn write_created(&mut self) -> CoreResult<()> {
+        let Some(created) = &mut self.created else {
+            return Ok(());
+        };
+        for state in JobState::ALL {
+            let n = std::mem::take(&mut created[code(state) as usize]);
+            if n != 0 {
+                count_delta(self.conn, state, n)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes what the store kept back (the counts of the jobs created, the automatic ids an
+    /// add batch took). Operations of `adding` call it last.
+    pub fn done(mut self) -> CoreResult<()> {
+        self.write_created()?;
         match self.auto_ids {
             AutoIdSource::Batch(Some(ids)) => ids.write(self.conn),
             _ => Ok(()),

@@ -5,7 +5,8 @@
 //! committed (on disk with full sync; in the OS's cache, on disk by the next checkpoint, with
 //! normal sync).
 
-use std::sync::{Arc, Mutex};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use rusqlite::Connection;
@@ -101,8 +102,34 @@ pub struct Shared {
     /// the doorbell for every process's commits.
     pub changed: Arc<Notify>,
     pub waiters: Waiters,
-    /// The file's registration with the doorbell (None: waiters poll for other processes).
-    pub ring: Option<super::doorbell::Ring>,
+    /// The queue file (canonical), for the doorbell.
+    file: PathBuf,
+    /// The file's registration with the doorbell, made by the first wait (`listen`); None
+    /// inside when the OS gave no watch (waiters then poll for other processes). Not made at
+    /// open: a process that only adds never waits, and a watch would wake the doorbell's
+    /// thread for each of its own `-wal` writes (about 14 a lone add: 15 % of its CPU,
+    /// benches/history/18.md).
+    ring: OnceLock<Option<super::doorbell::Ring>>,
+}
+
+impl Shared {
+    pub fn new(file: PathBuf, changed: Arc<Notify>) -> Self {
+        Self {
+            changed,
+            waiters: Mutex::new(Default::default()),
+            file,
+            ring: OnceLock::new(),
+        }
+    }
+
+    /// Whether other processes' commits ring `changed` (else a waiter polls), registering the
+    /// file with the doorbell on the first call. A waiter calls it before its first look at
+    /// the file, so a commit made after that look is heard.
+    pub fn listen(&self) -> bool {
+        self.ring
+            .get_or_init(|| super::doorbell::Ring::start(&self.file, Arc::clone(&self.changed)))
+            .is_some()
+    }
 }
 
 /// Runs `batch` in one transaction on `conn` and commits it, then delivers the flow messages

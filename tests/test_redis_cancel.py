@@ -1,4 +1,4 @@
-"""Cancellation on Redis (lua/cancel-16.lua, crates/lanemq-redis/src/cancels.rs), through the
+"""Cancellation on Redis (lua/cancel-2.lua, crates/lanemq-redis/src/cancels.rs), through the
 public API: a job that has not started fails for good at once; an active one keeps running
 with its request stored and pushed to the workers (`wait_cancels`, woken by the push in this
 process and in another), answered by its lease renewal, and failing it when it stalls or is

@@ -1,5 +1,5 @@
 """An idle worker on Redis sends its claim behind its blocking wait, in one write, so the server
-claims the moment the wait ends (crates/lanemq-redis/src/waits.rs, lua/claim-16.lua). Checked:
+claims the moment the wait ends (crates/lanemq-redis/src/waits.rs, lua/claim-2.lua). Checked:
 the claim rides on the waiting connection, right behind the wait (MONITOR); interrupting the
 wait (a slot freeing, close()) never leaves a job claimed and forgotten (every job runs once,
 none stalls); and where an ACL forbids CLIENT, the worker waits and claims the ordinary way."""

@@ -140,7 +140,7 @@ local function zrem(key, members) chunked("ZREM", key, members, 1) end
 -- fields in its own hash (JOB): a small hash is a listpack, one allocation, where a hash per
 -- field held an entry per job in each of five to twenty big tables (memory per job and a cache
 -- miss per field: benches/history/12.md). An older queue moves over in one call, which the client
--- makes when it first opens the queue (`layout-16.lua`, backend/ready.rs).
+-- makes when it first opens the queue (`layout-2.lua`, backend/ready.rs).
 local LAYOUT = "4"
 -- Moves layout "3"'s field hashes into job hashes, a field hash at a time, then deletes them.
 local function job_hashes_from_fields()
@@ -535,8 +535,8 @@ local function check_values(id, token, state, held, expires)
 end
 
 local LOCK_READS = {"state", "token", "expires"}
--- renew-16.lua's one read of a job: the lock check's fields, its member's seq, and a cancel
--- request stored with it (cancel-16.lua).
+-- renew-2.lua's one read of a job: the lock check's fields, its member's seq, and a cancel
+-- request stored with it (cancel-2.lua).
 local RENEW_READS = {"state", "token", "expires", "seq", "cancel"}
 local function check(id, token)
   local lock = redis.call("HMGET", JOB .. id, unpack(LOCK_READS))
@@ -544,7 +544,7 @@ local function check(id, token)
 end
 
 -- Takes an active job out of the active set and drops its lock, and any cancel request stored
--- with it (cancel-16.lua: a request lasts while the job is active).
+-- with it (cancel-2.lua: a request lasts while the job is active).
 local function unlock(id)
   local f = fields(id, {"seq", "opts"})
   redis.call("ZREM", ACTIVE, hex(tonumber(f[1] or "0")) .. id)

@@ -366,7 +366,7 @@ local flow_on_finish, need_chain
 -- Fails an (unlocked) job for good, in the order of what follows a finish (lua/README.md):
 -- failed set and fields, events, dedup key, parent (which may fail too, and be counted by the
 -- retention below), then retention (lifecycle::finish::fail_for_good and Effects::apply).
--- `reported`: failed by its worker's report (fail-16.lua), whose token the job keeps so that
+-- `reported`: failed by its worker's report (fail-2.lua), whose token the job keeps so that
 -- the same report sent again is answered as done; failed otherwise, it keeps none
 -- (Job::reported_by).
 local function fail_for_good(id, reason, opts, opts_json, reported)
@@ -402,7 +402,7 @@ end
 
 -- Fails an (unlocked) job for good as cancelled (lifecycle/cancel.rs): its stack trace gets
 -- "JobCancelledError: <reason>", then fail_for_good with the reason. A job never claimed gets
--- attempts 0 with its trace, as edit-16.lua's does: a claim reads the trace only of a job
+-- attempts 0 with its trace, as edit-2.lua's does: a claim reads the trace only of a job
 -- tried before (claim_jobs), and a retry by hand may claim it again.
 local function cancel_for_good(id, reason, opts, opts_json)
   redis.call("HSETNX", JOB .. id, "attempts", "0")
@@ -621,7 +621,7 @@ local scheduler_on_claim
 -- What a claim reads of each job ("seq", "attempts", "name", "data", "opts", "created",
 -- "delay", written out in claim_jobs' HMGET: no unpack() per job; the client gets all but
 -- attempts as they are), and of a job
--- tried before (attempts stored) the fields only such a job may have: edit-16.lua stores
+-- tried before (attempts stored) the fields only such a job may have: edit-2.lua stores
 -- attempts 0 with a progress or trace set before the first claim, fail_for_good's reason is
 -- cleared or comes with attempts before a job waits again, and stalls and failures follow
 -- claims. A first claim does not look for those four (each field absent from a job's hash is

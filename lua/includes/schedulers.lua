@@ -1,6 +1,6 @@
 -- Job schedulers (crates/lanemq-core/src/jobs/scheduler.rs decides; this is its Redis side).
 -- Loaded after jobs.lua, by the scripts that reach them: those that claim (claim_jobs calls
--- scheduler_on_claim) and schedulers-16.lua; see crates/lanemq-redis/src/compose.rs.
+-- scheduler_on_claim) and schedulers-2.lua; see crates/lanemq-redis/src/compose.rs.
 --
 -- SCHEDULERS maps a key to a JSON record; SCHEDULERS_NEXT scores each key by its next_run, so
 -- lists come out in (next_run, key) order without decoding anything. Every number in a record

@@ -367,7 +367,7 @@ impl RedisBackend {
             .map(drop)
     }
 
-    /// Removes the data of jobs that no state set references (see `lua/orphans-16.lua`); returns
+    /// Removes the data of jobs that no state set references (see `lua/orphans-2.lua`); returns
     /// how many. One script call per batch of about `ORPHAN_BATCH` keys of the server (the job
     /// hashes, by SCAN) or entries of the logs, so the server is never held long.
     pub async fn remove_orphaned_jobs(&self) -> CoreResult<usize> {

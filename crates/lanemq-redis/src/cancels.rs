@@ -1,4 +1,4 @@
-//! Cancellation on Redis (`JobCancels`): `cancel-16.lua` fails a job that has not started, or
+//! Cancellation on Redis (`JobCancels`): `cancel-2.lua` fails a job that has not started, or
 //! stores the request with an active one and pushes it to the stream `cancels` (lua/README.md),
 //! whose entry ids are the requests' seqs (`<seq>-0`). Workers follow that stream with XREAD
 //! BLOCK on a connection of their own, as the other waits do (`waits.rs`): a blocking read on
@@ -117,7 +117,7 @@ fn requests(reply: Value) -> CoreResult<Vec<CancelRequest>> {
     Ok(out)
 }
 
-/// One entry of the stream: id `<seq>-0`, fields `job` and `reason` (`cancel-16.lua`).
+/// One entry of the stream: id `<seq>-0`, fields `job` and `reason` (`cancel-2.lua`).
 fn request(entry: Value) -> CoreResult<CancelRequest> {
     let mut entry = items(entry)?.into_iter();
     let id = entry.next().as_ref().and_then(text).unwrap_or_default();

@@ -56,7 +56,7 @@ pub fn added(new: NewJob, id: Arc<str>, place: (u64, i64), hold: bool, now: Mill
     Job::added(id, name, data, new.options, place, hold, now)
 }
 
-/// The jobs `add-16.lua` reports, each with whether it was created. Its reply is the first
+/// The jobs `add-2.lua` reports, each with whether it was created. Its reply is the first
 /// automatic id, the first seq, then (position from 1, `{0, job...}`) for each job that
 /// created nothing. The new jobs take automatic ids and seqs counting up from the first ones,
 /// in order, as `create_jobs` gives them; a new job's order is its seq, negated when LIFO and
@@ -243,7 +243,7 @@ pub fn job(value: Value) -> CoreResult<Job> {
         .ok_or_else(|| unexpected("job state"))?;
     let arc = |i: usize| shared(&v[i]).unwrap_or_else(|| Arc::from(""));
     // A job that a report moved keeps the token of its attempt (`Job::reported_by`): a
-    // failed or retried one without a worker or an expiry (`fail-16.lua`), a completed one
+    // failed or retried one without a worker or an expiry (`fail-2.lua`), a completed one
     // with them (`complete_jobs` saves an HDEL a job); only an active job's are a lock.
     let token = text(&v[18]);
     let (lock, reported_by) = match token {

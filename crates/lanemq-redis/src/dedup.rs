@@ -1,4 +1,4 @@
-//! Dedup keys read and deleted by id (`lua/dedup-16.lua`); adds, finishes, removals and retries
+//! Dedup keys read and deleted by id (`lua/dedup-2.lua`); adds, finishes, removals and retries
 //! update them inside their own scripts (`lua/includes/jobs.lua`).
 
 use lanemq_core::jobs::dedup::KeyView;

@@ -15,7 +15,7 @@ use crate::decode::{items, text, unexpected};
 use crate::job_backend::{call, RedisJobBackend};
 use crate::scripts;
 
-/// Cancellation's event and its field (`cancel-16.lua`): known here whether or not the core's
+/// Cancellation's event and its field (`cancel-2.lua`): known here whether or not the core's
 /// lists of names hold them (an unknown name in an entry would read as a field of the event
 /// before it).
 const CANCELLED: &str = "cancelled";
@@ -39,7 +39,7 @@ impl RedisBackend {
     /// Events with `start <= id <= end`, at most `limit` (0: all), oldest first. An entry's
     /// id is its last event's (`parse_entry`), so the first entry read from `start` on may
     /// begin before `start`, and entries are read a page at a time until one passes `end`.
-    /// Events below the floor of an explicit trim are gone (`lua/trim_events-16.lua`), and so
+    /// Events below the floor of an explicit trim are gone (`lua/trim_events-2.lua`), and so
     /// are those older than the newest `max_events` (`visible_floor`).
     pub async fn read_events(
         &self,

@@ -1,4 +1,4 @@
-//! Flows on Redis (`lua/includes/flows.lua`, `lua/flows-16.lua`): the decisions are
+//! Flows on Redis (`lua/includes/flows.lua`, `lua/flows-2.lua`): the decisions are
 //! `jobs::flow`'s, as on the other backends. A flow is checked here (options, payload) and written by one script,
 //! which also checks that its custom ids are free; finishing, failing, removing and retrying a
 //! child tell its parent inside the script of that transition.

@@ -1,4 +1,4 @@
-//! Groups on Redis (`JobGroups`): the management calls, one op of `lua/groups-16.lua` each.
+//! Groups on Redis (`JobGroups`): the management calls, one op of `lua/groups-2.lua` each.
 //! The turns and limits at the claim, and the groups' state through every transition, are
 //! the Lua helpers of `lua/includes/common.lua` and `jobs.lua` (lua/README.md, "Groups").
 

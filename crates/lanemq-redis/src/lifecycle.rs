@@ -1,5 +1,5 @@
 //! Finishing and lease transitions on Redis: fail, renew, move to delayed, release, stall
-//! recovery (one Lua script each, `lua/{fail,renew,delay,release,recover}-16.lua`), and the
+//! recovery (one Lua script each, `lua/{fail,renew,delay,release,recover}-2.lua`), and the
 //! lock check `holds_lock`; and `JobLifecycle` for `RedisJobBackend` (adding, claiming and
 //! completing themselves are in `backend/hot_path.rs`, beside the arguments and replies they
 //! share with the wire).
@@ -78,7 +78,7 @@ impl RedisBackend {
     }
 
     /// Extends each held lock to `now + lease`. Per item, in order; a job renewed whose cancel
-    /// was requested (`cancel-16.lua`) answers `CancelRequested` with the request's reason.
+    /// was requested (`cancel-2.lua`) answers `CancelRequested` with the request's reason.
     pub async fn renew_many(
         &self,
         items: Vec<(String, String)>,

@@ -1,4 +1,4 @@
-//! A job's log as `logs-16.lua` stores it: one JSON array per job in the queue's `logs` hash,
+//! A job's log as `logs-2.lua` stores it: one JSON array per job in the queue's `logs` hash,
 //! each line `[time, text]` (the time in ms: the script's `NOW`), or a bare string for a line
 //! written before lines carried times, read with no time. A line's kind is its JSON type, never
 //! a pattern in its text, so any text round-trips unchanged and old lines need no rewriting.

@@ -232,7 +232,7 @@ impl RedisBackend {
         Ok(out)
     }
 
-    /// `search_jobs`: `lua/search-16.lua` walks at most `SEARCH_SCAN_LIMIT` jobs of the states
+    /// `search_jobs`: `lua/search-2.lua` walks at most `SEARCH_SCAN_LIMIT` jobs of the states
     /// and answers the ids that match, then each is read as `get_job` reads it (one that went
     /// in between is left out).
     pub async fn search_jobs(

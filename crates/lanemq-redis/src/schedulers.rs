@@ -1,4 +1,4 @@
-//! Job schedulers on Redis (`lua/includes/schedulers.lua`, `lua/schedulers-16.lua`), decided by
+//! Job schedulers on Redis (`lua/includes/schedulers.lua`, `lua/schedulers-2.lua`), decided by
 //! `lanemq_core::jobs::scheduler` as on the other backends.
 //!
 //! Rust reads a scheduler's record (with its version) and its pending occurrence's state,
@@ -35,7 +35,7 @@ const LUA_EVERY_MAX: Millis = 1 << 52;
 /// changed the record in between: many in a row is not contention but a bug).
 const ATTEMPTS: usize = 1000;
 
-/// The "state" `schedulers-16.lua` gives a pending occurrence that is no job but waits on its
+/// The "state" `schedulers-2.lua` gives a pending occurrence that is no job but waits on its
 /// template's dedup key (keep_last) for the key's owner to finish (`Current::kept`).
 const KEPT: &str = "kept";
 

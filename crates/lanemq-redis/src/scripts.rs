@@ -45,62 +45,61 @@ pub struct LuaScript {
     pub function: String,
 }
 
-/// Every script: its operation name, and its body (`lua/<op>-16.lua`, or `lua/<op>-2.lua` for
-/// those of `OWN_KEYS`).
+/// Every script: its operation name, and its body (`lua/<op>-2.lua`: two keys each, a queue's
+/// `meta` and `guard`, or for those of `OWN_KEYS` two keys of their own).
 const OPS: [(&str, &str); 31] = [
-    ("add", include_str!("../../../lua/add-16.lua")),
-    ("claim", include_str!("../../../lua/claim-16.lua")),
-    ("complete", include_str!("../../../lua/complete-16.lua")),
-    ("fail", include_str!("../../../lua/fail-16.lua")),
-    ("renew", include_str!("../../../lua/renew-16.lua")),
-    ("cancel", include_str!("../../../lua/cancel-16.lua")),
-    ("delay", include_str!("../../../lua/delay-16.lua")),
-    ("release", include_str!("../../../lua/release-16.lua")),
-    ("recover", include_str!("../../../lua/recover-16.lua")),
-    ("promote", include_str!("../../../lua/promote-16.lua")),
-    ("reschedule", include_str!("../../../lua/reschedule-16.lua")),
-    ("retry", include_str!("../../../lua/retry-16.lua")),
-    ("priority", include_str!("../../../lua/priority-16.lua")),
-    ("edit", include_str!("../../../lua/edit-16.lua")),
-    ("logs", include_str!("../../../lua/logs-16.lua")),
-    ("remove", include_str!("../../../lua/remove-16.lua")),
-    ("pause", include_str!("../../../lua/pause-16.lua")),
-    ("obliterate", include_str!("../../../lua/obliterate-16.lua")),
-    ("settings", include_str!("../../../lua/settings-16.lua")),
-    ("dedup", include_str!("../../../lua/dedup-16.lua")),
+    ("add", include_str!("../../../lua/add-2.lua")),
+    ("claim", include_str!("../../../lua/claim-2.lua")),
+    ("complete", include_str!("../../../lua/complete-2.lua")),
+    ("fail", include_str!("../../../lua/fail-2.lua")),
+    ("renew", include_str!("../../../lua/renew-2.lua")),
+    ("cancel", include_str!("../../../lua/cancel-2.lua")),
+    ("delay", include_str!("../../../lua/delay-2.lua")),
+    ("release", include_str!("../../../lua/release-2.lua")),
+    ("recover", include_str!("../../../lua/recover-2.lua")),
+    ("promote", include_str!("../../../lua/promote-2.lua")),
+    ("reschedule", include_str!("../../../lua/reschedule-2.lua")),
+    ("retry", include_str!("../../../lua/retry-2.lua")),
+    ("priority", include_str!("../../../lua/priority-2.lua")),
+    ("edit", include_str!("../../../lua/edit-2.lua")),
+    ("logs", include_str!("../../../lua/logs-2.lua")),
+    ("remove", include_str!("../../../lua/remove-2.lua")),
+    ("pause", include_str!("../../../lua/pause-2.lua")),
+    ("obliterate", include_str!("../../../lua/obliterate-2.lua")),
+    ("settings", include_str!("../../../lua/settings-2.lua")),
+    ("dedup", include_str!("../../../lua/dedup-2.lua")),
     (
         "complete_claim",
-        include_str!("../../../lua/complete_claim-16.lua"),
+        include_str!("../../../lua/complete_claim-2.lua"),
     ),
-    ("schedulers", include_str!("../../../lua/schedulers-16.lua")),
-    ("flows", include_str!("../../../lua/flows-16.lua")),
+    ("schedulers", include_str!("../../../lua/schedulers-2.lua")),
+    ("flows", include_str!("../../../lua/flows-2.lua")),
     (
         "trim_events",
-        include_str!("../../../lua/trim_events-16.lua"),
+        include_str!("../../../lua/trim_events-2.lua"),
     ),
-    ("orphans", include_str!("../../../lua/orphans-16.lua")),
-    ("layout", include_str!("../../../lua/layout-16.lua")),
+    ("orphans", include_str!("../../../lua/orphans-2.lua")),
+    ("layout", include_str!("../../../lua/layout-2.lua")),
     (
         "publish_event",
-        include_str!("../../../lua/publish_event-16.lua"),
+        include_str!("../../../lua/publish_event-2.lua"),
     ),
-    ("groups", include_str!("../../../lua/groups-16.lua")),
-    ("search", include_str!("../../../lua/search-16.lua")),
+    ("groups", include_str!("../../../lua/groups-2.lua")),
+    ("search", include_str!("../../../lua/search-2.lua")),
     ("metrics", include_str!("../../../lua/metrics-2.lua")),
     ("workers", include_str!("../../../lua/workers-2.lua")),
 ];
 
 /// The scripts that get keys of their own (two: `Keys::metrics`, `Keys::workers`) rather than
 /// the queue's block: what the queue keeps for observation, called by `observe.rs` (named here
-/// for the tests, which read the scripts by file).
+/// for the tests).
 #[cfg(test)]
 pub const OWN_KEYS: [&str; 2] = ["metrics", "workers"];
 
 /// The file of a script under `lua/`.
 #[cfg(test)]
 fn file_name(op: &str) -> String {
-    let keys = if OWN_KEYS.contains(&op) { 2 } else { 16 };
-    format!("{op}-{keys}.lua")
+    format!("{op}-2.lua")
 }
 
 fn load(op: &str) -> LuaScript {
@@ -356,7 +355,7 @@ fn dump_composed_scripts() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         if let Some(stem) = name
-            .strip_suffix("-16.lua")
+            .strip_suffix("-2.lua")
             .or_else(|| name.strip_suffix("-2.lua"))
         {
             let body = std::fs::read_to_string(&path).unwrap();

@@ -82,7 +82,7 @@ impl RedisBackend {
     /// What an idle worker does (`JobLifecycle::wait_and_claim`): waits as `wait_for_job`,
     /// then claims. With functions, the claim goes behind the BZPOPMIN in the same write, so
     /// the server runs it the moment the wait ends, with no round trip to this client in
-    /// between (`claim-16.lua`). An interrupt then writes the call's halt key and ends the wait
+    /// between (`claim-2.lua`). An interrupt then writes the call's halt key and ends the wait
     /// (`CLIENT UNBLOCK`), and the reply is read as usual: the claim, run after the halt key,
     /// takes nothing; run before it, its jobs are this call's result. Where the server has no
     /// functions, or an ACL forbids `CLIENT UNBLOCK`, the wait ends on its own or by dropping
@@ -212,7 +212,7 @@ impl RedisBackend {
                 Err(e) => return Err(self.target.error(e)),
             };
             let mut reply = items(claimed)?.into_iter();
-            // The claim's own time first (claim-16.lua), as text.
+            // The claim's own time first (claim-2.lua), as text.
             let at: Millis = match reply.next() {
                 Some(Value::BulkString(text)) => std::str::from_utf8(&text)
                     .ok()

@@ -29,7 +29,7 @@ async fn claim_script_only(redis: &RedisBackend, server: &Server, now: u64) -> u
         include_str!("../../../lua/includes/jobs.lua"),
         include_str!("../../../lua/includes/flows.lua"),
         include_str!("../../../lua/includes/schedulers.lua"),
-        include_str!("../../../lua/claim-16.lua"),
+        include_str!("../../../lua/claim-2.lua"),
     ));
     let mut invocation = script.prepare_invoke();
     for key in redis.keys().script_keys() {

@@ -1,5 +1,5 @@
 //! The criteria of `search_jobs` and `remove_jobs`, and whether a job meets them: the same
-//! rules as `lua/search-16.lua` applies on Redis, so every backend finds the same jobs.
+//! rules as `lua/search-2.lua` applies on Redis, so every backend finds the same jobs.
 
 use serde_json::Value;
 

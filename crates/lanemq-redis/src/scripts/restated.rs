@@ -323,7 +323,7 @@ fn every_event_the_scripts_emit_is_one_the_reader_knows() {
         assert!(names.iter().any(|n| n == name), "no script emits {name}");
     }
     // emit is the only way to the stream: one XADD, in flush_events. (The other stream, of
-    // cancel requests, has its own in cancel-16.lua.)
+    // cancel requests, has its own in cancel-2.lua.)
     let xadds: usize = sources()
         .iter()
         .map(|(_, text)| code(text).matches("\"XADD\", EVENTS").count())
@@ -336,7 +336,7 @@ fn every_event_the_scripts_emit_is_one_the_reader_knows() {
         })
         .map(|(file, _)| file)
         .collect();
-    assert_eq!(others, ["cancel-16.lua"]);
+    assert_eq!(others, ["cancel-2.lua"]);
 }
 
 #[test]

@@ -26,7 +26,7 @@ fn check<Q: FlowQueues>(
 ) -> CoreResult<bool> {
     let home = queues.home().to_owned();
     flow::check_nodes(nodes, &home, path, |queue, job, child| {
-        // A node that is an existing job is not deduplicated (as flows-16.lua decides).
+        // A node that is an existing job is not deduplicated (as flows-2.lua decides).
         let found = existing(queues, queue, job.options.job_id.as_deref())?;
         queues.check_job(queue, job, child && found.is_none(), now)
     })?;

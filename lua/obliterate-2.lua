@@ -59,6 +59,6 @@ redis.call("DEL", groups_key("known"), groups_key("turns"), groups_key("limits")
   groups_key("paused"), groups_key("active"), groups_key("rate"), groups_key("rated"))
 redis.call("DEL", META, WAITING, WAITING0, DELAYED, ACTIVE, CHILDREN, COMPLETED, FAILED, LOGS,
   EVENTS, MARKER, DEDUP, DEDUP_EXPIRY, SCHEDULERS, SCHEDULERS_NEXT, DEPS, DEPS_VALUES)
--- The cancel requests' stream (cancel-16.lua), built from META's name as the job hashes are.
+-- The cancel requests' stream (cancel-2.lua), built from META's name as the job hashes are.
 redis.call("DEL", string.sub(META, 1, -5) .. "cancels")
 return {"ok"}

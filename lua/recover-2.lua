@@ -1,6 +1,6 @@
 -- recover_stalled: ARGV = now, max_events. Every active job whose lock expired (score <= now),
 -- in expiry order, fails for good with its cancel request's reason when one is stored
--- (cancel-16.lua; no stall counted: it does not start again either way); any other counts a
+-- (cancel-2.lua; no stall counted: it does not start again either way); any other counts a
 -- stall and gives its attempt back, and goes to the front of its priority in waiting, or fails
 -- for good once it stalled more than its max_stalled_count, or once its starts reached its
 -- max_started_attempts (starts_spent). Returns {recovered ids, failed ids}.

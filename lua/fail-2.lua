@@ -3,12 +3,12 @@
 -- backoff jitter: scripts must be deterministic, so the client draws it). Each job is checked
 -- on its own; a refused one changes nothing. Returns per job {"retry", delay until} (delayed),
 -- {"retry"} (back of waiting, behind the delayed jobs already due), {"failed"} (failed for good), or {kind, message} with kind
--- "missing", "state" or "lock". A job whose cancel was requested (cancel-16.lua) is not
+-- "missing", "state" or "lock". A job whose cancel was requested (cancel-2.lua) is not
 -- retried; one whose starts reached its max_started_attempts fails for good with
 -- STARTED_REASON rather than retry (starts_spent).
 local now, max_events = tonumber(ARGV[1]), ARGV[2]
 local REPORT_READS = {"token", "reason", "delay"}
--- The lock check's fields and a cancel request stored with the job (cancel-16.lua), in one read.
+-- The lock check's fields and a cancel request stored with the job (cancel-2.lua), in one read.
 local FAIL_READS = {"state", "token", "expires", "cancel"}
 
 -- Backoff::delay_for: the wait before retry number `retry` (1-based).

@@ -1,6 +1,6 @@
 -- renew_many: ARGV = now, lease (ms), then (job id, token) per job. Extends each held lock to
 -- now + lease (and re-scores the job in the active set). Returns per job {} when renewed,
--- {"cancel", reason} when renewed but its cancel was requested (cancel-16.lua: the road for a
+-- {"cancel", reason} when renewed but its cancel was requested (cancel-2.lua: the road for a
 -- worker that missed the push), or {kind, message} with kind "missing", "state" or "lock".
 local now, lease = tonumber(ARGV[1]), ARGV[2]
 

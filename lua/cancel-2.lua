@@ -4,7 +4,7 @@
 --     with the reason (cancel_for_good: a stack trace entry "JobCancelledError: <reason>", then
 --     fail_for_good's events and effects). Returns {"failed"}.
 --   active: the request is stored with the job (its field `cancel`, which every way out of
---     active drops, and renew-16.lua answers) and pushed to the workers: an entry of the
+--     active drops, and renew-2.lua answers) and pushed to the workers: an entry of the
 --     stream `cancels` (built from META's name, so in the queue's slot) whose id is the
 --     request's seq, the META counter `cancels`: `<seq>-0`, fields `job` and `reason`. The
 --     workers block on it (XREAD, cancels.rs). It keeps about the newest 1,000 requests, and

@@ -1,6 +1,6 @@
 -- release: ARGV = now, max_events, job id, token. Gives an active job back to the front of its
 -- priority in waiting without using an attempt, and without its start time and progress,
--- also once its lease ran out; a job whose cancel was requested (cancel-16.lua) fails for
+-- also once its lease ran out; a job whose cancel was requested (cancel-2.lua) fails for
 -- good with the request's reason instead (its attempt counted, as any failure's), as a
 -- cancelled waiting job does. Returns {} when released (or so failed), or {kind, message} with
 -- kind "missing", "state" or "lock".

@@ -328,9 +328,11 @@ local function group_waiting_add(g, prio, m)
 end
 -- A job of group g left active (finished, retried, released, delayed, stalled, removed): one
 -- less against its concurrency, which may make it claimable again.
-local function group_active_done(g)
+-- `k` such jobs at once (a batch's completions of the group): one count and one look at the
+-- turns for the batch.
+local function group_active_done(g, k)
   local key = groups_key("active")
-  if redis.call("HINCRBY", key, g, -1) <= 0 then redis.call("HDEL", key, g) end
+  if redis.call("HINCRBY", key, g, -(k or 1)) <= 0 then redis.call("HDEL", key, g) end
   group_enqueue(g)
 end
 -- Group g's job `id` is deleted: a group left with no job, no pause and no overrides is no

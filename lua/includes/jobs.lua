@@ -508,6 +508,9 @@ local function complete_jobs(ids, tokens, results)
 
   if n > 0 then
     zrem(ACTIVE, members)
+    -- The batch's jobs per group, the groups in the order their first job finished: each
+    -- group's count and turn are updated once, after the loop.
+    local groups, ended = {}, {}
     for k = 1, n do
       local id, result = finished[k], returned[k]
       local key = JOB .. id
@@ -525,9 +528,16 @@ local function complete_jobs(ids, tokens, results)
       local json = opts[done[k]]
       if json ~= "{}" then
         local g = group_of(json)
-        if g then group_active_done(g) end
+        if g then
+          if not ended[g] then
+            groups[#groups + 1] = g
+            ended[g] = 0
+          end
+          ended[g] = ended[g] + 1
+        end
       end
     end
+    for i = 1, #groups do group_active_done(groups[i], ended[groups[i]]) end
     zadd(COMPLETED, scored)
     emit_each("completed", finished, n, "returnvalue", returned)
     -- Then, job by job, what follows a finish in the order every backend keeps (lua/README.md):
@@ -655,39 +665,53 @@ local function groups_rate_over()
   return joined
 end
 
--- Group g's turn: its head job (member, priority), or nil when it cannot give one (it leaves
--- the turns: no job waiting, or a limit holds it). The group goes to the back of the turns
--- while it stays claimable.
-local function group_take(g, turns)
+-- Group g's turn: up to `want` of its head jobs, put in `members` and `prios` after position n;
+-- returns how many (0 when it cannot give one: it leaves the turns, no job waiting or a limit
+-- holds it). The group goes to the back of the turns while it stays claimable. `want` is 1
+-- unless g is alone in the turns, where the turns would give it every next turn anyway: its
+-- jobs are then taken in one pop, within its concurrency and rate limits, as that many turns
+-- in a row would take them (one command a batch instead of seven a job).
+local function group_take(g, turns, want, members, prios, n)
   local lim = group_limits(g)
   local start, count
   if lim then
-    if lim.c and tonumber(redis.call("HGET", groups_key("active"), g) or "0") >= lim.c then
-      redis.call("ZREM", turns, g)
-      return nil
+    if lim.c then
+      local active = tonumber(redis.call("HGET", groups_key("active"), g) or "0")
+      if active >= lim.c then
+        redis.call("ZREM", turns, g)
+        return 0
+      end
+      want = math.min(want, lim.c - active)
     end
     if lim.rm then
       start, count = rate_window(g, lim)
       if start and count >= lim.rm then
         redis.call("ZREM", turns, g)
         group_hold(g, start + lim.rd)
-        return nil
+        return 0
       end
+      want = math.min(want, lim.rm - (count or 0))
     end
   end
   local waiting = group_key(g, ":waiting")
-  local popped = redis.call("ZPOPMIN", waiting)
-  if not popped[1] then
+  local popped = redis.call("ZPOPMIN", waiting, want)
+  local k = #popped / 2
+  if k == 0 then
     redis.call("ZREM", turns, g)
-    return nil
+    return 0
   end
-  local m = popped[1]
-  redis.call("ZREM", WAITING, m)
-  local active = redis.call("HINCRBY", groups_key("active"), g, 1)
+  local taken = {}
+  for i = 1, k do
+    local m = popped[2 * i - 1]
+    taken[i] = m
+    members[n + i], prios[n + i] = m, popped[2 * i]
+  end
+  zrem(WAITING, taken)
+  local active = redis.call("HINCRBY", groups_key("active"), g, k)
   local more = redis.call("EXISTS", waiting) == 1 and not (lim and lim.c and active >= lim.c)
   if lim and lim.rm then
     if not start then start, count = NOW, 0 end
-    count = count + 1
+    count = count + k
     redis.call("HSET", groups_key("rate"), g, string.format("%d %d", start, count))
     if more and count >= lim.rm then
       group_hold(g, start + lim.rd)
@@ -695,7 +719,7 @@ local function group_take(g, turns)
     end
   end
   if more then turn_add(turns, g) else redis.call("ZREM", turns, g) end
-  return m, popped[2]
+  return k
 end
 
 -- The ungrouped jobs' turn: the head ungrouped job (member, priority), or nil; the turn goes
@@ -714,17 +738,22 @@ local function ungrouped_take(turns)
 end
 
 -- Up to `allowed` waiting members taken by turns (semantics: the group whose turn it is gives
--- its head job and goes to the back), with their priorities; `members` and `prios` filled.
+-- its head job and goes to the back; a group alone in the turns gives at once what its next
+-- turns would), with their priorities; `members` and `prios` filled.
 local function claim_turns(turns, allowed, members, prios)
   local n = 0
   while n < allowed do
-    local g = redis.call("ZRANGE", turns, 0, 0)[1]
+    local head = redis.call("ZRANGE", turns, 0, 1)
+    local g = head[1]
     if not g then break end
-    local m, p
-    if g == "" then m, p = ungrouped_take(turns) else m, p = group_take(g, turns) end
-    if m then
-      n = n + 1
-      members[n], prios[n] = m, p
+    if g == "" then
+      local m, p = ungrouped_take(turns)
+      if m then
+        n = n + 1
+        members[n], prios[n] = m, p
+      end
+    else
+      n = n + group_take(g, turns, head[2] and 1 or allowed - n, members, prios, n)
     end
   end
   return n

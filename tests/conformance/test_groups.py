@@ -171,6 +171,35 @@ async def test_concurrency_is_held_across_two_workers(queue: JobQueue) -> None:
     assert await queue.get_group_counts("A", "completed", "active") == {"completed": 4, "active": 0}
 
 
+async def test_a_group_alone_gives_its_jobs_by_priority_within_its_concurrency(
+    queue: JobQueue,
+) -> None:
+    # A group alone in the turns gives every next turn: one claim takes as many of its jobs as
+    # its limit lets, in priority order (Redis takes them in one pop).
+    await queue.set_group_limits("A", concurrency=3)
+    for name, priority in [("a5", 5), ("a1", 1), ("a3", 3), ("a2", 2), ("a4", 4)]:
+        await queue.add(name, 0, group="A", priority=priority, now=T)
+    first = await queue.claim("w", max_jobs=10, now=T)
+    assert _names(first) == ["a1", "a2", "a3"]
+    assert await queue.claim("w", max_jobs=10, now=T) == []
+    await queue.complete(first[1].id, first[1].lock_token or "", "done", now=T + 1)
+    assert _names(await queue.claim("w", max_jobs=10, now=T + 2)) == ["a4"]
+    assert await queue.get_group_counts("A", "active", "waiting") == {"active": 3, "waiting": 1}
+
+
+async def test_a_group_alone_gives_its_rate_in_one_claim_then_waits_for_its_window(
+    queue: JobQueue,
+) -> None:
+    await queue.set_group_limits("A", rate=(2, 1.0))
+    await _add(queue, "A", 5)
+    assert _names(await queue.claim("w", max_jobs=10, now=T)) == ["A-0", "A-1"]
+    assert await queue.claim("w", max_jobs=10, now=T + 500) == []
+    assert _names(await queue.claim("w", max_jobs=10, now=T + 1000)) == ["A-2", "A-3"]
+    # Ungrouped jobs added meanwhile take turns with it again.
+    await _add(queue, None, 2)
+    assert _names(await queue.claim("w", max_jobs=10, now=T + 2000)) == ["None-0", "A-4", "None-1"]
+
+
 async def test_rate_limits_claims_of_a_group_per_window(queue: JobQueue) -> None:
     await queue.set_group_limits("A", rate=(2, 1.0))
     await _add(queue, "A", 3)

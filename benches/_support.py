@@ -290,3 +290,24 @@ async def timed_run(
     if counts != {"completed": n, "waiting": 0, "active": 0, "failed": 0}:
         problems.append(f"{label}: counts after the run {counts}")
     return elapsed, problems
+
+
+def start_plain_redis(port: int, prefix: list[str]) -> tuple[subprocess.Popen[bytes], Any]:
+    """A `redis-server` on ``port`` with nothing kept on disk, started behind ``prefix`` (a
+    valgrind command line, or none), and a redis-py client once it answers: the instruction
+    benches (`lua_cost.py`, `call_cost.py`) run their server this way."""
+    import redis
+
+    server = subprocess.Popen(
+        [*prefix, "redis-server", "--port", str(port), "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    client = redis.Redis(port=port)
+    for _ in range(200):  # valgrind takes seconds to start a server
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.3)
+    return server, client

@@ -21,10 +21,10 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 
 import redis
+from _support import start_plain_redis
 
 
 def totals(path: str) -> tuple[int, int]:
@@ -83,30 +83,15 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=2)
     a = p.parse_args()
     out_dir = tempfile.mkdtemp(prefix="call_cost.")
-    vg = subprocess.Popen(
+    vg, r = start_plain_redis(
+        a.port,
         [
             "valgrind",
             "--tool=callgrind",
             "--dump-instr=no",
             f"--callgrind-out-file={out_dir}/cg.out",
-            "redis-server",
-            "--port",
-            str(a.port),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
         ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
     )
-    r = redis.Redis(port=a.port)
-    for _ in range(200):
-        try:
-            r.ping()
-            break
-        except redis.ConnectionError:
-            time.sleep(0.3)
     versions = [Version(r, path) for path in a.versions]
     dumps: list[tuple[str, str, int, int]] = []  # version, phase, calls, bytes in
 

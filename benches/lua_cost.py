@@ -33,9 +33,8 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 
-import redis
+from _support import start_plain_redis
 
 
 def inclusive(path, function):
@@ -579,27 +578,7 @@ def main():
         "--dump-instr=no",
         f"--callgrind-out-file={out_dir}/cg.out",
     ]
-    vg = subprocess.Popen(
-        [
-            *([] if a.cpu or a.memory else under_valgrind),
-            "redis-server",
-            "--port",
-            str(a.port),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    r = redis.Redis(port=a.port)
-    for _ in range(100):
-        try:
-            r.ping()
-            break
-        except redis.ConnectionError:
-            time.sleep(0.3)
+    vg, r = start_plain_redis(a.port, [] if a.cpu or a.memory else under_valgrind)
     if a.memory:
         loaded = r.function_load(open(os.path.join(a.scripts, "library.lua")).read(), True)
         library = loaded.decode() if isinstance(loaded, bytes) else loaded

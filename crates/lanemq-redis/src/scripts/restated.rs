@@ -11,7 +11,7 @@ use lanemq_core::jobs::{event_names, JobState};
 
 use super::{file_name, COMMON, FLOWS, JOBS, OPS, SCHEDULERS};
 use crate::events::{stream_event_name as known_event_name, stream_field_name as field_name};
-use crate::keys::{Keys, JOB_FIELDS, QUEUE_KEYS};
+use crate::keys::{queue_keys, Keys, JOB_FIELDS};
 
 // ------------------------------------------------------------------ reading Lua source
 
@@ -421,9 +421,8 @@ fn bind_builds_the_block_from_meta_in_keys_order() {
             }
         }
     }
-    let expected: Vec<(String, String)> = QUEUE_KEYS
-        .iter()
-        .map(|key| ((*key).to_owned(), key.to_uppercase().replace(':', "_")))
+    let expected: Vec<(String, String)> = queue_keys()
+        .map(|key| (key.to_owned(), key.to_uppercase().replace(':', "_")))
         .collect();
     assert_eq!(bound, expected);
     // The keys each queue's block has (META, the guard): flows.lua steps through the linked

@@ -66,7 +66,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from _support import build_profile, tail
-from comparison.install import System, run_command
+from comparison.install import System, npm_packages, run_command
 from jobs import Outcome, add_bulk_run, add_single_run, process_run
 from lanemq import JobQueue, LocalJobQueue
 from lanemq.queue import LocalSync
@@ -98,22 +98,8 @@ def setup_bun(scratch: Path, install: bool) -> System:
     modules = prefix / "node_modules"
     bun = modules / "@oven" / "bun-linux-x64" / "bin" / "bun"
     have = bun.is_file() and (modules / "bunqueue" / "package.json").is_file()
-    if not have:
-        npm = shutil.which("npm")
-        if not install:
-            system.status = f"unavailable: bun/bunqueue not in {modules} (--no-install)"
-            return system
-        if npm is None:
-            system.status = "unavailable: npm not found on PATH"
-            return system
-        prefix.mkdir(parents=True, exist_ok=True)
-        print(f"installing Bun and bunqueue into {prefix} ...", flush=True)
-        npm_install = [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund"]
-        ok, detail = run_command([*npm_install, BUN_PACKAGE, "bunqueue"], timeout=900)
-        system.install_log.append(detail)
-        if not ok:
-            system.status = f"unavailable: npm install failed: {detail}"
-            return system
+    if not npm_packages(system, prefix, [BUN_PACKAGE, "bunqueue"], have, install):
+        return system
     ok, detail = run_command([str(bun), "--version"], timeout=60)
     if not ok:
         system.status = f"unavailable: {bun} does not run: {detail}"

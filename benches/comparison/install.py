@@ -54,34 +54,45 @@ def run_command(
     return True, tail(output, 1)
 
 
+def npm_packages(
+    system: System, prefix: Path, packages: Sequence[str], have: bool, install: bool
+) -> bool:
+    """Makes sure npm ``packages`` are under ``prefix`` (``have``: they are already), installing
+    them unless ``install`` is off; otherwise ``system`` says why not and this returns False.
+    Shared by the Node peers (BullMQ here, Bun and bunqueue in embedded.py)."""
+    if have:
+        return True
+    modules = prefix / "node_modules"
+    if not install:
+        system.status = f"unavailable: {', '.join(packages)} not in {modules} (--no-install)"
+        return False
+    npm = shutil.which("npm")
+    if npm is None:
+        system.status = "unavailable: npm not found on PATH"
+        return False
+    prefix.mkdir(parents=True, exist_ok=True)
+    print(f"installing {', '.join(packages)} into {prefix} ...", flush=True)
+    npm_install = [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund"]
+    ok, detail = run_command([*npm_install, *packages], timeout=900)
+    system.install_log.append(detail)
+    if not ok:
+        system.status = f"unavailable: npm install failed: {detail}"
+    return ok
+
+
 def setup_node(scratch: Path, install: bool) -> System:
     """BullMQ (Node): `bullmq_bench.mjs` under node, with bullmq and ioredis in the scratch
     npm prefix."""
     system = System("bullmq-node")
-    node, npm = shutil.which("node"), shutil.which("npm")
+    node = shutil.which("node")
     if node is None:
         system.status = "unavailable: node not found on PATH"
         return system
     prefix = scratch / "node"
     modules = prefix / "node_modules"
-    have = (modules / "bullmq" / "package.json").is_file() and (
-        modules / "ioredis" / "package.json"
-    ).is_file()
-    if not have:
-        if not install:
-            system.status = f"unavailable: bullmq/ioredis not in {modules} (--no-install)"
-            return system
-        if npm is None:
-            system.status = "unavailable: npm not found on PATH"
-            return system
-        prefix.mkdir(parents=True, exist_ok=True)
-        print(f"installing BullMQ for Node into {prefix} ...", flush=True)
-        npm_install = [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund"]
-        ok, detail = run_command([*npm_install, "bullmq", "ioredis"], timeout=900)
-        system.install_log.append(detail)
-        if not ok:
-            system.status = f"unavailable: npm install failed: {detail}"
-            return system
+    have = all((modules / name / "package.json").is_file() for name in ("bullmq", "ioredis"))
+    if not npm_packages(system, prefix, ["bullmq", "ioredis"], have, install):
+        return system
     if not NODE_SCRIPT.is_file():
         system.status = f"unavailable: {NODE_SCRIPT} missing"
         return system

@@ -9,6 +9,7 @@ Every test uses its own key prefix on the session's redis-server (``redis_url``)
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator
 
 import pytest
@@ -445,3 +446,33 @@ async def test_scheduler_occurrences_and_dedup_keep_last_join_their_group(
     await queue.complete(claimed.id, claimed.lock_token, None, now=now)
     [kept] = await queue.claim("w", max_jobs=5, now=now)
     assert (kept.name, kept.group) == ("d1", "D")
+
+
+def _command_calls(raw: Resp, command: str) -> int:
+    found = re.search(rf"cmdstat_{command}:calls=(\d+)", raw.command("INFO", "commandstats"))
+    return int(found.group(1)) if found else 0
+
+
+async def test_a_lone_group_is_claimed_and_completed_a_batch_at_a_time(
+    queue: RedisJobQueue, redis_url: str
+) -> None:
+    # A group alone in the turns gives its jobs in one pop, and a batch's completions count
+    # the group's active jobs down once (issue 32): not a pop and a count a job.
+    await queue.set_group_limits("A", concurrency=5)
+    await queue.add_bulk([(f"a{i}", None, {"group": "A"}) for i in range(8)])
+    with Resp.of(redis_url) as raw:
+        raw.command("CONFIG", "RESETSTAT")
+        jobs = await queue.claim("w", max_jobs=10)
+        assert [job.name for job in jobs] == ["a0", "a1", "a2", "a3", "a4"]
+        assert _command_calls(raw, "zpopmin") == 1
+        raw.command("CONFIG", "RESETSTAT")
+        refused = await queue.complete_many([(job.id, job.lock_token or "", None) for job in jobs])
+        assert refused == []
+        # The group's count once (not once a job), the batch's event ids, its turn back.
+        assert _command_calls(raw, "hincrby") == 3
+    assert await queue.get_group_counts("A", "active", "completed", "waiting") == {
+        "active": 0,
+        "completed": 5,
+        "waiting": 3,
+    }
+    assert [job.name for job in await queue.claim("w", max_jobs=10)] == ["a5", "a6", "a7"]
